@@ -1,0 +1,134 @@
+//! The one word every allocation reads: mode, stack depth, pause flag and phase.
+//!
+//! Packing them into a single `AtomicU64` costs one relaxed load (a plain `mov` on
+//! x86_64) per allocation. Writers (mode changes, phase guards, pause) are rare and
+//! use read-modify-write; no allocation ever writes it.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// Nothing decided yet: the first allocation reads the environment.
+pub const MODE_UNINIT: u8 = 0;
+/// Pure pass-through.
+pub const MODE_OFF: u8 = 1;
+/// Totals and size-class histograms.
+pub const MODE_COUNT: u8 = 2;
+/// `MODE_COUNT` plus every allocation attributed to its call stack.
+pub const MODE_SITES: u8 = 3;
+/// `MODE_COUNT` plus one allocation in N (on average) attributed to its call stack.
+pub const MODE_SAMPLE: u8 = 4;
+
+/// Phases that can be told apart; later names share the last slot.
+pub const MAX_PHASES: usize = 16;
+const _: () = assert!(MAX_PHASES.is_power_of_two());
+
+static CONTROL: AtomicU64 = AtomicU64::new(0);
+/// Mean interval, in allocations, between sampled stacks (`sample` mode) and between
+/// blocks followed to their free (lifetimes, `sites` and `sample` modes).
+static SAMPLE_INTERVAL: AtomicU64 = AtomicU64::new(0);
+static LIFETIME_INTERVAL: AtomicU64 = AtomicU64::new(0);
+
+/// A decoded copy of the control word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Control(u64);
+
+impl Control {
+    /// The tracing mode (`MODE_*`).
+    #[inline(always)]
+    pub fn mode(self) -> u8 {
+        self.0 as u8
+    }
+    /// Stack depth for `sites` and `sample` modes.
+    #[inline(always)]
+    pub fn depth(self) -> usize {
+        ((self.0 >> 8) & 0xff) as usize
+    }
+    /// True while recording is paused.
+    #[inline(always)]
+    pub fn paused(self) -> bool {
+        (self.0 >> 16) & 1 == 1
+    }
+    /// The current phase id.
+    #[inline(always)]
+    pub fn phase(self) -> usize {
+        // Masked so that indexing per-phase arrays never needs a bounds check.
+        ((self.0 >> 24) as usize) & (MAX_PHASES - 1)
+    }
+    /// True when allocations must be recorded now.
+    #[inline(always)]
+    pub fn recording(self) -> bool {
+        self.mode() >= MODE_COUNT && !self.paused()
+    }
+}
+
+/// The control word as of now.
+#[inline(always)]
+pub fn load() -> Control {
+    Control(CONTROL.load(Relaxed))
+}
+
+fn update(f: impl Fn(u64) -> u64) -> Control {
+    let old = CONTROL
+        .fetch_update(Relaxed, Relaxed, |w| Some(f(w)))
+        .unwrap_or_else(|w| w);
+    Control(old)
+}
+
+/// Sets mode and depth, keeping pause and phase. Returns the previous word.
+pub fn set_mode(mode: u8, depth: usize) -> Control {
+    let depth = depth.min(super::stack::MAX_DEPTH) as u64;
+    update(|w| (w & !0xffff) | mode as u64 | (depth << 8))
+}
+
+/// Sets mode and depth only if no mode was chosen yet; true when it did.
+pub fn init_mode(mode: u8, depth: usize) -> bool {
+    let depth = depth.min(super::stack::MAX_DEPTH) as u64;
+    CONTROL
+        .fetch_update(Relaxed, Relaxed, |w| {
+            (w as u8 == MODE_UNINIT).then_some((w & !0xffff) | mode as u64 | (depth << 8))
+        })
+        .is_ok()
+}
+
+/// Sets the pause flag. Returns the previous word.
+pub fn set_paused(paused: bool) -> Control {
+    update(|w| (w & !(1 << 16)) | ((paused as u64) << 16))
+}
+
+/// Sets the current phase id. Returns the previous word.
+pub fn set_phase(phase: usize) -> Control {
+    let phase = phase.min(MAX_PHASES - 1) as u64;
+    update(|w| (w & !(0xff << 24)) | (phase << 24))
+}
+
+/// Sampling intervals: stacks (`sample` mode) and lifetimes.
+pub fn set_intervals(sample: u64, lifetime: u64) {
+    SAMPLE_INTERVAL.store(sample.max(1), Relaxed);
+    LIFETIME_INTERVAL.store(lifetime, Relaxed);
+}
+
+/// Mean allocations between sampled stacks in `sample` mode.
+#[inline]
+pub fn sample_interval() -> u64 {
+    SAMPLE_INTERVAL.load(Relaxed).max(1)
+}
+
+/// Mean allocations between blocks followed to their free; 0 = none followed.
+#[inline]
+pub fn lifetime_interval() -> u64 {
+    LIFETIME_INTERVAL.load(Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_round_trip() {
+        let w = Control(MODE_SITES as u64 | (16 << 8) | (1 << 16) | (5 << 24));
+        assert_eq!(w.mode(), MODE_SITES);
+        assert_eq!(w.depth(), 16);
+        assert!(w.paused());
+        assert_eq!(w.phase(), 5);
+        assert!(!w.recording());
+    }
+}

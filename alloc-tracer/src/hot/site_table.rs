@@ -1,0 +1,305 @@
+//! A per-thread open-addressing table of call sites, readable from other threads.
+//!
+//! Only the owning thread inserts and counts; the report writer may read a live
+//! thread's table at any time. Every field is an atomic written with plain
+//! load-then-store (no read-modify-write, so no `lock` prefix): a reader sees each
+//! counter at some recent value. A slot's key and frames are written before its tag is
+//! published with `Release`, and never change afterwards, so a reader that sees the tag
+//! with `Acquire` sees the whole key.
+//!
+//! The table never allocates: when it is three-quarters full the caller grows it in
+//! cold code (see `thread::grow_table`).
+
+use super::stack::{Frames, MAX_DEPTH};
+use std::sync::atomic::{
+    AtomicU64, AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release},
+};
+
+/// The identity of a site in a thread's table: the stack plus what else splits it.
+#[derive(Clone, Copy)]
+pub struct SiteKey<'a> {
+    /// Phase id, size-class index and depth, packed by [`pack_meta`].
+    pub meta: u64,
+    /// Return addresses, innermost first; only `depth` of them count.
+    pub frames: &'a [usize],
+    /// Hash of `meta` and `frames`, never 0.
+    pub hash: u64,
+}
+
+/// Packs phase id, size-class index and stack depth into one word.
+#[inline(always)]
+pub fn pack_meta(phase: usize, class: usize, depth: usize) -> u64 {
+    phase as u64 | (class as u64) << 8 | (depth as u64) << 24
+}
+
+/// The inverse of [`pack_meta`].
+pub fn unpack_meta(meta: u64) -> (usize, usize, usize) {
+    (
+        (meta & 0xff) as usize,
+        ((meta >> 8) & 0xffff) as usize,
+        ((meta >> 24) & 0xff) as usize,
+    )
+}
+
+/// Hashes a stack and its meta word (FxHash-style mixing; never returns 0).
+#[inline(always)]
+pub fn hash(meta: u64, frames: &[usize]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = meta.wrapping_mul(K);
+    for &f in frames {
+        h = (h.rotate_left(5) ^ f as u64).wrapping_mul(K);
+    }
+    h | 1
+}
+
+/// Counters of one (stack, phase, size class).
+pub struct Slot {
+    tag: AtomicU64,
+    meta: AtomicU64,
+    frames: [AtomicUsize; MAX_DEPTH],
+    /// Allocations (`alloc`, `alloc_zeroed`); in `sample` mode, sampled ones only.
+    pub allocs: AtomicU64,
+    /// `realloc` calls that landed in this class.
+    pub reallocs: AtomicU64,
+    /// Sum of requested sizes of the allocations and reallocs counted here.
+    pub bytes_requested: AtomicU64,
+    /// Blocks from here freed before their thread's next allocation.
+    pub temporaries: AtomicU64,
+}
+
+/// Adds `n` to a counter only this thread writes: a load and a store, no `lock` prefix.
+#[inline(always)]
+pub fn bump(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+}
+
+impl Slot {
+    /// The key of a published slot, or `None` for an empty one. Safe from any thread.
+    pub fn read_key(&self, out: &mut Frames) -> Option<u64> {
+        if self.tag.load(Acquire) == 0 {
+            return None;
+        }
+        let meta = self.meta.load(Relaxed);
+        let (_, _, depth) = unpack_meta(meta);
+        for (o, f) in out.iter_mut().zip(&self.frames).take(depth) {
+            *o = f.load(Relaxed);
+        }
+        Some(meta)
+    }
+
+    #[inline(always)]
+    fn matches(&self, key: &SiteKey<'_>) -> bool {
+        self.meta.load(Relaxed) == key.meta
+            && self
+                .frames
+                .iter()
+                .zip(key.frames)
+                .all(|(a, &b)| a.load(Relaxed) == b)
+    }
+
+    fn publish(&self, key: &SiteKey<'_>) {
+        self.meta.store(key.meta, Relaxed);
+        for (slot, &f) in self.frames.iter().zip(key.frames) {
+            slot.store(f, Relaxed);
+        }
+        self.tag.store(key.hash, Release);
+    }
+
+    /// Copies key and counters from `other` (the owner, while growing its table).
+    fn take_from(&self, other: &Slot, key: &SiteKey<'_>) {
+        for (dst, src) in [
+            (&self.allocs, &other.allocs),
+            (&self.reallocs, &other.reallocs),
+            (&self.bytes_requested, &other.bytes_requested),
+            (&self.temporaries, &other.temporaries),
+        ] {
+            dst.store(src.load(Relaxed), Relaxed);
+        }
+        self.publish(key);
+    }
+}
+
+/// Result of a lookup by the owning thread.
+pub enum Lookup<'t> {
+    /// The slot for the key (found or newly published).
+    Slot(&'t Slot),
+    /// The table is too full to insert: grow it, then look up again.
+    Full,
+}
+
+/// A power-of-two array of slots.
+pub struct SiteTable {
+    slots: Box<[Slot]>,
+    len: AtomicUsize,
+}
+
+impl SiteTable {
+    /// A zeroed table of `capacity` slots (a power of two). Allocates: cold code only,
+    /// under the re-entrancy guard.
+    pub fn with_capacity(capacity: usize) -> Box<SiteTable> {
+        debug_assert!(capacity.is_power_of_two());
+        // All-zero bytes are a valid `Slot` (atomics of 0: an empty slot).
+        let slots = std::iter::repeat_with(Slot::empty)
+            .take(capacity)
+            .collect::<Box<[Slot]>>();
+        Box::new(SiteTable {
+            slots,
+            len: AtomicUsize::new(0),
+        })
+    }
+
+    /// Number of slots.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Number of published slots.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.len.load(Relaxed)
+    }
+
+    /// True when no slot is published.
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// All slots, published or not; for readers on any thread.
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    /// Finds or publishes the slot for `key`. Owner thread only.
+    #[inline(always)]
+    pub fn lookup(&self, key: &SiteKey<'_>) -> Lookup<'_> {
+        let mask = self.slots.len() - 1;
+        let mut i = key.hash as usize & mask;
+        loop {
+            let slot = &self.slots[i];
+            let tag = slot.tag.load(Relaxed);
+            if tag == key.hash && slot.matches(key) {
+                return Lookup::Slot(slot);
+            }
+            if tag == 0 {
+                let len = self.len.load(Relaxed);
+                if (len + 1) * 4 > self.slots.len() * 3 {
+                    return Lookup::Full;
+                }
+                slot.publish(key);
+                self.len.store(len + 1, Relaxed);
+                return Lookup::Slot(slot);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Moves every published slot of `self` into `bigger` (owner thread, cold).
+    pub fn move_into(&self, bigger: &SiteTable) {
+        let mut frames = [0; MAX_DEPTH];
+        for slot in self.slots.iter() {
+            if let Some(meta) = slot.read_key(&mut frames) {
+                let depth = unpack_meta(meta).2;
+                let key = SiteKey {
+                    meta,
+                    frames: &frames[..depth],
+                    hash: hash(meta, &frames[..depth]),
+                };
+                if let Lookup::Slot(dst) = bigger.lookup(&key) {
+                    dst.take_from(slot, &key);
+                }
+            }
+        }
+    }
+
+    /// Empties the table (owner thread, with readers excluded by the registry lock).
+    pub fn clear(&self) {
+        for slot in self.slots.iter() {
+            for counter in [
+                &slot.tag,
+                &slot.meta,
+                &slot.allocs,
+                &slot.reallocs,
+                &slot.bytes_requested,
+                &slot.temporaries,
+            ] {
+                counter.store(0, Relaxed);
+            }
+        }
+        self.len.store(0, Relaxed);
+    }
+}
+
+impl Slot {
+    fn empty() -> Slot {
+        Slot {
+            tag: AtomicU64::new(0),
+            meta: AtomicU64::new(0),
+            frames: [const { AtomicUsize::new(0) }; MAX_DEPTH],
+            allocs: AtomicU64::new(0),
+            reallocs: AtomicU64::new(0),
+            bytes_requested: AtomicU64::new(0),
+            temporaries: AtomicU64::new(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(meta: u64, frames: &[usize]) -> SiteKey<'_> {
+        SiteKey {
+            meta,
+            frames,
+            hash: hash(meta, frames),
+        }
+    }
+
+    #[test]
+    fn same_key_same_slot_and_growth_keeps_counts() {
+        let table = SiteTable::with_capacity(8);
+        let stacks: Vec<Vec<usize>> = (1..=6).map(|i| vec![i, i * 10, 7]).collect();
+        for (n, s) in stacks.iter().enumerate() {
+            let k = key(pack_meta(0, 3, s.len()), s);
+            for _ in 0..=n {
+                match table.lookup(&k) {
+                    Lookup::Slot(slot) => bump(&slot.allocs, 1),
+                    Lookup::Full => {
+                        assert!(n >= 6, "full too early at {n}");
+                    }
+                }
+            }
+        }
+        assert_eq!(table.len(), 6);
+        assert!(matches!(
+            table.lookup(&key(pack_meta(1, 3, 1), &[99])),
+            Lookup::Full
+        ));
+        let bigger = SiteTable::with_capacity(16);
+        table.move_into(&bigger);
+        assert_eq!(bigger.len(), 6);
+        for (n, s) in stacks.iter().enumerate() {
+            match bigger.lookup(&key(pack_meta(0, 3, s.len()), s)) {
+                Lookup::Slot(slot) => assert_eq!(slot.allocs.load(Relaxed), n as u64 + 1),
+                Lookup::Full => panic!("full"),
+            }
+        }
+        bigger.clear();
+        assert!(bigger.is_empty());
+    }
+
+    #[test]
+    fn meta_splits_sites() {
+        let table = SiteTable::with_capacity(8);
+        let frames = [1, 2, 3];
+        let a = key(pack_meta(0, 1, 3), &frames);
+        let b = key(pack_meta(0, 2, 3), &frames);
+        let (Lookup::Slot(sa), Lookup::Slot(sb)) = (table.lookup(&a), table.lookup(&b)) else {
+            panic!("full")
+        };
+        assert!(!std::ptr::eq(sa, sb));
+        assert_eq!(unpack_meta(pack_meta(5, 156, 32)), (5, 156, 32));
+    }
+}

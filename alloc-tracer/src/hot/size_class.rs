@@ -1,0 +1,122 @@
+//! jemalloc's size classes, computed without calling into jemalloc.
+//!
+//! jemalloc 5.3 on x86_64 Linux (`LG_QUANTUM = 4`, `LG_PAGE = 12`, four classes per
+//! doubling) serves a request from the smallest class that fits: 8, then multiples of
+//! 16 up to 128, then four classes per power of two (160, 192, 224, 256, 320, ...), small
+//! and large alike. tikv-jemallocator passes an alignment flag when `align > 16` or
+//! `align > size`; jemalloc then serves the class of `size` rounded up to `align`
+//! (small blocks, `align <= 4096`) or a large class of at least 16 KiB.
+//!
+//! `tests/size_classes.rs` checks this arithmetic against `nallocx` for every size up
+//! to 64 KiB and every alignment up to 4096, so a future jemalloc with other classes
+//! fails loudly instead of skewing reports.
+
+/// Number of class slots kept per phase: classes up to 2^44 bytes; larger requests
+/// share the last slot.
+pub const NUM_CLASSES: usize = 9 + 4 * (44 - 7);
+
+const PAGE: usize = 4096;
+const SMALL_MAX: usize = 14336;
+const LARGE_MIN: usize = 16384;
+
+/// Index of the class `size` falls in when requested with the natural alignment.
+#[inline(always)]
+fn index_of_size(size: usize) -> usize {
+    if size <= 8 {
+        0
+    } else if size <= 128 {
+        size.div_ceil(16)
+    } else {
+        let x = size - 1;
+        let lg = (usize::BITS - 1 - x.leading_zeros()) as usize;
+        let shift = lg - 2;
+        let idx = 9 + (lg - 7) * 4 + ((x >> shift) & 3);
+        if idx < NUM_CLASSES {
+            idx
+        } else {
+            NUM_CLASSES - 1
+        }
+    }
+}
+
+/// Byte size of the class with index `idx` (the last index stands for "larger").
+#[inline(always)]
+pub fn class_bytes(idx: usize) -> usize {
+    match idx {
+        0 => 8,
+        1..=8 => idx * 16,
+        _ => {
+            let group = (idx - 9) / 4;
+            let step = (idx - 9) % 4;
+            let lg = group + 7;
+            (1usize << lg) + ((step + 1) << (lg - 2))
+        }
+    }
+}
+
+/// Index of the jemalloc class that serves a `size`/`align` request made through
+/// tikv-jemallocator.
+#[inline(always)]
+pub fn index_of(size: usize, align: usize) -> usize {
+    if align <= 16 && align <= size {
+        return index_of_size(size);
+    }
+    // The aligned path (`sz_sa2u`); rare, kept out of line.
+    index_of_aligned(size, align)
+}
+
+#[cold]
+fn index_of_aligned(size: usize, align: usize) -> usize {
+    if size <= SMALL_MAX && align <= PAGE {
+        let rounded = size.next_multiple_of(align);
+        if rounded < LARGE_MIN {
+            return index_of_size(rounded);
+        }
+    }
+    index_of_size(size.max(LARGE_MIN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_classes() {
+        let cases = [
+            (1, 8),
+            (8, 8),
+            (9, 16),
+            (16, 16),
+            (17, 32),
+            (128, 128),
+            (129, 160),
+            (160, 160),
+            (161, 192),
+            (256, 256),
+            (257, 320),
+            (14336, 14336),
+            (14337, 16384),
+            (16385, 20480),
+        ];
+        for (size, class) in cases {
+            assert_eq!(class_bytes(index_of(size, 1)), class, "size {size}");
+        }
+    }
+
+    #[test]
+    fn indices_are_contiguous_and_increasing() {
+        for idx in 1..NUM_CLASSES {
+            assert!(class_bytes(idx) > class_bytes(idx - 1));
+            assert_eq!(index_of(class_bytes(idx), 1), idx);
+            assert_eq!(index_of(class_bytes(idx - 1) + 1, 1), idx);
+        }
+    }
+
+    #[test]
+    fn alignment_rounds_up() {
+        assert_eq!(class_bytes(index_of(8, 16)), 16);
+        assert_eq!(class_bytes(index_of(100, 64)), 128);
+        assert_eq!(class_bytes(index_of(8, 4096)), 4096);
+        assert_eq!(class_bytes(index_of(8192, 8192)), 16384);
+    }
+}

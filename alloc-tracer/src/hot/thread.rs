@@ -1,0 +1,287 @@
+//! Per-thread state: the re-entrancy guard, counters, size-class histograms and the
+//! site table.
+//!
+//! The hot path reaches it through one `const`-initialised thread-local without a
+//! destructor (a plain `fs:`-relative access, no lazy-init check). The state itself is
+//! created by the thread's first recorded allocation, in cold code, under the guard;
+//! a second thread-local, which does have a destructor, merges and frees it when the
+//! thread exits. The main thread never runs thread-local destructors, so the report
+//! also reads the states of live threads (see `registry`).
+
+use super::control::MAX_PHASES;
+use super::log_linear::SIZE_BUCKETS;
+use super::site_table::SiteTable;
+use super::size_class::NUM_CLASSES;
+use std::cell::Cell;
+use std::ptr::{self, null_mut};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed};
+
+/// Initial number of slots in a thread's site table.
+pub const INITIAL_SLOTS: usize = 256;
+/// Largest site table; when it fills up its contents go to the global table.
+pub const MAX_SLOTS: usize = 1 << 16;
+const MAX_RETIRED: usize = 16;
+
+/// Counters of one phase on one thread.
+#[derive(Default)]
+pub struct PhaseCounters {
+    /// `alloc` and `alloc_zeroed` calls.
+    pub allocs: AtomicU64,
+    /// `dealloc` calls.
+    pub frees: AtomicU64,
+    /// `realloc` calls.
+    pub reallocs: AtomicU64,
+    /// Requested bytes of allocations and reallocs (new size).
+    pub bytes_requested: AtomicU64,
+    /// Size-class bytes of allocations and reallocs (new block).
+    pub bytes_allocated: AtomicU64,
+    /// Size-class bytes of frees and reallocs (old block).
+    pub bytes_freed: AtomicU64,
+    /// Blocks freed before this thread's next allocation.
+    pub temporaries: AtomicU64,
+    /// Stacks captured in `sample` mode.
+    pub sampled: AtomicU64,
+}
+
+/// The tracer's own allocations, made under the re-entrancy guard and not recorded
+/// as the program's. Kept so that totals can be reconciled with jemalloc's.
+pub struct OwnCounters {
+    /// Allocations (and moving reallocs) by the tracer.
+    pub allocs: AtomicU64,
+    /// Their requested bytes.
+    pub bytes: AtomicU64,
+    /// Their size classes.
+    pub classes: [AtomicU64; NUM_CLASSES],
+}
+
+/// Everything one thread records.
+pub struct ThreadState {
+    /// Highest address of this thread's stack (0: no stacks on this thread).
+    pub stack_top: usize,
+
+    // Owner-only fields.
+    /// The block of this thread's latest allocation, until freed or superseded.
+    pub last_block: Cell<usize>,
+    /// The site of `last_block`, if stacks are recorded.
+    pub last_slot: Cell<*const super::site_table::Slot>,
+    /// Allocations left before the next sampled stack (`sample` mode).
+    pub sample_countdown: Cell<u64>,
+    /// Allocations left before the next block followed to its free.
+    pub lifetime_countdown: Cell<u64>,
+    /// xorshift state for the geometric sampling intervals.
+    pub rng: Cell<u64>,
+    /// Size-class bytes allocated minus freed since last published to the global
+    /// live-bytes estimate.
+    pub net_bytes: Cell<i64>,
+    retired: [Cell<*mut SiteTable>; MAX_RETIRED],
+    retired_len: Cell<usize>,
+
+    // Fields other threads read (only while holding the registry lock).
+    /// The current site table.
+    pub table: AtomicPtr<SiteTable>,
+    /// Per-phase counters.
+    pub phases: [PhaseCounters; MAX_PHASES],
+    /// Allocations per phase and size class.
+    pub classes: [[AtomicU64; NUM_CLASSES]; MAX_PHASES],
+    /// Allocations per requested-size bucket.
+    pub requested: [AtomicU64; SIZE_BUCKETS],
+    /// The tracer's own allocations on this thread.
+    pub own: OwnCounters,
+}
+
+/// The one thread-local the hot path touches.
+pub struct Local {
+    /// Set while tracer code runs on this thread: allocations made then are the
+    /// tracer's own and pass straight through. This is what keeps `backtrace`,
+    /// `dashmap` and report writing from recursing into the recorder.
+    pub guard: Cell<bool>,
+    /// Null before the first recorded allocation, [`DEAD`] after thread exit.
+    pub state: Cell<*mut ThreadState>,
+}
+
+/// Marks a thread whose state was merged and freed at exit.
+pub const DEAD: *mut ThreadState = ptr::without_provenance_mut(1);
+
+thread_local! {
+    static LOCAL: Local = const {
+        Local { guard: Cell::new(false), state: Cell::new(null_mut()) }
+    };
+    static EXIT_HOOK: ExitHook = const { ExitHook };
+}
+
+/// Runs `f` with this thread's [`Local`].
+#[inline(always)]
+pub fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
+    LOCAL.with(f)
+}
+
+/// Runs `f` with the re-entrancy guard set: every allocation `f` makes is the
+/// tracer's own. Nests.
+pub fn guarded<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            with_local(|l| l.guard.set(self.0));
+        }
+    }
+    let _reset = Reset(with_local(|l| l.guard.replace(true)));
+    f()
+}
+
+struct ExitHook;
+
+impl Drop for ExitHook {
+    fn drop(&mut self) {
+        with_local(|local| {
+            let state = local.state.get();
+            if state.is_null() || state == DEAD {
+                return;
+            }
+            local.guard.set(true);
+            // SAFETY: `state` came from `Box::into_raw` in `init` on this thread and is
+            // freed only here, once; after this the thread is marked DEAD.
+            unsafe { crate::registry::retire(state) };
+            local.state.set(DEAD);
+            local.guard.set(false);
+        });
+    }
+}
+
+impl ThreadState {
+    fn new(stack_top: usize, seed: u64) -> Box<ThreadState> {
+        // Zeroed in place: the state is ~32 KiB, too big for the stack of whatever
+        // thread happens to allocate first.
+        // SAFETY: every field is an integer, a raw pointer, or a Cell or atomic of
+        // one, or an array of those; all-zero bytes are a valid value for each.
+        let mut st = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
+        st.stack_top = stack_top;
+        st.rng = Cell::new(seed | 1);
+        st.table = AtomicPtr::new(Box::into_raw(SiteTable::with_capacity(INITIAL_SLOTS)));
+        st
+    }
+
+    /// The current site table.
+    #[inline(always)]
+    pub fn table(&self) -> &SiteTable {
+        // SAFETY: `table` always points to a live table: it is replaced only by
+        // `grow_table`, which retires (does not free) the old one, and freed only by
+        // `free_tables` when the state itself goes away.
+        unsafe { &*self.table.load(Relaxed) }
+    }
+
+    /// Replaces the site table with one twice as large, or returns false when it is
+    /// already at [`MAX_SLOTS`] or the retired list is full. Owner thread, under the
+    /// guard.
+    pub fn grow_table(&self) -> bool {
+        let old = self.table();
+        let n = self.retired_len.get();
+        if old.capacity() >= MAX_SLOTS || n == MAX_RETIRED {
+            return false;
+        }
+        let bigger = SiteTable::with_capacity(old.capacity() * 2);
+        old.move_into(&bigger);
+        let old_ptr = self
+            .table
+            .swap(Box::into_raw(bigger), std::sync::atomic::Ordering::Release);
+        // A reader may still be walking the old table: keep it until the state is freed.
+        self.retired[n].set(old_ptr);
+        self.retired_len.set(n + 1);
+        // The last block's slot moved; temporaries are then credited to the phase only.
+        self.last_slot.set(ptr::null());
+        true
+    }
+
+    /// Frees the current and retired tables.
+    ///
+    /// # Safety
+    /// No other thread may read this state's tables during or after the call (the
+    /// registry lock must be held and the state unregistered), and the owner must
+    /// not record into it again.
+    pub unsafe fn free_tables(&self) {
+        let current = self.table.swap(null_mut(), Relaxed);
+        for t in self.retired[..self.retired_len.get()]
+            .iter()
+            .map(|c| c.get())
+            .chain([current])
+        {
+            if !t.is_null() {
+                // SAFETY: each pointer came from `Box::into_raw` and appears once.
+                drop(unsafe { Box::from_raw(t) });
+            }
+        }
+        self.retired_len.set(0);
+    }
+
+    /// The next value of this thread's xorshift64* generator.
+    pub fn next_random(&self) -> u64 {
+        let mut x = self.rng.get();
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.set(x);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A geometric interval with the given mean (>= 1): the number of allocations up
+    /// to and including the next sampled one, when each is sampled independently with
+    /// probability 1/mean. This makes every sampled allocation stand for exactly
+    /// `mean` allocations in expectation, whatever the program's allocation pattern.
+    pub fn geometric(&self, mean: u64) -> u64 {
+        if mean <= 1 {
+            return 1;
+        }
+        // u in (0, 1]
+        let u = ((self.next_random() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+        let p = 1.0 / mean as f64;
+        (u.ln() / (-p).ln_1p()).ceil().max(1.0) as u64
+    }
+}
+
+/// Creates this thread's state, registers it and its exit hook. Cold; runs under the
+/// guard so that its own allocations pass through.
+#[cold]
+#[inline(never)]
+pub fn init(local: &Local) -> *mut ThreadState {
+    let was = local.guard.replace(true);
+    let seed = (local as *const Local as u64) ^ crate::clock::now_ns().rotate_left(32);
+    let state = Box::into_raw(ThreadState::new(super::stack::current_stack_top(), seed));
+    // SAFETY: `state` was just created and is not shared yet.
+    let st = unsafe { &*state };
+    st.sample_countdown
+        .set(st.geometric(super::control::sample_interval()));
+    let lifetime = super::control::lifetime_interval();
+    st.lifetime_countdown.set(if lifetime == 0 {
+        u64::MAX
+    } else {
+        st.geometric(lifetime)
+    });
+    local.state.set(state);
+    // Registering the destructor may allocate (it does not with glibc); the guard
+    // makes that harmless. A thread already tearing down its thread-locals keeps its
+    // state registered, and the report still reads it.
+    let _ = EXIT_HOOK.try_with(|_| ());
+    crate::registry::register(state);
+    local.guard.set(was);
+    state
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn geometric_has_the_right_mean() {
+        let st = ThreadState::new(0, 0x1234_5678);
+        let n = 200_000u64;
+        for mean in [1u64, 7, 64, 1000] {
+            let total: u64 = (0..n).map(|_| st.geometric(mean)).sum();
+            let got = total as f64 / n as f64;
+            assert!(
+                (got - mean as f64).abs() <= 0.02 * mean as f64 + 0.01,
+                "mean {mean}: got {got}"
+            );
+        }
+        // SAFETY: the state is local to this test.
+        unsafe { st.free_tables() };
+    }
+}

@@ -1,0 +1,126 @@
+//! An exact, cheap allocation tracer: a [`GlobalAlloc`](std::alloc::GlobalAlloc)
+//! wrapper, normally over tikv-jemallocator, that counts every allocation of a
+//! program, attributes it to its call stack, and writes a parquet report.
+//!
+//! # Why
+//!
+//! Allocation-heavy, multithreaded Rust (zk-SNARK circuit synthesis makes hundreds
+//! of millions of 160-byte, short-lived blocks) needs to know *which call sites*
+//! allocate, how often, in which size classes and for how long, on machines where
+//! `perf` has no hardware counters. Existing tools either cannot see
+//! tikv-jemallocator's prefixed symbols (heaptrack, Valgrind DHAT), serialize every
+//! allocation behind one lock and unwind with DWARF (dhat-rs), or sample by bytes and
+//! miss small blocks (jemalloc's profiler). This crate keeps per-thread counters, walks
+//! frame pointers (about 1.4 ns a frame) and symbolizes once per address at the end.
+//!
+//! # Setup
+//!
+//! ```no_run
+//! #[global_allocator]
+//! static GLOBAL: alloc_tracer::TracingAllocator<tikv_jemallocator::Jemalloc> =
+//!     alloc_tracer::TracingAllocator::new(tikv_jemallocator::Jemalloc);
+//!
+//! fn main() {
+//!     alloc_tracer::Settings { mode: alloc_tracer::Mode::Sites, ..Default::default() }.apply();
+//!     let session = alloc_tracer::Session::new("alloc-report");
+//!     {
+//!         let _p = alloc_tracer::phase("synthesize");
+//!         // ... work ...
+//!     }
+//!     session.finish().expect("report written");
+//! }
+//! ```
+//!
+//! Build with frame pointers (`-C force-frame-pointers=yes`, as this workspace's
+//! `.cargo/config.toml` does) and line tables (`debug = "line-tables-only"` in the
+//! release profile) so that stacks are complete and inlined frames are named.
+//!
+//! # Modes
+//!
+//! Chosen with [`Settings::apply`] or, at the first allocation, from the environment:
+//!
+//! | `ALLOC_TRACE` | records | cost per malloc+free pair |
+//! |---|---|---|
+//! | `off` (default) | nothing: pure pass-through | see BENCHMARKS.md |
+//! | `count` | totals per phase, size-class and requested-size histograms, temporaries | |
+//! | `sites` | `count` + every allocation's call stack | |
+//! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack | |
+//!
+//! `ALLOC_TRACE_DEPTH` (default 16, at most 32) bounds stacks; `ALLOC_TRACE_LIFETIMES`
+//! (default 64) follows one block in N to its free in `sites` mode; `sample:N` follows
+//! its sampled blocks. `ALLOC_TRACE_REPORT=DIR` writes a report at normal process exit.
+//!
+//! # What is exact and what is estimated
+//!
+//! * Exact: allocation, free and realloc counts, requested and size-class bytes per
+//!   phase and size class; in `sites` mode, allocations, reallocs, bytes and
+//!   temporaries per call stack. A *temporary* is a block freed before its thread's
+//!   next allocation (exact, from a one-entry per-thread record).
+//! * Estimated: in `sample:N` mode, per-site figures are sampled counts x N (unbiased:
+//!   each allocation is sampled independently with probability 1/N). Lifetimes, frees
+//!   and live bytes per site come from followed blocks (one in `ALLOC_TRACE_LIFETIMES`,
+//!   or the sampled ones), since following every block costs ~45 ns a pair. Global peak
+//!   live bytes is exact to within threads x 1 MiB.
+//! * Size classes are jemalloc's, computed with the same arithmetic (checked against
+//!   `nallocx`), without adding headers to blocks.
+//!
+//! # Reports
+//!
+//! A directory with `manifest.json` and parquet tables (`sites`, `frames`,
+//! `size_classes`, `requested_sizes`, `phases`, `lifetimes`), written atomically; the
+//! schema is documented in `docs/report-schema.md` and versioned
+//! ([`SCHEMA_VERSION`]). Reports are written by [`Session::finish`], when a
+//! [`Session`] drops (also when a panic unwinds through it), by [`write_report`], and
+//! at normal process exit (including `std::process::exit` and a panic that ends
+//! `main`) when `ALLOC_TRACE_REPORT` is set. Threads that have exited were merged
+//! into global tables; live threads (rayon workers) are read in place. Nothing is
+//! written on `panic = "abort"` or a fatal signal.
+//!
+//! # Limits
+//!
+//! * Stacks are walked on x86_64 and aarch64 only; frames compiled without frame
+//!   pointers are skipped or end the walk.
+//! * Phases are process-wide (one current phase for all threads); at most 15 names.
+//! * Only one `TracingAllocator` should be the global allocator; all state is static.
+
+#![warn(missing_docs)]
+
+mod clock;
+mod config;
+mod error;
+mod hot;
+mod lifetimes;
+mod phase;
+mod registry;
+mod report;
+mod session;
+mod symbolize;
+
+pub use config::{DEFAULT_DEPTH, DEFAULT_LIFETIME_INTERVAL, Mode, Settings};
+pub use error::Error;
+pub use hot::TracingAllocator;
+pub use hot::size_class::{NUM_CLASSES, class_bytes};
+pub use phase::{PauseGuard, PhaseGuard, PhaseTime, pause, phase, phases};
+pub use registry::{Counts, PhaseTotals};
+pub use report::schema::{self, SCHEMA_VERSION};
+pub use report::{ReportSummary, Totals};
+pub use session::{Session, write_report};
+pub use symbolize::Frame;
+
+/// Every counter so far, summed over live and exited threads. Allocation-free for
+/// the caller (the tracer's own work runs under its re-entrancy guard).
+pub fn counts() -> Counts {
+    hot::thread::guarded(registry::counts)
+}
+
+/// The jemalloc size class (bytes) that serves a `size`/`align` request through
+/// tikv-jemallocator.
+pub fn size_class_of(size: usize, align: usize) -> usize {
+    class_bytes(hot::size_class::index_of(size, align))
+}
+
+/// Runs `f` with recording of this thread's allocations suppressed, as the tracer's
+/// own; for test and benchmark harnesses that must not disturb the counts.
+pub fn untraced<R>(f: impl FnOnce() -> R) -> R {
+    hot::thread::guarded(f)
+}

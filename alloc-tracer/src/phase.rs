@@ -1,0 +1,127 @@
+//! Phases: named regions of a run (`setup`, `synthesize`, ...) that reports keep
+//! apart, and pausing.
+//!
+//! Phases are process-wide: the current phase is one field of the control word that
+//! every allocation on every thread reads, so a phase set by the thread driving the
+//! work also covers the rayon workers it starts. Phases nest; leaving one restores
+//! the one before. Up to 15 names can be told apart; later names are counted under
+//! `(other phases)`.
+
+use crate::hot::control::{self, MAX_PHASES};
+use crate::hot::thread::guarded;
+use std::sync::Mutex;
+
+/// The phase in force when no guard is alive.
+pub const DEFAULT_PHASE: &str = "main";
+/// Where names beyond the first [`MAX_PHASES`] - 1 go.
+pub const OVERFLOW_PHASE: &str = "(other phases)";
+
+/// Time spent in one phase.
+#[derive(Clone, Debug, Default)]
+pub struct PhaseTime {
+    /// Phase name.
+    pub name: String,
+    /// Times the phase was entered.
+    pub entries: u64,
+    /// When it was first entered (monotonic ns), if ever.
+    pub first_start_ns: Option<u64>,
+    /// Total time inside it, nested phases included.
+    pub total_ns: u64,
+}
+
+static PHASES: Mutex<Vec<PhaseTime>> = Mutex::new(Vec::new());
+
+fn with_phases<R>(f: impl FnOnce(&mut Vec<PhaseTime>) -> R) -> R {
+    guarded(|| {
+        let mut p = PHASES.lock().unwrap_or_else(|e| e.into_inner());
+        if p.is_empty() {
+            p.push(PhaseTime {
+                name: DEFAULT_PHASE.into(),
+                ..Default::default()
+            });
+        }
+        f(&mut p)
+    })
+}
+
+/// Marks a region until the guard is dropped; see the module docs.
+#[must_use = "the phase ends when the guard is dropped"]
+pub struct PhaseGuard {
+    id: usize,
+    previous: usize,
+    start_ns: u64,
+}
+
+/// Enters phase `name` until the returned guard is dropped.
+pub fn phase(name: &str) -> PhaseGuard {
+    let start_ns = crate::clock::now_ns();
+    let id = with_phases(|p| {
+        let id = match p.iter().position(|x| x.name == name) {
+            Some(i) => i,
+            None if p.len() < MAX_PHASES - 1 => {
+                p.push(PhaseTime {
+                    name: name.into(),
+                    ..Default::default()
+                });
+                p.len() - 1
+            }
+            None => {
+                if p.len() < MAX_PHASES {
+                    p.push(PhaseTime {
+                        name: OVERFLOW_PHASE.into(),
+                        ..Default::default()
+                    });
+                }
+                MAX_PHASES - 1
+            }
+        };
+        let t = &mut p[id];
+        t.entries += 1;
+        t.first_start_ns.get_or_insert(start_ns);
+        id
+    });
+    let previous = control::set_phase(id).phase();
+    PhaseGuard {
+        id,
+        previous,
+        start_ns,
+    }
+}
+
+impl Drop for PhaseGuard {
+    fn drop(&mut self) {
+        control::set_phase(self.previous);
+        let elapsed = crate::clock::now_ns().saturating_sub(self.start_ns);
+        with_phases(|p| {
+            if let Some(t) = p.get_mut(self.id) {
+                t.total_ns += elapsed;
+            }
+        });
+    }
+}
+
+/// Every phase so far, indexed by phase id (id 0 is [`DEFAULT_PHASE`]).
+pub fn phases() -> Vec<PhaseTime> {
+    with_phases(|p| p.clone())
+}
+
+/// Stops recording until the returned guard is dropped (nests). Allocations and frees
+/// made meanwhile are not counted at all, so live-byte figures are off by whatever a
+/// paused region leaves allocated or frees.
+#[must_use = "recording resumes when the guard is dropped"]
+pub struct PauseGuard {
+    was_paused: bool,
+}
+
+/// Pauses recording; see [`PauseGuard`].
+pub fn pause() -> PauseGuard {
+    PauseGuard {
+        was_paused: control::set_paused(true).paused(),
+    }
+}
+
+impl Drop for PauseGuard {
+    fn drop(&mut self) {
+        control::set_paused(self.was_paused);
+    }
+}

@@ -1,0 +1,300 @@
+//! Cold path: the list of live thread states, and the global tables that exited
+//! threads merge into.
+//!
+//! Every function here runs under the re-entrancy guard (its allocations are the
+//! tracer's own) and may block on the registry lock; none runs per allocation. The
+//! lock makes thread exit, table flushes and snapshots mutually exclusive, so a
+//! snapshot counts every thread exactly once: either live (read in place) or merged.
+
+use crate::hot::control::MAX_PHASES;
+use crate::hot::log_linear::SIZE_BUCKETS;
+use crate::hot::site_table::{SiteTable, unpack_meta};
+use crate::hot::size_class::NUM_CLASSES;
+use crate::hot::stack::MAX_DEPTH;
+use crate::hot::thread::{PhaseCounters, ThreadState};
+use dashmap::DashMap;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+/// A call site across threads: phase, size class and stack.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct SiteId {
+    /// Phase id, class index and depth (see `site_table::pack_meta`).
+    pub meta: u64,
+    /// Return addresses, innermost first.
+    pub frames: Box<[usize]>,
+}
+
+impl SiteId {
+    /// Phase id of the site.
+    pub fn phase(&self) -> usize {
+        unpack_meta(self.meta).0
+    }
+    /// Size-class index of the site.
+    pub fn class(&self) -> usize {
+        unpack_meta(self.meta).1
+    }
+}
+
+/// Counters of one site.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct SiteCounts {
+    /// Allocations (sampled ones in `sample` mode).
+    pub allocs: u64,
+    /// Reallocs.
+    pub reallocs: u64,
+    /// Requested bytes.
+    pub bytes_requested: u64,
+    /// Blocks freed before their thread's next allocation.
+    pub temporaries: u64,
+}
+
+impl SiteCounts {
+    fn add(&mut self, o: &SiteCounts) {
+        self.allocs += o.allocs;
+        self.reallocs += o.reallocs;
+        self.bytes_requested += o.bytes_requested;
+        self.temporaries += o.temporaries;
+    }
+}
+
+/// Totals of one phase.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct PhaseTotals {
+    /// `alloc` and `alloc_zeroed` calls.
+    pub allocs: u64,
+    /// `dealloc` calls.
+    pub frees: u64,
+    /// `realloc` calls.
+    pub reallocs: u64,
+    /// Requested bytes of allocations and reallocs.
+    pub bytes_requested: u64,
+    /// Size-class bytes of allocations and reallocs.
+    pub bytes_allocated: u64,
+    /// Size-class bytes freed (frees and the old block of reallocs).
+    pub bytes_freed: u64,
+    /// Blocks freed before their thread's next allocation.
+    pub temporaries: u64,
+    /// Stacks captured in `sample` mode.
+    pub sampled: u64,
+}
+
+impl PhaseTotals {
+    fn add_live(&mut self, c: &PhaseCounters) {
+        self.allocs += c.allocs.load(Relaxed);
+        self.frees += c.frees.load(Relaxed);
+        self.reallocs += c.reallocs.load(Relaxed);
+        self.bytes_requested += c.bytes_requested.load(Relaxed);
+        self.bytes_allocated += c.bytes_allocated.load(Relaxed);
+        self.bytes_freed += c.bytes_freed.load(Relaxed);
+        self.temporaries += c.temporaries.load(Relaxed);
+        self.sampled += c.sampled.load(Relaxed);
+    }
+}
+
+/// Every counter of the tracer, summed over threads. Plain arrays, no heap, so a
+/// program can take one without allocating.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counts {
+    /// Totals per phase id.
+    pub phases: [PhaseTotals; MAX_PHASES],
+    /// Allocations (and moving reallocs) per phase id and size-class index.
+    pub classes: [[u64; NUM_CLASSES]; MAX_PHASES],
+    /// Allocations and reallocs per requested-size bucket (`log_linear`).
+    pub requested: [u64; SIZE_BUCKETS],
+    /// The tracer's own allocations (moving reallocs included).
+    pub own_allocs: u64,
+    /// Their requested bytes.
+    pub own_bytes: u64,
+    /// Their size classes.
+    pub own_classes: [u64; NUM_CLASSES],
+    /// Allocations made by threads after their state was merged at exit (by other
+    /// thread-local destructors); counted here only.
+    pub late_allocs: u64,
+    /// Frees made after the thread's state was merged at exit.
+    pub late_frees: u64,
+    /// Threads that recorded anything.
+    pub threads: u64,
+}
+
+impl Default for Counts {
+    fn default() -> Self {
+        Counts {
+            phases: [PhaseTotals::default(); MAX_PHASES],
+            classes: [[0; NUM_CLASSES]; MAX_PHASES],
+            requested: [0; SIZE_BUCKETS],
+            own_allocs: 0,
+            own_bytes: 0,
+            own_classes: [0; NUM_CLASSES],
+            late_allocs: 0,
+            late_frees: 0,
+            threads: 0,
+        }
+    }
+}
+
+impl Counts {
+    fn add_live(&mut self, st: &ThreadState) {
+        for (t, c) in self.phases.iter_mut().zip(&st.phases) {
+            t.add_live(c);
+        }
+        for (t, c) in self.classes.iter_mut().zip(&st.classes) {
+            add_all(t, c);
+        }
+        add_all(&mut self.requested, &st.requested);
+        self.own_allocs += st.own.allocs.load(Relaxed);
+        self.own_bytes += st.own.bytes.load(Relaxed);
+        add_all(&mut self.own_classes, &st.own.classes);
+        self.threads += 1;
+    }
+
+    /// Sum of a field over all phases.
+    pub fn total(&self, field: impl Fn(&PhaseTotals) -> u64) -> u64 {
+        self.phases.iter().map(field).sum()
+    }
+}
+
+fn add_all(dst: &mut [u64], src: &[AtomicU64]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d += s.load(Relaxed);
+    }
+}
+
+/// Live thread states, as addresses (a `*mut` is not `Send`).
+static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+struct Merged {
+    counts: Mutex<Counts>,
+    sites: DashMap<SiteId, SiteCounts>,
+}
+
+static MERGED: LazyLock<Merged> = LazyLock::new(|| Merged {
+    counts: Mutex::new(Counts::default()),
+    sites: DashMap::new(),
+});
+
+/// Own allocations made before a thread's state existed, per class.
+pub(crate) static EARLY_OWN: [AtomicU64; NUM_CLASSES] = [const { AtomicU64::new(0) }; NUM_CLASSES];
+pub(crate) static LATE_ALLOCS: AtomicU64 = AtomicU64::new(0);
+pub(crate) static LATE_FREES: AtomicU64 = AtomicU64::new(0);
+
+fn live() -> MutexGuard<'static, Vec<usize>> {
+    // A panic while holding the lock cannot leave the list inconsistent (push and
+    // swap_remove are the only mutations), so poisoning is ignored.
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adds a new thread state to the live list.
+pub(crate) fn register(state: *mut ThreadState) {
+    live().push(state as usize);
+}
+
+fn merge_table(table: &SiteTable) {
+    let mut frames = [0; MAX_DEPTH];
+    for slot in table.slots() {
+        if let Some(meta) = slot.read_key(&mut frames) {
+            let depth = unpack_meta(meta).2;
+            let counts = slot_counts(slot);
+            MERGED
+                .sites
+                .entry(SiteId {
+                    meta,
+                    frames: frames[..depth].into(),
+                })
+                .or_default()
+                .add(&counts);
+        }
+    }
+}
+
+fn slot_counts(slot: &crate::hot::site_table::Slot) -> SiteCounts {
+    SiteCounts {
+        allocs: slot.allocs.load(Relaxed),
+        reallocs: slot.reallocs.load(Relaxed),
+        bytes_requested: slot.bytes_requested.load(Relaxed),
+        temporaries: slot.temporaries.load(Relaxed),
+    }
+}
+
+/// Merges an exiting thread's state into the global tables and frees it.
+///
+/// # Safety
+/// `state` must be a registered state from `Box::into_raw`, owned by the calling
+/// thread, which must never touch it again.
+pub(crate) unsafe fn retire(state: *mut ThreadState) {
+    let mut live = live();
+    if let Some(i) = live.iter().position(|&p| p == state as usize) {
+        live.swap_remove(i);
+    }
+    // SAFETY: the caller guarantees `state` is valid and ours; with the lock held and
+    // the state unregistered, no reader can reach it.
+    let st = unsafe { Box::from_raw(state) };
+    MERGED
+        .counts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .add_live(&st);
+    merge_table(st.table());
+    // SAFETY: unregistered under the lock, and the owner is exiting.
+    unsafe { st.free_tables() };
+    drop(live);
+}
+
+/// Moves a full site table's contents into the global table and empties it. Owner
+/// thread, under the guard.
+pub(crate) fn flush_table(st: &ThreadState) {
+    let _live = live();
+    merge_table(st.table());
+    st.table().clear();
+}
+
+/// Counters of every thread, exited and live.
+pub fn counts() -> Counts {
+    let live = live();
+    let mut c = MERGED
+        .counts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    for &p in live.iter() {
+        // SAFETY: registered states stay valid while the lock is held; only their
+        // atomic fields are read.
+        c.add_live(unsafe { &*(p as *const ThreadState) });
+    }
+    for (d, s) in c.own_classes.iter_mut().zip(&EARLY_OWN) {
+        let n = s.load(Relaxed);
+        *d += n;
+        c.own_allocs += n;
+    }
+    c.late_allocs = LATE_ALLOCS.load(Relaxed);
+    c.late_frees = LATE_FREES.load(Relaxed);
+    c
+}
+
+/// Site counters of every thread, exited and live.
+pub fn sites() -> HashMap<SiteId, SiteCounts> {
+    let live = live();
+    let mut all: HashMap<SiteId, SiteCounts> = MERGED
+        .sites
+        .iter()
+        .map(|e| (e.key().clone(), *e.value()))
+        .collect();
+    let mut frames = [0; MAX_DEPTH];
+    for &p in live.iter() {
+        // SAFETY: as in `counts`.
+        let st = unsafe { &*(p as *const ThreadState) };
+        for slot in st.table().slots() {
+            if let Some(meta) = slot.read_key(&mut frames) {
+                let depth = unpack_meta(meta).2;
+                all.entry(SiteId {
+                    meta,
+                    frames: frames[..depth].into(),
+                })
+                .or_default()
+                .add(&slot_counts(slot));
+            }
+        }
+    }
+    all
+}

@@ -1,0 +1,175 @@
+//! Writes one [`schema::Table`] as a parquet file with the low-level parquet API (no
+//! arrow: the tracer is linked into every traced program and should build quickly).
+
+use super::schema::{ColumnType, Table};
+use crate::Error;
+use parquet::basic::Compression;
+use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::parser::parse_message_type;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The values of one column, in the variant its declared type needs.
+pub enum Values {
+    /// For `UInt64` columns.
+    U64(Vec<u64>),
+    /// For nullable `UInt64` columns.
+    OptU64(Vec<Option<u64>>),
+    /// For `UInt32` columns.
+    U32(Vec<u32>),
+    /// For nullable `UInt32` columns.
+    OptU32(Vec<Option<u32>>),
+    /// For `Float64` columns.
+    F64(Vec<f64>),
+    /// For nullable `Float64` columns.
+    OptF64(Vec<Option<f64>>),
+    /// For `Boolean` columns.
+    Bool(Vec<bool>),
+    /// For `String` columns.
+    Str(Vec<String>),
+    /// For nullable `String` columns.
+    OptStr(Vec<Option<String>>),
+}
+
+impl Values {
+    fn len(&self) -> usize {
+        match self {
+            Values::U64(v) => v.len(),
+            Values::OptU64(v) => v.len(),
+            Values::U32(v) => v.len(),
+            Values::OptU32(v) => v.len(),
+            Values::F64(v) => v.len(),
+            Values::OptF64(v) => v.len(),
+            Values::Bool(v) => v.len(),
+            Values::Str(v) => v.len(),
+            Values::OptStr(v) => v.len(),
+        }
+    }
+
+    fn fits(&self, ty: ColumnType, nullable: bool) -> bool {
+        matches!(
+            (self, ty, nullable),
+            (Values::U64(_), ColumnType::UInt64, false)
+                | (Values::OptU64(_), ColumnType::UInt64, true)
+                | (Values::U32(_), ColumnType::UInt32, false)
+                | (Values::OptU32(_), ColumnType::UInt32, true)
+                | (Values::F64(_), ColumnType::Float64, false)
+                | (Values::OptF64(_), ColumnType::Float64, true)
+                | (Values::Bool(_), ColumnType::Boolean, false)
+                | (Values::Str(_), ColumnType::String, false)
+                | (Values::OptStr(_), ColumnType::String, true)
+        )
+    }
+}
+
+fn message_type(table: &Table) -> String {
+    let mut s = String::from("message report {\n");
+    for c in table.columns {
+        let rep = if c.nullable { "OPTIONAL" } else { "REQUIRED" };
+        let ty = match c.ty {
+            ColumnType::UInt64 => "INT64 %s (INTEGER(64,false))",
+            ColumnType::UInt32 => "INT32 %s (INTEGER(32,false))",
+            ColumnType::Float64 => "DOUBLE %s",
+            ColumnType::Boolean => "BOOLEAN %s",
+            ColumnType::String => "BYTE_ARRAY %s (STRING)",
+        };
+        s += &format!("  {rep} {};\n", ty.replace("%s", c.name));
+    }
+    s + "}"
+}
+
+/// Splits optional values into definition levels and the present values.
+fn levels<T: Clone>(v: &[Option<T>]) -> (Vec<i16>, Vec<T>) {
+    let defs = v.iter().map(|x| x.is_some() as i16).collect();
+    let present = v.iter().flatten().cloned().collect();
+    (defs, present)
+}
+
+/// Writes `columns` (in the table's order) to `path`.
+pub fn write(path: &Path, table: &Table, columns: Vec<Values>) -> Result<(), Error> {
+    let err = |source: parquet::errors::ParquetError| Error::Parquet {
+        path: path.to_owned(),
+        source,
+    };
+    assert_eq!(
+        columns.len(),
+        table.columns.len(),
+        "{}: column count",
+        table.file
+    );
+    let rows = columns.first().map_or(0, Values::len);
+    for (c, v) in table.columns.iter().zip(&columns) {
+        assert!(
+            v.fits(c.ty, c.nullable),
+            "{}: {} has the wrong variant",
+            table.file,
+            c.name
+        );
+        assert_eq!(
+            v.len(),
+            rows,
+            "{}: {} has the wrong length",
+            table.file,
+            c.name
+        );
+    }
+    let schema = Arc::new(parse_message_type(&message_type(table)).map_err(err)?);
+    let props = Arc::new(
+        WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_created_by(format!("alloc-tracer {}", env!("CARGO_PKG_VERSION")))
+            .build(),
+    );
+    let file = std::fs::File::create(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mut writer = SerializedFileWriter::new(file, schema, props).map_err(err)?;
+    let mut group = writer.next_row_group().map_err(err)?;
+    let mut values = columns.into_iter();
+    while let Some(mut col) = group.next_column().map_err(err)? {
+        let v = values.next().expect("one value vector per column");
+        let written = match v {
+            Values::U64(v) => {
+                let v: Vec<i64> = v.into_iter().map(|x| x as i64).collect();
+                col.typed::<Int64Type>().write_batch(&v, None, None)
+            }
+            Values::OptU64(v) => {
+                let (d, v) = levels(&v);
+                let v: Vec<i64> = v.into_iter().map(|x| x as i64).collect();
+                col.typed::<Int64Type>().write_batch(&v, Some(&d), None)
+            }
+            Values::U32(v) => {
+                let v: Vec<i32> = v.into_iter().map(|x| x as i32).collect();
+                col.typed::<Int32Type>().write_batch(&v, None, None)
+            }
+            Values::OptU32(v) => {
+                let (d, v) = levels(&v);
+                let v: Vec<i32> = v.into_iter().map(|x| x as i32).collect();
+                col.typed::<Int32Type>().write_batch(&v, Some(&d), None)
+            }
+            Values::F64(v) => col.typed::<DoubleType>().write_batch(&v, None, None),
+            Values::OptF64(v) => {
+                let (d, v) = levels(&v);
+                col.typed::<DoubleType>().write_batch(&v, Some(&d), None)
+            }
+            Values::Bool(v) => col.typed::<BoolType>().write_batch(&v, None, None),
+            Values::Str(v) => {
+                let v: Vec<ByteArray> = v.iter().map(|s| ByteArray::from(s.as_bytes())).collect();
+                col.typed::<ByteArrayType>().write_batch(&v, None, None)
+            }
+            Values::OptStr(v) => {
+                let (d, v) = levels(&v);
+                let v: Vec<ByteArray> = v.iter().map(|s| ByteArray::from(s.as_bytes())).collect();
+                col.typed::<ByteArrayType>().write_batch(&v, Some(&d), None)
+            }
+        };
+        written.map_err(err)?;
+        col.close().map_err(err)?;
+    }
+    group.close().map_err(err)?;
+    writer.close().map_err(err)?;
+    Ok(())
+}

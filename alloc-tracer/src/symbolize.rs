@@ -1,0 +1,79 @@
+//! Cold path: return addresses to function, file and line, once per unique address,
+//! inlined frames expanded (release builds inline `Boolean::lc`, `enforce` closures
+//! and most of liballoc; with `debug = "line-tables-only"` they are still named).
+
+use std::collections::HashMap;
+
+/// One source-level frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Demangled function name without the hash, or the address in hex.
+    pub function: String,
+    /// Source file, when line tables have it.
+    pub file: Option<String>,
+    /// Line, when line tables have it.
+    pub line: Option<u32>,
+    /// True when this frame was inlined into the next one (same address).
+    pub inlined: bool,
+}
+
+/// The frames of one return address, innermost (most inlined) first.
+pub fn resolve(address: usize) -> Vec<Frame> {
+    let mut out = Vec::new();
+    // `resolve` steps back from a return address to the call instruction itself.
+    backtrace::resolve(address as *mut std::ffi::c_void, |sym| {
+        out.push(Frame {
+            function: sym
+                .name()
+                .map(|n| format!("{n:#}"))
+                .unwrap_or_else(|| format!("{address:#x}")),
+            file: sym.filename().map(|p| p.display().to_string()),
+            line: sym.lineno(),
+            inlined: true,
+        });
+    });
+    match out.last_mut() {
+        Some(outer) => outer.inlined = false,
+        None => out.push(Frame {
+            function: format!("{address:#x}"),
+            file: None,
+            line: None,
+            inlined: false,
+        }),
+    }
+    out
+}
+
+/// Resolves every address once.
+pub fn resolve_all(addresses: impl IntoIterator<Item = usize>) -> HashMap<usize, Vec<Frame>> {
+    let mut out = HashMap::new();
+    for a in addresses {
+        out.entry(a).or_insert_with(|| resolve(a));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn return_address_here() -> usize {
+        let mut frames = [0; crate::hot::stack::MAX_DEPTH];
+        let n = crate::hot::stack::capture(&mut frames, 1, crate::hot::stack::current_stack_top());
+        assert_eq!(n, 1);
+        frames[0]
+    }
+
+    #[test]
+    fn names_the_caller() {
+        let frames = resolve(return_address_here());
+        assert!(
+            frames
+                .iter()
+                .any(|f| f.function.contains("names_the_caller")),
+            "{frames:?}"
+        );
+        assert!(!frames.last().unwrap().inlined);
+    }
+}
