@@ -113,10 +113,10 @@ pub fn counts() -> Counts {
     hot::thread::guarded(registry::counts)
 }
 
-/// The jemalloc size class (bytes) that serves a `size`/`align` request through
-/// tikv-jemallocator.
+/// The real size (bytes) of the block jemalloc serves for a `size`/`align` request
+/// through tikv-jemallocator: what `nallocx` says, computed without calling it.
 pub fn size_class_of(size: usize, align: usize) -> usize {
-    class_bytes(hot::size_class::index_of(size, align))
+    hot::size_class::usable(hot::size_class::index_of(size, align), size)
 }
 
 /// Runs `f` with recording of this thread's allocations suppressed, as the tracer's

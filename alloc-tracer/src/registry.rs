@@ -46,6 +46,8 @@ pub struct SiteCounts {
     pub reallocs: u64,
     /// Requested bytes.
     pub bytes_requested: u64,
+    /// Real block bytes.
+    pub bytes_allocated: u64,
     /// Blocks freed before their thread's next allocation.
     pub temporaries: u64,
 }
@@ -55,6 +57,7 @@ impl SiteCounts {
         self.allocs += o.allocs;
         self.reallocs += o.reallocs;
         self.bytes_requested += o.bytes_requested;
+        self.bytes_allocated += o.bytes_allocated;
         self.temporaries += o.temporaries;
     }
 }
@@ -213,6 +216,7 @@ fn slot_counts(slot: &crate::hot::site_table::Slot) -> SiteCounts {
         allocs: slot.allocs.load(Relaxed),
         reallocs: slot.reallocs.load(Relaxed),
         bytes_requested: slot.bytes_requested.load(Relaxed),
+        bytes_allocated: slot.bytes_allocated.load(Relaxed),
         temporaries: slot.temporaries.load(Relaxed),
     }
 }

@@ -208,14 +208,14 @@ fn on_alloc(ptr: *mut u8, layout: Layout) {
         let p = &st.phases[phase];
         bump(&p.allocs, 1);
         bump(&p.bytes_requested, size as u64);
-        let class_bytes = size_class::class_bytes(class);
+        let class_bytes = size_class::usable(class, size);
         bump(&p.bytes_allocated, class_bytes as u64);
         bump(&st.classes[phase][class], 1);
         bump(&st.requested[log_linear::size_bucket(size)], 1);
         track_live(st, class_bytes as i64);
         st.last_block.set(ptr as usize);
         st.last_slot.set(std::ptr::null());
-        record_stack(local, st, ctl, ptr, size, class, false);
+        record_stack(local, st, ctl, ptr, size, class_bytes, class, false);
     });
 }
 
@@ -237,8 +237,8 @@ fn on_realloc(old: *mut u8, layout: Layout, new: *mut u8, new_size: usize) {
         let p = &st.phases[phase];
         bump(&p.reallocs, 1);
         bump(&p.bytes_requested, new_size as u64);
-        let class_bytes = size_class::class_bytes(class) as u64;
-        let old_bytes = size_class::class_bytes(old_class) as u64;
+        let class_bytes = size_class::usable(class, new_size) as u64;
+        let old_bytes = size_class::usable(old_class, layout.size()) as u64;
         bump(&p.bytes_allocated, class_bytes);
         bump(&p.bytes_freed, old_bytes);
         if moved {
@@ -249,7 +249,16 @@ fn on_realloc(old: *mut u8, layout: Layout, new: *mut u8, new_size: usize) {
         track_live(st, class_bytes as i64 - old_bytes as i64);
         st.last_block.set(new as usize);
         st.last_slot.set(std::ptr::null());
-        record_stack(local, st, ctl, new, new_size, class, true);
+        record_stack(
+            local,
+            st,
+            ctl,
+            new,
+            new_size,
+            class_bytes as usize,
+            class,
+            true,
+        );
     });
 }
 
@@ -264,7 +273,7 @@ fn on_dealloc(ptr: *mut u8, layout: Layout) {
             return;
         };
         let class = size_class::index_of(layout.size(), layout.align());
-        let class_bytes = size_class::class_bytes(class);
+        let class_bytes = size_class::usable(class, layout.size());
         let p = &st.phases[ctl.phase()];
         bump(&p.frees, 1);
         bump(&p.bytes_freed, class_bytes as u64);
@@ -316,13 +325,14 @@ fn record_stack(
     ctl: Control,
     ptr: *mut u8,
     size: usize,
+    usable: usize,
     class: usize,
     realloc: bool,
 ) {
     match ctl.mode() {
         MODE_SITES => {
             let slot = site_slot(local, st, ctl, class);
-            count_in_slot(slot, size, realloc);
+            count_in_slot(slot, size, usable, realloc);
             st.last_slot.set(slot);
             let left = st.lifetime_countdown.get();
             if left <= 1 {
@@ -331,7 +341,7 @@ fn record_stack(
                     st,
                     ptr,
                     slot_site(ctl, class, st),
-                    class,
+                    usable,
                     control::lifetime_interval(),
                 );
             } else {
@@ -341,7 +351,7 @@ fn record_stack(
         MODE_SAMPLE => {
             let left = st.sample_countdown.get();
             if left <= 1 {
-                sample(local, st, ctl, ptr, size, class, realloc);
+                sample(local, st, ctl, ptr, size, usable, class, realloc);
             } else {
                 st.sample_countdown.set(left - 1);
             }
@@ -351,16 +361,15 @@ fn record_stack(
 }
 
 #[inline(always)]
-fn count_in_slot(slot: &Slot, size: usize, realloc: bool) {
-    bump(
-        if realloc {
-            &slot.reallocs
-        } else {
-            &slot.allocs
-        },
-        1,
-    );
+fn count_in_slot(slot: &Slot, size: usize, usable: usize, realloc: bool) {
+    let count = if realloc {
+        &slot.reallocs
+    } else {
+        &slot.allocs
+    };
+    bump(count, 1);
     bump(&slot.bytes_requested, size as u64);
+    bump(&slot.bytes_allocated, usable as u64);
 }
 
 /// Captures the stack and returns its slot in this thread's table.
@@ -426,11 +435,11 @@ fn follow_block(
     st: &ThreadState,
     ptr: *mut u8,
     site: crate::registry::SiteId,
-    class: usize,
+    usable: usize,
     interval: u64,
 ) {
     let was = local.guard.replace(true);
-    crate::lifetimes::follow(ptr, site, size_class::class_bytes(class) as u64);
+    crate::lifetimes::follow(ptr, site, usable as u64);
     st.lifetime_countdown.set(if interval == 0 {
         u64::MAX
     } else {
@@ -448,15 +457,16 @@ fn sample(
     ctl: Control,
     ptr: *mut u8,
     size: usize,
+    usable: usize,
     class: usize,
     realloc: bool,
 ) {
     let slot = site_slot(local, st, ctl, class);
-    count_in_slot(slot, size, realloc);
+    count_in_slot(slot, size, usable, realloc);
     bump(&st.phases[ctl.phase()].sampled, 1);
     st.last_slot.set(slot);
     let site = slot_site(ctl, class, st);
-    follow_block(local, st, ptr, site, class, 0);
+    follow_block(local, st, ptr, site, usable, 0);
     st.sample_countdown
         .set(st.geometric(control::sample_interval()));
 }

@@ -64,6 +64,8 @@ pub struct Slot {
     pub reallocs: AtomicU64,
     /// Sum of requested sizes of the allocations and reallocs counted here.
     pub bytes_requested: AtomicU64,
+    /// Sum of their real block sizes (see `size_class::usable`).
+    pub bytes_allocated: AtomicU64,
     /// Blocks from here freed before their thread's next allocation.
     pub temporaries: AtomicU64,
 }
@@ -112,6 +114,7 @@ impl Slot {
             (&self.allocs, &other.allocs),
             (&self.reallocs, &other.reallocs),
             (&self.bytes_requested, &other.bytes_requested),
+            (&self.bytes_allocated, &other.bytes_allocated),
             (&self.temporaries, &other.temporaries),
         ] {
             dst.store(src.load(Relaxed), Relaxed);
@@ -222,6 +225,7 @@ impl SiteTable {
                 &slot.allocs,
                 &slot.reallocs,
                 &slot.bytes_requested,
+                &slot.bytes_allocated,
                 &slot.temporaries,
             ] {
                 counter.store(0, Relaxed);
@@ -240,6 +244,7 @@ impl Slot {
             allocs: AtomicU64::new(0),
             reallocs: AtomicU64::new(0),
             bytes_requested: AtomicU64::new(0),
+            bytes_allocated: AtomicU64::new(0),
             temporaries: AtomicU64::new(0),
         }
     }

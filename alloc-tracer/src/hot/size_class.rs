@@ -16,6 +16,8 @@
 pub const NUM_CLASSES: usize = 9 + 4 * (44 - 7);
 
 const PAGE: usize = 4096;
+/// Index of the largest small class (14336 bytes).
+const LAST_SMALL: usize = 9 + 4 * (13 - 7) + 2;
 const SMALL_MAX: usize = 14336;
 const LARGE_MIN: usize = 16384;
 
@@ -51,6 +53,17 @@ pub fn class_bytes(idx: usize) -> usize {
             let lg = group + 7;
             (1usize << lg) + ((step + 1) << (lg - 2))
         }
+    }
+}
+
+/// The real size of a block of class `idx` requested with `size` bytes: the class
+/// size for small blocks, whole pages (at least 16 KiB) for large ones.
+#[inline(always)]
+pub fn usable(idx: usize, size: usize) -> usize {
+    if idx <= LAST_SMALL {
+        class_bytes(idx)
+    } else {
+        size.next_multiple_of(PAGE).max(LARGE_MIN)
     }
 }
 
@@ -110,6 +123,14 @@ mod tests {
             assert_eq!(index_of(class_bytes(idx), 1), idx);
             assert_eq!(index_of(class_bytes(idx - 1) + 1, 1), idx);
         }
+    }
+
+    #[test]
+    fn large_blocks_are_whole_pages() {
+        assert_eq!(class_bytes(LAST_SMALL), 14336);
+        assert_eq!(usable(index_of(14336, 8), 14336), 14336);
+        assert_eq!(usable(index_of(32769, 8), 32769), 36864);
+        assert_eq!(usable(index_of(8, 8192), 8), 16384);
     }
 
     #[test]

@@ -346,7 +346,7 @@ fn write_sites(
         cols.allocs.push(c.allocs * weight);
         cols.reallocs.push(c.reallocs * weight);
         cols.requested.push(c.bytes_requested * weight);
-        cols.allocated.push((c.allocs + c.reallocs) * cb * weight);
+        cols.allocated.push(c.bytes_allocated * weight);
         cols.temporaries.push(c.temporaries * weight);
         cols.sampled.push(c.allocs + c.reallocs);
         let (freed, live, live_bytes) = life.map_or((0, 0, 0), |l| (l.freed, l.live, l.live_bytes));
@@ -485,15 +485,13 @@ fn write_size_classes(
     c: &Counts,
     phase_name: &dyn Fn(usize) -> String,
 ) -> Result<usize, Error> {
-    let (mut phase, mut class, mut allocs, mut bytes) = (vec![], vec![], vec![], vec![]);
+    let (mut phase, mut class, mut allocs) = (vec![], vec![], vec![]);
     for (p, per_class) in c.classes.iter().enumerate() {
         for (k, &n) in per_class.iter().enumerate().take(NUM_CLASSES) {
             if n > 0 {
-                let cb = class_bytes(k) as u64;
                 phase.push(phase_name(p));
-                class.push(cb);
+                class.push(class_bytes(k) as u64);
                 allocs.push(n);
-                bytes.push(n * cb);
             }
         }
     }
@@ -501,12 +499,7 @@ fn write_size_classes(
     parquet::write(
         &dir.join(schema::SIZE_CLASSES.file),
         &schema::SIZE_CLASSES,
-        vec![
-            Values::Str(phase),
-            Values::U64(class),
-            Values::U64(allocs),
-            Values::U64(bytes),
-        ],
+        vec![Values::Str(phase), Values::U64(class), Values::U64(allocs)],
     )?;
     Ok(n)
 }

@@ -120,7 +120,6 @@ pub const SIZE_CLASSES: Table = Table {
         col("phase", String),
         col("size_class_bytes", UInt64),
         col("alloc_count", UInt64),
-        col("bytes_allocated", UInt64),
     ],
 };
 
