@@ -124,3 +124,18 @@ pub fn size_class_of(size: usize, align: usize) -> usize {
 pub fn untraced<R>(f: impl FnOnce() -> R) -> R {
     hot::thread::guarded(f)
 }
+
+/// Runs `f` while holding the lock that thread exit, table flushes and reports take.
+/// For tests that check the recording path never waits on it.
+#[doc(hidden)]
+pub fn with_registry_locked<R>(f: impl FnOnce() -> R) -> R {
+    hot::thread::guarded(|| {
+        registry::with_locked(|| {
+            // `f` is the caller's code: its allocations are the program's.
+            let was = hot::thread::with_local(|l| l.guard.replace(false));
+            let r = f();
+            hot::thread::with_local(|l| l.guard.set(was));
+            r
+        })
+    })
+}

@@ -302,3 +302,9 @@ pub fn sites() -> HashMap<SiteId, SiteCounts> {
     }
     all
 }
+
+/// Runs `f` while holding the registry lock (tests: recording must not need it).
+pub fn with_locked<R>(f: impl FnOnce() -> R) -> R {
+    let _live = live();
+    f()
+}

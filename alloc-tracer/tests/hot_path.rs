@@ -1,0 +1,95 @@
+//! The recording path allocates nothing and blocks on nothing: after a thread's
+//! state and its site exist, N allocations reach the inner allocator as exactly N
+//! calls, and they complete while another thread holds the registry lock that every
+//! cold path takes.
+
+use alloc_tracer::{Mode, Settings, TracingAllocator};
+use std::alloc::{GlobalAlloc, Layout};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// jemalloc, counting the calls that reach it.
+struct Counting;
+
+static INNER_ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards every call unchanged to jemalloc.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        INNER_ALLOCS.fetch_add(1, Relaxed);
+        // SAFETY: forwarded contract.
+        unsafe { tikv_jemallocator::Jemalloc.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { tikv_jemallocator::Jemalloc.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: TracingAllocator<Counting> = TracingAllocator::new(Counting);
+
+#[inline(never)]
+fn same_site(n: usize) {
+    for _ in 0..n {
+        black_box(Vec::<u64>::with_capacity(20));
+    }
+}
+
+#[test]
+fn recording_neither_allocates_nor_blocks() {
+    Settings {
+        mode: Mode::Sites,
+        depth: 32,
+        lifetime_interval: 0,
+    }
+    .apply();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<(u64, u64)>();
+    let worker = std::thread::spawn(move || {
+        same_site(10); // creates this thread's state and the site's slot
+        let tracer_before = alloc_tracer::counts().own_allocs;
+        ready_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        let before = INNER_ALLOCS.load(Relaxed);
+        same_site(100_000);
+        let after = INNER_ALLOCS.load(Relaxed);
+        done_tx
+            .send((
+                after - before,
+                alloc_tracer::counts().own_allocs - tracer_before,
+            ))
+            .unwrap();
+    });
+    // Creating a thread's state takes the lock once (a cold path): let that happen.
+    ready_rx.recv().unwrap();
+    // Hold the registry lock (a report snapshot holds it too) while the worker records.
+    let mut result = None;
+    alloc_tracer::with_registry_locked(|| {
+        // The worker reports only after the lock is released, so watch its
+        // allocations arrive at the inner allocator instead.
+        let start = INNER_ALLOCS.load(Relaxed);
+        go_tx.send(()).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while INNER_ALLOCS.load(Relaxed) - start < 100_000 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "recording blocked while the registry lock was held ({} of 100000)",
+                INNER_ALLOCS.load(Relaxed) - start
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        result = Some(());
+    });
+    assert!(result.is_some());
+    let (inner_calls, tracer_allocs) = done_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    worker.join().unwrap();
+    assert_eq!(
+        inner_calls, 100_000,
+        "the tracer allocated on the recording path"
+    );
+    assert_eq!(tracer_allocs, 0);
+}

@@ -1,0 +1,181 @@
+//! The written report matches `docs/report-schema.md` and `schema.rs`, table by table
+//! and column by column; directory replacement is atomic and careful.
+
+mod common;
+
+use alloc_tracer::schema::{self, ColumnType};
+use alloc_tracer::{Mode, Settings, TracingAllocator};
+use parquet::basic::{LogicalType, Repetition, Type as Physical};
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::path::Path;
+
+#[global_allocator]
+static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
+    TracingAllocator::new(tikv_jemallocator::Jemalloc);
+
+type Doc = BTreeMap<String, Vec<(String, String, bool)>>;
+
+/// Tables and columns as the schema document lists them.
+fn documented() -> Doc {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report-schema.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut doc = Doc::new();
+    let mut current: Option<String> = None;
+    for line in text.lines() {
+        if let Some(h) = line.strip_prefix("### `") {
+            current = Some(h.trim_end_matches('`').to_owned());
+            doc.insert(current.clone().unwrap(), vec![]);
+        } else if let Some(table) = &current
+            && line.starts_with("| `")
+        {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let name = cells[1].trim_matches('`').to_owned();
+            let nullable = match cells[3] {
+                "yes" => true,
+                "no" => false,
+                other => panic!("{table}.{name}: nullable is {other:?}"),
+            };
+            doc.get_mut(table)
+                .unwrap()
+                .push((name, cells[2].to_owned(), nullable));
+        } else if line.starts_with("## ") {
+            current = None;
+        }
+    }
+    doc
+}
+
+fn parquet_type_name(physical: Physical, logical: Option<&LogicalType>) -> &'static str {
+    let unsigned = |bits| matches!(logical, Some(LogicalType::Integer(i)) if i.bit_width == bits && !i.is_signed);
+    match (physical, logical) {
+        (Physical::INT64, _) if unsigned(64) => "UInt64",
+        (Physical::INT32, _) if unsigned(32) => "UInt32",
+        (Physical::DOUBLE, None) => "Float64",
+        (Physical::BOOLEAN, None) => "Boolean",
+        (Physical::BYTE_ARRAY, Some(LogicalType::String)) => "String",
+        other => panic!("unexpected parquet type {other:?}"),
+    }
+}
+
+#[inline(never)]
+fn workload() -> Vec<Vec<u8>> {
+    let _p = alloc_tracer::phase("build");
+    let mut kept = vec![];
+    for i in 0..5000 {
+        let t = black_box(vec![0u8; 100 + i % 300]);
+        if i % 10 == 0 {
+            kept.push(t);
+        }
+    }
+    kept
+}
+
+#[test]
+fn report_matches_the_documented_schema() {
+    Settings {
+        mode: Mode::Sites,
+        depth: 16,
+        lifetime_interval: 4,
+    }
+    .apply();
+    let kept = workload();
+    {
+        let _p = alloc_tracer::phase("churn");
+        let mut v: Vec<u64> = Vec::new();
+        for i in 0..10_000 {
+            v.push(i);
+        }
+        black_box(v);
+    }
+    drop(kept);
+    let root = common::scratch("schema");
+    let dir = root.join("report");
+    alloc_tracer::write_report(&dir).unwrap();
+
+    // The document and the code agree.
+    let doc = documented();
+    let code: Doc = schema::TABLES
+        .iter()
+        .map(|t| {
+            let cols = t
+                .columns
+                .iter()
+                .map(|c| (c.name.to_owned(), c.ty.polars_name().to_owned(), c.nullable))
+                .collect();
+            (t.file.to_owned(), cols)
+        })
+        .collect();
+    assert_eq!(doc, code, "docs/report-schema.md and schema.rs differ");
+
+    // The files carry exactly that schema, and the manifest lists them.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join(schema::MANIFEST)).unwrap()).unwrap();
+    assert_eq!(manifest["schema_version"], schema::SCHEMA_VERSION);
+    for key in [
+        "command_line",
+        "host",
+        "cpu",
+        "start_unix_s",
+        "end_unix_s",
+        "mode",
+        "stack_depth",
+        "sample_interval",
+        "totals",
+        "dropped",
+        "tracer",
+        "tables",
+    ] {
+        assert!(!manifest[key].is_null(), "manifest lacks {key}");
+    }
+    for table in schema::TABLES {
+        let f = std::fs::File::open(dir.join(table.file)).unwrap();
+        let reader = SerializedFileReader::new(f).unwrap();
+        let meta = reader.metadata().file_metadata();
+        let rows = meta.num_rows() as u64;
+        let listed = manifest["tables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["file"] == table.file)
+            .unwrap_or_else(|| panic!("manifest lacks {}", table.file));
+        assert_eq!(listed["rows"].as_u64().unwrap(), rows, "{}", table.file);
+        assert!(rows > 0, "{} is empty", table.file);
+        let fields = meta.schema_descr().root_schema().get_fields().to_vec();
+        assert_eq!(fields.len(), table.columns.len(), "{}", table.file);
+        for (field, col) in fields.iter().zip(table.columns) {
+            let info = field.get_basic_info();
+            assert_eq!(info.name(), col.name, "{}", table.file);
+            let ty = parquet_type_name(field.get_physical_type(), info.logical_type_ref());
+            assert_eq!(ty, col.ty.polars_name(), "{}.{}", table.file, col.name);
+            let nullable = info.repetition() == Repetition::OPTIONAL;
+            assert_eq!(nullable, col.nullable, "{}.{}", table.file, col.name);
+        }
+    }
+    assert_eq!(ColumnType::UInt64.polars_name(), "UInt64");
+
+    // Phases are separate, and lifetimes were measured.
+    let phases: Vec<String> = common::read_table(&dir, schema::PHASES.file)
+        .iter()
+        .map(|r| common::str_of(r, "phase").to_owned())
+        .collect();
+    for p in ["main", "build", "churn"] {
+        assert!(phases.iter().any(|x| x == p), "{p} missing from {phases:?}");
+    }
+
+    // Writing again replaces the report; a directory that is not a report is refused.
+    alloc_tracer::write_report(&dir).unwrap();
+    assert!(dir.join(schema::MANIFEST).exists());
+    let leftovers: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, vec![std::ffi::OsString::from("report")]);
+    let other = root.join("not-a-report");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("precious.txt"), "keep me").unwrap();
+    let err = alloc_tracer::write_report(&other).unwrap_err();
+    assert!(err.to_string().contains("not a report"), "{err}");
+    assert!(other.join("precious.txt").exists());
+}
