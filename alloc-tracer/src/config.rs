@@ -59,6 +59,9 @@ impl Mode {
     }
 }
 
+/// Largest stack depth (frames of the program; the tracer walks two of its own more).
+pub const MAX_DEPTH: usize = crate::hot::stack::MAX_DEPTH - crate::hot::OWN_FRAMES;
+
 /// Default stack depth.
 pub const DEFAULT_DEPTH: usize = 16;
 /// Default mean interval between blocks followed to their free in `sites` mode.
@@ -69,7 +72,7 @@ pub const DEFAULT_LIFETIME_INTERVAL: u64 = 64;
 pub struct Settings {
     /// The mode.
     pub mode: Mode,
-    /// Frames kept per stack (at most 32).
+    /// Frames kept per stack (at most [`MAX_DEPTH`]).
     pub depth: usize,
     /// Mean interval, in allocations, between blocks followed to their free in
     /// `sites` mode; 0 follows none. (`sample` mode follows its sampled blocks.)
@@ -95,12 +98,12 @@ impl Settings {
         }
         if let Some(v) = getenv(c"ALLOC_TRACE_DEPTH") {
             s.depth = match v.trim().parse::<usize>() {
-                Ok(d) if (1..=crate::hot::stack::MAX_DEPTH).contains(&d) => d,
+                Ok(d) if (1..=MAX_DEPTH).contains(&d) => d,
                 _ => {
                     return Err(Error::Setting {
                         name: "ALLOC_TRACE_DEPTH",
                         value: v.to_owned(),
-                        expected: "expected a depth from 1 to 32",
+                        expected: "expected a depth from 1 to 30",
                     });
                 }
             };
@@ -174,7 +177,7 @@ pub(crate) fn init_from_env() {
     crate::clock::mark_start();
     if control::init_mode(settings.mode.code(), settings.depth) {
         if bad {
-            let msg = b"alloc-tracer: ignoring invalid ALLOC_TRACE* settings (expected ALLOC_TRACE=off|count|sites|sample:N, ALLOC_TRACE_DEPTH=1..32, ALLOC_TRACE_LIFETIMES=N); tracing is off\n";
+            let msg = b"alloc-tracer: ignoring invalid ALLOC_TRACE* settings (expected ALLOC_TRACE=off|count|sites|sample:N, ALLOC_TRACE_DEPTH=1..30, ALLOC_TRACE_LIFETIMES=N); tracing is off\n";
             // SAFETY: writes a static buffer to fd 2.
             unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
         }

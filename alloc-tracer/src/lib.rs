@@ -46,7 +46,7 @@
 //! | `sites` | `count` + every allocation's call stack | |
 //! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack | |
 //!
-//! `ALLOC_TRACE_DEPTH` (default 16, at most 32) bounds stacks; `ALLOC_TRACE_LIFETIMES`
+//! `ALLOC_TRACE_DEPTH` (default 16, at most 30) bounds stacks; `ALLOC_TRACE_LIFETIMES`
 //! (default 64) follows one block in N to its free in `sites` mode; `sample:N` follows
 //! its sampled blocks. `ALLOC_TRACE_REPORT=DIR` writes a report at normal process exit.
 //!
@@ -96,7 +96,7 @@ mod report;
 mod session;
 mod symbolize;
 
-pub use config::{DEFAULT_DEPTH, DEFAULT_LIFETIME_INTERVAL, Mode, Settings};
+pub use config::{DEFAULT_DEPTH, DEFAULT_LIFETIME_INTERVAL, MAX_DEPTH, Mode, Settings};
 pub use error::Error;
 pub use hot::TracingAllocator;
 pub use hot::size_class::{NUM_CLASSES, class_bytes};

@@ -59,10 +59,16 @@ mod tests {
 
     #[inline(never)]
     fn return_address_here() -> usize {
-        let mut frames = [0; crate::hot::stack::MAX_DEPTH];
-        let n = crate::hot::stack::capture(&mut frames, 1, crate::hot::stack::current_stack_top());
+        let mut frames = crate::hot::stack::raw_frames();
+        let (n, _) = crate::hot::stack::capture(
+            &mut frames,
+            0,
+            1,
+            crate::hot::stack::current_stack_top(),
+            0,
+        );
         assert_eq!(n, 1);
-        frames[0]
+        crate::hot::stack::captured(&frames, n)[0]
     }
 
     #[test]

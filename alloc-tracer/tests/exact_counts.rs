@@ -61,7 +61,7 @@ fn thread_work() -> usize {
 fn exact_counts_per_site_and_in_total() {
     Settings {
         mode: Mode::Sites,
-        depth: 32,
+        depth: alloc_tracer::MAX_DEPTH,
         lifetime_interval: 0,
     }
     .apply();
@@ -104,6 +104,12 @@ fn exact_counts_per_site_and_in_total() {
     let summary = alloc_tracer::write_report(&dir).unwrap();
     assert!(summary.stacks > 0);
 
+    for (id, fs) in common::site_functions(&dir)
+        .iter()
+        .filter(|(id, _)| **id < 2)
+    {
+        eprintln!("DBG {id}: {fs:?}");
+    }
     let allocs = |f: &str| common::sum_for_function(&dir, f, "alloc_count");
     assert_eq!(allocs("plain_temporaries"), N_PLAIN as u64);
     assert_eq!(
@@ -124,6 +130,26 @@ fn exact_counts_per_site_and_in_total() {
     assert_eq!(allocs("rayon_work"), N_RAYON as u64);
     // Each thread: the Vec, then PER_THREAD - 1 boxes; all merged at thread exit.
     assert_eq!(allocs("thread_work"), (N_THREADS * PER_THREAD) as u64);
+
+    // The tracer's own frames are not in the stacks, and no frame of the program
+    // was skipped: the innermost frame of a site is the allocator's caller.
+    let functions = common::site_functions(&dir);
+    for frames in functions.values() {
+        assert!(
+            !frames.iter().any(|f| f.contains("alloc_tracer::")
+                || f.contains("record_alloc")
+                || f.contains("record_stack")),
+            "tracer frames in {frames:?}"
+        );
+    }
+    let plain = functions
+        .values()
+        .find(|fs| fs.iter().any(|f| f.contains("plain_temporaries")))
+        .unwrap();
+    assert!(
+        !plain[0].contains("plain_temporaries"),
+        "the allocation's own frames were skipped: {plain:?}"
+    );
 
     // The report's totals are the tracer's totals.
     let manifest: serde_json::Value =

@@ -42,7 +42,7 @@ fn same_site(n: usize) {
 fn recording_neither_allocates_nor_blocks() {
     Settings {
         mode: Mode::Sites,
-        depth: 32,
+        depth: alloc_tracer::MAX_DEPTH,
         lifetime_interval: 0,
     }
     .apply();

@@ -1,1 +1,245 @@
-fn main() {}
+//! `synth-driver`: runs real bellperson circuit synthesis under alloc-tracer, the way
+//! the Groth16 prover does it, and prints the tracer's summary.
+//!
+//! This first slice drives a SHA-256 chain from bellperson's own gadgets (the gadget
+//! behind 80 % of a Filecoin PoRep partition) through the stock prover. PoRep from a
+//! C1 output, Poseidon, the mirror prover and the patch variants are the next slices.
+
+mod circuits;
+mod prover;
+
+use alloc_tracer::{Mode, Settings, TracingAllocator};
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[global_allocator]
+static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
+    TracingAllocator::new(tikv_jemallocator::Jemalloc);
+
+/// Runs real bellperson synthesis under alloc-tracer.
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about,
+    after_help = "EXAMPLES:\n  \
+    synth-driver --trace sites --report reports/sha sha256 --blocks 8\n  \
+    synth-driver --json sha256 --blocks 64 -i 3"
+)]
+struct Cli {
+    #[command(flatten)]
+    trace: TraceArgs,
+    /// Print one JSON object per iteration instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug)]
+struct TraceArgs {
+    /// What the tracer records: off (plain jemalloc, the baseline), count, sites or
+    /// sample:N.
+    #[arg(long, default_value = "off", value_parser = parse_mode, global = true)]
+    trace: Mode,
+    /// Frames kept per call stack (1 to 30).
+    #[arg(long, default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = clap::value_parser!(u64).range(1..=alloc_tracer::MAX_DEPTH as u64), global = true)]
+    depth: u64,
+    /// Write the tracer's report (parquet tables and manifest.json) to this directory.
+    #[arg(long, global = true)]
+    report: Option<PathBuf>,
+    /// Sites listed in the printed summary.
+    #[arg(long, default_value_t = 10, global = true)]
+    top: usize,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// A chain of SHA-256 compressions over random bits (bellperson's sha256 gadget).
+    Sha256 {
+        /// Message blocks (one compression, about 26 k constraints, each).
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        blocks: u64,
+        /// Iterations (each synthesizes the circuit anew).
+        #[arg(short = 'i', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: u64,
+        /// Seed of the random message.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    Mode::parse(s).map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("synth-driver: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// One iteration's result, as printed.
+#[derive(serde::Serialize)]
+struct IterationReport {
+    circuit: String,
+    iteration: u64,
+    prover: &'static str,
+    rows: usize,
+    aux: usize,
+    inputs: usize,
+    synth_seconds: f64,
+    trace: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allocs: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temporaries: Option<u64>,
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    if let Some(dir) = &cli.trace.report {
+        check_writable(dir)?;
+    }
+    Settings {
+        mode: cli.trace.trace,
+        depth: cli.trace.depth as usize,
+        ..Default::default()
+    }
+    .apply();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match cli.command {
+        Command::Sha256 {
+            blocks,
+            iterations,
+            seed,
+        } => {
+            for iteration in 0..iterations {
+                let circuit = {
+                    let _setup = alloc_tracer::phase("setup");
+                    circuits::Sha256Chain::random(blocks as usize, seed.wrapping_add(iteration))
+                };
+                let shape = circuits::shape(circuit.clone())?;
+                let before = alloc_tracer::counts();
+                let start = Instant::now();
+                {
+                    let _synth = alloc_tracer::phase("synthesize");
+                    prover::synthesize_reference(vec![circuit])?;
+                }
+                let synth_seconds = start.elapsed().as_secs_f64();
+                let after = alloc_tracer::counts();
+                let traced = cli.trace.trace != Mode::Off;
+                let report = IterationReport {
+                    circuit: format!("sha256 --blocks {blocks}"),
+                    iteration,
+                    prover: "reference",
+                    rows: shape.rows,
+                    aux: shape.aux,
+                    inputs: shape.inputs,
+                    synth_seconds,
+                    trace: cli.trace.trace.name(),
+                    allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
+                    temporaries: traced
+                        .then(|| after.total(|p| p.temporaries) - before.total(|p| p.temporaries)),
+                };
+                print_iteration(&mut out, &report, cli.json)?;
+            }
+        }
+    }
+    if let Some(dir) = &cli.trace.report {
+        let summary = alloc_tracer::write_report(dir)
+            .with_context(|| format!("writing the report to {}", dir.display()))?;
+        let mut summary = summary;
+        summary.top.truncate(cli.trace.top);
+        if cli.json {
+            eprintln!("{summary}");
+        } else {
+            writeln!(out, "{summary}")?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_iteration(out: &mut impl Write, r: &IterationReport, json: bool) -> Result<()> {
+    if json {
+        serde_json::to_writer(&mut *out, r)?;
+        writeln!(out)?;
+    } else {
+        write!(
+            out,
+            "{} [{}] iteration {}: {} rows, {} aux, {} inputs, synthesis {:.3} s (prover {}, trace {})",
+            r.circuit,
+            r.prover,
+            r.iteration,
+            r.rows,
+            r.aux,
+            r.inputs,
+            r.synth_seconds,
+            r.prover,
+            r.trace
+        )?;
+        if let (Some(a), Some(t)) = (r.allocs, r.temporaries) {
+            write!(out, ", {a} allocations, {t} temporaries")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// Fails early, with a one-line error, when the report could not be written later.
+fn check_writable(dir: &std::path::Path) -> Result<()> {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).with_context(|| {
+        format!(
+            "report directory {}: cannot create its parent",
+            dir.display()
+        )
+    })?;
+    let probe = parent.join(format!(".synth-driver-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("report directory {}: not writable", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+}

@@ -35,8 +35,8 @@ pub mod size_class;
 pub mod stack;
 pub mod thread;
 
-use control::{Control, MODE_SAMPLE, MODE_SITES, MODE_UNINIT};
-use site_table::{Lookup, SiteKey, Slot, bump, hash, pack_meta};
+use control::{Control, MODE_COUNT, MODE_SAMPLE, MODE_SITES, MODE_UNINIT};
+use site_table::{Lookup, SiteKey, Slot, bump, pack_meta};
 use stack::{Frames, MAX_DEPTH};
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
@@ -133,7 +133,21 @@ fn lifetimes_maybe(ptr: *mut u8) -> bool {
 /// The state of the current thread, creating it if needed; `None` when the call must
 /// not be recorded as the program's (guard set: the tracer's own; or thread exited).
 #[inline(always)]
-fn state<'a>(local: &'a Local, layout: Layout, own_alloc: bool) -> Option<&'a ThreadState> {
+fn state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&ThreadState> {
+    let st = local.state.get();
+    if local.guard.get() || st.is_null() || st == DEAD {
+        return unusual_state(local, layout, own_alloc);
+    }
+    // SAFETY: a non-null, non-DEAD state pointer was set by `thread::init` on this
+    // thread and stays valid until this thread's exit hook marks it DEAD.
+    Some(unsafe { &*st })
+}
+
+/// `state` for a first call on a thread, a call from the tracer itself, or a call
+/// after thread exit.
+#[cold]
+#[inline(never)]
+fn unusual_state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&ThreadState> {
     let mut st = local.state.get();
     if local.guard.get() {
         if own_alloc {
@@ -147,8 +161,7 @@ fn state<'a>(local: &'a Local, layout: Layout, own_alloc: bool) -> Option<&'a Th
         late(own_alloc);
         return None;
     }
-    // SAFETY: a non-null, non-DEAD state pointer was set by `thread::init` on this
-    // thread and stays valid until this thread's exit hook marks it DEAD.
+    // SAFETY: as in `state`.
     Some(unsafe { &*st })
 }
 
@@ -189,42 +202,64 @@ fn init_mode_then_retry(ptr: *mut u8, layout: Layout) {
     }
 }
 
+/// The part of every allocation that is inlined into the allocator entry point: one
+/// load and a branch, so that `off` costs next to nothing and the recording body
+/// (out of line) does not make every call save registers.
 #[inline(always)]
 fn on_alloc(ptr: *mut u8, layout: Layout) {
     let ctl = control::load();
-    if !ctl.recording() {
-        if ctl.mode() == MODE_UNINIT {
-            init_mode_then_retry(ptr, layout);
-        }
-        return;
+    if ctl.recording() {
+        record_alloc(ctl, ptr, layout);
+    } else if ctl.mode() == MODE_UNINIT {
+        init_mode_then_retry(ptr, layout);
     }
-    with_local(|local| {
-        let Some(st) = state(local, layout, true) else {
-            return;
-        };
-        let size = layout.size();
-        let class = size_class::index_of(size, layout.align());
-        let phase = ctl.phase();
-        let p = &st.phases[phase];
-        bump(&p.allocs, 1);
-        bump(&p.bytes_requested, size as u64);
-        let class_bytes = size_class::usable(class, size);
-        bump(&p.bytes_allocated, class_bytes as u64);
-        bump(&st.classes[phase][class], 1);
-        bump(&st.requested[log_linear::size_bucket(size)], 1);
-        track_live(st, class_bytes as i64);
-        st.last_block.set(ptr as usize);
-        st.last_slot.set(std::ptr::null());
-        record_stack(local, st, ctl, ptr, size, class_bytes, class, false);
-    });
+}
+
+#[inline(never)]
+fn record_alloc(ctl: Control, ptr: *mut u8, layout: Layout) {
+    let local = thread::current();
+    let Some(st) = state(local, layout, true) else {
+        return;
+    };
+    let size = layout.size();
+    let class = size_class::index_of(size, layout.align());
+    let usable = size_class::usable(class, size);
+    let phase = ctl.phase();
+    let p = &st.phases[phase];
+    bump(&p.allocs, 1);
+    bump(&p.bytes_requested, size as u64);
+    bump(&p.bytes_allocated, usable as u64);
+    bump(&st.classes[phase][class], 1);
+    bump(&st.requested[log_linear::size_bucket(size)], 1);
+    track_live(st, usable as i64);
+    st.last_block.set(ptr as usize);
+    st.last_slot.set(std::ptr::null());
+    if ctl.mode() != MODE_COUNT {
+        record_stack(
+            local,
+            st,
+            ctl,
+            Block {
+                ptr,
+                size,
+                usable,
+                class,
+                realloc: false,
+            },
+        );
+    }
 }
 
 #[inline(always)]
 fn on_realloc(old: *mut u8, layout: Layout, new: *mut u8, new_size: usize) {
     let ctl = control::load();
-    if !ctl.recording() {
-        return;
+    if ctl.recording() {
+        record_realloc(ctl, old, layout, new, new_size);
     }
+}
+
+#[inline(never)]
+fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_size: usize) {
     with_local(|local| {
         let moved = old != new;
         let new_layout = Layout::from_size_align(new_size, layout.align()).unwrap_or(layout);
@@ -253,11 +288,13 @@ fn on_realloc(old: *mut u8, layout: Layout, new: *mut u8, new_size: usize) {
             local,
             st,
             ctl,
-            new,
-            new_size,
-            class_bytes as usize,
-            class,
-            true,
+            Block {
+                ptr: new,
+                size: new_size,
+                usable: class_bytes as usize,
+                class,
+                realloc: true,
+            },
         );
     });
 }
@@ -265,9 +302,13 @@ fn on_realloc(old: *mut u8, layout: Layout, new: *mut u8, new_size: usize) {
 #[inline(always)]
 fn on_dealloc(ptr: *mut u8, layout: Layout) {
     let ctl = control::load();
-    if !ctl.recording() {
-        return;
+    if ctl.recording() {
+        record_dealloc(ctl, ptr, layout);
     }
+}
+
+#[inline(never)]
+fn record_dealloc(ctl: Control, ptr: *mut u8, layout: Layout) {
     with_local(|local| {
         let Some(st) = state(local, layout, false) else {
             return;
@@ -316,34 +357,32 @@ fn publish_live(net: i64) {
     PEAK_BYTES.fetch_max(live, Relaxed);
 }
 
-/// The stack part of recording: every call in `sites` mode, sampled ones in `sample`
-/// mode.
-#[inline(always)]
-fn record_stack(
-    local: &Local,
-    st: &ThreadState,
-    ctl: Control,
+/// Return addresses of the tracer's own frames at the start of every captured stack.
+pub const OWN_FRAMES: usize = 2;
+
+/// One recorded block, as the stack part of recording needs it.
+#[derive(Clone, Copy)]
+struct Block {
     ptr: *mut u8,
     size: usize,
     usable: usize,
     class: usize,
     realloc: bool,
-) {
+}
+
+/// The stack part of recording: every call in `sites` mode, sampled ones in `sample`
+/// mode. Out of line, so that `count` mode does not pay for its registers.
+#[inline(never)]
+fn record_stack(local: &Local, st: &ThreadState, ctl: Control, block: Block) {
     match ctl.mode() {
         MODE_SITES => {
-            let slot = site_slot(local, st, ctl, class);
-            count_in_slot(slot, size, usable, realloc);
+            let slot = site_slot(local, st, ctl, block.class);
+            count_in_slot(slot, block);
             st.last_slot.set(slot);
             let left = st.lifetime_countdown.get();
             if left <= 1 {
-                follow_block(
-                    local,
-                    st,
-                    ptr,
-                    slot_site(ctl, class, st),
-                    usable,
-                    control::lifetime_interval(),
-                );
+                let site = slot_site(ctl, block.class, st);
+                follow_block(local, st, block, site, control::lifetime_interval());
             } else {
                 st.lifetime_countdown.set(left - 1);
             }
@@ -351,7 +390,7 @@ fn record_stack(
         MODE_SAMPLE => {
             let left = st.sample_countdown.get();
             if left <= 1 {
-                sample(local, st, ctl, ptr, size, usable, class, realloc);
+                sample(local, st, ctl, block);
             } else {
                 st.sample_countdown.set(left - 1);
             }
@@ -361,27 +400,31 @@ fn record_stack(
 }
 
 #[inline(always)]
-fn count_in_slot(slot: &Slot, size: usize, usable: usize, realloc: bool) {
-    let count = if realloc {
+fn count_in_slot(slot: &Slot, block: Block) {
+    let count = if block.realloc {
         &slot.reallocs
     } else {
         &slot.allocs
     };
     bump(count, 1);
-    bump(&slot.bytes_requested, size as u64);
-    bump(&slot.bytes_allocated, usable as u64);
+    bump(&slot.bytes_requested, block.size as u64);
+    bump(&slot.bytes_allocated, block.usable as u64);
 }
 
 /// Captures the stack and returns its slot in this thread's table.
 #[inline(always)]
 fn site_slot<'t>(local: &Local, st: &'t ThreadState, ctl: Control, class: usize) -> &'t Slot {
-    let mut frames: Frames = [0; MAX_DEPTH];
-    let n = stack::capture(&mut frames, ctl.depth(), st.stack_top);
-    let meta = pack_meta(ctl.phase(), class, n);
+    let mut raw = stack::raw_frames();
+    let seed = pack_meta(ctl.phase(), class, 0);
+    // The innermost return addresses are the tracer's own (into `record_alloc` and
+    // into the allocator entry point); the report drops them, so walk that much
+    // deeper. (Skipping them here by count proved fragile across inlining.)
+    let depth = ctl.depth() + OWN_FRAMES;
+    let (n, hash) = stack::capture(&mut raw, 0, depth, st.stack_top, seed);
     let key = SiteKey {
-        meta,
-        frames: &frames[..n],
-        hash: hash(meta, &frames[..n]),
+        meta: seed | pack_meta(0, 0, n),
+        frames: stack::captured(&raw, n),
+        hash,
     };
     match st.table().lookup(&key) {
         Lookup::Slot(slot) => slot,
@@ -433,13 +476,12 @@ fn slot_site(ctl: Control, class: usize, st: &ThreadState) -> crate::registry::S
 fn follow_block(
     local: &Local,
     st: &ThreadState,
-    ptr: *mut u8,
+    block: Block,
     site: crate::registry::SiteId,
-    usable: usize,
     interval: u64,
 ) {
     let was = local.guard.replace(true);
-    crate::lifetimes::follow(ptr, site, usable as u64);
+    crate::lifetimes::follow(block.ptr, site, block.usable as u64);
     st.lifetime_countdown.set(if interval == 0 {
         u64::MAX
     } else {
@@ -451,22 +493,13 @@ fn follow_block(
 /// A sampled call in `sample` mode: stack, site counters, and the block followed.
 #[cold]
 #[inline(never)]
-fn sample(
-    local: &Local,
-    st: &ThreadState,
-    ctl: Control,
-    ptr: *mut u8,
-    size: usize,
-    usable: usize,
-    class: usize,
-    realloc: bool,
-) {
-    let slot = site_slot(local, st, ctl, class);
-    count_in_slot(slot, size, usable, realloc);
+fn sample(local: &Local, st: &ThreadState, ctl: Control, block: Block) {
+    let slot = site_slot(local, st, ctl, block.class);
+    count_in_slot(slot, block);
     bump(&st.phases[ctl.phase()].sampled, 1);
     st.last_slot.set(slot);
-    let site = slot_site(ctl, class, st);
-    follow_block(local, st, ptr, site, usable, 0);
+    let site = slot_site(ctl, block.class, st);
+    follow_block(local, st, block, site, 0);
     st.sample_countdown
         .set(st.geometric(control::sample_interval()));
 }

@@ -23,7 +23,7 @@ const LARGE_MIN: usize = 16384;
 
 /// Index of the class `size` falls in when requested with the natural alignment.
 #[inline(always)]
-fn index_of_size(size: usize) -> usize {
+const fn index_of_size(size: usize) -> usize {
     if size <= 8 {
         0
     } else if size <= 128 {
@@ -41,9 +41,7 @@ fn index_of_size(size: usize) -> usize {
     }
 }
 
-/// Byte size of the class with index `idx` (the last index stands for "larger").
-#[inline(always)]
-pub fn class_bytes(idx: usize) -> usize {
+const fn compute_class_bytes(idx: usize) -> usize {
     match idx {
         0 => 8,
         1..=8 => idx * 16,
@@ -54,6 +52,37 @@ pub fn class_bytes(idx: usize) -> usize {
             (1usize << lg) + ((step + 1) << (lg - 2))
         }
     }
+}
+
+/// Requests up to this size take the table lookup.
+const LOOKUP_MAX: usize = 4096;
+
+/// Class index of every size up to [`LOOKUP_MAX`], in steps of 8 bytes (all classes in
+/// that range are multiples of 8), as jemalloc itself does.
+static LOOKUP: [u8; LOOKUP_MAX / 8 + 1] = {
+    let mut t = [0u8; LOOKUP_MAX / 8 + 1];
+    let mut i = 0;
+    while i < t.len() {
+        t[i] = index_of_size(i * 8) as u8;
+        i += 1;
+    }
+    t
+};
+
+static CLASS_BYTES: [usize; NUM_CLASSES] = {
+    let mut t = [0usize; NUM_CLASSES];
+    let mut i = 0;
+    while i < NUM_CLASSES {
+        t[i] = compute_class_bytes(i);
+        i += 1;
+    }
+    t
+};
+
+/// Byte size of the class with index `idx` (the last index stands for "larger").
+#[inline(always)]
+pub fn class_bytes(idx: usize) -> usize {
+    CLASS_BYTES[idx.min(NUM_CLASSES - 1)]
 }
 
 /// The real size of a block of class `idx` requested with `size` bytes: the class
@@ -71,6 +100,12 @@ pub fn usable(idx: usize, size: usize) -> usize {
 /// tikv-jemallocator.
 #[inline(always)]
 pub fn index_of(size: usize, align: usize) -> usize {
+    // With `align <= 16`, rounding up to the alignment (what jemalloc does when
+    // tikv-jemallocator passes the flag, i.e. when `align > size`) gives the class of
+    // `max(size, align)`.
+    if align <= 16 && size <= LOOKUP_MAX {
+        return LOOKUP[size.max(align).div_ceil(8)] as usize;
+    }
     if align <= 16 && align <= size {
         return index_of_size(size);
     }
@@ -92,6 +127,20 @@ fn index_of_aligned(size: usize, align: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookup_agrees_with_arithmetic() {
+        for size in 1..=LOOKUP_MAX {
+            for align in [1, 2, 4, 8, 16] {
+                let slow = if align <= size {
+                    index_of_size(size)
+                } else {
+                    index_of_aligned(size, align)
+                };
+                assert_eq!(index_of(size, align), slow, "size {size} align {align}");
+            }
+        }
+    }
 
     #[test]
     fn known_classes() {

@@ -16,41 +16,82 @@ pub const MAX_DEPTH: usize = 32;
 /// Raw return addresses, innermost first.
 pub type Frames = [usize; MAX_DEPTH];
 
+/// Space for a capture, left uninitialised (zeroing 256 bytes per allocation would
+/// cost more than hashing the stack).
+pub type RawFrames = [std::mem::MaybeUninit<usize>; MAX_DEPTH];
+
+/// Empty space for a capture.
+#[inline(always)]
+pub const fn raw_frames() -> RawFrames {
+    [const { std::mem::MaybeUninit::uninit() }; MAX_DEPTH]
+}
+
+/// The first `n` frames written by [`capture`].
+#[inline(always)]
+pub fn captured(out: &RawFrames, n: usize) -> &[usize] {
+    // SAFETY: `capture` initialised the first `n` (<= MAX_DEPTH) elements, and
+    // `MaybeUninit<usize>` has the layout of `usize`.
+    unsafe { std::slice::from_raw_parts(out.as_ptr().cast::<usize>(), n.min(MAX_DEPTH)) }
+}
+
 /// Fills `out` with up to `depth` return addresses, starting with the caller of the
-/// function this is inlined into, and returns how many it wrote.
+/// function this is inlined into, and returns how many it wrote and their hash
+/// (`site_table::hash` of `seed` and the frames, computed in the same pass).
 ///
 /// `stack_top` is the highest address of the current thread's stack (exclusive).
 #[inline(always)]
-pub fn capture(out: &mut Frames, depth: usize, stack_top: usize) -> usize {
+pub fn capture(
+    out: &mut RawFrames,
+    skip: usize,
+    depth: usize,
+    stack_top: usize,
+    seed: u64,
+) -> (usize, u64) {
     let (mut fp, sp) = registers();
-    if fp < sp {
-        return 0;
+    let mut hash = super::site_table::hash_start(seed);
+    // One unsigned comparison checks sp <= fp <= stack_top - 16: below `sp` the
+    // difference wraps around to a huge value.
+    let span = stack_top
+        .saturating_sub(sp)
+        .saturating_sub(2 * size_of::<usize>());
+    // The tracer's own frames: walked over, not kept.
+    for _ in 0..skip {
+        if fp.wrapping_sub(sp) > span {
+            return (0, super::site_table::hash_finish(hash));
+        }
+        // SAFETY: as in the loop below.
+        let next = unsafe { (fp as *const usize).read_unaligned() };
+        if next <= fp {
+            return (0, super::site_table::hash_finish(hash));
+        }
+        fp = next;
     }
-    let depth = depth.min(MAX_DEPTH);
     let mut n = 0;
-    while n < depth {
-        if fp % align_of::<usize>() != 0 || fp.saturating_add(2 * size_of::<usize>()) > stack_top {
+    for slot in out[..depth.min(MAX_DEPTH)].iter_mut() {
+        if fp.wrapping_sub(sp) > span {
             break;
         }
-        // SAFETY: `fp` is aligned and lies in [sp, stack_top - 16]: inside this
-        // thread's stack, which is mapped from the current stack pointer up to its top,
-        // so both words are readable. Their contents may be garbage if a frame lacks a
-        // frame pointer; the checks on `next` below keep the walk inside the stack.
+        // SAFETY: sp <= fp <= stack_top - 16: both words lie in this thread's stack,
+        // which is mapped from the current stack pointer up to its top. (x86_64 and
+        // aarch64 load unaligned words from normal memory.) Their contents may be
+        // garbage if a frame lacks a frame pointer; the check on `next` below keeps
+        // the walk moving up the stack, inside it.
         let (next, ret) = unsafe {
             let p = fp as *const usize;
-            (p.read(), p.add(1).read())
+            (p.read_unaligned(), p.add(1).read_unaligned())
         };
         if ret == 0 {
             break;
         }
-        out[n] = ret;
+        slot.write(ret);
+        hash = super::site_table::hash_step(hash, ret);
         n += 1;
         if next <= fp {
             break;
         }
         fp = next;
     }
-    n
+    (n, super::site_table::hash_finish(hash))
 }
 
 /// The current frame pointer and stack pointer.
@@ -118,29 +159,53 @@ mod tests {
     use super::*;
 
     #[inline(never)]
-    fn capture_here(out: &mut Frames) -> usize {
-        capture(out, MAX_DEPTH, current_stack_top())
+    fn capture_here(out: &mut RawFrames) -> usize {
+        capture(out, 0, MAX_DEPTH, current_stack_top(), 0).0
     }
 
     #[test]
     fn captures_a_chain_of_return_addresses() {
-        let mut frames = [0; MAX_DEPTH];
+        let mut frames = raw_frames();
         let n = capture_here(&mut frames);
         // This test function, the test harness closure and a few std frames at least.
         assert!(n >= 3, "only {n} frames");
-        assert!(frames[..n].iter().all(|&f| f != 0));
+        assert!(captured(&frames, n).iter().all(|&f| f != 0));
+    }
+
+    #[test]
+    fn hash_is_the_site_table_hash() {
+        let mut frames = raw_frames();
+        let (n, h) = capture(&mut frames, 0, MAX_DEPTH, current_stack_top(), 42);
+        assert_eq!(h, crate::hot::site_table::hash(42, captured(&frames, n)));
+    }
+
+    #[test]
+    fn skipped_frames_are_not_kept() {
+        let (mut all, mut skipped) = (raw_frames(), raw_frames());
+        let (n, _) = capture_both(&mut all, &mut skipped);
+        assert!(n.0 >= 3);
+        assert_eq!(n.1, n.0 - 1);
+        assert_eq!(captured(&all, n.0)[2..], captured(&skipped, n.1)[1..]);
+    }
+
+    #[inline(never)]
+    fn capture_both(all: &mut RawFrames, skipped: &mut RawFrames) -> ((usize, usize), ()) {
+        let top = current_stack_top();
+        let a = capture(all, 0, MAX_DEPTH, top, 0).0;
+        let b = capture(skipped, 1, MAX_DEPTH, top, 0).0;
+        ((a, b), ())
     }
 
     #[test]
     fn depth_is_capped() {
-        let mut frames = [0; MAX_DEPTH];
-        assert!(capture(&mut frames, 2, current_stack_top()) <= 2);
-        assert_eq!(capture(&mut frames, 0, current_stack_top()), 0);
+        let mut frames = raw_frames();
+        assert!(capture(&mut frames, 0, 2, current_stack_top(), 0).0 <= 2);
+        assert_eq!(capture(&mut frames, 0, 0, current_stack_top(), 0).0, 0);
     }
 
     #[test]
     fn no_stack_top_means_no_frames() {
-        let mut frames = [0; MAX_DEPTH];
-        assert_eq!(capture(&mut frames, MAX_DEPTH, 0), 0);
+        let mut frames = raw_frames();
+        assert_eq!(capture(&mut frames, 0, MAX_DEPTH, 0, 0).0, 0);
     }
 }

@@ -112,7 +112,20 @@ thread_local! {
 /// Runs `f` with this thread's [`Local`].
 #[inline(always)]
 pub fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
-    LOCAL.with(f)
+    f(current())
+}
+
+/// This thread's [`Local`]. The reference must not leave the current call: the hot
+/// path uses it for the duration of one allocator call. (Taking the address this way,
+/// instead of running the recorder inside `LocalKey::with`, lets the whole recording
+/// path inline into the allocator entry points.)
+#[inline(always)]
+pub fn current<'a>() -> &'a Local {
+    let p = LOCAL.with(|l| l as *const Local);
+    // SAFETY: `LOCAL` is a `const`-initialised thread-local without a destructor, so
+    // its storage lives as long as the thread, and the caller uses it only within the
+    // current allocator call on this thread.
+    unsafe { &*p }
 }
 
 /// Runs `f` with the re-entrancy guard set: every allocation `f` makes is the

@@ -3,6 +3,7 @@
 
 pub mod parquet;
 pub mod schema;
+pub mod summary;
 
 use crate::Error;
 use crate::config::{Mode, Settings};
@@ -16,18 +17,10 @@ use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// What a written report holds, in brief.
-#[derive(Clone, Debug)]
-pub struct ReportSummary {
-    /// The report directory.
-    pub dir: PathBuf,
-    /// Distinct call stacks.
-    pub stacks: usize,
-    /// Rows of `sites.parquet`.
-    pub site_rows: usize,
-    /// Allocations counted (all phases).
-    pub allocs: u64,
-}
+pub use summary::{ReportSummary, TopSite};
+
+/// Sites listed in a [`ReportSummary`].
+const SUMMARY_SITES: usize = 10;
 
 /// Totals over all phases, as in the manifest.
 #[derive(Serialize, Clone, Debug, Default)]
@@ -130,14 +123,43 @@ struct Snapshot {
 /// an existing directory that is not a report is left alone and is an error.
 pub fn write(dir: &Path) -> Result<ReportSummary, Error> {
     crate::hot::thread::guarded(|| {
+        let sites = crate::registry::sites();
+        let lifetimes = crate::lifetimes::snapshot();
+        let symbols = symbolize::resolve_all(
+            sites
+                .keys()
+                .chain(lifetimes.keys())
+                .flat_map(|id| id.frames.iter().copied()),
+        );
         let snap = Snapshot {
             settings: Settings::current(),
             counts: Box::new(crate::registry::counts()),
-            sites: crate::registry::sites(),
-            lifetimes: crate::lifetimes::snapshot(),
+            sites: without_tracer_frames(sites, &symbols, |a, b| {
+                let mut sum = *a;
+                sum.allocs += b.allocs;
+                sum.reallocs += b.reallocs;
+                sum.bytes_requested += b.bytes_requested;
+                sum.bytes_allocated += b.bytes_allocated;
+                sum.temporaries += b.temporaries;
+                sum
+            }),
+            lifetimes: without_tracer_frames(lifetimes, &symbols, |a, b| {
+                let mut sum = a.clone();
+                sum.freed += b.freed;
+                sum.total_ns += b.total_ns;
+                sum.live += b.live;
+                sum.live_bytes += b.live_bytes;
+                if sum.buckets.len() < b.buckets.len() {
+                    sum.buckets.resize(b.buckets.len(), 0);
+                }
+                for (x, y) in sum.buckets.iter_mut().zip(&b.buckets) {
+                    *x += y;
+                }
+                sum
+            }),
             phases: crate::phase::phases(),
         };
-        write_snapshot(dir, &snap)
+        write_snapshot(dir, &snap, &symbols)
     })
 }
 
@@ -148,7 +170,56 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     }
 }
 
-fn write_snapshot(dir: &Path, snap: &Snapshot) -> Result<ReportSummary, Error> {
+/// Drops the tracer's own return addresses from the start of every stack (see
+/// `hot::OWN_FRAMES`), merging stacks that then coincide. The next address usually
+/// still carries the tracer's inlined frames (the allocator entry point inlined into
+/// the caller); [`user_frames`] drops those when frames are listed.
+fn without_tracer_frames<V>(
+    map: HashMap<SiteId, V>,
+    symbols: &HashMap<usize, Vec<Frame>>,
+    merge: impl Fn(&V, &V) -> V,
+) -> HashMap<SiteId, V> {
+    let mut out: HashMap<SiteId, V> = HashMap::with_capacity(map.len());
+    for (id, v) in map {
+        let own = id
+            .frames
+            .iter()
+            .take_while(|a| symbols[a].iter().all(summary::is_tracer))
+            .count();
+        let (phase, class, _) = crate::hot::site_table::unpack_meta(id.meta);
+        let frames: Box<[usize]> = id.frames[own..].into();
+        let key = SiteId {
+            meta: crate::hot::site_table::pack_meta(phase, class, frames.len()),
+            frames,
+        };
+        let merged = match out.get(&key) {
+            Some(old) => merge(old, &v),
+            None => v,
+        };
+        out.insert(key, merged);
+    }
+    out
+}
+
+/// The symbolized frames of a stack, innermost first, without the tracer's own
+/// frames and the allocator shim in front.
+fn user_frames<'s>(
+    stack: &[usize],
+    symbols: &'s HashMap<usize, Vec<Frame>>,
+) -> Vec<(usize, usize, &'s Frame)> {
+    stack
+        .iter()
+        .enumerate()
+        .flat_map(|(si, a)| symbols[a].iter().map(move |f| (si, *a, f)))
+        .skip_while(|(_, _, f)| summary::is_tracer(f) || summary::is_shim(f))
+        .collect()
+}
+
+fn write_snapshot(
+    dir: &Path,
+    snap: &Snapshot,
+    symbols: &HashMap<usize, Vec<Frame>>,
+) -> Result<ReportSummary, Error> {
     let end_unix = crate::clock::unix_seconds();
     if dir.exists() && !dir.join(schema::MANIFEST).exists() {
         let not_empty = std::fs::read_dir(dir).map_err(io(dir))?.next().is_some();
@@ -200,7 +271,6 @@ fn write_snapshot(dir: &Path, snap: &Snapshot) -> Result<ReportSummary, Error> {
         .enumerate()
         .map(|(i, (s, _))| (*s, i as u64))
         .collect();
-    let symbols = symbolize::resolve_all(stacks.iter().flat_map(|(s, _)| s.iter().copied()));
 
     let phase_name = |id: usize| -> String {
         snap.phases
@@ -215,7 +285,7 @@ fn write_snapshot(dir: &Path, snap: &Snapshot) -> Result<ReportSummary, Error> {
         file: schema::SITES.file,
         rows: sites_rows,
     });
-    let frames_rows = write_frames(&tmp, &stacks, &site_ids, &symbols)?;
+    let frames_rows = write_frames(&tmp, &stacks, &site_ids, symbols)?;
     tables.push(TableInfo {
         file: schema::FRAMES.file,
         rows: frames_rows,
@@ -306,11 +376,38 @@ fn write_snapshot(dir: &Path, snap: &Snapshot) -> Result<ReportSummary, Error> {
     if old.exists() {
         std::fs::remove_dir_all(&old).map_err(io(&old))?;
     }
+    let top = stacks
+        .iter()
+        .take(SUMMARY_SITES)
+        .map(|(stack, allocs)| {
+            let frames: Vec<Frame> = user_frames(stack, symbols)
+                .into_iter()
+                .map(|(_, _, f)| f.clone())
+                .collect();
+            let name = summary::site_name(&frames);
+            let of_stack = snap.sites.iter().filter(|(id, _)| &*id.frames == *stack);
+            TopSite {
+                site_id: site_ids[stack],
+                name,
+                allocs: allocs * weight,
+                bytes_requested: of_stack
+                    .clone()
+                    .map(|(_, c)| c.bytes_requested)
+                    .sum::<u64>()
+                    * weight,
+                temporaries: of_stack.map(|(_, c)| c.temporaries).sum::<u64>() * weight,
+            }
+        })
+        .collect();
     Ok(ReportSummary {
         dir: dir.to_owned(),
+        mode: manifest.mode.clone(),
         stacks: stacks.len(),
         site_rows: sites_rows,
         allocs: manifest.totals.alloc_count,
+        bytes_requested: manifest.totals.bytes_requested,
+        temporaries: manifest.totals.temporary_count,
+        top,
     })
 }
 
@@ -447,19 +544,15 @@ fn write_frames(
     let (mut function, mut file, mut line, mut inlined) = (vec![], vec![], vec![], vec![]);
     for (stack, _) in stacks {
         let id = site_ids[stack];
-        let mut i = 0u32;
-        for (si, a) in stack.iter().enumerate() {
-            for f in &symbols[a] {
-                site.push(id);
-                index.push(i);
-                stack_index.push(si as u32);
-                address.push(*a as u64);
-                function.push(f.function.clone());
-                file.push(f.file.clone());
-                line.push(f.line);
-                inlined.push(f.inlined);
-                i += 1;
-            }
+        for (i, (si, a, f)) in user_frames(stack, symbols).into_iter().enumerate() {
+            site.push(id);
+            index.push(i as u32);
+            stack_index.push(si as u32);
+            address.push(a as u64);
+            function.push(f.function.clone());
+            file.push(f.file.clone());
+            line.push(f.line);
+            inlined.push(f.inlined);
         }
     }
     let n = site.len();

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Instructions per malloc+free pair that alloc-tracer adds in each mode, counted by
+# callgrind: repeatable to the instruction, unlike wall time on a shared 2-core VM.
+# Each run measures jemalloc alone and then one configuration; a baseline run measures
+# jemalloc alone, so a configuration adds (its run - 2 x baseline) / pairs
+# instructions per pair over jemalloc.
+# Usage: scripts/bench-instructions.sh   (needs valgrind)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+bin=$(cargo bench -q -p alloc-tracer --bench alloc_pair --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import json,sys
+for l in sys.stdin:
+    m = json.loads(l)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "alloc_pair" and m.get("executable"):
+        print(m["executable"])')
+pairs=200000
+# One round of `pairs` pairs on 1 and on 2 threads, after a warm-up of pairs/10 on each:
+# every configuration runs 3.3 x pairs pairs in all.
+per_config=$(( pairs * 33 / 10 ))
+count() {
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" 1 "$pairs" "$1" 2>&1 >/dev/null \
+    | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+}
+base=$(count "no such configuration")
+printf '| configuration | instructions per pair added |\n|---|---:|\n'
+for c in off count sample "no lifetimes" "lifetimes 1/64"; do
+  total=$(count "$c")
+  printf '| %s | %d |\n' "$c" $(( (total - 2 * base) / per_config ))
+done

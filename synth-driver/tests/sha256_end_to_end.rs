@@ -1,0 +1,60 @@
+//! End to end: a SHA-256 chain synthesized by the stock bellperson prover under
+//! `--trace sites`; the report's top sites are bellpepper-core LinearCombination code.
+
+use std::process::Command;
+
+fn driver() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_synth-driver"))
+}
+
+#[test]
+fn sha256_under_sites_names_linear_combination_frames() {
+    let dir = std::env::temp_dir().join(format!("synth-driver-e2e-{}", std::process::id()));
+    let report = dir.join("report");
+    let out = driver()
+        .args(["--trace", "sites", "--json", "--report"])
+        .arg(&report)
+        .args(["sha256", "--blocks", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: serde_json::Value =
+        serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    // 2 blocks of ~26 k constraints, counted independently of the traced run.
+    let rows = line["rows"].as_u64().unwrap();
+    assert!((50_000..56_000).contains(&rows), "rows {rows}");
+    assert!(line["allocs"].as_u64().unwrap() > rows);
+    // The summary goes to stderr with --json; its top site is LinearCombination code.
+    let summary = String::from_utf8_lossy(&out.stderr);
+    let top = summary
+        .lines()
+        .skip_while(|l| !l.contains("top sites"))
+        .nth(2)
+        .unwrap_or_default();
+    assert!(
+        top.contains("lc.rs"),
+        "top site is not bellpepper-core's lc.rs: {summary}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["mode"], "sites");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_code_2() {
+    let out = driver().args(["sha256", "--blocks", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = driver()
+        .args(["--report", "/proc/no/such/dir", "sha256"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("synth-driver: "), "{stderr}");
+}
