@@ -9,7 +9,7 @@
 use crate::hot::control::MAX_PHASES;
 use crate::hot::log_linear::SIZE_BUCKETS;
 use crate::hot::site_table::{SiteTable, unpack_meta};
-use crate::hot::size_class::NUM_CLASSES;
+use crate::hot::size_class::{LAST_SMALL, NUM_CLASSES, class_bytes};
 use crate::hot::stack::MAX_DEPTH;
 use crate::hot::thread::{PhaseCounters, ThreadState};
 use dashmap::DashMap;
@@ -84,16 +84,40 @@ pub struct PhaseTotals {
 }
 
 impl PhaseTotals {
-    fn add_live(&mut self, c: &PhaseCounters) {
-        self.allocs += c.allocs.load(Relaxed);
-        self.frees += c.frees.load(Relaxed);
+    /// Adds one thread's counters of one phase, deriving counts and small-block
+    /// bytes from its per-class counts.
+    fn add_live(&mut self, c: &PhaseCounters, allocs: &[AtomicU64], freed: &[AtomicU64]) {
+        let (n, small_bytes) = class_totals(allocs);
+        self.allocs += n;
+        self.bytes_allocated += small_bytes
+            + c.large_bytes_allocated.load(Relaxed)
+            + c.realloc_bytes_allocated.load(Relaxed);
+        let (n, small_bytes) = class_totals(freed);
+        self.frees += n;
+        self.bytes_freed +=
+            small_bytes + c.large_bytes_freed.load(Relaxed) + c.realloc_bytes_freed.load(Relaxed);
         self.reallocs += c.reallocs.load(Relaxed);
         self.bytes_requested += c.bytes_requested.load(Relaxed);
-        self.bytes_allocated += c.bytes_allocated.load(Relaxed);
-        self.bytes_freed += c.bytes_freed.load(Relaxed);
         self.temporaries += c.temporaries.load(Relaxed);
         self.sampled += c.sampled.load(Relaxed);
     }
+}
+
+/// Count over all classes, and bytes over the small ones (large blocks are
+/// page-rounded, so their bytes are counted apart).
+fn class_totals(counts: &[AtomicU64]) -> (u64, u64) {
+    counts
+        .iter()
+        .enumerate()
+        .fold((0, 0), |(n, bytes), (k, c)| {
+            let c = c.load(Relaxed);
+            let small = if k <= LAST_SMALL {
+                c * class_bytes(k) as u64
+            } else {
+                0
+            };
+            (n + c, bytes + small)
+        })
 }
 
 /// Every counter of the tracer, summed over threads. Plain arrays, no heap, so a
@@ -102,8 +126,10 @@ impl PhaseTotals {
 pub struct Counts {
     /// Totals per phase id.
     pub phases: [PhaseTotals; MAX_PHASES],
-    /// Allocations (and moving reallocs) per phase id and size-class index.
+    /// Allocations (`alloc`, `alloc_zeroed`) per phase id and size-class index.
     pub classes: [[u64; NUM_CLASSES]; MAX_PHASES],
+    /// Reallocs that moved the block, per size-class index of the new block.
+    pub moved: [u64; NUM_CLASSES],
     /// Allocations and reallocs per requested-size bucket (`log_linear`).
     pub requested: [u64; SIZE_BUCKETS],
     /// The tracer's own allocations (moving reallocs included).
@@ -126,6 +152,7 @@ impl Default for Counts {
         Counts {
             phases: [PhaseTotals::default(); MAX_PHASES],
             classes: [[0; NUM_CLASSES]; MAX_PHASES],
+            moved: [0; NUM_CLASSES],
             requested: [0; SIZE_BUCKETS],
             own_allocs: 0,
             own_bytes: 0,
@@ -139,12 +166,13 @@ impl Default for Counts {
 
 impl Counts {
     fn add_live(&mut self, st: &ThreadState) {
-        for (t, c) in self.phases.iter_mut().zip(&st.phases) {
-            t.add_live(c);
+        for (p, t) in self.phases.iter_mut().enumerate() {
+            t.add_live(&st.phases[p], &st.classes[p], &st.freed[p]);
         }
         for (t, c) in self.classes.iter_mut().zip(&st.classes) {
             add_all(t, c);
         }
+        add_all(&mut self.moved, &st.moved);
         add_all(&mut self.requested, &st.requested);
         self.own_allocs += st.own.allocs.load(Relaxed);
         self.own_bytes += st.own.bytes.load(Relaxed);

@@ -177,6 +177,7 @@ fn window(names: &[(usize, Vec<u8>)], work: impl FnOnce()) -> Window {
             (0..c1.classes.len())
                 .map(|p| c1.classes[p][k] - c0.classes[p][k])
                 .sum::<u64>()
+                + (c1.moved[k] - c0.moved[k])
                 + (c1.own_classes[k] - c0.own_classes[k])
         })
         .collect();

@@ -223,14 +223,18 @@ fn record_alloc(ctl: Control, ptr: *mut u8, layout: Layout) {
     };
     let size = layout.size();
     let class = size_class::index_of(size, layout.align());
-    let usable = size_class::usable(class, size);
     let phase = ctl.phase();
     let p = &st.phases[phase];
-    bump(&p.allocs, 1);
-    bump(&p.bytes_requested, size as u64);
-    bump(&p.bytes_allocated, usable as u64);
     bump(&st.classes[phase][class], 1);
+    bump(&p.bytes_requested, size as u64);
     bump(&st.requested[log_linear::size_bucket(size)], 1);
+    let usable = if class <= size_class::LAST_SMALL {
+        size_class::class_bytes(class)
+    } else {
+        let usable = size_class::usable(class, size);
+        bump(&p.large_bytes_allocated, usable as u64);
+        usable
+    };
     track_live(st, usable as i64);
     st.last_block.set(ptr as usize);
     st.last_slot.set(std::ptr::null());
@@ -260,30 +264,30 @@ fn on_realloc(old: *mut u8, layout: Layout, new: *mut u8, new_size: usize) {
 
 #[inline(never)]
 fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_size: usize) {
-    with_local(|local| {
-        let moved = old != new;
-        let new_layout = Layout::from_size_align(new_size, layout.align()).unwrap_or(layout);
-        let Some(st) = state(local, new_layout, moved) else {
-            return;
-        };
-        let class = size_class::index_of(new_size, layout.align());
-        let old_class = size_class::index_of(layout.size(), layout.align());
-        let phase = ctl.phase();
-        let p = &st.phases[phase];
-        bump(&p.reallocs, 1);
-        bump(&p.bytes_requested, new_size as u64);
-        let class_bytes = size_class::usable(class, new_size) as u64;
-        let old_bytes = size_class::usable(old_class, layout.size()) as u64;
-        bump(&p.bytes_allocated, class_bytes);
-        bump(&p.bytes_freed, old_bytes);
-        if moved {
-            // A moving realloc is a request jemalloc serves from the new class.
-            bump(&st.classes[phase][class], 1);
-        }
-        bump(&st.requested[log_linear::size_bucket(new_size)], 1);
-        track_live(st, class_bytes as i64 - old_bytes as i64);
-        st.last_block.set(new as usize);
-        st.last_slot.set(std::ptr::null());
+    let local = thread::current();
+    let moved = old != new;
+    let new_layout = Layout::from_size_align(new_size, layout.align()).unwrap_or(layout);
+    let Some(st) = state(local, new_layout, moved) else {
+        return;
+    };
+    let class = size_class::index_of(new_size, layout.align());
+    let old_class = size_class::index_of(layout.size(), layout.align());
+    let p = &st.phases[ctl.phase()];
+    bump(&p.reallocs, 1);
+    bump(&p.bytes_requested, new_size as u64);
+    let usable = size_class::usable(class, new_size);
+    let old_usable = size_class::usable(old_class, layout.size());
+    bump(&p.realloc_bytes_allocated, usable as u64);
+    bump(&p.realloc_bytes_freed, old_usable as u64);
+    if moved {
+        // A moving realloc is a request jemalloc serves from the new class.
+        bump(&st.moved[class], 1);
+    }
+    bump(&st.requested[log_linear::size_bucket(new_size)], 1);
+    track_live(st, usable as i64 - old_usable as i64);
+    st.last_block.set(new as usize);
+    st.last_slot.set(std::ptr::null());
+    if ctl.mode() != MODE_COUNT {
         record_stack(
             local,
             st,
@@ -291,12 +295,12 @@ fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_
             Block {
                 ptr: new,
                 size: new_size,
-                usable: class_bytes as usize,
+                usable,
                 class,
                 realloc: true,
             },
         );
-    });
+    }
 }
 
 #[inline(always)]
@@ -309,30 +313,35 @@ fn on_dealloc(ptr: *mut u8, layout: Layout) {
 
 #[inline(never)]
 fn record_dealloc(ctl: Control, ptr: *mut u8, layout: Layout) {
-    with_local(|local| {
-        let Some(st) = state(local, layout, false) else {
-            return;
-        };
-        let class = size_class::index_of(layout.size(), layout.align());
-        let class_bytes = size_class::usable(class, layout.size());
-        let p = &st.phases[ctl.phase()];
-        bump(&p.frees, 1);
-        bump(&p.bytes_freed, class_bytes as u64);
-        if st.last_block.get() == ptr as usize {
-            bump(&p.temporaries, 1);
-            let slot = st.last_slot.get();
-            if !slot.is_null() {
-                // SAFETY: `last_slot` points into this thread's current table; it is
-                // reset whenever the table is grown or flushed.
-                bump(unsafe { &(*slot).temporaries }, 1);
-            }
-            st.last_block.set(0);
+    let local = thread::current();
+    let Some(st) = state(local, layout, false) else {
+        return;
+    };
+    let size = layout.size();
+    let class = size_class::index_of(size, layout.align());
+    let phase = ctl.phase();
+    bump(&st.freed[phase][class], 1);
+    let usable = if class <= size_class::LAST_SMALL {
+        size_class::class_bytes(class)
+    } else {
+        let usable = size_class::usable(class, size);
+        bump(&st.phases[phase].large_bytes_freed, usable as u64);
+        usable
+    };
+    track_live(st, -(usable as i64));
+    if st.last_block.get() == ptr as usize {
+        bump(&st.phases[phase].temporaries, 1);
+        let slot = st.last_slot.get();
+        if !slot.is_null() {
+            // SAFETY: `last_slot` points into this thread's current table; it is
+            // reset whenever the table is grown or flushed.
+            bump(unsafe { &(*slot).temporaries }, 1);
         }
-        track_live(st, -(class_bytes as i64));
-        if ctl.mode() >= MODE_SITES && lifetimes_maybe(ptr) {
-            end_followed(ptr);
-        }
-    });
+        st.last_block.set(0);
+    }
+    if ctl.mode() >= MODE_SITES && lifetimes_maybe(ptr) {
+        end_followed(ptr);
+    }
 }
 
 #[cold]

@@ -17,7 +17,7 @@ pub const NUM_CLASSES: usize = 9 + 4 * (44 - 7);
 
 const PAGE: usize = 4096;
 /// Index of the largest small class (14336 bytes).
-const LAST_SMALL: usize = 9 + 4 * (13 - 7) + 2;
+pub const LAST_SMALL: usize = 9 + 4 * (13 - 7) + 2;
 const SMALL_MAX: usize = 14336;
 const LARGE_MIN: usize = 16384;
 

@@ -22,21 +22,23 @@ pub const INITIAL_SLOTS: usize = 256;
 pub const MAX_SLOTS: usize = 1 << 16;
 const MAX_RETIRED: usize = 16;
 
-/// Counters of one phase on one thread.
+/// Counters of one phase on one thread. Allocation and free counts and the bytes of
+/// small blocks are not here: they follow from the per-class counts
+/// (`ThreadState::classes`, `ThreadState::freed`), which the hot path bumps anyway.
 #[derive(Default)]
 pub struct PhaseCounters {
-    /// `alloc` and `alloc_zeroed` calls.
-    pub allocs: AtomicU64,
-    /// `dealloc` calls.
-    pub frees: AtomicU64,
-    /// `realloc` calls.
-    pub reallocs: AtomicU64,
     /// Requested bytes of allocations and reallocs (new size).
     pub bytes_requested: AtomicU64,
-    /// Size-class bytes of allocations and reallocs (new block).
-    pub bytes_allocated: AtomicU64,
-    /// Size-class bytes of frees and reallocs (old block).
-    pub bytes_freed: AtomicU64,
+    /// Real bytes of large blocks (above 14336 bytes) allocated.
+    pub large_bytes_allocated: AtomicU64,
+    /// Real bytes of large blocks freed.
+    pub large_bytes_freed: AtomicU64,
+    /// `realloc` calls.
+    pub reallocs: AtomicU64,
+    /// Real bytes of the new blocks of reallocs.
+    pub realloc_bytes_allocated: AtomicU64,
+    /// Real bytes of the old blocks of reallocs.
+    pub realloc_bytes_freed: AtomicU64,
     /// Blocks freed before this thread's next allocation.
     pub temporaries: AtomicU64,
     /// Stacks captured in `sample` mode.
@@ -81,8 +83,13 @@ pub struct ThreadState {
     pub table: AtomicPtr<SiteTable>,
     /// Per-phase counters.
     pub phases: [PhaseCounters; MAX_PHASES],
-    /// Allocations per phase and size class.
+    /// Allocations (`alloc`, `alloc_zeroed`) per phase and size class.
     pub classes: [[AtomicU64; NUM_CLASSES]; MAX_PHASES],
+    /// Frees per phase and size class.
+    pub freed: [[AtomicU64; NUM_CLASSES]; MAX_PHASES],
+    /// Reallocs that moved the block, per size class of the new block (jemalloc
+    /// counts those as requests in the new class).
+    pub moved: [AtomicU64; NUM_CLASSES],
     /// Allocations per requested-size bucket.
     pub requested: [AtomicU64; SIZE_BUCKETS],
     /// The tracer's own allocations on this thread.

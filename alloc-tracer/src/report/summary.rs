@@ -72,6 +72,20 @@ pub fn naming_frame(frames: &[Frame]) -> Option<&Frame> {
 
 /// A function name without generic arguments: `Vec<T>::push` -> `Vec::push`.
 pub fn without_generics(name: &str) -> String {
+    // A qualified path `<Type as Trait>::f` keeps its type: drop only the brackets.
+    if let Some(inner) = name.strip_prefix('<') {
+        let mut depth = 1usize;
+        if let Some(end) = inner.find(|c| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => {}
+            }
+            depth == 0
+        }) {
+            return without_generics(&inner[..end]) + &without_generics(&inner[end + 1..]);
+        }
+    }
     let mut out = String::with_capacity(name.len());
     let mut depth = 0usize;
     for c in name.chars() {
