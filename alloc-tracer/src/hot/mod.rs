@@ -35,7 +35,7 @@ pub mod size_class;
 pub mod stack;
 pub mod thread;
 
-use control::{Control, MODE_COUNT, MODE_SAMPLE, MODE_SITES, MODE_UNINIT};
+use control::{Control, MODE_SAMPLE, MODE_SITES, MODE_UNINIT};
 use site_table::{Lookup, SiteKey, Slot, bump, pack_meta};
 use stack::{Frames, MAX_DEPTH};
 use std::alloc::{GlobalAlloc, Layout};
@@ -238,20 +238,18 @@ fn record_alloc(ctl: Control, ptr: *mut u8, layout: Layout) {
     track_live(st, usable as i64);
     st.last_block.set(ptr as usize);
     st.last_slot.set(std::ptr::null());
-    if ctl.mode() != MODE_COUNT {
-        record_stack(
-            local,
-            st,
-            ctl,
-            Block {
-                ptr,
-                size,
-                usable,
-                class,
-                realloc: false,
-            },
-        );
-    }
+    record_stack(
+        local,
+        st,
+        ctl,
+        Block {
+            ptr,
+            size,
+            usable,
+            class,
+            realloc: false,
+        },
+    );
 }
 
 #[inline(always)]
@@ -287,20 +285,18 @@ fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_
     track_live(st, usable as i64 - old_usable as i64);
     st.last_block.set(new as usize);
     st.last_slot.set(std::ptr::null());
-    if ctl.mode() != MODE_COUNT {
-        record_stack(
-            local,
-            st,
-            ctl,
-            Block {
-                ptr: new,
-                size: new_size,
-                usable,
-                class,
-                realloc: true,
-            },
-        );
-    }
+    record_stack(
+        local,
+        st,
+        ctl,
+        Block {
+            ptr: new,
+            size: new_size,
+            usable,
+            class,
+            realloc: true,
+        },
+    );
 }
 
 #[inline(always)]
@@ -366,7 +362,7 @@ fn publish_live(net: i64) {
     PEAK_BYTES.fetch_max(live, Relaxed);
 }
 
-/// Return addresses of the tracer's own frames at the start of every captured stack.
+/// Return addresses of the tracer's own frames at the start of a stack, at most.
 pub const OWN_FRAMES: usize = 2;
 
 /// One recorded block, as the stack part of recording needs it.
@@ -380,22 +376,12 @@ struct Block {
 }
 
 /// The stack part of recording: every call in `sites` mode, sampled ones in `sample`
-/// mode. Out of line, so that `count` mode does not pay for its registers.
-#[inline(never)]
+/// mode. Inlined: the `count` and `sample` cases are a branch and a countdown; the
+/// `sites` case is out of line.
+#[inline(always)]
 fn record_stack(local: &Local, st: &ThreadState, ctl: Control, block: Block) {
     match ctl.mode() {
-        MODE_SITES => {
-            let slot = site_slot(local, st, ctl, block.class);
-            count_in_slot(slot, block);
-            st.last_slot.set(slot);
-            let left = st.lifetime_countdown.get();
-            if left <= 1 {
-                let site = slot_site(ctl, block.class, st);
-                follow_block(local, st, block, site, control::lifetime_interval());
-            } else {
-                st.lifetime_countdown.set(left - 1);
-            }
-        }
+        MODE_SITES => record_site(local, st, ctl, block),
         MODE_SAMPLE => {
             let left = st.sample_countdown.get();
             if left <= 1 {
@@ -405,6 +391,22 @@ fn record_stack(local: &Local, st: &ThreadState, ctl: Control, block: Block) {
             }
         }
         _ => {}
+    }
+}
+
+/// Every call in `sites` mode: the stack, its site's counters, and now and then a
+/// block followed to its free.
+#[inline(never)]
+fn record_site(local: &Local, st: &ThreadState, ctl: Control, block: Block) {
+    let slot = site_slot(local, st, ctl, block.class);
+    count_in_slot(slot, block);
+    st.last_slot.set(slot);
+    let left = st.lifetime_countdown.get();
+    if left <= 1 {
+        let site = slot_site(ctl, block.class, st);
+        follow_block(local, st, block, site, control::lifetime_interval());
+    } else {
+        st.lifetime_countdown.set(left - 1);
     }
 }
 
@@ -425,11 +427,12 @@ fn count_in_slot(slot: &Slot, block: Block) {
 fn site_slot<'t>(local: &Local, st: &'t ThreadState, ctl: Control, class: usize) -> &'t Slot {
     let mut raw = stack::raw_frames();
     let seed = pack_meta(ctl.phase(), class, 0);
-    // The innermost return addresses are the tracer's own (into `record_alloc` and
-    // into the allocator entry point); the report drops them, so walk that much
-    // deeper. (Skipping them here by count proved fragile across inlining.)
-    let depth = ctl.depth() + OWN_FRAMES;
-    let (n, hash) = stack::capture(&mut raw, 0, depth, st.stack_top, seed);
+    // The innermost return addresses are the tracer's own: the one into
+    // `record_alloc` (or `record_realloc`), always, so it is walked over here; and
+    // the one into the allocator entry point, unless that entry was inlined into the
+    // program's code, so it is kept and the report drops it if it is all tracer.
+    let depth = ctl.depth() + OWN_FRAMES - 1;
+    let (n, hash) = stack::capture(&mut raw, 1, depth, st.stack_top, seed);
     let key = SiteKey {
         meta: seed | pack_meta(0, 0, n),
         frames: stack::captured(&raw, n),

@@ -76,13 +76,12 @@ pub fn capture(
         // aarch64 load unaligned words from normal memory.) Their contents may be
         // garbage if a frame lacks a frame pointer; the check on `next` below keeps
         // the walk moving up the stack, inside it.
+        // (A zero return address marks the outermost frame on some platforms; the
+        // `next <= fp` check ends the walk there anyway.)
         let (next, ret) = unsafe {
             let p = fp as *const usize;
             (p.read_unaligned(), p.add(1).read_unaligned())
         };
-        if ret == 0 {
-            break;
-        }
         slot.write(ret);
         hash = super::site_table::hash_step(hash, ret);
         n += 1;
