@@ -52,7 +52,6 @@ fn parquet_type_name(physical: Physical, logical: Option<&LogicalType>) -> &'sta
     match (physical, logical) {
         (Physical::INT64, _) if unsigned(64) => "UInt64",
         (Physical::INT32, _) if unsigned(32) => "UInt32",
-        (Physical::DOUBLE, None) => "Float64",
         (Physical::BOOLEAN, None) => "Boolean",
         (Physical::BYTE_ARRAY, Some(LogicalType::String)) => "String",
         other => panic!("unexpected parquet type {other:?}"),

@@ -452,7 +452,7 @@ fn write_sites(
         cols.median.push(life.and_then(median_lifetime));
         cols.mean.push(
             life.filter(|l| l.freed > 0)
-                .map(|l| l.total_ns as f64 / l.freed as f64),
+                .map(|l| (l.total_ns / l.freed as u128) as u64),
         );
         cols.live_bytes.push(live_bytes * lifetime_weight);
     }
@@ -478,7 +478,7 @@ struct SiteColumns {
     followed: Vec<u64>,
     freed: Vec<u64>,
     median: Vec<Option<u64>>,
-    mean: Vec<Option<f64>>,
+    mean: Vec<Option<u64>>,
     live_bytes: Vec<u64>,
 }
 
@@ -501,7 +501,7 @@ impl SiteColumns {
             Values::U64(self.followed),
             Values::U64(self.freed),
             Values::OptU64(self.median),
-            Values::OptF64(self.mean),
+            Values::OptU64(self.mean),
             Values::U64(self.live_bytes),
         ]
     }
@@ -658,9 +658,9 @@ fn write_phases(
         name.push(phase_name(p));
         first.push(
             time.and_then(|t| t.first_start_ns)
-                .map(|s| s.saturating_sub(start_ns) as f64 / 1e9),
+                .map(|s| s.saturating_sub(start_ns)),
         );
-        wall.push(time.map_or(0.0, |t| t.total_ns as f64 / 1e9));
+        wall.push(time.map_or(0, |t| t.total_ns));
         for (col, v) in cols.iter_mut().zip([
             time.map_or(0, |t| t.entries),
             t.allocs,
@@ -678,8 +678,8 @@ fn write_phases(
     let mut values = vec![Values::U32(id), Values::Str(name)];
     let mut cols = cols.into_iter();
     values.push(Values::U64(cols.next().unwrap_or_default()));
-    values.push(Values::OptF64(first));
-    values.push(Values::F64(wall));
+    values.push(Values::OptU64(first));
+    values.push(Values::U64(wall));
     values.extend(cols.map(Values::U64));
     parquet::write(&dir.join(schema::PHASES.file), &schema::PHASES, values)?;
     Ok(n)

@@ -1,10 +1,14 @@
 //! Writes one [`schema::Table`] as a parquet file with the low-level parquet API (no
 //! arrow: the tracer is linked into every traced program and should build quickly).
+//!
+//! There are no floating-point columns: this writer marks them with the
+//! IEEE-754 total column order, which older readers (polars 1.x) reject outright.
+//! Times are integer nanoseconds instead.
 
 use super::schema::{ColumnType, Table};
 use crate::Error;
 use parquet::basic::Compression;
-use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int32Type, Int64Type};
+use parquet::data_type::{BoolType, ByteArray, ByteArrayType, Int32Type, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
@@ -21,10 +25,6 @@ pub enum Values {
     U32(Vec<u32>),
     /// For nullable `UInt32` columns.
     OptU32(Vec<Option<u32>>),
-    /// For `Float64` columns.
-    F64(Vec<f64>),
-    /// For nullable `Float64` columns.
-    OptF64(Vec<Option<f64>>),
     /// For `Boolean` columns.
     Bool(Vec<bool>),
     /// For `String` columns.
@@ -40,8 +40,6 @@ impl Values {
             Values::OptU64(v) => v.len(),
             Values::U32(v) => v.len(),
             Values::OptU32(v) => v.len(),
-            Values::F64(v) => v.len(),
-            Values::OptF64(v) => v.len(),
             Values::Bool(v) => v.len(),
             Values::Str(v) => v.len(),
             Values::OptStr(v) => v.len(),
@@ -55,8 +53,6 @@ impl Values {
                 | (Values::OptU64(_), ColumnType::UInt64, true)
                 | (Values::U32(_), ColumnType::UInt32, false)
                 | (Values::OptU32(_), ColumnType::UInt32, true)
-                | (Values::F64(_), ColumnType::Float64, false)
-                | (Values::OptF64(_), ColumnType::Float64, true)
                 | (Values::Bool(_), ColumnType::Boolean, false)
                 | (Values::Str(_), ColumnType::String, false)
                 | (Values::OptStr(_), ColumnType::String, true)
@@ -71,7 +67,6 @@ fn message_type(table: &Table) -> String {
         let ty = match c.ty {
             ColumnType::UInt64 => "INT64 %s (INTEGER(64,false))",
             ColumnType::UInt32 => "INT32 %s (INTEGER(32,false))",
-            ColumnType::Float64 => "DOUBLE %s",
             ColumnType::Boolean => "BOOLEAN %s",
             ColumnType::String => "BYTE_ARRAY %s (STRING)",
         };
@@ -149,11 +144,6 @@ pub fn write(path: &Path, table: &Table, columns: Vec<Values>) -> Result<(), Err
                 let (d, v) = levels(&v);
                 let v: Vec<i32> = v.into_iter().map(|x| x as i32).collect();
                 col.typed::<Int32Type>().write_batch(&v, Some(&d), None)
-            }
-            Values::F64(v) => col.typed::<DoubleType>().write_batch(&v, None, None),
-            Values::OptF64(v) => {
-                let (d, v) = levels(&v);
-                col.typed::<DoubleType>().write_batch(&v, Some(&d), None)
             }
             Values::Bool(v) => col.typed::<BoolType>().write_batch(&v, None, None),
             Values::Str(v) => {

@@ -18,8 +18,6 @@ pub enum ColumnType {
     UInt64,
     /// Unsigned 32-bit integer (parquet INT32, INTEGER(32, false)).
     UInt32,
-    /// 64-bit float (parquet DOUBLE).
-    Float64,
     /// Boolean (parquet BOOLEAN).
     Boolean,
     /// UTF-8 string (parquet BYTE_ARRAY, STRING).
@@ -32,7 +30,6 @@ impl ColumnType {
         match self {
             ColumnType::UInt64 => "UInt64",
             ColumnType::UInt32 => "UInt32",
-            ColumnType::Float64 => "Float64",
             ColumnType::Boolean => "Boolean",
             ColumnType::String => "String",
         }
@@ -93,7 +90,7 @@ pub const SITES: Table = Table {
         col("followed_count", UInt64),
         col("followed_freed_count", UInt64),
         opt("lifetime_ns_median", UInt64),
-        opt("lifetime_ns_mean", Float64),
+        opt("lifetime_ns_mean", UInt64),
         col("live_bytes_estimate", UInt64),
     ],
 };
@@ -140,8 +137,8 @@ pub const PHASES: Table = Table {
         col("phase_id", UInt32),
         col("phase", String),
         col("entry_count", UInt64),
-        opt("first_start_s", Float64),
-        col("wall_s", Float64),
+        opt("first_start_ns", UInt64),
+        col("wall_ns", UInt64),
         col("alloc_count", UInt64),
         col("free_count", UInt64),
         col("realloc_count", UInt64),
