@@ -6,6 +6,7 @@
 //! C1 output, Poseidon, the mirror prover and the patch variants are the next slices.
 
 mod circuits;
+mod porep;
 mod prover;
 
 use alloc_tracer::{Mode, Settings, TracingAllocator};
@@ -26,7 +27,8 @@ static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
     version,
     about,
     after_help = "EXAMPLES:\n  \
-    synth-driver --trace sites --report reports/sha sha256 --blocks 8\n  \
+    synth-driver seal --sector-size 2KiB --out sectors/2k\n  \
+    synth-driver --trace sites --report reports/porep porep --c1 sectors/2k/c1.json\n  \
     synth-driver --json sha256 --blocks 64 -i 3"
 )]
 struct Cli {
@@ -58,6 +60,34 @@ struct TraceArgs {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Seals a sector of random data offline (piece, pre-commit 1 and 2, commit phase 1;
+    /// no Groth parameters) and writes OUT/c1.json in Curio's format. The SDR parent
+    /// cache goes to FIL_PROOFS_PARENT_CACHE (default /var/tmp/filecoin-parents).
+    Seal {
+        /// 2KiB or 8MiB (larger sizes work but take hours and hundreds of GiB).
+        #[arg(long, value_parser = porep::parse_sector_size)]
+        sector_size: (u64, filecoin_proofs_api::RegisteredSealProof),
+        /// Directory for c1.json and the sector's files.
+        #[arg(long)]
+        out: PathBuf,
+        /// Seed of the sector's data, ticket and challenge seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Synthesizes one partition of a Filecoin PoRep (StackedDrg) circuit from a C1
+    /// output, as commit phase 2 does.
+    Porep {
+        /// Curio's c1.json, or the plain JSON of filecoin-proofs-api's
+        /// SealCommitPhase1Output. Any sector size.
+        #[arg(long)]
+        c1: PathBuf,
+        /// Partition to synthesize.
+        #[arg(long, default_value_t = 0)]
+        partition: usize,
+        /// Iterations (each builds and synthesizes the circuit anew).
+        #[arg(short = 'i', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: u64,
+    },
     /// A chain of SHA-256 compressions over random bits (bellperson's sha256 gadget).
     Sha256 {
         /// Message blocks (one compression, about 26 k constraints, each).
@@ -136,41 +166,74 @@ fn run(cli: Cli) -> Result<ExitCode> {
     .apply();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let mut run = Runner {
+        trace: cli.trace.trace,
+        json: cli.json,
+        out: &mut out,
+    };
     match cli.command {
         Command::Sha256 {
             blocks,
             iterations,
             seed,
+        } => run.iterations(&format!("sha256 --blocks {blocks}"), iterations, |i| {
+            Ok(circuits::Sha256Chain::random(
+                blocks as usize,
+                seed.wrapping_add(i),
+            ))
+        })?,
+        Command::Seal {
+            sector_size: (bytes, proof),
+            out: dir,
+            seed,
         } => {
-            for iteration in 0..iterations {
-                let circuit = {
-                    let _setup = alloc_tracer::phase("setup");
-                    circuits::Sha256Chain::random(blocks as usize, seed.wrapping_add(iteration))
-                };
-                let shape = circuits::shape(circuit.clone())?;
-                let before = alloc_tracer::counts();
-                let start = Instant::now();
-                {
-                    let _synth = alloc_tracer::phase("synthesize");
-                    prover::synthesize_reference(vec![circuit])?;
-                }
-                let synth_seconds = start.elapsed().as_secs_f64();
-                let after = alloc_tracer::counts();
-                let traced = cli.trace.trace != Mode::Off;
-                let report = IterationReport {
-                    circuit: format!("sha256 --blocks {blocks}"),
-                    iteration,
-                    prover: "reference",
-                    rows: shape.rows,
-                    aux: shape.aux,
-                    inputs: shape.inputs,
-                    synth_seconds,
-                    trace: cli.trace.trace.name(),
-                    allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
-                    temporaries: traced
-                        .then(|| after.total(|p| p.temporaries) - before.total(|p| p.temporaries)),
-                };
-                print_iteration(&mut out, &report, cli.json)?;
+            let start = Instant::now();
+            let path = {
+                let _setup = alloc_tracer::phase("seal");
+                porep::seal_sector(proof, bytes, &dir, seed, &mut |step| {
+                    eprintln!(
+                        "seal {proof:?}: {step} ({:.1} s)",
+                        start.elapsed().as_secs_f64()
+                    )
+                })?
+            };
+            writeln!(run.out, "{}", path.display())?;
+        }
+        Command::Porep {
+            c1,
+            partition,
+            iterations,
+        } => {
+            let c1_out = {
+                let _setup = alloc_tracer::phase("setup");
+                porep::read_c1(&c1)?
+            };
+            let n = porep::partitions(&c1_out);
+            if partition >= n {
+                anyhow::bail!(
+                    "partition {partition} out of range: {} has {n} partition(s)",
+                    c1.display()
+                );
+            }
+            let label = format!("porep {:?} partition {partition}", c1_out.registered_proof);
+            use filecoin_proofs::*;
+            match u64::from(c1_out.registered_proof.sector_size()) {
+                2048 => run.iterations(&label, iterations, |_| {
+                    porep::partition_circuit::<SectorShape2KiB>(&c1_out, partition)
+                })?,
+                0x80_0000 => run.iterations(&label, iterations, |_| {
+                    porep::partition_circuit::<SectorShape8MiB>(&c1_out, partition)
+                })?,
+                0x2000_0000 => run.iterations(&label, iterations, |_| {
+                    porep::partition_circuit::<SectorShape512MiB>(&c1_out, partition)
+                })?,
+                0x8_0000_0000 => run.iterations(&label, iterations, |_| {
+                    porep::partition_circuit::<SectorShape32GiB>(&c1_out, partition)
+                })?,
+                0x10_0000_0000 => run.iterations(&label, iterations, |_| {
+                    porep::partition_circuit::<SectorShape64GiB>(&c1_out, partition)
+                })?,
+                other => anyhow::bail!("{}: unsupported sector size {other}", c1.display()),
             }
         }
     }
@@ -182,13 +245,64 @@ fn run(cli: Cli) -> Result<ExitCode> {
         if cli.json {
             eprintln!("{summary}");
         } else {
-            writeln!(out, "{summary}")?;
+            writeln!(run.out, "{summary}")?;
         }
+        drop(run);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_iteration(out: &mut impl Write, r: &IterationReport, json: bool) -> Result<()> {
+/// Runs iterations of one circuit and prints each.
+struct Runner<'o> {
+    trace: Mode,
+    json: bool,
+    out: &'o mut dyn Write,
+}
+
+impl Runner<'_> {
+    /// `make(i)` builds the circuit of iteration `i` (in the `setup` phase); the
+    /// stock prover then synthesizes it (in the `synthesize` phase).
+    fn iterations<C: bellperson::Circuit<blstrs::Scalar> + Send>(
+        &mut self,
+        label: &str,
+        iterations: u64,
+        mut make: impl FnMut(u64) -> Result<C>,
+    ) -> Result<()> {
+        for iteration in 0..iterations {
+            let (circuit, shape) = {
+                let _setup = alloc_tracer::phase("setup");
+                let shape = circuits::shape(make(iteration)?)?;
+                (make(iteration)?, shape)
+            };
+            let before = alloc_tracer::counts();
+            let start = Instant::now();
+            {
+                let _synth = alloc_tracer::phase("synthesize");
+                prover::synthesize_reference(vec![circuit])?;
+            }
+            let synth_seconds = start.elapsed().as_secs_f64();
+            let after = alloc_tracer::counts();
+            let traced = self.trace != Mode::Off;
+            let report = IterationReport {
+                circuit: label.to_owned(),
+                iteration,
+                prover: "reference",
+                rows: shape.rows,
+                aux: shape.aux,
+                inputs: shape.inputs,
+                synth_seconds,
+                trace: self.trace.name(),
+                allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
+                temporaries: traced
+                    .then(|| after.total(|p| p.temporaries) - before.total(|p| p.temporaries)),
+            };
+            print_iteration(self.out, &report, self.json)?;
+        }
+        Ok(())
+    }
+}
+
+fn print_iteration(out: &mut dyn Write, r: &IterationReport, json: bool) -> Result<()> {
     if json {
         serde_json::to_writer(&mut *out, r)?;
         writeln!(out)?;

@@ -1,0 +1,193 @@
+//! End to end from nothing: seal a 2 KiB sector offline, synthesize its partition 0
+//! with the stock prover under `--trace sites`, and find bellpepper-core's
+//! `Boolean::lc` and LinearCombination frames among the report's top sites.
+
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::record::Field;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn driver() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_synth-driver"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("synth-driver-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn rows(path: &Path) -> Vec<HashMap<String, Field>> {
+    let reader = SerializedFileReader::new(std::fs::File::open(path).unwrap()).unwrap();
+    reader
+        .get_row_iter(None)
+        .unwrap()
+        .map(|r| {
+            r.unwrap()
+                .get_column_iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .collect()
+}
+
+fn u64_of(f: &Field) -> u64 {
+    match f {
+        Field::ULong(v) => *v,
+        Field::UInt(v) => *v as u64,
+        other => panic!("not unsigned: {other:?}"),
+    }
+}
+
+fn str_of(f: &Field) -> String {
+    match f {
+        Field::Str(s) => s.clone(),
+        Field::Null => String::new(),
+        other => panic!("not a string: {other:?}"),
+    }
+}
+
+/// Seals once; the C1 file is shared by the tests of this file.
+fn sealed_2kib() -> PathBuf {
+    static C1: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    C1.get_or_init(|| {
+        let dir = scratch("seal");
+        let out = driver()
+            .args(["seal", "--sector-size", "2KiB", "--out"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let c1 = dir.join("c1.json");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            c1.display().to_string()
+        );
+        c1
+    })
+    .clone()
+}
+
+#[test]
+fn porep_2kib_rows_and_top_sites() {
+    let c1 = sealed_2kib();
+    let report = scratch("porep-report").join("report");
+    let out = driver()
+        .args(["--trace", "sites", "--json", "--report"])
+        .arg(&report)
+        .args(["porep", "--c1"])
+        .arg(&c1)
+        .args(["--partition", "0"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: serde_json::Value =
+        serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    // The prover's a.len() for a 2 KiB PoRep partition (DESIGN.md section 7).
+    assert_eq!(line["rows"], 2_687_961);
+    assert!(line["synth_seconds"].as_f64().unwrap() > 0.0);
+
+    // Top sites by allocations, with their frames' functions and files.
+    let mut allocs: HashMap<u64, u64> = HashMap::new();
+    for r in rows(&report.join("sites.parquet")) {
+        if str_of(&r["phase"]) == "synthesize" {
+            *allocs.entry(u64_of(&r["site_id"])).or_default() += u64_of(&r["alloc_count"]);
+        }
+    }
+    let mut top: Vec<(u64, u64)> = allocs.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1));
+    let top: Vec<u64> = top.into_iter().take(10).map(|(s, _)| s).collect();
+    let mut frames: HashMap<u64, Vec<(String, String)>> = HashMap::new();
+    for r in rows(&report.join("frames.parquet")) {
+        frames
+            .entry(u64_of(&r["site_id"]))
+            .or_default()
+            .push((str_of(&r["function"]), str_of(&r["file"])));
+    }
+    let in_top = |pred: &dyn Fn(&(String, String)) -> bool| {
+        top.iter()
+            .filter(|s| frames.get(s).is_some_and(|fs| fs.iter().any(pred)))
+            .count()
+    };
+    let boolean_lc = in_top(&|(f, file)| f.starts_with("lc") && file.ends_with("boolean.rs"));
+    let linear_combination =
+        in_top(&|(_, file)| file.contains("bellpepper-core") && file.ends_with("lc.rs"));
+    assert!(boolean_lc >= 1, "no Boolean::lc frame in the top 10 sites");
+    assert_eq!(
+        linear_combination, 10,
+        "every top site allocates in LinearCombination code"
+    );
+}
+
+#[test]
+fn bad_c1_files_are_one_line_errors() {
+    let dir = scratch("bad-c1");
+    let truncated = dir.join("truncated.json");
+    let full = std::fs::read(sealed_2kib()).unwrap();
+    std::fs::write(&truncated, &full[..full.len() / 2]).unwrap();
+    let not_c1 = dir.join("other.json");
+    std::fs::write(
+        &not_c1,
+        br#"{"SectorNum": 1, "Phase1Out": "not base64!", "SectorSize": 2048}"#,
+    )
+    .unwrap();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "porep".into(),
+                "--c1".into(),
+                dir.join("missing.json").display().to_string(),
+            ],
+            "missing.json",
+        ),
+        (
+            vec![
+                "porep".into(),
+                "--c1".into(),
+                truncated.display().to_string(),
+            ],
+            "truncated",
+        ),
+        (
+            vec!["porep".into(), "--c1".into(), not_c1.display().to_string()],
+            "base64",
+        ),
+        (
+            vec![
+                "porep".into(),
+                "--c1".into(),
+                sealed_2kib().display().to_string(),
+                "--partition".into(),
+                "1".into(),
+            ],
+            "out of range",
+        ),
+        (
+            vec![
+                "seal".into(),
+                "--sector-size".into(),
+                "3KiB".into(),
+                "--out".into(),
+                dir.display().to_string(),
+            ],
+            "unknown sector size",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = driver().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
