@@ -247,7 +247,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
         } else {
             writeln!(run.out, "{summary}")?;
         }
-        drop(run);
     }
     Ok(ExitCode::SUCCESS)
 }
