@@ -105,7 +105,7 @@ fn porep_2kib_rows_and_top_sites() {
         }
     }
     let mut top: Vec<(u64, u64)> = allocs.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1));
+    top.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
     let top: Vec<u64> = top.into_iter().take(10).map(|(s, _)| s).collect();
     let mut frames: HashMap<u64, Vec<(String, String)>> = HashMap::new();
     for r in rows(&report.join("frames.parquet")) {
