@@ -75,12 +75,25 @@ enum Command {
         seed: u64,
     },
     /// Synthesizes one partition of a Filecoin PoRep (StackedDrg) circuit from a C1
-    /// output, as commit phase 2 does.
+    /// output, as commit phase 2 does; or, with --sector-size and --count-only,
+    /// counts the rows of a partition of that size without any witness.
     Porep {
         /// Curio's c1.json, or the plain JSON of filecoin-proofs-api's
         /// SealCommitPhase1Output. Any sector size.
+        #[arg(
+            long,
+            required_unless_present = "sector_size",
+            conflicts_with = "sector_size"
+        )]
+        c1: Option<PathBuf>,
+        /// Sector size of a partition with no C1 output (needs --count-only).
+        #[arg(long, value_parser = porep::parse_sector_size, requires = "count_only")]
+        sector_size: Option<(u64, filecoin_proofs_api::RegisteredSealProof)>,
+        /// Count rows, aux and inputs of the blank circuit (all values missing; the
+        /// same constraints) without synthesizing a witness: works for 32 GiB on a
+        /// small machine.
         #[arg(long)]
-        c1: PathBuf,
+        count_only: bool,
         /// Partition to synthesize.
         #[arg(long, default_value_t = 0)]
         partition: usize,
@@ -200,10 +213,49 @@ fn run(cli: Cli) -> Result<ExitCode> {
             writeln!(run.out, "{}", path.display())?;
         }
         Command::Porep {
-            c1,
+            sector_size: Some((_, proof)),
+            count_only: true,
+            ..
+        } => {
+            let start = Instant::now();
+            use filecoin_proofs::*;
+            let shape = match proof.sector_size().into() {
+                2048 => circuits::shape(porep::blank_circuit::<SectorShape2KiB>(proof)?)?,
+                0x80_0000 => circuits::shape(porep::blank_circuit::<SectorShape8MiB>(proof)?)?,
+                0x2000_0000 => circuits::shape(porep::blank_circuit::<SectorShape512MiB>(proof)?)?,
+                0x8_0000_0000 => circuits::shape(porep::blank_circuit::<SectorShape32GiB>(proof)?)?,
+                0x10_0000_0000 => {
+                    circuits::shape(porep::blank_circuit::<SectorShape64GiB>(proof)?)?
+                }
+                other => anyhow::bail!("unsupported sector size {other}"),
+            };
+            let report = IterationReport {
+                circuit: format!("porep {proof:?} blank partition (count only)"),
+                iteration: 0,
+                prover: "count-only",
+                rows: shape.rows,
+                aux: shape.aux,
+                inputs: shape.inputs,
+                synth_seconds: start.elapsed().as_secs_f64(),
+                trace: run.trace.name(),
+                allocs: None,
+                temporaries: None,
+            };
+            print_iteration(run.out, &report, run.json)?;
+        }
+        Command::Porep { c1: None, .. } => {
+            anyhow::bail!("porep needs --c1 FILE, or --sector-size SIZE with --count-only")
+        }
+        Command::Porep {
+            c1: Some(c1),
+            count_only,
             partition,
             iterations,
+            ..
         } => {
+            if count_only {
+                anyhow::bail!("--count-only goes with --sector-size, not --c1");
+            }
             let c1_out = {
                 let _setup = alloc_tracer::phase("setup");
                 porep::read_c1(&c1)?

@@ -172,7 +172,6 @@ pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
     c1: &SealCommitPhase1Output,
     partition: usize,
 ) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
-    let config = c1.registered_proof.as_v1_config();
     let vanilla: Vec<Vec<storage_proofs_porep::stacked::Proof<Tree, DefaultPieceHasher>>> = c1
         .vanilla_proofs
         .clone()
@@ -191,15 +190,7 @@ pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
         k: None,
         seed: Some(c1.seed),
     };
-    let setup = compound_proof::SetupParams {
-        vanilla_params: setup_params(&config)?,
-        partitions: Some(usize::from(config.partitions)),
-        priority: false,
-    };
-    let public_params = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-        StackedDrg<'_, Tree, DefaultPieceHasher>,
-        _,
-    >>::setup(&setup)?;
+    let public_params = public_params::<Tree>(c1.registered_proof)?;
     let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
         StackedDrg<'_, Tree, DefaultPieceHasher>,
         _,
@@ -211,4 +202,36 @@ pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
         Some(partition),
     )?;
     Ok(circuit)
+}
+
+/// The compound public parameters of a sector size, as commit phase 2 sets them up.
+fn public_params<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredSealProof,
+) -> Result<compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>> {
+    let config = proof.as_v1_config();
+    let setup = compound_proof::SetupParams {
+        vanilla_params: setup_params(&config)?,
+        partitions: Some(usize::from(config.partitions)),
+        priority: false,
+    };
+    Ok(
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'static, Tree, DefaultPieceHasher>,
+            _,
+        >>::setup(&setup)?,
+    )
+}
+
+/// The circuit of one partition with no witness (every value `None`): the same
+/// constraints as a real partition, for counting rows without holding a witness.
+pub fn blank_circuit<Tree: 'static + MerkleTreeTrait>(
+    proof: RegisteredSealProof,
+) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
+    let pp = public_params::<Tree>(proof)?;
+    Ok(
+        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+            StackedDrg<'static, Tree, DefaultPieceHasher>,
+            _,
+        >>::blank_circuit(&pp.vanilla_params),
+    )
 }

@@ -191,3 +191,31 @@ fn bad_c1_files_are_one_line_errors() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// Rows of a blank partition (no witness), for sizes that cannot be sealed here.
+fn count_only(size: &str) -> serde_json::Value {
+    let out = driver()
+        .args(["--json", "porep", "--sector-size", size, "--count-only"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap()
+}
+
+#[test]
+fn count_only_rows_match_the_prover() {
+    // The prover's a.len() per partition (DESIGN.md section 7); the 2 KiB figure is
+    // also what the real sealed partition gives above.
+    assert_eq!(count_only("2KiB")["rows"], 2_687_961);
+    assert_eq!(count_only("8MiB")["rows"], 3_844_969);
+}
+
+#[test]
+fn count_only_32gib_partition() {
+    // 130 M constraints counted without a witness: ~30 s and ~11 MiB here.
+    assert_eq!(count_only("32GiB")["rows"], 130_278_869);
+}
