@@ -214,12 +214,10 @@ fn public_params<Tree: 'static + MerkleTreeTrait>(
         partitions: Some(usize::from(config.partitions)),
         priority: false,
     };
-    Ok(
-        <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
-            StackedDrg<'static, Tree, DefaultPieceHasher>,
-            _,
-        >>::setup(&setup)?,
-    )
+    <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'static, Tree, DefaultPieceHasher>,
+        _,
+    >>::setup(&setup)
 }
 
 /// The circuit of one partition with no witness (every value `None`): the same
