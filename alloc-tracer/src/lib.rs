@@ -100,7 +100,9 @@ pub use config::{DEFAULT_DEPTH, DEFAULT_LIFETIME_INTERVAL, MAX_DEPTH, Mode, Sett
 pub use error::Error;
 pub use hot::TracingAllocator;
 pub use hot::size_class::{NUM_CLASSES, class_bytes};
-pub use phase::{PauseGuard, PhaseGuard, PhaseTime, pause, phase, phases};
+pub use phase::{
+    PauseGuard, PhaseGuard, PhaseId, PhaseTime, QuickPhaseGuard, pause, phase, phase_id, phases,
+};
 pub use registry::{Counts, PhaseTotals};
 pub use report::schema::{self, SCHEMA_VERSION};
 pub use report::{ReportSummary, Totals};

@@ -6,6 +6,7 @@
 //! C1 output, Poseidon, the mirror prover and the patch variants are the next slices.
 
 mod circuits;
+mod mirror;
 mod porep;
 mod prover;
 
@@ -37,6 +38,11 @@ struct Cli {
     /// Print one JSON object per iteration instead of text.
     #[arg(long, global = true)]
     json: bool,
+    /// reference: stock bellperson (create_proof_batch, stopped right after
+    /// synthesis). mirror: the driver's replica of bellperson's ProvingAssignment,
+    /// which adds an `enforce` phase around enforce closures and a digest of a/b/c.
+    #[arg(long, global = true, value_enum)]
+    prover: Option<ProverKind>,
     #[command(subcommand)]
     command: Command,
 }
@@ -87,13 +93,22 @@ enum Command {
         )]
         c1: Option<PathBuf>,
         /// Sector size of a partition with no C1 output (needs --count-only).
-        #[arg(long, value_parser = porep::parse_sector_size, requires = "count_only")]
+        #[arg(long, value_parser = porep::parse_sector_size)]
         sector_size: Option<(u64, filecoin_proofs_api::RegisteredSealProof)>,
         /// Count rows, aux and inputs of the blank circuit (all values missing; the
         /// same constraints) without synthesizing a witness: works for 32 GiB on a
         /// small machine.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "blank")]
         count_only: bool,
+        /// Synthesize the blank circuit of --sector-size with the mirror prover,
+        /// which substitutes a random value for every missing one: the constraints
+        /// and enforce closures of a real partition, without the vanilla proofs'
+        /// witness arithmetic (an approximation; the output says `witness: blank`).
+        #[arg(long, requires = "sector_size")]
+        blank: bool,
+        /// Seed of the substituted values (--blank).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
         /// Partition to synthesize.
         #[arg(long, default_value_t = 0)]
         partition: usize,
@@ -113,6 +128,12 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum ProverKind {
+    Reference,
+    Mirror,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -156,11 +177,17 @@ struct IterationReport {
     circuit: String,
     iteration: u64,
     prover: &'static str,
+    witness: &'static str,
     rows: usize,
     aux: usize,
     inputs: usize,
     synth_seconds: f64,
     trace: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    abc_digest: Option<String>,
+    /// Values the mirror prover made up because the circuit had none (blank runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    substituted_values: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     allocs: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -182,6 +209,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     let mut run = Runner {
         trace: cli.trace.trace,
         json: cli.json,
+        prover: cli.prover.unwrap_or(ProverKind::Reference),
         out: &mut out,
     };
     match cli.command {
@@ -189,12 +217,17 @@ fn run(cli: Cli) -> Result<ExitCode> {
             blocks,
             iterations,
             seed,
-        } => run.iterations(&format!("sha256 --blocks {blocks}"), iterations, |i| {
-            Ok(circuits::Sha256Chain::random(
-                blocks as usize,
-                seed.wrapping_add(i),
-            ))
-        })?,
+        } => run.iterations(
+            &format!("sha256 --blocks {blocks}"),
+            iterations,
+            None,
+            |i| {
+                Ok(circuits::Sha256Chain::random(
+                    blocks as usize,
+                    seed.wrapping_add(i),
+                ))
+            },
+        )?,
         Command::Seal {
             sector_size: (bytes, proof),
             out: dir,
@@ -233,6 +266,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 circuit: format!("porep {proof:?} blank partition (count only)"),
                 iteration: 0,
                 prover: "count-only",
+                witness: "none",
                 rows: shape.rows,
                 aux: shape.aux,
                 inputs: shape.inputs,
@@ -240,11 +274,50 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 trace: run.trace.name(),
                 allocs: None,
                 temporaries: None,
+                abc_digest: None,
+                substituted_values: None,
             };
             print_iteration(run.out, &report, run.json)?;
         }
+        Command::Porep {
+            sector_size: Some((_, proof)),
+            blank: true,
+            seed,
+            iterations,
+            ..
+        } => {
+            if cli.prover == Some(ProverKind::Reference) {
+                anyhow::bail!(
+                    "--blank needs --prover mirror: the stock prover stops at the first missing value"
+                );
+            }
+            run.prover = ProverKind::Mirror;
+            let label = format!("porep {proof:?} blank partition");
+            use filecoin_proofs::*;
+            let blank = Some(seed);
+            match proof.sector_size().into() {
+                2048 => run.iterations(&label, iterations, blank, |_| {
+                    porep::blank_circuit::<SectorShape2KiB>(proof)
+                })?,
+                0x80_0000 => run.iterations(&label, iterations, blank, |_| {
+                    porep::blank_circuit::<SectorShape8MiB>(proof)
+                })?,
+                0x2000_0000 => run.iterations(&label, iterations, blank, |_| {
+                    porep::blank_circuit::<SectorShape512MiB>(proof)
+                })?,
+                0x8_0000_0000 => run.iterations(&label, iterations, blank, |_| {
+                    porep::blank_circuit::<SectorShape32GiB>(proof)
+                })?,
+                0x10_0000_0000 => run.iterations(&label, iterations, blank, |_| {
+                    porep::blank_circuit::<SectorShape64GiB>(proof)
+                })?,
+                other => anyhow::bail!("unsupported sector size {other}"),
+            }
+        }
         Command::Porep { c1: None, .. } => {
-            anyhow::bail!("porep needs --c1 FILE, or --sector-size SIZE with --count-only")
+            anyhow::bail!(
+                "porep needs --c1 FILE, or --sector-size SIZE with --count-only or --blank"
+            )
         }
         Command::Porep {
             c1: Some(c1),
@@ -270,19 +343,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let label = format!("porep {:?} partition {partition}", c1_out.registered_proof);
             use filecoin_proofs::*;
             match u64::from(c1_out.registered_proof.sector_size()) {
-                2048 => run.iterations(&label, iterations, |_| {
+                2048 => run.iterations(&label, iterations, None, |_| {
                     porep::partition_circuit::<SectorShape2KiB>(&c1_out, partition)
                 })?,
-                0x80_0000 => run.iterations(&label, iterations, |_| {
+                0x80_0000 => run.iterations(&label, iterations, None, |_| {
                     porep::partition_circuit::<SectorShape8MiB>(&c1_out, partition)
                 })?,
-                0x2000_0000 => run.iterations(&label, iterations, |_| {
+                0x2000_0000 => run.iterations(&label, iterations, None, |_| {
                     porep::partition_circuit::<SectorShape512MiB>(&c1_out, partition)
                 })?,
-                0x8_0000_0000 => run.iterations(&label, iterations, |_| {
+                0x8_0000_0000 => run.iterations(&label, iterations, None, |_| {
                     porep::partition_circuit::<SectorShape32GiB>(&c1_out, partition)
                 })?,
-                0x10_0000_0000 => run.iterations(&label, iterations, |_| {
+                0x10_0000_0000 => run.iterations(&label, iterations, None, |_| {
                     porep::partition_circuit::<SectorShape64GiB>(&c1_out, partition)
                 })?,
                 other => anyhow::bail!("{}: unsupported sector size {other}", c1.display()),
@@ -307,37 +380,65 @@ fn run(cli: Cli) -> Result<ExitCode> {
 struct Runner<'o> {
     trace: Mode,
     json: bool,
+    prover: ProverKind,
     out: &'o mut dyn Write,
 }
 
 impl Runner<'_> {
     /// `make(i)` builds the circuit of iteration `i` (in the `setup` phase); the
-    /// stock prover then synthesizes it (in the `synthesize` phase).
+    /// chosen prover then synthesizes it (in the `synthesize` phase). `blank` is the
+    /// seed of substituted values when the circuit has none (mirror prover only).
     fn iterations<C: bellperson::Circuit<blstrs::Scalar> + Send>(
         &mut self,
         label: &str,
         iterations: u64,
+        blank: Option<u64>,
         mut make: impl FnMut(u64) -> Result<C>,
     ) -> Result<()> {
         for iteration in 0..iterations {
             let (circuit, shape) = {
                 let _setup = alloc_tracer::phase("setup");
-                let shape = circuits::shape(make(iteration)?)?;
+                let shape = match self.prover {
+                    ProverKind::Reference => Some(circuits::shape(make(iteration)?)?),
+                    ProverKind::Mirror => None,
+                };
                 (make(iteration)?, shape)
             };
             let before = alloc_tracer::counts();
             let start = Instant::now();
-            {
+            let (shape, digest, substituted) = {
                 let _synth = alloc_tracer::phase("synthesize");
-                prover::synthesize_reference(vec![circuit])?;
-            }
+                match shape {
+                    Some(shape) => {
+                        prover::synthesize_reference(vec![circuit])?;
+                        (shape, None, None)
+                    }
+                    None => {
+                        let missing = match blank {
+                            Some(seed) => mirror::Missing::random(seed.wrapping_add(iteration)),
+                            None => mirror::Missing::Fail,
+                        };
+                        let o = mirror::synthesize(circuit, missing, self.trace != Mode::Off)?;
+                        let shape = circuits::Shape {
+                            rows: o.rows,
+                            aux: o.aux,
+                            inputs: o.inputs,
+                        };
+                        (shape, Some(o.abc_digest), blank.map(|_| o.substituted))
+                    }
+                }
+            };
             let synth_seconds = start.elapsed().as_secs_f64();
             let after = alloc_tracer::counts();
             let traced = self.trace != Mode::Off;
             let report = IterationReport {
                 circuit: label.to_owned(),
                 iteration,
-                prover: "reference",
+                prover: match self.prover {
+                    ProverKind::Reference => "reference",
+                    ProverKind::Mirror => "mirror",
+                },
+                witness: if blank.is_some() { "blank" } else { "real" },
                 rows: shape.rows,
                 aux: shape.aux,
                 inputs: shape.inputs,
@@ -346,6 +447,8 @@ impl Runner<'_> {
                 allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
                 temporaries: traced
                     .then(|| after.total(|p| p.temporaries) - before.total(|p| p.temporaries)),
+                abc_digest: digest,
+                substituted_values: substituted,
             };
             print_iteration(self.out, &report, self.json)?;
         }

@@ -219,3 +219,53 @@ fn count_only_32gib_partition() {
     // 130 M constraints counted without a witness: ~30 s and ~11 MiB here.
     assert_eq!(count_only("32GiB")["rows"], 130_278_869);
 }
+
+fn run_json(args: &[&str]) -> serde_json::Value {
+    let out = driver().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap()
+}
+
+#[test]
+fn mirror_prover_agrees_with_the_reference() {
+    let c1 = sealed_2kib().display().to_string();
+    let reference = run_json(&["--json", "porep", "--c1", &c1]);
+    let mirror = run_json(&["--json", "--prover", "mirror", "porep", "--c1", &c1]);
+    assert_eq!(reference["prover"], "reference");
+    assert_eq!(mirror["prover"], "mirror");
+    for key in ["rows", "aux", "inputs"] {
+        assert_eq!(reference[key], mirror[key], "{key}");
+    }
+    // The a/b/c digest is a function of the circuit and witness only.
+    let again = run_json(&[
+        "--json", "--prover", "mirror", "--trace", "count", "porep", "--c1", &c1,
+    ]);
+    assert_eq!(mirror["abc_digest"], again["abc_digest"]);
+    assert_eq!(mirror["abc_digest"].as_str().unwrap().len(), 64);
+}
+
+#[test]
+fn blank_partition_with_substituted_values() {
+    let blank = run_json(&["--json", "porep", "--sector-size", "2KiB", "--blank"]);
+    assert_eq!(blank["rows"], 2_687_961);
+    assert_eq!(blank["witness"], "blank");
+    assert_eq!(blank["prover"], "mirror");
+    assert!(blank["substituted_values"].as_u64().unwrap() > 2_000_000);
+    let out = driver()
+        .args([
+            "--prover",
+            "reference",
+            "porep",
+            "--sector-size",
+            "2KiB",
+            "--blank",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--prover mirror"));
+}
