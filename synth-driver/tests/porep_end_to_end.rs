@@ -127,6 +127,27 @@ fn porep_2kib_rows_and_top_sites() {
         linear_combination, 10,
         "every top site allocates in LinearCombination code"
     );
+
+    // The analyzer's built-in categories name at least 95 % of the synthesis
+    // allocations, with Boolean::lc temporaries and enforce buffers apart.
+    let loaded = analyzer::report::load(&report).unwrap();
+    let cats = analyzer::categories::totals(
+        &loaded,
+        &analyzer::categories::default_rules(),
+        Some("synthesize"),
+    );
+    let share = |name: &str| {
+        cats.iter()
+            .find(|c| c.category == name)
+            .unwrap_or_else(|| panic!("no category {name}"))
+            .share
+    };
+    assert!(share(analyzer::categories::UNMATCHED) < 0.05, "{cats:#?}");
+    assert!(share("Boolean::lc temporaries") > 0.05, "{cats:#?}");
+    assert!(
+        share("enforce LinearCombination buffers") > 0.05,
+        "{cats:#?}"
+    );
 }
 
 #[test]

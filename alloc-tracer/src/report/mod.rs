@@ -2,8 +2,9 @@
 //! directory (`docs/report-schema.md`).
 
 pub mod parquet;
-pub mod schema;
 pub mod summary;
+
+pub use alloc_tracer_format::schema;
 
 use crate::Error;
 use crate::config::{Mode, Settings};

@@ -7,44 +7,13 @@ use crate::symbolize::Frame;
 use std::fmt;
 use std::path::PathBuf;
 
-/// Function-name prefixes of allocator plumbing, skipped when naming a site.
-const PLUMBING: &[&str] = &[
-    "alloc::",
-    "core::",
-    "std::",
-    "__rust",
-    "__rg_",
-    "alloc_tracer::",
-    "tikv_jemallocator::",
-    "hashbrown::",
-    "0x",
-];
+use alloc_tracer_format::frames::{file_name, without_generics};
 
-/// Source paths of allocator plumbing: Rust's alloc, core and std libraries, hashbrown,
-/// and this crate.
-const PLUMBING_FILES: &[&str] = &[
-    "/library/alloc/",
-    "/library/core/",
-    "/library/std/",
-    "/hashbrown-",
-    concat!(env!("CARGO_MANIFEST_DIR"), "/src/"),
-];
-
-/// True for frames of the allocator, liballoc, core and std (and unknown frames).
-/// Inlined frames can carry short names (`push`, `with_capacity`), so the source path
-/// counts too.
+/// True for frames of the allocator, liballoc, core and std, unknown frames, and
+/// this crate's own (see `alloc_tracer_format::frames`).
 pub fn is_plumbing(frame: &Frame) -> bool {
-    let function = frame.function.as_str();
-    let f = function.trim_start_matches('<');
-    PLUMBING.iter().any(|p| f.starts_with(p))
-        || (f.starts_with("T as")
-            && [" as alloc::", " as core::", " as std::"]
-                .iter()
-                .any(|p| function.contains(p)))
-        || frame
-            .file
-            .as_deref()
-            .is_some_and(|file| PLUMBING_FILES.iter().any(|p| file.contains(p)))
+    alloc_tracer_format::frames::is_plumbing(&frame.function, frame.file.as_deref())
+        || is_tracer(frame)
 }
 
 /// True for frames of this crate (the tracer's own, innermost in every stack).
@@ -70,35 +39,6 @@ pub fn naming_frame(frames: &[Frame]) -> Option<&Frame> {
     frames.iter().find(|f| !is_plumbing(f)).or(frames.last())
 }
 
-/// A function name without generic arguments: `Vec<T>::push` -> `Vec::push`.
-pub fn without_generics(name: &str) -> String {
-    // A qualified path `<Type as Trait>::f` keeps its type: drop only the brackets.
-    if let Some(inner) = name.strip_prefix('<') {
-        let mut depth = 1usize;
-        if let Some(end) = inner.find(|c| {
-            match c {
-                '<' => depth += 1,
-                '>' => depth -= 1,
-                _ => {}
-            }
-            depth == 0
-        }) {
-            return without_generics(&inner[..end]) + &without_generics(&inner[end + 1..]);
-        }
-    }
-    let mut out = String::with_capacity(name.len());
-    let mut depth = 0usize;
-    for c in name.chars() {
-        match c {
-            '<' => depth += 1,
-            '>' if depth > 0 => depth -= 1,
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-    }
-    out
-}
-
 /// A site's display name: its naming frame (without generics, with `file:line`),
 /// then the next two distinct functions that called it.
 pub fn site_name(frames: &[Frame]) -> String {
@@ -109,7 +49,7 @@ pub fn site_name(frames: &[Frame]) -> String {
         (Some(file), Some(line)) => format!(
             "{} ({}:{line})",
             without_generics(&f.function),
-            file.rsplit('/').next().unwrap_or(file)
+            file_name(file)
         ),
         _ => without_generics(&f.function),
     };
@@ -222,15 +162,6 @@ mod tests {
             line: None,
             inlined: false,
         }
-    }
-
-    #[test]
-    fn generics_are_dropped() {
-        assert_eq!(
-            without_generics("<alloc::vec::Vec<T>>::push<u8>"),
-            "alloc::vec::Vec::push"
-        );
-        assert_eq!(without_generics("main"), "main");
     }
 
     #[test]

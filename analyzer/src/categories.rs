@@ -1,0 +1,213 @@
+//! Sorting sites into categories by rules over their frames (TOML; built-in defaults
+//! for bellperson / bellpepper-core in `default_categories.toml`).
+
+use crate::Error;
+use crate::naming::{self, without_generics};
+use crate::rank::{RankedSite, frames_by_site, site_totals};
+use crate::report::{FrameRow, Report};
+use std::path::Path;
+
+/// The name of allocations no rule claims.
+pub const UNMATCHED: &str = "other (no rule matched)";
+
+/// The built-in rules.
+pub const DEFAULT_RULES: &str = include_str!("default_categories.toml");
+
+/// A frame pattern: function-name prefix (generics removed) and source-path suffix.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pattern {
+    /// Prefix of the function name.
+    pub function: Option<String>,
+    /// Suffix of the source path (or any part of it when it contains no `.rs`).
+    pub file: Option<String>,
+}
+
+impl Pattern {
+    fn matches(&self, f: &FrameRow) -> bool {
+        let function_ok = self
+            .function
+            .as_ref()
+            .is_none_or(|p| without_generics(&f.function).starts_with(p.as_str()));
+        let file_ok = self.file.as_ref().is_none_or(|p| {
+            f.file.as_deref().is_some_and(|file| {
+                if p.ends_with(".rs") {
+                    file.ends_with(p.as_str())
+                } else {
+                    file.contains(p.as_str())
+                }
+            })
+        });
+        function_ok && file_ok
+    }
+}
+
+/// One category and the rules that claim a site for it.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Category {
+    /// Name shown in outputs.
+    pub name: String,
+    /// What it is.
+    #[serde(default)]
+    pub description: String,
+    /// Some frame matches one of these.
+    #[serde(default)]
+    pub frames: Vec<Pattern>,
+    /// The naming frame (first outside allocator and std) matches one of these.
+    #[serde(default)]
+    pub innermost: Vec<Pattern>,
+    /// Additionally, some frame matches one of these.
+    #[serde(default)]
+    pub also: Vec<Pattern>,
+}
+
+impl Category {
+    fn claims(&self, frames: &[FrameRow]) -> bool {
+        let any = |ps: &[Pattern]| frames.iter().any(|f| ps.iter().any(|p| p.matches(f)));
+        let inner = naming::naming_frame(frames);
+        (self.frames.is_empty() || any(&self.frames))
+            && (self.innermost.is_empty()
+                || inner.is_some_and(|f| self.innermost.iter().any(|p| p.matches(f))))
+            && (self.also.is_empty() || any(&self.also))
+            && !(self.frames.is_empty() && self.innermost.is_empty())
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RulesFile {
+    category: Vec<Category>,
+}
+
+/// Parses rules from TOML text.
+pub fn parse_rules(text: &str, path: &Path) -> Result<Vec<Category>, Error> {
+    toml::from_str::<RulesFile>(text)
+        .map(|r| r.category)
+        .map_err(|e| Error::Rules {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })
+}
+
+/// The built-in rules.
+pub fn default_rules() -> Vec<Category> {
+    parse_rules(DEFAULT_RULES, Path::new("default_categories.toml"))
+        .expect("the built-in rules parse (tested)")
+}
+
+/// Totals of one category.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CategoryTotals {
+    /// Category name.
+    pub category: String,
+    /// Sites in it.
+    pub sites: usize,
+    /// Allocations.
+    pub alloc_count: u64,
+    /// Reallocs.
+    pub realloc_count: u64,
+    /// Requested bytes.
+    pub bytes_requested: u64,
+    /// Temporaries.
+    pub temporary_count: u64,
+    /// Share of all allocations (and reallocs) in the selection.
+    pub share: f64,
+    /// The biggest site in it.
+    pub top_site: String,
+}
+
+/// Totals per category (rules in order, then the unmatched), within `phase` if given.
+pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<CategoryTotals> {
+    let frames = frames_by_site(&report.frames);
+    let mut out: Vec<CategoryTotals> = rules
+        .iter()
+        .map(|c| c.name.as_str())
+        .chain([UNMATCHED])
+        .map(|name| CategoryTotals {
+            category: name.to_owned(),
+            sites: 0,
+            alloc_count: 0,
+            realloc_count: 0,
+            bytes_requested: 0,
+            temporary_count: 0,
+            share: 0.0,
+            top_site: String::new(),
+        })
+        .collect();
+    let mut biggest = vec![0u64; out.len()];
+    let sites: Vec<RankedSite> = site_totals(report, phase);
+    let total: u64 = sites.iter().map(|s| s.alloc_count + s.realloc_count).sum();
+    for s in &sites {
+        let fs = frames.get(&s.site_id).map_or(&[][..], |v| v);
+        let i = rules
+            .iter()
+            .position(|c| c.claims(fs))
+            .unwrap_or(rules.len());
+        let t = &mut out[i];
+        t.sites += 1;
+        t.alloc_count += s.alloc_count;
+        t.realloc_count += s.realloc_count;
+        t.bytes_requested += s.bytes_requested;
+        t.temporary_count += s.temporary_count;
+        let n = s.alloc_count + s.realloc_count;
+        if n > biggest[i] {
+            biggest[i] = n;
+            t.top_site = s.name.clone();
+        }
+    }
+    for t in &mut out {
+        t.share = if total == 0 {
+            0.0
+        } else {
+            (t.alloc_count + t.realloc_count) as f64 / total as f64
+        };
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, file: &str) -> FrameRow {
+        FrameRow {
+            site_id: 0,
+            frame_index: 0,
+            function: function.into(),
+            file: Some(file.into()),
+            line: None,
+        }
+    }
+
+    #[test]
+    fn default_rules_parse_and_order_matters() {
+        let rules = default_rules();
+        assert!(rules.len() >= 6);
+        let boolean_lc = [
+            frame("insert_or_update<S>", "/x/bellpepper-core-0.2.1/src/lc.rs"),
+            frame("lc<S>", "/x/bellpepper-core-0.2.1/src/gadgets/boolean.rs"),
+            frame(
+                "enforce<S>",
+                "/x/bellperson-0.27.0/src/groth16/prover/mod.rs",
+            ),
+        ];
+        let first = rules.iter().position(|c| c.claims(&boolean_lc)).unwrap();
+        assert_eq!(rules[first].name, "Boolean::lc temporaries");
+        let enforce_lc = [boolean_lc[0].clone(), boolean_lc[2].clone()];
+        let first = rules.iter().position(|c| c.claims(&enforce_lc)).unwrap();
+        assert_eq!(rules[first].name, "enforce LinearCombination buffers");
+        let growth = [
+            frame("grow_one<T>", "/rustc/x/library/alloc/src/raw_vec/mod.rs"),
+            frame("alloc<S>", "/x/bellperson-0.27.0/src/groth16/prover/mod.rs"),
+        ];
+        let first = rules.iter().position(|c| c.claims(&growth)).unwrap();
+        assert_eq!(rules[first].name, "assignment and density vector growth");
+    }
+
+    #[test]
+    fn bad_rules_name_the_file() {
+        let err = parse_rules("[[category]]\nnom = 1", Path::new("mine.toml")).unwrap_err();
+        assert!(err.to_string().starts_with("mine.toml: "), "{err}");
+    }
+}

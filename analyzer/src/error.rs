@@ -1,0 +1,42 @@
+//! The analyzer's one error type: what went wrong, and with which file.
+
+use std::path::PathBuf;
+
+/// Errors reading or interpreting a report.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file or directory is missing or unreadable.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The report was written with a schema version this analyzer does not know.
+    #[error("{}: schema version {found}, this analyzer reads version {supported}", path.display())]
+    SchemaVersion {
+        /// The manifest.
+        path: PathBuf,
+        /// The version found.
+        found: String,
+        /// The version supported.
+        supported: u64,
+    },
+    /// A file is not what the schema says (truncated, corrupt, missing columns).
+    #[error("{}: {reason}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A category rules file is not valid.
+    #[error("{}: {reason}", path.display())]
+    Rules {
+        /// The rules file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}

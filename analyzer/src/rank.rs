@@ -1,0 +1,125 @@
+//! Ranking call sites.
+
+use crate::naming;
+use crate::report::{FrameRow, Report};
+use std::collections::HashMap;
+
+/// What to rank by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RankBy {
+    /// Allocations plus reallocs.
+    Count,
+    /// Requested bytes.
+    Bytes,
+    /// Temporaries.
+    Temporaries,
+}
+
+/// One ranked site.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct RankedSite {
+    /// Rank, from 1.
+    pub rank: usize,
+    /// `site_id` in the report.
+    pub site_id: u64,
+    /// First frame outside the allocator and std.
+    pub name: String,
+    /// Allocations.
+    pub alloc_count: u64,
+    /// Reallocs.
+    pub realloc_count: u64,
+    /// Requested bytes.
+    pub bytes_requested: u64,
+    /// Real block bytes.
+    pub bytes_allocated: u64,
+    /// Temporaries.
+    pub temporary_count: u64,
+    /// Temporaries / allocations.
+    pub temporary_share: f64,
+    /// Share of all allocations (and reallocs) in the selection.
+    pub share: f64,
+    /// The size class with most allocations at this site.
+    pub main_size_class_bytes: u64,
+    /// Median lifetime of the followed blocks of the main size class, if any.
+    pub lifetime_ns_median: Option<u64>,
+}
+
+/// Per-site totals over the rows of `phase` (all phases if `None`).
+pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
+    #[derive(Default)]
+    struct Acc {
+        allocs: u64,
+        reallocs: u64,
+        requested: u64,
+        allocated: u64,
+        temporaries: u64,
+        main: (u64, u64, Option<u64>),
+    }
+    let mut by_site: HashMap<u64, Acc> = HashMap::new();
+    for r in report
+        .sites
+        .iter()
+        .filter(|r| phase.is_none_or(|p| r.phase == p))
+    {
+        let a = by_site.entry(r.site_id).or_default();
+        a.allocs += r.alloc_count;
+        a.reallocs += r.realloc_count;
+        a.requested += r.bytes_requested;
+        a.allocated += r.bytes_allocated;
+        a.temporaries += r.temporary_count;
+        let n = r.alloc_count + r.realloc_count;
+        if n > a.main.1 {
+            a.main = (r.size_class_bytes, n, r.lifetime_ns_median);
+        }
+    }
+    let frames = frames_by_site(&report.frames);
+    let total: u64 = by_site.values().map(|a| a.allocs + a.reallocs).sum();
+    by_site
+        .into_iter()
+        .map(|(site_id, a)| RankedSite {
+            rank: 0,
+            site_id,
+            name: naming::site_name(frames.get(&site_id).map_or(&[][..], |v| v)),
+            alloc_count: a.allocs,
+            realloc_count: a.reallocs,
+            bytes_requested: a.requested,
+            bytes_allocated: a.allocated,
+            temporary_count: a.temporaries,
+            temporary_share: ratio(a.temporaries, a.allocs),
+            share: ratio(a.allocs + a.reallocs, total),
+            main_size_class_bytes: a.main.0,
+            lifetime_ns_median: a.main.2,
+        })
+        .collect()
+}
+
+/// The frames of each site, innermost first (`frames` must be sorted by site and
+/// frame index, as `report::load` leaves them).
+pub fn frames_by_site(frames: &[FrameRow]) -> HashMap<u64, &[FrameRow]> {
+    let mut out = HashMap::new();
+    for chunk in frames.chunk_by(|a, b| a.site_id == b.site_id) {
+        out.insert(chunk[0].site_id, chunk);
+    }
+    out
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+}
+
+/// The `limit` sites ranked first by `by`, within `phase` if given.
+pub fn top(report: &Report, by: RankBy, limit: usize, phase: Option<&str>) -> Vec<RankedSite> {
+    let mut sites = site_totals(report, phase);
+    let key = |s: &RankedSite| match by {
+        RankBy::Count => s.alloc_count + s.realloc_count,
+        RankBy::Bytes => s.bytes_requested,
+        RankBy::Temporaries => s.temporary_count,
+    };
+    // Ties by site id, so that output is stable.
+    sites.sort_by(|a, b| key(b).cmp(&key(a)).then(a.site_id.cmp(&b.site_id)));
+    sites.truncate(limit);
+    for (i, s) in sites.iter_mut().enumerate() {
+        s.rank = i + 1;
+    }
+    sites
+}

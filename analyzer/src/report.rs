@@ -1,0 +1,187 @@
+//! Loading a report directory: the manifest, checked, and the tables as plain rows.
+//! The only module that calls polars.
+
+use crate::{Error, SUPPORTED_SCHEMA_VERSION};
+use polars::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// One row of `sites.parquet`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteRow {
+    /// Call stack.
+    pub site_id: u64,
+    /// Phase at allocation.
+    pub phase: String,
+    /// jemalloc size class.
+    pub size_class_bytes: u64,
+    /// Allocations.
+    pub alloc_count: u64,
+    /// Reallocs.
+    pub realloc_count: u64,
+    /// Requested bytes.
+    pub bytes_requested: u64,
+    /// Real block bytes.
+    pub bytes_allocated: u64,
+    /// Temporaries.
+    pub temporary_count: u64,
+    /// Median lifetime of followed blocks.
+    pub lifetime_ns_median: Option<u64>,
+    /// Followed blocks freed.
+    pub followed_freed_count: u64,
+}
+
+/// One row of `frames.parquet`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameRow {
+    /// The site.
+    pub site_id: u64,
+    /// Position, innermost first.
+    pub frame_index: u32,
+    /// Function name.
+    pub function: String,
+    /// Source file.
+    pub file: Option<String>,
+    /// Source line.
+    pub line: Option<u32>,
+}
+
+/// A loaded report.
+#[derive(Debug)]
+pub struct Report {
+    /// The report directory.
+    pub dir: PathBuf,
+    /// `manifest.json`.
+    pub manifest: serde_json::Value,
+    /// `sites.parquet`.
+    pub sites: Vec<SiteRow>,
+    /// `frames.parquet`, ordered by site and frame index.
+    pub frames: Vec<FrameRow>,
+}
+
+/// Reads the report at `dir`, checking its schema version.
+pub fn load(dir: &Path) -> Result<Report, Error> {
+    let manifest_path = dir.join("manifest.json");
+    if !dir.is_dir() {
+        return Err(Error::Io {
+            path: dir.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such report directory"),
+        });
+    }
+    let text = std::fs::read(&manifest_path).map_err(|source| Error::Io {
+        path: manifest_path.clone(),
+        source,
+    })?;
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| Error::Corrupt {
+            path: manifest_path.clone(),
+            reason: format!("not JSON: {e}"),
+        })?;
+    match manifest.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(SUPPORTED_SCHEMA_VERSION) => {}
+        other => {
+            return Err(Error::SchemaVersion {
+                path: manifest_path,
+                found: other.map_or_else(|| "missing".to_owned(), |v| v.to_string()),
+                supported: SUPPORTED_SCHEMA_VERSION,
+            });
+        }
+    }
+    let sites = read(dir, "sites.parquet", site_rows)?;
+    let mut frames = read(dir, "frames.parquet", frame_rows)?;
+    frames.sort_by_key(|f| (f.site_id, f.frame_index));
+    Ok(Report {
+        dir: dir.to_owned(),
+        manifest,
+        sites,
+        frames,
+    })
+}
+
+fn read<T>(
+    dir: &Path,
+    file: &str,
+    rows: impl Fn(&DataFrame) -> PolarsResult<Vec<T>>,
+) -> Result<Vec<T>, Error> {
+    let path = dir.join(file);
+    let corrupt = |e: PolarsError| Error::Corrupt {
+        path: path.clone(),
+        reason: e.to_string(),
+    };
+    let f = std::fs::File::open(&path).map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let df = ParquetReader::new(f).finish().map_err(corrupt)?;
+    rows(&df).map_err(corrupt)
+}
+
+fn u64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u64>> {
+    Ok(df
+        .column(name)?
+        .u64()?
+        .iter()
+        .map(|v| v.unwrap_or(0))
+        .collect())
+}
+
+fn opt_u64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<u64>>> {
+    Ok(df.column(name)?.u64()?.iter().collect())
+}
+
+fn strings(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
+    Ok(df
+        .column(name)?
+        .str()?
+        .iter()
+        .map(|v| v.map(str::to_owned))
+        .collect())
+}
+
+fn site_rows(df: &DataFrame) -> PolarsResult<Vec<SiteRow>> {
+    let site_id = u64s(df, "site_id")?;
+    let phase = strings(df, "phase")?;
+    let class = u64s(df, "size_class_bytes")?;
+    let allocs = u64s(df, "alloc_count")?;
+    let reallocs = u64s(df, "realloc_count")?;
+    let requested = u64s(df, "bytes_requested")?;
+    let allocated = u64s(df, "bytes_allocated")?;
+    let temporaries = u64s(df, "temporary_count")?;
+    let median = opt_u64s(df, "lifetime_ns_median")?;
+    let freed = u64s(df, "followed_freed_count")?;
+    Ok((0..df.height())
+        .map(|i| SiteRow {
+            site_id: site_id[i],
+            phase: phase[i].clone().unwrap_or_default(),
+            size_class_bytes: class[i],
+            alloc_count: allocs[i],
+            realloc_count: reallocs[i],
+            bytes_requested: requested[i],
+            bytes_allocated: allocated[i],
+            temporary_count: temporaries[i],
+            lifetime_ns_median: median[i],
+            followed_freed_count: freed[i],
+        })
+        .collect())
+}
+
+fn frame_rows(df: &DataFrame) -> PolarsResult<Vec<FrameRow>> {
+    let site_id = u64s(df, "site_id")?;
+    let index: Vec<u32> = df
+        .column("frame_index")?
+        .u32()?
+        .iter()
+        .map(|v| v.unwrap_or(0))
+        .collect();
+    let function = strings(df, "function")?;
+    let file = strings(df, "file")?;
+    let line: Vec<Option<u32>> = df.column("line")?.u32()?.iter().collect();
+    Ok((0..df.height())
+        .map(|i| FrameRow {
+            site_id: site_id[i],
+            frame_index: index[i],
+            function: function[i].clone().unwrap_or_default(),
+            file: file[i].clone(),
+            line: line[i],
+        })
+        .collect())
+}
