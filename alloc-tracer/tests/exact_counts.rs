@@ -104,12 +104,6 @@ fn exact_counts_per_site_and_in_total() {
     let summary = alloc_tracer::write_report(&dir).unwrap();
     assert!(summary.stacks > 0);
 
-    for (id, fs) in common::site_functions(&dir)
-        .iter()
-        .filter(|(id, _)| **id < 2)
-    {
-        eprintln!("DBG {id}: {fs:?}");
-    }
     let allocs = |f: &str| common::sum_for_function(&dir, f, "alloc_count");
     assert_eq!(allocs("plain_temporaries"), N_PLAIN as u64);
     assert_eq!(

@@ -215,16 +215,7 @@ fn bad_c1_files_are_one_line_errors() {
 
 /// Rows of a blank partition (no witness), for sizes that cannot be sealed here.
 fn count_only(size: &str) -> serde_json::Value {
-    let out = driver()
-        .args(["--json", "porep", "--sector-size", size, "--count-only"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap()
+    run_json(&["--json", "porep", "--sector-size", size, "--count-only"])
 }
 
 #[test]
