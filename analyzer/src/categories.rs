@@ -3,7 +3,7 @@
 
 use crate::Error;
 use crate::naming::{self, without_generics};
-use crate::rank::{RankedSite, frames_by_site, site_totals};
+use crate::rank::{self, RankedSite, frames_of, site_totals};
 use crate::report::{FrameRow, Report};
 use std::path::Path;
 
@@ -119,7 +119,6 @@ pub struct CategoryTotals {
 
 /// Totals per category (rules in order, then the unmatched), within `phase` if given.
 pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<CategoryTotals> {
-    let frames = frames_by_site(&report.frames);
     let mut out: Vec<CategoryTotals> = rules
         .iter()
         .map(|c| c.name.as_str())
@@ -135,11 +134,11 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
             top_site: String::new(),
         })
         .collect();
-    let mut biggest = vec![0u64; out.len()];
+    let mut biggest: Vec<Option<(u64, usize)>> = vec![None; out.len()];
     let sites: Vec<RankedSite> = site_totals(report, phase);
     let total: u64 = sites.iter().map(|s| s.alloc_count + s.realloc_count).sum();
-    for s in &sites {
-        let fs = frames.get(&s.site_id).map_or(&[][..], |v| v);
+    for (k, s) in sites.iter().enumerate() {
+        let fs = frames_of(&report.frames, s.site_id);
         let i = rules
             .iter()
             .position(|c| c.claims(fs))
@@ -151,9 +150,16 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
         t.bytes_requested += s.bytes_requested;
         t.temporary_count += s.temporary_count;
         let n = s.alloc_count + s.realloc_count;
-        if n > biggest[i] {
-            biggest[i] = n;
-            t.top_site = s.name.clone();
+        // Ties go to the lower site id, so that output is stable.
+        if biggest[i].is_none_or(|(m, j)| n > m || (n == m && s.site_id < sites[j].site_id)) {
+            biggest[i] = Some((n, k));
+        }
+    }
+    for (t, b) in out.iter_mut().zip(&biggest) {
+        if let Some((_, k)) = *b {
+            let mut site = sites[k].clone();
+            rank::name(report, &mut site);
+            t.top_site = site.name;
         }
     }
     for t in &mut out {

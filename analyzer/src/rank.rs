@@ -44,7 +44,8 @@ pub struct RankedSite {
     pub lifetime_ns_median: Option<u64>,
 }
 
-/// Per-site totals over the rows of `phase` (all phases if `None`).
+/// Per-site totals over the rows of `phase` (all phases if `None`), not yet named
+/// (naming a million sites costs more than ranking them: see [`name`]).
 pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
     #[derive(Default)]
     struct Acc {
@@ -72,14 +73,13 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
             a.main = (r.size_class_bytes, n, r.lifetime_ns_median);
         }
     }
-    let frames = frames_by_site(&report.frames);
     let total: u64 = by_site.values().map(|a| a.allocs + a.reallocs).sum();
     by_site
         .into_iter()
         .map(|(site_id, a)| RankedSite {
             rank: 0,
             site_id,
-            name: naming::site_name(frames.get(&site_id).map_or(&[][..], |v| v)),
+            name: String::new(),
             alloc_count: a.allocs,
             realloc_count: a.reallocs,
             bytes_requested: a.requested,
@@ -93,14 +93,17 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
         .collect()
 }
 
-/// The frames of each site, innermost first (`frames` must be sorted by site and
+/// The frames of one site, innermost first (`frames` must be sorted by site and
 /// frame index, as `report::load` leaves them).
-pub fn frames_by_site(frames: &[FrameRow]) -> HashMap<u64, &[FrameRow]> {
-    let mut out = HashMap::new();
-    for chunk in frames.chunk_by(|a, b| a.site_id == b.site_id) {
-        out.insert(chunk[0].site_id, chunk);
-    }
-    out
+pub fn frames_of(frames: &[FrameRow], site_id: u64) -> &[FrameRow] {
+    let start = frames.partition_point(|f| f.site_id < site_id);
+    let end = start + frames[start..].partition_point(|f| f.site_id == site_id);
+    &frames[start..end]
+}
+
+/// Fills in the site's name from the report's frames.
+pub fn name(report: &Report, site: &mut RankedSite) {
+    site.name = naming::site_name(frames_of(&report.frames, site.site_id));
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -120,6 +123,7 @@ pub fn top(report: &Report, by: RankBy, limit: usize, phase: Option<&str>) -> Ve
     sites.truncate(limit);
     for (i, s) in sites.iter_mut().enumerate() {
         s.rank = i + 1;
+        name(report, s);
     }
     sites
 }

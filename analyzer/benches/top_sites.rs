@@ -1,0 +1,128 @@
+//! How long `analyzer top` takes on a large report: writes a synthetic report with N
+//! sites (default 1,000,000; three frames each) in the documented schema, then times
+//! loading it and ranking its sites, median of 5 runs.
+//!
+//! `cargo bench -p analyzer --bench top_sites [-- N]`
+
+use alloc_tracer_format::schema::{self, ColumnType, Table};
+use analyzer::rank::{self, RankBy};
+use polars::prelude::*;
+use std::path::Path;
+use std::time::Instant;
+
+/// A column of `table` filled with synthetic values for row `i`.
+fn column(
+    table: &Table,
+    name: &str,
+    ty: ColumnType,
+    nullable: bool,
+    rows: usize,
+    frames: usize,
+) -> Column {
+    let site = |i: usize| (i / frames) as u64;
+    let name_s: PlSmallStr = name.into();
+    let is_frames = table.file == schema::FRAMES.file;
+    match (ty, nullable) {
+        (ColumnType::UInt64, false) => Column::new(
+            name_s,
+            (0..rows)
+                .map(|i| match name {
+                    "site_id" if is_frames => site(i),
+                    "site_id" => i as u64,
+                    "size_class_bytes" => 160,
+                    "alloc_count" => (i as u64 * 7919) % 1_000_003,
+                    _ => (i as u64) % 97,
+                })
+                .collect::<Vec<u64>>(),
+        ),
+        (ColumnType::UInt64, true) => Column::new(
+            name_s,
+            (0..rows)
+                .map(|i| (i % 3 != 0).then_some(150u64))
+                .collect::<Vec<_>>(),
+        ),
+        (ColumnType::UInt32, false) => Column::new(
+            name_s,
+            (0..rows).map(|i| (i % frames) as u32).collect::<Vec<u32>>(),
+        ),
+        (ColumnType::UInt32, true) => Column::new(
+            name_s,
+            (0..rows)
+                .map(|i| Some((i % 1000) as u32))
+                .collect::<Vec<_>>(),
+        ),
+        (ColumnType::String, false) => Column::new(
+            name_s,
+            (0..rows)
+                .map(|i| match name {
+                    "phase" => "synthesize".to_owned(),
+                    _ => format!("gadget_{}::f{}", i % 50, i % 5000),
+                })
+                .collect::<Vec<String>>(),
+        ),
+        (ColumnType::String, true) => Column::new(
+            name_s,
+            (0..rows)
+                .map(|i| Some(format!("/src/gadgets/g{}.rs", i % 50)))
+                .collect::<Vec<_>>(),
+        ),
+        (ColumnType::Boolean, _) => Column::new(
+            name_s,
+            (0..rows)
+                .map(|i| i % frames != frames - 1)
+                .collect::<Vec<bool>>(),
+        ),
+    }
+}
+
+fn write_table(dir: &Path, table: &Table, rows: usize, frames: usize) -> PolarsResult<()> {
+    let columns = table
+        .columns
+        .iter()
+        .map(|c| column(table, c.name, c.ty, c.nullable, rows, frames))
+        .collect();
+    let mut df = DataFrame::new(rows, columns)?;
+    let f = std::fs::File::create(dir.join(table.file))?;
+    ParquetWriter::new(f).finish(&mut df)?;
+    Ok(())
+}
+
+fn main() -> PolarsResult<()> {
+    let n: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(1_000_000);
+    let frames = 3;
+    let dir = std::env::temp_dir().join(format!("analyzer-top-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join(schema::MANIFEST),
+        format!("{{\"schema_version\": {}}}", schema::SCHEMA_VERSION),
+    )?;
+    write_table(&dir, &schema::SITES, n, frames)?;
+    write_table(&dir, &schema::FRAMES, n * frames, frames)?;
+
+    let mut load = vec![];
+    let mut ranking = vec![];
+    for _ in 0..5 {
+        let t = Instant::now();
+        let report = analyzer::report::load(&dir).expect("synthetic report loads");
+        let loaded = t.elapsed().as_secs_f64();
+        let top = rank::top(&report, RankBy::Count, 20, Some("synthesize"));
+        assert_eq!(top.len(), 20);
+        load.push(loaded);
+        ranking.push(t.elapsed().as_secs_f64() - loaded);
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (l, r) = (median(load), median(ranking));
+    println!(
+        "top over {n} sites ({} frame rows): load {l:.2} s + rank {r:.2} s = {:.2} s (median of 5)",
+        n * frames,
+        l + r
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
