@@ -251,17 +251,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             ..
         } => {
             let start = Instant::now();
-            use filecoin_proofs::*;
-            let shape = match proof.sector_size().into() {
-                2048 => circuits::shape(porep::blank_circuit::<SectorShape2KiB>(proof)?)?,
-                0x80_0000 => circuits::shape(porep::blank_circuit::<SectorShape8MiB>(proof)?)?,
-                0x2000_0000 => circuits::shape(porep::blank_circuit::<SectorShape512MiB>(proof)?)?,
-                0x8_0000_0000 => circuits::shape(porep::blank_circuit::<SectorShape32GiB>(proof)?)?,
-                0x10_0000_0000 => {
-                    circuits::shape(porep::blank_circuit::<SectorShape64GiB>(proof)?)?
-                }
-                other => anyhow::bail!("unsupported sector size {other}"),
-            };
+            let shape = porep::with_tree_shape!(proof.sector_size(), Tree => {
+                circuits::shape(porep::blank_circuit::<Tree>(proof)?)?
+            });
             let report = IterationReport {
                 circuit: format!("porep {proof:?} blank partition (count only)"),
                 iteration: 0,
@@ -293,26 +285,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             run.prover = ProverKind::Mirror;
             let label = format!("porep {proof:?} blank partition");
-            use filecoin_proofs::*;
             let blank = Some(seed);
-            match proof.sector_size().into() {
-                2048 => run.iterations(&label, iterations, blank, |_| {
-                    porep::blank_circuit::<SectorShape2KiB>(proof)
-                })?,
-                0x80_0000 => run.iterations(&label, iterations, blank, |_| {
-                    porep::blank_circuit::<SectorShape8MiB>(proof)
-                })?,
-                0x2000_0000 => run.iterations(&label, iterations, blank, |_| {
-                    porep::blank_circuit::<SectorShape512MiB>(proof)
-                })?,
-                0x8_0000_0000 => run.iterations(&label, iterations, blank, |_| {
-                    porep::blank_circuit::<SectorShape32GiB>(proof)
-                })?,
-                0x10_0000_0000 => run.iterations(&label, iterations, blank, |_| {
-                    porep::blank_circuit::<SectorShape64GiB>(proof)
-                })?,
-                other => anyhow::bail!("unsupported sector size {other}"),
-            }
+            porep::with_tree_shape!(proof.sector_size(), Tree => {
+                run.iterations(&label, iterations, blank, |_| porep::blank_circuit::<Tree>(proof))?
+            })
         }
         Command::Porep { c1: None, .. } => {
             anyhow::bail!(
@@ -341,25 +317,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 );
             }
             let label = format!("porep {:?} partition {partition}", c1_out.registered_proof);
-            use filecoin_proofs::*;
-            match u64::from(c1_out.registered_proof.sector_size()) {
-                2048 => run.iterations(&label, iterations, None, |_| {
-                    porep::partition_circuit::<SectorShape2KiB>(&c1_out, partition)
-                })?,
-                0x80_0000 => run.iterations(&label, iterations, None, |_| {
-                    porep::partition_circuit::<SectorShape8MiB>(&c1_out, partition)
-                })?,
-                0x2000_0000 => run.iterations(&label, iterations, None, |_| {
-                    porep::partition_circuit::<SectorShape512MiB>(&c1_out, partition)
-                })?,
-                0x8_0000_0000 => run.iterations(&label, iterations, None, |_| {
-                    porep::partition_circuit::<SectorShape32GiB>(&c1_out, partition)
-                })?,
-                0x10_0000_0000 => run.iterations(&label, iterations, None, |_| {
-                    porep::partition_circuit::<SectorShape64GiB>(&c1_out, partition)
-                })?,
-                other => anyhow::bail!("{}: unsupported sector size {other}", c1.display()),
-            }
+            porep::with_tree_shape!(c1_out.registered_proof.sector_size(), Tree => {
+                run.iterations(&label, iterations, None, |_| {
+                    porep::partition_circuit::<Tree>(&c1_out, partition)
+                })?
+            })
         }
     }
     if let Some(dir) = &cli.trace.report {

@@ -32,6 +32,37 @@ pub const SECTOR_SIZES: &[(&str, u64, RegisteredSealProof)] = &[
     ("64GiB", 64 << 30, RegisteredSealProof::StackedDrg64GiBV1_1),
 ];
 
+/// Runs `$body` with the type alias `$tree` bound to the merkle-tree shape of sector
+/// size `$bytes` (the circuit types are generic over it), or fails for other sizes.
+macro_rules! with_tree_shape {
+    ($bytes:expr, $tree:ident => $body:expr) => {{
+        match u64::from($bytes) {
+            0x800 => {
+                type $tree = filecoin_proofs::SectorShape2KiB;
+                $body
+            }
+            0x80_0000 => {
+                type $tree = filecoin_proofs::SectorShape8MiB;
+                $body
+            }
+            0x2000_0000 => {
+                type $tree = filecoin_proofs::SectorShape512MiB;
+                $body
+            }
+            0x8_0000_0000 => {
+                type $tree = filecoin_proofs::SectorShape32GiB;
+                $body
+            }
+            0x10_0000_0000 => {
+                type $tree = filecoin_proofs::SectorShape64GiB;
+                $body
+            }
+            other => anyhow::bail!("unsupported sector size {other}"),
+        }
+    }};
+}
+pub(crate) use with_tree_shape;
+
 /// Parses `2KiB`, `8MiB`, `512MiB`, `32GiB`, `64GiB` (or the size in bytes).
 pub fn parse_sector_size(s: &str) -> Result<(u64, RegisteredSealProof), String> {
     SECTOR_SIZES
