@@ -1,0 +1,64 @@
+"""Running notebooks headless (nbclient), as CI does: every cell must succeed.
+
+    python -m allocprof.execute [--out DIR] NOTEBOOK...
+
+Inputs come from the environment (ALLOC_REPORT, ...; see notebooks/README.md), which
+the kernel inherits. With --out, the executed copies (with outputs) are written there;
+the notebooks themselves are left as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+#: Per cell: a 32 GiB report's tables take seconds to read, never minutes.
+CELL_TIMEOUT_S = 600
+
+
+def execute(notebook: str | Path, out: str | Path | None = None) -> nbformat.NotebookNode:
+    """Executes `notebook` in a fresh python3 kernel whose working directory is the
+    notebook's own (so `import allocprof` finds this package); raises
+    CellExecutionError on the first failing cell."""
+    path = Path(notebook)
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+    )
+    try:
+        client.execute()
+    finally:
+        if out is not None:
+            Path(out).mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, Path(out) / path.name)
+    return nb
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--out", type=Path, help="write executed copies here")
+    args = parser.parse_args(argv)
+    failed = 0
+    for nb in args.notebooks:
+        start = time.monotonic()
+        try:
+            execute(nb, args.out)
+            print(f"{nb}: ok ({time.monotonic() - start:.1f} s)")
+        except CellExecutionError as e:
+            failed += 1
+            print(f"{nb}: FAILED\n{e}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

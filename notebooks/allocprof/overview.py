@@ -1,0 +1,115 @@
+"""Tables for the overview of one report: totals, phases, size classes, lifetimes,
+temporaries."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from allocprof import categories
+from allocprof.report import Report
+from allocprof.sites import site_totals
+
+
+def totals(report: Report) -> pl.DataFrame:
+    """The manifest's run metadata and totals as (key, value) rows, values as text."""
+    m = report.manifest
+    rows = [
+        ("command_line", " ".join(m.get("command_line", []))),
+        ("mode", m.get("mode")),
+        ("host / cpu / cores", f"{m.get('host')} / {m.get('cpu')} / {m.get('cores')}"),
+        ("duration_s", f"{m.get('duration_s', 0):.3f}"),
+        ("threads", m.get("threads")),
+    ]
+    rows += [(f"totals.{k}", v) for k, v in m.get("totals", {}).items()]
+    rows += [(f"dropped.{k}", v) for k, v in m.get("dropped", {}).items()]
+    rows += [(f"tracer.{k}", v) for k, v in m.get("tracer", {}).items()]
+    return pl.DataFrame(
+        {"key": [k for k, _ in rows], "value": [str(v) for _, v in rows]}
+    )
+
+
+def phases(report: Report) -> pl.DataFrame:
+    """phases.parquet with wall time in seconds, allocations per second of the phase,
+    and the temporaries' share of its allocations."""
+    return report.phases.with_columns(
+        wall_s=pl.col("wall_ns") / 1e9,
+        allocs_per_s=pl.when(pl.col("wall_ns") > 0)
+        .then(pl.col("alloc_count") / (pl.col("wall_ns") / 1e9))
+        .otherwise(None),
+        temporary_share=pl.when(pl.col("alloc_count") > 0)
+        .then(pl.col("temporary_count") / pl.col("alloc_count"))
+        .otherwise(0.0),
+    ).sort("phase_id")
+
+
+def size_class_histogram(report: Report, phase: str | None = None) -> pl.DataFrame:
+    """Allocations per jemalloc size class (size_classes.parquet, exact in every
+    mode), with each class's share, smallest class first."""
+    rows = report.size_classes
+    if phase is not None:
+        rows = rows.filter(pl.col("phase") == phase)
+    out = rows.group_by("size_class_bytes").agg(pl.col("alloc_count").sum())
+    total = out["alloc_count"].sum() or 0
+    return out.with_columns(
+        share=pl.col("alloc_count") / total if total else pl.lit(0.0)
+    ).sort("size_class_bytes")
+
+
+def lifetime_distribution(
+    report: Report, phase: str | None = None, by_category: list | None = None
+) -> pl.DataFrame:
+    """Followed blocks freed per lifetime bucket (lifetimes.parquet: raw counts of
+    followed blocks, not scaled). With `by_category` (a rules list), one row per
+    (category, bucket)."""
+    rows = report.lifetimes
+    if phase is not None:
+        rows = rows.filter(pl.col("phase") == phase)
+    keys = ["lifetime_ns_low", "lifetime_ns_high"]
+    if by_category is not None:
+        rows = categories.with_categories(report, rows, by_category)
+        keys = ["category", *keys]
+    return rows.group_by(keys).agg(pl.col("freed_count").sum()).sort(keys)
+
+
+def lifetime_quantile_ns(distribution: pl.DataFrame, q: float) -> int | None:
+    """The upper bound of the bucket holding quantile `q` of a lifetime distribution
+    (rows of one category or of all: bucket bounds and freed_count)."""
+    d = (
+        distribution.group_by("lifetime_ns_low", "lifetime_ns_high")
+        .agg(pl.col("freed_count").sum())
+        .sort("lifetime_ns_low")
+    )
+    total = d["freed_count"].sum()
+    if not total:
+        return None
+    cumulative = d["freed_count"].cum_sum()
+    index = (cumulative >= q * total).arg_true()[0]
+    return int(d["lifetime_ns_high"][index])
+
+
+def temporaries(
+    report: Report, rules: list, phase: str | None = None, limit: int = 10
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Temporaries (blocks freed before their thread's next allocation) per category,
+    and the `limit` sites with most of them (named, with their category)."""
+    from allocprof.sites import top_sites
+
+    per_category = categories.category_totals(report, rules, phase).select(
+        "category",
+        "alloc_count",
+        "temporary_count",
+        temporary_share=pl.when(pl.col("alloc_count") > 0)
+        .then(pl.col("temporary_count") / pl.col("alloc_count"))
+        .otherwise(0.0),
+    )
+    top = top_sites(report, by="temporaries", limit=limit, phase=phase)
+    top = categories.with_categories(report, top, rules).select(
+        "rank", "site_id", "name", "category", "alloc_count", "temporary_count",
+        "temporary_share", "main_size_class_bytes", "lifetime_ns_median",
+    )
+    return per_category, top
+
+
+def site_table(report: Report, rules: list, phase: str | None = None) -> pl.DataFrame:
+    """Every site's totals with its category (not named: naming is per shown site)."""
+    return categories.with_categories(report, site_totals(report, phase), rules)

@@ -1,0 +1,172 @@
+"""Figures for the notebooks (matplotlib), and saving them to PLOT_DIR.
+
+Every function takes polars frames from the other modules and returns a Figure;
+`save` writes it as PNG and SVG, so that CI can check the notebooks really drew.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import polars as pl
+
+FORMATS = ("png", "svg")
+
+
+def plot_dir() -> Path:
+    """$PLOT_DIR, else plots/ in the working directory (created)."""
+    d = Path(os.environ.get("PLOT_DIR") or "plots")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def save(fig, name: str, directory: str | os.PathLike | None = None) -> list[Path]:
+    """Writes `fig` as NAME.png and NAME.svg under `directory` (default: plot_dir())."""
+    d = Path(directory) if directory is not None else plot_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in FORMATS:
+        p = d / f"{name}.{ext}"
+        fig.savefig(p, bbox_inches="tight", dpi=110)
+        paths.append(p)
+    return paths
+
+
+def _short(label: str, width: int = 48) -> str:
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
+def barh(df: pl.DataFrame, label: str, value: str, title: str, xlabel: str, color=None):
+    """Horizontal bars, first row on top."""
+    fig, ax = plt.subplots(figsize=(9, 0.35 * max(df.height, 3) + 1.2))
+    labels = [_short(str(v)) for v in df[label].to_list()]
+    ax.barh(range(df.height), df[value].to_list(), color=color)
+    ax.set_yticks(range(df.height), labels)
+    ax.invert_yaxis()
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    fig.tight_layout()
+    return fig
+
+
+def phases(phases_df: pl.DataFrame, title: str):
+    """Allocations and wall time per phase, side by side."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
+    names = phases_df["phase"].to_list()
+    a.bar(names, phases_df["alloc_count"].to_list(), color="tab:blue")
+    a.set_title("allocations")
+    b.bar(names, phases_df["wall_s"].to_list(), color="tab:gray")
+    b.set_title("wall time (s)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def size_classes(hist: pl.DataFrame, title: str):
+    """Allocations per jemalloc size class (log scale: a few classes dominate)."""
+    fig, ax = plt.subplots(figsize=(10, 3.5))
+    labels = [str(v) for v in hist["size_class_bytes"].to_list()]
+    ax.bar(labels, hist["alloc_count"].to_list(), color="tab:blue")
+    ax.set_yscale("log")
+    ax.set_xlabel("size class (bytes)")
+    ax.set_ylabel("allocations")
+    ax.set_title(title)
+    ax.tick_params(axis="x", labelrotation=90, labelsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def lifetimes(dist: pl.DataFrame, title: str, max_lines: int = 6):
+    """Followed blocks per lifetime bucket (log-log), one line per category if the
+    frame has a category column (the `max_lines` categories with most blocks)."""
+    fig, ax = plt.subplots(figsize=(9, 3.8))
+    if "category" in dist.columns:
+        biggest = (
+            dist.group_by("category").agg(pl.col("freed_count").sum())
+            .sort(["freed_count", "category"], descending=[True, False])
+            .head(max_lines)["category"].to_list()
+        )
+        groups = {(c,): dist.filter(pl.col("category") == c) for c in biggest}
+    else:
+        groups = {("all",): dist}
+    for key, g in groups.items():
+        g = g.sort("lifetime_ns_low")
+        mid = ((g["lifetime_ns_low"] + g["lifetime_ns_high"]) / 2).to_list()
+        ax.plot(mid, g["freed_count"].to_list(), marker=".", label=_short(str(key[0]), 40))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("lifetime (ns)")
+    ax.set_ylabel("followed blocks freed")
+    ax.set_title(title)
+    if len(groups) > 1:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def waterfall(steps: pl.DataFrame, title: str, ylabel: str = "allocations"):
+    """Baseline total, one bar per category delta (green: fewer, red: more), change
+    total (rows of compare.waterfall_steps)."""
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    colors = [
+        "tab:gray" if k == "total" else ("tab:green" if d < 0 else "tab:red")
+        for k, d in zip(steps["kind"], steps["delta"])
+    ]
+    x = list(range(steps.height))
+    starts, deltas = steps["start"].to_list(), steps["delta"].to_list()
+    ax.bar(x, deltas, bottom=starts, color=colors)
+    for i, (k, s, d) in enumerate(zip(steps["kind"], starts, deltas)):
+        ax.annotate(f"{d:+,}" if k == "delta" else f"{d:,}", (i, s + d if d >= 0 else s),
+                    textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
+    # Deltas are often a few percent of the totals: zoom onto the range they span
+    # (the total bars are cut, which the label says).
+    ends = [s + d for s, d in zip(starts, deltas)]
+    tops = [v for k, s, e in zip(steps["kind"], starts, ends) for v in ((e,) if k == "total" else (s, e))]
+    lo, hi = min(tops), max(tops)
+    pad = max((hi - lo) * 0.15, hi * 0.002, 1)
+    if lo - pad > 0:
+        ax.set_ylim(lo - pad, hi + pad)
+        ylabel += " (axis not from 0)"
+    ax.set_xticks(x, [_short(s, 28) for s in steps["label"].to_list()], rotation=30, ha="right")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def predicted_vs_measured(results: pl.DataFrame, title: str):
+    """One point per variant, predicted saving against measured, with the y = x line:
+    points under it are over-predictions."""
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    p = results["predicted_saving_s"].to_list()
+    m = results["measured_saving_s"].to_list()
+    ax.scatter(p, m, color="tab:blue")
+    for v, x, y in zip(results["variant"].to_list(), p, m):
+        ax.annotate(v, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    lo = min(p + m + [0.0])
+    hi = max(p + m + [0.0])
+    pad = (hi - lo) * 0.1 or 1.0
+    ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color="tab:gray", linestyle="--")
+    ax.set_xlabel("predicted saving (s)")
+    ax.set_ylabel("measured saving (s)")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def side_by_side(df: pl.DataFrame, label: str, columns: list[str], title: str, ylabel: str):
+    """Grouped bars: one group per row, one bar per column."""
+    fig, ax = plt.subplots(figsize=(max(5, 1.4 * df.height + 2), 3.8))
+    width = 0.8 / len(columns)
+    for i, c in enumerate(columns):
+        xs = [j + i * width for j in range(df.height)]
+        ax.bar(xs, df[c].to_list(), width=width, label=c)
+    ax.set_xticks([j + width * (len(columns) - 1) / 2 for j in range(df.height)], df[label].to_list())
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,101 @@
+"""Per-site totals and ranking, as `analyzer top` computes them (analyzer/src/rank.rs)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from allocprof import naming
+from allocprof.report import Report
+
+#: What `top` ranks by: the analyzer's `--by count|bytes|temporaries`.
+RANK_KEYS = {
+    "count": pl.col("alloc_count") + pl.col("realloc_count"),
+    "bytes": pl.col("bytes_requested"),
+    "temporaries": pl.col("temporary_count"),
+}
+
+
+def _phase_rows(report: Report, phase: str | None) -> pl.DataFrame:
+    rows = report.sites
+    return rows if phase is None else rows.filter(pl.col("phase") == phase)
+
+
+def site_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
+    """One row per site over the rows of `phase` (all phases if None): alloc_count,
+    realloc_count, bytes_requested, bytes_allocated, temporary_count, temporary_share
+    (temporaries / allocations), share (of allocations + reallocs in the selection),
+    main_size_class_bytes (the class with most allocations + reallocs) and
+    lifetime_ns_median (of that class's row). Not named: see `top_sites`."""
+    rows = _phase_rows(report, phase).with_row_index("row").with_columns(
+        n=pl.col("alloc_count") + pl.col("realloc_count")
+    )
+    # The main row: most allocations + reallocs, the earliest row on ties, none when a
+    # site has no allocation at all (rank.rs keeps the first row with a larger count).
+    main = (
+        rows.filter(pl.col("n") > 0)
+        .sort(["site_id", "n", "row"], descending=[False, True, False])
+        .group_by("site_id", maintain_order=True)
+        .first()
+        .select(
+            "site_id",
+            main_size_class_bytes="size_class_bytes",
+            lifetime_ns_median="lifetime_ns_median",
+        )
+    )
+    sums = rows.group_by("site_id").agg(
+        pl.col("alloc_count").sum(),
+        pl.col("realloc_count").sum(),
+        pl.col("bytes_requested").sum(),
+        pl.col("bytes_allocated").sum(),
+        pl.col("temporary_count").sum(),
+    )
+    total = (sums["alloc_count"].sum() or 0) + (sums["realloc_count"].sum() or 0)
+
+    def ratio(a: pl.Expr, b: pl.Expr) -> pl.Expr:
+        return pl.when(b == 0).then(0.0).otherwise(a / b)
+
+    return (
+        sums.join(main, on="site_id", how="left")
+        .with_columns(pl.col("main_size_class_bytes").fill_null(0))
+        .with_columns(
+            temporary_share=ratio(pl.col("temporary_count"), pl.col("alloc_count")),
+            share=ratio(pl.col("alloc_count") + pl.col("realloc_count"), pl.lit(total)),
+        )
+        .sort("site_id")
+    )
+
+
+def top_sites(
+    report: Report, by: str = "count", limit: int | None = 20, phase: str | None = None
+) -> pl.DataFrame:
+    """The sites ranked first by `by` (count, bytes or temporaries), ties by site id,
+    with rank (from 1) and name: the rows of `analyzer top --format json`."""
+    if by not in RANK_KEYS:
+        raise ValueError(f"by must be one of {sorted(RANK_KEYS)}, not {by!r}")
+    ranked = (
+        site_totals(report, phase)
+        .with_columns(key=RANK_KEYS[by])
+        .sort(["key", "site_id"], descending=[True, False])
+        .drop("key")
+    )
+    if limit is not None:
+        ranked = ranked.head(limit)
+    names = naming.site_names(report.annotated_frames, ranked["site_id"].to_list())
+    return (
+        ranked.with_row_index("rank", offset=1)
+        .join(names, on="site_id", how="left")
+        .select(
+            "rank",
+            "site_id",
+            "name",
+            "alloc_count",
+            "realloc_count",
+            "bytes_requested",
+            "bytes_allocated",
+            "temporary_count",
+            "temporary_share",
+            "share",
+            "main_size_class_bytes",
+            "lifetime_ns_median",
+        )
+    )

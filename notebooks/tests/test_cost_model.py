@@ -1,0 +1,71 @@
+"""The cost-model results reader, on a results file made up here: a test fixture in a
+temporary directory, not a measurement."""
+
+import math
+import shutil
+
+import pytest
+
+from allocprof import cost_model
+
+HEADER = "variant,predicted_saving_s,measured_saving_s,baseline_median_s,variant_median_s,runs\n"
+
+
+@pytest.fixture
+def results_csv(tmp_path):
+    # Made-up figures chosen to exercise the arithmetic (over-, under- and a
+    # zero prediction).
+    p = tmp_path / "results.csv"
+    p.write_text(
+        HEADER
+        + "fixture-a,2.0,0.5,10.0,9.5,7\n"
+        + "fixture-b,1.0,1.5,10.0,8.5,7\n"
+        + "fixture-c,0.0,-0.25,10.0,10.25,7\n"
+    )
+    return p
+
+
+def test_results_are_read_and_errors_derived(results_csv):
+    r = cost_model.with_errors(cost_model.load_results(results_csv))
+    assert r["variant"].to_list() == ["fixture-a", "fixture-b", "fixture-c"]
+    assert r["runs"].to_list() == [7, 7, 7]
+    assert r["error_s"].to_list() == [1.5, -0.5, 0.25]
+    assert math.isclose(r["measured_saving_share"][1], 0.15)
+    assert r["measured_over_predicted"].to_list()[:2] == [0.25, 1.5]
+    assert r["measured_over_predicted"][2] is None
+
+
+def test_columns_may_come_in_another_order(tmp_path):
+    p = tmp_path / "results.csv"
+    p.write_text("runs,variant,measured_saving_s,predicted_saving_s,variant_median_s,baseline_median_s,note\n"
+                 "3,x,1,2,9,10,extra\n")
+    r = cost_model.load_results(p)
+    assert r.columns == list(cost_model.RESULT_COLUMNS)
+    assert r.row(0) == ("x", 2.0, 1.0, 10.0, 9.0, 3)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("variant,predicted_saving_s\nx,1\n", "no column"),
+        (HEADER + "x,1,,10,9,3\n", "empty values"),
+        (HEADER + "x,1,1,10,9,3\nx,2,2,10,8,3\n", "twice"),
+        (HEADER + "x,fast,1,10,9,3\n", "results.csv"),
+    ],
+)
+def test_bad_results_are_refused(tmp_path, text, message):
+    p = tmp_path / "results.csv"
+    p.write_text(text)
+    with pytest.raises(cost_model.ResultsError, match=message):
+        cost_model.load_results(p)
+
+
+def test_variant_reports_beside_the_results(results_csv, report):
+    assert cost_model.variant_reports(results_csv) == {}
+    reports = results_csv.parent / "reports"
+    shutil.copytree(report.dir, reports / "baseline")
+    (reports / "not-a-report").mkdir()
+    found = cost_model.variant_reports(results_csv)
+    assert list(found) == ["baseline"]
+    totals = cost_model.allocation_totals(found)
+    assert totals.row(0, named=True)["alloc_count"] == report.manifest["totals"]["alloc_count"]

@@ -1,0 +1,49 @@
+"""Per-site totals and ranking equal `analyzer top --format json`, field by field."""
+
+import math
+
+import pytest
+
+from allocprof.sites import site_totals, top_sites
+
+
+def same(mine: dict, theirs: dict):
+    """Every field this package computes equals the analyzer's (which may have more:
+    costs, from its calibration)."""
+    assert mine.keys() <= theirs.keys()
+    for k in mine:
+        v = theirs[k]
+        if isinstance(v, float):
+            assert math.isclose(mine[k], v, rel_tol=1e-12, abs_tol=1e-15), k
+        else:
+            assert mine[k] == v, (k, mine, theirs)
+
+
+@pytest.mark.parametrize("by", ["count", "bytes", "temporaries"])
+def test_top_equals_the_analyzers(any_report, analyzer, by):
+    theirs = analyzer("top", any_report.dir, "--by", by, "--limit", 50)
+    mine = top_sites(any_report, by=by, limit=50).to_dicts()
+    assert len(mine) == len(theirs) > 0
+    for m, t in zip(mine, theirs):
+        same(m, t)
+
+
+def test_top_within_a_phase(report, analyzer):
+    phase = "synthesize"
+    theirs = analyzer("top", report.dir, "--phase", phase, "--limit", 30)
+    mine = top_sites(report, limit=30, phase=phase).to_dicts()
+    assert len(mine) == len(theirs) > 0
+    for m, t in zip(mine, theirs):
+        same(m, t)
+
+
+def test_site_totals_add_up_to_the_table(any_report):
+    totals = site_totals(any_report)
+    assert totals["alloc_count"].sum() == any_report.sites["alloc_count"].sum()
+    assert totals["site_id"].n_unique() == totals.height
+    assert math.isclose(totals["share"].sum(), 1.0)
+
+
+def test_unknown_ranking_is_refused(report):
+    with pytest.raises(ValueError):
+        top_sites(report, by="speed")
