@@ -88,7 +88,11 @@ def parse_rules(text: str, where: str = "rules") -> list[Category]:
     for c in doc["category"]:
         unknown = set(c) - {"name", "description", "frames", "innermost", "also", "indirect"}
         if unknown or "name" not in c:
-            raise RulesError(f"{where}: bad category keys {sorted(c)}")
+            raise RulesError(
+                f"{where}: category keys {sorted(c)}: a name is required, and "
+                f"{sorted(unknown)} are unknown here (if the analyzer learned them, teach "
+                "notebooks/allocprof/categories.py too)"
+            )
         out.append(
             Category(
                 name=c["name"],

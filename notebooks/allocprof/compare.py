@@ -123,13 +123,21 @@ def site_deltas(
         out = out.head(limit)
     names_b = naming.site_names(base.annotated_frames, out["base_site_id"].drop_nulls().to_list())
     names_c = naming.site_names(change.annotated_frames, out["change_site_id"].drop_nulls().to_list())
+    callers_b = naming.callers(base.annotated_frames, out["base_site_id"].drop_nulls().to_list())
+    callers_c = naming.callers(change.annotated_frames, out["change_site_id"].drop_nulls().to_list())
     out = (
         out.join(names_b.rename({"site_id": "base_site_id", "name": "base_name"}), on="base_site_id", how="left")
         .join(names_c.rename({"site_id": "change_site_id", "name": "change_name"}), on="change_site_id", how="left")
-        .with_columns(name=pl.coalesce("base_name", "change_name"))
+        .join(callers_b.rename({"site_id": "base_site_id", "callers": "base_callers"}), on="base_site_id", how="left")
+        .join(callers_c.rename({"site_id": "change_site_id", "callers": "change_callers"}), on="change_site_id", how="left")
+        .with_columns(
+            name=pl.coalesce("base_name", "change_name"),
+            callers=pl.coalesce("base_callers", "change_callers"),
+        )
     )
     return out.select(
         "name",
+        "callers",
         "category",
         "status",
         "base_site_id",

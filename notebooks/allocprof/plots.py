@@ -38,11 +38,16 @@ def _short(label: str, width: int = 48) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
-def barh(df: pl.DataFrame, label: str, value: str, title: str, xlabel: str, color=None):
-    """Horizontal bars, first row on top."""
-    fig, ax = plt.subplots(figsize=(9, 0.35 * max(df.height, 3) + 1.2))
-    labels = [_short(str(v)) for v in df[label].to_list()]
-    ax.barh(range(df.height), df[value].to_list(), color=color)
+def barh(df: pl.DataFrame, label: str, value: str, title: str, xlabel: str, color=None,
+         signed: bool = False):
+    """Horizontal bars, first row on top; `signed`: green below zero (fewer), red above."""
+    fig, ax = plt.subplots(figsize=(11, 0.35 * max(df.height, 3) + 1.2))
+    labels = [_short(str(v), 80) for v in df[label].to_list()]
+    values = df[value].to_list()
+    if signed:
+        color = ["tab:green" if v < 0 else "tab:red" for v in values]
+        ax.axvline(0, color="black", linewidth=0.6)
+    ax.barh(range(df.height), values, color=color)
     ax.set_yticks(range(df.height), labels)
     ax.invert_yaxis()
     ax.set_title(title)

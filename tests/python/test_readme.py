@@ -1,0 +1,100 @@
+"""The README's "Reading reports" snippets work on a real report: the Python polars
+snippet and the DuckDB SQL run (the top-10 ones agree with the analyzer), and the Rust
+polars snippet type-checks against the polars this workspace builds."""
+
+import contextlib
+import io
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", "/var/tmp/alloc-profiler/target"))
+PLACEHOLDER = "reports/porep-2k"
+
+
+def snippets(language: str) -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Reading reports"):]
+    section = section[: section.index("\n## ", 1)]
+    found = re.findall(rf"```{language}\n(.*?)```", section, re.S)
+    assert found, f"no {language} snippet in README.md's Reading reports"
+    return found
+
+
+def on(report, code: str) -> str:
+    assert PLACEHOLDER in code
+    return code.replace(PLACEHOLDER, str(report))
+
+
+def test_python_polars_snippet(synthesis_report, analyzer_top):
+    (code,) = snippets("python")
+    scope = {}
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        exec(on(synthesis_report, code), scope)
+    top = scope["top"]
+    expected = [(s["site_id"], s["alloc_count"] + s["realloc_count"]) for s in analyzer_top(synthesis_report)]
+    assert list(top.select("site_id", "count").iter_rows()) == expected
+    assert top["function"].null_count() == 0
+    assert "site_id" in out.getvalue()
+
+
+def test_duckdb_snippets(synthesis_report, analyzer_top):
+    top_sql, classes_sql = snippets("sql")
+    rows = duckdb.sql(on(synthesis_report, top_sql)).fetchall()
+    expected = [(s["site_id"], s["alloc_count"] + s["realloc_count"]) for s in analyzer_top(synthesis_report)]
+    assert [(int(r[0]), int(r[1])) for r in rows] == expected
+    assert all(r[2] for r in rows)
+
+    rows = duckdb.sql(on(synthesis_report, classes_sql)).fetchall()
+    want = (
+        pl.read_parquet(synthesis_report / "size_classes.parquet")
+        .group_by("phase", "size_class_bytes")
+        .agg(pl.col("alloc_count").sum())
+        .sort("alloc_count", descending=True)
+        .head(10)
+    )
+    assert [int(r[2]) for r in rows] == want["alloc_count"].to_list()
+    assert {(r[0], int(r[1]), int(r[2])) for r in rows} <= set(
+        pl.read_parquet(synthesis_report / "size_classes.parquet")
+        .group_by("phase", "size_class_bytes")
+        .agg(pl.col("alloc_count").sum())
+        .iter_rows()
+    )
+
+
+def test_rust_polars_snippet_type_checks(tmp_path):
+    """rustc --emit=metadata against the polars and anyhow the workspace build left in
+    the target directory (no cargo, no linking: a second or so)."""
+    (code,) = snippets("rust")
+    rustc = shutil.which("rustc")
+    if rustc is None:
+        pytest.fail("rustc not found: the Rust snippet cannot be checked")
+    deps = TARGET / "release" / "deps"
+    polars_libs = sorted(deps.glob("libpolars-*.rlib"))
+    anyhow_libs = sorted(deps.glob("libanyhow-*.rlib"))
+    if not polars_libs or not anyhow_libs:
+        pytest.fail(f"no polars/anyhow rlib in {deps}: build the workspace first")
+    src = tmp_path / "snippet.rs"
+    src.write_text(code)
+    errors = []
+    # The target directory can hold several polars builds (features, older versions):
+    # the snippet must type-check against one of them.
+    for lib in polars_libs:
+        r = subprocess.run(
+            [rustc, "--edition", "2021", "--crate-type", "bin", "--emit=metadata",
+             "-o", str(tmp_path / "snippet.rmeta"), str(src),
+             "--extern", f"polars={lib}", "--extern", f"anyhow={anyhow_libs[-1]}",
+             "-L", f"dependency={deps}"],
+            capture_output=True, text=True, env={**os.environ, "RUSTFLAGS": ""},
+        )
+        if r.returncode == 0:
+            return
+        errors.append(f"{lib.name}:\n{r.stderr[-2000:]}")
+    pytest.fail("the README's Rust snippet does not type-check:\n" + "\n".join(errors))
