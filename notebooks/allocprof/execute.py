@@ -20,6 +20,8 @@ from nbclient.exceptions import CellExecutionError
 
 #: Per cell: a 32 GiB report's tables take seconds to read, never minutes.
 CELL_TIMEOUT_S = 600
+#: A kernel starts in a second or two, but CI's two cores may be busy compiling.
+STARTUP_TIMEOUT_S = 180
 
 
 def execute(notebook: str | Path, out: str | Path | None = None) -> nbformat.NotebookNode:
@@ -31,6 +33,7 @@ def execute(notebook: str | Path, out: str | Path | None = None) -> nbformat.Not
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
+        startup_timeout=STARTUP_TIMEOUT_S,
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent.resolve())}},
     )
