@@ -148,12 +148,17 @@ def predicted_vs_measured(results: pl.DataFrame, title: str):
     p = results["predicted_saving_s"].to_list()
     m = results["measured_saving_s"].to_list()
     ax.scatter(p, m, color="tab:blue")
-    for v, x, y in zip(results["variant"].to_list(), p, m):
-        ax.annotate(v, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
     lo = min(p + m + [0.0])
     hi = max(p + m + [0.0])
     pad = (hi - lo) * 0.1 or 1.0
+    for v, x, y in zip(results["variant"].to_list(), p, m):
+        # Labels of points in the right half go to their left, inside the axes.
+        right = x > (lo + hi) / 2
+        ax.annotate(v, (x, y), textcoords="offset points", xytext=(-4 if right else 4, 4),
+                    ha="right" if right else "left", fontsize=8)
     ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color="tab:gray", linestyle="--")
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel("predicted saving (s)")
     ax.set_ylabel("measured saving (s)")
     ax.set_title(title)
