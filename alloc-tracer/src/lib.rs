@@ -134,9 +134,9 @@ pub fn with_registry_locked<R>(f: impl FnOnce() -> R) -> R {
     hot::thread::guarded(|| {
         registry::with_locked(|| {
             // `f` is the caller's code: its allocations are the program's.
-            let was = hot::thread::with_local(|l| l.guard.replace(false));
+            let was = hot::thread::with_local(|l| l.replace_guard(false));
             let r = f();
-            hot::thread::with_local(|l| l.guard.set(was));
+            hot::thread::with_local(|l| l.set_guard(was));
             r
         })
     })

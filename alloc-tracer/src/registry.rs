@@ -86,13 +86,13 @@ pub struct PhaseTotals {
 impl PhaseTotals {
     /// Adds one thread's counters of one phase, deriving counts and small-block
     /// bytes from its per-class counts.
-    fn add_live(&mut self, c: &PhaseCounters, allocs: &[AtomicU64], freed: &[AtomicU64]) {
-        let (n, small_bytes) = class_totals(allocs);
+    fn add_live(&mut self, c: &PhaseCounters) {
+        let (n, small_bytes) = class_totals(&c.allocs[..NUM_CLASSES]);
         self.allocs += n;
         self.bytes_allocated += small_bytes
             + c.large_bytes_allocated.load(Relaxed)
             + c.realloc_bytes_allocated.load(Relaxed);
-        let (n, small_bytes) = class_totals(freed);
+        let (n, small_bytes) = class_totals(&c.freed[..NUM_CLASSES]);
         self.frees += n;
         self.bytes_freed +=
             small_bytes + c.large_bytes_freed.load(Relaxed) + c.realloc_bytes_freed.load(Relaxed);
@@ -167,10 +167,10 @@ impl Default for Counts {
 impl Counts {
     fn add_live(&mut self, st: &ThreadState) {
         for (p, t) in self.phases.iter_mut().enumerate() {
-            t.add_live(&st.phases[p], &st.classes[p], &st.freed[p]);
+            t.add_live(&st.phases[p]);
         }
-        for (t, c) in self.classes.iter_mut().zip(&st.classes) {
-            add_all(t, c);
+        for (t, c) in self.classes.iter_mut().zip(&st.phases) {
+            add_all(t, &c.allocs);
         }
         add_all(&mut self.moved, &st.moved);
         add_all(&mut self.requested, &st.requested);

@@ -2,7 +2,9 @@
 //!
 //! Packing them into a single `AtomicU64` costs one relaxed load (a plain `mov` on
 //! x86_64) per allocation. Writers (mode changes, phase guards, pause) are rare and
-//! use read-modify-write; no allocation ever writes it.
+//! use read-modify-write; no allocation ever writes it. Writers also keep three
+//! derived bits, [`RECORDING`], [`UNINIT`] and [`STACKS`], so that the hot path
+//! decides between pass-through, recording and stack walks with one bit test each.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -21,7 +23,32 @@ pub const MODE_SAMPLE: u8 = 4;
 pub const MAX_PHASES: usize = 16;
 const _: () = assert!(MAX_PHASES.is_power_of_two());
 
-static CONTROL: AtomicU64 = AtomicU64::new(0);
+/// Derived bit: mode is `count` or above and recording is not paused.
+pub const RECORDING: u64 = 1 << 17;
+/// Derived bit: no mode chosen yet (the first allocation reads the environment).
+pub const UNINIT: u64 = 1 << 18;
+/// Derived bit: mode is `sites` or `sample`, so stacks may be walked.
+pub const STACKS: u64 = 1 << 19;
+
+/// Sets the derived bits of a control word from its fields.
+const fn with_derived(w: u64) -> u64 {
+    let w = w & !(RECORDING | UNINIT | STACKS);
+    let mode = w as u8;
+    let recording = if mode >= MODE_COUNT && (w >> 16) & 1 == 0 {
+        RECORDING
+    } else {
+        0
+    };
+    let uninit = if mode == MODE_UNINIT { UNINIT } else { 0 };
+    let stacks = if mode == MODE_SITES || mode == MODE_SAMPLE {
+        STACKS
+    } else {
+        0
+    };
+    w | recording | uninit | stacks
+}
+
+static CONTROL: AtomicU64 = AtomicU64::new(with_derived(0));
 /// Mean interval, in allocations, between sampled stacks (`sample` mode) and between
 /// blocks followed to their free (lifetimes, `sites` and `sample` modes).
 static SAMPLE_INTERVAL: AtomicU64 = AtomicU64::new(0);
@@ -56,7 +83,18 @@ impl Control {
     /// True when allocations must be recorded now.
     #[inline(always)]
     pub fn recording(self) -> bool {
-        self.mode() >= MODE_COUNT && !self.paused()
+        self.0 & RECORDING != 0
+    }
+    /// True in `sites` and `sample` modes.
+    #[inline(always)]
+    pub fn stacks(self) -> bool {
+        self.0 & STACKS != 0
+    }
+    /// True when an allocation cannot simply pass through: it must be recorded, or
+    /// the mode must be read from the environment first.
+    #[inline(always)]
+    pub fn alloc_needs_work(self) -> bool {
+        self.0 & (RECORDING | UNINIT) != 0
     }
 }
 
@@ -68,7 +106,7 @@ pub fn load() -> Control {
 
 fn update(f: impl Fn(u64) -> u64) -> Control {
     let old = CONTROL
-        .fetch_update(Relaxed, Relaxed, |w| Some(f(w)))
+        .fetch_update(Relaxed, Relaxed, |w| Some(with_derived(f(w))))
         .unwrap_or_else(|w| w);
     Control(old)
 }
@@ -84,7 +122,8 @@ pub fn init_mode(mode: u8, depth: usize) -> bool {
     let depth = depth.min(super::stack::MAX_DEPTH - super::OWN_FRAMES) as u64;
     CONTROL
         .fetch_update(Relaxed, Relaxed, |w| {
-            (w as u8 == MODE_UNINIT).then_some((w & !0xffff) | mode as u64 | (depth << 8))
+            (w as u8 == MODE_UNINIT)
+                .then_some(with_derived((w & !0xffff) | mode as u64 | (depth << 8)))
         })
         .is_ok()
 }
@@ -130,5 +169,20 @@ mod tests {
         assert!(w.paused());
         assert_eq!(w.phase(), 5);
         assert!(!w.recording());
+    }
+
+    #[test]
+    fn derived_bits_follow_the_fields() {
+        let w = Control(with_derived(
+            MODE_SITES as u64 | (16 << 8) | (1 << 16) | (5 << 24),
+        ));
+        assert!(!w.recording());
+        assert!(!w.alloc_needs_work());
+        assert!(w.stacks());
+        let w = Control(with_derived(w.0 & !(1 << 16)));
+        assert!(w.recording() && w.alloc_needs_work());
+        let w = Control(with_derived(MODE_OFF as u64));
+        assert!(!w.recording() && !w.alloc_needs_work() && !w.stacks());
+        assert!(Control(with_derived(0)).alloc_needs_work());
     }
 }

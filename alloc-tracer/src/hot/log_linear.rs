@@ -23,7 +23,7 @@ pub const fn num_buckets(sub_bits: u32, max_lg: u32) -> usize {
 
 /// The bucket of `v`.
 #[inline(always)]
-pub fn bucket(v: u64, sub_bits: u32) -> usize {
+pub const fn bucket(v: u64, sub_bits: u32) -> usize {
     let sub = 1u64 << sub_bits;
     if v < 2 * sub {
         v as usize
@@ -36,8 +36,13 @@ pub fn bucket(v: u64, sub_bits: u32) -> usize {
 
 /// The requested-size bucket of `size`.
 #[inline(always)]
-pub fn size_bucket(size: usize) -> usize {
-    bucket(size as u64, SIZE_SUB_BITS).min(SIZE_BUCKETS - 1)
+pub const fn size_bucket(size: usize) -> usize {
+    let b = bucket(size as u64, SIZE_SUB_BITS);
+    if b < SIZE_BUCKETS {
+        b
+    } else {
+        SIZE_BUCKETS - 1
+    }
 }
 
 /// The smallest value in bucket `b`.

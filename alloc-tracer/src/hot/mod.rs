@@ -17,9 +17,9 @@
 //!    (indices are clamped by construction), no formatting.
 //! 4. **No shared atomic read-modify-write per call.** Counters are per thread,
 //!    updated with a relaxed load and store (no `lock` prefix) so that the report can
-//!    read live threads; the only shared RMW happens when a thread's net live bytes
-//!    drift by [`LIVE_PUBLISH_BYTES`], when a sampled block is followed, and in cold
-//!    paths.
+//!    read live threads; the only shared RMW happens when a thread's net live bytes,
+//!    checked every [`PUBLISH_INTERVAL`] calls, have drifted by
+//!    [`LIVE_CHECK_BYTES`], when a sampled block is followed, and in cold paths.
 //! 5. **Never change the layout** passed to the inner allocator: no headers, so the
 //!    size class recorded is the one jemalloc really uses. `realloc`,
 //!    `alloc_zeroed`, over-aligned layouts and null returns pass through with
@@ -35,12 +35,13 @@ pub mod size_class;
 pub mod stack;
 pub mod thread;
 
-use control::{Control, MODE_SAMPLE, MODE_SITES, MODE_UNINIT};
+use control::{Control, MODE_SITES};
 use site_table::{Lookup, SiteKey, Slot, bump, pack_meta};
-use stack::{Frames, MAX_DEPTH};
+use size_class::{LAST_SMALL, SMALL_REQUEST_MAX, SMALL_REQUESTS};
+use stack::{Frames, MAX_DEPTH, Walk};
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
-use thread::{DEAD, Local, ThreadState, with_local};
+use thread::{DEAD, Local, PUBLISH_INTERVAL, ThreadState, with_local};
 
 /// A `GlobalAlloc` that records every call before handing it to `A`.
 ///
@@ -68,9 +69,21 @@ impl<A> TracingAllocator<A> {
     }
 }
 
-/// A thread publishes its net live bytes to the global estimate when they drift this
-/// far; the global live and peak bytes are exact to within threads x this.
+/// Bound on a thread's unpublished net live bytes: the global live and peak bytes are
+/// exact to within threads x this.
+///
+/// A thread does not check its net bytes on every call: it counts down
+/// [`PUBLISH_INTERVAL`] calls and then publishes if they drifted by
+/// [`LIVE_CHECK_BYTES`] or more. A small block is at most 14336 bytes, so between two
+/// checks the drift grows by less than `PUBLISH_INTERVAL` x 14336 bytes; a large
+/// block or a realloc is checked at once.
 pub const LIVE_PUBLISH_BYTES: i64 = 1 << 20;
+
+/// Drift that a check publishes: the bound less what the calls up to the next check
+/// can add.
+pub const LIVE_CHECK_BYTES: i64 =
+    LIVE_PUBLISH_BYTES - PUBLISH_INTERVAL as i64 * size_class::SMALL_MAX as i64;
+const _: () = assert!(LIVE_CHECK_BYTES > 0);
 
 /// Global live bytes, as published by threads.
 pub(crate) static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
@@ -81,39 +94,48 @@ pub(crate) static PEAK_BYTES: AtomicI64 = AtomicI64::new(0);
 // returns `A`'s result unchanged; recording only reads the arguments and the result.
 // So the GlobalAlloc contract holds exactly as far as it holds for `A`.
 unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
+    // The entry points are one load and one bit test in front of `A`; when there is
+    // nothing to record they end in a tail call to `A`, and otherwise in one to the
+    // recording function, which then calls `A` itself. So `off` saves no registers
+    // and adds no frame.
+
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller upholds `alloc`'s contract for `layout`.
-        let ptr = unsafe { self.inner.alloc(layout) };
-        if !ptr.is_null() {
-            on_alloc(ptr, layout);
+        let ctl = control::load();
+        if ctl.alloc_needs_work() {
+            // SAFETY: the caller upholds `alloc`'s contract for `layout`.
+            return unsafe { alloc_recorded::<A, false>(&self.inner, ctl, layout) };
         }
-        ptr
+        // SAFETY: as above.
+        unsafe { self.inner.alloc(layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as for `alloc`.
-        let ptr = unsafe { self.inner.alloc_zeroed(layout) };
-        if !ptr.is_null() {
-            on_alloc(ptr, layout);
+        let ctl = control::load();
+        if ctl.alloc_needs_work() {
+            // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`.
+            return unsafe { alloc_recorded::<A, true>(&self.inner, ctl, layout) };
         }
-        ptr
+        // SAFETY: as above.
+        unsafe { self.inner.alloc_zeroed(layout) }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // Recorded first: a followed block must stop being followed before its
-        // address can be handed out again.
-        on_dealloc(ptr, layout);
-        // SAFETY: the caller upholds `dealloc`'s contract.
+        let ctl = control::load();
+        if ctl.recording() {
+            // SAFETY: the caller upholds `dealloc`'s contract.
+            return unsafe { dealloc_recorded(&self.inner, ctl, ptr, layout) };
+        }
+        // SAFETY: as above.
         unsafe { self.inner.dealloc(ptr, layout) }
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let ctl = control::load();
-        if ctl.recording() && ctl.mode() >= MODE_SITES && lifetimes_maybe(ptr) {
+        if ctl.recording() && ctl.stacks() && lifetimes_maybe(ptr) {
             end_followed(ptr);
         }
         // SAFETY: the caller upholds `realloc`'s contract.
@@ -130,17 +152,23 @@ fn lifetimes_maybe(ptr: *mut u8) -> bool {
     crate::lifetimes::maybe_followed(ptr)
 }
 
+/// Keeps the call before it from becoming a tail call. The stack walk passes over
+/// exactly one frame of the tracer's, the recording function's: a stack part reached
+/// by a jump instead of a call would make it pass over one of the program's.
+#[inline(always)]
+fn no_tail_call() {
+    // SAFETY: an empty instruction sequence: no memory access, no effect.
+    unsafe { std::arch::asm!("", options(nomem, nostack, preserves_flags)) }
+}
+
 /// The state of the current thread, creating it if needed; `None` when the call must
 /// not be recorded as the program's (guard set: the tracer's own; or thread exited).
 #[inline(always)]
 fn state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&ThreadState> {
-    let st = local.state.get();
-    if local.guard.get() || st.is_null() || st == DEAD {
-        return unusual_state(local, layout, own_alloc);
+    match local.recording_state() {
+        Some(st) => Some(st),
+        None => unusual_state(local, layout, own_alloc),
     }
-    // SAFETY: a non-null, non-DEAD state pointer was set by `thread::init` on this
-    // thread and stays valid until this thread's exit hook marks it DEAD.
-    Some(unsafe { &*st })
 }
 
 /// `state` for a first call on a thread, a call from the tracer itself, or a call
@@ -148,8 +176,8 @@ fn state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&ThreadState>
 #[cold]
 #[inline(never)]
 fn unusual_state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&ThreadState> {
-    let mut st = local.state.get();
-    if local.guard.get() {
+    let mut st = local.state();
+    if local.guard() {
         if own_alloc {
             record_own(st, layout);
         }
@@ -161,7 +189,8 @@ fn unusual_state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&Thre
         late(own_alloc);
         return None;
     }
-    // SAFETY: as in `state`.
+    // SAFETY: a live state pointer (not null, not DEAD) was set by `thread::init` on
+    // this thread and stays valid until this thread's exit hook marks it DEAD.
     Some(unsafe { &*st })
 }
 
@@ -169,14 +198,18 @@ fn unusual_state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&Thre
 fn record_own(st: *mut ThreadState, layout: Layout) {
     let class = size_class::index_of(layout.size(), layout.align());
     if st.is_null() || st == DEAD {
-        crate::registry::EARLY_OWN[class].fetch_add(1, Relaxed);
+        if let Some(c) = crate::registry::EARLY_OWN.get(class) {
+            c.fetch_add(1, Relaxed);
+        }
         return;
     }
-    // SAFETY: as in `state`.
+    // SAFETY: as in `unusual_state`.
     let st = unsafe { &*st };
     bump(&st.own.allocs, 1);
     bump(&st.own.bytes, layout.size() as u64);
-    bump(&st.own.classes[class], 1);
+    if let Some(c) = st.own.classes.get(class) {
+        bump(c, 1);
+    }
 }
 
 #[cold]
@@ -189,67 +222,199 @@ fn late(alloc: bool) {
     counter.fetch_add(1, Relaxed);
 }
 
-#[cold]
-fn init_mode_then_retry(ptr: *mut u8, layout: Layout) {
-    // Allocations made while reading the settings arrive here again; the guard makes
-    // them pass through.
-    if with_local(|l| l.guard.get()) {
-        return;
-    }
-    thread::guarded(crate::config::init_from_env);
-    if control::load().mode() != MODE_UNINIT {
-        on_alloc(ptr, layout);
+/// `A`'s allocation, zeroed or not.
+///
+/// # Safety
+/// The caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
+#[inline(always)]
+unsafe fn inner_alloc<A: GlobalAlloc, const ZEROED: bool>(inner: &A, layout: Layout) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        if ZEROED {
+            inner.alloc_zeroed(layout)
+        } else {
+            inner.alloc(layout)
+        }
     }
 }
 
-/// The part of every allocation that is inlined into the allocator entry point: one
-/// load and a branch, so that `off` costs next to nothing and the recording body
-/// (out of line) does not make every call save registers.
-#[inline(always)]
-fn on_alloc(ptr: *mut u8, layout: Layout) {
-    let ctl = control::load();
-    if ctl.recording() {
-        record_alloc(ctl, ptr, layout);
-    } else if ctl.mode() == MODE_UNINIT {
-        init_mode_then_retry(ptr, layout);
+/// Allocation with recording (or with the mode still to be read). Out of line, so
+/// that the entry point stays a load, a test and a jump. This is the common case, a
+/// request of at most [`SMALL_REQUEST_MAX`] bytes aligned to at most 8, classified
+/// by one table lookup; anything else goes on to `alloc_general`.
+///
+/// # Safety
+/// The caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
+#[inline(never)]
+unsafe fn alloc_recorded<A: GlobalAlloc, const ZEROED: bool>(
+    inner: &A,
+    ctl: Control,
+    layout: Layout,
+) -> *mut u8 {
+    let size = layout.size();
+    if !ctl.recording() || size > SMALL_REQUEST_MAX || layout.align() > 8 {
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_general::<A, ZEROED>(inner, ctl, layout) };
     }
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    if ptr.is_null() {
+        return ptr;
+    }
+    let Some(st) = state(thread::current(), layout, true) else {
+        return ptr;
+    };
+    let r = SMALL_REQUESTS[size];
+    bump(&st.requested[r.bucket as usize], 1);
+    record_alloc(st, ctl, ptr, size, r.class, r.usable as usize)
+}
+
+/// `alloc_recorded` for the other requests: larger, or more aligned, or the first
+/// of the process (mode not read yet).
+///
+/// # Safety
+/// As for `alloc_recorded`.
+#[inline(never)]
+unsafe fn alloc_general<A: GlobalAlloc, const ZEROED: bool>(
+    inner: &A,
+    ctl: Control,
+    layout: Layout,
+) -> *mut u8 {
+    if !ctl.recording() {
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_mode_unread::<A, ZEROED>(inner, layout) };
+    }
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    if !ptr.is_null() {
+        record_alloc_general(ctl, ptr, layout);
+    }
+    ptr
+}
+
+/// The first allocation of the process (mode not read yet): reads the settings, then
+/// allocates and records as they say.
+///
+/// # Safety
+/// As for `alloc_recorded`.
+#[cold]
+#[inline(never)]
+unsafe fn alloc_mode_unread<A: GlobalAlloc, const ZEROED: bool>(
+    inner: &A,
+    layout: Layout,
+) -> *mut u8 {
+    // Allocations made while reading the settings arrive here again; the guard makes
+    // them pass through.
+    if !with_local(|l| l.guard()) {
+        thread::guarded(crate::config::init_from_env);
+    }
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    let ctl = control::load();
+    if !ptr.is_null() && ctl.recording() {
+        record_alloc_outlined(ctl, ptr, layout);
+    }
+    ptr
 }
 
 #[inline(never)]
-fn record_alloc(ctl: Control, ptr: *mut u8, layout: Layout) {
-    let local = thread::current();
-    let Some(st) = state(local, layout, true) else {
+fn record_alloc_outlined(ctl: Control, ptr: *mut u8, layout: Layout) {
+    record_alloc_general(ctl, ptr, layout);
+}
+
+/// Records an allocation of any size and alignment.
+#[inline(always)]
+fn record_alloc_general(ctl: Control, ptr: *mut u8, layout: Layout) {
+    let Some(st) = state(thread::current(), layout, true) else {
         return;
     };
     let size = layout.size();
-    let class = size_class::index_of(size, layout.align());
-    let phase = ctl.phase();
-    let p = &st.phases[phase];
-    bump(&st.classes[phase][class], 1);
-    bump(&p.bytes_requested, size as u64);
     bump(&st.requested[log_linear::size_bucket(size)], 1);
-    let usable = if class <= size_class::LAST_SMALL {
-        size_class::class_bytes(class)
-    } else {
-        let usable = size_class::usable(class, size);
-        bump(&p.large_bytes_allocated, usable as u64);
-        usable
-    };
-    track_live(st, usable as i64);
+    let class = size_class::index_of(size, layout.align());
+    let usable = size_class::usable(class, size);
+    if class > LAST_SMALL {
+        bump(&st.phases[ctl.phase()].large_bytes_allocated, usable as u64);
+        // Checked now: a large block can move the net bytes by any amount.
+        st.publish_countdown.set(1);
+    }
+    record_alloc(st, ctl, ptr, size, class as u8, usable);
+}
+
+/// Records an allocation, its requested-size bucket and large bytes aside, and
+/// returns `ptr`: inlined into `alloc_recorded` or `alloc_general`, whose frame is
+/// the one the stack walk passes over.
+#[inline(always)]
+fn record_alloc(
+    st: &ThreadState,
+    ctl: Control,
+    ptr: *mut u8,
+    size: usize,
+    class: u8,
+    usable: usize,
+) -> *mut u8 {
+    let p = &st.phases[ctl.phase()];
+    bump(&p.allocs[class as usize], 1);
+    bump(&p.bytes_requested, size as u64);
     st.last_block.set(ptr as usize);
-    st.last_slot.set(std::ptr::null());
-    record_stack(
-        local,
-        st,
-        ctl,
-        Block {
-            ptr,
-            size,
-            usable,
-            class,
-            realloc: false,
-        },
-    );
+    let check = add_live(st, usable as i64);
+    let class = class as usize;
+    if !ctl.stacks() {
+        st.last_slot.set(std::ptr::null());
+    } else if ctl.mode() == MODE_SITES {
+        record_site::<false>(st, ctl, ptr, size, usable, class);
+        no_tail_call();
+    } else {
+        st.last_slot.set(std::ptr::null());
+        let left = st.sample_countdown.get().wrapping_sub(1);
+        st.sample_countdown.set(left);
+        if left == 0 {
+            sample::<false>(st, ctl, ptr, size, usable, class);
+            no_tail_call();
+        }
+    }
+    if check {
+        // Last, so that nothing is kept across the call.
+        return check_live_then(st, ptr);
+    }
+    ptr
+}
+
+#[cold]
+#[inline(never)]
+fn check_live_then(st: &ThreadState, ptr: *mut u8) -> *mut u8 {
+    check_live(st);
+    ptr
+}
+
+/// Adds to this thread's net live bytes, and checks them every [`PUBLISH_INTERVAL`]
+/// calls (or at once, after a large block: see [`LIVE_PUBLISH_BYTES`]).
+#[inline(always)]
+fn count_live(st: &ThreadState, delta: i64) {
+    if add_live(st, delta) {
+        check_live(st);
+    }
+}
+
+/// `count_live` without the check: true when it is due.
+#[inline(always)]
+fn add_live(st: &ThreadState, delta: i64) -> bool {
+    st.net_bytes.set(st.net_bytes.get().wrapping_add(delta));
+    let left = st.publish_countdown.get().wrapping_sub(1);
+    st.publish_countdown.set(left);
+    left == 0
+}
+
+/// Publishes this thread's net live bytes if they drifted by [`LIVE_CHECK_BYTES`].
+#[cold]
+#[inline(never)]
+fn check_live(st: &ThreadState) {
+    let net = st.net_bytes.get();
+    if net.unsigned_abs() >= LIVE_CHECK_BYTES as u64 {
+        let live = LIVE_BYTES.fetch_add(net, Relaxed) + net;
+        PEAK_BYTES.fetch_max(live, Relaxed);
+        st.net_bytes.set(0);
+    }
+    st.publish_countdown.set(PUBLISH_INTERVAL);
 }
 
 #[inline(always)]
@@ -279,54 +444,76 @@ fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_
     bump(&p.realloc_bytes_freed, old_usable as u64);
     if moved {
         // A moving realloc is a request jemalloc serves from the new class.
-        bump(&st.moved[class], 1);
+        if let Some(c) = st.moved.get(class) {
+            bump(c, 1);
+        }
     }
     bump(&st.requested[log_linear::size_bucket(new_size)], 1);
-    track_live(st, usable as i64 - old_usable as i64);
     st.last_block.set(new as usize);
-    st.last_slot.set(std::ptr::null());
-    record_stack(
-        local,
-        st,
-        ctl,
-        Block {
-            ptr: new,
-            size: new_size,
-            usable,
-            class,
-            realloc: true,
-        },
-    );
-}
-
-#[inline(always)]
-fn on_dealloc(ptr: *mut u8, layout: Layout) {
-    let ctl = control::load();
-    if ctl.recording() {
-        record_dealloc(ctl, ptr, layout);
+    // Checked now: a realloc can move the net bytes by any amount.
+    st.publish_countdown.set(1);
+    count_live(st, usable as i64 - old_usable as i64);
+    if !ctl.stacks() {
+        st.last_slot.set(std::ptr::null());
+    } else if ctl.mode() == MODE_SITES {
+        record_site::<true>(st, ctl, new, new_size, usable, class);
+        no_tail_call();
+    } else {
+        st.last_slot.set(std::ptr::null());
+        let left = st.sample_countdown.get().wrapping_sub(1);
+        st.sample_countdown.set(left);
+        if left == 0 {
+            sample::<true>(st, ctl, new, new_size, usable, class);
+            no_tail_call();
+        }
     }
 }
 
+/// Free with recording. Out of line; ends in a tail call to `A`, as do its rare
+/// branches, so that its common path saves no registers.
+///
+/// # Safety
+/// The caller upholds `GlobalAlloc::dealloc`'s contract.
 #[inline(never)]
-fn record_dealloc(ctl: Control, ptr: *mut u8, layout: Layout) {
-    let local = thread::current();
-    let Some(st) = state(local, layout, false) else {
-        return;
+unsafe fn dealloc_recorded<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8, layout: Layout) {
+    let Some(st) = thread::current().recording_state() else {
+        // SAFETY: forwarded contract.
+        return unsafe { dealloc_unusual(inner, ctl, ptr, layout) };
     };
     let size = layout.size();
-    let class = size_class::index_of(size, layout.align());
-    let phase = ctl.phase();
-    bump(&st.freed[phase][class], 1);
-    let usable = if class <= size_class::LAST_SMALL {
-        size_class::class_bytes(class)
-    } else {
+    let align = layout.align();
+    let check = if size <= SMALL_REQUEST_MAX && align <= 8 {
+        let r = SMALL_REQUESTS[size];
+        record_free(ctl, st, ptr, r.class, r.usable as usize)
+    } else if align <= 16 {
+        let class = size_class::index_of(size, align);
         let usable = size_class::usable(class, size);
-        bump(&st.phases[phase].large_bytes_freed, usable as u64);
-        usable
+        if class > LAST_SMALL {
+            bump(&st.phases[ctl.phase()].large_bytes_freed, usable as u64);
+            st.publish_countdown.set(1);
+        }
+        record_free(ctl, st, ptr, class as u8, usable)
+    } else {
+        // SAFETY: forwarded contract.
+        return unsafe { dealloc_overaligned(inner, ctl, st, ptr, layout) };
     };
-    track_live(st, -(usable as i64));
+    let followed = ctl.stacks() && lifetimes_maybe(ptr);
+    if check || followed {
+        // SAFETY: forwarded contract.
+        return unsafe { dealloc_then(inner, st, ptr, layout, check, followed) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { inner.dealloc(ptr, layout) }
+}
+
+/// Records a free of a block of class `class` and `usable` real bytes, large bytes
+/// aside; true when the net live bytes are due for a check (`check_live`).
+#[inline(always)]
+fn record_free(ctl: Control, st: &ThreadState, ptr: *mut u8, class: u8, usable: usize) -> bool {
+    let p = &st.phases[ctl.phase()];
+    bump(&p.freed[class as usize], 1);
     if st.last_block.get() == ptr as usize {
-        bump(&st.phases[phase].temporaries, 1);
+        bump(&p.temporaries, 1);
         let slot = st.last_slot.get();
         if !slot.is_null() {
             // SAFETY: `last_slot` points into this thread's current table; it is
@@ -335,9 +522,85 @@ fn record_dealloc(ctl: Control, ptr: *mut u8, layout: Layout) {
         }
         st.last_block.set(0);
     }
-    if ctl.mode() >= MODE_SITES && lifetimes_maybe(ptr) {
+    add_live(st, -(usable as i64))
+}
+
+/// Records a free of any size and alignment, and all that may follow it. Cold.
+#[cold]
+#[inline(never)]
+fn record_free_general(ctl: Control, st: &ThreadState, ptr: *mut u8, layout: Layout) {
+    let size = layout.size();
+    let class = size_class::index_of(size, layout.align());
+    let usable = size_class::usable(class, size);
+    if class > LAST_SMALL {
+        bump(&st.phases[ctl.phase()].large_bytes_freed, usable as u64);
+        st.publish_countdown.set(1);
+    }
+    if record_free(ctl, st, ptr, class as u8, usable) {
+        check_live(st);
+    }
+    if ctl.stacks() && lifetimes_maybe(ptr) {
         end_followed(ptr);
     }
+}
+
+/// A free that `dealloc_recorded` does not record itself: the tracer's own, the first
+/// call on a thread, or one after thread exit.
+///
+/// # Safety
+/// As for `dealloc_recorded`.
+#[cold]
+#[inline(never)]
+unsafe fn dealloc_unusual<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8, layout: Layout) {
+    if let Some(st) = state(thread::current(), layout, false) {
+        record_free_general(ctl, st, ptr, layout);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { inner.dealloc(ptr, layout) }
+}
+
+/// A free with an alignment above 16 (classes found out of line).
+///
+/// # Safety
+/// As for `dealloc_recorded`.
+#[cold]
+#[inline(never)]
+unsafe fn dealloc_overaligned<A: GlobalAlloc>(
+    inner: &A,
+    ctl: Control,
+    st: &ThreadState,
+    ptr: *mut u8,
+    layout: Layout,
+) {
+    record_free_general(ctl, st, ptr, layout);
+    // SAFETY: forwarded contract.
+    unsafe { inner.dealloc(ptr, layout) }
+}
+
+/// The rest of a recorded free, when it has more to do than hand the block to `A`:
+/// check the net live bytes, or stop following the block before `A` can hand its
+/// address out again.
+///
+/// # Safety
+/// As for `dealloc_recorded`.
+#[cold]
+#[inline(never)]
+unsafe fn dealloc_then<A: GlobalAlloc>(
+    inner: &A,
+    st: &ThreadState,
+    ptr: *mut u8,
+    layout: Layout,
+    check: bool,
+    followed: bool,
+) {
+    if check {
+        check_live(st);
+    }
+    if followed {
+        end_followed(ptr);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { inner.dealloc(ptr, layout) }
 }
 
 #[cold]
@@ -345,110 +608,83 @@ fn end_followed(ptr: *mut u8) {
     thread::guarded(|| crate::lifetimes::end(ptr));
 }
 
-#[inline(always)]
-fn track_live(st: &ThreadState, delta: i64) {
-    let net = st.net_bytes.get() + delta;
-    if net.unsigned_abs() >= LIVE_PUBLISH_BYTES as u64 {
-        publish_live(net);
-        st.net_bytes.set(0);
-    } else {
-        st.net_bytes.set(net);
-    }
-}
-
-#[cold]
-fn publish_live(net: i64) {
-    let live = LIVE_BYTES.fetch_add(net, Relaxed) + net;
-    PEAK_BYTES.fetch_max(live, Relaxed);
-}
-
 /// Return addresses of the tracer's own frames at the start of a stack, at most.
 pub const OWN_FRAMES: usize = 2;
 
-/// One recorded block, as the stack part of recording needs it.
-#[derive(Clone, Copy)]
-struct Block {
+/// Every call in `sites` mode: the stack, its site's counters, and now and then a
+/// block followed to its free. Called, never jumped to, from the function whose
+/// frame the walk passes over (see `no_tail_call`).
+#[inline(never)]
+fn record_site<const REALLOC: bool>(
+    st: &ThreadState,
+    ctl: Control,
     ptr: *mut u8,
     size: usize,
     usable: usize,
     class: usize,
-    realloc: bool,
-}
-
-/// The stack part of recording: every call in `sites` mode, sampled ones in `sample`
-/// mode. Inlined: the `count` and `sample` cases are a branch and a countdown; the
-/// `sites` case is out of line.
-#[inline(always)]
-fn record_stack(local: &Local, st: &ThreadState, ctl: Control, block: Block) {
-    match ctl.mode() {
-        MODE_SITES => record_site(local, st, ctl, block),
-        MODE_SAMPLE => {
-            let left = st.sample_countdown.get();
-            if left <= 1 {
-                sample(local, st, ctl, block);
-            } else {
-                st.sample_countdown.set(left - 1);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Every call in `sites` mode: the stack, its site's counters, and now and then a
-/// block followed to its free.
-#[inline(never)]
-fn record_site(local: &Local, st: &ThreadState, ctl: Control, block: Block) {
-    let slot = site_slot(local, st, ctl, block.class);
-    count_in_slot(slot, block);
+) {
+    let slot = site_slot(st, ctl, class);
+    count_in_slot::<REALLOC>(slot, size, usable);
     st.last_slot.set(slot);
-    let left = st.lifetime_countdown.get();
-    if left <= 1 {
-        let site = slot_site(ctl, block.class, st);
-        follow_block(local, st, block, site, control::lifetime_interval());
-    } else {
-        st.lifetime_countdown.set(left - 1);
+    let left = st.lifetime_countdown.get().wrapping_sub(1);
+    st.lifetime_countdown.set(left);
+    if left == 0 {
+        let site = slot_site(ctl, class, st);
+        follow_block(st, ptr, usable, site, control::lifetime_interval());
     }
 }
 
 #[inline(always)]
-fn count_in_slot(slot: &Slot, block: Block) {
-    let count = if block.realloc {
-        &slot.reallocs
-    } else {
-        &slot.allocs
-    };
-    bump(count, 1);
-    bump(&slot.bytes_requested, block.size as u64);
-    bump(&slot.bytes_allocated, block.usable as u64);
+fn count_in_slot<const REALLOC: bool>(slot: &Slot, size: usize, usable: usize) {
+    bump(
+        if REALLOC {
+            &slot.reallocs
+        } else {
+            &slot.allocs
+        },
+        1,
+    );
+    bump(&slot.bytes_requested, size as u64);
+    bump(&slot.bytes_allocated, usable as u64);
 }
 
-/// Captures the stack and returns its slot in this thread's table.
+/// Walks the stack and returns its slot in this thread's table.
 #[inline(always)]
-fn site_slot<'t>(local: &Local, st: &'t ThreadState, ctl: Control, class: usize) -> &'t Slot {
-    let mut raw = stack::raw_frames();
+fn site_slot(st: &ThreadState, ctl: Control, class: usize) -> &Slot {
     let seed = pack_meta(ctl.phase(), class, 0);
     // The innermost return addresses are the tracer's own: the one into
-    // `record_alloc` (or `record_realloc`), always, so it is walked over here; and
+    // `alloc_recorded` (or `record_realloc`), always, so it is walked over here; and
     // the one into the allocator entry point, unless that entry was inlined into the
-    // program's code, so it is kept and the report drops it if it is all tracer.
+    // program's code or jumped to `alloc_recorded`, so it is kept and the report drops
+    // it if it is all tracer.
     let depth = ctl.depth() + OWN_FRAMES - 1;
-    let (n, hash) = stack::capture(&mut raw, 1, depth, st.stack_top, seed);
-    let key = SiteKey {
-        meta: seed | pack_meta(0, 0, n),
-        frames: stack::captured(&raw, n),
-        hash,
-    };
-    match st.table().lookup(&key) {
-        Lookup::Slot(slot) => slot,
-        Lookup::Full => make_room(local, st, &key),
+    let walk = stack::walk(1, depth, st.stack_top, seed);
+    let meta = seed | pack_meta(0, 0, walk.n);
+    match st.table().find(walk.hash, meta) {
+        Some(slot) => slot,
+        None => new_site(st, &walk, meta),
     }
 }
 
-/// Grows or flushes a full table, then inserts `key`. Cold, under the guard.
+/// Inserts a site not in the table yet: reads its frames again, then grows or
+/// flushes a full table. Cold, under the guard.
 #[cold]
 #[inline(never)]
-fn make_room<'t>(local: &Local, st: &'t ThreadState, key: &SiteKey<'_>) -> &'t Slot {
-    let was = local.guard.replace(true);
+fn new_site<'t>(st: &'t ThreadState, walk: &Walk, meta: u64) -> &'t Slot {
+    let mut raw = stack::raw_frames();
+    // SAFETY: `walk` was made by our caller, `site_slot` inlined into the recording
+    // function, which is still running.
+    let frames = unsafe { stack::frames_of(walk, &mut raw) };
+    let key = SiteKey {
+        meta,
+        frames,
+        hash: walk.hash,
+    };
+    if let Lookup::Slot(slot) = st.table().lookup(&key) {
+        return slot;
+    }
+    let local = thread::current();
+    let was = local.replace_guard(true);
     let mut grow = true;
     let slot = loop {
         if grow && st.grow_table() {
@@ -459,11 +695,11 @@ fn make_room<'t>(local: &Local, st: &'t ThreadState, key: &SiteKey<'_>) -> &'t S
             crate::registry::flush_table(st);
         }
         st.last_slot.set(std::ptr::null());
-        if let Lookup::Slot(slot) = st.table().lookup(key) {
+        if let Lookup::Slot(slot) = st.table().lookup(&key) {
             break slot;
         }
     };
-    local.guard.set(was);
+    local.set_guard(was);
     slot
 }
 
@@ -486,32 +722,38 @@ fn slot_site(ctl: Control, class: usize, st: &ThreadState) -> crate::registry::S
 #[cold]
 #[inline(never)]
 fn follow_block(
-    local: &Local,
     st: &ThreadState,
-    block: Block,
+    ptr: *mut u8,
+    usable: usize,
     site: crate::registry::SiteId,
     interval: u64,
 ) {
-    let was = local.guard.replace(true);
-    crate::lifetimes::follow(block.ptr, site, block.usable as u64);
+    thread::guarded(|| crate::lifetimes::follow(ptr, site, usable as u64));
     st.lifetime_countdown.set(if interval == 0 {
         u64::MAX
     } else {
         st.geometric(interval)
     });
-    local.guard.set(was);
 }
 
 /// A sampled call in `sample` mode: stack, site counters, and the block followed.
+/// Called like `record_site`, never jumped to.
 #[cold]
 #[inline(never)]
-fn sample(local: &Local, st: &ThreadState, ctl: Control, block: Block) {
-    let slot = site_slot(local, st, ctl, block.class);
-    count_in_slot(slot, block);
+fn sample<const REALLOC: bool>(
+    st: &ThreadState,
+    ctl: Control,
+    ptr: *mut u8,
+    size: usize,
+    usable: usize,
+    class: usize,
+) {
+    let slot = site_slot(st, ctl, class);
+    count_in_slot::<REALLOC>(slot, size, usable);
     bump(&st.phases[ctl.phase()].sampled, 1);
     st.last_slot.set(slot);
-    let site = slot_site(ctl, block.class, st);
-    follow_block(local, st, block, site, 0);
+    let site = slot_site(ctl, class, st);
+    follow_block(st, ptr, usable, site, 0);
     st.sample_countdown
         .set(st.geometric(control::sample_interval()));
 }

@@ -80,11 +80,12 @@ pub fn hash_finish(h: u64) -> u64 {
     h | 1
 }
 
-/// Counters of one (stack, phase, size class).
+/// Counters of one (stack, phase, size class). Tag, meta and counters come first:
+/// a lookup that finds its site touches those 56 bytes only.
+#[repr(C)]
 pub struct Slot {
     tag: AtomicU64,
     meta: AtomicU64,
-    frames: [AtomicUsize; MAX_DEPTH],
     /// Allocations (`alloc`, `alloc_zeroed`); in `sample` mode, sampled ones only.
     pub allocs: AtomicU64,
     /// `realloc` calls that landed in this class.
@@ -95,6 +96,7 @@ pub struct Slot {
     pub bytes_allocated: AtomicU64,
     /// Blocks from here freed before their thread's next allocation.
     pub temporaries: AtomicU64,
+    frames: [AtomicUsize; MAX_DEPTH],
 }
 
 /// Adds `n` to a counter only this thread writes: a load and a store, no `lock` prefix.
@@ -200,13 +202,37 @@ impl SiteTable {
         &self.slots
     }
 
-    /// Finds or publishes the slot for `key`. Owner thread only.
+    /// The slot of a site already in the table: same hash and meta word (see
+    /// [`Slot::matches`]). Owner thread only; `None` sends the caller to [`lookup`],
+    /// which inserts.
+    ///
+    /// [`lookup`]: SiteTable::lookup
     #[inline(always)]
+    pub fn find(&self, hash: u64, meta: u64) -> Option<&Slot> {
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut i = hash as usize & mask;
+        loop {
+            let slot = self.slots.get(i)?;
+            let tag = slot.tag.load(Relaxed);
+            if tag == hash && slot.meta.load(Relaxed) == meta {
+                return Some(slot);
+            }
+            if tag == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Finds or publishes the slot for `key`. Owner thread only.
+    #[inline]
     pub fn lookup(&self, key: &SiteKey<'_>) -> Lookup<'_> {
         let mask = self.slots.len() - 1;
         let mut i = key.hash as usize & mask;
         loop {
-            let slot = &self.slots[i];
+            let Some(slot) = self.slots.get(i) else {
+                return Lookup::Full;
+            };
             let tag = slot.tag.load(Relaxed);
             if tag == key.hash && slot.matches(key) {
                 return Lookup::Slot(slot);

@@ -18,7 +18,8 @@ pub const NUM_CLASSES: usize = 9 + 4 * (44 - 7);
 const PAGE: usize = 4096;
 /// Index of the largest small class (14336 bytes).
 pub const LAST_SMALL: usize = 9 + 4 * (13 - 7) + 2;
-const SMALL_MAX: usize = 14336;
+/// Largest small class: the most a small block adds to a thread's live bytes.
+pub const SMALL_MAX: usize = 14336;
 const LARGE_MIN: usize = 16384;
 
 /// Index of the class `size` falls in when requested with the natural alignment.
@@ -75,6 +76,48 @@ static CLASS_BYTES: [usize; NUM_CLASSES] = {
     while i < NUM_CLASSES {
         t[i] = compute_class_bytes(i);
         i += 1;
+    }
+    t
+};
+
+/// Requests up to this many bytes with an alignment of at most 8 (nearly all of
+/// them) are classified by one lookup in [`SMALL_REQUESTS`].
+pub const SMALL_REQUEST_MAX: usize = 1024;
+
+/// What the hot path needs to know of a request: its class index, its
+/// requested-size bucket (`log_linear::size_bucket`) and its real block size. The
+/// indices are `u8` so that indexing arrays of 256 entries needs no bounds check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Size-class index.
+    pub class: u8,
+    /// Requested-size bucket.
+    pub bucket: u8,
+    /// Real bytes of the block (the class size).
+    pub usable: u16,
+}
+
+/// Class, bucket and real size of every request size up to [`SMALL_REQUEST_MAX`]
+/// (alignment at most 8: then the class is that of the size alone).
+pub static SMALL_REQUESTS: [Request; SMALL_REQUEST_MAX + 1] = {
+    let mut t = [Request {
+        class: 0,
+        bucket: 0,
+        usable: 0,
+    }; SMALL_REQUEST_MAX + 1];
+    let mut size = 0;
+    while size <= SMALL_REQUEST_MAX {
+        let class = index_of_size(size);
+        let bucket = super::log_linear::size_bucket(size);
+        let usable = compute_class_bytes(class);
+        assert!(class <= u8::MAX as usize && bucket <= u8::MAX as usize);
+        assert!(usable <= u16::MAX as usize);
+        t[size] = Request {
+            class: class as u8,
+            bucket: bucket as u8,
+            usable: usable as u16,
+        };
+        size += 1;
     }
     t
 };
@@ -139,6 +182,21 @@ mod tests {
                 };
                 assert_eq!(index_of(size, align), slow, "size {size} align {align}");
             }
+        }
+    }
+
+    #[test]
+    fn small_requests_agree_with_arithmetic() {
+        for (size, &r) in SMALL_REQUESTS.iter().enumerate() {
+            for align in [1, 2, 4, 8] {
+                assert_eq!(
+                    r.class as usize,
+                    index_of(size, align),
+                    "size {size} align {align}"
+                );
+            }
+            assert_eq!(r.bucket as usize, crate::hot::log_linear::size_bucket(size));
+            assert_eq!(r.usable as usize, usable(r.class as usize, size));
         }
     }
 

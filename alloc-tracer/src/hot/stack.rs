@@ -34,11 +34,114 @@ pub fn captured(out: &RawFrames, n: usize) -> &[usize] {
     unsafe { std::slice::from_raw_parts(out.as_ptr().cast::<usize>(), n.min(MAX_DEPTH)) }
 }
 
-/// Fills `out` with up to `depth` return addresses, starting with the caller of the
-/// function this is inlined into, and returns how many it wrote and their hash
-/// (`site_table::hash` of `seed` and the frames, computed in the same pass).
+/// What a [`walk`] found: how many frames, their hash, and where the first one is,
+/// so that [`frames_of`] can read the same frames again.
+#[derive(Clone, Copy, Debug)]
+pub struct Walk {
+    /// Frames walked (return addresses hashed).
+    pub n: usize,
+    /// `site_table::hash` of the seed and the return addresses.
+    pub hash: u64,
+    /// Frame pointer of the first frame kept.
+    pub start: usize,
+}
+
+/// Walks up to `depth` frames, starting with the caller of the function this is
+/// inlined into after passing over `skip` frames, and hashes their return addresses
+/// (`site_table::hash` of `seed` and the frames) without storing them: a site seen
+/// before needs only the hash, and a new one reads its frames again with
+/// [`frames_of`].
 ///
 /// `stack_top` is the highest address of the current thread's stack (exclusive).
+#[inline(always)]
+pub fn walk(skip: usize, depth: usize, stack_top: usize, seed: u64) -> Walk {
+    let (mut fp, sp) = registers();
+    let mut hash = super::site_table::hash_start(seed);
+    let none = |hash| Walk {
+        n: 0,
+        hash: super::site_table::hash_finish(hash),
+        start: 0,
+    };
+    // One unsigned comparison checks sp <= fp <= stack_top - 16: below `sp` the
+    // difference wraps around to a huge value.
+    let span = stack_top
+        .saturating_sub(sp)
+        .saturating_sub(2 * size_of::<usize>());
+    if fp.wrapping_sub(sp) > span {
+        return none(hash);
+    }
+    // From here on every frame pointer lies strictly above the one before (so above
+    // `sp`) and at most at `limit`: both words of a frame lie in this thread's stack.
+    let limit = sp + span;
+    // The tracer's own frames: walked over, not kept.
+    for _ in 0..skip {
+        // SAFETY: sp <= fp <= stack_top - 16 (checked before the loop and on every
+        // step): the word lies in this thread's stack, which is mapped from the
+        // current stack pointer up to its top. (x86_64 and aarch64 load unaligned
+        // words from normal memory.)
+        let next = unsafe { (fp as *const usize).read_unaligned() };
+        if next <= fp || next > limit {
+            return none(hash);
+        }
+        fp = next;
+    }
+    let start = fp;
+    let max = depth.min(MAX_DEPTH);
+    if max == 0 {
+        return none(hash);
+    }
+    let mut left = max;
+    loop {
+        // SAFETY: as above: sp <= fp <= stack_top - 16. The words may be garbage if a
+        // frame lacks a frame pointer; the check on `next` below keeps the walk moving
+        // up the stack, inside it. (A zero return address marks the outermost frame on
+        // some platforms; the `next <= fp` check ends the walk there anyway.)
+        let (next, ret) = unsafe {
+            let p = fp as *const usize;
+            (p.read_unaligned(), p.add(1).read_unaligned())
+        };
+        hash = super::site_table::hash_step(hash, ret);
+        left -= 1;
+        if left == 0 || next <= fp || next > limit {
+            break;
+        }
+        fp = next;
+    }
+    Walk {
+        n: max - left,
+        hash: super::site_table::hash_finish(hash),
+        start,
+    }
+}
+
+/// Writes the return addresses of an earlier [`walk`] into `out` and returns them.
+///
+/// # Safety
+/// `walk` must come from a walk made by a caller of the current function, on this
+/// thread, that has not returned yet: the frames it walked belong to functions still
+/// running below that caller, so they still hold what the walk read.
+#[inline(always)]
+pub unsafe fn frames_of<'o>(walk: &Walk, out: &'o mut RawFrames) -> &'o [usize] {
+    let mut fp = walk.start;
+    for slot in out.iter_mut().take(walk.n) {
+        // SAFETY: the walk read these two words moments ago, after checking that
+        // they lie in this thread's stack; the caller guarantees they are unchanged.
+        let (next, ret) = unsafe {
+            let p = fp as *const usize;
+            (p.read_unaligned(), p.add(1).read_unaligned())
+        };
+        slot.write(ret);
+        fp = next;
+    }
+    captured(out, walk.n)
+}
+
+/// Fills `out` with up to `depth` return addresses, starting with the caller of the
+/// function this is inlined into, and returns how many it wrote and their hash
+/// (`site_table::hash` of `seed` and the frames): a [`walk`] and [`frames_of`].
+///
+/// `stack_top` is the highest address of the current thread's stack (exclusive).
+#[cfg(test)]
 #[inline(always)]
 pub fn capture(
     out: &mut RawFrames,
@@ -47,50 +150,11 @@ pub fn capture(
     stack_top: usize,
     seed: u64,
 ) -> (usize, u64) {
-    let (mut fp, sp) = registers();
-    let mut hash = super::site_table::hash_start(seed);
-    // One unsigned comparison checks sp <= fp <= stack_top - 16: below `sp` the
-    // difference wraps around to a huge value.
-    let span = stack_top
-        .saturating_sub(sp)
-        .saturating_sub(2 * size_of::<usize>());
-    // The tracer's own frames: walked over, not kept.
-    for _ in 0..skip {
-        if fp.wrapping_sub(sp) > span {
-            return (0, super::site_table::hash_finish(hash));
-        }
-        // SAFETY: as in the loop below.
-        let next = unsafe { (fp as *const usize).read_unaligned() };
-        if next <= fp {
-            return (0, super::site_table::hash_finish(hash));
-        }
-        fp = next;
-    }
-    let mut n = 0;
-    for slot in out[..depth.min(MAX_DEPTH)].iter_mut() {
-        if fp.wrapping_sub(sp) > span {
-            break;
-        }
-        // SAFETY: sp <= fp <= stack_top - 16: both words lie in this thread's stack,
-        // which is mapped from the current stack pointer up to its top. (x86_64 and
-        // aarch64 load unaligned words from normal memory.) Their contents may be
-        // garbage if a frame lacks a frame pointer; the check on `next` below keeps
-        // the walk moving up the stack, inside it.
-        // (A zero return address marks the outermost frame on some platforms; the
-        // `next <= fp` check ends the walk there anyway.)
-        let (next, ret) = unsafe {
-            let p = fp as *const usize;
-            (p.read_unaligned(), p.add(1).read_unaligned())
-        };
-        slot.write(ret);
-        hash = super::site_table::hash_step(hash, ret);
-        n += 1;
-        if next <= fp {
-            break;
-        }
-        fp = next;
-    }
-    (n, super::site_table::hash_finish(hash))
+    let w = walk(skip, depth, stack_top, seed);
+    // SAFETY: the walk was made just now, in this same function (everything here is
+    // inlined into the caller).
+    let n = unsafe { frames_of(&w, out) }.len();
+    (n, w.hash)
 }
 
 /// The current frame pointer and stack pointer.

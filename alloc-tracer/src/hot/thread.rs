@@ -22,13 +22,24 @@ pub const INITIAL_SLOTS: usize = 256;
 pub const MAX_SLOTS: usize = 1 << 16;
 const MAX_RETIRED: usize = 16;
 
-/// Counters of one phase on one thread. Allocation and free counts and the bytes of
-/// small blocks are not here: they follow from the per-class counts
-/// (`ThreadState::classes`, `ThreadState::freed`), which the hot path bumps anyway.
-#[derive(Default)]
+/// Class slots of the per-class arrays: class indices are stored as `u8`, so with 256
+/// slots every index is in bounds by construction (only the first
+/// [`NUM_CLASSES`] are ever counted).
+pub const CLASS_SLOTS: usize = 256;
+const _: () = assert!(NUM_CLASSES <= CLASS_SLOTS);
+
+/// Counters of one phase on one thread, together so that one base address serves an
+/// allocation's or free's counters. Allocation and free counts and the bytes of small
+/// blocks are per class only: totals follow from the per-class counts.
 pub struct PhaseCounters {
+    /// Allocations (`alloc`, `alloc_zeroed`) per size class.
+    pub allocs: [AtomicU64; CLASS_SLOTS],
+    /// Frees per size class.
+    pub freed: [AtomicU64; CLASS_SLOTS],
     /// Requested bytes of allocations and reallocs (new size).
     pub bytes_requested: AtomicU64,
+    /// Blocks freed before this thread's next allocation.
+    pub temporaries: AtomicU64,
     /// Real bytes of large blocks (above 14336 bytes) allocated.
     pub large_bytes_allocated: AtomicU64,
     /// Real bytes of large blocks freed.
@@ -39,8 +50,6 @@ pub struct PhaseCounters {
     pub realloc_bytes_allocated: AtomicU64,
     /// Real bytes of the old blocks of reallocs.
     pub realloc_bytes_freed: AtomicU64,
-    /// Blocks freed before this thread's next allocation.
-    pub temporaries: AtomicU64,
     /// Stacks captured in `sample` mode.
     pub sampled: AtomicU64,
 }
@@ -56,25 +65,31 @@ pub struct OwnCounters {
     pub classes: [AtomicU64; NUM_CLASSES],
 }
 
-/// Everything one thread records.
-pub struct ThreadState {
-    /// Highest address of this thread's stack (0: no stacks on this thread).
-    pub stack_top: usize,
+/// Calls (allocations, frees, reallocs) between two checks of a thread's net live
+/// bytes: the hot path only counts down; the check itself is cold.
+pub const PUBLISH_INTERVAL: u64 = 32;
 
-    // Owner-only fields.
+/// Everything one thread records.
+#[repr(C)]
+pub struct ThreadState {
+    // Owner-only fields, first: they share a cache line.
     /// The block of this thread's latest allocation, until freed or superseded.
     pub last_block: Cell<usize>,
     /// The site of `last_block`, if stacks are recorded.
     pub last_slot: Cell<*const super::site_table::Slot>,
-    /// Allocations left before the next sampled stack (`sample` mode).
-    pub sample_countdown: Cell<u64>,
-    /// Allocations left before the next block followed to its free.
-    pub lifetime_countdown: Cell<u64>,
-    /// xorshift state for the geometric sampling intervals.
-    pub rng: Cell<u64>,
     /// Size-class bytes allocated minus freed since last published to the global
     /// live-bytes estimate.
     pub net_bytes: Cell<i64>,
+    /// Calls left before `net_bytes` is checked (see [`PUBLISH_INTERVAL`]).
+    pub publish_countdown: Cell<u64>,
+    /// Allocations left before the next sampled stack (`sample` mode); never 0.
+    pub sample_countdown: Cell<u64>,
+    /// Allocations left before the next block followed to its free; never 0.
+    pub lifetime_countdown: Cell<u64>,
+    /// Highest address of this thread's stack (0: no stacks on this thread).
+    pub stack_top: usize,
+    /// xorshift state for the geometric sampling intervals.
+    pub rng: Cell<u64>,
     retired: [Cell<*mut SiteTable>; MAX_RETIRED],
     retired_len: Cell<usize>,
 
@@ -83,10 +98,6 @@ pub struct ThreadState {
     pub table: AtomicPtr<SiteTable>,
     /// Per-phase counters.
     pub phases: [PhaseCounters; MAX_PHASES],
-    /// Allocations (`alloc`, `alloc_zeroed`) per phase and size class.
-    pub classes: [[AtomicU64; NUM_CLASSES]; MAX_PHASES],
-    /// Frees per phase and size class.
-    pub freed: [[AtomicU64; NUM_CLASSES]; MAX_PHASES],
     /// Reallocs that moved the block, per size class of the new block (jemalloc
     /// counts those as requests in the new class).
     pub moved: [AtomicU64; NUM_CLASSES],
@@ -96,23 +107,78 @@ pub struct ThreadState {
     pub own: OwnCounters,
 }
 
-/// The one thread-local the hot path touches.
+/// The one thread-local the hot path touches: this thread's state pointer with the
+/// re-entrancy guard in its top bit, so that one load and one signed comparison tell
+/// the hot path whether to record.
+///
+/// The guard is set while tracer code runs on this thread: allocations made then are
+/// the tracer's own and pass straight through. This is what keeps `backtrace`,
+/// `dashmap` and report writing from recursing into the recorder. The state pointer
+/// is null before the first recorded allocation and [`DEAD`] after thread exit. (User
+/// space addresses never have the top bit set on the 64-bit targets supported.)
 pub struct Local {
-    /// Set while tracer code runs on this thread: allocations made then are the
-    /// tracer's own and pass straight through. This is what keeps `backtrace`,
-    /// `dashmap` and report writing from recursing into the recorder.
-    pub guard: Cell<bool>,
-    /// Null before the first recorded allocation, [`DEAD`] after thread exit.
-    pub state: Cell<*mut ThreadState>,
+    word: Cell<*mut ThreadState>,
+}
+
+const _: () = assert!(usize::BITS == 64, "the guard bit needs 64-bit addresses");
+const GUARD: usize = 1 << 63;
+
+impl Local {
+    /// This thread's state when the current call is the program's and must be
+    /// recorded: neither null nor DEAD, and the guard not set.
+    #[inline(always)]
+    pub fn recording_state(&self) -> Option<&ThreadState> {
+        let w = self.word.get();
+        // Signed: the guard bit makes the word negative; null and DEAD are 0 and 1.
+        if (w.addr() as isize) > DEAD.addr() as isize {
+            // SAFETY: a live state pointer (not null, not DEAD, guard clear) was set by
+            // `thread::init` on this thread and stays valid until this thread's exit
+            // hook marks it DEAD.
+            Some(unsafe { &*w })
+        } else {
+            None
+        }
+    }
+
+    /// True while the tracer's own code runs on this thread.
+    #[inline]
+    pub fn guard(&self) -> bool {
+        self.word.get().addr() & GUARD != 0
+    }
+
+    /// Sets or clears the guard; returns its previous value.
+    #[inline]
+    pub fn replace_guard(&self, on: bool) -> bool {
+        let w = self.word.get();
+        self.word
+            .set(w.map_addr(|a| (a & !GUARD) | if on { GUARD } else { 0 }));
+        w.addr() & GUARD != 0
+    }
+
+    /// Sets or clears the guard.
+    #[inline]
+    pub fn set_guard(&self, on: bool) {
+        self.replace_guard(on);
+    }
+
+    /// This thread's state pointer: null, [`DEAD`] or a live state.
+    #[inline]
+    pub fn state(&self) -> *mut ThreadState {
+        self.word.get().map_addr(|a| a & !GUARD)
+    }
+
+    /// Replaces the state pointer, keeping the guard.
+    fn set_state(&self, st: *mut ThreadState) {
+        let guard = self.word.get().addr() & GUARD;
+        self.word.set(st.map_addr(|a| a | guard));
+    }
 }
 
 /// Marks a thread whose state was merged and freed at exit.
 pub const DEAD: *mut ThreadState = ptr::without_provenance_mut(1);
 
 thread_local! {
-    static LOCAL: Local = const {
-        Local { guard: Cell::new(false), state: Cell::new(null_mut()) }
-    };
+    static LOCAL: Local = const { Local { word: Cell::new(null_mut()) } };
     static EXIT_HOOK: ExitHook = const { ExitHook };
 }
 
@@ -141,10 +207,10 @@ pub fn guarded<R>(f: impl FnOnce() -> R) -> R {
     struct Reset(bool);
     impl Drop for Reset {
         fn drop(&mut self) {
-            with_local(|l| l.guard.set(self.0));
+            with_local(|l| l.set_guard(self.0));
         }
     }
-    let _reset = Reset(with_local(|l| l.guard.replace(true)));
+    let _reset = Reset(with_local(|l| l.replace_guard(true)));
     f()
 }
 
@@ -153,16 +219,16 @@ struct ExitHook;
 impl Drop for ExitHook {
     fn drop(&mut self) {
         with_local(|local| {
-            let state = local.state.get();
+            let state = local.state();
             if state.is_null() || state == DEAD {
                 return;
             }
-            local.guard.set(true);
+            local.set_guard(true);
             // SAFETY: `state` came from `Box::into_raw` in `init` on this thread and is
             // freed only here, once; after this the thread is marked DEAD.
             unsafe { crate::registry::retire(state) };
-            local.state.set(DEAD);
-            local.guard.set(false);
+            local.set_state(DEAD);
+            local.set_guard(false);
         });
     }
 }
@@ -176,6 +242,7 @@ impl ThreadState {
         let mut st = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
         st.stack_top = stack_top;
         st.rng = Cell::new(seed | 1);
+        st.publish_countdown = Cell::new(PUBLISH_INTERVAL);
         st.table = AtomicPtr::new(Box::into_raw(SiteTable::with_capacity(INITIAL_SLOTS)));
         st
     }
@@ -262,7 +329,7 @@ impl ThreadState {
 #[cold]
 #[inline(never)]
 pub fn init(local: &Local) -> *mut ThreadState {
-    let was = local.guard.replace(true);
+    let was = local.replace_guard(true);
     let seed = (local as *const Local as u64) ^ crate::clock::now_ns().rotate_left(32);
     let state = Box::into_raw(ThreadState::new(super::stack::current_stack_top(), seed));
     // SAFETY: `state` was just created and is not shared yet.
@@ -275,13 +342,13 @@ pub fn init(local: &Local) -> *mut ThreadState {
     } else {
         st.geometric(lifetime)
     });
-    local.state.set(state);
+    local.set_state(state);
     // Registering the destructor may allocate (it does not with glibc); the guard
     // makes that harmless. A thread already tearing down its thread-locals keeps its
     // state registered, and the report still reads it.
     let _ = EXIT_HOOK.try_with(|_| ());
     crate::registry::register(state);
-    local.guard.set(was);
+    local.set_guard(was);
     state
 }
 
