@@ -108,7 +108,7 @@ fn main() -> PolarsResult<()> {
         let t = Instant::now();
         let report = analyzer::report::load(&dir).expect("synthetic report loads");
         let loaded = t.elapsed().as_secs_f64();
-        let top = rank::top(&report, RankBy::Count, 20, Some("synthesize"));
+        let top = rank::top(&report, RankBy::Count, 20, Some("synthesize"), None);
         assert_eq!(top.len(), 20);
         load.push(loaded);
         ranking.push(t.elapsed().as_secs_f64() - loaded);

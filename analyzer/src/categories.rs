@@ -60,6 +60,10 @@ pub struct Category {
     /// Additionally, some frame matches one of these.
     #[serde(default)]
     pub also: Vec<Pattern>,
+    /// A calibrated operation (see `analyzer calibrate`) that each allocation of this
+    /// category implies beyond the allocator: the cost model adds it as indirect cost.
+    #[serde(default)]
+    pub indirect: Option<String>,
 }
 
 impl Category {
@@ -94,6 +98,20 @@ pub fn parse_rules(text: &str, path: &Path) -> Result<Vec<Category>, Error> {
 pub fn default_rules() -> Vec<Category> {
     parse_rules(DEFAULT_RULES, Path::new("default_categories.toml"))
         .expect("the built-in rules parse (tested)")
+}
+
+/// The index of the first rule that claims a site with these frames, or
+/// `rules.len()` (unmatched).
+pub fn classify(rules: &[Category], frames: &[FrameRow]) -> usize {
+    rules
+        .iter()
+        .position(|c| c.claims(frames))
+        .unwrap_or(rules.len())
+}
+
+/// The name of category `i` from [`classify`].
+pub fn category_name(rules: &[Category], i: usize) -> &str {
+    rules.get(i).map_or(UNMATCHED, |c| c.name.as_str())
 }
 
 /// Totals of one category.
@@ -139,10 +157,7 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
     let total: u64 = sites.iter().map(|s| s.alloc_count + s.realloc_count).sum();
     for (k, s) in sites.iter().enumerate() {
         let fs = frames_of(&report.frames, s.site_id);
-        let i = rules
-            .iter()
-            .position(|c| c.claims(fs))
-            .unwrap_or(rules.len());
+        let i = classify(rules, fs);
         let t = &mut out[i];
         t.sites += 1;
         t.alloc_count += s.alloc_count;
@@ -177,13 +192,7 @@ mod tests {
     use super::*;
 
     fn frame(function: &str, file: &str) -> FrameRow {
-        FrameRow {
-            site_id: 0,
-            frame_index: 0,
-            function: function.into(),
-            file: Some(file.into()),
-            line: None,
-        }
+        FrameRow::test(function, file, None)
     }
 
     #[test]

@@ -1,16 +1,20 @@
-//! analyzer: ranks, classifies and (later) prices and diffs alloc-tracer reports.
+//! analyzer: ranks, classifies, prices and diffs alloc-tracer reports.
 //!
 //! Library first: [`report::load`] reads a report directory (polars), [`rank::top`]
 //! ranks its call sites, [`categories::totals`] sorts allocations into categories from
-//! rules. Everything returns plain data; [`render`] turns it into tables, JSON or
-//! CSV. The `analyzer` binary is a thin CLI over these.
-//!
-//! Not yet here (see the analyzer issue): the cost model (`calibrate`, `cost`),
-//! `diff`, flame graphs and pprof export.
+//! rules, [`calibrate::run`] measures what allocations cost on this machine,
+//! [`cost::estimate`] prices sites and categories with it, [`diff::diff`] compares two
+//! reports, and [`export`] writes folded stacks, flame graphs and pprof profiles.
+//! Everything returns plain data; [`render`] turns it into tables, JSON or CSV. The
+//! `analyzer` binary is a thin CLI over these.
 #![forbid(unsafe_code)]
 
+pub mod calibrate;
 pub mod categories;
+pub mod cost;
+pub mod diff;
 pub mod error;
+pub mod export;
 pub mod naming;
 pub mod rank;
 pub mod render;

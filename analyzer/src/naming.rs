@@ -37,13 +37,7 @@ mod tests {
     use super::*;
 
     fn frame(function: &str, file: &str) -> FrameRow {
-        FrameRow {
-            site_id: 0,
-            frame_index: 0,
-            function: function.into(),
-            file: Some(file.into()),
-            line: Some(7),
-        }
+        FrameRow::test(function, file, Some(7))
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub enum RankBy {
     Bytes,
     /// Temporaries.
     Temporaries,
+    /// Estimated cost (needs per-site costs).
+    Cost,
 }
 
 /// One ranked site.
@@ -42,6 +44,8 @@ pub struct RankedSite {
     pub main_size_class_bytes: u64,
     /// Median lifetime of the followed blocks of the main size class, if any.
     pub lifetime_ns_median: Option<u64>,
+    /// Estimated cost in seconds (direct + indirect, see `cost`), with a calibration.
+    pub cost_s: Option<f64>,
 }
 
 /// Per-site totals over the rows of `phase` (all phases if `None`), not yet named
@@ -89,6 +93,7 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
             share: ratio(a.allocs + a.reallocs, total),
             main_size_class_bytes: a.main.0,
             lifetime_ns_median: a.main.2,
+            cost_s: None,
         })
         .collect()
 }
@@ -110,16 +115,29 @@ fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 { 0.0 } else { a as f64 / b as f64 }
 }
 
-/// The `limit` sites ranked first by `by`, within `phase` if given.
-pub fn top(report: &Report, by: RankBy, limit: usize, phase: Option<&str>) -> Vec<RankedSite> {
+/// The `limit` sites ranked first by `by`, within `phase` if given; `costs` (site id
+/// to seconds) fills in `cost_s` and is what [`RankBy::Cost`] ranks by.
+pub fn top(
+    report: &Report,
+    by: RankBy,
+    limit: usize,
+    phase: Option<&str>,
+    costs: Option<&HashMap<u64, f64>>,
+) -> Vec<RankedSite> {
     let mut sites = site_totals(report, phase);
+    if let Some(costs) = costs {
+        for s in &mut sites {
+            s.cost_s = costs.get(&s.site_id).copied();
+        }
+    }
     let key = |s: &RankedSite| match by {
-        RankBy::Count => s.alloc_count + s.realloc_count,
-        RankBy::Bytes => s.bytes_requested,
-        RankBy::Temporaries => s.temporary_count,
+        RankBy::Count => (s.alloc_count + s.realloc_count) as f64,
+        RankBy::Bytes => s.bytes_requested as f64,
+        RankBy::Temporaries => s.temporary_count as f64,
+        RankBy::Cost => s.cost_s.unwrap_or(0.0),
     };
     // Ties by site id, so that output is stable.
-    sites.sort_by(|a, b| key(b).cmp(&key(a)).then(a.site_id.cmp(&b.site_id)));
+    sites.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.site_id.cmp(&b.site_id)));
     sites.truncate(limit);
     for (i, s) in sites.iter_mut().enumerate() {
         s.rank = i + 1;

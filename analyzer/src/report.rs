@@ -37,12 +37,32 @@ pub struct FrameRow {
     pub site_id: u64,
     /// Position, innermost first.
     pub frame_index: u32,
+    /// Position of its return address in the captured stack, innermost first.
+    pub stack_index: u32,
+    /// Return address (shared by the frames inlined at it).
+    pub address: u64,
     /// Function name.
     pub function: String,
     /// Source file.
     pub file: Option<String>,
     /// Source line.
     pub line: Option<u32>,
+}
+
+impl FrameRow {
+    /// A frame of site 0 at index 0, for unit tests.
+    #[cfg(test)]
+    pub(crate) fn test(function: &str, file: &str, line: Option<u32>) -> FrameRow {
+        FrameRow {
+            site_id: 0,
+            frame_index: 0,
+            stack_index: 0,
+            address: 0,
+            function: function.into(),
+            file: Some(file.into()),
+            line,
+        }
+    }
 }
 
 /// A loaded report.
@@ -56,6 +76,45 @@ pub struct Report {
     pub sites: Vec<SiteRow>,
     /// `frames.parquet`, ordered by site and frame index.
     pub frames: Vec<FrameRow>,
+    /// `phases.parquet`.
+    pub phases: Vec<PhaseRow>,
+}
+
+/// One row of `phases.parquet` (the columns the analyzer uses).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhaseRow {
+    /// Phase name.
+    pub phase: String,
+    /// Time inside the phase, nested phases included.
+    pub wall_ns: u64,
+    /// Allocations.
+    pub alloc_count: u64,
+}
+
+impl Report {
+    /// Wall time of `phase` in seconds, or of the whole traced run when `None`.
+    pub fn wall_s(&self, phase: Option<&str>) -> Option<f64> {
+        match phase {
+            Some(p) => self
+                .phases
+                .iter()
+                .find(|r| r.phase == p)
+                .map(|r| r.wall_ns as f64 * 1e-9),
+            None => self.manifest.get("duration_s").and_then(|v| v.as_f64()),
+        }
+    }
+
+    /// The manifest's `host` and `cpu`.
+    pub fn host(&self) -> (String, String) {
+        let get = |k: &str| {
+            self.manifest
+                .get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or("unknown")
+                .to_owned()
+        };
+        (get("host"), get("cpu"))
+    }
 }
 
 /// Reads the report at `dir`, checking its schema version.
@@ -89,11 +148,13 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
     let sites = read(dir, "sites.parquet", site_rows)?;
     let mut frames = read(dir, "frames.parquet", frame_rows)?;
     frames.sort_by_key(|f| (f.site_id, f.frame_index));
+    let phases = read(dir, "phases.parquet", phase_rows)?;
     Ok(Report {
         dir: dir.to_owned(),
         manifest,
         sites,
         frames,
+        phases,
     })
 }
 
@@ -164,14 +225,33 @@ fn site_rows(df: &DataFrame) -> PolarsResult<Vec<SiteRow>> {
         .collect())
 }
 
-fn frame_rows(df: &DataFrame) -> PolarsResult<Vec<FrameRow>> {
-    let site_id = u64s(df, "site_id")?;
-    let index: Vec<u32> = df
-        .column("frame_index")?
+fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
+    Ok(df
+        .column(name)?
         .u32()?
         .iter()
         .map(|v| v.unwrap_or(0))
-        .collect();
+        .collect())
+}
+
+fn phase_rows(df: &DataFrame) -> PolarsResult<Vec<PhaseRow>> {
+    let phase = strings(df, "phase")?;
+    let wall = u64s(df, "wall_ns")?;
+    let allocs = u64s(df, "alloc_count")?;
+    Ok((0..df.height())
+        .map(|i| PhaseRow {
+            phase: phase[i].clone().unwrap_or_default(),
+            wall_ns: wall[i],
+            alloc_count: allocs[i],
+        })
+        .collect())
+}
+
+fn frame_rows(df: &DataFrame) -> PolarsResult<Vec<FrameRow>> {
+    let site_id = u64s(df, "site_id")?;
+    let index = u32s(df, "frame_index")?;
+    let stack_index = u32s(df, "stack_index")?;
+    let address = u64s(df, "address")?;
     let function = strings(df, "function")?;
     let file = strings(df, "file")?;
     let line: Vec<Option<u32>> = df.column("line")?.u32()?.iter().collect();
@@ -179,6 +259,8 @@ fn frame_rows(df: &DataFrame) -> PolarsResult<Vec<FrameRow>> {
         .map(|i| FrameRow {
             site_id: site_id[i],
             frame_index: index[i],
+            stack_index: stack_index[i],
+            address: address[i],
             function: function[i].clone().unwrap_or_default(),
             file: file[i].clone(),
             line: line[i],

@@ -1,6 +1,8 @@
-//! The CLI on a small fixture report (written by alloc-tracer's demo example):
-//! snapshot tests of each output format, and one-line errors for bad input.
-//! `UPDATE_SNAPSHOTS=1 cargo test -p analyzer` rewrites the snapshots.
+//! The CLI on a small fixture report (written by alloc-tracer's demo example) and a
+//! fixture calibration (written by `analyzer calibrate` on the development machine):
+//! snapshot tests of each output format, exports read back by independent readers,
+//! and one-line errors for bad input.
+//! `UPDATE_SNAPSHOTS=1 cargo test --workspace --release` rewrites the snapshots.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,9 +11,15 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo-report")
 }
 
+fn calibration() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibration.json")
+}
+
+/// Runs the analyzer with the fixture calibration as the stored one.
 fn analyzer(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_analyzer"))
         .args(args)
+        .env("ALLOC_PROFILER_CALIBRATION", calibration())
         .output()
         .unwrap()
 }
@@ -50,6 +58,244 @@ fn top_table_json_csv() {
         "top-bytes.csv",
         &["top", r, "--by", "bytes", "--limit", "3", "--format", "csv"],
     );
+}
+
+#[test]
+fn cost_table_json_csv() {
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    snapshot("cost.txt", &["cost", r, "--limit", "4"]);
+    snapshot(
+        "cost-build.json",
+        &[
+            "cost", r, "--phase", "build", "--limit", "2", "--format", "json",
+        ],
+    );
+    snapshot("cost.csv", &["cost", r, "--limit", "3", "--format", "csv"]);
+    snapshot("top-cost.txt", &["top", r, "--by", "cost", "--limit", "3"]);
+}
+
+#[test]
+fn diff_of_a_report_with_itself_changes_nothing() {
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    snapshot(
+        "diff-self.txt",
+        &[
+            "diff",
+            r,
+            r,
+            "--base-seconds",
+            "2.0",
+            "--change-seconds",
+            "1.5",
+        ],
+    );
+    let out = analyzer(&["diff", r, r, "--format", "json"]);
+    assert!(out.status.success());
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["predicted_change_s"], 0.0);
+    assert_eq!(d["sites_gone"], 0);
+    assert_eq!(d["sites_new"], 0);
+    assert!(d["sites_matched"].as_u64().unwrap() > 3);
+    assert_eq!(d["sites"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn folded_stacks_and_flamegraph() {
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    snapshot(
+        "folded-build.txt",
+        &["export", r, "--format", "folded", "--phase", "build"],
+    );
+    let dir = std::env::temp_dir().join(format!("analyzer-flame-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("f.svg");
+    let out = analyzer(&[
+        "flamegraph",
+        r,
+        "--by",
+        "bytes",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.starts_with("<?xml"),
+        "{}",
+        &text[..100.min(text.len())]
+    );
+    for f in ["<title>build (", "<title>combine (", "requested bytes"] {
+        assert!(text.contains(f), "{f} missing from the SVG");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// profile.proto, the messages we write, for prost to decode.
+mod pprof {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Profile {
+        #[prost(message, repeated, tag = "1")]
+        pub sample_type: Vec<ValueType>,
+        #[prost(message, repeated, tag = "2")]
+        pub sample: Vec<Sample>,
+        #[prost(message, repeated, tag = "3")]
+        pub mapping: Vec<Mapping>,
+        #[prost(message, repeated, tag = "4")]
+        pub location: Vec<Location>,
+        #[prost(message, repeated, tag = "5")]
+        pub function: Vec<Function>,
+        #[prost(string, repeated, tag = "6")]
+        pub string_table: Vec<String>,
+        #[prost(int64, tag = "9")]
+        pub time_nanos: i64,
+        #[prost(int64, tag = "10")]
+        pub duration_nanos: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ValueType {
+        #[prost(int64, tag = "1")]
+        pub r#type: i64,
+        #[prost(int64, tag = "2")]
+        pub unit: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Sample {
+        #[prost(uint64, repeated, tag = "1")]
+        pub location_id: Vec<u64>,
+        #[prost(int64, repeated, tag = "2")]
+        pub value: Vec<i64>,
+        #[prost(message, repeated, tag = "3")]
+        pub label: Vec<Label>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Label {
+        #[prost(int64, tag = "1")]
+        pub key: i64,
+        #[prost(int64, tag = "2")]
+        pub str: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Mapping {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(bool, tag = "7")]
+        pub has_functions: bool,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Location {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub mapping_id: u64,
+        #[prost(uint64, tag = "3")]
+        pub address: u64,
+        #[prost(message, repeated, tag = "4")]
+        pub line: Vec<Line>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Line {
+        #[prost(uint64, tag = "1")]
+        pub function_id: u64,
+        #[prost(int64, tag = "2")]
+        pub line: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Function {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(int64, tag = "2")]
+        pub name: i64,
+        #[prost(int64, tag = "3")]
+        pub system_name: i64,
+        #[prost(int64, tag = "4")]
+        pub filename: i64,
+    }
+}
+
+#[test]
+fn pprof_profile_decodes_and_matches_top() {
+    use prost::Message;
+    use std::io::Read;
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    let dir = std::env::temp_dir().join(format!("analyzer-pprof-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("p.pb.gz");
+    let out = analyzer(&[
+        "export",
+        r,
+        "--format",
+        "pprof",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+        .read_to_end(&mut raw)
+        .unwrap();
+    let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+    let s = |i: i64| p.string_table[i as usize].as_str();
+    assert_eq!(s(0), "");
+    let types: Vec<(&str, &str)> = p
+        .sample_type
+        .iter()
+        .map(|t| (s(t.r#type), s(t.unit)))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("allocations", "count"),
+            ("requested_space", "bytes"),
+            ("temporaries", "count")
+        ]
+    );
+    // Every reference resolves.
+    let locations: std::collections::HashMap<u64, &pprof::Location> =
+        p.location.iter().map(|l| (l.id, l)).collect();
+    let functions: std::collections::HashMap<u64, &pprof::Function> =
+        p.function.iter().map(|f| (f.id, f)).collect();
+    assert_eq!(p.mapping.len(), 1);
+    assert!(p.mapping[0].has_functions);
+    for sample in &p.sample {
+        assert_eq!(sample.value.len(), 3);
+        assert_eq!(s(sample.label[0].key), "phase");
+        for id in &sample.location_id {
+            let loc = locations[id];
+            assert_eq!(loc.mapping_id, 1);
+            assert!(!loc.line.is_empty());
+            for line in &loc.line {
+                assert!(functions.contains_key(&line.function_id));
+            }
+        }
+    }
+    // The total allocation count equals the sum over `top`'s sites.
+    let total: i64 = p.sample.iter().map(|x| x.value[0]).sum();
+    let top = analyzer(&["top", r, "--limit", "100000", "--format", "json"]);
+    let top: serde_json::Value = serde_json::from_slice(&top.stdout).unwrap();
+    let want: u64 = top
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["alloc_count"].as_u64().unwrap() + x["realloc_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total as u64, want);
+    // The leaf function of the biggest sample's first location names a real function.
+    let biggest = p.sample.iter().max_by_key(|x| x.value[0]).unwrap();
+    let leaf = locations[&biggest.location_id[0]];
+    assert!(!s(functions[&leaf.line[0].function_id].name).is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -131,4 +377,40 @@ fn bad_input_is_one_line_naming_the_file() {
     let sites = std::fs::read(truncated.join("sites.parquet")).unwrap();
     std::fs::write(truncated.join("sites.parquet"), &sites[..sites.len() / 2]).unwrap();
     assert_one_line_error(&["top", truncated.to_str().unwrap()], "sites.parquet");
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    assert_one_line_error(&["diff", r, "/no/such/change"], "/no/such/change");
+    let bad_calibration = truncated.join("calibration.json");
+    std::fs::write(&bad_calibration, "{\"version\": 1, \"pairs\": 3}").unwrap();
+    assert_one_line_error(
+        &[
+            "cost",
+            r,
+            "--calibration",
+            bad_calibration.to_str().unwrap(),
+        ],
+        "calibration.json",
+    );
+    assert_one_line_error(
+        &[
+            "export",
+            r,
+            "--format",
+            "pprof",
+            "-o",
+            "/no/such/dir/p.pb.gz",
+        ],
+        "/no/such/dir/p.pb.gz",
+    );
+    assert_one_line_error(
+        &[
+            "flamegraph",
+            r,
+            "--phase",
+            "nope",
+            "-o",
+            "/tmp/analyzer-never.svg",
+        ],
+        "no allocations",
+    );
 }

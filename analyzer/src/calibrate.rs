@@ -1,0 +1,542 @@
+//! Calibration: what a malloc+free pair and the work around a temporary cost on
+//! this machine, measured with the allocator traced programs use (tikv-jemallocator,
+//! the analyzer's own global allocator) and the real bellpepper-core operations.
+//!
+//! The cost model ([`crate::cost`]) prices each report row with these figures. They
+//! are medians of repeated timed loops; each loop is long enough (milliseconds) that
+//! the clock's cost is negligible. Three access patterns bracket what sites do:
+//!
+//! * [`Pattern::Temporary`]: allocate, touch, free at once (the same block comes back
+//!   from jemalloc's thread cache every time: the cheapest case);
+//! * [`Pattern::Batch`]: allocate 64 blocks, then free them all (blocks that live for
+//!   a short stretch of work, like the six term vectors of an `enforce`);
+//! * [`Pattern::Scattered`]: allocate ~64 MiB worth of blocks, free them in random
+//!   order (long-lived blocks: cold cache lines, thread-cache flushes to the arena).
+
+use serde::{Deserialize, Serialize};
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Version of the calibration file format; readers refuse others.
+pub const CALIBRATION_VERSION: u32 = 1;
+
+/// How blocks of one size are used between their malloc and their free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    /// Freed before the next allocation.
+    Temporary,
+    /// Freed after a short stretch of other allocations.
+    Batch,
+    /// Long-lived, freed in an order unrelated to allocation.
+    Scattered,
+}
+
+impl Pattern {
+    /// All patterns, in the order calibrated.
+    pub const ALL: [Pattern; 3] = [Pattern::Temporary, Pattern::Batch, Pattern::Scattered];
+}
+
+/// Cost of one malloc+free pair of one size in one pattern.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairCost {
+    /// Requested size (a jemalloc size class).
+    pub size_bytes: u64,
+    /// Access pattern.
+    pub pattern: Pattern,
+    /// Median nanoseconds per pair (allocation, one byte written, free).
+    pub ns: f64,
+}
+
+/// Cost of one calibrated operation (work that exists only because of an allocation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OperationCost {
+    /// Name used by category rules (`indirect = "..."`).
+    pub name: String,
+    /// Median nanoseconds per event, the allocator's own pair cost included.
+    pub ns: f64,
+    /// `ns` less the allocator's pair cost for the block the event allocates: the
+    /// work that exists only because of the allocation (the indirect cost).
+    pub beyond_allocator_ns: f64,
+    /// What was measured.
+    pub what: String,
+}
+
+/// A stored calibration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// [`CALIBRATION_VERSION`].
+    pub version: u32,
+    /// Host name where it was measured.
+    pub host: String,
+    /// CPU model where it was measured.
+    pub cpu: String,
+    /// Logical cores.
+    pub cores: usize,
+    /// When (seconds since the Unix epoch).
+    pub created_unix_s: u64,
+    /// Allocator measured.
+    pub allocator: String,
+    /// Repetitions behind each median.
+    pub repetitions: usize,
+    /// Pair costs per size and pattern.
+    pub pairs: Vec<PairCost>,
+    /// memcpy throughput (bytes per nanosecond), for realloc copies.
+    pub copy_bytes_per_ns: f64,
+    /// Operations around temporaries.
+    pub operations: Vec<OperationCost>,
+}
+
+/// Sizes calibrated: every jemalloc small class, then large sizes on a coarser grid
+/// (costs in between are interpolated).
+pub const SIZES: &[u64] = &[
+    8,
+    16,
+    32,
+    48,
+    64,
+    80,
+    96,
+    112,
+    128,
+    160,
+    192,
+    224,
+    256,
+    320,
+    384,
+    448,
+    512,
+    640,
+    768,
+    896,
+    1024,
+    1280,
+    1536,
+    1792,
+    2048,
+    2560,
+    3072,
+    3584,
+    4096,
+    5120,
+    6144,
+    7168,
+    8192,
+    10240,
+    12288,
+    14336,
+    16384,
+    32768,
+    65536,
+    262_144,
+    1 << 20,
+    4 << 20,
+    16 << 20,
+];
+
+/// How long and how often to measure.
+#[derive(Clone, Copy, Debug)]
+pub struct Effort {
+    /// Timed repetitions per figure (the median is kept).
+    pub repetitions: usize,
+    /// Minimum length of one timed repetition.
+    pub min_time: Duration,
+}
+
+impl Effort {
+    /// The default: 5 repetitions of at least 4 ms (about 5 s in all).
+    pub const FULL: Effort = Effort {
+        repetitions: 5,
+        min_time: Duration::from_millis(4),
+    };
+    /// For tests: one short repetition (figures are rough).
+    pub const QUICK: Effort = Effort {
+        repetitions: 1,
+        min_time: Duration::from_micros(200),
+    };
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Rounds for one timed repetition to last `min_time` (doubling from 1).
+fn rounds_for(effort: Effort, round: &mut impl FnMut(u64) -> u64) -> u64 {
+    let mut n = 1u64;
+    loop {
+        let t = Instant::now();
+        round(n);
+        if t.elapsed() >= effort.min_time || n >= 1 << 30 {
+            return n;
+        }
+        n *= 2;
+    }
+}
+
+/// Median over repetitions of nanoseconds per event: `round(n)` runs `n` rounds and
+/// returns the events it made; `n` doubles until a round lasts `min_time`.
+fn time_per_event(effort: Effort, mut round: impl FnMut(u64) -> u64) -> f64 {
+    let n = rounds_for(effort, &mut round);
+    median(
+        (0..effort.repetitions)
+            .map(|_| {
+                let t = Instant::now();
+                let events = round(n);
+                t.elapsed().as_nanos() as f64 / events.max(1) as f64
+            })
+            .collect(),
+    )
+}
+
+/// Medians of nanoseconds per event of two loops timed alternately (see
+/// [`time_per_event`]), both run for the same number of rounds.
+fn time_pair(
+    effort: Effort,
+    mut a: impl FnMut(u64) -> u64,
+    mut b: impl FnMut(u64) -> u64,
+) -> (f64, f64) {
+    let n = rounds_for(effort, &mut a);
+    let time = |f: &mut dyn FnMut(u64) -> u64| {
+        let t = Instant::now();
+        let events = f(n);
+        t.elapsed().as_nanos() as f64 / events.max(1) as f64
+    };
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for _ in 0..effort.repetitions.max(1) * 3 {
+        xs.push(time(&mut a));
+        ys.push(time(&mut b));
+    }
+    (median(xs), median(ys))
+}
+
+/// A block of `size` bytes, one byte written (as any user of a block does).
+#[inline(always)]
+fn block(size: u64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(size as usize);
+    v.push(1u8);
+    v
+}
+
+fn pair_ns(size: u64, pattern: Pattern, effort: Effort) -> f64 {
+    match pattern {
+        Pattern::Temporary => time_per_event(effort, |n| {
+            for _ in 0..n {
+                black_box(block(size));
+            }
+            n
+        }),
+        Pattern::Batch => {
+            let mut held: Vec<Vec<u8>> = Vec::with_capacity(64);
+            time_per_event(effort, |n| {
+                for _ in 0..n {
+                    for _ in 0..64 {
+                        held.push(block(size));
+                    }
+                    black_box(&held);
+                    held.clear();
+                }
+                n * 64
+            })
+        }
+        Pattern::Scattered => {
+            let count = ((64u64 << 20) / size).clamp(16, 1 << 18) as usize;
+            let mut held: Vec<Vec<u8>> = Vec::with_capacity(count);
+            let mut order: Vec<usize> = (0..count).collect();
+            shuffle(&mut order, size);
+            let mut slots: Vec<Option<Vec<u8>>> = Vec::with_capacity(count);
+            time_per_event(effort, |n| {
+                for _ in 0..n {
+                    for _ in 0..count {
+                        held.push(block(size));
+                    }
+                    slots.extend(held.drain(..).map(Some));
+                    for &i in &order {
+                        drop(black_box(slots[i].take()));
+                    }
+                    slots.clear();
+                }
+                n * count as u64
+            })
+        }
+    }
+}
+
+/// Fisher-Yates with a xorshift generator (deterministic per seed).
+fn shuffle(v: &mut [usize], seed: u64) {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for i in (1..v.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+}
+
+fn copy_bytes_per_ns(effort: Effort) -> f64 {
+    const LEN: usize = 4 << 20;
+    let src = vec![7u8; LEN];
+    let mut dst = vec![0u8; LEN];
+    let ns_per_copy = time_per_event(effort, |n| {
+        for _ in 0..n {
+            dst.copy_from_slice(black_box(&src));
+            black_box(&dst);
+        }
+        n
+    });
+    LEN as f64 / ns_per_copy
+}
+
+/// The operations around temporaries, measured on bellpepper-core's
+/// `LinearCombination` over BLS12-381 scalars (what the circuits use).
+fn operations(effort: Effort, pairs: &Calibration) -> Vec<OperationCost> {
+    use bellpepper_core::{Index, LinearCombination, Variable};
+    use blstrs::Scalar;
+    use ff::Field;
+    const TERMS: usize = 32;
+    let vars: Vec<Variable> = (0..TERMS)
+        .map(|i| Variable::new_unchecked(Index::Aux(i)))
+        .collect();
+    let coeff = Scalar::ONE.double();
+    // `Boolean::lc` builds `zero() + (coeff, var)` and the caller merges it with
+    // `lc + &tmp`; the in-place form is `lc + (coeff, var)`. 32 terms per LC, as in
+    // UInt32::addmany. The two loops alternate, so that both see the same machine.
+    let with_temporaries = |n: u64| {
+        for _ in 0..n {
+            let mut lc = LinearCombination::<Scalar>::zero();
+            for &v in &vars {
+                let tmp = LinearCombination::<Scalar>::zero() + (coeff, v);
+                lc = lc + black_box(&tmp);
+            }
+            black_box(lc);
+        }
+        n * TERMS as u64
+    };
+    let in_place = |n: u64| {
+        for _ in 0..n {
+            let mut lc = LinearCombination::<Scalar>::zero();
+            for &v in &vars {
+                lc = lc + black_box((coeff, v));
+            }
+            black_box(lc);
+        }
+        n * TERMS as u64
+    };
+    let (with_temporaries, in_place) = time_pair(effort, with_temporaries, in_place);
+    // A one-term LinearCombination holds 4 terms of 40 bytes: a 160-byte block.
+    let ns = (with_temporaries - in_place).max(0.0);
+    vec![OperationCost {
+        name: "lc_temporary".to_owned(),
+        ns,
+        beyond_allocator_ns: (ns - pairs.pair_ns(160, Pattern::Temporary)).max(0.0),
+        what: format!(
+            "building a one-term LinearCombination and merging it into another \
+             (lc + &tmp) instead of adding the term in place (lc + (coeff, var)), \
+             per term, {TERMS} terms per LinearCombination; {with_temporaries:.1} ns \
+             vs {in_place:.1} ns"
+        ),
+    }]
+}
+
+/// This machine's host name and CPU model (as the tracer writes them).
+pub fn this_host() -> (String, String) {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".to_owned());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    (host, cpu)
+}
+
+/// Measures everything. `progress` hears about each size as it is done.
+pub fn run(effort: Effort, mut progress: impl FnMut(&str)) -> Calibration {
+    let mut pairs = Vec::new();
+    for &size in SIZES {
+        for pattern in Pattern::ALL {
+            pairs.push(PairCost {
+                size_bytes: size,
+                pattern,
+                ns: pair_ns(size, pattern, effort),
+            });
+        }
+        progress(&format!("{size} bytes"));
+    }
+    progress("memcpy");
+    let copy = copy_bytes_per_ns(effort);
+    let (host, cpu) = this_host();
+    let mut c = Calibration {
+        version: CALIBRATION_VERSION,
+        host,
+        cpu,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        created_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        allocator: "tikv-jemallocator 0.7.0".to_owned(),
+        repetitions: effort.repetitions,
+        pairs,
+        copy_bytes_per_ns: copy,
+        operations: Vec::new(),
+    };
+    progress("LinearCombination operations");
+    c.operations = operations(effort, &c);
+    c
+}
+
+impl Calibration {
+    /// Nanoseconds per pair of a block of `size` bytes in `pattern`: the calibrated
+    /// size, or linear interpolation between the two around it (the last one beyond).
+    pub fn pair_ns(&self, size: u64, pattern: Pattern) -> f64 {
+        let mut below: Option<&PairCost> = None;
+        let mut above: Option<&PairCost> = None;
+        for p in self.pairs.iter().filter(|p| p.pattern == pattern) {
+            if p.size_bytes <= size && below.is_none_or(|b| p.size_bytes > b.size_bytes) {
+                below = Some(p);
+            }
+            if p.size_bytes >= size && above.is_none_or(|a| p.size_bytes < a.size_bytes) {
+                above = Some(p);
+            }
+        }
+        match (below, above) {
+            (Some(b), Some(a)) if a.size_bytes > b.size_bytes => {
+                let t = (size - b.size_bytes) as f64 / (a.size_bytes - b.size_bytes) as f64;
+                b.ns + t * (a.ns - b.ns)
+            }
+            (Some(p), _) | (None, Some(p)) => p.ns,
+            (None, None) => 0.0,
+        }
+    }
+
+    /// The calibrated operation called `name`, if any.
+    pub fn operation(&self, name: &str) -> Option<&OperationCost> {
+        self.operations.iter().find(|o| o.name == name)
+    }
+
+    /// Reads a stored calibration, checking its version.
+    pub fn load(path: &Path) -> Result<Calibration, crate::Error> {
+        let text = std::fs::read(path).map_err(|source| crate::Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        let value: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| crate::Error::Corrupt {
+                path: path.to_owned(),
+                reason: format!("not JSON: {e}"),
+            })?;
+        match value.get("version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(CALIBRATION_VERSION) => {}
+            other => {
+                return Err(crate::Error::Corrupt {
+                    path: path.to_owned(),
+                    reason: format!(
+                        "calibration version {}, this analyzer reads version {CALIBRATION_VERSION} \
+                         (run `analyzer calibrate` again)",
+                        other.map_or_else(|| "missing".to_owned(), |v| v.to_string())
+                    ),
+                });
+            }
+        }
+        serde_json::from_value(value).map_err(|e| crate::Error::Corrupt {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// Writes the calibration as JSON (through a temporary file, then a rename).
+    pub fn store(&self, path: &Path) -> Result<(), crate::Error> {
+        let io = |source| crate::Error::Io {
+            path: path.to_owned(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self).expect("calibration serializes");
+        std::fs::write(&tmp, text + "\n").map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+}
+
+/// Where calibrations are stored unless told otherwise: `$ALLOC_PROFILER_CALIBRATION`,
+/// else `$XDG_CACHE_HOME/alloc-profiler/calibration.json`, else
+/// `~/.cache/alloc-profiler/calibration.json`.
+pub fn default_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("ALLOC_PROFILER_CALIBRATION") {
+        return PathBuf::from(p);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    cache.join("alloc-profiler").join("calibration.json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calib(points: &[(u64, f64)]) -> Calibration {
+        Calibration {
+            version: CALIBRATION_VERSION,
+            host: "h".into(),
+            cpu: "c".into(),
+            cores: 1,
+            created_unix_s: 0,
+            allocator: "a".into(),
+            repetitions: 1,
+            pairs: points
+                .iter()
+                .map(|&(size_bytes, ns)| PairCost {
+                    size_bytes,
+                    pattern: Pattern::Batch,
+                    ns,
+                })
+                .collect(),
+            copy_bytes_per_ns: 1.0,
+            operations: vec![],
+        }
+    }
+
+    #[test]
+    fn interpolates_between_calibrated_sizes() {
+        let c = calib(&[(16, 2.0), (32, 4.0), (64, 10.0)]);
+        assert_eq!(c.pair_ns(16, Pattern::Batch), 2.0);
+        assert_eq!(c.pair_ns(24, Pattern::Batch), 3.0);
+        assert_eq!(c.pair_ns(48, Pattern::Batch), 7.0);
+        assert_eq!(c.pair_ns(8, Pattern::Batch), 2.0);
+        assert_eq!(c.pair_ns(1 << 30, Pattern::Batch), 10.0);
+        assert_eq!(c.pair_ns(32, Pattern::Temporary), 0.0);
+    }
+
+    #[test]
+    fn quick_run_measures_every_size_and_pattern() {
+        let c = run(Effort::QUICK, |_| {});
+        assert_eq!(c.pairs.len(), SIZES.len() * Pattern::ALL.len());
+        assert!(c.pairs.iter().all(|p| p.ns > 0.0 && p.ns.is_finite()));
+        assert!(c.copy_bytes_per_ns > 0.0);
+        assert!(c.operation("lc_temporary").is_some());
+    }
+
+    #[test]
+    fn store_and_load_round_trip_and_refuse_other_versions() {
+        let dir = std::env::temp_dir().join(format!("analyzer-calib-{}", std::process::id()));
+        let path = dir.join("c.json");
+        let c = calib(&[(16, 2.5)]);
+        c.store(&path).unwrap();
+        assert_eq!(Calibration::load(&path).unwrap(), c);
+        std::fs::write(&path, r#"{"version": 99}"#).unwrap();
+        let e = Calibration::load(&path).unwrap_err().to_string();
+        assert!(e.contains("calibration version 99"), "{e}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,335 @@
+//! The cost model: what each site's allocations cost in seconds, and so what
+//! removing the site would save.
+//!
+//! Two parts, always reported apart:
+//!
+//! * **direct**: time inside the allocator. Each report row (site, phase, size class)
+//!   is priced from the calibration ([`crate::calibrate`]): temporaries at the
+//!   [`Pattern::Temporary`] pair cost of their class; other allocations at the
+//!   [`Pattern::Batch`] cost, or [`Pattern::Scattered`] when the row's median
+//!   followed lifetime is at least [`SCATTERED_AFTER_NS`]; reallocs at the batch cost.
+//! * **indirect** (an estimate): work that exists only because of the allocation.
+//!   Realloc copies, assumed to move half the new block (growth by doubling), at the
+//!   calibrated memcpy rate; and, for categories whose rule names a calibrated
+//!   operation (`indirect = "lc_temporary"`), that operation's cost beyond the
+//!   allocator for every allocation of the category.
+//!
+//! Not modelled: cache and TLB effects of the blocks on the code around them (the
+//! campaign in DESIGN.md section 2 saw a pool lose them back), and time the tracer
+//! itself adds to the phase's wall time (the shares divide by the traced run's time).
+
+use crate::calibrate::{Calibration, Pattern};
+use crate::categories::{self, Category};
+use crate::naming;
+use crate::rank::frames_of;
+use crate::report::{Report, SiteRow};
+use std::collections::HashMap;
+
+/// Rows whose median followed lifetime is at least this are priced as scattered.
+pub const SCATTERED_AFTER_NS: u64 = 100_000;
+
+/// The cost of some allocations, in nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Nanos {
+    /// Inside the allocator.
+    pub direct: f64,
+    /// Realloc copies (estimate).
+    pub copies: f64,
+    /// The category's calibrated operation beyond the allocator (estimate).
+    pub operation: f64,
+}
+
+impl Nanos {
+    /// Indirect part: copies and operations.
+    pub fn indirect(&self) -> f64 {
+        self.copies + self.operation
+    }
+    /// Everything.
+    pub fn total(&self) -> f64 {
+        self.direct + self.indirect()
+    }
+    fn add(&mut self, o: Nanos) {
+        self.direct += o.direct;
+        self.copies += o.copies;
+        self.operation += o.operation;
+    }
+}
+
+/// Prices one report row; `operation_ns` is the category's indirect operation cost
+/// per allocation (0 when it has none).
+pub fn row_cost(cal: &Calibration, row: &SiteRow, operation_ns: f64) -> Nanos {
+    let class = row.size_class_bytes;
+    let temporaries = row.temporary_count.min(row.alloc_count + row.realloc_count);
+    let others = row.alloc_count.saturating_sub(temporaries);
+    let reallocs = (row.alloc_count + row.realloc_count - temporaries).min(row.realloc_count);
+    let lasting = match row.lifetime_ns_median {
+        Some(t) if t >= SCATTERED_AFTER_NS => Pattern::Scattered,
+        _ => Pattern::Batch,
+    };
+    Nanos {
+        direct: temporaries as f64 * cal.pair_ns(class, Pattern::Temporary)
+            + others as f64 * cal.pair_ns(class, lasting)
+            + reallocs as f64 * cal.pair_ns(class, Pattern::Batch),
+        copies: row.realloc_count as f64 * (class as f64 / 2.0) / cal.copy_bytes_per_ns,
+        operation: (row.alloc_count + row.realloc_count) as f64 * operation_ns,
+    }
+}
+
+/// One site's cost.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SiteCost {
+    /// Rank by total cost, from 1.
+    pub rank: usize,
+    /// `site_id` in the report.
+    pub site_id: u64,
+    /// First frame outside the allocator and std.
+    pub name: String,
+    /// Category (first rule that claims the site).
+    pub category: String,
+    /// Allocations.
+    pub alloc_count: u64,
+    /// Reallocs.
+    pub realloc_count: u64,
+    /// Temporaries.
+    pub temporary_count: u64,
+    /// Seconds inside the allocator.
+    pub direct_s: f64,
+    /// Seconds of work that exists only because of the allocations (estimate).
+    pub indirect_s: f64,
+    /// What removing the site would save: direct plus indirect.
+    pub total_s: f64,
+    /// `total_s` over the phase's traced wall time, when known.
+    pub phase_share: Option<f64>,
+}
+
+/// One category's cost.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CategoryCost {
+    /// Category name.
+    pub category: String,
+    /// Sites in it.
+    pub sites: usize,
+    /// Allocations and reallocs.
+    pub alloc_count: u64,
+    /// Seconds inside the allocator.
+    pub direct_s: f64,
+    /// Indirect seconds (estimate).
+    pub indirect_s: f64,
+    /// Direct plus indirect.
+    pub total_s: f64,
+    /// `total_s` over the phase's traced wall time, when known.
+    pub phase_share: Option<f64>,
+}
+
+/// The cost model's answer for one report.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CostReport {
+    /// The phase priced (`None`: all).
+    pub phase: Option<String>,
+    /// The phase's wall time in the traced run (includes the tracer's overhead).
+    pub phase_wall_s: Option<f64>,
+    /// Direct seconds, all sites.
+    pub direct_s: f64,
+    /// Indirect seconds, all sites (estimate).
+    pub indirect_s: f64,
+    /// Direct plus indirect.
+    pub total_s: f64,
+    /// Where the report was taken (`host`, `cpu`).
+    pub report_host: (String, String),
+    /// Where the calibration was measured.
+    pub calibration_host: (String, String),
+    /// False when the calibration comes from another host or CPU: the figures then
+    /// describe that machine's allocator, not the report's.
+    pub host_matches: bool,
+    /// Per category, rules in order, then the unmatched.
+    pub categories: Vec<CategoryCost>,
+    /// The costliest sites.
+    pub sites: Vec<SiteCost>,
+}
+
+/// Cost per site (all sites in `phase`), with each site's category index.
+pub fn per_site(
+    report: &Report,
+    cal: &Calibration,
+    rules: &[Category],
+    phase: Option<&str>,
+) -> HashMap<u64, (Nanos, usize)> {
+    let op_ns: Vec<f64> = rules
+        .iter()
+        .map(|c| {
+            c.indirect
+                .as_deref()
+                .and_then(|o| cal.operation(o))
+                .map_or(0.0, |o| o.beyond_allocator_ns)
+        })
+        .chain([0.0])
+        .collect();
+    let mut out: HashMap<u64, (Nanos, usize)> = HashMap::new();
+    for row in report
+        .sites
+        .iter()
+        .filter(|r| phase.is_none_or(|p| r.phase == p))
+    {
+        let entry = out.entry(row.site_id).or_insert_with(|| {
+            let cat = categories::classify(rules, frames_of(&report.frames, row.site_id));
+            (Nanos::default(), cat)
+        });
+        entry.0.add(row_cost(cal, row, op_ns[entry.1]));
+    }
+    out
+}
+
+fn share(s: f64, wall: Option<f64>) -> Option<f64> {
+    wall.filter(|w| *w > 0.0).map(|w| s / w)
+}
+
+/// Prices `report` (within `phase`, if given); keeps the `limit` costliest sites.
+pub fn estimate(
+    report: &Report,
+    cal: &Calibration,
+    rules: &[Category],
+    phase: Option<&str>,
+    limit: usize,
+) -> CostReport {
+    let wall = report.wall_s(phase);
+    let costs = per_site(report, cal, rules, phase);
+    let mut counts: HashMap<u64, (u64, u64, u64)> = HashMap::new();
+    for row in report
+        .sites
+        .iter()
+        .filter(|r| phase.is_none_or(|p| r.phase == p))
+    {
+        let c = counts.entry(row.site_id).or_default();
+        c.0 += row.alloc_count;
+        c.1 += row.realloc_count;
+        c.2 += row.temporary_count;
+    }
+    let mut cats: Vec<(usize, u64, Nanos)> = vec![(0, 0, Nanos::default()); rules.len() + 1];
+    let mut all = Nanos::default();
+    for (site, (n, cat)) in &costs {
+        let (a, r, _) = counts[site];
+        cats[*cat].0 += 1;
+        cats[*cat].1 += a + r;
+        cats[*cat].2.add(*n);
+        all.add(*n);
+    }
+    let mut ranked: Vec<(&u64, &(Nanos, usize))> = costs.iter().collect();
+    ranked.sort_by(|a, b| b.1.0.total().total_cmp(&a.1.0.total()).then(a.0.cmp(b.0)));
+    let sites = ranked
+        .into_iter()
+        .take(limit)
+        .enumerate()
+        .map(|(i, (&site_id, &(n, cat)))| {
+            let (alloc_count, realloc_count, temporary_count) = counts[&site_id];
+            SiteCost {
+                rank: i + 1,
+                site_id,
+                name: naming::site_name(frames_of(&report.frames, site_id)),
+                category: categories::category_name(rules, cat).to_owned(),
+                alloc_count,
+                realloc_count,
+                temporary_count,
+                direct_s: n.direct * 1e-9,
+                indirect_s: n.indirect() * 1e-9,
+                total_s: n.total() * 1e-9,
+                phase_share: share(n.total() * 1e-9, wall),
+            }
+        })
+        .collect();
+    let (report_host, calibration_host) = (report.host(), (cal.host.clone(), cal.cpu.clone()));
+    CostReport {
+        phase: phase.map(str::to_owned),
+        phase_wall_s: wall,
+        direct_s: all.direct * 1e-9,
+        indirect_s: all.indirect() * 1e-9,
+        total_s: all.total() * 1e-9,
+        host_matches: report_host == calibration_host,
+        report_host,
+        calibration_host,
+        categories: cats
+            .into_iter()
+            .enumerate()
+            .map(|(i, (sites, alloc_count, n))| CategoryCost {
+                category: categories::category_name(rules, i).to_owned(),
+                sites,
+                alloc_count,
+                direct_s: n.direct * 1e-9,
+                indirect_s: n.indirect() * 1e-9,
+                total_s: n.total() * 1e-9,
+                phase_share: share(n.total() * 1e-9, wall),
+            })
+            .collect(),
+        sites,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::{CALIBRATION_VERSION, OperationCost, PairCost};
+
+    fn cal() -> Calibration {
+        let pairs = [
+            (Pattern::Temporary, 5.0),
+            (Pattern::Batch, 10.0),
+            (Pattern::Scattered, 40.0),
+        ]
+        .into_iter()
+        .map(|(pattern, ns)| PairCost {
+            size_bytes: 160,
+            pattern,
+            ns,
+        })
+        .collect();
+        Calibration {
+            version: CALIBRATION_VERSION,
+            host: "h".into(),
+            cpu: "c".into(),
+            cores: 1,
+            created_unix_s: 0,
+            allocator: "a".into(),
+            repetitions: 1,
+            pairs,
+            copy_bytes_per_ns: 8.0,
+            operations: vec![OperationCost {
+                name: "lc_temporary".into(),
+                ns: 12.0,
+                beyond_allocator_ns: 7.0,
+                what: String::new(),
+            }],
+        }
+    }
+
+    fn row(allocs: u64, reallocs: u64, temps: u64, lifetime: Option<u64>) -> SiteRow {
+        SiteRow {
+            site_id: 1,
+            phase: "p".into(),
+            size_class_bytes: 160,
+            alloc_count: allocs,
+            realloc_count: reallocs,
+            bytes_requested: 0,
+            bytes_allocated: 0,
+            temporary_count: temps,
+            lifetime_ns_median: lifetime,
+            followed_freed_count: 0,
+        }
+    }
+
+    #[test]
+    fn rows_are_priced_by_pattern() {
+        let c = cal();
+        // 10 temporaries at 5 ns, 90 short-lived at 10 ns.
+        assert_eq!(row_cost(&c, &row(100, 0, 10, Some(50)), 0.0).direct, 950.0);
+        // Long-lived: scattered.
+        assert_eq!(
+            row_cost(&c, &row(100, 0, 0, Some(SCATTERED_AFTER_NS)), 0.0).direct,
+            4000.0
+        );
+        // Reallocs: batch cost plus half a block copied at 8 bytes/ns.
+        let n = row_cost(&c, &row(0, 4, 0, None), 0.0);
+        assert_eq!((n.direct, n.copies), (40.0, 4.0 * 80.0 / 8.0));
+        // Operation cost per allocation, kept apart.
+        let n = row_cost(&c, &row(10, 0, 10, None), 7.0);
+        assert_eq!((n.direct, n.operation, n.total()), (50.0, 70.0, 120.0));
+    }
+}

@@ -1,0 +1,395 @@
+//! Comparing two reports (a baseline and a patched build): sites matched by their
+//! symbolized frames, never by address, with per-site and per-category deltas in
+//! counts, bytes and predicted cost, and the predicted against the measured change
+//! in wall time.
+
+use crate::calibrate::Calibration;
+use crate::categories::{self, Category};
+use crate::cost;
+use crate::naming::{self, without_generics};
+use crate::rank::frames_of;
+use crate::report::{FrameRow, Report};
+use std::collections::HashMap;
+
+/// What identifies a site across builds: per frame, the function without generic
+/// arguments, the last four components of the source path, and the line.
+pub fn site_key(frames: &[FrameRow]) -> String {
+    let mut key = String::new();
+    for f in frames {
+        let file = f.file.as_deref().map_or("", path_tail);
+        key.push_str(&without_generics(&f.function));
+        key.push('@');
+        key.push_str(file);
+        key.push(':');
+        if let Some(l) = f.line {
+            key.push_str(&l.to_string());
+        }
+        key.push('\n');
+    }
+    key
+}
+
+/// The last four components of a path (all of it when shorter).
+fn path_tail(p: &str) -> &str {
+    let mut start = p.len();
+    for _ in 0..4 {
+        match p[..start].rfind('/') {
+            Some(i) => start = i,
+            None => return p,
+        }
+    }
+    &p[start + 1..]
+}
+
+/// One side's totals.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Side {
+    /// Report directory.
+    pub report: String,
+    /// Allocations and reallocs in the phase.
+    pub alloc_count: u64,
+    /// Requested bytes in the phase.
+    pub bytes_requested: u64,
+    /// Predicted allocation cost of the phase (direct + indirect), with a calibration.
+    pub cost_s: Option<f64>,
+    /// Wall time of the phase: given on the command line, else the traced run's.
+    pub wall_s: Option<f64>,
+}
+
+/// A site's change.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SiteDelta {
+    /// Name (first frame outside the allocator and std).
+    pub name: String,
+    /// Category.
+    pub category: String,
+    /// Allocations and reallocs in the baseline (0: new site).
+    pub base_alloc_count: u64,
+    /// Allocations and reallocs with the change (0: site gone).
+    pub change_alloc_count: u64,
+    /// `change - base`.
+    pub delta_alloc_count: i64,
+    /// Requested bytes, `change - base`.
+    pub delta_bytes_requested: i64,
+    /// Predicted cost, `change - base` (negative: a saving).
+    pub delta_cost_s: Option<f64>,
+}
+
+/// A category's change.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CategoryDelta {
+    /// Category.
+    pub category: String,
+    /// Allocations and reallocs in the baseline.
+    pub base_alloc_count: u64,
+    /// Allocations and reallocs with the change.
+    pub change_alloc_count: u64,
+    /// `change - base`.
+    pub delta_alloc_count: i64,
+    /// Requested bytes, `change - base`.
+    pub delta_bytes_requested: i64,
+    /// Predicted cost, `change - base`.
+    pub delta_cost_s: Option<f64>,
+}
+
+/// The comparison.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Diff {
+    /// Phase compared (`None`: everything).
+    pub phase: Option<String>,
+    /// Baseline totals.
+    pub base: Side,
+    /// Changed build's totals.
+    pub change: Side,
+    /// Where the wall times come from.
+    pub wall_source: String,
+    /// Predicted change in seconds (`change - base` of the predicted costs).
+    pub predicted_change_s: Option<f64>,
+    /// Measured change in seconds (`change - base` of the wall times).
+    pub measured_change_s: Option<f64>,
+    /// Sites matched in both reports, only in the baseline, only in the change.
+    pub sites_matched: usize,
+    /// Sites only in the baseline.
+    pub sites_gone: usize,
+    /// Sites only in the change.
+    pub sites_new: usize,
+    /// Per category (rules in order, then the unmatched).
+    pub categories: Vec<CategoryDelta>,
+    /// The sites that changed most (by predicted cost with a calibration, else by
+    /// allocation count).
+    pub sites: Vec<SiteDelta>,
+}
+
+#[derive(Default, Clone)]
+struct Acc {
+    allocs: u64,
+    bytes: u64,
+    cost_ns: Option<f64>,
+    name: String,
+    category: usize,
+}
+
+fn by_key(
+    report: &Report,
+    cal: Option<&Calibration>,
+    rules: &[Category],
+    phase: Option<&str>,
+) -> HashMap<String, Acc> {
+    let costs = cal.map(|c| cost::per_site(report, c, rules, phase));
+    let mut keys: HashMap<u64, String> = HashMap::new();
+    let mut out: HashMap<String, Acc> = HashMap::new();
+    for row in report
+        .sites
+        .iter()
+        .filter(|r| phase.is_none_or(|p| r.phase == p))
+    {
+        let key = keys
+            .entry(row.site_id)
+            .or_insert_with(|| site_key(frames_of(&report.frames, row.site_id)))
+            .clone();
+        let fresh = !out.contains_key(&key);
+        let a = out.entry(key).or_default();
+        if fresh {
+            let frames = frames_of(&report.frames, row.site_id);
+            a.name = naming::site_name(frames);
+            a.category = categories::classify(rules, frames);
+        }
+        a.allocs += row.alloc_count + row.realloc_count;
+        a.bytes += row.bytes_requested;
+    }
+    // Costs are per site id; sites with one key are summed once each.
+    if let Some(costs) = costs {
+        for (site, (n, _)) in costs {
+            let a = out
+                .get_mut(&keys[&site])
+                .expect("every priced site has rows");
+            *a.cost_ns.get_or_insert(0.0) += n.total();
+        }
+    }
+    out
+}
+
+fn delta(a: u64, b: u64) -> i64 {
+    b as i64 - a as i64
+}
+
+/// Wall times of the two runs given by the user, to compare with the prediction.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Measured {
+    /// Baseline seconds.
+    pub base_s: Option<f64>,
+    /// Changed build's seconds.
+    pub change_s: Option<f64>,
+}
+
+/// Compares `base` with `change` within `phase`; prices both with `cal` when given.
+pub fn diff(
+    base: &Report,
+    change: &Report,
+    cal: Option<&Calibration>,
+    rules: &[Category],
+    phase: Option<&str>,
+    measured: Measured,
+    limit: usize,
+) -> Diff {
+    let a = by_key(base, cal, rules, phase);
+    let b = by_key(change, cal, rules, phase);
+    let empty = Acc::default();
+    let mut keys: Vec<&String> = a
+        .keys()
+        .chain(b.keys().filter(|k| !a.contains_key(*k)))
+        .collect();
+    keys.sort();
+    let mut cats: Vec<CategoryDelta> = (0..=rules.len())
+        .map(|i| CategoryDelta {
+            category: categories::category_name(rules, i).to_owned(),
+            base_alloc_count: 0,
+            change_alloc_count: 0,
+            delta_alloc_count: 0,
+            delta_bytes_requested: 0,
+            delta_cost_s: cal.map(|_| 0.0),
+        })
+        .collect();
+    let mut sites = Vec::new();
+    let (mut matched, mut gone, mut new) = (0, 0, 0);
+    for k in keys {
+        let (x, y) = (a.get(k), b.get(k));
+        match (x.is_some(), y.is_some()) {
+            (true, true) => matched += 1,
+            (true, false) => gone += 1,
+            _ => new += 1,
+        }
+        let named = x.or(y).expect("a key comes from one side");
+        let (x, y) = (x.unwrap_or(&empty), y.unwrap_or(&empty));
+        let d_cost = cal.map(|_| (y.cost_ns.unwrap_or(0.0) - x.cost_ns.unwrap_or(0.0)) * 1e-9);
+        let c = &mut cats[named.category];
+        c.base_alloc_count += x.allocs;
+        c.change_alloc_count += y.allocs;
+        c.delta_alloc_count += delta(x.allocs, y.allocs);
+        c.delta_bytes_requested += delta(x.bytes, y.bytes);
+        if let (Some(t), Some(d)) = (c.delta_cost_s.as_mut(), d_cost) {
+            *t += d;
+        }
+        if x.allocs != y.allocs || x.bytes != y.bytes {
+            sites.push(SiteDelta {
+                name: named.name.clone(),
+                category: categories::category_name(rules, named.category).to_owned(),
+                base_alloc_count: x.allocs,
+                change_alloc_count: y.allocs,
+                delta_alloc_count: delta(x.allocs, y.allocs),
+                delta_bytes_requested: delta(x.bytes, y.bytes),
+                delta_cost_s: d_cost,
+            });
+        }
+    }
+    // Largest changes first; ties by name, so that output is stable.
+    sites.sort_by(|p, q| {
+        let size = |s: &SiteDelta| {
+            s.delta_cost_s
+                .map_or(s.delta_alloc_count.unsigned_abs() as f64, f64::abs)
+        };
+        size(q)
+            .total_cmp(&size(p))
+            .then_with(|| p.name.cmp(&q.name))
+    });
+    sites.truncate(limit);
+    let side = |r: &Report, m: &HashMap<String, Acc>, given: Option<f64>| Side {
+        report: r.dir.display().to_string(),
+        alloc_count: m.values().map(|s| s.allocs).sum(),
+        bytes_requested: m.values().map(|s| s.bytes).sum(),
+        cost_s: cal.map(|_| m.values().filter_map(|s| s.cost_ns).sum::<f64>() * 1e-9),
+        wall_s: given.or_else(|| r.wall_s(phase)),
+    };
+    let given = measured.base_s.is_some() && measured.change_s.is_some();
+    let (base_side, change_side) = (
+        side(base, &a, measured.base_s.filter(|_| given)),
+        side(change, &b, measured.change_s.filter(|_| given)),
+    );
+    Diff {
+        phase: phase.map(str::to_owned),
+        predicted_change_s: base_side.cost_s.zip(change_side.cost_s).map(|(x, y)| y - x),
+        measured_change_s: base_side.wall_s.zip(change_side.wall_s).map(|(x, y)| y - x),
+        wall_source: if given {
+            "given (--base-seconds, --change-seconds)".to_owned()
+        } else {
+            "the traced runs' phase wall times (tracer overhead included)".to_owned()
+        },
+        base: base_side,
+        change: change_side,
+        sites_matched: matched,
+        sites_gone: gone,
+        sites_new: new,
+        categories: cats,
+        sites,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::report::{PhaseRow, SiteRow};
+
+    fn report(sites: &[(u64, &str, u32, u64)]) -> Report {
+        // (site id, function, line, allocations) with one frame each; frames sorted by
+        // site, as `report::load` leaves them.
+        let mut sorted = sites.to_vec();
+        sorted.sort();
+        Report {
+            dir: "r".into(),
+            manifest: serde_json::json!({"duration_s": 1.0}),
+            sites: sites
+                .iter()
+                .map(|&(site_id, _, _, n)| SiteRow {
+                    site_id,
+                    phase: "p".into(),
+                    size_class_bytes: 160,
+                    alloc_count: n,
+                    realloc_count: 0,
+                    bytes_requested: 100 * n,
+                    bytes_allocated: 160 * n,
+                    temporary_count: n,
+                    lifetime_ns_median: None,
+                    followed_freed_count: 0,
+                })
+                .collect(),
+            frames: sorted
+                .iter()
+                .map(|&(site_id, f, line, _)| FrameRow {
+                    site_id,
+                    ..FrameRow::test(f, "/src/gadgets/boolean.rs", Some(line))
+                })
+                .collect(),
+            phases: vec![PhaseRow {
+                phase: "p".into(),
+                wall_ns: 1_000_000_000,
+                alloc_count: 0,
+            }],
+        }
+    }
+
+    #[test]
+    fn sites_match_by_frames_whatever_their_ids() {
+        let rules = crate::categories::default_rules();
+        // Site "lc" keeps its frames but changes id and halves; "gone" disappears;
+        // "new" appears; "same" is unchanged.
+        let base = report(&[(0, "lc", 1, 100), (1, "gone", 2, 10), (2, "same", 3, 5)]);
+        let change = report(&[(7, "same", 3, 5), (3, "lc", 1, 50), (4, "new", 4, 1)]);
+        let d = diff(
+            &base,
+            &change,
+            None,
+            &rules,
+            Some("p"),
+            Measured::default(),
+            10,
+        );
+        assert_eq!((d.sites_matched, d.sites_gone, d.sites_new), (2, 1, 1));
+        assert_eq!((d.base.alloc_count, d.change.alloc_count), (115, 56));
+        let deltas: Vec<(&str, i64)> = d
+            .sites
+            .iter()
+            .map(|s| (s.name.as_str(), s.delta_alloc_count))
+            .collect();
+        assert_eq!(
+            deltas,
+            [
+                ("lc (boolean.rs:1)", -50),
+                ("gone (boolean.rs:2)", -10),
+                ("new (boolean.rs:4)", 1)
+            ]
+        );
+        let boolean = &d.categories[0];
+        assert_eq!(boolean.category, "Boolean::lc temporaries");
+        assert_eq!(boolean.delta_alloc_count, -50);
+        assert_eq!(d.measured_change_s, Some(0.0));
+        assert_eq!(d.predicted_change_s, None);
+    }
+
+    #[test]
+    fn keys_ignore_generics_and_path_prefixes_but_not_lines() {
+        let f = |func: &str, file: &str, line| FrameRow::test(func, file, Some(line));
+        let here = [f(
+            "lc<blstrs::Scalar>",
+            "/home/a/.cargo/registry/src/index-1/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
+            10,
+        )];
+        let there = [f(
+            "lc<S>",
+            "/root/.cargo/registry/src/index-2/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
+            10,
+        )];
+        assert_eq!(site_key(&here), site_key(&there));
+        assert_eq!(
+            site_key(&here),
+            "lc@bellpepper-core-0.2.1/src/gadgets/boolean.rs:10\n"
+        );
+        let moved = [f(
+            "lc",
+            "/x/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
+            11,
+        )];
+        assert_ne!(site_key(&here), site_key(&moved));
+        assert_eq!(site_key(&[f("main", "main.rs", 3)]), "main@main.rs:3\n");
+    }
+}
