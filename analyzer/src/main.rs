@@ -267,7 +267,9 @@ fn calibration(path: Option<&Path>) -> Result<Calibration> {
         stored.display()
     );
     let c = measure(calibrate::Effort::FULL);
-    c.store(&stored)?;
+    if let Err(e) = c.store(&stored) {
+        eprintln!("analyzer: could not store the calibration ({e}); using it for this run only");
+    }
     Ok(c)
 }
 
