@@ -1,11 +1,16 @@
 //! `synth-driver`: runs real bellperson circuit synthesis under alloc-tracer, the way
 //! the Groth16 prover does it, and prints the tracer's summary.
 //!
-//! This first slice drives a SHA-256 chain from bellperson's own gadgets (the gadget
-//! behind 80 % of a Filecoin PoRep partition) through the stock prover. PoRep from a
-//! C1 output, Poseidon, the mirror prover and the patch variants are the next slices.
+//! Commands: offline sealing (`seal`), Filecoin PoRep partitions from a C1 output or
+//! blank (`porep`), and scalable chains of the gadgets PoRep is made of (`sha256`,
+//! `poseidon`). Provers: stock bellperson (`reference`) or the driver's replica of
+//! its `ProvingAssignment` with introspection (`mirror`). Patch variants
+//! (`--variant`) keep the constraint system and change allocations; see
+//! docs/synth-driver-variants.md.
 
 mod circuits;
+mod inplace;
+mod lc_pool;
 mod mirror;
 mod porep;
 mod prover;
@@ -43,6 +48,12 @@ struct Cli {
     /// which adds an `enforce` phase around enforce closures and a digest of a/b/c.
     #[arg(long, global = true, value_enum)]
     prover: Option<ProverKind>,
+    /// Patch variant for A/B comparisons: same constraint system (same a/b/c digest
+    /// under --prover mirror), different allocation behaviour. baseline: any command,
+    /// either prover. pooled-enforce: --prover mirror only (sha256, porep --c1,
+    /// porep --blank, poseidon). inplace-lc: sha256 only, either prover.
+    #[arg(long, global = true, value_enum, default_value_t = Variant::Baseline)]
+    variant: Variant,
     #[command(subcommand)]
     command: Command,
 }
@@ -128,6 +139,74 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// A chain of Poseidon hashes (neptune's legacy circuit with filecoin-hashers'
+    /// constants, as Filecoin's Merkle proofs use them).
+    Poseidon {
+        /// Hashes (about 500 constraints each at arity 8).
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+        hashes: u64,
+        /// Inputs per hash: 2, 4, 8, 11, 16, 24 or 36.
+        #[arg(long, default_value = "8", value_parser = parse_arity)]
+        arity: usize,
+        /// Iterations (each synthesizes the circuit anew).
+        #[arg(short = 'i', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: u64,
+        /// Seed of the random preimages.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+}
+
+/// Patch variants (`--variant`). Each keeps the constraint system, so the mirror
+/// prover's a/b/c digest equals the baseline's; they differ in allocations only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Variant {
+    /// The unchanged circuits and provers.
+    Baseline,
+    /// The mirror prover recycles the LinearCombination buffers of every enforce
+    /// (emptied and handed to the next enforce's closures) instead of freeing them.
+    PooledEnforce,
+    /// SHA-256 through the driver's own gadgets, which add terms to linear
+    /// combinations in place instead of building Boolean::lc temporaries and
+    /// cloning MultiEq's accumulators.
+    InplaceLc,
+}
+
+impl Variant {
+    fn name(self) -> &'static str {
+        match self {
+            Variant::Baseline => "baseline",
+            Variant::PooledEnforce => "pooled-enforce",
+            Variant::InplaceLc => "inplace-lc",
+        }
+    }
+
+    /// Refuses combinations the variant does not cover: `command` is the
+    /// subcommand's name, `prover` the one in force.
+    fn check(self, command: &str, prover: ProverKind) -> Result<()> {
+        match (self, command, prover) {
+            (Variant::Baseline, _, _) => Ok(()),
+            (Variant::InplaceLc, "sha256", _) => Ok(()),
+            (Variant::InplaceLc, _, _) => {
+                anyhow::bail!("--variant inplace-lc exists for sha256 only, not {command}")
+            }
+            (Variant::PooledEnforce, "seal" | "porep --count-only", _) => {
+                anyhow::bail!("--variant pooled-enforce does not apply to {command} (no synthesis)")
+            }
+            (Variant::PooledEnforce, _, ProverKind::Mirror) => Ok(()),
+            (Variant::PooledEnforce, _, ProverKind::Reference) => {
+                anyhow::bail!("--variant pooled-enforce needs --prover mirror")
+            }
+        }
+    }
+}
+
+fn parse_arity(s: &str) -> Result<usize, String> {
+    let arities = circuits::POSEIDON_ARITIES;
+    s.parse()
+        .ok()
+        .filter(|a| arities.contains(a))
+        .ok_or_else(|| format!("unsupported arity {s:?}; expected one of {arities:?}"))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -177,6 +256,7 @@ struct IterationReport {
     circuit: String,
     iteration: u64,
     prover: &'static str,
+    variant: &'static str,
     witness: &'static str,
     rows: usize,
     aux: usize,
@@ -192,6 +272,9 @@ struct IterationReport {
     allocs: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temporaries: Option<u64>,
+    /// Allocations inside enforce-closure evaluation (traced mirror runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enforce_allocs: Option<u64>,
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -210,8 +293,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
         trace: cli.trace.trace,
         json: cli.json,
         prover: cli.prover.unwrap_or(ProverKind::Reference),
+        variant: cli.variant,
         out: &mut out,
     };
+    let command = match &cli.command {
+        Command::Sha256 { .. } => "sha256",
+        Command::Poseidon { .. } => "poseidon",
+        Command::Seal { .. } => "seal",
+        Command::Porep {
+            count_only: true, ..
+        } => "porep --count-only",
+        Command::Porep { .. } => "porep",
+    };
+    let prover = match &cli.command {
+        // --blank switches to the mirror prover unless told otherwise.
+        Command::Porep { blank: true, .. } => cli.prover.unwrap_or(ProverKind::Mirror),
+        _ => run.prover,
+    };
+    cli.variant.check(command, prover)?;
     match cli.command {
         Command::Sha256 {
             blocks,
@@ -224,6 +323,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             |i| {
                 Ok(circuits::Sha256Chain::random(
                     blocks as usize,
+                    seed.wrapping_add(i),
+                    cli.variant == Variant::InplaceLc,
+                ))
+            },
+        )?,
+        Command::Poseidon {
+            hashes,
+            arity,
+            iterations,
+            seed,
+        } => run.iterations(
+            &format!("poseidon --hashes {hashes} --arity {arity}"),
+            iterations,
+            None,
+            |i| {
+                Ok(circuits::PoseidonChain::new(
+                    hashes as usize,
+                    arity,
                     seed.wrapping_add(i),
                 ))
             },
@@ -258,6 +375,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 circuit: format!("porep {proof:?} blank partition (count only)"),
                 iteration: 0,
                 prover: "count-only",
+                variant: run.variant.name(),
                 witness: "none",
                 rows: shape.rows,
                 aux: shape.aux,
@@ -266,6 +384,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 trace: run.trace.name(),
                 allocs: None,
                 temporaries: None,
+                enforce_allocs: None,
                 abc_digest: None,
                 substituted_values: None,
             };
@@ -343,6 +462,7 @@ struct Runner<'o> {
     trace: Mode,
     json: bool,
     prover: ProverKind,
+    variant: Variant,
     out: &'o mut dyn Write,
 }
 
@@ -380,7 +500,16 @@ impl Runner<'_> {
                             Some(seed) => mirror::Missing::random(seed.wrapping_add(iteration)),
                             None => mirror::Missing::Fail,
                         };
-                        let o = mirror::synthesize(circuit, missing, self.trace != Mode::Off)?;
+                        let pool = match self.variant {
+                            Variant::PooledEnforce => {
+                                Some(lc_pool::LcPool::new().map_err(|e| {
+                                    anyhow::anyhow!("--variant pooled-enforce: {e}")
+                                })?)
+                            }
+                            _ => None,
+                        };
+                        let o =
+                            mirror::synthesize(circuit, missing, self.trace != Mode::Off, pool)?;
                         let shape = circuits::Shape {
                             rows: o.rows,
                             aux: o.aux,
@@ -400,6 +529,7 @@ impl Runner<'_> {
                     ProverKind::Reference => "reference",
                     ProverKind::Mirror => "mirror",
                 },
+                variant: self.variant.name(),
                 witness: if blank.is_some() { "blank" } else { "real" },
                 rows: shape.rows,
                 aux: shape.aux,
@@ -409,6 +539,10 @@ impl Runner<'_> {
                 allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
                 temporaries: traced
                     .then(|| after.total(|p| p.temporaries) - before.total(|p| p.temporaries)),
+                enforce_allocs: match (traced, self.prover) {
+                    (true, ProverKind::Mirror) => enforce_allocs(&before, &after),
+                    _ => None,
+                },
                 abc_digest: digest,
                 substituted_values: substituted,
             };
@@ -418,6 +552,14 @@ impl Runner<'_> {
     }
 }
 
+/// Allocations made in the `enforce` phase between two snapshots.
+fn enforce_allocs(before: &alloc_tracer::Counts, after: &alloc_tracer::Counts) -> Option<u64> {
+    let id = alloc_tracer::phases()
+        .iter()
+        .position(|p| p.name == "enforce")?;
+    Some(after.phases.get(id)?.allocs - before.phases.get(id)?.allocs)
+}
+
 fn print_iteration(out: &mut dyn Write, r: &IterationReport, json: bool) -> Result<()> {
     if json {
         serde_json::to_writer(&mut *out, r)?;
@@ -425,7 +567,7 @@ fn print_iteration(out: &mut dyn Write, r: &IterationReport, json: bool) -> Resu
     } else {
         write!(
             out,
-            "{} [{}] iteration {}: {} rows, {} aux, {} inputs, synthesis {:.3} s (prover {}, trace {})",
+            "{} [{}] iteration {}: {} rows, {} aux, {} inputs, synthesis {:.3} s (prover {}, variant {}, trace {})",
             r.circuit,
             r.prover,
             r.iteration,
@@ -434,10 +576,17 @@ fn print_iteration(out: &mut dyn Write, r: &IterationReport, json: bool) -> Resu
             r.inputs,
             r.synth_seconds,
             r.prover,
+            r.variant,
             r.trace
         )?;
         if let (Some(a), Some(t)) = (r.allocs, r.temporaries) {
             write!(out, ", {a} allocations, {t} temporaries")?;
+        }
+        if let Some(e) = r.enforce_allocs {
+            write!(out, ", {e} in enforce")?;
+        }
+        if let Some(d) = &r.abc_digest {
+            write!(out, ", abc digest {d}")?;
         }
         writeln!(out)?;
     }

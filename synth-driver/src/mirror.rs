@@ -9,6 +9,7 @@
 //! circuit (all values `None`) be synthesized: the same constraints and closures as
 //! a real witness, without the witness arithmetic of the vanilla proofs.
 
+use crate::lc_pool::LcPool;
 use anyhow::{Result, bail};
 use bellperson::multiexp::DensityTracker;
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
@@ -58,6 +59,8 @@ struct MirrorAssignment {
     missing: Missing,
     substituted: u64,
     enforce_phase: Option<alloc_tracer::PhaseId>,
+    /// Recycled combination buffers (the `pooled-enforce` variant).
+    pool: Option<LcPool>,
 }
 
 impl MirrorAssignment {
@@ -152,9 +155,14 @@ impl ConstraintSystem<Fr> for MirrorAssignment {
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
         let guard = self.enforce_phase.map(alloc_tracer::PhaseId::enter);
-        let a = a(LinearCombination::zero());
-        let b = b(LinearCombination::zero());
-        let c = c(LinearCombination::zero());
+        let (a, b, c) = match &mut self.pool {
+            None => (
+                a(LinearCombination::zero()),
+                b(LinearCombination::zero()),
+                c(LinearCombination::zero()),
+            ),
+            Some(pool) => (a(pool.take()), b(pool.take()), c(pool.take())),
+        };
         // Inputs have full density in A (every input gets an `x * 0 = 0` row), and
         // C has no query of its own: only A's aux and B's trackers count.
         let (inputs, aux) = (&self.input_assignment, &self.aux_assignment);
@@ -170,7 +178,14 @@ impl ConstraintSystem<Fr> for MirrorAssignment {
         self.a.push(a_value);
         self.b.push(b_value);
         self.c.push(c_value);
-        drop((a, b, c));
+        match &mut self.pool {
+            None => drop((a, b, c)),
+            Some(pool) => {
+                pool.put(a);
+                pool.put(b);
+                pool.put(c);
+            }
+        }
         drop(guard);
     }
 
@@ -190,10 +205,14 @@ impl ConstraintSystem<Fr> for MirrorAssignment {
 
 /// Synthesizes `circuit` the way bellperson's prover does, up to (and including) the
 /// conversion of the assignments that precedes the first parameter access.
+///
+/// `pool`, when given, recycles the combination buffers of every `enforce` (the
+/// `pooled-enforce` variant; see [`crate::lc_pool`]): same rows, fewer allocations.
 pub fn synthesize<C: Circuit<Fr>>(
     circuit: C,
     missing: Missing,
     introspect: bool,
+    pool: Option<LcPool>,
 ) -> Result<Outcome> {
     let mut cs = MirrorAssignment {
         a_aux_density: DensityTracker::new(),
@@ -207,6 +226,7 @@ pub fn synthesize<C: Circuit<Fr>>(
         missing,
         substituted: 0,
         enforce_phase: introspect.then(|| alloc_tracer::phase_id("enforce")),
+        pool,
     };
     cs.alloc_input(|| "", || Ok(Fr::ONE))?;
     if let Err(e) = circuit.synthesize(&mut cs) {

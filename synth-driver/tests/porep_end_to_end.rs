@@ -281,3 +281,26 @@ fn blank_partition_with_substituted_values() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--prover mirror"));
 }
+
+#[test]
+fn pooled_enforce_keeps_the_porep_constraint_system() {
+    let c1 = sealed_2kib().display().to_string();
+    let mirror = |variant| {
+        run_json(&[
+            "--json",
+            "--prover",
+            "mirror",
+            "--variant",
+            variant,
+            "porep",
+            "--c1",
+            &c1,
+        ])
+    };
+    let (baseline, pooled) = (mirror("baseline"), mirror("pooled-enforce"));
+    assert_eq!(pooled["variant"], "pooled-enforce");
+    assert_eq!(baseline["rows"], 2_687_961);
+    for key in ["rows", "aux", "inputs", "abc_digest"] {
+        assert_eq!(baseline[key], pooled[key], "{key}");
+    }
+}

@@ -30,9 +30,17 @@ pub const UNINIT: u64 = 1 << 18;
 /// Derived bit: mode is `sites` or `sample`, so stacks may be walked.
 pub const STACKS: u64 = 1 << 19;
 
+/// Derived field, bits 32 to 63: the phase's byte offset in
+/// `ThreadState::phases`, so that the hot path finds a phase's counters with a shift
+/// and an add instead of decoding the phase and multiplying.
+const PHASE_OFFSET_SHIFT: u32 = 32;
+const PHASE_STRIDE: u64 = size_of::<super::thread::PhaseCounters>() as u64;
+
 /// Sets the derived bits of a control word from its fields.
 const fn with_derived(w: u64) -> u64 {
-    let w = w & !(RECORDING | UNINIT | STACKS);
+    let w = w & !(RECORDING | UNINIT | STACKS) & ((1 << PHASE_OFFSET_SHIFT) - 1);
+    let phase = (w >> 24) & (MAX_PHASES as u64 - 1);
+    let phase_offset = (phase * PHASE_STRIDE) << PHASE_OFFSET_SHIFT;
     let mode = w as u8;
     let recording = if mode >= MODE_COUNT && (w >> 16) & 1 == 0 {
         RECORDING
@@ -45,7 +53,7 @@ const fn with_derived(w: u64) -> u64 {
     } else {
         0
     };
-    w | recording | uninit | stacks
+    w | recording | uninit | stacks | phase_offset
 }
 
 static CONTROL: AtomicU64 = AtomicU64::new(with_derived(0));
@@ -79,6 +87,13 @@ impl Control {
     pub fn phase(self) -> usize {
         // Masked so that indexing per-phase arrays never needs a bounds check.
         ((self.0 >> 24) as usize) & (MAX_PHASES - 1)
+    }
+    /// Byte offset of the current phase's counters in `ThreadState::phases`: always
+    /// `phase() * size_of::<PhaseCounters>()`, as every writer goes through
+    /// `with_derived`.
+    #[inline(always)]
+    pub fn phase_offset(self) -> usize {
+        (self.0 >> PHASE_OFFSET_SHIFT) as usize
     }
     /// True when allocations must be recorded now.
     #[inline(always)]
@@ -184,5 +199,9 @@ mod tests {
         let w = Control(with_derived(MODE_OFF as u64));
         assert!(!w.recording() && !w.alloc_needs_work() && !w.stacks());
         assert!(Control(with_derived(0)).alloc_needs_work());
+        for phase in 0..MAX_PHASES as u64 {
+            let w = Control(with_derived(MODE_COUNT as u64 | (phase << 24)));
+            assert_eq!(w.phase_offset(), w.phase() * PHASE_STRIDE as usize);
+        }
     }
 }

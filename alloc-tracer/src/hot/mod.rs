@@ -167,7 +167,7 @@ fn no_tail_call() {
 fn state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&ThreadState> {
     match local.recording_state() {
         Some(st) => Some(st),
-        None => unusual_state(local, layout, own_alloc),
+        None => unusual_state(local, layout.size(), layout.align(), own_alloc),
     }
 }
 
@@ -175,11 +175,16 @@ fn state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&ThreadState>
 /// after thread exit.
 #[cold]
 #[inline(never)]
-fn unusual_state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&ThreadState> {
+fn unusual_state(
+    local: &Local,
+    size: usize,
+    align: usize,
+    own_alloc: bool,
+) -> Option<&ThreadState> {
     let mut st = local.state();
     if local.guard() {
         if own_alloc {
-            record_own(st, layout);
+            record_own(st, size, align);
         }
         return None;
     }
@@ -195,8 +200,8 @@ fn unusual_state(local: &Local, layout: Layout, own_alloc: bool) -> Option<&Thre
 }
 
 #[cold]
-fn record_own(st: *mut ThreadState, layout: Layout) {
-    let class = size_class::index_of(layout.size(), layout.align());
+fn record_own(st: *mut ThreadState, size: usize, align: usize) {
+    let class = size_class::index_of(size, align);
     if st.is_null() || st == DEAD {
         if let Some(c) = crate::registry::EARLY_OWN.get(class) {
             c.fetch_add(1, Relaxed);
@@ -206,7 +211,7 @@ fn record_own(st: *mut ThreadState, layout: Layout) {
     // SAFETY: as in `unusual_state`.
     let st = unsafe { &*st };
     bump(&st.own.allocs, 1);
-    bump(&st.own.bytes, layout.size() as u64);
+    bump(&st.own.bytes, size as u64);
     if let Some(c) = st.own.classes.get(class) {
         bump(c, 1);
     }
@@ -261,8 +266,14 @@ unsafe fn alloc_recorded<A: GlobalAlloc, const ZEROED: bool>(
     if ptr.is_null() {
         return ptr;
     }
-    let Some(st) = state(thread::current(), layout, true) else {
-        return ptr;
+    // (Alignment 1 stands for this request's: at most 8, it does not change the
+    // class. Then the alignment need not be kept across the call to `A`.)
+    let st = match thread::current().recording_state() {
+        Some(st) => st,
+        None => match unusual_state(thread::current(), size, 1, true) {
+            Some(st) => st,
+            None => return ptr,
+        },
     };
     let r = SMALL_REQUESTS[size];
     bump(&st.requested[r.bucket as usize], 1);
@@ -333,7 +344,7 @@ fn record_alloc_general(ctl: Control, ptr: *mut u8, layout: Layout) {
     let class = size_class::index_of(size, layout.align());
     let usable = size_class::usable(class, size);
     if class > LAST_SMALL {
-        bump(&st.phases[ctl.phase()].large_bytes_allocated, usable as u64);
+        bump(&st.phase(ctl).large_bytes_allocated, usable as u64);
         // Checked now: a large block can move the net bytes by any amount.
         st.publish_countdown.set(1);
     }
@@ -352,7 +363,7 @@ fn record_alloc(
     class: u8,
     usable: usize,
 ) -> *mut u8 {
-    let p = &st.phases[ctl.phase()];
+    let p = st.phase(ctl);
     bump(&p.allocs[class as usize], 1);
     bump(&p.bytes_requested, size as u64);
     st.last_block.set(ptr as usize);
@@ -435,7 +446,7 @@ fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_
     };
     let class = size_class::index_of(new_size, layout.align());
     let old_class = size_class::index_of(layout.size(), layout.align());
-    let p = &st.phases[ctl.phase()];
+    let p = st.phase(ctl);
     bump(&p.reallocs, 1);
     bump(&p.bytes_requested, new_size as u64);
     let usable = size_class::usable(class, new_size);
@@ -489,7 +500,7 @@ unsafe fn dealloc_recorded<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8
         let class = size_class::index_of(size, align);
         let usable = size_class::usable(class, size);
         if class > LAST_SMALL {
-            bump(&st.phases[ctl.phase()].large_bytes_freed, usable as u64);
+            bump(&st.phase(ctl).large_bytes_freed, usable as u64);
             st.publish_countdown.set(1);
         }
         record_free(ctl, st, ptr, class as u8, usable)
@@ -497,10 +508,14 @@ unsafe fn dealloc_recorded<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8
         // SAFETY: forwarded contract.
         return unsafe { dealloc_overaligned(inner, ctl, st, ptr, layout) };
     };
-    let followed = ctl.stacks() && lifetimes_maybe(ptr);
-    if check || followed {
+    if check {
+        let followed = ctl.stacks() && lifetimes_maybe(ptr);
         // SAFETY: forwarded contract.
-        return unsafe { dealloc_then(inner, st, ptr, layout, check, followed) };
+        return unsafe { dealloc_then(inner, st, ptr, layout, true, followed) };
+    }
+    if ctl.stacks() && lifetimes_maybe(ptr) {
+        // SAFETY: forwarded contract.
+        return unsafe { dealloc_then(inner, st, ptr, layout, false, true) };
     }
     // SAFETY: forwarded contract.
     unsafe { inner.dealloc(ptr, layout) }
@@ -510,7 +525,7 @@ unsafe fn dealloc_recorded<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8
 /// aside; true when the net live bytes are due for a check (`check_live`).
 #[inline(always)]
 fn record_free(ctl: Control, st: &ThreadState, ptr: *mut u8, class: u8, usable: usize) -> bool {
-    let p = &st.phases[ctl.phase()];
+    let p = st.phase(ctl);
     bump(&p.freed[class as usize], 1);
     if st.last_block.get() == ptr as usize {
         bump(&p.temporaries, 1);
@@ -533,7 +548,7 @@ fn record_free_general(ctl: Control, st: &ThreadState, ptr: *mut u8, layout: Lay
     let class = size_class::index_of(size, layout.align());
     let usable = size_class::usable(class, size);
     if class > LAST_SMALL {
-        bump(&st.phases[ctl.phase()].large_bytes_freed, usable as u64);
+        bump(&st.phase(ctl).large_bytes_freed, usable as u64);
         st.publish_countdown.set(1);
     }
     if record_free(ctl, st, ptr, class as u8, usable) {
@@ -750,7 +765,7 @@ fn sample<const REALLOC: bool>(
 ) {
     let slot = site_slot(st, ctl, class);
     count_in_slot::<REALLOC>(slot, size, usable);
-    bump(&st.phases[ctl.phase()].sampled, 1);
+    bump(&st.phase(ctl).sampled, 1);
     st.last_slot.set(slot);
     let site = slot_site(ctl, class, st);
     follow_block(st, ptr, usable, site, 0);

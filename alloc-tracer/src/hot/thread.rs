@@ -234,6 +234,17 @@ impl Drop for ExitHook {
 }
 
 impl ThreadState {
+    /// The counters of the current phase.
+    #[inline(always)]
+    pub fn phase(&self, ctl: super::control::Control) -> &PhaseCounters {
+        let offset = ctl.phase_offset();
+        debug_assert_eq!(offset, ctl.phase() * size_of::<PhaseCounters>());
+        // SAFETY: the control word's writers set `phase_offset` to `phase()` (less
+        // than MAX_PHASES) times the size of `PhaseCounters`: the offset of an element
+        // of `phases`.
+        unsafe { &*self.phases.as_ptr().byte_add(offset) }
+    }
+
     fn new(stack_top: usize, seed: u64) -> Box<ThreadState> {
         // Zeroed in place: the state is ~32 KiB, too big for the stack of whatever
         // thread happens to allocate first.
