@@ -1,8 +1,8 @@
 //! How long `analyzer top` takes on a large report: writes a synthetic report with N
 //! sites (default 1,000,000; three frames each) in the documented schema, then times
-//! loading it and ranking its sites, median of 5 runs.
+//! loading it, pricing every site (as `analyzer top` does) and ranking, median of 5 runs.
 //!
-//! `cargo bench -p analyzer --bench top_sites [-- N]`
+//! `cargo bench --workspace --bench top_sites [-- N]`
 
 use alloc_tracer_format::schema::{self, ColumnType, Table};
 use analyzer::rank::{self, RankBy};
@@ -101,27 +101,43 @@ fn main() -> PolarsResult<()> {
     )?;
     write_table(&dir, &schema::SITES, n, frames)?;
     write_table(&dir, &schema::FRAMES, n * frames, frames)?;
+    write_table(&dir, &schema::PHASES, 2, frames)?;
+    let calibration = analyzer::calibrate::Calibration::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibration.json"),
+    )
+    .expect("fixture calibration loads");
+    let rules = analyzer::categories::default_rules();
 
     let mut load = vec![];
     let mut ranking = vec![];
+    let mut pricing = vec![];
     for _ in 0..5 {
         let t = Instant::now();
         let report = analyzer::report::load(&dir).expect("synthetic report loads");
         let loaded = t.elapsed().as_secs_f64();
-        let top = rank::top(&report, RankBy::Count, 20, Some("synthesize"), None);
+        // What `analyzer top` does: price every site, then rank.
+        let costs: std::collections::HashMap<u64, f64> =
+            analyzer::cost::per_site(&report, &calibration, &rules, Some("synthesize"))
+                .into_iter()
+                .map(|(site, (n, _))| (site, n.total()))
+                .collect();
+        let priced = t.elapsed().as_secs_f64();
+        let top = rank::top(&report, RankBy::Count, 20, Some("synthesize"), Some(&costs));
         assert_eq!(top.len(), 20);
         load.push(loaded);
-        ranking.push(t.elapsed().as_secs_f64() - loaded);
+        pricing.push(priced - loaded);
+        ranking.push(t.elapsed().as_secs_f64() - priced);
     }
     let median = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let (l, r) = (median(load), median(ranking));
+    let (l, p, r) = (median(load), median(pricing), median(ranking));
     println!(
-        "top over {n} sites ({} frame rows): load {l:.2} s + rank {r:.2} s = {:.2} s (median of 5)",
+        "top over {n} sites ({} frame rows): load {l:.2} s + price {p:.2} s + rank {r:.2} s \
+         = {:.2} s (median of 5)",
         n * frames,
-        l + r
+        l + p + r
     );
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
