@@ -240,6 +240,7 @@ impl ConstraintSystem<Fr> for ShapeCS {
         LC: FnOnce(LinearCombination<Fr>) -> LinearCombination<Fr>,
     {
         self.constraints += 1;
+        crate::progress::publish_rows(self.constraints);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)

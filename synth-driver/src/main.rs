@@ -13,6 +13,7 @@ mod inplace;
 mod lc_pool;
 mod mirror;
 mod porep;
+mod progress;
 mod prover;
 
 use alloc_tracer::{Mode, Settings, TracingAllocator};
@@ -353,11 +354,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let start = Instant::now();
             let path = {
                 let _setup = alloc_tracer::phase("seal");
+                let progress = progress::Progress::new("seal", None, false);
                 porep::seal_sector(proof, bytes, &dir, seed, &mut |step| {
-                    eprintln!(
+                    progress.step(format!(
                         "seal {proof:?}: {step} ({:.1} s)",
                         start.elapsed().as_secs_f64()
-                    )
+                    ))
                 })?
             };
             writeln!(run.out, "{}", path.display())?;
@@ -368,9 +370,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             ..
         } => {
             let start = Instant::now();
+            let progress = progress::Progress::new("counting rows", None, true);
             let shape = porep::with_tree_shape!(proof.sector_size(), Tree => {
                 circuits::shape(porep::blank_circuit::<Tree>(proof)?)?
             });
+            drop(progress);
             let report = IterationReport {
                 circuit: format!("porep {proof:?} blank partition (count only)"),
                 iteration: 0,
@@ -477,6 +481,7 @@ impl Runner<'_> {
         blank: Option<u64>,
         mut make: impl FnMut(u64) -> Result<C>,
     ) -> Result<()> {
+        let progress = progress::Progress::new("synthesis", Some(iterations), true);
         for iteration in 0..iterations {
             let (circuit, shape) = {
                 let _setup = alloc_tracer::phase("setup");
@@ -486,6 +491,7 @@ impl Runner<'_> {
                 };
                 (make(iteration)?, shape)
             };
+            progress::ROWS.store(0, std::sync::atomic::Ordering::Relaxed);
             let before = alloc_tracer::counts();
             let start = Instant::now();
             let (shape, digest, substituted) = {
@@ -546,7 +552,8 @@ impl Runner<'_> {
                 abc_digest: digest,
                 substituted_values: substituted,
             };
-            print_iteration(self.out, &report, self.json)?;
+            progress.suspend(|| print_iteration(self.out, &report, self.json))?;
+            progress.inc();
         }
         Ok(())
     }

@@ -178,6 +178,7 @@ impl ConstraintSystem<Fr> for MirrorAssignment {
         self.a.push(a_value);
         self.b.push(b_value);
         self.c.push(c_value);
+        crate::progress::publish_rows(self.a.len());
         match &mut self.pool {
             None => drop((a, b, c)),
             Some(pool) => {

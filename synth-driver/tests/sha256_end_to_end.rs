@@ -58,3 +58,26 @@ fn bad_input_is_one_line_and_exit_code_2() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with("synth-driver: "), "{stderr}");
 }
+
+#[test]
+fn progress_bar_stays_off_pipes() {
+    // Long enough (about 3 s) for the bar to appear on a terminal; stderr is a pipe
+    // here, so it must carry nothing, and stdout only the iteration lines.
+    let out = driver()
+        .args(["--json", "sha256", "--blocks", "32", "-i", "4"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 4);
+    assert!(
+        stdout
+            .lines()
+            .all(|l| l.starts_with('{') && !l.contains('\u{1b}'))
+    );
+}

@@ -1,0 +1,132 @@
+//! Progress on stderr for long work (sealing, many iterations, counting a 32 GiB
+//! partition).
+//!
+//! The bar shows only when stderr is a terminal, and only once the work has run
+//! for [`DELAY`], so short runs and piped or `--json` runs print nothing extra
+//! (stdout never carries it). Its drawing runs on its own thread with the tracer's
+//! recording suppressed for that thread (`alloc_tracer::untraced`), and every call
+//! into the bar from the working thread is suppressed the same way, so a traced run
+//! counts the same allocations with or without a bar.
+//!
+//! Constraint systems publish how many rows they have built through [`ROWS`], every
+//! 4096 rows (a plain store, nothing per row).
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How long work runs before the bar appears.
+pub const DELAY: Duration = Duration::from_secs(2);
+
+/// Rows built so far by the synthesis in progress (0 when unknown).
+pub static ROWS: AtomicU64 = AtomicU64::new(0);
+
+/// Publishes `rows` to [`ROWS`] when it is a multiple of 4096.
+#[inline]
+pub fn publish_rows(rows: usize) {
+    if rows.trailing_zeros() >= 12 {
+        ROWS.store(rows as u64, Relaxed);
+    }
+}
+
+/// A progress bar (a spinner when there is no length) and the thread drawing it.
+pub struct Progress {
+    bar: ProgressBar,
+    done: Arc<AtomicBool>,
+    drawing: Arc<AtomicBool>,
+    ticker: Option<JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Progress over `len` steps (None: a spinner), labelled `prefix`; the message
+    /// is the published row count if `rows_shown`, else the latest [`Progress::step`].
+    pub fn new(prefix: &str, len: Option<u64>, rows_shown: bool) -> Progress {
+        alloc_tracer::untraced(|| {
+            let template = match len {
+                Some(_) => "{prefix} {spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
+                None => "{prefix} {spinner} [{elapsed_precise}] {msg}",
+            };
+            let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::hidden())
+                .with_prefix(prefix.to_owned());
+            if let Ok(style) = ProgressStyle::with_template(template) {
+                bar.set_style(style);
+            }
+            let done = Arc::new(AtomicBool::new(false));
+            let drawing = Arc::new(AtomicBool::new(false));
+            let ticker = std::io::stderr().is_terminal().then(|| {
+                let (bar, done, drawing) = (bar.clone(), done.clone(), drawing.clone());
+                std::thread::spawn(move || {
+                    alloc_tracer::untraced(|| tick(&bar, &done, &drawing, rows_shown))
+                })
+            });
+            Progress {
+                bar,
+                done,
+                drawing,
+                ticker,
+            }
+        })
+    }
+
+    /// One step done.
+    pub fn inc(&self) {
+        alloc_tracer::untraced(|| self.bar.inc(1));
+    }
+
+    /// What is being done now. Off a terminal the line goes to stderr as it is.
+    pub fn step(&self, line: String) {
+        if self.ticker.is_some() {
+            alloc_tracer::untraced(|| self.bar.set_message(line));
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Runs `f` (which prints) with the bar out of the way.
+    pub fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        if self.drawing.load(Relaxed) {
+            alloc_tracer::untraced(|| self.bar.suspend(f))
+        } else {
+            f()
+        }
+    }
+}
+
+/// The drawing thread: waits out [`DELAY`], then redraws every 200 ms (with the
+/// published row count, if `rows_shown`) until `done`.
+fn tick(bar: &ProgressBar, done: &AtomicBool, drawing: &AtomicBool, rows_shown: bool) {
+    let start = Instant::now();
+    while !done.load(Relaxed) && start.elapsed() < DELAY {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if done.load(Relaxed) {
+        return;
+    }
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    drawing.store(true, Relaxed);
+    let mut shown = 0;
+    while !done.load(Relaxed) {
+        let rows = ROWS.load(Relaxed);
+        if rows_shown && rows != shown {
+            bar.set_message(format!("{rows} rows"));
+            shown = rows;
+        }
+        bar.tick();
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.done.store(true, Relaxed);
+        alloc_tracer::untraced(|| {
+            if let Some(t) = self.ticker.take() {
+                let _ = t.join();
+            }
+            self.bar.finish_and_clear();
+        });
+    }
+}
