@@ -227,6 +227,15 @@ fn late(alloc: bool) {
     counter.fetch_add(1, Relaxed);
 }
 
+/// True for the requests classified by one lookup in [`SMALL_REQUESTS`]: at least 8
+/// and at most [`SMALL_REQUEST_MAX`] bytes, aligned to at most 8. (Then also
+/// `align <= size`, which lets the compiler drop tikv-jemallocator's test for
+/// `mallocx` flags from the inlined inner call.)
+#[inline(always)]
+fn small_request(size: usize, align: usize) -> bool {
+    size.wrapping_sub(8) <= SMALL_REQUEST_MAX - 8 && align <= 8
+}
+
 /// `A`'s allocation, zeroed or not.
 ///
 /// # Safety
@@ -245,8 +254,8 @@ unsafe fn inner_alloc<A: GlobalAlloc, const ZEROED: bool>(inner: &A, layout: Lay
 
 /// Allocation with recording (or with the mode still to be read). Out of line, so
 /// that the entry point stays a load, a test and a jump. This is the common case, a
-/// request of at most [`SMALL_REQUEST_MAX`] bytes aligned to at most 8, classified
-/// by one table lookup; anything else goes on to `alloc_general`.
+/// small request (`small_request`) classified by one table lookup; anything else
+/// goes on to `alloc_general`.
 ///
 /// # Safety
 /// The caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
@@ -257,7 +266,7 @@ unsafe fn alloc_recorded<A: GlobalAlloc, const ZEROED: bool>(
     layout: Layout,
 ) -> *mut u8 {
     let size = layout.size();
-    if !ctl.recording() || size > SMALL_REQUEST_MAX || layout.align() > 8 {
+    if !ctl.recording() || !small_request(size, layout.align()) {
         // SAFETY: forwarded contract.
         return unsafe { alloc_general::<A, ZEROED>(inner, ctl, layout) };
     }
@@ -493,21 +502,42 @@ unsafe fn dealloc_recorded<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8
     };
     let size = layout.size();
     let align = layout.align();
-    let check = if size <= SMALL_REQUEST_MAX && align <= 8 {
+    if small_request(size, align) {
         let r = SMALL_REQUESTS[size];
-        record_free(ctl, st, ptr, r.class, r.usable as usize)
-    } else if align <= 16 {
-        let class = size_class::index_of(size, align);
-        let usable = size_class::usable(class, size);
-        if class > LAST_SMALL {
-            bump(&st.phase(ctl).large_bytes_freed, usable as u64);
-            st.publish_countdown.set(1);
-        }
-        record_free(ctl, st, ptr, class as u8, usable)
-    } else {
+        let check = record_free(ctl, st, ptr, r.class, r.usable as usize);
+        // Its own copy of the rest, where the compiler knows the request is small.
+        // SAFETY: forwarded contract.
+        return unsafe { finish_free(inner, ctl, st, ptr, layout, check) };
+    }
+    if align > 16 {
         // SAFETY: forwarded contract.
         return unsafe { dealloc_overaligned(inner, ctl, st, ptr, layout) };
-    };
+    }
+    let class = size_class::index_of(size, align);
+    let usable = size_class::usable(class, size);
+    if class > LAST_SMALL {
+        bump(&st.phase(ctl).large_bytes_freed, usable as u64);
+        st.publish_countdown.set(1);
+    }
+    let check = record_free(ctl, st, ptr, class as u8, usable);
+    // SAFETY: forwarded contract.
+    unsafe { finish_free(inner, ctl, st, ptr, layout, check) }
+}
+
+/// The end of a recorded free: the live-bytes check or the lifetime filter when due
+/// (cold, tail calls), else the tail call to `A`.
+///
+/// # Safety
+/// As for `dealloc_recorded`.
+#[inline(always)]
+unsafe fn finish_free<A: GlobalAlloc>(
+    inner: &A,
+    ctl: Control,
+    st: &ThreadState,
+    ptr: *mut u8,
+    layout: Layout,
+    check: bool,
+) {
     if check {
         let followed = ctl.stacks() && lifetimes_maybe(ptr);
         // SAFETY: forwarded contract.
