@@ -108,8 +108,8 @@ enum Command {
         #[arg(long, value_parser = porep::parse_sector_size)]
         sector_size: Option<(u64, filecoin_proofs_api::RegisteredSealProof)>,
         /// Count rows, aux and inputs of the blank circuit (all values missing; the
-        /// same constraints) without synthesizing a witness: works for 32 GiB on a
-        /// small machine.
+        /// same constraints), or with --synthetic of the synthetic one, without
+        /// synthesizing a witness: works for 32 GiB on a small machine.
         #[arg(long, conflicts_with = "blank")]
         count_only: bool,
         /// Synthesize the blank circuit of --sector-size with the mirror prover,
@@ -118,7 +118,13 @@ enum Command {
         /// witness arithmetic (an approximation; the output says `witness: blank`).
         #[arg(long, requires = "sector_size")]
         blank: bool,
-        /// Seed of the substituted values (--blank).
+        /// Synthesize a partition of --sector-size from synthetic vanilla proofs:
+        /// random values in proofs of exactly that size's shape, through the same
+        /// circuit construction as a real C1 output (the real constraint system of
+        /// any size, without sealing; the output says `witness: synthetic`).
+        #[arg(long, requires = "sector_size", conflicts_with = "blank")]
+        synthetic: bool,
+        /// Seed of the substituted values (--blank) or synthetic proofs (--synthetic).
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Partition to synthesize.
@@ -295,6 +301,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         json: cli.json,
         prover: cli.prover.unwrap_or(ProverKind::Reference),
         variant: cli.variant,
+        synthetic: false,
         out: &mut out,
     };
     let command = match &cli.command {
@@ -367,20 +374,29 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Porep {
             sector_size: Some((_, proof)),
             count_only: true,
+            synthetic,
+            seed,
             ..
         } => {
             let start = Instant::now();
             let progress = progress::Progress::new("counting rows", None, true);
             let shape = porep::with_tree_shape!(proof.sector_size(), Tree => {
-                circuits::shape(porep::blank_circuit::<Tree>(proof)?)?
+                if synthetic {
+                    circuits::shape(porep::synthetic_circuit::<Tree>(proof, seed)?)?
+                } else {
+                    circuits::shape(porep::blank_circuit::<Tree>(proof)?)?
+                }
             });
             drop(progress);
             let report = IterationReport {
-                circuit: format!("porep {proof:?} blank partition (count only)"),
+                circuit: format!(
+                    "porep {proof:?} {} partition (count only)",
+                    if synthetic { "synthetic" } else { "blank" }
+                ),
                 iteration: 0,
                 prover: "count-only",
                 variant: run.variant.name(),
-                witness: "none",
+                witness: if synthetic { "synthetic" } else { "none" },
                 rows: shape.rows,
                 aux: shape.aux,
                 inputs: shape.inputs,
@@ -413,9 +429,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 run.iterations(&label, iterations, blank, |_| porep::blank_circuit::<Tree>(proof))?
             })
         }
+        Command::Porep {
+            sector_size: Some((_, proof)),
+            synthetic: true,
+            seed,
+            iterations,
+            ..
+        } => {
+            run.synthetic = true;
+            let label = format!("porep {proof:?} synthetic partition");
+            porep::with_tree_shape!(proof.sector_size(), Tree => {
+                run.iterations(&label, iterations, None, |_| {
+                    porep::synthetic_circuit::<Tree>(proof, seed)
+                })?
+            })
+        }
         Command::Porep { c1: None, .. } => {
             anyhow::bail!(
-                "porep needs --c1 FILE, or --sector-size SIZE with --count-only or --blank"
+                "porep needs --c1 FILE, or --sector-size SIZE with --count-only, --blank or --synthetic"
             )
         }
         Command::Porep {
@@ -467,6 +498,8 @@ struct Runner<'o> {
     json: bool,
     prover: ProverKind,
     variant: Variant,
+    /// The circuits' witness comes from synthetic vanilla proofs.
+    synthetic: bool,
     out: &'o mut dyn Write,
 }
 
@@ -536,7 +569,11 @@ impl Runner<'_> {
                     ProverKind::Mirror => "mirror",
                 },
                 variant: self.variant.name(),
-                witness: if blank.is_some() { "blank" } else { "real" },
+                witness: match (blank, self.synthetic) {
+                    (Some(_), _) => "blank",
+                    (None, true) => "synthetic",
+                    (None, false) => "real",
+                },
                 rows: shape.rows,
                 aux: shape.aux,
                 inputs: shape.inputs,
