@@ -25,20 +25,24 @@ pub struct Pattern {
 
 impl Pattern {
     fn matches(&self, f: &FrameRow) -> bool {
-        let function_ok = self
-            .function
-            .as_ref()
-            .is_none_or(|p| without_generics(&f.function).starts_with(p.as_str()));
-        let file_ok = self.file.as_ref().is_none_or(|p| {
-            f.file.as_deref().is_some_and(|file| {
-                if p.ends_with(".rs") {
-                    file.ends_with(p.as_str())
-                } else {
-                    file.contains(p.as_str())
-                }
+        // The file first: it needs no allocation, and most patterns name one.
+        let file_ok = || {
+            self.file.as_ref().is_none_or(|p| {
+                f.file.as_deref().is_some_and(|file| {
+                    if p.ends_with(".rs") {
+                        file.ends_with(p.as_str())
+                    } else {
+                        file.contains(p.as_str())
+                    }
+                })
             })
-        });
-        function_ok && file_ok
+        };
+        let function_ok = || {
+            self.function
+                .as_ref()
+                .is_none_or(|p| without_generics(&f.function).starts_with(p.as_str()))
+        };
+        file_ok() && function_ok()
     }
 }
 
@@ -67,9 +71,9 @@ pub struct Category {
 }
 
 impl Category {
-    fn claims(&self, frames: &[FrameRow]) -> bool {
+    /// Whether the site with these frames, named by `inner`, is in this category.
+    fn claims(&self, frames: &[FrameRow], inner: Option<&FrameRow>) -> bool {
         let any = |ps: &[Pattern]| frames.iter().any(|f| ps.iter().any(|p| p.matches(f)));
-        let inner = naming::naming_frame(frames);
         (self.frames.is_empty() || any(&self.frames))
             && (self.innermost.is_empty()
                 || inner.is_some_and(|f| self.innermost.iter().any(|p| p.matches(f))))
@@ -103,9 +107,10 @@ pub fn default_rules() -> Vec<Category> {
 /// The index of the first rule that claims a site with these frames, or
 /// `rules.len()` (unmatched).
 pub fn classify(rules: &[Category], frames: &[FrameRow]) -> usize {
+    let inner = naming::naming_frame(frames);
     rules
         .iter()
-        .position(|c| c.claims(frames))
+        .position(|c| c.claims(frames, inner))
         .unwrap_or(rules.len())
 }
 
@@ -207,17 +212,23 @@ mod tests {
                 "/x/bellperson-0.27.0/src/groth16/prover/mod.rs",
             ),
         ];
-        let first = rules.iter().position(|c| c.claims(&boolean_lc)).unwrap();
-        assert_eq!(rules[first].name, "Boolean::lc temporaries");
+        assert_eq!(
+            rules[classify(&rules, &boolean_lc)].name,
+            "Boolean::lc temporaries"
+        );
         let enforce_lc = [boolean_lc[0].clone(), boolean_lc[2].clone()];
-        let first = rules.iter().position(|c| c.claims(&enforce_lc)).unwrap();
-        assert_eq!(rules[first].name, "enforce LinearCombination buffers");
+        assert_eq!(
+            rules[classify(&rules, &enforce_lc)].name,
+            "enforce LinearCombination buffers"
+        );
         let growth = [
             frame("grow_one<T>", "/rustc/x/library/alloc/src/raw_vec/mod.rs"),
             frame("alloc<S>", "/x/bellperson-0.27.0/src/groth16/prover/mod.rs"),
         ];
-        let first = rules.iter().position(|c| c.claims(&growth)).unwrap();
-        assert_eq!(rules[first].name, "assignment and density vector growth");
+        assert_eq!(
+            rules[classify(&rules, &growth)].name,
+            "assignment and density vector growth"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ use crate::categories::{self, Category};
 use crate::naming;
 use crate::rank::frames_of;
 use crate::report::{Report, SiteRow};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Rows whose median followed lifetime is at least this are priced as scattered.
 pub const SCATTERED_AFTER_NS: u64 = 100_000;
@@ -147,12 +147,14 @@ pub struct CostReport {
     pub sites: Vec<SiteCost>,
 }
 
-/// Cost per site (all sites in `phase`), with each site's category index.
+/// Cost per site (all sites in `phase`, or only those in `only`), with each site's
+/// category index.
 pub fn per_site(
     report: &Report,
     cal: &Calibration,
     rules: &[Category],
     phase: Option<&str>,
+    only: Option<&HashSet<u64>>,
 ) -> HashMap<u64, (Nanos, usize)> {
     let op_ns: Vec<f64> = rules
         .iter()
@@ -165,11 +167,9 @@ pub fn per_site(
         .chain([0.0])
         .collect();
     let mut out: HashMap<u64, (Nanos, usize)> = HashMap::new();
-    for row in report
-        .sites
-        .iter()
-        .filter(|r| phase.is_none_or(|p| r.phase == p))
-    {
+    for row in report.sites.iter().filter(|r| {
+        phase.is_none_or(|p| r.phase == p) && only.is_none_or(|o| o.contains(&r.site_id))
+    }) {
         let entry = out.entry(row.site_id).or_insert_with(|| {
             let cat = categories::classify(rules, frames_of(&report.frames, row.site_id));
             (Nanos::default(), cat)
@@ -192,7 +192,7 @@ pub fn estimate(
     limit: usize,
 ) -> CostReport {
     let wall = report.wall_s(phase);
-    let costs = per_site(report, cal, rules, phase);
+    let costs = per_site(report, cal, rules, phase, None);
     let mut counts: HashMap<u64, (u64, u64, u64)> = HashMap::new();
     for row in report
         .sites

@@ -135,7 +135,7 @@ fn by_key(
     rules: &[Category],
     phase: Option<&str>,
 ) -> HashMap<String, Acc> {
-    let costs = cal.map(|c| cost::per_site(report, c, rules, phase));
+    let costs = cal.map(|c| cost::per_site(report, c, rules, phase, None));
     let mut keys: HashMap<u64, String> = HashMap::new();
     let mut out: HashMap<String, Acc> = HashMap::new();
     for row in report

@@ -8,7 +8,7 @@ use analyzer::render::{self, Format};
 use analyzer::{categories, cost, diff, report};
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -323,11 +323,24 @@ fn run(cli: Cli) -> Result<()> {
             let rules = rules(c.rules.as_deref())?;
             let cal = calibration(c.calibration.as_deref())?;
             let phase = common.phase.as_deref();
-            let costs: HashMap<u64, f64> = cost::per_site(&r, &cal, &rules, phase)
-                .into_iter()
-                .map(|(site, (n, _))| (site, n.total() * 1e-9))
-                .collect();
-            let sites = rank::top(&r, by, limit, phase, Some(&costs));
+            let seconds = |m: HashMap<u64, (cost::Nanos, usize)>| -> HashMap<u64, f64> {
+                m.into_iter()
+                    .map(|(site, (n, _))| (site, n.total() * 1e-9))
+                    .collect()
+            };
+            // Ranking by cost prices every site; otherwise only the sites shown.
+            let sites = if by == RankBy::Cost {
+                let all = seconds(cost::per_site(&r, &cal, &rules, phase, None));
+                rank::top(&r, by, limit, phase, Some(&all))
+            } else {
+                let mut sites = rank::top(&r, by, limit, phase, None);
+                let shown: HashSet<u64> = sites.iter().map(|s| s.site_id).collect();
+                let costs = seconds(cost::per_site(&r, &cal, &rules, phase, Some(&shown)));
+                for s in &mut sites {
+                    s.cost_s = costs.get(&s.site_id).copied();
+                }
+                sites
+            };
             render::sites(&mut out, &sites, format(common.format))?;
         }
         Command::Categories {

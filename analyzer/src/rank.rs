@@ -136,9 +136,17 @@ pub fn top(
         RankBy::Temporaries => s.temporary_count as f64,
         RankBy::Cost => s.cost_s.unwrap_or(0.0),
     };
-    // Ties by site id, so that output is stable.
-    sites.sort_by(|a, b| key(b).total_cmp(&key(a)).then(a.site_id.cmp(&b.site_id)));
-    sites.truncate(limit);
+    // Ties by site id, so that output is stable. Select the first `limit` in linear
+    // time, then sort only those.
+    let order =
+        |a: &RankedSite, b: &RankedSite| key(b).total_cmp(&key(a)).then(a.site_id.cmp(&b.site_id));
+    if limit == 0 {
+        sites.clear();
+    } else if limit < sites.len() {
+        sites.select_nth_unstable_by(limit - 1, order);
+        sites.truncate(limit);
+    }
+    sites.sort_by(order);
     for (i, s) in sites.iter_mut().enumerate() {
         s.rank = i + 1;
         name(report, s);
