@@ -140,7 +140,8 @@ impl Drop for QuickPhaseGuard {
     }
 }
 
-/// Every phase so far, indexed by phase id (id 0 is [`DEFAULT_PHASE`]).
+/// Every phase so far, indexed by phase id (id 0 is `"main"`, in force outside any
+/// phase guard).
 pub fn phases() -> Vec<PhaseTime> {
     with_phases(|p| p.clone())
 }
