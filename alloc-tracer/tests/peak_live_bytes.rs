@@ -1,0 +1,60 @@
+//! The report's peak of live bytes is exact to within the bound it states
+//! (`peak_live_bytes_error_bytes`: threads x 1 MiB), though threads check their net
+//! live bytes only every few calls: small blocks, large blocks and a realloc build
+//! the peak, then frees and temporaries must not move it.
+
+mod common;
+
+use alloc_tracer::{Mode, Settings, TracingAllocator};
+use std::hint::black_box;
+
+#[global_allocator]
+static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
+    TracingAllocator::new(tikv_jemallocator::Jemalloc);
+
+/// Size-class bytes allocated minus freed since recording began, from the counters.
+fn live() -> i64 {
+    let c = alloc_tracer::counts();
+    c.total(|p| p.bytes_allocated) as i64 - c.total(|p| p.bytes_freed) as i64
+}
+
+#[test]
+fn peak_is_within_its_stated_bound() {
+    Settings {
+        mode: Mode::Count,
+        depth: alloc_tracer::DEFAULT_DEPTH,
+        lifetime_interval: 0,
+    }
+    .apply();
+    // 20 MiB of 160-byte blocks, 4 MiB of large ones and a growing buffer, all live
+    // at once: the peak.
+    let small: Vec<Box<[u8; 160]>> = (0..131_072).map(|_| Box::new([0u8; 160])).collect();
+    let large: Vec<Vec<u8>> = (0..4).map(|_| Vec::with_capacity(1 << 20)).collect();
+    let mut grown = vec![0u8; 100_000];
+    grown.resize(3_000_000, 1);
+    let at_peak = live();
+    black_box((&small, &large, &grown));
+    drop(small);
+    drop(large);
+    drop(grown);
+    // Frees only lower the live bytes; temporaries leave them as they are.
+    for _ in 0..100_000 {
+        black_box(Box::new([0u8; 160]));
+    }
+    assert!(live() < at_peak - (20 << 20));
+
+    let dir = common::scratch("peak").join("report");
+    alloc_tracer::write_report(&dir).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let totals = &manifest["totals"];
+    let peak = totals["peak_live_bytes"].as_i64().unwrap();
+    let bound = totals["peak_live_bytes_error_bytes"].as_i64().unwrap();
+    assert!(bound >= 1 << 20, "bound {bound}");
+    // The test harness's own threads may allocate a little meanwhile.
+    let slack = 256 << 10;
+    assert!(
+        peak >= at_peak - bound && peak <= at_peak + bound + slack,
+        "peak {peak}, live at the peak {at_peak}, bound {bound}"
+    );
+}
