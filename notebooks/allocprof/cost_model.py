@@ -1,5 +1,5 @@
 """The cost model checked against measurements: predicted vs measured savings per
-variant, from the results of `scripts/cost-model-check.sh`.
+variant, from the results of `scripts/cost-model-check.py`.
 
 That script writes OUT/results.csv, one row per variant, with the columns in
 RESULT_COLUMNS (savings and medians in seconds; `runs`: the measured runs behind the

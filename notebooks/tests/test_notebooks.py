@@ -122,7 +122,7 @@ def test_cost_model_runs_on_measured_results(monkeypatch, tmp_path):
     if not results or not Path(results).is_file():
         pytest.skip(
             f"notebook 03 not run on measurements: no results file at COST_MODEL_RESULTS="
-            f"{results or '(unset)'} (scripts/cost-model-check.sh writes OUT/results.csv)"
+            f"{results or '(unset)'} (scripts/cost-model-check.py writes OUT/results.csv)"
         )
     d = plot_dir(tmp_path)
     run("03-cost-model.ipynb", monkeypatch, tmp_path, COST_MODEL_RESULTS=results, PLOT_DIR=d)
