@@ -697,11 +697,11 @@ fn count_in_slot<const REALLOC: bool>(slot: &Slot, size: usize, usable: usize) {
 #[inline(always)]
 fn site_slot(st: &ThreadState, ctl: Control, class: usize) -> &Slot {
     let seed = pack_meta(ctl.phase(), class, 0);
-    // The innermost return addresses are the tracer's own: the one into
-    // `alloc_recorded` (or `record_realloc`), always, so it is walked over here; and
-    // the one into the allocator entry point, unless that entry was inlined into the
-    // program's code or jumped to `alloc_recorded`, so it is kept and the report drops
-    // it if it is all tracer.
+    // The innermost return addresses are the tracer's own: the one into the
+    // recording function (`alloc_recorded`, `alloc_general` or `record_realloc`),
+    // always, so it is walked over here; and the one into the allocator entry point,
+    // unless that entry was inlined into the program's code or reached the recording
+    // function by a jump, so it is kept and the report drops it if it is all tracer.
     let depth = ctl.depth() + OWN_FRAMES - 1;
     let walk = stack::walk(1, depth, st.stack_top, seed);
     let meta = seed | pack_meta(0, 0, walk.n);
