@@ -36,7 +36,11 @@ static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
     after_help = "EXAMPLES:\n  \
     synth-driver seal --sector-size 2KiB --out sectors/2k\n  \
     synth-driver --trace sites --report reports/porep porep --c1 sectors/2k/c1.json\n  \
-    synth-driver --json sha256 --blocks 64 -i 3"
+    synth-driver --json sha256 --blocks 64 -i 3\n  \
+    synth-driver --prover mirror --variant inplace-lc --trace count sha256 --blocks 64\n  \
+    synth-driver --prover mirror --variant pooled-enforce porep --sector-size 2KiB --synthetic\n  \
+    synth-driver --json porep --sector-size 32GiB --synthetic --count-only\n  \
+    synth-driver poseidon --hashes 10000 --arity 8"
 )]
 struct Cli {
     #[command(flatten)]
@@ -51,8 +55,8 @@ struct Cli {
     prover: Option<ProverKind>,
     /// Patch variant for A/B comparisons: same constraint system (same a/b/c digest
     /// under --prover mirror), different allocation behaviour. baseline: any command,
-    /// either prover. pooled-enforce: --prover mirror only (sha256, porep --c1,
-    /// porep --blank, poseidon). inplace-lc: sha256 only, either prover.
+    /// either prover. pooled-enforce: --prover mirror only (sha256, poseidon,
+    /// porep --c1, --blank or --synthetic). inplace-lc: sha256 only, either prover.
     #[arg(long, global = true, value_enum, default_value_t = Variant::Baseline)]
     variant: Variant,
     #[command(subcommand)]
@@ -93,8 +97,9 @@ enum Command {
         seed: u64,
     },
     /// Synthesizes one partition of a Filecoin PoRep (StackedDrg) circuit from a C1
-    /// output, as commit phase 2 does; or, with --sector-size and --count-only,
-    /// counts the rows of a partition of that size without any witness.
+    /// output, as commit phase 2 does; or, with --sector-size, from synthetic vanilla
+    /// proofs (--synthetic) or the blank circuit (--blank); --count-only counts the
+    /// rows of a partition without any witness.
     Porep {
         /// Curio's c1.json, or the plain JSON of filecoin-proofs-api's
         /// SealCommitPhase1Output. Any sector size.
