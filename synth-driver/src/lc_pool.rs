@@ -29,7 +29,10 @@
 //!   combination built by the public API, with its terms in the buffers the view put
 //!   there.
 //!
-//! If any of that fails the variant is refused with an error. The workspace pins
+//! If any of that fails the variant is refused with an error. The check has to read
+//! through the view before it knows the view is right; it reads only the buffers'
+//! addresses and lengths (words of the struct, never dereferenced) until those match
+//! what the public API shows. The workspace pins
 //! bellpepper-core to `=0.2.1`; the check is what keeps a future bump honest.
 
 use bellperson::{Index, LinearCombination, Variable};
