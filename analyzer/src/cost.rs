@@ -84,6 +84,8 @@ pub struct SiteCost {
     pub site_id: u64,
     /// First frame outside the allocator and std.
     pub name: String,
+    /// Where that frame was reached from (see `naming::callers`).
+    pub callers: String,
     /// Category (first rule that claims the site).
     pub category: String,
     /// Allocations.
@@ -225,6 +227,7 @@ pub fn estimate(
                 rank: i + 1,
                 site_id,
                 name: naming::site_name(frames_of(&report.frames, site_id)),
+                callers: naming::callers(frames_of(&report.frames, site_id), crate::rank::CALLERS),
                 category: categories::category_name(rules, cat).to_owned(),
                 alloc_count,
                 realloc_count,

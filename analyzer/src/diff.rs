@@ -61,6 +61,8 @@ pub struct Side {
 pub struct SiteDelta {
     /// Name (first frame outside the allocator and std).
     pub name: String,
+    /// Where that frame was reached from (see `naming::callers`).
+    pub callers: String,
     /// Category.
     pub category: String,
     /// Allocations and reallocs in the baseline (0: new site).
@@ -107,8 +109,11 @@ pub struct Diff {
     pub predicted_change_s: Option<f64>,
     /// Measured change in seconds (`change - base` of the wall times).
     pub measured_change_s: Option<f64>,
-    /// Sites matched in both reports, only in the baseline, only in the change.
+    /// Sites (keys) in both reports: by whole stack, or with lines ignored.
     pub sites_matched: usize,
+    /// Of those, matched only with line numbers ignored ([`loose_key`]; sites with the
+    /// same loose key are summed on each side).
+    pub sites_matched_ignoring_lines: usize,
     /// Sites only in the baseline.
     pub sites_gone: usize,
     /// Sites only in the change.
@@ -120,13 +125,82 @@ pub struct Diff {
     pub sites: Vec<SiteDelta>,
 }
 
+/// A looser key for sites whose stacks moved between builds (a patch shifts line
+/// numbers in the files it touches): [`site_key`] without the lines.
+pub fn loose_key(frames: &[FrameRow]) -> String {
+    let mut key = String::new();
+    for f in frames {
+        key.push_str(&without_generics(&f.function));
+        key.push('@');
+        key.push_str(f.file.as_deref().map_or("", path_tail));
+        key.push('\n');
+    }
+    key
+}
+
 #[derive(Default, Clone)]
 struct Acc {
     allocs: u64,
     bytes: u64,
     cost_ns: Option<f64>,
     name: String,
+    callers: String,
     category: usize,
+    loose: String,
+}
+
+impl Acc {
+    fn merge(&mut self, o: &Acc) {
+        if o.allocs > self.allocs || self.name.is_empty() {
+            self.name.clone_from(&o.name);
+            self.callers.clone_from(&o.callers);
+            self.category = o.category;
+            self.loose.clone_from(&o.loose);
+        }
+        self.allocs += o.allocs;
+        self.bytes += o.bytes;
+        if let Some(c) = o.cost_ns {
+            *self.cost_ns.get_or_insert(0.0) += c;
+        }
+    }
+}
+
+/// Matches the sites of two reports: by whole stack, then the rest by [`loose_key`]
+/// where both sides have it. Returns both sides under common keys and how many keys
+/// matched only with lines ignored.
+fn pair_up(
+    a: HashMap<String, Acc>,
+    b: HashMap<String, Acc>,
+) -> (HashMap<String, Acc>, HashMap<String, Acc>, usize) {
+    let (mut x, mut y) = (HashMap::new(), HashMap::new());
+    let (mut left_a, mut left_b): (HashMap<String, Acc>, HashMap<String, Acc>) = Default::default();
+    for (k, acc) in a {
+        if b.contains_key(&k) {
+            x.insert(k, acc);
+        } else {
+            left_a.entry(acc.loose.clone()).or_default().merge(&acc);
+            x.insert(k, acc);
+        }
+    }
+    for (k, acc) in b {
+        if !x.contains_key(&k) {
+            left_b.entry(acc.loose.clone()).or_default().merge(&acc);
+        }
+        y.insert(k, acc);
+    }
+    let mut by_loose = 0;
+    for (loose, acc_a) in left_a {
+        if let Some(acc_b) = left_b.remove(&loose) {
+            // Replace the unmatched whole-stack entries by one entry per side.
+            x.retain(|k, v| y.contains_key(k) || v.loose != loose);
+            y.retain(|k, v| x.contains_key(k) || v.loose != loose);
+            let key = format!("(lines ignored)\n{loose}");
+            x.insert(key.clone(), acc_a);
+            y.insert(key, acc_b);
+            by_loose += 1;
+        }
+    }
+    (x, y, by_loose)
 }
 
 fn by_key(
@@ -152,7 +226,9 @@ fn by_key(
         if fresh {
             let frames = frames_of(&report.frames, row.site_id);
             a.name = naming::site_name(frames);
+            a.callers = naming::callers(frames, crate::rank::CALLERS);
             a.category = categories::classify(rules, frames);
+            a.loose = loose_key(frames);
         }
         a.allocs += row.alloc_count + row.realloc_count;
         a.bytes += row.bytes_requested;
@@ -192,14 +268,11 @@ pub fn diff(
     measured: Measured,
     limit: usize,
 ) -> Diff {
-    let a = by_key(base, cal, rules, phase);
-    let b = by_key(change, cal, rules, phase);
-    let empty = Acc::default();
-    let mut keys: Vec<&String> = a
-        .keys()
-        .chain(b.keys().filter(|k| !a.contains_key(*k)))
-        .collect();
-    keys.sort();
+    let (a, b) = (
+        by_key(base, cal, rules, phase),
+        by_key(change, cal, rules, phase),
+    );
+    // Categories need no matching: each side's sites summed per category.
     let mut cats: Vec<CategoryDelta> = (0..=rules.len())
         .map(|i| CategoryDelta {
             category: categories::category_name(rules, i).to_owned(),
@@ -210,6 +283,31 @@ pub fn diff(
             delta_cost_s: cal.map(|_| 0.0),
         })
         .collect();
+    for (side, sign) in [(&a, -1.0), (&b, 1.0)] {
+        for acc in side.values() {
+            let c = &mut cats[acc.category];
+            if sign < 0.0 {
+                c.base_alloc_count += acc.allocs;
+                c.delta_bytes_requested -= acc.bytes as i64;
+            } else {
+                c.change_alloc_count += acc.allocs;
+                c.delta_bytes_requested += acc.bytes as i64;
+            }
+            if let Some(t) = c.delta_cost_s.as_mut() {
+                *t += sign * acc.cost_ns.unwrap_or(0.0) * 1e-9;
+            }
+        }
+    }
+    for c in &mut cats {
+        c.delta_alloc_count = delta(c.base_alloc_count, c.change_alloc_count);
+    }
+    let (a, b, by_loose) = pair_up(a, b);
+    let empty = Acc::default();
+    let mut keys: Vec<&String> = a
+        .keys()
+        .chain(b.keys().filter(|k| !a.contains_key(*k)))
+        .collect();
+    keys.sort();
     let mut sites = Vec::new();
     let (mut matched, mut gone, mut new) = (0, 0, 0);
     for k in keys {
@@ -222,17 +320,10 @@ pub fn diff(
         let named = x.or(y).expect("a key comes from one side");
         let (x, y) = (x.unwrap_or(&empty), y.unwrap_or(&empty));
         let d_cost = cal.map(|_| (y.cost_ns.unwrap_or(0.0) - x.cost_ns.unwrap_or(0.0)) * 1e-9);
-        let c = &mut cats[named.category];
-        c.base_alloc_count += x.allocs;
-        c.change_alloc_count += y.allocs;
-        c.delta_alloc_count += delta(x.allocs, y.allocs);
-        c.delta_bytes_requested += delta(x.bytes, y.bytes);
-        if let (Some(t), Some(d)) = (c.delta_cost_s.as_mut(), d_cost) {
-            *t += d;
-        }
         if x.allocs != y.allocs || x.bytes != y.bytes {
             sites.push(SiteDelta {
                 name: named.name.clone(),
+                callers: named.callers.clone(),
                 category: categories::category_name(rules, named.category).to_owned(),
                 base_alloc_count: x.allocs,
                 change_alloc_count: y.allocs,
@@ -277,6 +368,7 @@ pub fn diff(
         base: base_side,
         change: change_side,
         sites_matched: matched,
+        sites_matched_ignoring_lines: by_loose,
         sites_gone: gone,
         sites_new: new,
         categories: cats,
@@ -364,6 +456,43 @@ mod tests {
         assert_eq!(boolean.delta_alloc_count, -50);
         assert_eq!(d.measured_change_s, Some(0.0));
         assert_eq!(d.predicted_change_s, None);
+    }
+
+    #[test]
+    fn sites_whose_lines_moved_match_ignoring_lines() {
+        let rules = crate::categories::default_rules();
+        let mut base = report(&[(0, "lc", 1, 100), (1, "other", 9, 7)]);
+        let mut change = report(&[(0, "lc", 1, 60), (1, "other", 9, 7)]);
+        // Site 0 allocates in lc <- closure <- addmany <- the prover's enforce, whose
+        // line moved from 10 to 12 (the patch edited that file).
+        for (r, caller_line) in [(&mut base, 10), (&mut change, 12)] {
+            let at = |function: &str, line: u32, frame_index: u32| FrameRow {
+                frame_index,
+                stack_index: frame_index,
+                ..FrameRow::test(function, "/src/x.rs", Some(line))
+            };
+            r.frames.splice(
+                1..1,
+                [
+                    at("closure", 2, 1),
+                    at("addmany", 3, 2),
+                    at("enforce", caller_line, 3),
+                ],
+            );
+        }
+        let d = diff(&base, &change, None, &rules, None, Measured::default(), 10);
+        assert_eq!(
+            (
+                d.sites_matched,
+                d.sites_matched_ignoring_lines,
+                d.sites_gone,
+                d.sites_new
+            ),
+            (2, 1, 0, 0)
+        );
+        assert_eq!(d.sites.len(), 1);
+        assert_eq!(d.sites[0].delta_alloc_count, -40);
+        assert_eq!(d.sites[0].name, "lc (boolean.rs:1)");
     }
 
     #[test]

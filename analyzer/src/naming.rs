@@ -16,20 +16,42 @@ pub fn naming_frame(frames: &[FrameRow]) -> Option<&FrameRow> {
     frames.iter().find(|f| !is_plumbing(f)).or(frames.last())
 }
 
+/// `function (file:line)` of one frame.
+fn describe(f: &FrameRow) -> String {
+    let name = without_generics(&f.function);
+    match (&f.file, f.line) {
+        (Some(file), Some(line)) => format!("{name} ({}:{line})", file_name(file)),
+        _ => name,
+    }
+}
+
 /// `function (file:line)` of the naming frame.
 pub fn site_name(frames: &[FrameRow]) -> String {
-    match naming_frame(frames) {
-        None => "(no frames)".to_owned(),
-        Some(f) => {
-            let name = without_generics(&f.function);
-            match (&f.file, f.line) {
-                (Some(file), Some(line)) => {
-                    format!("{name} ({}:{line})", file_name(file))
-                }
-                _ => name,
-            }
-        }
-    }
+    naming_frame(frames).map_or_else(|| "(no frames)".to_owned(), describe)
+}
+
+/// Where the naming frame was reached from: up to `n` of the next frames outside the
+/// allocator and std that are not in the naming frame's own source file (so that a
+/// container's helpers, like LinearCombination's, do not hide who called it), innermost
+/// first, joined by ` < `. Frames without a source file and the C runtime's are left
+/// out.
+pub fn callers(frames: &[FrameRow], n: usize) -> String {
+    let Some(pos) = frames.iter().position(|f| !is_plumbing(f)) else {
+        return String::new();
+    };
+    let own = frames[pos].file.as_deref();
+    frames[pos + 1..]
+        .iter()
+        .filter(|f| {
+            !is_plumbing(f)
+                && f.file.is_some()
+                && f.file.as_deref() != own
+                && !f.function.starts_with("__libc")
+        })
+        .take(n)
+        .map(describe)
+        .collect::<Vec<_>>()
+        .join(" < ")
 }
 
 #[cfg(test)]
@@ -51,5 +73,26 @@ mod tests {
         ];
         assert_eq!(site_name(&frames), "insert_or_update (lc.rs:7)");
         assert_eq!(site_name(&[]), "(no frames)");
+        assert_eq!(callers(&frames, 2), "");
+    }
+
+    #[test]
+    fn callers_skip_the_naming_frames_own_file() {
+        let frames = [
+            frame("push<u8>", "/rustc/x/library/alloc/src/vec/mod.rs"),
+            frame("insert_or_update<S>", "/r/bellpepper-core-0.2.1/src/lc.rs"),
+            frame("add<S>", "/r/bellpepper-core-0.2.1/src/lc.rs"),
+            frame("lc<S>", "/r/bellpepper-core-0.2.1/src/gadgets/boolean.rs"),
+            frame(
+                "{closure#3}<S>",
+                "/r/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
+            ),
+            frame("enforce<S>", "/r/mirror.rs"),
+        ];
+        assert_eq!(
+            callers(&frames, 2),
+            "lc (boolean.rs:7) < {closure#3} (boolean.rs:7)"
+        );
+        assert_eq!(callers(&frames, 9).matches(" < ").count(), 2);
     }
 }

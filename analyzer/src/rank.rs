@@ -26,6 +26,8 @@ pub struct RankedSite {
     pub site_id: u64,
     /// First frame outside the allocator and std.
     pub name: String,
+    /// Where that frame was reached from (see `naming::callers`).
+    pub callers: String,
     /// Allocations.
     pub alloc_count: u64,
     /// Reallocs.
@@ -84,6 +86,7 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
             rank: 0,
             site_id,
             name: String::new(),
+            callers: String::new(),
             alloc_count: a.allocs,
             realloc_count: a.reallocs,
             bytes_requested: a.requested,
@@ -106,9 +109,14 @@ pub fn frames_of(frames: &[FrameRow], site_id: u64) -> &[FrameRow] {
     &frames[start..end]
 }
 
-/// Fills in the site's name from the report's frames.
+/// Callers shown after a site's name.
+pub const CALLERS: usize = 2;
+
+/// Fills in the site's name and callers from the report's frames.
 pub fn name(report: &Report, site: &mut RankedSite) {
-    site.name = naming::site_name(frames_of(&report.frames, site.site_id));
+    let frames = frames_of(&report.frames, site.site_id);
+    site.name = naming::site_name(frames);
+    site.callers = naming::callers(frames, CALLERS);
 }
 
 fn ratio(a: u64, b: u64) -> f64 {

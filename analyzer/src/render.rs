@@ -44,6 +44,15 @@ fn seconds(s: f64) -> String {
     }
 }
 
+/// A site's name followed by its callers, if any.
+fn with_callers(name: &str, callers: &str) -> String {
+    if callers.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} < {callers}")
+    }
+}
+
 fn opt_pct(x: Option<f64>) -> String {
     x.map_or("-".to_owned(), pct)
 }
@@ -62,15 +71,16 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
         Format::Csv => {
             writeln!(
                 out,
-                "rank,site_id,name,alloc_count,realloc_count,bytes_requested,bytes_allocated,temporary_count,temporary_share,share,main_size_class_bytes,lifetime_ns_median,cost_s"
+                "rank,site_id,name,callers,alloc_count,realloc_count,bytes_requested,bytes_allocated,temporary_count,temporary_share,share,main_size_class_bytes,lifetime_ns_median,cost_s"
             )?;
             for s in sites {
                 writeln!(
                     out,
-                    "{},{},{},{},{},{},{},{},{:.6},{:.6},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{},{},{}",
                     s.rank,
                     s.site_id,
                     csv_field(&s.name),
+                    csv_field(&s.callers),
                     s.alloc_count,
                     s.realloc_count,
                     s.bytes_requested,
@@ -105,7 +115,7 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                     s.lifetime_ns_median
                         .map_or("-".to_owned(), |v| format!("{v} ns")),
                     s.cost_s.map_or("-".to_owned(), seconds),
-                    s.name
+                    with_callers(&s.name, &s.callers)
                 )?;
             }
             Ok(())
@@ -175,12 +185,12 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
         Format::Csv => {
             writeln!(
                 out,
-                "kind,rank,site_id,name,category,alloc_count,direct_s,indirect_s,total_s,phase_share"
+                "kind,rank,site_id,name,callers,category,alloc_count,direct_s,indirect_s,total_s,phase_share"
             )?;
             for k in &c.categories {
                 writeln!(
                     out,
-                    "category,,,,{},{},{:.9},{:.9},{:.9},{}",
+                    "category,,,,,{},{},{:.9},{:.9},{:.9},{}",
                     csv_field(&k.category),
                     k.alloc_count,
                     k.direct_s,
@@ -192,10 +202,11 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             for s in &c.sites {
                 writeln!(
                     out,
-                    "site,{},{},{},{},{},{:.9},{:.9},{:.9},{}",
+                    "site,{},{},{},{},{},{},{:.9},{:.9},{:.9},{}",
                     s.rank,
                     s.site_id,
                     csv_field(&s.name),
+                    csv_field(&s.callers),
                     csv_field(&s.category),
                     s.alloc_count + s.realloc_count,
                     s.direct_s,
@@ -257,7 +268,7 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
                     seconds(s.indirect_s),
                     seconds(s.total_s),
                     opt_pct(s.phase_share),
-                    s.name,
+                    with_callers(&s.name, &s.callers),
                     s.category
                 )?;
             }
@@ -276,12 +287,12 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
         Format::Csv => {
             writeln!(
                 out,
-                "kind,name,category,base_alloc_count,change_alloc_count,delta_alloc_count,delta_bytes_requested,delta_cost_s"
+                "kind,name,callers,category,base_alloc_count,change_alloc_count,delta_alloc_count,delta_bytes_requested,delta_cost_s"
             )?;
             for c in &d.categories {
                 writeln!(
                     out,
-                    "category,,{},{},{},{},{},{}",
+                    "category,,,{},{},{},{},{},{}",
                     csv_field(&c.category),
                     c.base_alloc_count,
                     c.change_alloc_count,
@@ -293,8 +304,9 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
             for s in &d.sites {
                 writeln!(
                     out,
-                    "site,{},{},{},{},{},{},{}",
+                    "site,{},{},{},{},{},{},{},{}",
                     csv_field(&s.name),
+                    csv_field(&s.callers),
                     csv_field(&s.category),
                     s.base_alloc_count,
                     s.change_alloc_count,
@@ -309,12 +321,13 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
             let opt_s = |x: Option<f64>| x.map_or("-".to_owned(), seconds);
             writeln!(
                 out,
-                "phase {}: base {} allocs, change {} allocs ({:+}); sites matched {}, gone {}, new {}",
+                "phase {}: base {} allocs, change {} allocs ({:+}); sites matched {} ({} with lines ignored), gone {}, new {}",
                 d.phase.as_deref().unwrap_or("(all)"),
                 d.base.alloc_count,
                 d.change.alloc_count,
                 d.change.alloc_count as i64 - d.base.alloc_count as i64,
                 d.sites_matched,
+                d.sites_matched_ignoring_lines,
                 d.sites_gone,
                 d.sites_new
             )?;
@@ -360,7 +373,7 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
                     s.change_alloc_count,
                     s.delta_alloc_count,
                     opt_s(s.delta_cost_s),
-                    s.name,
+                    with_callers(&s.name, &s.callers),
                     s.category
                 )?;
             }
