@@ -36,7 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(cmd, **kw):
-    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw)
+    r = subprocess.run(cmd, text=True, capture_output=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"cost-model-check: {' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stderr}")
+    return r
 
 
 def synth(driver, variant, blocks, trace, report=None):

@@ -10,9 +10,10 @@
 //!   followed lifetime is at least [`SCATTERED_AFTER_NS`]; reallocs at the batch cost.
 //! * **indirect** (an estimate): work that exists only because of the allocation.
 //!   Realloc copies, assumed to move half the new block (growth by doubling), at the
-//!   calibrated memcpy rate; and, for categories whose rule names a calibrated
-//!   operation (`indirect = "lc_temporary"`), that operation's cost beyond the
-//!   allocator for every allocation of the category.
+//!   calibrated memcpy rate; for categories whose rule names a calibrated operation
+//!   (`indirect = "lc_temporary"`), that operation's cost beyond the allocator for
+//!   every allocation of the category; and for `indirect = "copy"` (clones), the
+//!   requested bytes copied once at the memcpy rate.
 //!
 //! Not modelled: cache and TLB effects of the blocks on the code around them (the
 //! campaign in DESIGN.md section 2 saw a pool lose them back), and time the tracer
@@ -55,9 +56,34 @@ impl Nanos {
     }
 }
 
-/// Prices one report row; `operation_ns` is the category's indirect operation cost
-/// per allocation (0 when it has none).
-pub fn row_cost(cal: &Calibration, row: &SiteRow, operation_ns: f64) -> Nanos {
+/// The work a category's rule says each of its allocations implies (`indirect`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Indirect {
+    /// Nothing beyond the allocator.
+    None,
+    /// A calibrated operation, nanoseconds per allocation beyond the allocator.
+    PerAllocation(f64),
+    /// `indirect = "copy"`: the requested bytes are written once more (a clone copies
+    /// what it clones), at the calibrated memcpy rate.
+    Copy,
+}
+
+impl Indirect {
+    /// The category's indirect work under this calibration (an unknown operation
+    /// name counts as none; `cost` warns about it).
+    pub fn of(category: &Category, cal: &Calibration) -> Indirect {
+        match category.indirect.as_deref() {
+            None => Indirect::None,
+            Some("copy") => Indirect::Copy,
+            Some(name) => cal.operation(name).map_or(Indirect::None, |o| {
+                Indirect::PerAllocation(o.beyond_allocator_ns)
+            }),
+        }
+    }
+}
+
+/// Prices one report row, with its category's indirect work.
+pub fn row_cost(cal: &Calibration, row: &SiteRow, indirect: Indirect) -> Nanos {
     let class = row.size_class_bytes;
     let temporaries = row.temporary_count.min(row.alloc_count + row.realloc_count);
     let others = row.alloc_count.saturating_sub(temporaries);
@@ -71,7 +97,11 @@ pub fn row_cost(cal: &Calibration, row: &SiteRow, operation_ns: f64) -> Nanos {
             + others as f64 * cal.pair_ns(class, lasting)
             + reallocs as f64 * cal.pair_ns(class, Pattern::Batch),
         copies: row.realloc_count as f64 * (class as f64 / 2.0) / cal.copy_bytes_per_ns,
-        operation: (row.alloc_count + row.realloc_count) as f64 * operation_ns,
+        operation: match indirect {
+            Indirect::None => 0.0,
+            Indirect::PerAllocation(ns) => (row.alloc_count + row.realloc_count) as f64 * ns,
+            Indirect::Copy => row.bytes_requested as f64 / cal.copy_bytes_per_ns,
+        },
     }
 }
 
@@ -158,15 +188,10 @@ pub fn per_site(
     phase: Option<&str>,
     only: Option<&HashSet<u64>>,
 ) -> HashMap<u64, (Nanos, usize)> {
-    let op_ns: Vec<f64> = rules
+    let op_ns: Vec<Indirect> = rules
         .iter()
-        .map(|c| {
-            c.indirect
-                .as_deref()
-                .and_then(|o| cal.operation(o))
-                .map_or(0.0, |o| o.beyond_allocator_ns)
-        })
-        .chain([0.0])
+        .map(|c| Indirect::of(c, cal))
+        .chain([Indirect::None])
         .collect();
     let mut out: HashMap<u64, (Nanos, usize)> = HashMap::new();
     for row in report.sites.iter().filter(|r| {
@@ -322,17 +347,29 @@ mod tests {
     fn rows_are_priced_by_pattern() {
         let c = cal();
         // 10 temporaries at 5 ns, 90 short-lived at 10 ns.
-        assert_eq!(row_cost(&c, &row(100, 0, 10, Some(50)), 0.0).direct, 950.0);
+        assert_eq!(
+            row_cost(&c, &row(100, 0, 10, Some(50)), Indirect::None).direct,
+            950.0
+        );
         // Long-lived: scattered.
         assert_eq!(
-            row_cost(&c, &row(100, 0, 0, Some(SCATTERED_AFTER_NS)), 0.0).direct,
+            row_cost(
+                &c,
+                &row(100, 0, 0, Some(SCATTERED_AFTER_NS)),
+                Indirect::None
+            )
+            .direct,
             4000.0
         );
         // Reallocs: batch cost plus half a block copied at 8 bytes/ns.
-        let n = row_cost(&c, &row(0, 4, 0, None), 0.0);
+        let n = row_cost(&c, &row(0, 4, 0, None), Indirect::None);
         assert_eq!((n.direct, n.copies), (40.0, 4.0 * 80.0 / 8.0));
         // Operation cost per allocation, kept apart.
-        let n = row_cost(&c, &row(10, 0, 10, None), 7.0);
+        let n = row_cost(&c, &row(10, 0, 10, None), Indirect::PerAllocation(7.0));
         assert_eq!((n.direct, n.operation, n.total()), (50.0, 70.0, 120.0));
+        // Copies: the requested bytes at 8 bytes/ns.
+        let mut r = row(10, 0, 10, None);
+        r.bytes_requested = 800;
+        assert_eq!(row_cost(&c, &r, Indirect::Copy).operation, 100.0);
     }
 }

@@ -284,7 +284,10 @@ pub fn diff(
         })
         .collect();
     for (side, sign) in [(&a, -1.0), (&b, 1.0)] {
-        for acc in side.values() {
+        // In key order, so that float sums do not depend on hash order.
+        let mut accs: Vec<(&String, &Acc)> = side.iter().collect();
+        accs.sort_by(|x, y| x.0.cmp(y.0));
+        for (_, acc) in accs {
             let c = &mut cats[acc.category];
             if sign < 0.0 {
                 c.base_alloc_count += acc.allocs;

@@ -380,6 +380,16 @@ fn run(cli: Cli) -> Result<()> {
             let rules = rules(c.rules.as_deref())?;
             let r = report::load(&common.report)?;
             let cal = calibration(c.calibration.as_deref())?;
+            for c in &rules {
+                if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
+                    && cal.operation(op).is_none()
+                {
+                    eprintln!(
+                        "analyzer: category '{}' names operation '{op}', which the calibration does not have; its indirect cost counts as 0",
+                        c.name
+                    );
+                }
+            }
             let est = cost::estimate(&r, &cal, &rules, common.phase.as_deref(), limit);
             if !est.host_matches {
                 eprintln!(

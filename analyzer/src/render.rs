@@ -32,6 +32,8 @@ fn pct(x: f64) -> String {
 
 /// Seconds with a precision that suits their size.
 fn seconds(s: f64) -> String {
+    // Rounding leftovers (and -0) print as 0.
+    let s = if s.abs() < 5e-11 { 0.0 } else { s };
     let a = s.abs();
     if a >= 10.0 {
         format!("{s:.1} s")
