@@ -12,6 +12,11 @@ For each synth-driver patch variant (`inplace-lc`, `pooled-enforce`) against
    per-round differences (baseline minus variant), the robust figure on a noisy
    machine, next to the medians of each side.
 
+With --callgrind-blocks N, each variant also runs once under valgrind's callgrind on
+an N-block chain: instruction totals are repeatable to the instruction, so the
+instruction saving, scaled to the baseline's median time, is a deterministic check on
+the noisy wall-time figure (it assumes unchanged instructions per cycle).
+
 Prints a table and writes OUT/results.csv (the format notebooks/03-cost-model.ipynb
 reads) and OUT/reports/<variant>/. Standard library only.
 
@@ -61,6 +66,8 @@ def main():
     ap.add_argument("--out", type=Path, default=Path("/var/tmp/alloc-profiler/cost-model"))
     ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
     ap.add_argument("--calibration", type=Path, help="calibration file for the analyzer")
+    ap.add_argument("--callgrind-blocks", type=int, default=0,
+                    help="also count instructions under callgrind on a chain this long")
     args = ap.parse_args()
 
     target = Path(os.environ.get("CARGO_TARGET_DIR", "/var/tmp/alloc-profiler/target"))
@@ -108,6 +115,19 @@ def main():
         print(f"round {i + 1}/{args.runs}: "
               + ", ".join(f"{v} {times[v][-1]:.3f} s" for v in times), file=sys.stderr)
 
+    # 4. Optional: instruction totals under callgrind, repeatable to the instruction.
+    instructions = {}
+    if args.callgrind_blocks:
+        for v in ["baseline"] + VARIANTS:
+            print(f"callgrind {v} ...", file=sys.stderr)
+            out = args.out / f"callgrind-{v}.out"
+            cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                   str(driver), "--prover", "mirror", "--variant", v, "--trace", "off",
+                   "sha256", "--blocks", str(args.callgrind_blocks)]
+            err = run(cmd).stderr
+            totals = [line for line in err.splitlines() if "Collected :" in line]
+            instructions[v] = int(totals[-1].split(":")[-1].strip())
+
     rows = []
     for v in VARIANTS:
         diffs = [b - x for b, x in zip(times["baseline"], times[v])]
@@ -121,6 +141,10 @@ def main():
             "baseline_alloc_count": predicted[v]["base_allocs"],
             "variant_alloc_count": predicted[v]["variant_allocs"],
         })
+        if instructions:
+            share = 1 - instructions[v] / instructions["baseline"]
+            rows[-1]["instruction_saving_share"] = share
+            rows[-1]["instruction_saving_s"] = share * rows[-1]["baseline_median_s"]
     with open(args.out / "results.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
@@ -137,6 +161,15 @@ def main():
         print(f"{r['variant']:<16} {r['baseline_alloc_count']:>12} -> {r['variant_alloc_count']:>10} "
               f"{r['predicted_saving_s']:>9.3f}s {r['measured_saving_s']:>9.3f}s "
               f"{r['baseline_median_s']:>8.3f}s {r['variant_median_s']:>8.3f}s {ratio:>9.2f}")
+    if instructions:
+        print(f"callgrind, sha256 --blocks {args.callgrind_blocks}: baseline "
+              f"{instructions['baseline']:,} instructions")
+        for r in rows:
+            v = r["variant"]
+            print(f"{v:<16} {instructions[v]:>15,} instructions, saving "
+                  f"{100 * r['instruction_saving_share']:.2f} % -> {r['instruction_saving_s']:.3f} s "
+                  f"at the baseline median; predicted/instructions "
+                  f"{r['predicted_saving_s'] / r['instruction_saving_s']:.2f}")
     print(f"results: {args.out / 'results.csv'}")
 
 
