@@ -30,11 +30,9 @@ pub fn site_name(frames: &[FrameRow]) -> String {
     naming_frame(frames).map_or_else(|| "(no frames)".to_owned(), describe)
 }
 
-/// Where the naming frame was reached from: up to `n` of the next frames outside the
-/// allocator and std that are not in the naming frame's own source file (so that a
-/// container's helpers, like LinearCombination's, do not hide who called it), innermost
-/// first, joined by ` < `. Frames without a source file and the C runtime's are left
-/// out.
+/// Where the naming frame was reached from: up to `n` of the next frames that
+/// `alloc_tracer_format::frames::is_caller` accepts (outside the allocator, std, the
+/// naming frame's own file and the C runtime), innermost first, joined by ` < `.
 pub fn callers(frames: &[FrameRow], n: usize) -> String {
     let Some(pos) = frames.iter().position(|f| !is_plumbing(f)) else {
         return String::new();
@@ -42,12 +40,7 @@ pub fn callers(frames: &[FrameRow], n: usize) -> String {
     let own = frames[pos].file.as_deref();
     frames[pos + 1..]
         .iter()
-        .filter(|f| {
-            !is_plumbing(f)
-                && f.file.is_some()
-                && f.file.as_deref() != own
-                && !f.function.starts_with("__libc")
-        })
+        .filter(|f| alloc_tracer_format::frames::is_caller(&f.function, f.file.as_deref(), own))
         .take(n)
         .map(describe)
         .collect::<Vec<_>>()

@@ -7,7 +7,7 @@ use crate::symbolize::Frame;
 use std::fmt;
 use std::path::PathBuf;
 
-use alloc_tracer_format::frames::{file_name, without_generics};
+use alloc_tracer_format::frames::{self, without_generics};
 
 /// True for frames of the allocator, liballoc, core and std, unknown frames, and
 /// this crate's own (see `alloc_tracer_format::frames`).
@@ -40,36 +40,39 @@ pub fn naming_frame(frames: &[Frame]) -> Option<&Frame> {
 }
 
 /// A site's display name: its naming frame (without generics, with `file:line`),
-/// then the next two distinct functions that called it.
+/// then where it was reached from: the next frames outside the allocator, std, the
+/// naming frame's own file and the C runtime (`frames::is_caller`), as the analyzer
+/// shows them.
 pub fn site_name(frames: &[Frame]) -> String {
     let Some(first) = naming_frame(frames) else {
         return String::new();
     };
-    let at = |f: &Frame| match (&f.file, f.line) {
-        (Some(file), Some(line)) => format!(
-            "{} ({}:{line})",
-            without_generics(&f.function),
-            file_name(file)
-        ),
-        _ => without_generics(&f.function),
-    };
-    let mut parts = vec![at(first)];
-    let mut last = without_generics(&first.function);
-    let start = frames
+    let pos = frames
         .iter()
         .position(|f| std::ptr::eq(f, first))
         .unwrap_or(0);
-    for f in &frames[start..] {
-        let name = without_generics(&f.function);
-        if parts.len() == 3 {
-            break;
-        }
-        if name != last && !is_plumbing(f) {
-            parts.push(name.clone());
-        }
-        last = name;
+    let own = first.file.as_deref();
+    let callers = frames[pos + 1..]
+        .iter()
+        .filter(|f| frames::is_caller(&f.function, f.file.as_deref(), own))
+        .take(frames::CALLERS)
+        .map(at);
+    std::iter::once(at(first))
+        .chain(callers)
+        .collect::<Vec<_>>()
+        .join(" < ")
+}
+
+/// `function (file:line)` of one frame, without generics.
+fn at(f: &Frame) -> String {
+    match (&f.file, f.line) {
+        (Some(file), Some(line)) => format!(
+            "{} ({}:{line})",
+            without_generics(&f.function),
+            frames::file_name(file)
+        ),
+        _ => without_generics(&f.function),
     }
-    parts.join(" <- ")
 }
 
 /// One line of the summary.
@@ -191,5 +194,43 @@ mod tests {
             frames[1].function
         );
         assert!(naming_frame(&[]).is_none());
+    }
+
+    #[test]
+    fn names_show_callers_outside_the_naming_file() {
+        let at = |function: &str, file: &str, line| Frame {
+            file: Some(file.into()),
+            line: Some(line),
+            ..frame(function)
+        };
+        let frames = [
+            at("push<T>", "/rustc/x/library/alloc/src/vec/mod.rs", 1),
+            at(
+                "insert_or_update<S>",
+                "/r/bellpepper-core-0.2.1/src/lc.rs",
+                108,
+            ),
+            at(
+                "add_unsimplified<S>",
+                "/r/bellpepper-core-0.2.1/src/lc.rs",
+                203,
+            ),
+            at(
+                "lc<S>",
+                "/r/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
+                450,
+            ),
+            at(
+                "addmany<S>",
+                "/r/bellpepper-0.2.1/src/gadgets/uint32.rs",
+                350,
+            ),
+            at("sha256<S>", "/r/bellpepper-0.2.1/src/gadgets/sha256.rs", 9),
+        ];
+        assert_eq!(
+            site_name(&frames),
+            "insert_or_update (lc.rs:108) < lc (boolean.rs:450) < addmany (uint32.rs:350)"
+        );
+        assert_eq!(site_name(&frames[..1]), "push (mod.rs:1)");
     }
 }
