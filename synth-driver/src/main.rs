@@ -287,6 +287,9 @@ struct IterationReport {
     /// Allocations inside enforce-closure evaluation (traced mirror runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     enforce_allocs: Option<u64>,
+    /// Of those, per constraint (enforce_allocs / rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enforce_allocs_per_row: Option<f64>,
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -410,6 +413,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 allocs: None,
                 temporaries: None,
                 enforce_allocs: None,
+                enforce_allocs_per_row: None,
                 abc_digest: None,
                 substituted_values: None,
             };
@@ -566,6 +570,10 @@ impl Runner<'_> {
             let synth_seconds = start.elapsed().as_secs_f64();
             let after = alloc_tracer::counts();
             let traced = self.trace != Mode::Off;
+            let enforce = match (traced, self.prover) {
+                (true, ProverKind::Mirror) => enforce_allocs(&before, &after),
+                _ => None,
+            };
             let report = IterationReport {
                 circuit: label.to_owned(),
                 iteration,
@@ -587,10 +595,10 @@ impl Runner<'_> {
                 allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
                 temporaries: traced
                     .then(|| after.total(|p| p.temporaries) - before.total(|p| p.temporaries)),
-                enforce_allocs: match (traced, self.prover) {
-                    (true, ProverKind::Mirror) => enforce_allocs(&before, &after),
-                    _ => None,
-                },
+                enforce_allocs: enforce,
+                enforce_allocs_per_row: enforce
+                    .filter(|_| shape.rows > 0)
+                    .map(|e| e as f64 / shape.rows as f64),
                 abc_digest: digest,
                 substituted_values: substituted,
             };
@@ -633,6 +641,9 @@ fn print_iteration(out: &mut dyn Write, r: &IterationReport, json: bool) -> Resu
         }
         if let Some(e) = r.enforce_allocs {
             write!(out, ", {e} in enforce")?;
+        }
+        if let Some(e) = r.enforce_allocs_per_row {
+            write!(out, " ({e:.2} per constraint)")?;
         }
         if let Some(d) = &r.abc_digest {
             write!(out, ", abc digest {d}")?;

@@ -74,6 +74,12 @@ fn variants_allocate_less_where_they_say() {
         "inplace {inplace} baseline {baseline}"
     );
     assert!(n(&inplace, "enforce_allocs") < n(&baseline, "enforce_allocs"));
+    // Per constraint: the same count over the rows.
+    for v in [&baseline, &pooled, &inplace] {
+        let per_row = v["enforce_allocs_per_row"].as_f64().unwrap();
+        let want = n(v, "enforce_allocs") as f64 / n(v, "rows") as f64;
+        assert!((per_row - want).abs() < 1e-9, "{v}");
+    }
 }
 
 #[test]
