@@ -289,13 +289,16 @@ fn copy_bytes_per_ns(effort: Effort) -> f64 {
     LEN as f64 / ns_per_copy
 }
 
-/// The operations around temporaries, measured on bellpepper-core's
-/// `LinearCombination` over BLS12-381 scalars (what the circuits use).
-fn operations(effort: Effort, pairs: &Calibration) -> Vec<OperationCost> {
+/// Terms per LinearCombination in the `lc_temporary` loops (as in UInt32::addmany).
+const TERMS: usize = 32;
+
+/// One sample of the work around a `Boolean::lc` temporary, measured on
+/// bellpepper-core's `LinearCombination` over BLS12-381 scalars (what the circuits
+/// use): nanoseconds per term with temporaries, and in place.
+fn lc_temporary_sample(effort: Effort) -> (f64, f64) {
     use bellpepper_core::{Index, LinearCombination, Variable};
     use blstrs::Scalar;
     use ff::Field;
-    const TERMS: usize = 32;
     let vars: Vec<Variable> = (0..TERMS)
         .map(|i| Variable::new_unchecked(Index::Aux(i)))
         .collect();
@@ -324,9 +327,16 @@ fn operations(effort: Effort, pairs: &Calibration) -> Vec<OperationCost> {
         }
         n * TERMS as u64
     };
-    let (with_temporaries, in_place) = time_pair(effort, with_temporaries, in_place);
+    time_pair(effort, with_temporaries, in_place)
+}
+
+/// The operations around temporaries, from per-pass samples of
+/// [`lc_temporary_sample`] (the median of the per-pass differences).
+fn operations(samples: &[(f64, f64)], pairs: &Calibration) -> Vec<OperationCost> {
+    let ns = median(samples.iter().map(|(w, i)| w - i).collect()).max(0.0);
+    let with_temporaries = median(samples.iter().map(|s| s.0).collect());
+    let in_place = median(samples.iter().map(|s| s.1).collect());
     // A one-term LinearCombination holds 4 terms of 40 bytes: a 160-byte block.
-    let ns = (with_temporaries - in_place).max(0.0);
     vec![OperationCost {
         name: "lc_temporary".to_owned(),
         ns,
@@ -334,8 +344,9 @@ fn operations(effort: Effort, pairs: &Calibration) -> Vec<OperationCost> {
         what: format!(
             "building a one-term LinearCombination and merging it into another \
              (lc + &tmp) instead of adding the term in place (lc + (coeff, var)), \
-             per term, {TERMS} terms per LinearCombination; {with_temporaries:.1} ns \
-             vs {in_place:.1} ns"
+             per term, {TERMS} terms per LinearCombination; medians {with_temporaries:.1} ns \
+             vs {in_place:.1} ns over {} passes",
+            samples.len()
         ),
     }]
 }
@@ -359,19 +370,38 @@ pub fn this_host() -> (String, String) {
 
 /// Measures everything. `progress` hears about each size as it is done.
 pub fn run(effort: Effort, mut progress: impl FnMut(&str)) -> Calibration {
-    let mut pairs = Vec::new();
-    for &size in SIZES {
-        for pattern in Pattern::ALL {
-            pairs.push(PairCost {
-                size_bytes: size,
-                pattern,
-                ns: pair_ns(size, pattern, effort),
-            });
+    // Passes over every figure, rather than repetitions of one figure in a row: this
+    // VM's speed drifts over seconds, and medians over passes spread across the whole
+    // run are steadier (consecutive calibrations differed by 1.7x before).
+    let passes = effort.repetitions.max(1);
+    let once = Effort {
+        repetitions: 1,
+        ..effort
+    };
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); SIZES.len() * Pattern::ALL.len()];
+    let mut copies = Vec::new();
+    let mut lc_samples = Vec::new();
+    for pass in 0..passes {
+        for (i, &size) in SIZES.iter().enumerate() {
+            for (j, &pattern) in Pattern::ALL.iter().enumerate() {
+                samples[i * Pattern::ALL.len() + j].push(pair_ns(size, pattern, once));
+            }
         }
-        progress(&format!("{size} bytes"));
+        copies.push(copy_bytes_per_ns(once));
+        lc_samples.push(lc_temporary_sample(once));
+        progress(&format!("pass {} of {passes}", pass + 1));
     }
-    progress("memcpy");
-    let copy = copy_bytes_per_ns(effort);
+    let pairs = SIZES
+        .iter()
+        .flat_map(|&size| Pattern::ALL.map(move |pattern| (size, pattern)))
+        .zip(samples)
+        .map(|((size_bytes, pattern), ns)| PairCost {
+            size_bytes,
+            pattern,
+            ns: median(ns),
+        })
+        .collect();
+    let copy = median(copies);
     let (host, cpu) = this_host();
     let mut c = Calibration {
         version: CALIBRATION_VERSION,
@@ -387,8 +417,7 @@ pub fn run(effort: Effort, mut progress: impl FnMut(&str)) -> Calibration {
         copy_bytes_per_ns: copy,
         operations: Vec::new(),
     };
-    progress("LinearCombination operations");
-    c.operations = operations(effort, &c);
+    c.operations = operations(&lc_samples, &c);
     c
 }
 

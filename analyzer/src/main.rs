@@ -274,7 +274,7 @@ fn calibration(path: Option<&Path>) -> Result<Calibration> {
 }
 
 fn measure(effort: calibrate::Effort) -> Calibration {
-    let (mut done, steps) = (0, calibrate::SIZES.len() + 2);
+    let (mut done, steps) = (0, effort.repetitions.max(1));
     let tty = std::io::stderr().is_terminal();
     let c = calibrate::run(effort, |what| {
         done += 1;
