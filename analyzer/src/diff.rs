@@ -14,15 +14,21 @@ use std::collections::HashMap;
 /// What identifies a site across builds: per frame, the function without generic
 /// arguments, the last four components of the source path, and the line.
 pub fn site_key(frames: &[FrameRow]) -> String {
+    key(frames, true)
+}
+
+/// Per frame: function without generics, `@`, path tail, and `:line` if `lines`.
+fn key(frames: &[FrameRow], lines: bool) -> String {
     let mut key = String::new();
     for f in frames {
-        let file = f.file.as_deref().map_or("", path_tail);
         key.push_str(&without_generics(&f.function));
         key.push('@');
-        key.push_str(file);
-        key.push(':');
-        if let Some(l) = f.line {
-            key.push_str(&l.to_string());
+        key.push_str(f.file.as_deref().map_or("", path_tail));
+        if lines {
+            key.push(':');
+            if let Some(l) = f.line {
+                key.push_str(&l.to_string());
+            }
         }
         key.push('\n');
     }
@@ -128,14 +134,7 @@ pub struct Diff {
 /// A looser key for sites whose stacks moved between builds (a patch shifts line
 /// numbers in the files it touches): [`site_key`] without the lines.
 pub fn loose_key(frames: &[FrameRow]) -> String {
-    let mut key = String::new();
-    for f in frames {
-        key.push_str(&without_generics(&f.function));
-        key.push('@');
-        key.push_str(f.file.as_deref().map_or("", path_tail));
-        key.push('\n');
-    }
-    key
+    key(frames, false)
 }
 
 #[derive(Default, Clone)]

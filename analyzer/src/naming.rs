@@ -3,7 +3,6 @@
 
 use crate::report::FrameRow;
 
-use alloc_tracer_format::frames::file_name;
 pub use alloc_tracer_format::frames::without_generics;
 
 /// True for frames of the allocator, liballoc, core and std.
@@ -18,11 +17,7 @@ pub fn naming_frame(frames: &[FrameRow]) -> Option<&FrameRow> {
 
 /// `function (file:line)` of one frame.
 fn describe(f: &FrameRow) -> String {
-    let name = without_generics(&f.function);
-    match (&f.file, f.line) {
-        (Some(file), Some(line)) => format!("{name} ({}:{line})", file_name(file)),
-        _ => name,
-    }
+    alloc_tracer_format::frames::describe(&f.function, f.file.as_deref(), f.line)
 }
 
 /// `function (file:line)` of the naming frame.

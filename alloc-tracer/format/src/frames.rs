@@ -70,6 +70,16 @@ pub fn file_name(file: &str) -> &str {
     file.rsplit('/').next().unwrap_or(file)
 }
 
+/// `function (file:line)` of a frame, without generic arguments; just the function
+/// when the line tables gave no file or line.
+pub fn describe(function: &str, file: Option<&str>, line: Option<u32>) -> String {
+    let name = without_generics(function);
+    match (file, line) {
+        (Some(file), Some(line)) => format!("{name} ({}:{line})", file_name(file)),
+        _ => name,
+    }
+}
+
 /// Callers shown after a site's name.
 pub const CALLERS: usize = 2;
 

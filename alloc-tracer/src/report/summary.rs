@@ -7,7 +7,7 @@ use crate::symbolize::Frame;
 use std::fmt;
 use std::path::PathBuf;
 
-use alloc_tracer_format::frames::{self, without_generics};
+use alloc_tracer_format::frames;
 
 /// True for frames of the allocator, liballoc, core and std, unknown frames, and
 /// this crate's own (see `alloc_tracer_format::frames`).
@@ -65,14 +65,7 @@ pub fn site_name(frames: &[Frame]) -> String {
 
 /// `function (file:line)` of one frame, without generics.
 fn at(f: &Frame) -> String {
-    match (&f.file, f.line) {
-        (Some(file), Some(line)) => format!(
-            "{} ({}:{line})",
-            without_generics(&f.function),
-            frames::file_name(file)
-        ),
-        _ => without_generics(&f.function),
-    }
+    frames::describe(&f.function, f.file.as_deref(), f.line)
 }
 
 /// One line of the summary.
