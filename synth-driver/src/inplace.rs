@@ -10,7 +10,8 @@
 //!
 //! Everything else is kept as in bellperson, on purpose, so that an A/B comparison
 //! isolates the linear-combination temporaries: words are `Vec`s of bits cloned and
-//! rebuilt by rotations exactly as often as bellperson's `UInt32`, the same aux
+//! rebuilt by rotations exactly as often as bellperson's `UInt32`, the field
+//! arithmetic of the packed equalities is `MultiEq`'s ([`add_scaled`]), the same aux
 //! variables are allocated in the same order with the same values, and the same
 //! constraints are enforced in the same order (the packed equalities of `MultiEq`
 //! included, flushed at the same points). So the mirror prover's a/b/c digest equals
@@ -425,28 +426,53 @@ fn add_words<CS: ConstraintSystem<Fr>>(
     }
     let shift = Fr::from(2).pow_vartime([eq.bits_used as u64]);
     let one = CS::one();
-    let mut lhs = std::mem::take(&mut eq.lhs);
-    for w in operands {
-        let mut coeff = shift;
-        for &bit in &w.bits {
-            lhs = bit.add_to(lhs, coeff, one);
-            coeff = coeff.double();
-        }
-    }
-    eq.lhs = lhs;
-    let mut rhs = std::mem::take(&mut eq.rhs);
-    let mut coeff = shift;
-    for &bit in &result {
-        rhs = bit.add_to(rhs, coeff, one);
-        coeff = coeff.double();
-    }
-    eq.rhs = rhs;
+    eq.lhs = add_scaled(
+        std::mem::take(&mut eq.lhs),
+        operands.iter().map(|w| &w.bits[..]),
+        shift,
+        one,
+    );
+    eq.rhs = add_scaled(std::mem::take(&mut eq.rhs), [&result[..]], shift, one);
     eq.bits_used += width;
     result.truncate(32);
     Ok(Word {
         bits: result,
         value: sum.map(|s| s as u32),
     })
+}
+
+/// `lc + shift * sum(words)`, each word's bits weighted 1, 2, 4, ..., added to `lc`
+/// itself. The field work is MultiEq's, on purpose: bellpepper builds the unscaled sum
+/// (constant bits merging into one term for the constant 1) and then multiplies each
+/// of its terms by `shift`; so does this, one multiplication per variable term and one
+/// for the constant term, so that the variant differs from baseline in allocations
+/// and copies only, not in arithmetic.
+fn add_scaled<'a>(
+    mut lc: Lc,
+    words: impl IntoIterator<Item = &'a [Bit]>,
+    shift: Fr,
+    one: Variable,
+) -> Lc {
+    let mut constant: Option<Fr> = None;
+    for bits in words {
+        let mut coeff = Fr::ONE;
+        for &bit in bits {
+            match bit {
+                Bit::Is(x, _) => lc = lc + (coeff * shift, x),
+                Bit::Not(x, _) => {
+                    *constant.get_or_insert(Fr::ZERO) += coeff;
+                    lc = lc - (coeff * shift, x);
+                }
+                Bit::Const(true) => *constant.get_or_insert(Fr::ZERO) += coeff,
+                Bit::Const(false) => {}
+            }
+            coeff = coeff.double();
+        }
+    }
+    match constant {
+        Some(c) => lc + (c * shift, one),
+        None => lc,
+    }
 }
 
 /// A word known now, or a sum whose addition is put off until the word is used.
