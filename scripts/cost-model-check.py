@@ -6,11 +6,19 @@ For each synth-driver patch variant (`inplace-lc`, `pooled-enforce`) against
 
 1. one traced run per variant (`--trace sites`) writes a report;
 2. `analyzer diff baseline VARIANT` gives the predicted change in seconds (the cost
-   model, from this machine's calibration);
-3. untraced runs (`--trace off`), interleaved baseline / variants, `--runs` rounds,
-   give the measured synthesis times; the measured saving is the median of the
-   per-round differences (baseline minus variant), the robust figure on a noisy
-   machine, next to the medians of each side.
+   model), from a calibration made by `analyzer calibrate` in the same session, right
+   before the timed rounds (this VM's speed changes over minutes: calibrations an
+   hour apart differed by 1.7x), unless --calibration names one;
+3. untraced runs (`--trace off`) give the measured synthesis times: `--runs` rounds,
+   each running baseline and every variant once, in one process
+   (`synth-driver --variant baseline,inplace-lc,pooled-enforce --iterations ...`:
+   the order alternates round by round and a round's variants share a message),
+   spread over `--processes` processes (so no one process's memory layout sets the
+   figure), each after a warm-up round that is not counted. The measured saving is the median of the per-round differences
+   (baseline minus variant), with a distribution-free 95 % interval of that median.
+   Rounds of a fraction of a second each are what make this precise on a VM whose
+   speed drifts by up to 30 % over seconds: the same check with whole processes as
+   rounds (1.5 s each) scattered its per-round differences ten times as widely.
 
 With --callgrind-blocks N, each variant also runs once under valgrind's callgrind on
 an N-block chain: instruction totals are repeatable to the instruction, so the
@@ -18,9 +26,10 @@ instruction saving, scaled to the baseline's median time, is a deterministic che
 the noisy wall-time figure (it assumes unchanged instructions per cycle).
 
 Prints a table and writes OUT/results.csv (the format notebooks/03-cost-model.ipynb
-reads) and OUT/reports/<variant>/. Standard library only.
+reads), OUT/rounds.csv (every round's synthesis seconds per variant) and
+OUT/reports/<variant>/. Standard library only.
 
-    scripts/cost-model-check.py [--blocks 64] [--runs 7] [--out DIR]
+    scripts/cost-model-check.py [--blocks 8] [--runs 150] [--processes 5] [--out DIR]
 
 Binaries come from $CARGO_TARGET_DIR/release (default /var/tmp/alloc-profiler/target),
 built with `cargo build --workspace --release --all-targets` unless --no-build.
@@ -29,6 +38,7 @@ built with `cargo build --workspace --release --all-targets` unless --no-build.
 import argparse
 import csv
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -47,25 +57,54 @@ def run(cmd, **kw):
     return r
 
 
-def synth(driver, variant, blocks, trace, report=None):
-    cmd = [str(driver), "--prover", "mirror", "--variant", variant, "--trace", trace, "--json"]
+def median_interval(xs, confidence=0.95):
+    """A distribution-free interval holding the median of the population the values
+    come from with at least `confidence`: the k-th smallest and k-th largest values,
+    k the largest rank with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2. With too
+    few values for that, the smallest and largest."""
+    xs = sorted(xs)
+    n = len(xs)
+    tail, k = 0.0, 0
+    while True:
+        # P(X <= k) for X ~ Binomial(n, 1/2).
+        tail += math.comb(n, k) / 2**n
+        if tail > (1 - confidence) / 2:
+            break
+        k += 1
+    k = max(k, 1)
+    return xs[k - 1], xs[n - k]
+
+
+def synth(driver, variants, blocks, trace, report=None, iterations=1, seed=0):
+    """The JSON lines of one synth-driver run, one per iteration."""
+    cmd = [str(driver), "--prover", "mirror", "--variant", ",".join(variants),
+           "--trace", trace, "--json"]
     if report:
         cmd += ["--report", str(report)]
-    cmd += ["sha256", "--blocks", str(blocks)]
+    cmd += ["sha256", "--blocks", str(blocks), "--iterations", str(iterations),
+            "--seed", str(seed)]
     out = run(cmd).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    if len(rows) != 1:
-        sys.exit(f"cost-model-check: expected one JSON line from {' '.join(cmd)}, got:\n{out}")
-    return rows[0]
+    if len(rows) != iterations:
+        sys.exit(f"cost-model-check: expected {iterations} JSON lines from {' '.join(cmd)}, "
+                 f"got:\n{out}")
+    return rows
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--blocks", type=int, default=64, help="SHA-256 blocks (default 64)")
-    ap.add_argument("--runs", type=int, default=7, help="interleaved rounds (default 7)")
+    ap.add_argument("--blocks", type=int, default=8,
+                    help="SHA-256 blocks per synthesis (default 8, about 0.2 s)")
+    ap.add_argument("--runs", type=int, default=150, help="interleaved rounds (default 150)")
+    ap.add_argument("--processes", type=int, default=5,
+                    help="processes the rounds are spread over (default 5)")
     ap.add_argument("--out", type=Path, default=Path("/var/tmp/alloc-profiler/cost-model"))
     ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
-    ap.add_argument("--calibration", type=Path, help="calibration file for the analyzer")
+    ap.add_argument("--calibration", type=Path,
+                    help="calibration file for the analyzer (default: calibrate now, "
+                         "into OUT/calibration.json)")
+    ap.add_argument("--quick-calibration", action="store_true",
+                    help="calibrate with `analyzer calibrate --quick` (for CI)")
     ap.add_argument("--callgrind-blocks", type=int, default=0,
                     help="also count instructions under callgrind on a chain this long")
     args = ap.parse_args()
@@ -88,17 +127,22 @@ def main():
     digests = {}
     for v in ["baseline"] + VARIANTS:
         print(f"tracing {v} ...", file=sys.stderr)
-        r = synth(driver, v, args.blocks, "sites", reports / v)
+        r = synth(driver, [v], args.blocks, "sites", reports / v)[0]
         digests[v] = r.get("abc_digest")
     if len(set(digests.values())) != 1:
         sys.exit(f"cost-model-check: a/b/c digests differ: {digests}")
 
-    # 2. Predictions from the cost model.
+    # 2. Predictions from the cost model, calibrated now unless told otherwise.
+    calibration = args.calibration
+    if calibration is None:
+        calibration = args.out / "calibration.json"
+        print("calibrating ...", file=sys.stderr)
+        run([str(analyzer), "calibrate", "--out", str(calibration)]
+            + (["--quick"] if args.quick_calibration else []))
     predicted = {}
     for v in VARIANTS:
-        cmd = [str(analyzer), "diff", str(reports / "baseline"), str(reports / v), "--format", "json"]
-        if args.calibration:
-            cmd += ["--calibration", str(args.calibration)]
+        cmd = [str(analyzer), "diff", str(reports / "baseline"), str(reports / v), "--format",
+               "json", "--calibration", str(calibration)]
         d = json.loads(run(cmd).stdout)
         predicted[v] = {
             "saving_s": -d["predicted_change_s"],
@@ -106,14 +150,28 @@ def main():
             "variant_allocs": d["change"]["alloc_count"],
         }
 
-    # 3. Interleaved untraced runs.
+    # 3. Interleaved untraced runs: rounds in a few processes.
     times = {v: [] for v in ["baseline"] + VARIANTS}
-    for i in range(args.runs):
-        order = ["baseline"] + VARIANTS if i % 2 == 0 else VARIANTS[::-1] + ["baseline"]
-        for v in order:
-            times[v].append(synth(driver, v, args.blocks, "off")["synth_seconds"])
-        print(f"round {i + 1}/{args.runs}: "
-              + ", ".join(f"{v} {times[v][-1]:.3f} s" for v in times), file=sys.stderr)
+    processes = max(1, min(args.processes, args.runs))
+    done = 0
+    for p in range(processes):
+        rounds = (args.runs - done) // (processes - p)
+        if rounds == 0:
+            continue
+        # One more round first, discarded: a process's first synthesis pays for page
+        # faults and the allocator's first growth, and always runs baseline first.
+        rows = synth(driver, ["baseline"] + VARIANTS, args.blocks, "off",
+                     iterations=(rounds + 1) * len(times), seed=1000 * p)
+        for i in range(len(times), len(rows), len(times)):
+            by_variant = {r["variant"]: r["synth_seconds"] for r in rows[i:i + len(times)]}
+            if set(by_variant) != set(times):
+                sys.exit(f"cost-model-check: round without every variant: {rows[i:i + len(times)]}")
+            for v in times:
+                times[v].append(by_variant[v])
+        done += rounds
+        print(f"process {p + 1}/{processes}: {done}/{args.runs} rounds; medians so far "
+              + ", ".join(f"{v} {statistics.median(times[v]):.4f} s" for v in times),
+              file=sys.stderr)
 
     # 4. Optional: instruction totals under callgrind, repeatable to the instruction.
     instructions = {}
@@ -135,6 +193,10 @@ def main():
             "variant": v,
             "predicted_saving_s": predicted[v]["saving_s"],
             "measured_saving_s": statistics.median(diffs),
+            # A distribution-free 95 % interval of that median (order statistics):
+            # how well the rounds pin the measured saving down on this machine.
+            "measured_saving_low_s": median_interval(diffs)[0],
+            "measured_saving_high_s": median_interval(diffs)[1],
             "baseline_median_s": statistics.median(times["baseline"]),
             "variant_median_s": statistics.median(times[v]),
             "runs": args.runs,
@@ -150,27 +212,34 @@ def main():
         w.writeheader()
         w.writerows(rows)
 
+    with open(args.out / "rounds.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["round"] + list(times))
+        w.writerows([i + 1] + [times[v][i] for v in times] for i in range(args.runs))
+
     load = os.getloadavg()[0]
-    print(f"sha256 --blocks {args.blocks}, mirror prover, {args.runs} interleaved rounds, "
+    print(f"sha256 --blocks {args.blocks}, mirror prover, {args.runs} interleaved rounds "
+          f"in {processes} processes, "
           f"load {load:.2f}, {time.strftime('%Y-%m-%d %H:%M')}")
     print(f"{'variant':<16} {'allocs base -> variant':>26} {'predicted':>10} {'measured':>10} "
-          f"{'base med':>9} {'var med':>9} {'pred/meas':>9}")
+          f"{'95 % interval':>18} {'base med':>9} {'var med':>9} {'pred/meas':>9}")
     for r in rows:
         ratio = (r["predicted_saving_s"] / r["measured_saving_s"]
                  if r["measured_saving_s"] else float("nan"))
         print(f"{r['variant']:<16} {r['baseline_alloc_count']:>12} -> {r['variant_alloc_count']:>10} "
-              f"{r['predicted_saving_s']:>9.3f}s {r['measured_saving_s']:>9.3f}s "
-              f"{r['baseline_median_s']:>8.3f}s {r['variant_median_s']:>8.3f}s {ratio:>9.2f}")
+              f"{r['predicted_saving_s']:>9.4f}s {r['measured_saving_s']:>9.4f}s "
+              f"{r['measured_saving_low_s']:>9.4f}s..{r['measured_saving_high_s']:.4f}s "
+              f"{r['baseline_median_s']:>8.4f}s {r['variant_median_s']:>8.4f}s {ratio:>9.2f}")
     if instructions:
         print(f"callgrind, sha256 --blocks {args.callgrind_blocks}: baseline "
               f"{instructions['baseline']:,} instructions")
         for r in rows:
             v = r["variant"]
             print(f"{v:<16} {instructions[v]:>15,} instructions, saving "
-                  f"{100 * r['instruction_saving_share']:.2f} % -> {r['instruction_saving_s']:.3f} s "
+                  f"{100 * r['instruction_saving_share']:.2f} % -> {r['instruction_saving_s']:.4f} s "
                   f"at the baseline median; predicted/instructions "
                   f"{r['predicted_saving_s'] / r['instruction_saving_s']:.2f}")
-    print(f"results: {args.out / 'results.csv'}")
+    print(f"results: {args.out / 'results.csv'}, rounds: {args.out / 'rounds.csv'}")
 
 
 if __name__ == "__main__":

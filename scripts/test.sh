@@ -36,7 +36,8 @@ echo "reports for the Python tests and notebooks written in $(( $(date +%s) - py
 # BENCHMARKS.md (scripts/cost-model-check.py with its defaults, on a quiet machine).
 export ALLOC_PROFILER_CALIBRATION="$reports/calibration.json"
 "$CARGO_TARGET_DIR/release/analyzer" calibrate --quick --out "$ALLOC_PROFILER_CALIBRATION" > /dev/null
-python3 scripts/cost-model-check.py --no-build --blocks 4 --runs 3 --out "$reports/cost-model"
+python3 scripts/cost-model-check.py --no-build --blocks 4 --runs 3 --out "$reports/cost-model" \
+  --calibration "$ALLOC_PROFILER_CALIBRATION"
 export COST_MODEL_RESULTS="$reports/cost-model/results.csv"
 rm -rf "$reports/plots" "$reports/notebooks"
 ALLOC_TRACER_REPORT="$report" \

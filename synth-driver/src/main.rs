@@ -57,8 +57,17 @@ struct Cli {
     /// under --prover mirror), different allocation behaviour. baseline: any command,
     /// either prover. pooled-enforce: --prover mirror only (sha256, poseidon,
     /// porep --c1, --blank or --synthetic). inplace-lc: sha256 only, either prover.
-    #[arg(long, global = true, value_enum, default_value_t = Variant::Baseline)]
-    variant: Variant,
+    /// Several, comma-separated, take turns iteration by iteration in one process
+    /// (rounds A B C, then C B A, ...; every variant of a round on the same seed):
+    /// an A/B timing that the machine's drift over seconds does not blur.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "baseline"
+    )]
+    variant: Vec<Variant>,
     #[command(subcommand)]
     command: Command,
 }
@@ -308,7 +317,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         trace: cli.trace.trace,
         json: cli.json,
         prover: cli.prover.unwrap_or(ProverKind::Reference),
-        variant: cli.variant,
+        variants: cli.variant.clone(),
         synthetic: false,
         out: &mut out,
     };
@@ -326,7 +335,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Porep { blank: true, .. } => cli.prover.unwrap_or(ProverKind::Mirror),
         _ => run.prover,
     };
-    cli.variant.check(command, prover)?;
+    for v in &cli.variant {
+        v.check(command, prover)?;
+    }
+    if cli.variant.len() > 1 && matches!(command, "seal" | "porep --count-only") {
+        anyhow::bail!(
+            "several --variant values take turns by iteration; {command} has no iterations"
+        );
+    }
     match cli.command {
         Command::Sha256 {
             blocks,
@@ -336,11 +352,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             &format!("sha256 --blocks {blocks}"),
             iterations,
             None,
-            |i| {
+            |round, variant| {
                 Ok(circuits::Sha256Chain::random(
                     blocks as usize,
-                    seed.wrapping_add(i),
-                    cli.variant == Variant::InplaceLc,
+                    seed.wrapping_add(round),
+                    variant == Variant::InplaceLc,
                 ))
             },
         )?,
@@ -353,11 +369,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             &format!("poseidon --hashes {hashes} --arity {arity}"),
             iterations,
             None,
-            |i| {
+            |round, _| {
                 Ok(circuits::PoseidonChain::new(
                     hashes as usize,
                     arity,
-                    seed.wrapping_add(i),
+                    seed.wrapping_add(round),
                 ))
             },
         )?,
@@ -403,7 +419,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ),
                 iteration: 0,
                 prover: "count-only",
-                variant: run.variant.name(),
+                variant: run.variants[0].name(),
                 witness: if synthetic { "synthetic" } else { "none" },
                 rows: shape.rows,
                 aux: shape.aux,
@@ -435,7 +451,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let label = format!("porep {proof:?} blank partition");
             let blank = Some(seed);
             porep::with_tree_shape!(proof.sector_size(), Tree => {
-                run.iterations(&label, iterations, blank, |_| porep::blank_circuit::<Tree>(proof))?
+                run.iterations(&label, iterations, blank, |_, _| porep::blank_circuit::<Tree>(proof))?
             })
         }
         Command::Porep {
@@ -448,7 +464,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             run.synthetic = true;
             let label = format!("porep {proof:?} synthetic partition");
             porep::with_tree_shape!(proof.sector_size(), Tree => {
-                run.iterations(&label, iterations, None, |_| {
+                run.iterations(&label, iterations, None, |_, _| {
                     porep::synthetic_circuit::<Tree>(proof, seed)
                 })?
             })
@@ -481,7 +497,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             let label = format!("porep {:?} partition {partition}", c1_out.registered_proof);
             porep::with_tree_shape!(c1_out.registered_proof.sector_size(), Tree => {
-                run.iterations(&label, iterations, None, |_| {
+                run.iterations(&label, iterations, None, |_, _| {
                     porep::partition_circuit::<Tree>(&c1_out, partition)
                 })?
             })
@@ -506,32 +522,50 @@ struct Runner<'o> {
     trace: Mode,
     json: bool,
     prover: ProverKind,
-    variant: Variant,
+    /// One, or several taking turns by iteration (see `variant_of`).
+    variants: Vec<Variant>,
     /// The circuits' witness comes from synthetic vanilla proofs.
     synthetic: bool,
     out: &'o mut dyn Write,
 }
 
 impl Runner<'_> {
-    /// `make(i)` builds the circuit of iteration `i` (in the `setup` phase); the
-    /// chosen prover then synthesizes it (in the `synthesize` phase). `blank` is the
-    /// seed of substituted values when the circuit has none (mirror prover only).
+    /// The variant of `iteration` and its round. With one variant every iteration is
+    /// a round; with several, each round runs each variant once, in the given order
+    /// in even rounds and reversed in odd ones, so that a steady drift of the
+    /// machine's speed weighs on every variant alike.
+    fn variant_of(&self, iteration: u64) -> (Variant, u64) {
+        let n = self.variants.len() as u64;
+        let (round, turn) = (iteration / n, (iteration % n) as usize);
+        let turn = if round % 2 == 0 {
+            turn
+        } else {
+            self.variants.len() - 1 - turn
+        };
+        (self.variants[turn], round)
+    }
+
+    /// `make(round, variant)` builds the circuit of an iteration (in the `setup`
+    /// phase; see `variant_of`); the chosen prover then synthesizes it (in the
+    /// `synthesize` phase). `blank` is the seed of substituted values when the
+    /// circuit has none (mirror prover only).
     fn iterations<C: bellperson::Circuit<blstrs::Scalar> + Send>(
         &mut self,
         label: &str,
         iterations: u64,
         blank: Option<u64>,
-        mut make: impl FnMut(u64) -> Result<C>,
+        mut make: impl FnMut(u64, Variant) -> Result<C>,
     ) -> Result<()> {
         let progress = progress::Progress::new("synthesis", Some(iterations), true);
         for iteration in 0..iterations {
+            let (variant, round) = self.variant_of(iteration);
             let (circuit, shape) = {
                 let _setup = alloc_tracer::phase("setup");
                 let shape = match self.prover {
-                    ProverKind::Reference => Some(circuits::shape(make(iteration)?)?),
+                    ProverKind::Reference => Some(circuits::shape(make(round, variant)?)?),
                     ProverKind::Mirror => None,
                 };
-                (make(iteration)?, shape)
+                (make(round, variant)?, shape)
             };
             progress::ROWS.store(0, std::sync::atomic::Ordering::Relaxed);
             let before = alloc_tracer::counts();
@@ -545,10 +579,10 @@ impl Runner<'_> {
                     }
                     None => {
                         let missing = match blank {
-                            Some(seed) => mirror::Missing::random(seed.wrapping_add(iteration)),
+                            Some(seed) => mirror::Missing::random(seed.wrapping_add(round)),
                             None => mirror::Missing::Fail,
                         };
-                        let pool = match self.variant {
+                        let pool = match variant {
                             Variant::PooledEnforce => {
                                 Some(lc_pool::LcPool::new().map_err(|e| {
                                     anyhow::anyhow!("--variant pooled-enforce: {e}")
@@ -581,7 +615,7 @@ impl Runner<'_> {
                     ProverKind::Reference => "reference",
                     ProverKind::Mirror => "mirror",
                 },
-                variant: self.variant.name(),
+                variant: variant.name(),
                 witness: match (blank, self.synthetic) {
                     (Some(_), _) => "blank",
                     (None, true) => "synthetic",

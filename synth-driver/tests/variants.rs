@@ -126,3 +126,72 @@ fn unsupported_combinations_are_one_line_errors() {
         assert!(stderr.starts_with("synth-driver: --variant"), "{stderr}");
     }
 }
+
+#[test]
+fn several_variants_take_turns_on_the_same_seed() {
+    let out = driver()
+        .args([
+            "--json",
+            "--prover",
+            "mirror",
+            "--variant",
+            "baseline,inplace-lc,pooled-enforce",
+            "sha256",
+            "--blocks",
+            "1",
+            "--iterations",
+            "6",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<serde_json::Value> = out
+        .stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| l.starts_with(b"{"))
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    let variants: Vec<&str> = rows
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    // A B C, then C B A: a steady drift weighs on every variant alike.
+    assert_eq!(
+        variants,
+        [
+            "baseline",
+            "inplace-lc",
+            "pooled-enforce",
+            "pooled-enforce",
+            "inplace-lc",
+            "baseline"
+        ]
+    );
+    // One message per round, so one digest per round; the next round's differs.
+    let digests: Vec<&str> = rows
+        .iter()
+        .map(|r| r["abc_digest"].as_str().unwrap())
+        .collect();
+    assert!(digests[..3].iter().all(|d| *d == digests[0]), "{digests:?}");
+    assert!(digests[3..].iter().all(|d| *d == digests[3]), "{digests:?}");
+    assert_ne!(digests[0], digests[3]);
+    // A command without iterations refuses several variants.
+    let out = driver()
+        .args([
+            "--variant",
+            "baseline,baseline",
+            "porep",
+            "--sector-size",
+            "2KiB",
+            "--count-only",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("take turns by iteration"), "{stderr}");
+}
