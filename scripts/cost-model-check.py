@@ -6,9 +6,11 @@ For each synth-driver patch variant (`inplace-lc`, `pooled-enforce`) against
 
 1. one traced run per variant (`--trace sites`) writes a report;
 2. `analyzer diff baseline VARIANT` gives the predicted change in seconds (the cost
-   model), from a calibration made by `analyzer calibrate` in the same session, right
-   before the timed rounds (this VM's speed changes over minutes: calibrations an
-   hour apart differed by 1.7x), unless --calibration names one;
+   model): the median over calibrations made by `analyzer calibrate` in the session,
+   one before each process of step 3 (this VM's speed changes over minutes, and a
+   calibration and the rounds it is compared with should see the same stretch of
+   it), unless --calibration names one; `pooled-enforce` recycles the blocks it stops
+   allocating, and is diffed with `--recycled`;
 3. untraced runs (`--trace off`) give the measured synthesis times: `--runs` rounds,
    each running baseline and every variant once, in one process
    (`synth-driver --variant baseline,inplace-lc,pooled-enforce --iterations ...`:
@@ -47,6 +49,8 @@ import time
 from pathlib import Path
 
 VARIANTS = ["inplace-lc", "pooled-enforce"]
+# What each variant's patch is, as `analyzer diff` is told.
+DIFF_FLAGS = {"pooled-enforce": ["--recycled"]}
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -132,25 +136,22 @@ def main():
     if len(set(digests.values())) != 1:
         sys.exit(f"cost-model-check: a/b/c digests differ: {digests}")
 
-    # 2. Predictions from the cost model, calibrated now unless told otherwise.
-    calibration = args.calibration
-    if calibration is None:
-        calibration = args.out / "calibration.json"
-        print("calibrating ...", file=sys.stderr)
-        run([str(analyzer), "calibrate", "--out", str(calibration)]
-            + (["--quick"] if args.quick_calibration else []))
-    predicted = {}
-    for v in VARIANTS:
-        cmd = [str(analyzer), "diff", str(reports / "baseline"), str(reports / v), "--format",
-               "json", "--calibration", str(calibration)]
-        d = json.loads(run(cmd).stdout)
-        predicted[v] = {
-            "saving_s": -d["predicted_change_s"],
-            "base_allocs": d["base"]["alloc_count"],
-            "variant_allocs": d["change"]["alloc_count"],
-        }
+    # 2 and 3. Predictions and interleaved untraced runs: rounds in a few processes,
+    # each process preceded by a calibration of its own (unless one is given), so that
+    # the calibrations sample the same stretch of the machine's drift as the rounds.
+    def predict(calibration):
+        out = {}
+        for v in VARIANTS:
+            cmd = [str(analyzer), "diff", str(reports / "baseline"), str(reports / v),
+                   "--format", "json", "--calibration", str(calibration)] + DIFF_FLAGS.get(v, [])
+            d = json.loads(run(cmd).stdout)
+            out[v] = (-d["predicted_change_s"], d["base"]["alloc_count"],
+                      d["change"]["alloc_count"])
+        return out
 
-    # 3. Interleaved untraced runs: rounds in a few processes.
+    predictions = []
+    if args.calibration is not None:
+        predictions.append(predict(args.calibration))
     times = {v: [] for v in ["baseline"] + VARIANTS}
     processes = max(1, min(args.processes, args.runs))
     done = 0
@@ -158,6 +159,12 @@ def main():
         rounds = (args.runs - done) // (processes - p)
         if rounds == 0:
             continue
+        if args.calibration is None:
+            calibration = args.out / f"calibration-{p + 1}.json"
+            print(f"calibrating ({p + 1}/{processes}) ...", file=sys.stderr)
+            run([str(analyzer), "calibrate", "--out", str(calibration)]
+                + (["--quick"] if args.quick_calibration else []))
+            predictions.append(predict(calibration))
         # One more round first, discarded: a process's first synthesis pays for page
         # faults and the allocator's first growth, and always runs baseline first.
         rows = synth(driver, ["baseline"] + VARIANTS, args.blocks, "off",
@@ -172,6 +179,17 @@ def main():
         print(f"process {p + 1}/{processes}: {done}/{args.runs} rounds; medians so far "
               + ", ".join(f"{v} {statistics.median(times[v]):.4f} s" for v in times),
               file=sys.stderr)
+    # The prediction is the median over the calibrations, with their range.
+    predicted = {}
+    for v in VARIANTS:
+        savings = [pr[v][0] for pr in predictions]
+        predicted[v] = {
+            "saving_s": statistics.median(savings),
+            "low_s": min(savings),
+            "high_s": max(savings),
+            "base_allocs": predictions[0][v][1],
+            "variant_allocs": predictions[0][v][2],
+        }
 
     # 4. Optional: instruction totals under callgrind, repeatable to the instruction.
     instructions = {}
@@ -192,6 +210,9 @@ def main():
         rows.append({
             "variant": v,
             "predicted_saving_s": predicted[v]["saving_s"],
+            # The range of the predictions over the session's calibrations.
+            "predicted_saving_low_s": predicted[v]["low_s"],
+            "predicted_saving_high_s": predicted[v]["high_s"],
             "measured_saving_s": statistics.median(diffs),
             # A distribution-free 95 % interval of that median (order statistics):
             # how well the rounds pin the measured saving down on this machine.
@@ -221,13 +242,18 @@ def main():
     print(f"sha256 --blocks {args.blocks}, mirror prover, {args.runs} interleaved rounds "
           f"in {processes} processes, "
           f"load {load:.2f}, {time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"{'variant':<16} {'allocs base -> variant':>26} {'predicted':>10} {'measured':>10} "
+    print(f"predicted: median over {len(predictions)} calibration(s) [their range]; measured: "
+          "median of per-round differences [95 % interval]")
+    print(f"{'variant':<16} {'allocs base -> variant':>26} {'predicted':>10} {'range':>18} "
+          f"{'measured':>10} "
           f"{'95 % interval':>18} {'base med':>9} {'var med':>9} {'pred/meas':>9}")
     for r in rows:
         ratio = (r["predicted_saving_s"] / r["measured_saving_s"]
                  if r["measured_saving_s"] else float("nan"))
         print(f"{r['variant']:<16} {r['baseline_alloc_count']:>12} -> {r['variant_alloc_count']:>10} "
-              f"{r['predicted_saving_s']:>9.4f}s {r['measured_saving_s']:>9.4f}s "
+              f"{r['predicted_saving_s']:>9.4f}s "
+              f"{r['predicted_saving_low_s']:>9.4f}s..{r['predicted_saving_high_s']:.4f}s "
+              f"{r['measured_saving_s']:>9.4f}s "
               f"{r['measured_saving_low_s']:>9.4f}s..{r['measured_saving_high_s']:.4f}s "
               f"{r['baseline_median_s']:>8.4f}s {r['variant_median_s']:>8.4f}s {ratio:>9.2f}")
     if instructions:

@@ -12,6 +12,12 @@
 //!   a short stretch of work, like the six term vectors of an `enforce`);
 //! * [`Pattern::Scattered`]: allocate ~64 MiB worth of blocks, free them in random
 //!   order (long-lived blocks: cold cache lines, thread-cache flushes to the arena).
+//!
+//! Pairs are timed through `Vec::with_capacity`. Operations measured besides
+//! ([`OperationCost`]): `lc_temporary` (the work around a `Boolean::lc` temporary),
+//! [`VEC_GROWTH`] (what Rust's growth path, `grow_one` and `finish_grow`, adds to a
+//! pair when a block starts as a push onto an empty `Vec`) and [`RECYCLE`] (what a
+//! recycling pool costs per block instead of a pair).
 
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
@@ -289,6 +295,89 @@ fn copy_bytes_per_ns(effort: Effort) -> f64 {
     LEN as f64 / ns_per_copy
 }
 
+/// Name of the calibrated cost that Rust's growth path adds to a pair.
+pub const VEC_GROWTH: &str = "vec_growth";
+
+/// Name of the calibrated cost of recycling a block through a pool instead of
+/// allocating it.
+pub const RECYCLE: &str = "recycle";
+
+/// A LinearCombination term's size: four of them fill a 160-byte block, the first
+/// block a push onto an empty `Vec` of terms allocates.
+type Term = (usize, [u64; 4]);
+
+/// One sample of Rust's growth path: a 160-byte block that starts as a push onto an
+/// empty `Vec` (`grow_one`, `finish_grow`, then the allocator) against the same block
+/// from `Vec::with_capacity` (the allocator alone), both freed at once. Nanoseconds
+/// per block of each loop.
+fn vec_growth_sample(effort: Effort) -> (f64, f64) {
+    let term: Term = (7, [1, 2, 3, 4]);
+    let grown = |n: u64| {
+        for _ in 0..n {
+            // Not `vec![term]`, which allocates the exact size up front: the push
+            // must take the growth path (and black_box keeps the compiler from
+            // seeing that the vector is empty).
+            let mut v: Vec<Term> = black_box(Vec::new());
+            v.push(black_box(term));
+            black_box(v);
+        }
+        n
+    };
+    let sized = |n: u64| {
+        for _ in 0..n {
+            let mut v: Vec<Term> = Vec::with_capacity(4);
+            v.push(black_box(term));
+            black_box(v);
+        }
+        n
+    };
+    time_pair(effort, grown, sized)
+}
+
+/// Blocks taken from and returned to the free list per event in [`recycle_sample`]:
+/// six, as a recycling pool for `enforce` hands out (three combinations, two
+/// buffers each).
+const RECYCLED: usize = 6;
+
+/// One sample of what a recycling pool costs instead of the allocator: per block,
+/// taking an emptied 160-byte buffer of terms from a free list, writing a term,
+/// emptying it and returning it, six held at a time; against the same work on
+/// buffers that stay put. Nanoseconds per block of each loop.
+fn recycle_sample(effort: Effort) -> (f64, f64) {
+    let term: Term = (7, [1, 2, 3, 4]);
+    let mut pool: Vec<Vec<Term>> = (0..4 * RECYCLED).map(|_| Vec::with_capacity(4)).collect();
+    let mut kept: Vec<Vec<Term>> = (0..RECYCLED).map(|_| Vec::with_capacity(4)).collect();
+    let mut taken: Vec<Vec<Term>> = Vec::with_capacity(RECYCLED);
+    let recycling = |n: u64| {
+        for _ in 0..n {
+            for _ in 0..RECYCLED {
+                let mut b = pool.pop().unwrap_or_default();
+                b.push(black_box(term));
+                taken.push(b);
+            }
+            black_box(&mut taken);
+            for mut b in taken.drain(..) {
+                b.clear();
+                pool.push(b);
+            }
+        }
+        n * RECYCLED as u64
+    };
+    let staying = |n: u64| {
+        for _ in 0..n {
+            for b in kept.iter_mut() {
+                b.push(black_box(term));
+            }
+            black_box(&mut kept);
+            for b in kept.iter_mut() {
+                b.clear();
+            }
+        }
+        n * RECYCLED as u64
+    };
+    time_pair(effort, recycling, staying)
+}
+
 /// Terms per LinearCombination in the `lc_temporary` loops (as in UInt32::addmany).
 const TERMS: usize = 32;
 
@@ -330,25 +419,79 @@ fn lc_temporary_sample(effort: Effort) -> (f64, f64) {
     time_pair(effort, with_temporaries, in_place)
 }
 
-/// The operations around temporaries, from per-pass samples of
-/// [`lc_temporary_sample`] (the median of the per-pass differences).
-fn operations(samples: &[(f64, f64)], pairs: &Calibration) -> Vec<OperationCost> {
+/// The median of per-pass differences of two loops' samples, and their medians.
+fn difference(samples: &[(f64, f64)]) -> (f64, f64, f64) {
+    (
+        median(samples.iter().map(|(a, b)| a - b).collect()).max(0.0),
+        median(samples.iter().map(|s| s.0).collect()),
+        median(samples.iter().map(|s| s.1).collect()),
+    )
+}
+
+/// Per-pass samples of the calibrated operations.
+#[derive(Default)]
+struct OperationSamples {
+    lc_temporary: Vec<(f64, f64)>,
+    vec_growth: Vec<(f64, f64)>,
+    recycle: Vec<(f64, f64)>,
+}
+
+impl OperationSamples {
+    fn take(&mut self, effort: Effort) {
+        self.lc_temporary.push(lc_temporary_sample(effort));
+        self.vec_growth.push(vec_growth_sample(effort));
+        self.recycle.push(recycle_sample(effort));
+    }
+}
+
+/// The calibrated operations, each the median of its per-pass differences.
+fn operations(samples: &OperationSamples, pairs: &Calibration) -> Vec<OperationCost> {
+    let passes = samples.lc_temporary.len();
+    let (growth, grown, sized) = difference(&samples.vec_growth);
+    let (recycle, recycling, staying) = difference(&samples.recycle);
+    let samples = &samples.lc_temporary;
     let ns = median(samples.iter().map(|(w, i)| w - i).collect()).max(0.0);
     let with_temporaries = median(samples.iter().map(|s| s.0).collect());
     let in_place = median(samples.iter().map(|s| s.1).collect());
     // A one-term LinearCombination holds 4 terms of 40 bytes: a 160-byte block.
-    vec![OperationCost {
-        name: "lc_temporary".to_owned(),
-        ns,
-        beyond_allocator_ns: (ns - pairs.pair_ns(160, Pattern::Temporary)).max(0.0),
-        what: format!(
-            "building a one-term LinearCombination and merging it into another \
-             (lc + &tmp) instead of adding the term in place (lc + (coeff, var)), \
-             per term, {TERMS} terms per LinearCombination; medians {with_temporaries:.1} ns \
-             vs {in_place:.1} ns over {} passes",
-            samples.len()
-        ),
-    }]
+    vec![
+        OperationCost {
+            name: "lc_temporary".to_owned(),
+            ns,
+            beyond_allocator_ns: (ns - pairs.pair_ns(160, Pattern::Temporary)).max(0.0),
+            what: format!(
+                "building a one-term LinearCombination and merging it into another \
+                 (lc + &tmp) instead of adding the term in place (lc + (coeff, var)), \
+                 per term, {TERMS} terms per LinearCombination; medians \
+                 {with_temporaries:.1} ns vs {in_place:.1} ns over {passes} passes"
+            ),
+        },
+        // The next two are not work beside an allocation (`beyond_allocator_ns` is
+        // `ns`): the cost model adds `vec_growth` to the pairs of sites allocated
+        // through `finish_grow`, and `analyzer diff --recycled` adds `recycle` for
+        // each allocation a change removes.
+        OperationCost {
+            name: VEC_GROWTH.to_owned(),
+            ns: growth,
+            beyond_allocator_ns: growth,
+            what: format!(
+                "a 160-byte block from a push onto an empty Vec (grow_one, finish_grow) \
+                 instead of Vec::with_capacity, per pair; medians {grown:.1} ns vs \
+                 {sized:.1} ns over {passes} passes"
+            ),
+        },
+        OperationCost {
+            name: RECYCLE.to_owned(),
+            ns: recycle,
+            beyond_allocator_ns: recycle,
+            what: format!(
+                "taking an emptied 160-byte buffer from a free list and returning it, \
+                 per block, {RECYCLED} held at a time, beyond the same use of buffers \
+                 that stay put; medians {recycling:.1} ns vs {staying:.1} ns over \
+                 {passes} passes"
+            ),
+        },
+    ]
 }
 
 /// This machine's host name and CPU model (as the tracer writes them).
@@ -380,7 +523,7 @@ pub fn run(effort: Effort, mut progress: impl FnMut(&str)) -> Calibration {
     };
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); SIZES.len() * Pattern::ALL.len()];
     let mut copies = Vec::new();
-    let mut lc_samples = Vec::new();
+    let mut op_samples = OperationSamples::default();
     for pass in 0..passes {
         for (i, &size) in SIZES.iter().enumerate() {
             for (j, &pattern) in Pattern::ALL.iter().enumerate() {
@@ -388,7 +531,7 @@ pub fn run(effort: Effort, mut progress: impl FnMut(&str)) -> Calibration {
             }
         }
         copies.push(copy_bytes_per_ns(once));
-        lc_samples.push(lc_temporary_sample(once));
+        op_samples.take(once);
         progress(&format!("pass {} of {passes}", pass + 1));
     }
     let pairs = SIZES
@@ -417,7 +560,7 @@ pub fn run(effort: Effort, mut progress: impl FnMut(&str)) -> Calibration {
         copy_bytes_per_ns: copy,
         operations: Vec::new(),
     };
-    c.operations = operations(&lc_samples, &c);
+    c.operations = operations(&op_samples, &c);
     c
 }
 
@@ -510,19 +653,53 @@ pub fn default_path() -> PathBuf {
     cache.join("alloc-profiler").join("calibration.json")
 }
 
+/// A small made-up calibration for tests: 160-byte pairs of 5, 10 and 40 ns
+/// (temporary, batch, scattered), memcpy at 8 bytes/ns, `lc_temporary` 12 ns (7 ns
+/// beyond the allocator), `vec_growth` 3 ns and `recycle` 2 ns.
+#[cfg(test)]
+pub(crate) fn test_calibration() -> Calibration {
+    let pairs = [
+        (Pattern::Temporary, 5.0),
+        (Pattern::Batch, 10.0),
+        (Pattern::Scattered, 40.0),
+    ]
+    .into_iter()
+    .map(|(pattern, ns)| PairCost {
+        size_bytes: 160,
+        pattern,
+        ns,
+    })
+    .collect();
+    let op = |name: &str, ns: f64, beyond_allocator_ns: f64| OperationCost {
+        name: name.into(),
+        ns,
+        beyond_allocator_ns,
+        what: String::new(),
+    };
+    Calibration {
+        version: CALIBRATION_VERSION,
+        host: "h".into(),
+        cpu: "c".into(),
+        cores: 1,
+        created_unix_s: 0,
+        allocator: "a".into(),
+        repetitions: 1,
+        pairs,
+        copy_bytes_per_ns: 8.0,
+        operations: vec![
+            op("lc_temporary", 12.0, 7.0),
+            op(VEC_GROWTH, 3.0, 3.0),
+            op(RECYCLE, 2.0, 2.0),
+        ],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn calib(points: &[(u64, f64)]) -> Calibration {
         Calibration {
-            version: CALIBRATION_VERSION,
-            host: "h".into(),
-            cpu: "c".into(),
-            cores: 1,
-            created_unix_s: 0,
-            allocator: "a".into(),
-            repetitions: 1,
             pairs: points
                 .iter()
                 .map(|&(size_bytes, ns)| PairCost {
@@ -533,6 +710,7 @@ mod tests {
                 .collect(),
             copy_bytes_per_ns: 1.0,
             operations: vec![],
+            ..test_calibration()
         }
     }
 
@@ -553,7 +731,11 @@ mod tests {
         assert_eq!(c.pairs.len(), SIZES.len() * Pattern::ALL.len());
         assert!(c.pairs.iter().all(|p| p.ns > 0.0 && p.ns.is_finite()));
         assert!(c.copy_bytes_per_ns > 0.0);
-        assert!(c.operation("lc_temporary").is_some());
+        for name in ["lc_temporary", VEC_GROWTH, RECYCLE] {
+            let o = c.operation(name).unwrap_or_else(|| panic!("no {name}"));
+            assert!(o.ns.is_finite() && o.ns >= 0.0, "{o:?}");
+            assert!(o.what.contains("passes"), "{o:?}");
+        }
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //!   [`Pattern::Temporary`] pair cost of their class; other allocations at the
 //!   [`Pattern::Batch`] cost, or [`Pattern::Scattered`] when the row's median
 //!   followed lifetime is at least [`SCATTERED_AFTER_NS`]; reallocs at the batch cost.
+//!   Sites whose stack passes through `finish_grow` (a push onto a full or empty
+//!   `Vec`, a `reserve`) also pay Rust's growth path, the calibrated `vec_growth`,
+//!   per allocation and realloc: the pairs are timed through `Vec::with_capacity`.
 //! * **indirect** (an estimate): work that exists only because of the allocation.
 //!   Realloc copies, assumed to move half the new block (growth by doubling), at the
 //!   calibrated memcpy rate; for categories whose rule names a calibrated operation
@@ -19,7 +22,7 @@
 //! campaign in DESIGN.md section 2 saw a pool lose them back), and time the tracer
 //! itself adds to the phase's wall time (the shares divide by the traced run's time).
 
-use crate::calibrate::{Calibration, Pattern};
+use crate::calibrate::{Calibration, Pattern, VEC_GROWTH};
 use crate::categories::{self, Category};
 use crate::naming;
 use crate::rank::frames_of;
@@ -193,17 +196,39 @@ pub fn per_site(
         .map(|c| Indirect::of(c, cal))
         .chain([Indirect::None])
         .collect();
-    let mut out: HashMap<u64, (Nanos, usize)> = HashMap::new();
+    let growth_ns = cal.operation(VEC_GROWTH).map_or(0.0, |o| o.ns);
+    // Per site: its cost, its category, and whether its blocks come through Rust's
+    // growth path.
+    let mut out: HashMap<u64, (Nanos, usize, bool)> = HashMap::new();
     for row in report.sites.iter().filter(|r| {
         phase.is_none_or(|p| r.phase == p) && only.is_none_or(|o| o.contains(&r.site_id))
     }) {
         let entry = out.entry(row.site_id).or_insert_with(|| {
-            let cat = categories::classify(rules, frames_of(&report.frames, row.site_id));
-            (Nanos::default(), cat)
+            let frames = frames_of(&report.frames, row.site_id);
+            (
+                Nanos::default(),
+                categories::classify(rules, frames),
+                grown(frames),
+            )
         });
-        entry.0.add(row_cost(cal, row, op_ns[entry.1]));
+        let mut n = row_cost(cal, row, op_ns[entry.1]);
+        if entry.2 {
+            n.direct += (row.alloc_count + row.realloc_count) as f64 * growth_ns;
+        }
+        entry.0.add(n);
     }
-    out
+    out.into_iter()
+        .map(|(site, (n, cat, _))| (site, (n, cat)))
+        .collect()
+}
+
+/// True when the stack passes through Rust's vector growth (`finish_grow`, which
+/// `grow_one`, `reserve` and friends all reach): the allocation paid that path's
+/// bookkeeping on top of the allocator's pair.
+pub fn grown(frames: &[crate::report::FrameRow]) -> bool {
+    frames
+        .iter()
+        .any(|f| naming::without_generics(&f.function).ends_with("finish_grow"))
 }
 
 fn share(s: f64, wall: Option<f64>) -> Option<f64> {
@@ -294,38 +319,9 @@ pub fn estimate(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::{CALIBRATION_VERSION, OperationCost, PairCost};
 
     fn cal() -> Calibration {
-        let pairs = [
-            (Pattern::Temporary, 5.0),
-            (Pattern::Batch, 10.0),
-            (Pattern::Scattered, 40.0),
-        ]
-        .into_iter()
-        .map(|(pattern, ns)| PairCost {
-            size_bytes: 160,
-            pattern,
-            ns,
-        })
-        .collect();
-        Calibration {
-            version: CALIBRATION_VERSION,
-            host: "h".into(),
-            cpu: "c".into(),
-            cores: 1,
-            created_unix_s: 0,
-            allocator: "a".into(),
-            repetitions: 1,
-            pairs,
-            copy_bytes_per_ns: 8.0,
-            operations: vec![OperationCost {
-                name: "lc_temporary".into(),
-                ns: 12.0,
-                beyond_allocator_ns: 7.0,
-                what: String::new(),
-            }],
-        }
+        crate::calibrate::test_calibration()
     }
 
     fn row(allocs: u64, reallocs: u64, temps: u64, lifetime: Option<u64>) -> SiteRow {
@@ -341,6 +337,40 @@ mod tests {
             lifetime_ns_median: lifetime,
             followed_freed_count: 0,
         }
+    }
+
+    #[test]
+    fn sites_allocated_through_vec_growth_pay_for_it() {
+        use crate::report::FrameRow;
+        let frame = |site_id, function: &str, frame_index| FrameRow {
+            site_id,
+            frame_index,
+            stack_index: frame_index,
+            ..FrameRow::test(function, "/src/x.rs", Some(1))
+        };
+        let report = Report {
+            dir: "r".into(),
+            manifest: serde_json::json!({"duration_s": 1.0}),
+            sites: vec![
+                row(10, 2, 4, None),
+                SiteRow {
+                    site_id: 2,
+                    ..row(10, 2, 4, None)
+                },
+            ],
+            frames: vec![
+                frame(1, "alloc::raw_vec::finish_grow<alloc::alloc::Global>", 0),
+                frame(1, "lc", 1),
+                frame(2, "lc", 0),
+            ],
+            phases: Vec::new(),
+        };
+        let mut c = cal();
+        let direct = |c: &Calibration, site| per_site(&report, c, &[], None, None)[&site].0.direct;
+        // 12 blocks (10 allocations, 2 reallocs) through the growth path at 3 ns.
+        assert_eq!(direct(&c, 1) - direct(&c, 2), 12.0 * 3.0);
+        c.operations.retain(|o| o.name != VEC_GROWTH);
+        assert_eq!(direct(&c, 1), direct(&c, 2));
     }
 
     #[test]

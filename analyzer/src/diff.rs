@@ -2,8 +2,14 @@
 //! symbolized frames, never by address, with per-site and per-category deltas in
 //! counts, bytes and predicted cost, and the predicted against the measured change
 //! in wall time.
+//!
+//! A change that recycles blocks through a pool instead of allocating them does not
+//! make their cost vanish: each allocation it removes still costs a take and a
+//! return. With [`Pricing::recycled`] the prediction adds that back, per removed
+//! allocation, at the calibrated `recycle` operation's cost
+//! ([`crate::calibrate::RECYCLE`]).
 
-use crate::calibrate::Calibration;
+use crate::calibrate::{Calibration, RECYCLE};
 use crate::categories::{self, Category};
 use crate::cost;
 use crate::naming::{self, without_generics};
@@ -111,8 +117,12 @@ pub struct Diff {
     pub change: Side,
     /// Where the wall times come from.
     pub wall_source: String,
-    /// Predicted change in seconds (`change - base` of the predicted costs).
+    /// Predicted change in seconds (`change - base` of the predicted costs, plus
+    /// `recycling_s`).
     pub predicted_change_s: Option<f64>,
+    /// With [`Pricing::recycled`]: what recycling the removed allocations costs
+    /// (each category's removed allocations at the calibrated `recycle` cost).
+    pub recycling_s: Option<f64>,
     /// Measured change in seconds (`change - base` of the wall times).
     pub measured_change_s: Option<f64>,
     /// Sites (keys) in both reports: by whole stack, or with lines ignored.
@@ -257,16 +267,37 @@ pub struct Measured {
     pub change_s: Option<f64>,
 }
 
-/// Compares `base` with `change` within `phase`; prices both with `cal` when given.
+/// How a diff prices allocations.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pricing<'a> {
+    /// The calibration; without one, nothing is priced.
+    pub cal: Option<&'a Calibration>,
+    /// The change recycles the blocks of the allocations it removes (a pool, a free
+    /// list): each removed allocation costs the calibration's `recycle` operation
+    /// instead of nothing. Ignored when the calibration has no such operation
+    /// (calibrations made before it existed); the CLI refuses that case.
+    pub recycled: bool,
+}
+
+/// Compares `base` with `change` within `phase`; prices both as `pricing` says.
 pub fn diff(
     base: &Report,
     change: &Report,
-    cal: Option<&Calibration>,
+    pricing: Pricing,
     rules: &[Category],
     phase: Option<&str>,
     measured: Measured,
     limit: usize,
 ) -> Diff {
+    let cal = pricing.cal;
+    let recycle_ns = cal
+        .filter(|_| pricing.recycled)
+        .and_then(|c| c.operation(RECYCLE))
+        .map(|o| o.ns);
+    // Allocations removed, priced as recycled (seconds).
+    let recycling = |base: u64, change: u64| {
+        recycle_ns.map(|ns| base.saturating_sub(change) as f64 * ns * 1e-9)
+    };
     let (a, b) = (
         by_key(base, cal, rules, phase),
         by_key(change, cal, rules, phase),
@@ -300,8 +331,16 @@ pub fn diff(
             }
         }
     }
+    let mut recycling_s = recycle_ns.map(|_| 0.0);
     for c in &mut cats {
         c.delta_alloc_count = delta(c.base_alloc_count, c.change_alloc_count);
+        if let (Some(t), Some(r)) = (
+            c.delta_cost_s.as_mut(),
+            recycling(c.base_alloc_count, c.change_alloc_count),
+        ) {
+            *t += r;
+            *recycling_s.get_or_insert(0.0) += r;
+        }
     }
     let (a, b, by_loose) = pair_up(a, b);
     let empty = Acc::default();
@@ -321,7 +360,10 @@ pub fn diff(
         }
         let named = x.or(y).expect("a key comes from one side");
         let (x, y) = (x.unwrap_or(&empty), y.unwrap_or(&empty));
-        let d_cost = cal.map(|_| (y.cost_ns.unwrap_or(0.0) - x.cost_ns.unwrap_or(0.0)) * 1e-9);
+        let d_cost = cal.map(|_| {
+            (y.cost_ns.unwrap_or(0.0) - x.cost_ns.unwrap_or(0.0)) * 1e-9
+                + recycling(x.allocs, y.allocs).unwrap_or(0.0)
+        });
         if x.allocs != y.allocs || x.bytes != y.bytes {
             sites.push(SiteDelta {
                 name: named.name.clone(),
@@ -360,7 +402,11 @@ pub fn diff(
     );
     Diff {
         phase: phase.map(str::to_owned),
-        predicted_change_s: base_side.cost_s.zip(change_side.cost_s).map(|(x, y)| y - x),
+        predicted_change_s: base_side
+            .cost_s
+            .zip(change_side.cost_s)
+            .map(|(x, y)| y - x + recycling_s.unwrap_or(0.0)),
+        recycling_s,
         measured_change_s: base_side.wall_s.zip(change_side.wall_s).map(|(x, y)| y - x),
         wall_source: if given {
             "given (--base-seconds, --change-seconds)".to_owned()
@@ -432,7 +478,7 @@ mod tests {
         let d = diff(
             &base,
             &change,
-            None,
+            Pricing::default(),
             &rules,
             Some("p"),
             Measured::default(),
@@ -461,6 +507,65 @@ mod tests {
     }
 
     #[test]
+    fn recycled_changes_pay_for_what_they_remove() {
+        let rules = crate::categories::default_rules();
+        let base = report(&[(0, "lc", 1, 100), (1, "gone", 2, 10), (2, "same", 3, 5)]);
+        let change = report(&[(7, "same", 3, 5), (3, "lc", 1, 50), (4, "new", 4, 1)]);
+        let mut cal = crate::calibrate::test_calibration();
+        let run = |cal: &Calibration, recycled| {
+            let pricing = Pricing {
+                cal: Some(cal),
+                recycled,
+            };
+            diff(
+                &base,
+                &change,
+                pricing,
+                &rules,
+                Some("p"),
+                Measured::default(),
+                10,
+            )
+        };
+        let (plain, recycled) = (run(&cal, false), run(&cal, true));
+        assert_eq!(plain.recycling_s, None);
+        // Each category's net removals at 2 ns: 50 Boolean::lc temporaries, and the
+        // other sites' 15 -> 6.
+        let removed: u64 = plain
+            .categories
+            .iter()
+            .map(|c| c.base_alloc_count.saturating_sub(c.change_alloc_count))
+            .sum();
+        assert_eq!(removed, 59);
+        let want = removed as f64 * 2e-9;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-15;
+        assert!(close(recycled.recycling_s.unwrap(), want), "{recycled:?}");
+        assert!(close(
+            recycled.predicted_change_s.unwrap() - plain.predicted_change_s.unwrap(),
+            want
+        ));
+        for (p, r) in plain.categories.iter().zip(&recycled.categories) {
+            let removed = p.base_alloc_count.saturating_sub(p.change_alloc_count);
+            let extra = r.delta_cost_s.unwrap() - p.delta_cost_s.unwrap();
+            assert!(close(extra, removed as f64 * 2e-9), "{}", p.category);
+        }
+        let lc = |d: &Diff| {
+            d.sites
+                .iter()
+                .find(|s| s.name.starts_with("lc "))
+                .unwrap()
+                .delta_cost_s
+                .unwrap()
+        };
+        assert!(close(lc(&recycled) - lc(&plain), 50.0 * 2e-9));
+        // A calibration without the operation prices nothing for recycling.
+        cal.operations.retain(|o| o.name != RECYCLE);
+        let without = run(&cal, true);
+        assert_eq!(without.recycling_s, None);
+        assert_eq!(without.predicted_change_s, plain.predicted_change_s);
+    }
+
+    #[test]
     fn sites_whose_lines_moved_match_ignoring_lines() {
         let rules = crate::categories::default_rules();
         let mut base = report(&[(0, "lc", 1, 100), (1, "other", 9, 7)]);
@@ -482,7 +587,15 @@ mod tests {
                 ],
             );
         }
-        let d = diff(&base, &change, None, &rules, None, Measured::default(), 10);
+        let d = diff(
+            &base,
+            &change,
+            Pricing::default(),
+            &rules,
+            None,
+            Measured::default(),
+            10,
+        );
         assert_eq!(
             (
                 d.sites_matched,

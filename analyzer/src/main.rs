@@ -135,6 +135,11 @@ enum Command {
         /// Measured wall time of the changed build (seconds).
         #[arg(long, requires = "base_seconds")]
         change_seconds: Option<f64>,
+        /// The change recycles blocks (a pool, a free list) instead of allocating
+        /// them: each allocation it removes still costs a take and a return, at the
+        /// calibrated `recycle` cost, which the prediction adds back.
+        #[arg(long)]
+        recycled: bool,
         /// Sites to show.
         #[arg(long, default_value_t = 20)]
         limit: usize,
@@ -410,6 +415,7 @@ fn run(cli: Cli) -> Result<()> {
             cost: c,
             base_seconds,
             change_seconds,
+            recycled,
             limit,
         } => {
             let rules = rules(c.rules.as_deref())?;
@@ -419,10 +425,19 @@ fn run(cli: Cli) -> Result<()> {
                 base_s: base_seconds,
                 change_s: change_seconds,
             };
+            if recycled && cal.operation(calibrate::RECYCLE).is_none() {
+                anyhow::bail!(
+                    "--recycled: the calibration has no `recycle` operation (made by an older \
+                     analyzer); run `analyzer calibrate` again"
+                );
+            }
             let d = diff::diff(
                 &a,
                 &b,
-                Some(&cal),
+                diff::Pricing {
+                    cal: Some(&cal),
+                    recycled,
+                },
                 &rules,
                 phase.as_deref(),
                 measured,

@@ -333,9 +333,12 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
                 d.sites_gone,
                 d.sites_new
             )?;
+            let recycling = d.recycling_s.map_or(String::new(), |r| {
+                format!(", plus {} to recycle what it removes", seconds(r))
+            });
             writeln!(
                 out,
-                "predicted change {} (allocation cost {} -> {}); measured change {} ({} -> {}; {})",
+                "predicted change {} (allocation cost {} -> {}{recycling}); measured change {} ({} -> {}; {})",
                 opt_s(d.predicted_change_s),
                 opt_s(d.base.cost_s),
                 opt_s(d.change.cost_s),

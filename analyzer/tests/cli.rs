@@ -380,6 +380,8 @@ fn bad_input_is_one_line_naming_the_file() {
     let r = fixture();
     let r = r.to_str().unwrap();
     assert_one_line_error(&["diff", r, "/no/such/change"], "/no/such/change");
+    // The fixture calibration predates the `recycle` operation.
+    assert_one_line_error(&["diff", r, r, "--recycled"], "--recycled");
     let bad_calibration = truncated.join("calibration.json");
     std::fs::write(&bad_calibration, "{\"version\": 1, \"pairs\": 3}").unwrap();
     assert_one_line_error(
