@@ -87,8 +87,9 @@ enum Command {
         #[arg(long)]
         rules: Option<PathBuf>,
     },
-    /// Measures what malloc+free pairs (per size class and access pattern) and the
-    /// operations around temporaries cost on this machine, and stores it.
+    /// Measures what malloc+free pairs (per size class and access pattern), the work
+    /// around temporaries, Rust's vector growth path and a recycling pool's take and
+    /// return cost on this machine, and stores it.
     Calibrate {
         /// Where to store it (default: $ALLOC_PROFILER_CALIBRATION or
         /// ~/.cache/alloc-profiler/calibration.json).
