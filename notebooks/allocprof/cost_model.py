@@ -3,7 +3,9 @@ variant, from the results of `scripts/cost-model-check.py`.
 
 That script writes OUT/results.csv, one row per variant, with the columns in
 RESULT_COLUMNS (savings and medians in seconds; `runs`: the measured runs behind the
-medians), and OUT/reports/<variant>/, a report directory per variant.
+medians), the INTERVAL_COLUMNS when it wrote them (the range of the predictions over
+the session's calibrations, and a 95 % interval of the measured median), and
+OUT/reports/<variant>/, a report directory per variant.
 """
 
 from __future__ import annotations
@@ -25,20 +27,31 @@ RESULT_COLUMNS = {
 }
 
 
+# Optional: (low, high) column pairs around predicted_saving_s and measured_saving_s.
+INTERVAL_COLUMNS = {
+    "predicted_saving_s": ("predicted_saving_low_s", "predicted_saving_high_s"),
+    "measured_saving_s": ("measured_saving_low_s", "measured_saving_high_s"),
+}
+
+
 class ResultsError(Exception):
     """A results file without the expected columns."""
 
 
 def load_results(path: str | os.PathLike) -> pl.DataFrame:
-    """results.csv, checked: the RESULT_COLUMNS (in that order; other columns are
-    left out), one row per variant, no empty values."""
+    """results.csv, checked: the RESULT_COLUMNS (in that order), then the
+    INTERVAL_COLUMNS pairs that the file has (both of a pair, or neither); other
+    columns are left out. One row per variant, no empty values."""
     path = Path(path)
     df = pl.read_csv(path)
     missing = [c for c in RESULT_COLUMNS if c not in df.columns]
     if missing:
         raise ResultsError(f"{path}: no column {missing}, expected {list(RESULT_COLUMNS)}")
+    intervals = [c for pair in INTERVAL_COLUMNS.values() if all(x in df.columns for x in pair)
+                 for c in pair]
     try:
-        df = df.select([pl.col(c).cast(t) for c, t in RESULT_COLUMNS.items()])
+        df = df.select([pl.col(c).cast(t) for c, t in RESULT_COLUMNS.items()]
+                       + [pl.col(c).cast(pl.Float64) for c in intervals])
     except pl.exceptions.InvalidOperationError as e:
         raise ResultsError(f"{path}: {e}") from None
     nulls = [c for c in df.columns if df[c].null_count()]

@@ -143,13 +143,27 @@ def waterfall(steps: pl.DataFrame, title: str, ylabel: str = "allocations"):
 
 def predicted_vs_measured(results: pl.DataFrame, title: str):
     """One point per variant, predicted saving against measured, with the y = x line:
-    points under it are over-predictions."""
+    points under it are over-predictions. Where the results carry intervals
+    (`cost_model.INTERVAL_COLUMNS`), they are drawn as error bars: the predictions'
+    range across calibrations (horizontal) and the measured median's 95 % interval
+    (vertical)."""
     fig, ax = plt.subplots(figsize=(5.5, 5))
     p = results["predicted_saving_s"].to_list()
     m = results["measured_saving_s"].to_list()
-    ax.scatter(p, m, color="tab:blue")
     lo = min(p + m + [0.0])
     hi = max(p + m + [0.0])
+
+    def bars(column, values):
+        low, high = (f"{column[:-2]}_low_s", f"{column[:-2]}_high_s")
+        if low not in results.columns or high not in results.columns:
+            return None
+        lows, highs = results[low].to_list(), results[high].to_list()
+        nonlocal lo, hi
+        lo, hi = min([lo] + lows), max([hi] + highs)
+        return [[v - a for v, a in zip(values, lows)], [b - v for v, b in zip(values, highs)]]
+
+    ax.errorbar(p, m, xerr=bars("predicted_saving_s", p), yerr=bars("measured_saving_s", m),
+                fmt="o", color="tab:blue", ecolor="tab:blue", elinewidth=1, capsize=3)
     pad = (hi - lo) * 0.1 or 1.0
     for v, x, y in zip(results["variant"].to_list(), p, m):
         # Labels of points in the right half go to their left, inside the axes.

@@ -69,3 +69,32 @@ def test_variant_reports_beside_the_results(results_csv, report):
     assert list(found) == ["baseline"]
     totals = cost_model.allocation_totals(found)
     assert totals.row(0, named=True)["alloc_count"] == report.manifest["totals"]["alloc_count"]
+
+
+def test_interval_columns_are_kept_when_present(tmp_path):
+    p = tmp_path / "results.csv"
+    p.write_text(HEADER.rstrip("\n")
+                 + ",predicted_saving_low_s,predicted_saving_high_s,measured_saving_low_s\n"
+                 + "x,2,1,10,9,3,1.5,2.5,0.5\n")
+    r = cost_model.load_results(p)
+    # The predicted pair is complete; the measured one lacks its high column.
+    assert r.columns == list(cost_model.RESULT_COLUMNS) + [
+        "predicted_saving_low_s", "predicted_saving_high_s"]
+    assert r.row(0)[-2:] == (1.5, 2.5)
+
+
+def test_predicted_vs_measured_draws_intervals(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    from allocprof import plots
+    p = tmp_path / "results.csv"
+    p.write_text(HEADER.rstrip("\n")
+                 + ",predicted_saving_low_s,predicted_saving_high_s,"
+                 + "measured_saving_low_s,measured_saving_high_s\n"
+                 + "x,2,1,10,9,3,1.5,2.5,0.5,1.75\n")
+    fig = plots.predicted_vs_measured(cost_model.load_results(p), "t")
+    ax = fig.axes[0]
+    # The axes reach the ends of both bars (2.5 predicted, 0.5 measured).
+    assert ax.get_xlim()[1] > 2.5 and ax.get_ylim()[0] < 0.5
+    # Two error-bar collections: horizontal and vertical.
+    assert len(ax.collections) >= 2
