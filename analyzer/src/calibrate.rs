@@ -449,10 +449,7 @@ fn operations(samples: &OperationSamples, pairs: &Calibration) -> Vec<OperationC
     let passes = samples.lc_temporary.len();
     let (growth, grown, sized) = difference(&samples.vec_growth);
     let (recycle, recycling, staying) = difference(&samples.recycle);
-    let samples = &samples.lc_temporary;
-    let ns = median(samples.iter().map(|(w, i)| w - i).collect()).max(0.0);
-    let with_temporaries = median(samples.iter().map(|s| s.0).collect());
-    let in_place = median(samples.iter().map(|s| s.1).collect());
+    let (ns, with_temporaries, in_place) = difference(&samples.lc_temporary);
     // A one-term LinearCombination holds 4 terms of 40 bytes: a 160-byte block.
     vec![
         OperationCost {

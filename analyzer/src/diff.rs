@@ -244,7 +244,7 @@ fn by_key(
     }
     // Costs are per site id; sites with one key are summed once each.
     if let Some(costs) = costs {
-        for (site, (n, _)) in costs {
+        for (site, (n, _, _)) in costs {
             let a = out
                 .get_mut(&keys[&site])
                 .expect("every priced site has rows");

@@ -329,9 +329,9 @@ fn run(cli: Cli) -> Result<()> {
             let rules = rules(c.rules.as_deref())?;
             let cal = calibration(c.calibration.as_deref())?;
             let phase = common.phase.as_deref();
-            let seconds = |m: HashMap<u64, (cost::Nanos, usize)>| -> HashMap<u64, f64> {
+            let seconds = |m: HashMap<u64, (cost::Nanos, usize, bool)>| -> HashMap<u64, f64> {
                 m.into_iter()
-                    .map(|(site, (n, _))| (site, n.total() * 1e-9))
+                    .map(|(site, (n, _, _))| (site, n.total() * 1e-9))
                     .collect()
             };
             // Ranking by cost prices every site; otherwise only the sites shown.
