@@ -343,6 +343,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             "several --variant values take turns by iteration; {command} has no iterations"
         );
     }
+    if cli.variant.len() > 1 && cli.trace.report.is_some() {
+        anyhow::bail!(
+            "several --variant values with --report would mix them in one report; trace one variant per run"
+        );
+    }
     match cli.command {
         Command::Sha256 {
             blocks,

@@ -194,4 +194,22 @@ fn several_variants_take_turns_on_the_same_seed() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("take turns by iteration"), "{stderr}");
+    // Nor does one report take several variants.
+    let report = std::env::temp_dir().join(format!("variants-report-{}", std::process::id()));
+    let out = driver()
+        .args(["--trace", "count", "--report"])
+        .arg(&report)
+        .args([
+            "--variant",
+            "baseline,inplace-lc",
+            "sha256",
+            "--blocks",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("mix them in one report"), "{stderr}");
+    assert!(!report.exists());
 }
