@@ -16,8 +16,9 @@ For each synth-driver patch variant (`inplace-lc`, `pooled-enforce`) against
    (`synth-driver --variant baseline,inplace-lc,pooled-enforce --iterations ...`:
    the order alternates round by round and a round's variants share a message),
    spread over `--processes` processes (so no one process's memory layout sets the
-   figure), each after a warm-up round that is not counted. The measured saving is the median of the per-round differences
-   (baseline minus variant), with a distribution-free 95 % interval of that median.
+   figure), each after a warm-up round that is not counted. The measured saving is
+   the median of the per-round differences (baseline minus variant), with a
+   distribution-free 95 % interval of that median.
    Rounds of a fraction of a second each are what make this precise on a VM whose
    speed drifts by up to 30 % over seconds: the same check with whole processes as
    rounds (1.5 s each) scattered its per-round differences ten times as widely.
@@ -105,8 +106,8 @@ def main():
     ap.add_argument("--out", type=Path, default=Path("/var/tmp/alloc-profiler/cost-model"))
     ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
     ap.add_argument("--calibration", type=Path,
-                    help="calibration file for the analyzer (default: calibrate now, "
-                         "into OUT/calibration.json)")
+                    help="calibration file for the analyzer (default: calibrate before "
+                         "each process, into OUT/calibration-N.json)")
     ap.add_argument("--quick-calibration", action="store_true",
                     help="calibrate with `analyzer calibrate --quick` (for CI)")
     ap.add_argument("--callgrind-blocks", type=int, default=0,
@@ -207,6 +208,7 @@ def main():
     rows = []
     for v in VARIANTS:
         diffs = [b - x for b, x in zip(times["baseline"], times[v])]
+        interval = median_interval(diffs)
         rows.append({
             "variant": v,
             "predicted_saving_s": predicted[v]["saving_s"],
@@ -216,8 +218,8 @@ def main():
             "measured_saving_s": statistics.median(diffs),
             # A distribution-free 95 % interval of that median (order statistics):
             # how well the rounds pin the measured saving down on this machine.
-            "measured_saving_low_s": median_interval(diffs)[0],
-            "measured_saving_high_s": median_interval(diffs)[1],
+            "measured_saving_low_s": interval[0],
+            "measured_saving_high_s": interval[1],
             "baseline_median_s": statistics.median(times["baseline"]),
             "variant_median_s": statistics.median(times[v]),
             "runs": args.runs,
