@@ -6,11 +6,9 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn driver() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_synth-driver"))
-}
+mod common;
+use common::{driver, run_json};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("synth-driver-{name}-{}", std::process::id()));
@@ -230,16 +228,6 @@ fn count_only_rows_match_the_prover() {
 fn count_only_32gib_partition() {
     // 130 M constraints counted without a witness: ~30 s and ~11 MiB here.
     assert_eq!(count_only("32GiB")["rows"], 130_278_869);
-}
-
-fn run_json(args: &[&str]) -> serde_json::Value {
-    let out = driver().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap()
 }
 
 #[test]

@@ -1,21 +1,8 @@
 //! `poseidon --hashes N --arity A`: neptune's legacy circuit with filecoin-hashers'
 //! constants, synthesized by both provers.
 
-use std::process::Command;
-
-fn driver() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_synth-driver"))
-}
-
-fn run_json(args: &[&str]) -> serde_json::Value {
-    let out = driver().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap()
-}
+mod common;
+use common::{driver, run_json};
 
 #[test]
 fn both_provers_agree_at_every_filecoin_arity() {

@@ -1,11 +1,8 @@
 //! End to end: a SHA-256 chain synthesized by the stock bellperson prover under
 //! `--trace sites`; the report's top sites are bellpepper-core LinearCombination code.
 
-use std::process::Command;
-
-fn driver() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_synth-driver"))
-}
+mod common;
+use common::driver;
 
 #[test]
 fn sha256_under_sites_names_linear_combination_frames() {

@@ -1,21 +1,8 @@
 //! Patch variants: each keeps the constraint system (the mirror prover's a/b/c digest
 //! equals the baseline's) and changes allocations the way it says.
 
-use std::process::Command;
-
-fn driver() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_synth-driver"))
-}
-
-fn run_json(args: &[&str]) -> serde_json::Value {
-    let out = driver().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap()
-}
+mod common;
+use common::{driver, run_json};
 
 fn sha256(prover: &str, variant: &str) -> serde_json::Value {
     let v = run_json(&[
