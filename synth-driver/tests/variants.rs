@@ -2,7 +2,7 @@
 //! equals the baseline's) and changes allocations the way it says.
 
 mod common;
-use common::{driver, run_json};
+use common::{driver, run_json, run_json_lines};
 
 fn sha256(prover: &str, variant: &str) -> serde_json::Value {
     let v = run_json(&[
@@ -116,32 +116,18 @@ fn unsupported_combinations_are_one_line_errors() {
 
 #[test]
 fn several_variants_take_turns_on_the_same_seed() {
-    let out = driver()
-        .args([
-            "--json",
-            "--prover",
-            "mirror",
-            "--variant",
-            "baseline,inplace-lc,pooled-enforce",
-            "sha256",
-            "--blocks",
-            "1",
-            "--iterations",
-            "6",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rows: Vec<serde_json::Value> = out
-        .stdout
-        .split(|&b| b == b'\n')
-        .filter(|l| l.starts_with(b"{"))
-        .map(|l| serde_json::from_slice(l).unwrap())
-        .collect();
+    let rows = run_json_lines(&[
+        "--json",
+        "--prover",
+        "mirror",
+        "--variant",
+        "baseline,inplace-lc,pooled-enforce",
+        "sha256",
+        "--blocks",
+        "1",
+        "--iterations",
+        "6",
+    ]);
     let variants: Vec<&str> = rows
         .iter()
         .map(|r| r["variant"].as_str().unwrap())

@@ -10,13 +10,26 @@ pub fn driver() -> Command {
     Command::new(env!("CARGO_BIN_EXE_synth-driver"))
 }
 
-/// Runs the driver, which must succeed, and parses its first stdout line as JSON.
+/// Runs the driver, which must succeed, and parses its first JSON line on stdout.
 pub fn run_json(args: &[&str]) -> serde_json::Value {
+    run_json_lines(args)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("{args:?}: no JSON line on stdout"))
+}
+
+/// Runs the driver, which must succeed, and parses every stdout line that holds a
+/// JSON object (one per iteration with --json).
+pub fn run_json_lines(args: &[&str]) -> Vec<serde_json::Value> {
     let out = driver().args(args).output().unwrap();
     assert!(
         out.status.success(),
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap()
+    out.stdout
+        .split(|&b| b == b'\n')
+        .filter(|l| l.starts_with(b"{"))
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect()
 }
