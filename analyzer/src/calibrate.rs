@@ -493,19 +493,12 @@ fn operations(samples: &OperationSamples, pairs: &Calibration) -> Vec<OperationC
 
 /// This machine's host name and CPU model (as the tracer writes them).
 pub fn this_host() -> (String, String) {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_else(|_| "unknown".to_owned());
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned());
-    (host, cpu)
+    use alloc_tracer_format::host;
+    let unknown = || "unknown".to_owned();
+    (
+        host::name().unwrap_or_else(unknown),
+        host::cpu_model().unwrap_or_else(unknown),
+    )
 }
 
 /// Measures everything. `progress` hears about each size as it is done.

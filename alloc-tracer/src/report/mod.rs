@@ -333,8 +333,8 @@ fn write_snapshot(
         tool: "alloc-tracer",
         tool_version: env!("CARGO_PKG_VERSION"),
         command_line: std::env::args().collect(),
-        host: host_name(),
-        cpu: cpu_model(),
+        host: alloc_tracer_format::host::name().unwrap_or_default(),
+        cpu: alloc_tracer_format::host::cpu_model().unwrap_or_default(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         pid: std::process::id(),
         start_unix_s: end_unix - duration_s,
@@ -735,22 +735,4 @@ fn write_lifetimes(
         ],
     )?;
     Ok(n)
-}
-
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_default()
-}
-
-fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_owned())
-        })
-        .unwrap_or_default()
 }
