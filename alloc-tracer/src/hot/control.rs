@@ -2,9 +2,10 @@
 //!
 //! Packing them into a single `AtomicU64` costs one relaxed load (a plain `mov` on
 //! x86_64) per allocation. Writers (mode changes, phase guards, pause) are rare and
-//! use read-modify-write; no allocation ever writes it. Writers also keep three
-//! derived bits, [`RECORDING`], [`UNINIT`] and [`STACKS`], so that the hot path
-//! decides between pass-through, recording and stack walks with one bit test each.
+//! use read-modify-write; no allocation ever writes it. Writers also keep four
+//! derived bits, [`RECORDING`], [`UNINIT`], [`STACKS`] and [`EVERY_STACK`], so that
+//! the hot path decides between pass-through, recording and stack walks with one bit
+//! test each.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -29,18 +30,22 @@ pub const RECORDING: u64 = 1 << 17;
 pub const UNINIT: u64 = 1 << 18;
 /// Derived bit: mode is `sites` or `sample`, so stacks may be walked.
 pub const STACKS: u64 = 1 << 19;
+/// Derived bit: mode is `sites`, so every call walks the stack.
+pub const EVERY_STACK: u64 = 1 << 20;
 
-/// Derived field, bits 32 to 63: the phase's byte offset in
-/// `ThreadState::phases`, so that the hot path finds a phase's counters with a shift
-/// and an add instead of decoding the phase and multiplying.
+/// Derived field, bits 32 to 63: the byte offset of the phase's counters in
+/// `ThreadState` (the offset of `phases` plus the phase's element), so that the hot
+/// path finds them with a shift and an add instead of decoding the phase and
+/// multiplying.
 const PHASE_OFFSET_SHIFT: u32 = 32;
+const PHASES_OFFSET: u64 = std::mem::offset_of!(super::thread::ThreadState, phases) as u64;
 const PHASE_STRIDE: u64 = size_of::<super::thread::PhaseCounters>() as u64;
 
 /// Sets the derived bits of a control word from its fields.
 const fn with_derived(w: u64) -> u64 {
-    let w = w & !(RECORDING | UNINIT | STACKS) & ((1 << PHASE_OFFSET_SHIFT) - 1);
+    let w = w & !(RECORDING | UNINIT | STACKS | EVERY_STACK) & ((1 << PHASE_OFFSET_SHIFT) - 1);
     let phase = (w >> 24) & (MAX_PHASES as u64 - 1);
-    let phase_offset = (phase * PHASE_STRIDE) << PHASE_OFFSET_SHIFT;
+    let phase_offset = (PHASES_OFFSET + phase * PHASE_STRIDE) << PHASE_OFFSET_SHIFT;
     let mode = w as u8;
     let recording = if mode >= MODE_COUNT && (w >> 16) & 1 == 0 {
         RECORDING
@@ -53,7 +58,8 @@ const fn with_derived(w: u64) -> u64 {
     } else {
         0
     };
-    w | recording | uninit | stacks | phase_offset
+    let every_stack = if mode == MODE_SITES { EVERY_STACK } else { 0 };
+    w | recording | uninit | stacks | every_stack | phase_offset
 }
 
 static CONTROL: AtomicU64 = AtomicU64::new(with_derived(0));
@@ -88,9 +94,9 @@ impl Control {
         // Masked so that indexing per-phase arrays never needs a bounds check.
         ((self.0 >> 24) as usize) & (MAX_PHASES - 1)
     }
-    /// Byte offset of the current phase's counters in `ThreadState::phases`: always
-    /// `phase() * size_of::<PhaseCounters>()`, as every writer goes through
-    /// `with_derived`.
+    /// Byte offset of the current phase's counters in `ThreadState`: always the
+    /// offset of `phases` plus `phase() * size_of::<PhaseCounters>()`, as every writer
+    /// goes through `with_derived`.
     #[inline(always)]
     pub fn phase_offset(self) -> usize {
         (self.0 >> PHASE_OFFSET_SHIFT) as usize
@@ -104,6 +110,13 @@ impl Control {
     #[inline(always)]
     pub fn stacks(self) -> bool {
         self.0 & STACKS != 0
+    }
+    /// For a word that [`alloc_needs_work`](Self::alloc_needs_work): true when the
+    /// call is recorded without a stack walk, except in `sample` mode when one is
+    /// due (modes `count` and `sample`, mode read).
+    #[inline(always)]
+    pub fn counts_without_walk(self) -> bool {
+        self.0 & (UNINIT | EVERY_STACK) == 0
     }
     /// True when an allocation cannot simply pass through: it must be recorded, or
     /// the mode must be read from the environment first.
@@ -195,13 +208,21 @@ mod tests {
         assert!(!w.alloc_needs_work());
         assert!(w.stacks());
         let w = Control(with_derived(w.0 & !(1 << 16)));
-        assert!(w.recording() && w.alloc_needs_work());
+        assert!(w.recording() && w.alloc_needs_work() && !w.counts_without_walk());
+        for mode in [MODE_COUNT, MODE_SAMPLE] {
+            let w = Control(with_derived(mode as u64));
+            assert!(w.alloc_needs_work() && w.counts_without_walk());
+        }
+        assert!(!Control(with_derived(MODE_UNINIT as u64)).counts_without_walk());
         let w = Control(with_derived(MODE_OFF as u64));
         assert!(!w.recording() && !w.alloc_needs_work() && !w.stacks());
         assert!(Control(with_derived(0)).alloc_needs_work());
         for phase in 0..MAX_PHASES as u64 {
             let w = Control(with_derived(MODE_COUNT as u64 | (phase << 24)));
-            assert_eq!(w.phase_offset(), w.phase() * PHASE_STRIDE as usize);
+            assert_eq!(
+                w.phase_offset(),
+                (PHASES_OFFSET + w.phase() as u64 * PHASE_STRIDE) as usize
+            );
         }
     }
 }

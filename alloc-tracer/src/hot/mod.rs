@@ -96,15 +96,20 @@ pub(crate) static PEAK_BYTES: AtomicI64 = AtomicI64::new(0);
 unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
     // The entry points are one load and one bit test in front of `A`; when there is
     // nothing to record they end in a tail call to `A`, and otherwise in one to the
-    // recording function, which then calls `A` itself. So `off` saves no registers
-    // and adds no frame.
+    // recording function (for an allocation, one more bit test chooses between
+    // `count`/`sample` and the rest), which then calls `A` itself. So `off` saves no
+    // registers and adds no frame.
 
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let ctl = control::load();
         if ctl.alloc_needs_work() {
-            // SAFETY: the caller upholds `alloc`'s contract for `layout`.
-            return unsafe { alloc_recorded::<A, false>(&self.inner, ctl, layout) };
+            if ctl.counts_without_walk() {
+                // SAFETY: the caller upholds `alloc`'s contract for `layout`.
+                return unsafe { alloc_counting::<A, false>(&self.inner, ctl, layout) };
+            }
+            // SAFETY: as above.
+            return unsafe { alloc_walked::<A, false>(&self.inner, ctl, layout) };
         }
         // SAFETY: as above.
         unsafe { self.inner.alloc(layout) }
@@ -114,8 +119,12 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let ctl = control::load();
         if ctl.alloc_needs_work() {
-            // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`.
-            return unsafe { alloc_recorded::<A, true>(&self.inner, ctl, layout) };
+            if ctl.counts_without_walk() {
+                // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`.
+                return unsafe { alloc_counting::<A, true>(&self.inner, ctl, layout) };
+            }
+            // SAFETY: as above.
+            return unsafe { alloc_walked::<A, true>(&self.inner, ctl, layout) };
         }
         // SAFETY: as above.
         unsafe { self.inner.alloc_zeroed(layout) }
@@ -227,13 +236,24 @@ fn late(alloc: bool) {
     counter.fetch_add(1, Relaxed);
 }
 
+/// Marks the branch that calls it as unlikely, like `std::hint::cold_path` (stable
+/// only since Rust 1.95, above this workspace's `rust-version`).
+#[cold]
+#[inline(always)]
+fn unlikely_path() {}
+
 /// True for the requests classified by one lookup in [`SMALL_REQUESTS`]: at least 8
 /// and at most [`SMALL_REQUEST_MAX`] bytes, aligned to at most 8. (Then also
 /// `align <= size`, which lets the compiler drop tikv-jemallocator's test for
 /// `mallocx` flags from the inlined inner call.)
 #[inline(always)]
 fn small_request(size: usize, align: usize) -> bool {
-    size.wrapping_sub(8) <= SMALL_REQUEST_MAX - 8 && align <= 8
+    // Two branches, marked unlikely to fail, rather than two flags and an `or`.
+    if size.wrapping_sub(8) > SMALL_REQUEST_MAX - 8 || align > 8 {
+        unlikely_path();
+        return false;
+    }
+    true
 }
 
 /// `A`'s allocation, zeroed or not.
@@ -252,15 +272,123 @@ unsafe fn inner_alloc<A: GlobalAlloc, const ZEROED: bool>(inner: &A, layout: Lay
     }
 }
 
-/// Allocation with recording (or with the mode still to be read). Out of line, so
-/// that the entry point stays a load, a test and a jump. This is the common case, a
-/// small request (`small_request`) classified by one table lookup; anything else
-/// goes on to `alloc_general`.
+/// Allocation in mode `count` or `sample` (mode read, recording). Out of line, so
+/// that the entry point stays a load, two tests and a jump. A small request
+/// (`small_request`, nearly all of them) is recorded before `A` is called, so that
+/// only the thread state has to be kept across that call (for the last-block
+/// record), in one saved register; a null return takes the record back
+/// (`unrecord_small`, from `pending_size` and `pending_ctl`). A due live-bytes check
+/// or sampled stack goes to `alloc_counting_slow`, anything else to `alloc_walked`,
+/// by tail calls.
 ///
 /// # Safety
 /// The caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
 #[inline(never)]
-unsafe fn alloc_recorded<A: GlobalAlloc, const ZEROED: bool>(
+unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool>(
+    inner: &A,
+    ctl: Control,
+    layout: Layout,
+) -> *mut u8 {
+    let size = layout.size();
+    let st = match thread::current().recording_state() {
+        Some(st) if small_request(size, layout.align()) => st,
+        // SAFETY: forwarded contract.
+        _ => return unsafe { alloc_walked::<A, ZEROED>(inner, ctl, layout) },
+    };
+    let r = SMALL_REQUESTS[size];
+    bump(&st.requested[r.bucket as usize], 1);
+    let p = st.phase(ctl);
+    bump(&p.allocs[r.class as usize], 1);
+    bump(&p.bytes_requested, size as u64);
+    st.pending_size.set(size);
+    st.pending_ctl.set(ctl);
+    let check = add_live(st, r.usable as i64);
+    let mut walk = false;
+    if ctl.stacks() {
+        // `sample` mode: a block not sampled has no site.
+        st.last_slot.set(std::ptr::null());
+        let left = st.sample_countdown.get().wrapping_sub(1);
+        st.sample_countdown.set(left);
+        walk = left == 0;
+    }
+    if check || walk {
+        unlikely_path();
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_counting_slow::<A, ZEROED>(inner, ctl, layout, check, walk) };
+    }
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    if ptr.is_null() {
+        return unrecord_small();
+    }
+    st.last_block.set(ptr as usize);
+    ptr
+}
+
+/// `alloc_counting` with a live-bytes check or a sampled stack due: the counters are
+/// already recorded. Reached by a tail call, so `sample` finds the same one frame of
+/// the tracer's below it as from `alloc_walked`.
+///
+/// # Safety
+/// As for `alloc_counting`.
+#[cold]
+#[inline(never)]
+unsafe fn alloc_counting_slow<A: GlobalAlloc, const ZEROED: bool>(
+    inner: &A,
+    ctl: Control,
+    layout: Layout,
+    check: bool,
+    walk: bool,
+) -> *mut u8 {
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    if ptr.is_null() {
+        return unrecord_small();
+    }
+    let Some(st) = thread::current().recording_state() else {
+        // Not reached: `alloc_counting` found this thread recording, and `A` does not
+        // change that.
+        return ptr;
+    };
+    if check {
+        check_live(st);
+    }
+    st.last_block.set(ptr as usize);
+    if walk {
+        let size = layout.size();
+        let r = SMALL_REQUESTS[size];
+        sample::<false>(st, ctl, ptr, size, r.usable as usize, r.class as usize);
+        no_tail_call();
+    }
+    ptr
+}
+
+/// Takes back what `alloc_counting` recorded (`pending_size`, `pending_ctl`) for a
+/// small request that `A` refused; returns null.
+#[cold]
+#[inline(never)]
+fn unrecord_small() -> *mut u8 {
+    if let Some(st) = thread::current().recording_state() {
+        let size = st.pending_size.get();
+        let r = SMALL_REQUESTS[size.min(SMALL_REQUEST_MAX)];
+        bump(&st.requested[r.bucket as usize], u64::MAX);
+        let p = st.phase(st.pending_ctl.get());
+        bump(&p.allocs[r.class as usize], u64::MAX);
+        bump(&p.bytes_requested, (size as u64).wrapping_neg());
+        count_live(st, -(r.usable as i64));
+    }
+    std::ptr::null_mut()
+}
+
+/// Allocation with a stack walk (`sites`), or a request `alloc_counting` does not
+/// take: not small, the thread's first or the tracer's own, or the first of the
+/// process (mode not read yet). The small ones are classified by one table lookup;
+/// anything else goes on to `alloc_general`.
+///
+/// # Safety
+/// As for `alloc_counting`.
+#[inline(never)]
+unsafe fn alloc_walked<A: GlobalAlloc, const ZEROED: bool>(
     inner: &A,
     ctl: Control,
     layout: Layout,
@@ -289,11 +417,11 @@ unsafe fn alloc_recorded<A: GlobalAlloc, const ZEROED: bool>(
     record_alloc(st, ctl, ptr, size, r.class, r.usable as usize)
 }
 
-/// `alloc_recorded` for the other requests: larger, or more aligned, or the first
+/// `alloc_walked` for the other requests: larger, or more aligned, or the first
 /// of the process (mode not read yet).
 ///
 /// # Safety
-/// As for `alloc_recorded`.
+/// As for `alloc_counting`.
 #[inline(never)]
 unsafe fn alloc_general<A: GlobalAlloc, const ZEROED: bool>(
     inner: &A,
@@ -316,7 +444,7 @@ unsafe fn alloc_general<A: GlobalAlloc, const ZEROED: bool>(
 /// allocates and records as they say.
 ///
 /// # Safety
-/// As for `alloc_recorded`.
+/// As for `alloc_counting`.
 #[cold]
 #[inline(never)]
 unsafe fn alloc_mode_unread<A: GlobalAlloc, const ZEROED: bool>(
@@ -361,7 +489,7 @@ fn record_alloc_general(ctl: Control, ptr: *mut u8, layout: Layout) {
 }
 
 /// Records an allocation, its requested-size bucket and large bytes aside, and
-/// returns `ptr`: inlined into `alloc_recorded` or `alloc_general`, whose frame is
+/// returns `ptr`: inlined into `alloc_walked` or `alloc_general`, whose frame is
 /// the one the stack walk passes over.
 #[inline(always)]
 fn record_alloc(
@@ -560,7 +688,9 @@ fn record_free(ctl: Control, st: &ThreadState, ptr: *mut u8, class: u8, usable: 
     if st.last_block.get() == ptr as usize {
         bump(&p.temporaries, 1);
         let slot = st.last_slot.get();
-        if !slot.is_null() {
+        // (In `count` mode `last_slot` is not kept: it may still hold a site from an
+        // earlier mode.)
+        if ctl.stacks() && !slot.is_null() {
             // SAFETY: `last_slot` points into this thread's current table; it is
             // reset whenever the table is grown or flushed.
             bump(unsafe { &(*slot).temporaries }, 1);
@@ -698,7 +828,7 @@ fn count_in_slot<const REALLOC: bool>(slot: &Slot, size: usize, usable: usize) {
 fn site_slot(st: &ThreadState, ctl: Control, class: usize) -> &Slot {
     let seed = pack_meta(ctl.phase(), class, 0);
     // The innermost return addresses are the tracer's own: the one into the
-    // recording function (`alloc_recorded`, `alloc_general` or `record_realloc`),
+    // recording function (`alloc_walked`, `alloc_counting_slow`, `alloc_general` or `record_realloc`),
     // always, so it is walked over here; and the one into the allocator entry point,
     // unless that entry was inlined into the program's code or reached the recording
     // function by a jump, so it is kept and the report drops it if it is all tracer.

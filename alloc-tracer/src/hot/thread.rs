@@ -84,6 +84,11 @@ pub struct ThreadState {
     pub publish_countdown: Cell<u64>,
     /// Allocations left before the next sampled stack (`sample` mode); never 0.
     pub sample_countdown: Cell<u64>,
+    /// The size of the small request being handed to the inner allocator after it
+    /// was recorded (`count` and `sample` modes), to take it back if refused.
+    pub pending_size: Cell<usize>,
+    /// The control word it was recorded under (its phase).
+    pub pending_ctl: Cell<super::control::Control>,
     /// Allocations left before the next block followed to its free; never 0.
     pub lifetime_countdown: Cell<u64>,
     /// Highest address of this thread's stack (0: no stacks on this thread).
@@ -238,18 +243,26 @@ impl ThreadState {
     #[inline(always)]
     pub fn phase(&self, ctl: super::control::Control) -> &PhaseCounters {
         let offset = ctl.phase_offset();
-        debug_assert_eq!(offset, ctl.phase() * size_of::<PhaseCounters>());
-        // SAFETY: the control word's writers set `phase_offset` to `phase()` (less
-        // than MAX_PHASES) times the size of `PhaseCounters`: the offset of an element
-        // of `phases`.
-        unsafe { &*self.phases.as_ptr().byte_add(offset) }
+        debug_assert_eq!(
+            offset,
+            std::mem::offset_of!(ThreadState, phases) + ctl.phase() * size_of::<PhaseCounters>()
+        );
+        // SAFETY: the control word's writers set `phase_offset` to the offset of
+        // `phases` plus `phase()` (less than MAX_PHASES) times the size of
+        // `PhaseCounters`: the offset of an element of `phases` in `ThreadState`.
+        unsafe {
+            &*std::ptr::from_ref(self)
+                .byte_add(offset)
+                .cast::<PhaseCounters>()
+        }
     }
 
     fn new(stack_top: usize, seed: u64) -> Box<ThreadState> {
         // Zeroed in place: the state is ~32 KiB, too big for the stack of whatever
         // thread happens to allocate first.
-        // SAFETY: every field is an integer, a raw pointer, or a Cell or atomic of
-        // one, or an array of those; all-zero bytes are a valid value for each.
+        // SAFETY: every field is an integer, a raw pointer, a `Control` (a u64), or a
+        // Cell or atomic of one, or an array of those; all-zero bytes are a valid
+        // value for each.
         let mut st = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
         st.stack_top = stack_top;
         st.rng = Cell::new(seed | 1);

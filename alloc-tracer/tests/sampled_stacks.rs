@@ -1,0 +1,112 @@
+//! `sample:N` mode: every allocation counted; the sampled ones attributed to the
+//! right site with the right frames; per-site figures unbiased. One test: the global
+//! allocator is shared state.
+
+mod common;
+
+use alloc_tracer::{Mode, Settings, TracingAllocator};
+use std::hint::black_box;
+
+#[global_allocator]
+static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
+    TracingAllocator::new(tikv_jemallocator::Jemalloc);
+
+const N_EXACT: usize = 1000;
+const N_ESTIMATED: usize = 80_000;
+const INTERVAL: u64 = 8;
+
+/// 160-byte blocks, each freed before the next allocation: all temporaries.
+#[inline(never)]
+fn sampled_temporaries(n: usize) {
+    for _ in 0..n {
+        let v: Vec<u64> = Vec::with_capacity(20);
+        black_box(&v);
+    }
+}
+
+/// 48-byte blocks, for the estimate.
+#[inline(never)]
+fn sampled_now_and_then(n: usize) {
+    for _ in 0..n {
+        let v: Vec<u8> = Vec::with_capacity(48);
+        black_box(&v);
+    }
+}
+
+fn settings(mode: Mode) -> Settings {
+    Settings {
+        mode,
+        depth: alloc_tracer::MAX_DEPTH,
+        lifetime_interval: 0,
+    }
+}
+
+#[test]
+fn sampled_stacks_name_their_site_and_estimate_its_counts() {
+    // One in 1: every allocation takes the sampled path, so its counts are exact.
+    settings(Mode::Sample(1)).apply();
+    let before = alloc_tracer::counts();
+    sampled_temporaries(N_EXACT);
+    let after = alloc_tracer::counts();
+    let d = |f: fn(&alloc_tracer::PhaseTotals) -> u64| after.total(f) - before.total(f);
+    assert_eq!(d(|p| p.allocs), N_EXACT as u64);
+    assert_eq!(d(|p| p.frees), N_EXACT as u64);
+    assert_eq!(d(|p| p.temporaries), N_EXACT as u64);
+    assert_eq!(d(|p| p.bytes_requested), 160 * N_EXACT as u64);
+
+    let dir = common::scratch("sampled").join("every");
+    alloc_tracer::write_report(&dir).unwrap();
+    let sum = |f: &str, col: &str| common::sum_for_function(&dir, f, col);
+    assert_eq!(sum("sampled_temporaries", "alloc_count"), N_EXACT as u64);
+    assert_eq!(sum("sampled_temporaries", "sampled_count"), N_EXACT as u64);
+    assert_eq!(
+        sum("sampled_temporaries", "temporary_count"),
+        N_EXACT as u64
+    );
+    // The tracer's own frames are not in the stacks, and no frame of the program
+    // was skipped: the innermost frame is the allocator's caller (inside Vec).
+    let functions = common::site_functions(&dir);
+    for frames in functions.values() {
+        assert!(
+            !frames.iter().any(|f| f.contains("alloc_tracer::")),
+            "tracer frames in {frames:?}"
+        );
+    }
+    let site = functions
+        .values()
+        .find(|fs| fs.iter().any(|f| f.contains("sampled_temporaries")))
+        .unwrap();
+    assert!(
+        !site[0].contains("sampled_temporaries"),
+        "the allocation's own frames were skipped: {site:?}"
+    );
+
+    // One in 8: all counted, about one in 8 sampled, and the estimate within 5 %
+    // (the number of samples is binomial: sd sqrt(10,000 x 7/8) = 94 samples, 0.94 %
+    // of the expected 10,000, so 5 % is over 5 sd).
+    settings(Mode::Sample(INTERVAL)).apply();
+    let before = alloc_tracer::counts();
+    sampled_now_and_then(N_ESTIMATED);
+    let after = alloc_tracer::counts();
+    let d = |f: fn(&alloc_tracer::PhaseTotals) -> u64| after.total(f) - before.total(f);
+    assert_eq!(d(|p| p.allocs), N_ESTIMATED as u64);
+    assert_eq!(d(|p| p.temporaries), N_ESTIMATED as u64);
+    let sampled = d(|p| p.sampled);
+    let expected = N_ESTIMATED as u64 / INTERVAL;
+    assert!(
+        sampled.abs_diff(expected) * 20 < expected,
+        "{sampled} sampled of {N_ESTIMATED}, expected about {expected}"
+    );
+
+    let dir = common::scratch("sampled").join("one-in-8");
+    alloc_tracer::write_report(&dir).unwrap();
+    let sum = |f: &str, col: &str| common::sum_for_function(&dir, f, col);
+    let samples = sum("sampled_now_and_then", "sampled_count");
+    assert_eq!(samples, sampled, "every sample has the function's site");
+    let estimate = sum("sampled_now_and_then", "alloc_count");
+    assert_eq!(estimate, samples * INTERVAL);
+    assert!(
+        estimate.abs_diff(N_ESTIMATED as u64) * 20 < N_ESTIMATED as u64,
+        "estimated {estimate} allocations of {N_ESTIMATED}"
+    );
+}
