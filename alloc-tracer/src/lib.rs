@@ -60,7 +60,8 @@
 //!   each allocation is sampled independently with probability 1/N). Lifetimes, frees
 //!   and live bytes per site come from followed blocks (one in `ALLOC_TRACE_LIFETIMES`,
 //!   or the sampled ones), since following every block costs ~45 ns a pair. Global peak
-//!   live bytes is exact to within threads x 1 MiB.
+//!   live bytes is exact to within threads x 256 KiB (each thread publishes its net
+//!   live bytes whenever they drift that far).
 //! * Size classes are jemalloc's, computed with the same arithmetic (checked against
 //!   `nallocx`), without adding headers to blocks.
 //!

@@ -262,6 +262,8 @@ pub(crate) unsafe fn retire(state: *mut ThreadState) {
     // SAFETY: the caller guarantees `state` is valid and ours; with the lock held and
     // the state unregistered, no reader can reach it.
     let st = unsafe { Box::from_raw(state) };
+    // What the thread had not published yet, so that exited threads leave no drift.
+    crate::hot::publish_live(st.live_units.get() as i64 * crate::hot::LIVE_UNIT as i64);
     MERGED
         .counts
         .lock()

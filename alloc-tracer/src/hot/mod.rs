@@ -17,9 +17,9 @@
 //!    (indices are clamped by construction), no formatting.
 //! 4. **No shared atomic read-modify-write per call.** Counters are per thread,
 //!    updated with a relaxed load and store (no `lock` prefix) so that the report can
-//!    read live threads; the only shared RMW happens when a thread's net live bytes,
-//!    checked every [`PUBLISH_INTERVAL`] calls, have drifted by
-//!    [`LIVE_CHECK_BYTES`], when a sampled block is followed, and in cold paths.
+//!    read live threads; the only shared RMW happens when a thread's net live bytes
+//!    have drifted by [`LIVE_PUBLISH_BYTES`], when a sampled block is followed, and
+//!    in cold paths.
 //! 5. **Never change the layout** passed to the inner allocator: no headers, so the
 //!    size class recorded is the one jemalloc really uses. `realloc`,
 //!    `alloc_zeroed`, over-aligned layouts and null returns pass through with
@@ -41,7 +41,7 @@ use size_class::{LAST_SMALL, SMALL_REQUEST_MAX, SMALL_REQUESTS};
 use stack::{Frames, MAX_DEPTH, Walk};
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
-use thread::{DEAD, Local, PUBLISH_INTERVAL, ThreadState, with_local};
+use thread::{DEAD, Local, ThreadState, with_local};
 
 /// A `GlobalAlloc` that records every call before handing it to `A`.
 ///
@@ -70,20 +70,18 @@ impl<A> TracingAllocator<A> {
 }
 
 /// Bound on a thread's unpublished net live bytes: the global live and peak bytes are
-/// exact to within threads x this.
+/// exact to within threads x this (256 KiB).
 ///
-/// A thread does not check its net bytes on every call: it counts down
-/// [`PUBLISH_INTERVAL`] calls and then publishes if they drifted by
-/// [`LIVE_CHECK_BYTES`] or more. A small block is at most 14336 bytes, so between two
-/// checks the drift grows by less than `PUBLISH_INTERVAL` x 14336 bytes; a large
-/// block or a realloc is checked at once.
-pub const LIVE_PUBLISH_BYTES: i64 = 1 << 20;
+/// A thread keeps its net bytes since it last published in a 16-bit counter of
+/// [`LIVE_UNIT`]s (`ThreadState::live_units`): a small block's allocation or free adds
+/// or subtracts its units in one instruction, and publishes only when the counter
+/// overflows, that is when the net reaches this bound either way. Larger blocks and
+/// reallocs fold their bytes into the counter the same way (`live_bytes`), publishing
+/// at once what does not fit.
+pub const LIVE_PUBLISH_BYTES: i64 = (i16::MAX as i64 + 1) * LIVE_UNIT as i64;
 
-/// Drift that a check publishes: the bound less what the calls up to the next check
-/// can add.
-pub const LIVE_CHECK_BYTES: i64 =
-    LIVE_PUBLISH_BYTES - PUBLISH_INTERVAL as i64 * size_class::SMALL_MAX as i64;
-const _: () = assert!(LIVE_CHECK_BYTES > 0);
+/// Bytes per unit of the live-bytes counter: every size class is a multiple of it.
+pub const LIVE_UNIT: usize = 8;
 
 /// Global live bytes, as published by threads.
 pub(crate) static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
@@ -277,9 +275,9 @@ unsafe fn inner_alloc<A: GlobalAlloc, const ZEROED: bool>(inner: &A, layout: Lay
 /// (`small_request`, nearly all of them) is recorded before `A` is called, so that
 /// only the thread state has to be kept across that call (for the last-block
 /// record), in one saved register; a null return takes the record back
-/// (`unrecord_small`, from `pending_size` and `pending_ctl`). A due live-bytes check
-/// or sampled stack goes to `alloc_counting_slow`, anything else to `alloc_walked`,
-/// by tail calls.
+/// (`unrecord_small`, from `pending_size` and `pending_ctl`). Live bytes to publish
+/// or a sampled stack due go to `alloc_counting_slow`, anything else to
+/// `alloc_walked`, by tail calls.
 ///
 /// # Safety
 /// The caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
@@ -302,19 +300,14 @@ unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool>(
     bump(&p.bytes_requested, size as u64);
     st.pending_size.set(size);
     st.pending_ctl.set(ctl);
-    let check = add_live(st, r.usable as i64);
-    let mut walk = false;
-    if ctl.stacks() {
-        // `sample` mode: a block not sampled has no site.
-        st.last_slot.set(std::ptr::null());
-        let left = st.sample_countdown.get().wrapping_sub(1);
-        st.sample_countdown.set(left);
-        walk = left == 0;
-    }
-    if check || walk {
+    if live_small_alloc(st, r.units as i16) {
         unlikely_path();
         // SAFETY: forwarded contract.
-        return unsafe { alloc_counting_slow::<A, ZEROED>(inner, ctl, layout, check, walk) };
+        return unsafe { alloc_counting_slow::<A, ZEROED>(inner, ctl, layout, true) };
+    }
+    if ctl.stacks() && sample_due(st) {
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_counting_slow::<A, ZEROED>(inner, ctl, layout, false) };
     }
     // SAFETY: forwarded contract.
     let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
@@ -325,9 +318,21 @@ unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool>(
     ptr
 }
 
-/// `alloc_counting` with a live-bytes check or a sampled stack due: the counters are
-/// already recorded. Reached by a tail call, so `sample` finds the same one frame of
-/// the tracer's below it as from `alloc_walked`.
+/// `sample` mode, for an allocation not walked otherwise: counts down to the next
+/// sampled stack; true when this allocation is the one. (A block not sampled has no
+/// site.)
+#[inline(always)]
+fn sample_due(st: &ThreadState) -> bool {
+    st.last_slot.set(std::ptr::null());
+    let left = st.sample_countdown.get().wrapping_sub(1);
+    st.sample_countdown.set(left);
+    left == 0
+}
+
+/// `alloc_counting` with live bytes to publish (`wrapped`: its counter overflowed;
+/// the sample countdown not yet taken) or else a sampled stack due: the counters
+/// are already recorded. Reached by a tail call, so `sample` finds the same one frame
+/// of the tracer's below it as from `alloc_walked`.
 ///
 /// # Safety
 /// As for `alloc_counting`.
@@ -337,27 +342,28 @@ unsafe fn alloc_counting_slow<A: GlobalAlloc, const ZEROED: bool>(
     inner: &A,
     ctl: Control,
     layout: Layout,
-    check: bool,
-    walk: bool,
+    wrapped: bool,
 ) -> *mut u8 {
+    let Some(st) = thread::current().recording_state() else {
+        // Not reached: `alloc_counting` found this thread recording.
+        // SAFETY: forwarded contract.
+        return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    };
+    if wrapped {
+        // Before `A`: `unrecord_small` needs a counter that has not wrapped.
+        live_wrapped(st, true);
+    }
+    let walk = ctl.stacks() && (!wrapped || sample_due(st));
     // SAFETY: forwarded contract.
     let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
     if ptr.is_null() {
         return unrecord_small();
     }
-    let Some(st) = thread::current().recording_state() else {
-        // Not reached: `alloc_counting` found this thread recording, and `A` does not
-        // change that.
-        return ptr;
-    };
-    if check {
-        check_live(st);
-    }
     st.last_block.set(ptr as usize);
     if walk {
         let size = layout.size();
         let r = SMALL_REQUESTS[size];
-        sample::<false>(st, ctl, ptr, size, r.usable as usize, r.class as usize);
+        sample::<false>(st, ctl, ptr, size, r.usable(), r.class as usize);
         no_tail_call();
     }
     ptr
@@ -375,7 +381,7 @@ fn unrecord_small() -> *mut u8 {
         let p = st.phase(st.pending_ctl.get());
         bump(&p.allocs[r.class as usize], u64::MAX);
         bump(&p.bytes_requested, (size as u64).wrapping_neg());
-        count_live(st, -(r.usable as i64));
+        live_bytes(st, -(r.usable() as i64));
     }
     std::ptr::null_mut()
 }
@@ -414,7 +420,7 @@ unsafe fn alloc_walked<A: GlobalAlloc, const ZEROED: bool>(
     };
     let r = SMALL_REQUESTS[size];
     bump(&st.requested[r.bucket as usize], 1);
-    record_alloc(st, ctl, ptr, size, r.class, r.usable as usize)
+    record_alloc(st, ctl, ptr, size, r.class, r.usable(), r.units as i16)
 }
 
 /// `alloc_walked` for the other requests: larger, or more aligned, or the first
@@ -480,17 +486,20 @@ fn record_alloc_general(ctl: Control, ptr: *mut u8, layout: Layout) {
     bump(&st.requested[log_linear::size_bucket(size)], 1);
     let class = size_class::index_of(size, layout.align());
     let usable = size_class::usable(class, size);
+    let mut units = 0;
     if class > LAST_SMALL {
         bump(&st.phase(ctl).large_bytes_allocated, usable as u64);
-        // Checked now: a large block can move the net bytes by any amount.
-        st.publish_countdown.set(1);
+        live_bytes(st, usable as i64);
+    } else {
+        units = (usable / LIVE_UNIT) as i16;
     }
-    record_alloc(st, ctl, ptr, size, class as u8, usable);
+    record_alloc(st, ctl, ptr, size, class as u8, usable, units);
 }
 
 /// Records an allocation, its requested-size bucket and large bytes aside, and
 /// returns `ptr`: inlined into `alloc_walked` or `alloc_general`, whose frame is
-/// the one the stack walk passes over.
+/// the one the stack walk passes over. `units`: the live units of a small block (0
+/// for a large one, whose bytes the caller counts).
 #[inline(always)]
 fn record_alloc(
     st: &ThreadState,
@@ -499,70 +508,88 @@ fn record_alloc(
     size: usize,
     class: u8,
     usable: usize,
+    units: i16,
 ) -> *mut u8 {
     let p = st.phase(ctl);
     bump(&p.allocs[class as usize], 1);
     bump(&p.bytes_requested, size as u64);
     st.last_block.set(ptr as usize);
-    let check = add_live(st, usable as i64);
+    let check = live_small_alloc(st, units);
     let class = class as usize;
     if !ctl.stacks() {
         st.last_slot.set(std::ptr::null());
     } else if ctl.mode() == MODE_SITES {
         record_site::<false>(st, ctl, ptr, size, usable, class);
         no_tail_call();
-    } else {
-        st.last_slot.set(std::ptr::null());
-        let left = st.sample_countdown.get().wrapping_sub(1);
-        st.sample_countdown.set(left);
-        if left == 0 {
-            sample::<false>(st, ctl, ptr, size, usable, class);
-            no_tail_call();
-        }
+    } else if sample_due(st) {
+        sample::<false>(st, ctl, ptr, size, usable, class);
+        no_tail_call();
     }
     if check {
         // Last, so that nothing is kept across the call.
-        return check_live_then(st, ptr);
+        return live_wrapped_then(st, ptr);
     }
     ptr
 }
 
 #[cold]
 #[inline(never)]
-fn check_live_then(st: &ThreadState, ptr: *mut u8) -> *mut u8 {
-    check_live(st);
+fn live_wrapped_then(st: &ThreadState, ptr: *mut u8) -> *mut u8 {
+    live_wrapped(st, true);
     ptr
 }
 
-/// Adds to this thread's net live bytes, and checks them every [`PUBLISH_INTERVAL`]
-/// calls (or at once, after a large block: see [`LIVE_PUBLISH_BYTES`]).
+/// Adds a small block's live units to this thread's net; true when the 16-bit
+/// counter overflowed (then `live_wrapped(st, true)` must run).
 #[inline(always)]
-fn count_live(st: &ThreadState, delta: i64) {
-    if add_live(st, delta) {
-        check_live(st);
-    }
+fn live_small_alloc(st: &ThreadState, units: i16) -> bool {
+    let (net, wrapped) = st.live_units.get().overflowing_add(units);
+    st.live_units.set(net);
+    wrapped
 }
 
-/// `count_live` without the check: true when it is due.
+/// Takes a small block's live units from this thread's net; true when the 16-bit
+/// counter overflowed (then `live_wrapped(st, false)` must run).
 #[inline(always)]
-fn add_live(st: &ThreadState, delta: i64) -> bool {
-    st.net_bytes.set(st.net_bytes.get().wrapping_add(delta));
-    let left = st.publish_countdown.get().wrapping_sub(1);
-    st.publish_countdown.set(left);
-    left == 0
+fn live_small_free(st: &ThreadState, units: i16) -> bool {
+    let (net, wrapped) = st.live_units.get().overflowing_sub(units);
+    st.live_units.set(net);
+    wrapped
 }
 
-/// Publishes this thread's net live bytes if they drifted by [`LIVE_CHECK_BYTES`].
+/// Publishes this thread's net live bytes after its counter overflowed, upwards
+/// (`added`) or downwards: the net is then 2^16 units from what the counter holds.
 #[cold]
 #[inline(never)]
-fn check_live(st: &ThreadState) {
-    let net = st.net_bytes.get();
-    if net.unsigned_abs() >= LIVE_CHECK_BYTES as u64 {
-        let live = LIVE_BYTES.fetch_add(net, Relaxed) + net;
-        PEAK_BYTES.fetch_max(live, Relaxed);
-        st.net_bytes.set(0);
+fn live_wrapped(st: &ThreadState, added: bool) {
+    let held = st.live_units.replace(0) as i64;
+    let units = if added {
+        held + (1 << 16)
+    } else {
+        held - (1 << 16)
+    };
+    publish_live(units * LIVE_UNIT as i64);
+}
+
+/// Adds `bytes` (a large block's, or a realloc's change; a multiple of
+/// [`LIVE_UNIT`]) to this thread's net live bytes, publishing the net if it reaches
+/// [`LIVE_PUBLISH_BYTES`].
+#[inline(never)]
+fn live_bytes(st: &ThreadState, bytes: i64) {
+    let net = st.live_units.get() as i64 * LIVE_UNIT as i64 + bytes;
+    if net.unsigned_abs() < LIVE_PUBLISH_BYTES as u64 {
+        // Fits: under 2^15 units.
+        st.live_units.set((net / LIVE_UNIT as i64) as i16);
+    } else {
+        st.live_units.set(0);
+        publish_live(net);
     }
-    st.publish_countdown.set(PUBLISH_INTERVAL);
+}
+
+/// Adds a thread's net live bytes to the global count and raises the peak.
+pub(crate) fn publish_live(net: i64) {
+    let live = LIVE_BYTES.fetch_add(net, Relaxed) + net;
+    PEAK_BYTES.fetch_max(live, Relaxed);
 }
 
 #[inline(always)]
@@ -598,22 +625,15 @@ fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_
     }
     bump(&st.requested[log_linear::size_bucket(new_size)], 1);
     st.last_block.set(new as usize);
-    // Checked now: a realloc can move the net bytes by any amount.
-    st.publish_countdown.set(1);
-    count_live(st, usable as i64 - old_usable as i64);
+    live_bytes(st, usable as i64 - old_usable as i64);
     if !ctl.stacks() {
         st.last_slot.set(std::ptr::null());
     } else if ctl.mode() == MODE_SITES {
         record_site::<true>(st, ctl, new, new_size, usable, class);
         no_tail_call();
-    } else {
-        st.last_slot.set(std::ptr::null());
-        let left = st.sample_countdown.get().wrapping_sub(1);
-        st.sample_countdown.set(left);
-        if left == 0 {
-            sample::<true>(st, ctl, new, new_size, usable, class);
-            no_tail_call();
-        }
+    } else if sample_due(st) {
+        sample::<true>(st, ctl, new, new_size, usable, class);
+        no_tail_call();
     }
 }
 
@@ -632,27 +652,23 @@ unsafe fn dealloc_recorded<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8
     let align = layout.align();
     if small_request(size, align) {
         let r = SMALL_REQUESTS[size];
-        let check = record_free(ctl, st, ptr, r.class, r.usable as usize);
+        let check = record_free(ctl, st, ptr, r.class, r.units as i16);
         // Its own copy of the rest, where the compiler knows the request is small.
         // SAFETY: forwarded contract.
         return unsafe { finish_free(inner, ctl, st, ptr, layout, check) };
     }
-    if align > 16 {
-        // SAFETY: forwarded contract.
-        return unsafe { dealloc_overaligned(inner, ctl, st, ptr, layout) };
-    }
     let class = size_class::index_of(size, align);
-    let usable = size_class::usable(class, size);
-    if class > LAST_SMALL {
-        bump(&st.phase(ctl).large_bytes_freed, usable as u64);
-        st.publish_countdown.set(1);
+    if align > 16 || class > LAST_SMALL {
+        // SAFETY: forwarded contract.
+        return unsafe { dealloc_general(inner, ctl, st, ptr, layout) };
     }
-    let check = record_free(ctl, st, ptr, class as u8, usable);
+    let units = (size_class::usable(class, size) / LIVE_UNIT) as i16;
+    let check = record_free(ctl, st, ptr, class as u8, units);
     // SAFETY: forwarded contract.
     unsafe { finish_free(inner, ctl, st, ptr, layout, check) }
 }
 
-/// The end of a recorded free: the live-bytes check or the lifetime filter when due
+/// The end of a recorded free: live bytes to publish or the lifetime filter when due
 /// (cold, tail calls), else the tail call to `A`.
 ///
 /// # Safety
@@ -679,10 +695,11 @@ unsafe fn finish_free<A: GlobalAlloc>(
     unsafe { inner.dealloc(ptr, layout) }
 }
 
-/// Records a free of a block of class `class` and `usable` real bytes, large bytes
-/// aside; true when the net live bytes are due for a check (`check_live`).
+/// Records a free of a block of class `class` and, if small, `units` live units (0
+/// for a large block, whose bytes the caller counts); true when the net live bytes
+/// are to be published (`live_wrapped(st, false)`).
 #[inline(always)]
-fn record_free(ctl: Control, st: &ThreadState, ptr: *mut u8, class: u8, usable: usize) -> bool {
+fn record_free(ctl: Control, st: &ThreadState, ptr: *mut u8, class: u8, units: i16) -> bool {
     let p = st.phase(ctl);
     bump(&p.freed[class as usize], 1);
     if st.last_block.get() == ptr as usize {
@@ -697,7 +714,7 @@ fn record_free(ctl: Control, st: &ThreadState, ptr: *mut u8, class: u8, usable: 
         }
         st.last_block.set(0);
     }
-    add_live(st, -(usable as i64))
+    live_small_free(st, units)
 }
 
 /// Records a free of any size and alignment, and all that may follow it. Cold.
@@ -707,12 +724,15 @@ fn record_free_general(ctl: Control, st: &ThreadState, ptr: *mut u8, layout: Lay
     let size = layout.size();
     let class = size_class::index_of(size, layout.align());
     let usable = size_class::usable(class, size);
+    let mut units = 0;
     if class > LAST_SMALL {
         bump(&st.phase(ctl).large_bytes_freed, usable as u64);
-        st.publish_countdown.set(1);
+        live_bytes(st, -(usable as i64));
+    } else {
+        units = (usable / LIVE_UNIT) as i16;
     }
-    if record_free(ctl, st, ptr, class as u8, usable) {
-        check_live(st);
+    if record_free(ctl, st, ptr, class as u8, units) {
+        live_wrapped(st, false);
     }
     if ctl.stacks() && lifetimes_maybe(ptr) {
         end_followed(ptr);
@@ -734,13 +754,14 @@ unsafe fn dealloc_unusual<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8,
     unsafe { inner.dealloc(ptr, layout) }
 }
 
-/// A free with an alignment above 16 (classes found out of line).
+/// A free with an alignment above 16 (classes found out of line) or of a large
+/// block.
 ///
 /// # Safety
 /// As for `dealloc_recorded`.
 #[cold]
 #[inline(never)]
-unsafe fn dealloc_overaligned<A: GlobalAlloc>(
+unsafe fn dealloc_general<A: GlobalAlloc>(
     inner: &A,
     ctl: Control,
     st: &ThreadState,
@@ -753,7 +774,7 @@ unsafe fn dealloc_overaligned<A: GlobalAlloc>(
 }
 
 /// The rest of a recorded free, when it has more to do than hand the block to `A`:
-/// check the net live bytes, or stop following the block before `A` can hand its
+/// publish the net live bytes, or stop following the block before `A` can hand its
 /// address out again.
 ///
 /// # Safety
@@ -769,7 +790,7 @@ unsafe fn dealloc_then<A: GlobalAlloc>(
     followed: bool,
 ) {
     if check {
-        check_live(st);
+        live_wrapped(st, false);
     }
     if followed {
         end_followed(ptr);

@@ -85,16 +85,27 @@ static CLASS_BYTES: [usize; NUM_CLASSES] = {
 pub const SMALL_REQUEST_MAX: usize = 1024;
 
 /// What the hot path needs to know of a request: its class index, its
-/// requested-size bucket (`log_linear::size_bucket`) and its real block size. The
-/// indices are `u8` so that indexing arrays of 256 entries needs no bounds check.
+/// requested-size bucket (`log_linear::size_bucket`) and its real block size in
+/// live-byte units. The indices are `u8` so that indexing arrays of 256 entries needs
+/// no bounds check; the entry is 4 bytes so that a lookup is one scaled index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(4))]
 pub struct Request {
     /// Size-class index.
     pub class: u8,
     /// Requested-size bucket.
     pub bucket: u8,
+    /// Real bytes of the block (the class size) in units of
+    /// [`LIVE_UNIT`](crate::hot::LIVE_UNIT) bytes.
+    pub units: u8,
+}
+
+impl Request {
     /// Real bytes of the block (the class size).
-    pub usable: u16,
+    #[inline(always)]
+    pub fn usable(self) -> usize {
+        self.units as usize * crate::hot::LIVE_UNIT
+    }
 }
 
 /// Class, bucket and real size of every request size up to [`SMALL_REQUEST_MAX`]
@@ -103,19 +114,20 @@ pub static SMALL_REQUESTS: [Request; SMALL_REQUEST_MAX + 1] = {
     let mut t = [Request {
         class: 0,
         bucket: 0,
-        usable: 0,
+        units: 0,
     }; SMALL_REQUEST_MAX + 1];
     let mut size = 0;
     while size <= SMALL_REQUEST_MAX {
         let class = index_of_size(size);
         let bucket = super::log_linear::size_bucket(size);
         let usable = compute_class_bytes(class);
+        let units = usable / crate::hot::LIVE_UNIT;
         assert!(class <= u8::MAX as usize && bucket <= u8::MAX as usize);
-        assert!(usable <= u16::MAX as usize);
+        assert!(units * crate::hot::LIVE_UNIT == usable && units <= u8::MAX as usize);
         t[size] = Request {
             class: class as u8,
             bucket: bucket as u8,
-            usable: usable as u16,
+            units: units as u8,
         };
         size += 1;
     }
@@ -196,7 +208,7 @@ mod tests {
                 );
             }
             assert_eq!(r.bucket as usize, crate::hot::log_linear::size_bucket(size));
-            assert_eq!(r.usable as usize, usable(r.class as usize, size));
+            assert_eq!(r.usable(), usable(r.class as usize, size));
         }
     }
 

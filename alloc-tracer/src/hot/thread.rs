@@ -65,10 +65,6 @@ pub struct OwnCounters {
     pub classes: [AtomicU64; NUM_CLASSES],
 }
 
-/// Calls (allocations, frees, reallocs) between two checks of a thread's net live
-/// bytes: the hot path only counts down; the check itself is cold.
-pub const PUBLISH_INTERVAL: u64 = 32;
-
 /// Everything one thread records.
 #[repr(C)]
 pub struct ThreadState {
@@ -78,10 +74,11 @@ pub struct ThreadState {
     /// The site of `last_block`, if stacks are recorded.
     pub last_slot: Cell<*const super::site_table::Slot>,
     /// Size-class bytes allocated minus freed since last published to the global
-    /// live-bytes estimate.
-    pub net_bytes: Cell<i64>,
-    /// Calls left before `net_bytes` is checked (see [`PUBLISH_INTERVAL`]).
-    pub publish_countdown: Cell<u64>,
+    /// live-bytes estimate, in units of [`LIVE_UNIT`](super::LIVE_UNIT) bytes. 16
+    /// bits, so that a small block's call adds or subtracts in one instruction and
+    /// the overflow flag tells when to publish (see
+    /// [`LIVE_PUBLISH_BYTES`](super::LIVE_PUBLISH_BYTES)).
+    pub live_units: Cell<i16>,
     /// Allocations left before the next sampled stack (`sample` mode); never 0.
     pub sample_countdown: Cell<u64>,
     /// The size of the small request being handed to the inner allocator after it
@@ -266,7 +263,6 @@ impl ThreadState {
         let mut st = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
         st.stack_top = stack_top;
         st.rng = Cell::new(seed | 1);
-        st.publish_countdown = Cell::new(PUBLISH_INTERVAL);
         st.table = AtomicPtr::new(Box::into_raw(SiteTable::with_capacity(INITIAL_SLOTS)));
         st
     }
