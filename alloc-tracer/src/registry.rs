@@ -9,7 +9,7 @@
 use crate::hot::control::MAX_PHASES;
 use crate::hot::log_linear::SIZE_BUCKETS;
 use crate::hot::site_table::{SiteTable, unpack_meta};
-use crate::hot::size_class::{LAST_SMALL, NUM_CLASSES, class_bytes};
+use crate::hot::size_class::{LAST_SMALL, NUM_CLASSES, SMALL_REQUESTS, class_bytes};
 use crate::hot::stack::MAX_DEPTH;
 use crate::hot::thread::{PhaseCounters, ThreadState};
 use dashmap::DashMap;
@@ -166,11 +166,10 @@ impl Default for Counts {
 
 impl Counts {
     fn add_live(&mut self, st: &ThreadState) {
-        for (p, t) in self.phases.iter_mut().enumerate() {
-            t.add_live(&st.phases[p]);
-        }
-        for (t, c) in self.classes.iter_mut().zip(&st.phases) {
-            add_all(t, &c.allocs);
+        for (p, c) in st.phases.iter().enumerate() {
+            self.phases[p].add_live(c);
+            add_all(&mut self.classes[p], &c.allocs);
+            self.add_small_allocs(p, c);
         }
         add_all(&mut self.moved, &st.moved);
         add_all(&mut self.requested, &st.requested);
@@ -178,6 +177,24 @@ impl Counts {
         self.own_bytes += st.own.bytes.load(Relaxed);
         add_all(&mut self.own_classes, &st.own.classes);
         self.threads += 1;
+    }
+
+    /// Allocations of small requests, counted per requested size by the hot path:
+    /// to their phase's totals, their size classes and requested-size buckets.
+    fn add_small_allocs(&mut self, phase: usize, c: &PhaseCounters) {
+        for (size, n) in c.small_allocs.iter().enumerate() {
+            let n = n.load(Relaxed);
+            if n == 0 {
+                continue;
+            }
+            let r = SMALL_REQUESTS[size];
+            let t = &mut self.phases[phase];
+            t.allocs += n;
+            t.bytes_requested += n * size as u64;
+            t.bytes_allocated += n * r.usable() as u64;
+            self.classes[phase][r.class as usize] += n;
+            self.requested[r.bucket as usize] += n;
+        }
     }
 
     /// Sum of a field over all phases.

@@ -294,10 +294,7 @@ unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool>(
         _ => return unsafe { alloc_walked::<A, ZEROED>(inner, ctl, layout) },
     };
     let r = SMALL_REQUESTS[size];
-    bump(&st.requested[r.bucket as usize], 1);
-    let p = st.phase(ctl);
-    bump(&p.allocs[r.class as usize], 1);
-    bump(&p.bytes_requested, size as u64);
+    bump(&st.phase(ctl).small_allocs[size], 1);
     st.pending_size.set(size);
     st.pending_ctl.set(ctl);
     if live_small_alloc(st, r.units as i16) {
@@ -375,13 +372,9 @@ unsafe fn alloc_counting_slow<A: GlobalAlloc, const ZEROED: bool>(
 #[inline(never)]
 fn unrecord_small() -> *mut u8 {
     if let Some(st) = thread::current().recording_state() {
-        let size = st.pending_size.get();
-        let r = SMALL_REQUESTS[size.min(SMALL_REQUEST_MAX)];
-        bump(&st.requested[r.bucket as usize], u64::MAX);
-        let p = st.phase(st.pending_ctl.get());
-        bump(&p.allocs[r.class as usize], u64::MAX);
-        bump(&p.bytes_requested, (size as u64).wrapping_neg());
-        live_bytes(st, -(r.usable() as i64));
+        let size = st.pending_size.get().min(SMALL_REQUEST_MAX);
+        bump(&st.phase(st.pending_ctl.get()).small_allocs[size], u64::MAX);
+        live_bytes(st, -(SMALL_REQUESTS[size].usable() as i64));
     }
     std::ptr::null_mut()
 }
@@ -419,7 +412,7 @@ unsafe fn alloc_walked<A: GlobalAlloc, const ZEROED: bool>(
         },
     };
     let r = SMALL_REQUESTS[size];
-    bump(&st.requested[r.bucket as usize], 1);
+    bump(&st.phase(ctl).small_allocs[size], 1);
     record_alloc(st, ctl, ptr, size, r.class, r.usable(), r.units as i16)
 }
 
@@ -486,9 +479,12 @@ fn record_alloc_general(ctl: Control, ptr: *mut u8, layout: Layout) {
     bump(&st.requested[log_linear::size_bucket(size)], 1);
     let class = size_class::index_of(size, layout.align());
     let usable = size_class::usable(class, size);
+    let p = st.phase(ctl);
+    bump(&p.allocs[class as u8 as usize], 1);
+    bump(&p.bytes_requested, size as u64);
     let mut units = 0;
     if class > LAST_SMALL {
-        bump(&st.phase(ctl).large_bytes_allocated, usable as u64);
+        bump(&p.large_bytes_allocated, usable as u64);
         live_bytes(st, usable as i64);
     } else {
         units = (usable / LIVE_UNIT) as i16;
@@ -496,7 +492,7 @@ fn record_alloc_general(ctl: Control, ptr: *mut u8, layout: Layout) {
     record_alloc(st, ctl, ptr, size, class as u8, usable, units);
 }
 
-/// Records an allocation, its requested-size bucket and large bytes aside, and
+/// Records an allocation, its counts and large bytes aside (the caller's), and
 /// returns `ptr`: inlined into `alloc_walked` or `alloc_general`, whose frame is
 /// the one the stack walk passes over. `units`: the live units of a small block (0
 /// for a large one, whose bytes the caller counts).
@@ -510,9 +506,6 @@ fn record_alloc(
     usable: usize,
     units: i16,
 ) -> *mut u8 {
-    let p = st.phase(ctl);
-    bump(&p.allocs[class as usize], 1);
-    bump(&p.bytes_requested, size as u64);
     st.last_block.set(ptr as usize);
     let check = live_small_alloc(st, units);
     let class = class as usize;

@@ -11,7 +11,7 @@
 use super::control::MAX_PHASES;
 use super::log_linear::SIZE_BUCKETS;
 use super::site_table::SiteTable;
-use super::size_class::NUM_CLASSES;
+use super::size_class::{NUM_CLASSES, SMALL_REQUEST_MAX};
 use std::cell::Cell;
 use std::ptr::{self, null_mut};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed};
@@ -30,13 +30,15 @@ const _: () = assert!(NUM_CLASSES <= CLASS_SLOTS);
 
 /// Counters of one phase on one thread, together so that one base address serves an
 /// allocation's or free's counters. Allocation and free counts and the bytes of small
-/// blocks are per class only: totals follow from the per-class counts.
+/// blocks are per class (or per requested size) only: totals follow from them.
 pub struct PhaseCounters {
-    /// Allocations (`alloc`, `alloc_zeroed`) per size class.
+    /// Allocations (`alloc`, `alloc_zeroed`) per size class, but for those counted
+    /// in `small_allocs`.
     pub allocs: [AtomicU64; CLASS_SLOTS],
     /// Frees per size class.
     pub freed: [AtomicU64; CLASS_SLOTS],
-    /// Requested bytes of allocations and reallocs (new size).
+    /// Requested bytes of allocations and reallocs (new size), but for those counted
+    /// in `small_allocs`.
     pub bytes_requested: AtomicU64,
     /// Blocks freed before this thread's next allocation.
     pub temporaries: AtomicU64,
@@ -52,6 +54,12 @@ pub struct PhaseCounters {
     pub realloc_bytes_freed: AtomicU64,
     /// Stacks captured in `sample` mode.
     pub sampled: AtomicU64,
+    /// Allocations of small requests (`small_request`: 8 to 1024 bytes, aligned to
+    /// at most 8; nearly all of them) per requested size. One counter per
+    /// allocation instead of three: their size class, requested-size bucket and
+    /// requested bytes follow from the size (`SMALL_REQUESTS`), so they are not
+    /// counted again in `allocs`, `bytes_requested` or `ThreadState::requested`.
+    pub small_allocs: [AtomicU64; SMALL_REQUEST_MAX + 1],
 }
 
 /// The tracer's own allocations, made under the re-entrancy guard and not recorded
@@ -103,7 +111,8 @@ pub struct ThreadState {
     /// Reallocs that moved the block, per size class of the new block (jemalloc
     /// counts those as requests in the new class).
     pub moved: [AtomicU64; NUM_CLASSES],
-    /// Allocations per requested-size bucket.
+    /// Allocations per requested-size bucket, but for those counted in
+    /// `PhaseCounters::small_allocs`.
     pub requested: [AtomicU64; SIZE_BUCKETS],
     /// The tracer's own allocations on this thread.
     pub own: OwnCounters,
@@ -255,8 +264,8 @@ impl ThreadState {
     }
 
     fn new(stack_top: usize, seed: u64) -> Box<ThreadState> {
-        // Zeroed in place: the state is ~32 KiB, too big for the stack of whatever
-        // thread happens to allocate first.
+        // Zeroed in place: the state is ~210 KiB (`state_size`), too big for the
+        // stack of whatever thread happens to allocate first.
         // SAFETY: every field is an integer, a raw pointer, a `Control` (a u64), or a
         // Cell or atomic of one, or an array of those; all-zero bytes are a valid
         // value for each.
@@ -375,6 +384,13 @@ pub fn init(local: &Local) -> *mut ThreadState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn state_size() {
+        // What each recording thread costs, as the comment in `ThreadState::new` says.
+        let kib = size_of::<ThreadState>() / 1024;
+        assert!((200..220).contains(&kib), "{kib} KiB");
+    }
 
     #[test]
     fn geometric_has_the_right_mean() {
