@@ -2,10 +2,10 @@
 //!
 //! Packing them into a single `AtomicU64` costs one relaxed load (a plain `mov` on
 //! x86_64) per allocation. Writers (mode changes, phase guards, pause) are rare and
-//! use read-modify-write; no allocation ever writes it. Writers also keep four
-//! derived bits, [`RECORDING`], [`UNINIT`], [`STACKS`] and [`EVERY_STACK`], so that
+//! use read-modify-write; no allocation ever writes it. Writers also keep derived
+//! bits ([`RECORDING`], [`UNINIT`], [`STACKS`], [`NEEDS_WORK`], [`COUNTS`]) so that
 //! the hot path decides between pass-through, recording and stack walks with one bit
-//! test each.
+//! test each, and the current phase's counter offset.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -24,28 +24,37 @@ pub const MODE_SAMPLE: u8 = 4;
 pub const MAX_PHASES: usize = 16;
 const _: () = assert!(MAX_PHASES.is_power_of_two());
 
-/// Derived bit: mode is `count` or above and recording is not paused.
+// The word: bits 0 to 31 a derived field, the byte offset of the current phase's
+// counters in `ThreadState` (the offset of `phases` plus the phase's element), so
+// that the hot path finds them with a 32-bit move and an add; bits 32 to 63 the
+// fields (mode bits 0-7, depth 8-15, pause 16, phase 24-31, as below) and the
+// derived bits, each tested alone (`bt`).
+const FIELDS_SHIFT: u32 = 32;
+
+/// Derived bit (of the fields): mode is `count` or above and recording is not
+/// paused.
 pub const RECORDING: u64 = 1 << 17;
 /// Derived bit: no mode chosen yet (the first allocation reads the environment).
 pub const UNINIT: u64 = 1 << 18;
 /// Derived bit: mode is `sites` or `sample`, so stacks may be walked.
 pub const STACKS: u64 = 1 << 19;
-/// Derived bit: mode is `sites`, so every call walks the stack.
-pub const EVERY_STACK: u64 = 1 << 20;
+/// Derived bit: `RECORDING` or `UNINIT`, so an allocation cannot just pass through.
+pub const NEEDS_WORK: u64 = 1 << 20;
+/// Derived bit: mode is `count` or `sample` (read), so an allocation's stack is
+/// walked only when sampled.
+pub const COUNTS: u64 = 1 << 21;
+const DERIVED: u64 = RECORDING | UNINIT | STACKS | NEEDS_WORK | COUNTS;
 
-/// Derived field, bits 32 to 63: the byte offset of the phase's counters in
-/// `ThreadState` (the offset of `phases` plus the phase's element), so that the hot
-/// path finds them with a shift and an add instead of decoding the phase and
-/// multiplying.
-const PHASE_OFFSET_SHIFT: u32 = 32;
 const PHASES_OFFSET: u64 = std::mem::offset_of!(super::thread::ThreadState, phases) as u64;
 const PHASE_STRIDE: u64 = size_of::<super::thread::PhaseCounters>() as u64;
+const _: () = assert!(PHASES_OFFSET + MAX_PHASES as u64 * PHASE_STRIDE <= u32::MAX as u64);
 
-/// Sets the derived bits of a control word from its fields.
+/// The control word for the fields `w` (bits 0-31: mode, depth, pause, phase),
+/// with the derived bits and the phase offset.
 const fn with_derived(w: u64) -> u64 {
-    let w = w & !(RECORDING | UNINIT | STACKS | EVERY_STACK) & ((1 << PHASE_OFFSET_SHIFT) - 1);
+    let w = w & !DERIVED & ((1 << FIELDS_SHIFT) - 1);
     let phase = (w >> 24) & (MAX_PHASES as u64 - 1);
-    let phase_offset = (PHASES_OFFSET + phase * PHASE_STRIDE) << PHASE_OFFSET_SHIFT;
+    let phase_offset = PHASES_OFFSET + phase * PHASE_STRIDE;
     let mode = w as u8;
     let recording = if mode >= MODE_COUNT && (w >> 16) & 1 == 0 {
         RECORDING
@@ -58,8 +67,17 @@ const fn with_derived(w: u64) -> u64 {
     } else {
         0
     };
-    let every_stack = if mode == MODE_SITES { EVERY_STACK } else { 0 };
-    w | recording | uninit | stacks | every_stack | phase_offset
+    let needs_work = if recording != 0 || uninit != 0 {
+        NEEDS_WORK
+    } else {
+        0
+    };
+    let counts = if mode == MODE_COUNT || mode == MODE_SAMPLE {
+        COUNTS
+    } else {
+        0
+    };
+    ((w | recording | uninit | stacks | needs_work | counts) << FIELDS_SHIFT) | phase_offset
 }
 
 static CONTROL: AtomicU64 = AtomicU64::new(with_derived(0));
@@ -73,56 +91,67 @@ static LIFETIME_INTERVAL: AtomicU64 = AtomicU64::new(0);
 pub struct Control(u64);
 
 impl Control {
+    /// The fields (bits 0-31: mode, depth, pause, phase) and derived bits.
+    #[inline(always)]
+    fn fields(self) -> u64 {
+        self.0 >> FIELDS_SHIFT
+    }
+    /// True when the derived bit `bit` (of the fields) is set: a one-bit test of the
+    /// word.
+    #[inline(always)]
+    fn has(self, bit: u64) -> bool {
+        self.0 & (bit << FIELDS_SHIFT) != 0
+    }
     /// The tracing mode (`MODE_*`).
     #[inline(always)]
     pub fn mode(self) -> u8 {
-        self.0 as u8
+        self.fields() as u8
     }
     /// Stack depth for `sites` and `sample` modes.
     #[inline(always)]
     pub fn depth(self) -> usize {
-        ((self.0 >> 8) & 0xff) as usize
+        ((self.fields() >> 8) & 0xff) as usize
     }
     /// True while recording is paused.
     #[inline(always)]
     pub fn paused(self) -> bool {
-        (self.0 >> 16) & 1 == 1
+        (self.fields() >> 16) & 1 == 1
     }
     /// The current phase id.
     #[inline(always)]
     pub fn phase(self) -> usize {
         // Masked so that indexing per-phase arrays never needs a bounds check.
-        ((self.0 >> 24) as usize) & (MAX_PHASES - 1)
+        ((self.fields() >> 24) as usize) & (MAX_PHASES - 1)
     }
     /// Byte offset of the current phase's counters in `ThreadState`: always the
     /// offset of `phases` plus `phase() * size_of::<PhaseCounters>()`, as every writer
     /// goes through `with_derived`.
     #[inline(always)]
     pub fn phase_offset(self) -> usize {
-        (self.0 >> PHASE_OFFSET_SHIFT) as usize
+        self.0 as u32 as usize
     }
     /// True when allocations must be recorded now.
     #[inline(always)]
     pub fn recording(self) -> bool {
-        self.0 & RECORDING != 0
+        self.has(RECORDING)
     }
     /// True in `sites` and `sample` modes.
     #[inline(always)]
     pub fn stacks(self) -> bool {
-        self.0 & STACKS != 0
+        self.has(STACKS)
     }
     /// For a word that [`alloc_needs_work`](Self::alloc_needs_work): true when the
     /// call is recorded without a stack walk, except in `sample` mode when one is
     /// due (modes `count` and `sample`, mode read).
     #[inline(always)]
     pub fn counts_without_walk(self) -> bool {
-        self.0 & (UNINIT | EVERY_STACK) == 0
+        self.has(COUNTS)
     }
     /// True when an allocation cannot simply pass through: it must be recorded, or
     /// the mode must be read from the environment first.
     #[inline(always)]
     pub fn alloc_needs_work(self) -> bool {
-        self.0 & (RECORDING | UNINIT) != 0
+        self.has(NEEDS_WORK)
     }
 }
 
@@ -132,9 +161,13 @@ pub fn load() -> Control {
     Control(CONTROL.load(Relaxed))
 }
 
+/// Changes the fields (`f` gets and returns bits 0-31: mode, depth, pause, phase)
+/// and derives the rest. Returns the previous word.
 fn update(f: impl Fn(u64) -> u64) -> Control {
     let old = CONTROL
-        .fetch_update(Relaxed, Relaxed, |w| Some(with_derived(f(w))))
+        .fetch_update(Relaxed, Relaxed, |w| {
+            Some(with_derived(f(Control(w).fields())))
+        })
         .unwrap_or_else(|w| w);
     Control(old)
 }
@@ -150,8 +183,9 @@ pub fn init_mode(mode: u8, depth: usize) -> bool {
     let depth = depth.min(super::stack::MAX_DEPTH - super::OWN_FRAMES) as u64;
     CONTROL
         .fetch_update(Relaxed, Relaxed, |w| {
-            (w as u8 == MODE_UNINIT)
-                .then_some(with_derived((w & !0xffff) | mode as u64 | (depth << 8)))
+            let f = Control(w).fields();
+            (f as u8 == MODE_UNINIT)
+                .then_some(with_derived((f & !0xffff) | mode as u64 | (depth << 8)))
         })
         .is_ok()
 }
@@ -191,7 +225,9 @@ mod tests {
 
     #[test]
     fn fields_round_trip() {
-        let w = Control(MODE_SITES as u64 | (16 << 8) | (1 << 16) | (5 << 24));
+        let w = Control(with_derived(
+            MODE_SITES as u64 | (16 << 8) | (1 << 16) | (5 << 24),
+        ));
         assert_eq!(w.mode(), MODE_SITES);
         assert_eq!(w.depth(), 16);
         assert!(w.paused());
@@ -207,7 +243,7 @@ mod tests {
         assert!(!w.recording());
         assert!(!w.alloc_needs_work());
         assert!(w.stacks());
-        let w = Control(with_derived(w.0 & !(1 << 16)));
+        let w = Control(with_derived(w.fields() & !(1 << 16)));
         assert!(w.recording() && w.alloc_needs_work() && !w.counts_without_walk());
         for mode in [MODE_COUNT, MODE_SAMPLE] {
             let w = Control(with_derived(mode as u64));
