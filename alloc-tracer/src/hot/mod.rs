@@ -293,7 +293,7 @@ unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool>(
         // SAFETY: forwarded contract.
         _ => return unsafe { alloc_walked::<A, ZEROED>(inner, ctl, layout) },
     };
-    let r = SMALL_REQUESTS[size];
+    let r = st.small_requests[size];
     bump(&st.phase(ctl).small_allocs[size], 1);
     st.pending_size.set(size);
     st.pending_ctl.set(ctl);
@@ -644,7 +644,7 @@ unsafe fn dealloc_recorded<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8
     let size = layout.size();
     let align = layout.align();
     if small_request(size, align) {
-        let r = SMALL_REQUESTS[size];
+        let r = st.small_requests[size];
         let check = record_free(ctl, st, ptr, r.class, r.units as i16);
         // Its own copy of the rest, where the compiler knows the request is small.
         // SAFETY: forwarded contract.

@@ -11,7 +11,7 @@
 use super::control::MAX_PHASES;
 use super::log_linear::SIZE_BUCKETS;
 use super::site_table::SiteTable;
-use super::size_class::{NUM_CLASSES, SMALL_REQUEST_MAX};
+use super::size_class::{NUM_CLASSES, Request, SMALL_REQUEST_MAX, SMALL_REQUESTS};
 use std::cell::Cell;
 use std::ptr::{self, null_mut};
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed};
@@ -98,6 +98,10 @@ pub struct ThreadState {
     pub lifetime_countdown: Cell<u64>,
     /// Highest address of this thread's stack (0: no stacks on this thread).
     pub stack_top: usize,
+    /// This thread's copy of [`SMALL_REQUESTS`]: the hot path, inlined into the
+    /// program's crate, reaches that static (another crate's) through the GOT, one
+    /// more load per call than reaching the copy from the state pointer it holds.
+    pub small_requests: [Request; SMALL_REQUEST_MAX + 1],
     /// xorshift state for the geometric sampling intervals.
     pub rng: Cell<u64>,
     retired: [Cell<*mut SiteTable>; MAX_RETIRED],
@@ -272,6 +276,7 @@ impl ThreadState {
         let mut st = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
         st.stack_top = stack_top;
         st.rng = Cell::new(seed | 1);
+        st.small_requests = SMALL_REQUESTS;
         st.table = AtomicPtr::new(Box::into_raw(SiteTable::with_capacity(INITIAL_SLOTS)));
         st
     }
