@@ -24,15 +24,15 @@ pub const MODE_SAMPLE: u8 = 4;
 pub const MAX_PHASES: usize = 16;
 const _: () = assert!(MAX_PHASES.is_power_of_two());
 
-// The word: bits 0 to 31 a derived field, the byte offset of the current phase's
+// The word: bits 0 to 31 the fields (mode bits 0-7, depth 8-15, pause 16, phase
+// 24-31, as below) and the derived bits, each tested alone with a `test` and an
+// immediate (which fuses with the branch after it; a `bt` of a bit above 31 would
+// not); bits 32 to 63 a derived field, the byte offset of the current phase's
 // counters in `ThreadState` (the offset of `phases` plus the phase's element), so
-// that the hot path finds them with a 32-bit move and an add; bits 32 to 63 the
-// fields (mode bits 0-7, depth 8-15, pause 16, phase 24-31, as below) and the
-// derived bits, each tested alone (`bt`).
-const FIELDS_SHIFT: u32 = 32;
+// that the hot path finds them with a shift and an add.
+const OFFSET_SHIFT: u32 = 32;
 
-/// Derived bit (of the fields): mode is `count` or above and recording is not
-/// paused.
+/// Derived bit: mode is `count` or above and recording is not paused.
 pub const RECORDING: u64 = 1 << 17;
 /// Derived bit: no mode chosen yet (the first allocation reads the environment).
 pub const UNINIT: u64 = 1 << 18;
@@ -52,7 +52,7 @@ const _: () = assert!(PHASES_OFFSET + MAX_PHASES as u64 * PHASE_STRIDE <= u32::M
 /// The control word for the fields `w` (bits 0-31: mode, depth, pause, phase),
 /// with the derived bits and the phase offset.
 const fn with_derived(w: u64) -> u64 {
-    let w = w & !DERIVED & ((1 << FIELDS_SHIFT) - 1);
+    let w = w & !DERIVED & ((1 << OFFSET_SHIFT) - 1);
     let phase = (w >> 24) & (MAX_PHASES as u64 - 1);
     let phase_offset = PHASES_OFFSET + phase * PHASE_STRIDE;
     let mode = w as u8;
@@ -77,7 +77,7 @@ const fn with_derived(w: u64) -> u64 {
     } else {
         0
     };
-    ((w | recording | uninit | stacks | needs_work | counts) << FIELDS_SHIFT) | phase_offset
+    w | recording | uninit | stacks | needs_work | counts | (phase_offset << OFFSET_SHIFT)
 }
 
 static CONTROL: AtomicU64 = AtomicU64::new(with_derived(0));
@@ -94,13 +94,12 @@ impl Control {
     /// The fields (bits 0-31: mode, depth, pause, phase) and derived bits.
     #[inline(always)]
     fn fields(self) -> u64 {
-        self.0 >> FIELDS_SHIFT
+        self.0 & ((1 << OFFSET_SHIFT) - 1)
     }
-    /// True when the derived bit `bit` (of the fields) is set: a one-bit test of the
-    /// word.
+    /// True when the derived bit `bit` is set: a one-bit test of the word.
     #[inline(always)]
     fn has(self, bit: u64) -> bool {
-        self.0 & (bit << FIELDS_SHIFT) != 0
+        self.0 & bit != 0
     }
     /// The tracing mode (`MODE_*`).
     #[inline(always)]
@@ -128,7 +127,7 @@ impl Control {
     /// goes through `with_derived`.
     #[inline(always)]
     pub fn phase_offset(self) -> usize {
-        self.0 as u32 as usize
+        (self.0 >> OFFSET_SHIFT) as usize
     }
     /// True when allocations must be recorded now.
     #[inline(always)]
