@@ -26,5 +26,6 @@ base=$(count "no such configuration")
 printf '| configuration | instructions per pair added |\n|---|---:|\n'
 for c in off count sample "no lifetimes" "lifetimes 1/64"; do
   total=$(count "$c")
-  printf '| %s | %d |\n' "$c" $(( (total - 2 * base) / per_config ))
+  awk -v c="$c" -v t="$total" -v b="$base" -v n="$per_config" \
+    'BEGIN { printf "| %s | %.1f |\n", c, (t - 2 * b) / n }'
 done

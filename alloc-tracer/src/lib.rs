@@ -39,12 +39,15 @@
 //!
 //! Chosen with [`Settings::apply`] or, at the first allocation, from the environment:
 //!
-//! | `ALLOC_TRACE` | records | cost per malloc+free pair |
+//! | `ALLOC_TRACE` | records | added per malloc+free pair (BENCHMARKS.md) |
 //! |---|---|---|
-//! | `off` (default) | nothing: pure pass-through | see BENCHMARKS.md |
-//! | `count` | totals per phase, size-class and requested-size histograms, temporaries | |
-//! | `sites` | `count` + every allocation's call stack | |
-//! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack | |
+//! | `off` (default) | nothing: pure pass-through | about 1 ns, 11 instructions |
+//! | `count` | totals per phase, size-class and requested-size histograms, temporaries | +4 to +8 ns, 82 instructions |
+//! | `sites` | `count` + every allocation's call stack | +27 to +36 ns at depth 16 |
+//! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack | +5 to +8 ns at N = 1000 |
+//!
+//! (The ranges are one machine's two speed states, jemalloc's own pair taking 3.8 or
+//! 6.2 ns.)
 //!
 //! `ALLOC_TRACE_DEPTH` (default 16, at most 30) bounds stacks; `ALLOC_TRACE_LIFETIMES`
 //! (default 64) follows one block in N to its free in `sites` mode; `sample:N` follows
