@@ -270,13 +270,16 @@ impl ThreadState {
     fn new(stack_top: usize, seed: u64) -> Box<ThreadState> {
         // Zeroed in place: the state is ~210 KiB (`state_size`), too big for the
         // stack of whatever thread happens to allocate first.
-        // SAFETY: every field is an integer, a raw pointer, a `Control` (a u64), or a
-        // Cell or atomic of one, or an array of those; all-zero bytes are a valid
-        // value for each.
+        // SAFETY: every field is an integer, a raw pointer, a `Control` (a u64), a
+        // `Request` (three u8), or a Cell or atomic of one, or an array of those;
+        // all-zero bytes are a valid value for each.
         let mut st = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
         st.stack_top = stack_top;
         st.rng = Cell::new(seed | 1);
         st.small_requests = SMALL_REQUESTS;
+        // A word from `control`, so that `phase` finds counters even in this one
+        // (`phase` trusts the word's phase offset).
+        st.pending_ctl = Cell::new(super::control::load());
         st.table = AtomicPtr::new(Box::into_raw(SiteTable::with_capacity(INITIAL_SLOTS)));
         st
     }
