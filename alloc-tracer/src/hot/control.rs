@@ -3,7 +3,8 @@
 //! Packing them into a single `AtomicU64` costs one relaxed load (a plain `mov` on
 //! x86_64) per allocation. Writers (mode changes, phase guards, pause) are rare and
 //! use read-modify-write; no allocation ever writes it. Writers also keep derived
-//! bits ([`RECORDING`], [`UNINIT`], [`STACKS`], [`NEEDS_WORK`], [`COUNTS`]) so that
+//! bits ([`RECORDING`], [`UNINIT`], [`STACKS`], [`NEEDS_WORK`], [`COUNTS`],
+//! [`COUNT_ONLY`]) so that
 //! the hot path decides between pass-through, recording and stack walks with one bit
 //! test each, and the current phase's counter offset.
 
@@ -43,7 +44,9 @@ pub const NEEDS_WORK: u64 = 1 << 20;
 /// Derived bit: mode is `count` or `sample` (read), so an allocation's stack is
 /// walked only when sampled.
 pub const COUNTS: u64 = 1 << 21;
-const DERIVED: u64 = RECORDING | UNINIT | STACKS | NEEDS_WORK | COUNTS;
+/// Derived bit: mode is `count`.
+pub const COUNT_ONLY: u64 = 1 << 22;
+const DERIVED: u64 = RECORDING | UNINIT | STACKS | NEEDS_WORK | COUNTS | COUNT_ONLY;
 
 const PHASES_OFFSET: u64 = std::mem::offset_of!(super::thread::ThreadState, phases) as u64;
 const PHASE_STRIDE: u64 = size_of::<super::thread::PhaseCounters>() as u64;
@@ -77,7 +80,14 @@ const fn with_derived(w: u64) -> u64 {
     } else {
         0
     };
-    w | recording | uninit | stacks | needs_work | counts | (phase_offset << OFFSET_SHIFT)
+    let count_only = if mode == MODE_COUNT { COUNT_ONLY } else { 0 };
+    w | recording
+        | uninit
+        | stacks
+        | needs_work
+        | counts
+        | count_only
+        | (phase_offset << OFFSET_SHIFT)
 }
 
 static CONTROL: AtomicU64 = AtomicU64::new(with_derived(0));
@@ -145,6 +155,12 @@ impl Control {
     #[inline(always)]
     pub fn counts_without_walk(self) -> bool {
         self.has(COUNTS)
+    }
+    /// For a word that [`alloc_needs_work`](Self::alloc_needs_work): true in `count`
+    /// mode.
+    #[inline(always)]
+    pub fn count_only(self) -> bool {
+        self.has(COUNT_ONLY)
     }
     /// True when an allocation cannot simply pass through: it must be recorded, or
     /// the mode must be read from the environment first.
@@ -247,6 +263,8 @@ mod tests {
         for mode in [MODE_COUNT, MODE_SAMPLE] {
             let w = Control(with_derived(mode as u64));
             assert!(w.alloc_needs_work() && w.counts_without_walk());
+            assert_eq!(w.count_only(), mode == MODE_COUNT);
+            assert_eq!(w.stacks(), mode == MODE_SAMPLE);
         }
         assert!(!Control(with_derived(MODE_UNINIT as u64)).counts_without_walk());
         let w = Control(with_derived(MODE_OFF as u64));

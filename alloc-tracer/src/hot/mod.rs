@@ -94,17 +94,22 @@ pub(crate) static PEAK_BYTES: AtomicI64 = AtomicI64::new(0);
 unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
     // The entry points are one load and one bit test in front of `A`; when there is
     // nothing to record they end in a tail call to `A`, and otherwise in one to the
-    // recording function (for an allocation, one more bit test chooses between
-    // `count`/`sample` and the rest), which then calls `A` itself. So `off` saves no
+    // recording function, chosen by one or two more bit tests (`count`, `sample`,
+    // the rest; with stacks or without), which then calls `A` itself. Each mode gets
+    // its own copy of the recording path, with no mode tests inside. So `off` saves no
     // registers and adds no frame.
 
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let ctl = control::load();
         if ctl.alloc_needs_work() {
-            if ctl.counts_without_walk() {
+            if ctl.count_only() {
                 // SAFETY: the caller upholds `alloc`'s contract for `layout`.
-                return unsafe { alloc_counting::<A, false>(&self.inner, ctl, layout) };
+                return unsafe { alloc_counting::<A, false, false>(&self.inner, ctl, layout) };
+            }
+            if ctl.counts_without_walk() {
+                // SAFETY: as above.
+                return unsafe { alloc_counting::<A, false, true>(&self.inner, ctl, layout) };
             }
             // SAFETY: as above.
             return unsafe { alloc_walked::<A, false>(&self.inner, ctl, layout) };
@@ -117,9 +122,13 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let ctl = control::load();
         if ctl.alloc_needs_work() {
-            if ctl.counts_without_walk() {
+            if ctl.count_only() {
                 // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`.
-                return unsafe { alloc_counting::<A, true>(&self.inner, ctl, layout) };
+                return unsafe { alloc_counting::<A, true, false>(&self.inner, ctl, layout) };
+            }
+            if ctl.counts_without_walk() {
+                // SAFETY: as above.
+                return unsafe { alloc_counting::<A, true, true>(&self.inner, ctl, layout) };
             }
             // SAFETY: as above.
             return unsafe { alloc_walked::<A, true>(&self.inner, ctl, layout) };
@@ -132,8 +141,12 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         let ctl = control::load();
         if ctl.recording() {
-            // SAFETY: the caller upholds `dealloc`'s contract.
-            return unsafe { dealloc_recorded(&self.inner, ctl, ptr, layout) };
+            if ctl.stacks() {
+                // SAFETY: the caller upholds `dealloc`'s contract.
+                return unsafe { dealloc_recorded::<A, true>(&self.inner, ctl, ptr, layout) };
+            }
+            // SAFETY: as above.
+            return unsafe { dealloc_recorded::<A, false>(&self.inner, ctl, ptr, layout) };
         }
         // SAFETY: as above.
         unsafe { self.inner.dealloc(ptr, layout) }
@@ -270,7 +283,7 @@ unsafe fn inner_alloc<A: GlobalAlloc, const ZEROED: bool>(inner: &A, layout: Lay
     }
 }
 
-/// Allocation in mode `count` or `sample` (mode read, recording). Out of line, so
+/// Allocation in mode `count` or (`SAMPLE`) `sample`, mode read, recording. Out of line, so
 /// that the entry point stays a load, two tests and a jump. A small request
 /// (`small_request`, nearly all of them) is recorded before `A` is called, so that
 /// only the thread state has to be kept across that call (for the last-block
@@ -282,7 +295,7 @@ unsafe fn inner_alloc<A: GlobalAlloc, const ZEROED: bool>(inner: &A, layout: Lay
 /// # Safety
 /// The caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
 #[inline(never)]
-unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool>(
+unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool, const SAMPLE: bool>(
     inner: &A,
     ctl: Control,
     layout: Layout,
@@ -302,7 +315,7 @@ unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool>(
         // SAFETY: forwarded contract.
         return unsafe { alloc_counting_slow::<A, ZEROED>(inner, ctl, layout, true) };
     }
-    if ctl.stacks() && sample_due(st) {
+    if SAMPLE && sample_due(st) {
         // SAFETY: forwarded contract.
         return unsafe { alloc_counting_slow::<A, ZEROED>(inner, ctl, layout, false) };
     }
@@ -636,7 +649,12 @@ fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_
 /// # Safety
 /// The caller upholds `GlobalAlloc::dealloc`'s contract.
 #[inline(never)]
-unsafe fn dealloc_recorded<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8, layout: Layout) {
+unsafe fn dealloc_recorded<A: GlobalAlloc, const STACKS: bool>(
+    inner: &A,
+    ctl: Control,
+    ptr: *mut u8,
+    layout: Layout,
+) {
     let Some(st) = thread::current().recording_state() else {
         // SAFETY: forwarded contract.
         return unsafe { dealloc_unusual(inner, ctl, ptr, layout) };
@@ -645,10 +663,10 @@ unsafe fn dealloc_recorded<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8
     let align = layout.align();
     if small_request(size, align) {
         let r = st.small_requests[size];
-        let check = record_free(ctl, st, ptr, r.class, r.units as i16);
+        let check = record_free(ctl, STACKS, st, ptr, r.class, r.units as i16);
         // Its own copy of the rest, where the compiler knows the request is small.
         // SAFETY: forwarded contract.
-        return unsafe { finish_free(inner, ctl, st, ptr, layout, check) };
+        return unsafe { finish_free(inner, STACKS, st, ptr, layout, check) };
     }
     let class = size_class::index_of(size, align);
     if align > 16 || class > LAST_SMALL {
@@ -656,31 +674,31 @@ unsafe fn dealloc_recorded<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8
         return unsafe { dealloc_general(inner, ctl, st, ptr, layout) };
     }
     let units = (size_class::usable(class, size) / LIVE_UNIT) as i16;
-    let check = record_free(ctl, st, ptr, class as u8, units);
+    let check = record_free(ctl, STACKS, st, ptr, class as u8, units);
     // SAFETY: forwarded contract.
-    unsafe { finish_free(inner, ctl, st, ptr, layout, check) }
+    unsafe { finish_free(inner, STACKS, st, ptr, layout, check) }
 }
 
 /// The end of a recorded free: live bytes to publish or the lifetime filter when due
-/// (cold, tail calls), else the tail call to `A`.
+/// (cold, tail calls), else the tail call to `A`. `stacks`: as for `record_free`.
 ///
 /// # Safety
 /// As for `dealloc_recorded`.
 #[inline(always)]
 unsafe fn finish_free<A: GlobalAlloc>(
     inner: &A,
-    ctl: Control,
+    stacks: bool,
     st: &ThreadState,
     ptr: *mut u8,
     layout: Layout,
     check: bool,
 ) {
     if check {
-        let followed = ctl.stacks() && lifetimes_maybe(ptr);
+        let followed = stacks && lifetimes_maybe(ptr);
         // SAFETY: forwarded contract.
         return unsafe { dealloc_then(inner, st, ptr, layout, true, followed) };
     }
-    if ctl.stacks() && lifetimes_maybe(ptr) {
+    if stacks && lifetimes_maybe(ptr) {
         // SAFETY: forwarded contract.
         return unsafe { dealloc_then(inner, st, ptr, layout, false, true) };
     }
@@ -690,9 +708,17 @@ unsafe fn finish_free<A: GlobalAlloc>(
 
 /// Records a free of a block of class `class` and, if small, `units` live units (0
 /// for a large block, whose bytes the caller counts); true when the net live bytes
-/// are to be published (`live_wrapped(st, false)`).
+/// are to be published (`live_wrapped(st, false)`). `stacks`: `ctl.stacks()`, or a
+/// constant where the caller knows it.
 #[inline(always)]
-fn record_free(ctl: Control, st: &ThreadState, ptr: *mut u8, class: u8, units: i16) -> bool {
+fn record_free(
+    ctl: Control,
+    stacks: bool,
+    st: &ThreadState,
+    ptr: *mut u8,
+    class: u8,
+    units: i16,
+) -> bool {
     let p = st.phase(ctl);
     bump(&p.freed[class as usize], 1);
     if st.last_block.get() == ptr as usize {
@@ -700,7 +726,7 @@ fn record_free(ctl: Control, st: &ThreadState, ptr: *mut u8, class: u8, units: i
         let slot = st.last_slot.get();
         // (In `count` mode `last_slot` is not kept: it may still hold a site from an
         // earlier mode.)
-        if ctl.stacks() && !slot.is_null() {
+        if stacks && !slot.is_null() {
             // SAFETY: `last_slot` points into this thread's current table; it is
             // reset whenever the table is grown or flushed.
             bump(unsafe { &(*slot).temporaries }, 1);
@@ -724,7 +750,7 @@ fn record_free_general(ctl: Control, st: &ThreadState, ptr: *mut u8, layout: Lay
     } else {
         units = (usable / LIVE_UNIT) as i16;
     }
-    if record_free(ctl, st, ptr, class as u8, units) {
+    if record_free(ctl, ctl.stacks(), st, ptr, class as u8, units) {
         live_wrapped(st, false);
     }
     if ctl.stacks() && lifetimes_maybe(ptr) {
