@@ -42,7 +42,7 @@
 //! | `ALLOC_TRACE` | records | added per malloc+free pair (BENCHMARKS.md) |
 //! |---|---|---|
 //! | `off` (default) | nothing: pure pass-through | about 1 ns, 11 instructions |
-//! | `count` | totals per phase, size-class and requested-size histograms, temporaries | +4 to +8 ns, 82 instructions |
+//! | `count` | totals per phase, size-class and requested-size histograms, temporaries | +4 to +8 ns, 78 instructions |
 //! | `sites` | `count` + every allocation's call stack | +27 to +36 ns at depth 16 |
 //! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack | +5 to +8 ns at N = 1000 |
 //!
