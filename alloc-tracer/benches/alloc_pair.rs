@@ -146,19 +146,32 @@ fn main() {
                 samples[i].push(measure(configs[i], threads, n));
             }
         }
-        let medians: Vec<f64> = samples.into_iter().map(median).collect();
-        let base = medians[0];
+        // Added cost and ratio against jemalloc measured in the same round, a few
+        // seconds apart: this machine's speed can change within a run, and pairing
+        // by round keeps such a change out of the difference.
+        let base = &samples[0];
+        let per_round = |i: usize, f: fn(f64, f64) -> f64| {
+            median(
+                samples[i]
+                    .iter()
+                    .zip(base)
+                    .map(|(&x, &b)| f(x, b))
+                    .collect(),
+            )
+        };
         println!();
         println!("{threads} thread(s)");
-        println!("| configuration | ns/pair (median) | vs jemalloc | ratio |");
+        println!(
+            "| configuration | ns/pair (median) | added (median of per-round differences) | ratio (median of per-round ratios) |"
+        );
         println!("|---|---:|---:|---:|");
-        for (c, m) in configs.iter().zip(&medians) {
+        for (i, c) in configs.iter().enumerate() {
             println!(
                 "| {} | {:.1} | {:+.1} | {:.2}x |",
                 c.name,
-                m,
-                m - base,
-                m / base
+                median(samples[i].clone()),
+                per_round(i, |x, b| x - b),
+                per_round(i, |x, b| x / b),
             );
         }
     }
