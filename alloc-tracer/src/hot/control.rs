@@ -4,9 +4,8 @@
 //! x86_64) per allocation. Writers (mode changes, phase guards, pause) are rare and
 //! use read-modify-write; no allocation ever writes it. Writers also keep derived
 //! bits ([`RECORDING`], [`UNINIT`], [`STACKS`], [`NEEDS_WORK`], [`COUNTS`],
-//! [`COUNT_ONLY`]) so that
-//! the hot path decides between pass-through, recording and stack walks with one bit
-//! test each, and the current phase's counter offset.
+//! [`COUNT_ONLY`]), so that the hot path decides between pass-through, recording and
+//! stack walks with one bit test each, and the current phase's counter offset.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
