@@ -37,8 +37,17 @@ fn totals() -> alloc_tracer::PhaseTotals {
 
 #[test]
 fn passes_through_with_inner_semantics() {
+    // `count` and `sample` record a small request before the inner call and take
+    // the record back on a null return; `sites` records after it.
+    for mode in [Mode::Sites, Mode::Count, Mode::Sample(3)] {
+        eprintln!("mode {mode:?}");
+        check(mode);
+    }
+}
+
+fn check(mode: Mode) {
     Settings {
-        mode: Mode::Sites,
+        mode,
         ..Default::default()
     }
     .apply();
