@@ -60,13 +60,8 @@ fn classes_match_jemalloc() {
     }
 
     // Part 2: counts per bin over a window, in sites mode (whose table growth and
-    // followed blocks make the tracer allocate too).
-    Settings {
-        mode: Mode::Sites,
-        depth: 16,
-        lifetime_interval: 3,
-    }
-    .apply();
+    // followed blocks make the tracer allocate too) and in count mode (whose small
+    // requests are counted per requested size and classed when read).
     let nbins = {
         // SAFETY: NUL-terminated name of an unsigned statistic.
         unsafe { tikv_jemalloc_ctl::raw::read::<u32>(b"arenas.nbins\0") }.unwrap() as usize
@@ -100,54 +95,64 @@ fn classes_match_jemalloc() {
         ])
         .collect();
 
-    // Reading the statistics makes jemalloc itself request a few small blocks on
-    // this thread (seen with the tracer off and no workload). A control window
-    // measured the same way, without the workload, takes them out.
-    // The first windows on a fresh arena also include its set-up; settle first.
-    window(&names, || {});
-    let control = window(&names, || {});
-    let measured = window(&names, || {
-        for round in 0..5 {
-            for &l in &layouts {
-                // SAFETY: non-zero sizes; every block is freed with its own layout.
-                unsafe {
-                    let p = GLOBAL.alloc(l);
-                    assert!(!p.is_null());
-                    if round % 2 == 0 {
-                        let z = GLOBAL.alloc_zeroed(l);
-                        GLOBAL.dealloc(z, l);
+    for (mode, lifetime_interval) in [(Mode::Sites, 3), (Mode::Count, 0)] {
+        Settings {
+            mode,
+            depth: 16,
+            lifetime_interval,
+        }
+        .apply();
+        // Reading the statistics makes jemalloc itself request a few small blocks on
+        // this thread (seen with the tracer off and no workload). A control window
+        // measured the same way, without the workload, takes them out.
+        // The first windows on a fresh arena also include its set-up; settle first.
+        window(&names, || {});
+        let control = window(&names, || {});
+        let measured = window(&names, || {
+            for round in 0..5 {
+                for &l in &layouts {
+                    // SAFETY: non-zero sizes; every block is freed with its own layout.
+                    unsafe {
+                        let p = GLOBAL.alloc(l);
+                        assert!(!p.is_null());
+                        if round % 2 == 0 {
+                            let z = GLOBAL.alloc_zeroed(l);
+                            GLOBAL.dealloc(z, l);
+                        }
+                        GLOBAL.dealloc(p, l);
                     }
-                    GLOBAL.dealloc(p, l);
                 }
             }
+        });
+        let mut checked = 0;
+        let mut mismatches = vec![];
+        for (j, (size, _)) in names.iter().enumerate() {
+            let k = (0..alloc_tracer::NUM_CLASSES)
+                .find(|&k| alloc_tracer::class_bytes(k) == *size)
+                .unwrap();
+            let jemalloc = measured.jemalloc[j] - control.jemalloc[j];
+            let ours = measured.tracer[k] - control.tracer[k];
+            if jemalloc != ours {
+                mismatches.push((j, *size, jemalloc, ours));
+            }
+            checked += ours;
         }
-    });
-    let mut checked = 0;
-    let mut mismatches = vec![];
-    for (j, (size, _)) in names.iter().enumerate() {
-        let k = (0..alloc_tracer::NUM_CLASSES)
-            .find(|&k| alloc_tracer::class_bytes(k) == *size)
-            .unwrap();
-        let jemalloc = measured.jemalloc[j] - control.jemalloc[j];
-        let ours = measured.tracer[k] - control.tracer[k];
-        if jemalloc != ours {
-            mismatches.push((j, *size, jemalloc, ours));
+        assert!(
+            mismatches.is_empty(),
+            "{mode:?}: (bin, size, jemalloc, tracer): {mismatches:?}"
+        );
+        let program_allocs = 5 * layouts.len() + 3 * layouts.len();
+        assert!(
+            checked >= program_allocs as u64,
+            "{checked} < {program_allocs}"
+        );
+        if mode == Mode::Sites {
+            assert!(
+                measured.own > 0,
+                "the window should include tracer allocations"
+            );
         }
-        checked += ours;
     }
-    assert!(
-        mismatches.is_empty(),
-        "(bin, size, jemalloc, tracer): {mismatches:?}"
-    );
-    let program_allocs = 5 * layouts.len() + 3 * layouts.len();
-    assert!(
-        checked >= program_allocs as u64,
-        "{checked} < {program_allocs}"
-    );
-    assert!(
-        measured.own > 0,
-        "the window should include tracer allocations"
-    );
 }
 
 /// Per-bin request deltas (jemalloc) and per-class deltas (tracer: program plus its
