@@ -174,5 +174,16 @@ fn main() {
                 per_round(i, |x, b| x / b),
             );
         }
+        // Shared machines change speed within minutes; say so when jemalloc's own
+        // pair moved by more than a fifth between rounds of this run.
+        let (lo, hi) = base
+            .iter()
+            .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        if hi > 1.2 * lo {
+            println!(
+                "note: jemalloc's pair took {lo:.1} to {hi:.1} ns across rounds: the machine's \
+                 speed changed during this run; compare ratios, or rerun"
+            );
+        }
     }
 }
