@@ -45,10 +45,7 @@ fn settings(mode: Mode) -> Settings {
 fn sampled_stacks_name_their_site_and_estimate_its_counts() {
     // One in 1: every allocation takes the sampled path, so its counts are exact.
     settings(Mode::Sample(1)).apply();
-    let before = alloc_tracer::counts();
-    sampled_temporaries(N_EXACT);
-    let after = alloc_tracer::counts();
-    let d = |f: fn(&alloc_tracer::PhaseTotals) -> u64| after.total(f) - before.total(f);
+    let d = common::change_during(|| sampled_temporaries(N_EXACT));
     assert_eq!(d(|p| p.allocs), N_EXACT as u64);
     assert_eq!(d(|p| p.frees), N_EXACT as u64);
     assert_eq!(d(|p| p.temporaries), N_EXACT as u64);
@@ -85,10 +82,7 @@ fn sampled_stacks_name_their_site_and_estimate_its_counts() {
     // (the number of samples is binomial: sd sqrt(10,000 x 7/8) = 94 samples, 0.94 %
     // of the expected 10,000, so 5 % is over 5 sd).
     settings(Mode::Sample(INTERVAL)).apply();
-    let before = alloc_tracer::counts();
-    sampled_now_and_then(N_ESTIMATED);
-    let after = alloc_tracer::counts();
-    let d = |f: fn(&alloc_tracer::PhaseTotals) -> u64| after.total(f) - before.total(f);
+    let d = common::change_during(|| sampled_now_and_then(N_ESTIMATED));
     assert_eq!(d(|p| p.allocs), N_ESTIMATED as u64);
     assert_eq!(d(|p| p.temporaries), N_ESTIMATED as u64);
     let sampled = d(|p| p.sampled);

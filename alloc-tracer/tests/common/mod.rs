@@ -85,3 +85,12 @@ pub fn scratch(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Runs `work` and returns the change of the tracer's totals (over all phases) it
+/// saw: `d(|p| p.allocs)` is the allocations recorded meanwhile.
+pub fn change_during(work: impl FnOnce()) -> impl Fn(fn(&alloc_tracer::PhaseTotals) -> u64) -> u64 {
+    let before = alloc_tracer::counts();
+    work();
+    let after = alloc_tracer::counts();
+    move |f| after.total(f) - before.total(f)
+}
