@@ -3,6 +3,15 @@
 //! side by side in one process. Rounds interleave the configurations; the table shows
 //! medians over rounds, on one thread and on two threads at once.
 //!
+//! Each configuration runs two ways. *Inlined*: the loop calls `Jemalloc`'s methods
+//! or the tracer's entry points inlined into it, the layout a constant (what code in
+//! the crate that declares the `#[global_allocator]` gets). *Called*: the loop calls
+//! an out-of-line function taking the layout as two integers, as the compiler's
+//! `__rust_alloc` and `__rust_dealloc` are, which is how every other crate reaches
+//! the global allocator (bellperson, bellpepper, std: nearly every allocation of a
+//! synthesis); for jemalloc that function is what the compiler generates for a
+//! program whose global allocator is plain `Jemalloc`.
+//!
 //! `cargo bench -p alloc-tracer --bench alloc_pair [-- ROUNDS PAIRS [NAME]]`; NAME
 //! keeps the configurations whose name contains it (plus the jemalloc baseline).
 
@@ -29,6 +38,46 @@ struct Config {
     settings: Option<Settings>,
 }
 
+/// How the loop reaches the allocator (see the module documentation).
+#[derive(Clone, Copy, PartialEq)]
+enum Path {
+    Inlined,
+    Called,
+}
+
+/// Defines an out-of-line allocation and free through `$allocator`, the code the
+/// compiler generates as `__rust_alloc` and `__rust_dealloc` when `$allocator` is
+/// the global allocator. Exported unmangled, like those, so that the compiler
+/// cannot specialise them for the constant layout of their one caller.
+macro_rules! called {
+    ($alloc:ident, $dealloc:ident, $allocator:expr) => {
+        /// # Safety
+        /// `GlobalAlloc::alloc`'s contract for the layout `size`, `align`.
+        #[unsafe(no_mangle)]
+        #[inline(never)]
+        pub unsafe fn $alloc(size: usize, align: usize) -> *mut u8 {
+            // SAFETY: forwarded contract; the caller passes a valid layout.
+            unsafe { $allocator.alloc(Layout::from_size_align_unchecked(size, align)) }
+        }
+
+        /// # Safety
+        /// `GlobalAlloc::dealloc`'s contract for `ptr` and the layout `size`, `align`.
+        #[unsafe(no_mangle)]
+        #[inline(never)]
+        pub unsafe fn $dealloc(ptr: *mut u8, size: usize, align: usize) {
+            // SAFETY: forwarded contract.
+            unsafe { $allocator.dealloc(ptr, Layout::from_size_align_unchecked(size, align)) }
+        }
+    };
+}
+
+called!(
+    alloc_pair_jemalloc_alloc,
+    alloc_pair_jemalloc_dealloc,
+    Jemalloc
+);
+called!(alloc_pair_traced_alloc, alloc_pair_traced_dealloc, GLOBAL);
+
 fn configs() -> Vec<Config> {
     let with = |mode, lifetime_interval| {
         Some(Settings {
@@ -39,7 +88,7 @@ fn configs() -> Vec<Config> {
     };
     vec![
         Config {
-            name: "jemalloc (direct)",
+            name: "jemalloc",
             settings: None,
         },
         Config {
@@ -66,35 +115,49 @@ fn configs() -> Vec<Config> {
 }
 
 #[inline(never)]
-fn pairs(direct: bool, n: usize) {
+fn pairs(direct: bool, path: Path, n: usize) {
+    let (size, align) = (LAYOUT.size(), LAYOUT.align());
     for _ in 0..n {
         // SAFETY: non-zero size; freed right away with the same layout.
         unsafe {
-            if direct {
-                let p = Jemalloc.alloc(LAYOUT);
-                black_box(p);
-                Jemalloc.dealloc(p, LAYOUT);
-            } else {
-                let p = std::alloc::alloc(LAYOUT);
-                black_box(p);
-                std::alloc::dealloc(p, LAYOUT);
+            match (direct, path) {
+                (true, Path::Inlined) => {
+                    let p = Jemalloc.alloc(LAYOUT);
+                    black_box(p);
+                    Jemalloc.dealloc(p, LAYOUT);
+                }
+                (false, Path::Inlined) => {
+                    let p = std::alloc::alloc(LAYOUT);
+                    black_box(p);
+                    std::alloc::dealloc(p, LAYOUT);
+                }
+                (true, Path::Called) => {
+                    let p = alloc_pair_jemalloc_alloc(size, align);
+                    black_box(p);
+                    alloc_pair_jemalloc_dealloc(p, size, align);
+                }
+                (false, Path::Called) => {
+                    let p = alloc_pair_traced_alloc(size, align);
+                    black_box(p);
+                    alloc_pair_traced_dealloc(p, size, align);
+                }
             }
         }
     }
 }
 
 #[inline(never)]
-fn nested(depth: usize, direct: bool, n: usize) -> usize {
+fn nested(depth: usize, direct: bool, path: Path, n: usize) -> usize {
     if depth == 0 {
-        pairs(direct, n);
+        pairs(direct, path, n);
         0
     } else {
-        black_box(nested(black_box(depth - 1), direct, n)) + 1
+        black_box(nested(black_box(depth - 1), direct, path, n)) + 1
     }
 }
 
 /// ns per pair on each of `threads` threads running at once.
-fn measure(config: Config, threads: usize, n: usize) -> f64 {
+fn measure(config: Config, path: Path, threads: usize, n: usize) -> f64 {
     if let Some(s) = config.settings {
         s.apply();
     }
@@ -102,7 +165,7 @@ fn measure(config: Config, threads: usize, n: usize) -> f64 {
     let start = Instant::now();
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| nested(NESTING, direct, n));
+            scope.spawn(|| nested(NESTING, direct, path, n));
         }
     });
     let ns = start.elapsed().as_nanos() as f64 / n as f64;
@@ -122,10 +185,20 @@ fn main() {
         .collect();
     let rounds = args.first().copied().unwrap_or(11);
     let n = args.get(1).copied().unwrap_or(2_000_000);
-    // `cargo bench` adds `--bench`; flags are ignored.
-    let filter = std::env::args()
+    // `cargo bench` adds `--bench`; flags are ignored. `inlined` or `called` keeps
+    // one way of reaching the allocator; another word is a configuration filter.
+    let words: Vec<String> = std::env::args()
         .skip(1)
-        .find(|a| !a.starts_with("--") && a.parse::<usize>().is_err());
+        .filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err())
+        .collect();
+    let paths: Vec<Path> = [(Path::Inlined, "inlined"), (Path::Called, "called")]
+        .into_iter()
+        .filter(|(_, w)| {
+            !words.iter().any(|a| a == "inlined" || a == "called") || words.iter().any(|a| a == w)
+        })
+        .map(|(p, _)| p)
+        .collect();
+    let filter = words.iter().find(|a| *a != "inlined" && *a != "called");
     let configs: Vec<Config> = configs()
         .into_iter()
         .enumerate()
@@ -133,50 +206,62 @@ fn main() {
         .map(|(_, c)| c)
         .collect();
     println!("alloc_pair: {rounds} rounds x {n} pairs of 160 bytes per configuration and thread");
+    let cases: Vec<(usize, Path)> = paths
+        .iter()
+        .flat_map(|&p| (0..configs.len()).map(move |i| (i, p)))
+        .collect();
     for threads in [1, 2] {
         // Warm up thread states, site tables and jemalloc's caches.
-        for &c in &configs {
-            measure(c, threads, n / 10);
+        for &(i, p) in &cases {
+            measure(configs[i], p, threads, n / 10);
         }
-        let mut samples = vec![vec![]; configs.len()];
+        let mut samples = vec![vec![]; cases.len()];
         for round in 0..rounds {
-            // Rotate the order each round so that no configuration always runs first.
-            for k in 0..configs.len() {
-                let i = (k + round) % configs.len();
-                samples[i].push(measure(configs[i], threads, n));
+            // Rotate the order each round so that no case always runs first.
+            for k in 0..cases.len() {
+                let c = (k + round) % cases.len();
+                let (i, p) = cases[c];
+                samples[c].push(measure(configs[i], p, threads, n));
             }
         }
-        // Added cost and ratio against jemalloc measured in the same round, a few
-        // seconds apart: this machine's speed can change within a run, and pairing
-        // by round keeps such a change out of the difference.
-        let base = &samples[0];
-        let per_round = |i: usize, f: fn(f64, f64) -> f64| {
-            median(
-                samples[i]
-                    .iter()
-                    .zip(base)
-                    .map(|(&x, &b)| f(x, b))
-                    .collect(),
+        // Added cost and ratio against jemalloc reached the same way and measured in
+        // the same round, a few seconds apart: this machine's speed can change within
+        // a run, and pairing by round keeps such a change out of the difference.
+        let column = |path: usize, i: usize| {
+            let (x, base) = (
+                &samples[path * configs.len() + i],
+                &samples[path * configs.len()],
+            );
+            let per_round = |f: fn(f64, f64) -> f64| {
+                median(x.iter().zip(base).map(|(&x, &b)| f(x, b)).collect())
+            };
+            format!(
+                "{:.1} | {:+.1} | {:.2}x",
+                median(x.clone()),
+                per_round(|x, b| x - b),
+                per_round(|x, b| x / b)
             )
         };
         println!();
-        println!("{threads} thread(s)");
         println!(
-            "| configuration | ns/pair (median) | added (median of per-round differences) | ratio (median of per-round ratios) |"
+            "{threads} thread(s): ns/pair (median), added and ratio (medians of per-round differences and ratios to jemalloc reached the same way)"
         );
-        println!("|---|---:|---:|---:|");
+        let mut header = String::from("| configuration |");
+        for p in &paths {
+            header += match p {
+                Path::Inlined => " inlined | added | ratio |",
+                Path::Called => " called | added | ratio |",
+            };
+        }
+        println!("{header}");
+        println!("|---|{}", "---:|".repeat(3 * paths.len()));
         for (i, c) in configs.iter().enumerate() {
-            println!(
-                "| {} | {:.1} | {:+.1} | {:.2}x |",
-                c.name,
-                median(samples[i].clone()),
-                per_round(i, |x, b| x - b),
-                per_round(i, |x, b| x / b),
-            );
+            let row: Vec<String> = (0..paths.len()).map(|p| column(p, i)).collect();
+            println!("| {} | {} |", c.name, row.join(" | "));
         }
         // Shared machines change speed within minutes; say so when jemalloc's own
         // pair moved by more than a fifth between rounds of this run.
-        let (lo, hi) = base
+        let (lo, hi) = samples[0]
             .iter()
             .fold((f64::MAX, 0f64), |(lo, hi), &x| (lo.min(x), hi.max(x)));
         if hi > 1.2 * lo {

@@ -97,7 +97,11 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
     // recording function, chosen by one or two more bit tests (`count`, `sample`,
     // the rest; with stacks or without), which then calls `A` itself. Each mode gets
     // its own copy of the recording path, with no mode tests inside. So `off` saves no
-    // registers and adds no frame.
+    // registers and adds no frame. The recording functions take the layout's size and
+    // alignment where the compiler's `__rust_alloc` and `__rust_dealloc` (which is
+    // what these entry points become, out of line, for every caller outside the
+    // crate that declares the global allocator) receive them, control word next,
+    // inner allocator last: the entry's jump then moves no argument.
 
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -105,14 +109,30 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
         if ctl.alloc_needs_work() {
             if ctl.count_only() {
                 // SAFETY: the caller upholds `alloc`'s contract for `layout`.
-                return unsafe { alloc_counting::<A, false, false>(&self.inner, ctl, layout) };
+                return unsafe {
+                    alloc_counting::<A, false, false>(
+                        layout.size(),
+                        layout.align(),
+                        ctl,
+                        &self.inner,
+                    )
+                };
             }
             if ctl.counts_without_walk() {
                 // SAFETY: as above.
-                return unsafe { alloc_counting::<A, false, true>(&self.inner, ctl, layout) };
+                return unsafe {
+                    alloc_counting::<A, false, true>(
+                        layout.size(),
+                        layout.align(),
+                        ctl,
+                        &self.inner,
+                    )
+                };
             }
             // SAFETY: as above.
-            return unsafe { alloc_walked::<A, false>(&self.inner, ctl, layout) };
+            return unsafe {
+                alloc_walked::<A, false>(layout.size(), layout.align(), ctl, &self.inner)
+            };
         }
         // SAFETY: as above.
         unsafe { self.inner.alloc(layout) }
@@ -124,14 +144,25 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
         if ctl.alloc_needs_work() {
             if ctl.count_only() {
                 // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`.
-                return unsafe { alloc_counting::<A, true, false>(&self.inner, ctl, layout) };
+                return unsafe {
+                    alloc_counting::<A, true, false>(
+                        layout.size(),
+                        layout.align(),
+                        ctl,
+                        &self.inner,
+                    )
+                };
             }
             if ctl.counts_without_walk() {
                 // SAFETY: as above.
-                return unsafe { alloc_counting::<A, true, true>(&self.inner, ctl, layout) };
+                return unsafe {
+                    alloc_counting::<A, true, true>(layout.size(), layout.align(), ctl, &self.inner)
+                };
             }
             // SAFETY: as above.
-            return unsafe { alloc_walked::<A, true>(&self.inner, ctl, layout) };
+            return unsafe {
+                alloc_walked::<A, true>(layout.size(), layout.align(), ctl, &self.inner)
+            };
         }
         // SAFETY: as above.
         unsafe { self.inner.alloc_zeroed(layout) }
@@ -143,10 +174,20 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
         if ctl.recording() {
             if ctl.stacks() {
                 // SAFETY: the caller upholds `dealloc`'s contract.
-                return unsafe { dealloc_recorded::<A, true>(&self.inner, ctl, ptr, layout) };
+                return unsafe {
+                    dealloc_recorded::<A, true>(
+                        ptr,
+                        layout.size(),
+                        layout.align(),
+                        ctl,
+                        &self.inner,
+                    )
+                };
             }
             // SAFETY: as above.
-            return unsafe { dealloc_recorded::<A, false>(&self.inner, ctl, ptr, layout) };
+            return unsafe {
+                dealloc_recorded::<A, false>(ptr, layout.size(), layout.align(), ctl, &self.inner)
+            };
         }
         // SAFETY: as above.
         unsafe { self.inner.dealloc(ptr, layout) }
@@ -296,15 +337,17 @@ unsafe fn inner_alloc<A: GlobalAlloc, const ZEROED: bool>(inner: &A, layout: Lay
 /// The caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
 #[inline(never)]
 unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool, const SAMPLE: bool>(
-    inner: &A,
+    size: usize,
+    align: usize,
     ctl: Control,
-    layout: Layout,
+    inner: &A,
 ) -> *mut u8 {
-    let size = layout.size();
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
     let st = match thread::current().recording_state() {
-        Some(st) if small_request(size, layout.align()) => st,
+        Some(st) if small_request(size, align) => st,
         // SAFETY: forwarded contract.
-        _ => return unsafe { alloc_walked::<A, ZEROED>(inner, ctl, layout) },
+        _ => return unsafe { alloc_walked::<A, ZEROED>(size, align, ctl, inner) },
     };
     let r = st.small_requests[size];
     bump(&st.phase(ctl).small_allocs[size], 1);
@@ -313,11 +356,11 @@ unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool, const SAMPLE: bool>
     if live_small_alloc(st, r.units as i16) {
         unlikely_path();
         // SAFETY: forwarded contract.
-        return unsafe { alloc_counting_slow::<A, ZEROED>(inner, ctl, layout, true) };
+        return unsafe { alloc_counting_slow::<A, ZEROED>(size, align, ctl, inner, true) };
     }
     if SAMPLE && sample_due(st) {
         // SAFETY: forwarded contract.
-        return unsafe { alloc_counting_slow::<A, ZEROED>(inner, ctl, layout, false) };
+        return unsafe { alloc_counting_slow::<A, ZEROED>(size, align, ctl, inner, false) };
     }
     // SAFETY: forwarded contract.
     let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
@@ -349,11 +392,14 @@ fn sample_due(st: &ThreadState) -> bool {
 #[cold]
 #[inline(never)]
 unsafe fn alloc_counting_slow<A: GlobalAlloc, const ZEROED: bool>(
-    inner: &A,
+    size: usize,
+    align: usize,
     ctl: Control,
-    layout: Layout,
+    inner: &A,
     wrapped: bool,
 ) -> *mut u8 {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
     let Some(st) = thread::current().recording_state() else {
         // Not reached: `alloc_counting` found this thread recording.
         // SAFETY: forwarded contract.
@@ -371,7 +417,6 @@ unsafe fn alloc_counting_slow<A: GlobalAlloc, const ZEROED: bool>(
     }
     st.last_block.set(ptr as usize);
     if walk {
-        let size = layout.size();
         let r = SMALL_REQUESTS[size];
         sample::<false>(st, ctl, ptr, size, r.usable(), r.class as usize);
         no_tail_call();
@@ -401,12 +446,14 @@ fn unrecord_small() -> *mut u8 {
 /// As for `alloc_counting`.
 #[inline(never)]
 unsafe fn alloc_walked<A: GlobalAlloc, const ZEROED: bool>(
-    inner: &A,
+    size: usize,
+    align: usize,
     ctl: Control,
-    layout: Layout,
+    inner: &A,
 ) -> *mut u8 {
-    let size = layout.size();
-    if !ctl.recording() || !small_request(size, layout.align()) {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    if !ctl.recording() || !small_request(size, align) {
         // SAFETY: forwarded contract.
         return unsafe { alloc_general::<A, ZEROED>(inner, ctl, layout) };
     }
@@ -650,17 +697,24 @@ fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_
 /// The caller upholds `GlobalAlloc::dealloc`'s contract.
 #[inline(never)]
 unsafe fn dealloc_recorded<A: GlobalAlloc, const STACKS: bool>(
-    inner: &A,
-    ctl: Control,
     ptr: *mut u8,
-    layout: Layout,
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
 ) {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
     let Some(st) = thread::current().recording_state() else {
+        // A call, not a tail call: the one branch with a frame. Frame pointers make
+        // the compiler set up a frame in every function that has none, at its entry,
+        // unless some branch needs one anyway; then it sets it up in that branch
+        // only, and the common path of this function goes without.
         // SAFETY: forwarded contract.
-        return unsafe { dealloc_unusual(inner, ctl, ptr, layout) };
+        unsafe { dealloc_unusual(ptr, size, align, ctl, inner) };
+        no_tail_call();
+        return;
     };
-    let size = layout.size();
-    let align = layout.align();
     if small_request(size, align) {
         let r = st.small_requests[size];
         let check = record_free(ctl, STACKS, st, ptr, r.class, r.units as i16);
@@ -668,10 +722,14 @@ unsafe fn dealloc_recorded<A: GlobalAlloc, const STACKS: bool>(
         // SAFETY: forwarded contract.
         return unsafe { finish_free(inner, STACKS, st, ptr, layout, check) };
     }
-    let class = size_class::index_of(size, align);
-    if align > 16 || class > LAST_SMALL {
+    if align > 16 {
         // SAFETY: forwarded contract.
-        return unsafe { dealloc_general(inner, ctl, st, ptr, layout) };
+        return unsafe { dealloc_general(ptr, size, align, ctl, inner, st) };
+    }
+    let class = size_class::index_of(size, align);
+    if class > LAST_SMALL {
+        // SAFETY: forwarded contract.
+        return unsafe { dealloc_general(ptr, size, align, ctl, inner, st) };
     }
     let units = (size_class::usable(class, size) / LIVE_UNIT) as i16;
     let check = record_free(ctl, STACKS, st, ptr, class as u8, units);
@@ -696,11 +754,21 @@ unsafe fn finish_free<A: GlobalAlloc>(
     if check {
         let followed = stacks && lifetimes_maybe(ptr);
         // SAFETY: forwarded contract.
-        return unsafe { dealloc_then(inner, st, ptr, layout, true, followed) };
+        return unsafe {
+            dealloc_then(
+                ptr,
+                layout.size(),
+                layout.align(),
+                inner,
+                st,
+                true,
+                followed,
+            )
+        };
     }
     if stacks && lifetimes_maybe(ptr) {
         // SAFETY: forwarded contract.
-        return unsafe { dealloc_then(inner, st, ptr, layout, false, true) };
+        return unsafe { dealloc_then(ptr, layout.size(), layout.align(), inner, st, false, true) };
     }
     // SAFETY: forwarded contract.
     unsafe { inner.dealloc(ptr, layout) }
@@ -765,7 +833,15 @@ fn record_free_general(ctl: Control, st: &ThreadState, ptr: *mut u8, layout: Lay
 /// As for `dealloc_recorded`.
 #[cold]
 #[inline(never)]
-unsafe fn dealloc_unusual<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8, layout: Layout) {
+unsafe fn dealloc_unusual<A: GlobalAlloc>(
+    ptr: *mut u8,
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+) {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
     if let Some(st) = state(thread::current(), layout, false) {
         record_free_general(ctl, st, ptr, layout);
     }
@@ -781,12 +857,15 @@ unsafe fn dealloc_unusual<A: GlobalAlloc>(inner: &A, ctl: Control, ptr: *mut u8,
 #[cold]
 #[inline(never)]
 unsafe fn dealloc_general<A: GlobalAlloc>(
-    inner: &A,
-    ctl: Control,
-    st: &ThreadState,
     ptr: *mut u8,
-    layout: Layout,
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+    st: &ThreadState,
 ) {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
     record_free_general(ctl, st, ptr, layout);
     // SAFETY: forwarded contract.
     unsafe { inner.dealloc(ptr, layout) }
@@ -801,13 +880,16 @@ unsafe fn dealloc_general<A: GlobalAlloc>(
 #[cold]
 #[inline(never)]
 unsafe fn dealloc_then<A: GlobalAlloc>(
+    ptr: *mut u8,
+    size: usize,
+    align: usize,
     inner: &A,
     st: &ThreadState,
-    ptr: *mut u8,
-    layout: Layout,
     check: bool,
     followed: bool,
 ) {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
     if check {
         live_wrapped(st, false);
     }
