@@ -13,11 +13,12 @@
 //! program whose global allocator is plain `Jemalloc`.
 //!
 //! `cargo bench -p alloc-tracer --bench alloc_pair [-- ROUNDS PAIRS [NAME]]`; NAME
-//! keeps the configurations whose name contains it (plus the jemalloc baseline).
+//! keeps the configurations whose name starts with it (plus the jemalloc baseline).
 
 use alloc_tracer::{Mode, Settings, TracingAllocator};
 use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Instant;
 use tikv_jemallocator::Jemalloc;
 
@@ -32,10 +33,20 @@ const LAYOUT: Layout = match Layout::from_size_align(160, 8) {
 /// Frames below the measured loop, so that `sites` walks a full 16-frame stack.
 const NESTING: usize = 20;
 
+/// What a configuration allocates with.
+#[derive(Clone, Copy)]
+enum Allocator {
+    Jemalloc,
+    /// [`Floor`]: the reference point for `count`.
+    Floor,
+    /// The tracer (this binary's global allocator) with these settings.
+    Traced(Settings),
+}
+
 #[derive(Clone, Copy)]
 struct Config {
     name: &'static str,
-    settings: Option<Settings>,
+    allocator: Allocator,
 }
 
 /// How the loop reaches the allocator (see the module documentation).
@@ -43,6 +54,86 @@ struct Config {
 enum Path {
     Inlined,
     Called,
+}
+
+/// The least an allocator that counts can do, for reference: per-thread counters of
+/// allocations, frees and requested bytes and a count per jemalloc size class (what
+/// the design brief measured as "thread-local counters + size-class array"), in
+/// front of jemalloc, and nothing else: no phases, no live bytes, no re-entrancy
+/// guard, no thread registry, a null return counted. What `count` adds over this is
+/// the price of what it records beyond it.
+struct Floor;
+
+/// Atomics updated by a relaxed load and store, as the tracer's counters are (so
+/// that a report can read them from another thread; and so that the compiler cannot
+/// keep them in registers across a loop inlined around them).
+struct FloorCounts {
+    allocs: AtomicU64,
+    frees: AtomicU64,
+    bytes: AtomicU64,
+    classes: [AtomicU64; 32],
+}
+
+thread_local! {
+    static FLOOR: FloorCounts = const {
+        FloorCounts {
+            allocs: AtomicU64::new(0),
+            frees: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            classes: [const { AtomicU64::new(0) }; 32],
+        }
+    };
+}
+
+/// jemalloc's small size classes up to 1 KiB (16-byte quantum).
+const FLOOR_CLASSES: [usize; 21] = [
+    8, 16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896,
+    1024,
+];
+
+/// Class index by `size.div_ceil(8)`, for sizes up to 1 KiB.
+static FLOOR_CLASS_OF: [u8; 129] = {
+    let mut t = [0u8; 129];
+    let (mut i, mut c) = (0, 0);
+    while i < t.len() {
+        while FLOOR_CLASSES[c] < i * 8 {
+            c += 1;
+        }
+        t[i] = c as u8;
+        i += 1;
+    }
+    t
+};
+
+fn bump(c: &AtomicU64, by: u64) {
+    c.store(c.load(Relaxed).wrapping_add(by), Relaxed);
+}
+
+// SAFETY: forwards every call to jemalloc unchanged; counting touches only
+// thread-local counters.
+unsafe impl GlobalAlloc for Floor {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let size = layout.size();
+        let class = match FLOOR_CLASS_OF.get(size.div_ceil(8)) {
+            Some(&c) => c as usize,
+            None => 31,
+        };
+        FLOOR.with(|f| {
+            bump(&f.allocs, 1);
+            bump(&f.bytes, size as u64);
+            bump(&f.classes[class], 1);
+        });
+        // SAFETY: forwarded contract.
+        unsafe { Jemalloc.alloc(layout) }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        FLOOR.with(|f| bump(&f.frees, 1));
+        // SAFETY: forwarded contract.
+        unsafe { Jemalloc.dealloc(ptr, layout) }
+    }
 }
 
 /// Defines an out-of-line allocation and free through `$allocator`, the code the
@@ -76,70 +167,76 @@ called!(
     alloc_pair_jemalloc_dealloc,
     Jemalloc
 );
+called!(alloc_pair_floor_alloc, alloc_pair_floor_dealloc, Floor);
 called!(alloc_pair_traced_alloc, alloc_pair_traced_dealloc, GLOBAL);
 
 fn configs() -> Vec<Config> {
-    let with = |mode, lifetime_interval| {
-        Some(Settings {
+    let traced = |name, mode, lifetime_interval| Config {
+        name,
+        allocator: Allocator::Traced(Settings {
             mode,
             depth: 16,
             lifetime_interval,
-        })
+        }),
     };
     vec![
         Config {
             name: "jemalloc",
-            settings: None,
+            allocator: Allocator::Jemalloc,
         },
         Config {
-            name: "off",
-            settings: with(Mode::Off, 0),
+            name: "floor: thread-local counters + size-class array",
+            allocator: Allocator::Floor,
         },
-        Config {
-            name: "count",
-            settings: with(Mode::Count, 0),
-        },
-        Config {
-            name: "sample:1000",
-            settings: with(Mode::Sample(1000), 0),
-        },
-        Config {
-            name: "sites, depth 16, no lifetimes",
-            settings: with(Mode::Sites, 0),
-        },
-        Config {
-            name: "sites, depth 16, lifetimes 1/64",
-            settings: with(Mode::Sites, 64),
-        },
+        traced("off", Mode::Off, 0),
+        traced("count", Mode::Count, 0),
+        traced("sample:1000", Mode::Sample(1000), 0),
+        traced("sites, depth 16, no lifetimes", Mode::Sites, 0),
+        traced("sites, depth 16, lifetimes 1/64", Mode::Sites, 64),
     ]
 }
 
+/// One allocation and free of `LAYOUT` through `$alloc` and `$dealloc`.
+macro_rules! pair {
+    ($alloc:expr, $dealloc:expr) => {{
+        let p = $alloc;
+        black_box(p);
+        $dealloc(p);
+    }};
+}
+
 #[inline(never)]
-fn pairs(direct: bool, path: Path, n: usize) {
+fn pairs(allocator: Allocator, path: Path, n: usize) {
     let (size, align) = (LAYOUT.size(), LAYOUT.align());
     for _ in 0..n {
         // SAFETY: non-zero size; freed right away with the same layout.
         unsafe {
-            match (direct, path) {
-                (true, Path::Inlined) => {
-                    let p = Jemalloc.alloc(LAYOUT);
-                    black_box(p);
-                    Jemalloc.dealloc(p, LAYOUT);
+            match (allocator, path) {
+                (Allocator::Jemalloc, Path::Inlined) => {
+                    pair!(Jemalloc.alloc(LAYOUT), |p| Jemalloc.dealloc(p, LAYOUT))
                 }
-                (false, Path::Inlined) => {
-                    let p = std::alloc::alloc(LAYOUT);
-                    black_box(p);
-                    std::alloc::dealloc(p, LAYOUT);
+                (Allocator::Floor, Path::Inlined) => {
+                    pair!(Floor.alloc(LAYOUT), |p| Floor.dealloc(p, LAYOUT))
                 }
-                (true, Path::Called) => {
-                    let p = alloc_pair_jemalloc_alloc(size, align);
-                    black_box(p);
-                    alloc_pair_jemalloc_dealloc(p, size, align);
+                (Allocator::Traced(_), Path::Inlined) => {
+                    pair!(std::alloc::alloc(LAYOUT), |p| std::alloc::dealloc(
+                        p, LAYOUT
+                    ))
                 }
-                (false, Path::Called) => {
-                    let p = alloc_pair_traced_alloc(size, align);
-                    black_box(p);
-                    alloc_pair_traced_dealloc(p, size, align);
+                (Allocator::Jemalloc, Path::Called) => {
+                    pair!(alloc_pair_jemalloc_alloc(size, align), |p| {
+                        alloc_pair_jemalloc_dealloc(p, size, align)
+                    })
+                }
+                (Allocator::Floor, Path::Called) => {
+                    pair!(alloc_pair_floor_alloc(size, align), |p| {
+                        alloc_pair_floor_dealloc(p, size, align)
+                    })
+                }
+                (Allocator::Traced(_), Path::Called) => {
+                    pair!(alloc_pair_traced_alloc(size, align), |p| {
+                        alloc_pair_traced_dealloc(p, size, align)
+                    })
                 }
             }
         }
@@ -147,25 +244,24 @@ fn pairs(direct: bool, path: Path, n: usize) {
 }
 
 #[inline(never)]
-fn nested(depth: usize, direct: bool, path: Path, n: usize) -> usize {
+fn nested(depth: usize, allocator: Allocator, path: Path, n: usize) -> usize {
     if depth == 0 {
-        pairs(direct, path, n);
+        pairs(allocator, path, n);
         0
     } else {
-        black_box(nested(black_box(depth - 1), direct, path, n)) + 1
+        black_box(nested(black_box(depth - 1), allocator, path, n)) + 1
     }
 }
 
 /// ns per pair on each of `threads` threads running at once.
 fn measure(config: Config, path: Path, threads: usize, n: usize) -> f64 {
-    if let Some(s) = config.settings {
+    if let Allocator::Traced(s) = config.allocator {
         s.apply();
     }
-    let direct = config.settings.is_none();
     let start = Instant::now();
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| nested(NESTING, direct, path, n));
+            scope.spawn(|| nested(NESTING, config.allocator, path, n));
         }
     });
     let ns = start.elapsed().as_nanos() as f64 / n as f64;
@@ -202,7 +298,12 @@ fn main() {
     let configs: Vec<Config> = configs()
         .into_iter()
         .enumerate()
-        .filter(|(i, c)| *i == 0 || filter.as_ref().is_none_or(|f| c.name.contains(f.as_str())))
+        .filter(|(i, c)| {
+            *i == 0
+                || filter
+                    .as_ref()
+                    .is_none_or(|f| c.name.starts_with(f.as_str()))
+        })
         .map(|(_, c)| c)
         .collect();
     println!("alloc_pair: {rounds} rounds x {n} pairs of 160 bytes per configuration and thread");
