@@ -118,7 +118,9 @@ impl Settings {
         Ok(s)
     }
 
-    /// Makes these settings current.
+    /// Makes these settings current. A change of mode also forgets every thread's
+    /// latest block (briefly taking the registry lock), since `count` mode does not
+    /// keep it up to date.
     pub fn apply(self) {
         let sample = match self.mode {
             Mode::Sample(n) => n,
@@ -126,6 +128,9 @@ impl Settings {
         };
         control::set_intervals(sample, self.lifetime_interval);
         crate::clock::mark_start();
+        if Settings::current().mode != self.mode {
+            crate::registry::forget_latest_blocks();
+        }
         control::set_mode(self.mode.code(), self.depth);
     }
 

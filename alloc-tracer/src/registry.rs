@@ -238,6 +238,17 @@ pub(crate) fn register(state: *mut ThreadState) {
     live().push(state as usize);
 }
 
+/// Forgets every live thread's latest block (`ThreadState::last_block`): the mode is
+/// changing, and `count` mode does not keep it up to date, so a block recorded
+/// before a stretch in `count` mode must not count as a temporary after it.
+pub(crate) fn forget_latest_blocks() {
+    for &p in live().iter() {
+        // SAFETY: a registered state stays valid while the lock is held: `retire`
+        // unregisters it under the lock before freeing it. `last_block` is atomic.
+        unsafe { (*(p as *const ThreadState)).last_block.store(0, Relaxed) };
+    }
+}
+
 fn merge_table(table: &SiteTable) {
     let mut frames = [0; MAX_DEPTH];
     for slot in table.slots() {

@@ -23,7 +23,10 @@
 //! 5. **Never change the layout** passed to the inner allocator: no headers, so the
 //!    size class recorded is the one jemalloc really uses. `realloc`,
 //!    `alloc_zeroed`, over-aligned layouts and null returns pass through with
-//!    exactly the inner allocator's semantics; a null return is not recorded.
+//!    exactly the inner allocator's semantics; a null return is not recorded, but
+//!    for a small request in `count` mode, which is recorded before a tail call to
+//!    the inner allocator and so never sees its result (see the crate's "What is
+//!    exact").
 //!
 //! `tests/hot_path.rs` checks rules 1, 2 and 5 with a counting inner allocator and a
 //! held registry lock.
@@ -351,6 +354,20 @@ unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool, const SAMPLE: bool>
     };
     let r = st.small_requests[size];
     bump(&st.phase(ctl).small_allocs[size], 1);
+    if !SAMPLE {
+        // `count`: nothing to record once `A` has returned, so `A` is reached by a
+        // tail call. The branch that publishes live bytes makes a call instead, not a
+        // tail call: with a branch that needs a frame, the compiler sets one up in
+        // that branch only, and the common path goes without (see `dealloc_recorded`).
+        if live_small_alloc(st, r.units as i16) {
+            // SAFETY: forwarded contract.
+            let ptr = unsafe { alloc_count_wrapped::<A, ZEROED>(size, align, inner) };
+            no_tail_call();
+            return ptr;
+        }
+        // SAFETY: forwarded contract.
+        return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    }
     st.pending_size.set(size);
     st.pending_ctl.set(ctl);
     if live_small_alloc(st, r.units as i16) {
@@ -367,8 +384,28 @@ unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool, const SAMPLE: bool>
     if ptr.is_null() {
         return unrecord_small();
     }
-    st.last_block.set(ptr as usize);
+    st.last_block.store(ptr as usize, Relaxed);
     ptr
+}
+
+/// `alloc_counting` in `count` mode when the live-bytes counter overflowed: publishes,
+/// then allocates.
+///
+/// # Safety
+/// As for `alloc_counting`.
+#[cold]
+#[inline(never)]
+unsafe fn alloc_count_wrapped<A: GlobalAlloc, const ZEROED: bool>(
+    size: usize,
+    align: usize,
+    inner: &A,
+) -> *mut u8 {
+    if let Some(st) = thread::current().recording_state() {
+        live_wrapped(st, true);
+    }
+    // SAFETY: forwarded contract; `size` and `align` are those of the caller's
+    // `Layout`.
+    unsafe { inner_alloc::<A, ZEROED>(inner, Layout::from_size_align_unchecked(size, align)) }
 }
 
 /// `sample` mode, for an allocation not walked otherwise: counts down to the next
@@ -415,7 +452,7 @@ unsafe fn alloc_counting_slow<A: GlobalAlloc, const ZEROED: bool>(
     if ptr.is_null() {
         return unrecord_small();
     }
-    st.last_block.set(ptr as usize);
+    st.last_block.store(ptr as usize, Relaxed);
     if walk {
         let r = SMALL_REQUESTS[size];
         sample::<false>(st, ctl, ptr, size, r.usable(), r.class as usize);
@@ -566,7 +603,7 @@ fn record_alloc(
     usable: usize,
     units: i16,
 ) -> *mut u8 {
-    st.last_block.set(ptr as usize);
+    st.last_block.store(ptr as usize, Relaxed);
     let check = live_small_alloc(st, units);
     let class = class as usize;
     if !ctl.stacks() {
@@ -677,7 +714,7 @@ fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_
         }
     }
     bump(&st.requested[log_linear::size_bucket(new_size)], 1);
-    st.last_block.set(new as usize);
+    st.last_block.store(new as usize, Relaxed);
     live_bytes(st, usable as i64 - old_usable as i64);
     if !ctl.stacks() {
         st.last_slot.set(std::ptr::null());
@@ -789,17 +826,17 @@ fn record_free(
 ) -> bool {
     let p = st.phase(ctl);
     bump(&p.freed[class as usize], 1);
-    if st.last_block.get() == ptr as usize {
+    // `count` mode (no stacks) does not keep the latest block: it hands the
+    // allocation to `A` by a tail call (`alloc_counting`).
+    if stacks && st.last_block.load(Relaxed) == ptr as usize {
         bump(&p.temporaries, 1);
         let slot = st.last_slot.get();
-        // (In `count` mode `last_slot` is not kept: it may still hold a site from an
-        // earlier mode.)
-        if stacks && !slot.is_null() {
+        if !slot.is_null() {
             // SAFETY: `last_slot` points into this thread's current table; it is
             // reset whenever the table is grown or flushed.
             bump(unsafe { &(*slot).temporaries }, 1);
         }
-        st.last_block.set(0);
+        st.last_block.store(0, Relaxed);
     }
     live_small_free(st, units)
 }

@@ -14,7 +14,7 @@ use super::site_table::SiteTable;
 use super::size_class::{NUM_CLASSES, Request, SMALL_REQUEST_MAX, SMALL_REQUESTS};
 use std::cell::Cell;
 use std::ptr::{self, null_mut};
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 /// Initial number of slots in a thread's site table.
 pub const INITIAL_SLOTS: usize = 256;
@@ -77,8 +77,14 @@ pub struct OwnCounters {
 #[repr(C)]
 pub struct ThreadState {
     // Owner-only fields, first: they share a cache line.
-    /// The block of this thread's latest allocation, until freed or superseded.
-    pub last_block: Cell<usize>,
+    /// The block of this thread's latest allocation, until freed or superseded, in
+    /// the modes that count temporaries (`sample`, `sites`). Written by the owner
+    /// with relaxed stores (plain moves), and cleared by [`Settings::apply`] from
+    /// another thread when the mode changes (a block recorded before a stretch in
+    /// `count` mode, which does not keep it, is no longer the latest).
+    ///
+    /// [`Settings::apply`]: crate::Settings::apply
+    pub last_block: AtomicUsize,
     /// The site of `last_block`, if stacks are recorded.
     pub last_slot: Cell<*const super::site_table::Slot>,
     /// Size-class bytes allocated minus freed since last published to the global

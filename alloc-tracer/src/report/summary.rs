@@ -114,13 +114,18 @@ impl fmt::Display for ReportSummary {
             }
         };
         writeln!(f, "alloc-tracer report: {}", self.dir.display())?;
+        // `count` mode does not count temporaries: say so rather than print 0 %.
+        let temporaries = if self.mode == "count" {
+            "temporaries not counted".to_owned()
+        } else {
+            format!("{:.0} % temporaries", pct(self.temporaries, self.allocs))
+        };
         writeln!(
             f,
-            "  mode {}: {} allocations, {:.1} MiB requested, {:.0} % temporaries, {} call stacks",
+            "  mode {}: {} allocations, {:.1} MiB requested, {temporaries}, {} call stacks",
             self.mode,
             self.allocs,
             self.bytes_requested as f64 / (1 << 20) as f64,
-            pct(self.temporaries, self.allocs),
             self.stacks
         )?;
         if self.top.is_empty() {
