@@ -10,13 +10,14 @@ use std::ffi::CStr;
 pub enum Mode {
     /// Nothing: a pure pass-through to the inner allocator.
     Off,
-    /// Totals per phase, size-class and requested-size histograms, temporaries.
+    /// Totals per phase, size-class and requested-size histograms, live and peak
+    /// bytes.
     Count,
-    /// `Count`, plus every allocation attributed to its call stack, plus one block in
-    /// `lifetime_interval` followed to its free.
+    /// `Count`, plus temporaries, every allocation attributed to its call stack, and
+    /// one block in `lifetime_interval` followed to its free.
     Sites,
     /// `Count`, plus one allocation in N (on average, geometric intervals) attributed
-    /// to its call stack and followed to its free.
+    /// to its call stack and followed to its free; temporaries among those.
     Sample(u64),
 }
 

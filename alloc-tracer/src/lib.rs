@@ -44,7 +44,7 @@
 //! | `off` (default) | nothing: pure pass-through | about 1 ns, 11 instructions |
 //! | `count` | totals per phase, size-class and requested-size histograms, live and peak bytes | +4 to +8 ns, 78 instructions |
 //! | `sites` | `count` + temporaries + every allocation's call stack | +27 to +36 ns at depth 16 |
-//! | `sample:N` | `count` + temporaries + one allocation in N (geometric intervals) with its stack | +5 to +8 ns at N = 1000 |
+//! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack, and temporaries among those | +5 to +8 ns at N = 1000 |
 //!
 //! (The ranges are one machine's two speed states, jemalloc's own pair taking 3.8 or
 //! 6.2 ns.) Memory: every thread that allocates while recording gets a ~210 KiB
@@ -58,19 +58,20 @@
 //! # What is exact and what is estimated
 //!
 //! * Exact: allocation, free and realloc counts, requested and size-class bytes per
-//!   phase and size class; temporaries per phase in `sites` and `sample` modes; in
-//!   `sites` mode, allocations, reallocs, bytes and temporaries per call stack. A
-//!   *temporary* is a block freed before its thread's next allocation (exact, from a
-//!   one-entry per-thread record).
-//! * `count` mode keeps no record of the latest block, so it does not count
-//!   temporaries (its `temporary_count` is 0). It records a small request (8 to 1024
-//!   bytes, aligned to at most 8) before handing it to jemalloc by a tail call, so it
-//!   never sees the result: a small request the inner allocator refuses (jemalloc
-//!   only does when the process is out of memory, and Rust's infallible allocations
-//!   then abort) stays counted, as an allocation never freed. Both keep `count`'s
-//!   allocation free of any work after jemalloc returns: no frame, no saved
-//!   register, about 1 ns a pair less (BENCHMARKS.md). The other modes take a
-//!   refused request's record back.
+//!   phase and size class; in `sites` mode, temporaries per phase, and allocations,
+//!   reallocs, bytes and temporaries per call stack. A *temporary* is a block freed
+//!   before its thread's next allocation (exact, from a one-entry per-thread record).
+//! * `count` and `sample:N` record a small request (8 to 1024 bytes, aligned to at
+//!   most 8) before handing it to jemalloc by a tail call, and do nothing after it
+//!   returns (no frame, no saved register: about 1 ns a pair less, BENCHMARKS.md),
+//!   but for the one allocation in N whose stack `sample:N` samples. So they keep no
+//!   record of the latest block: `count` does not count temporaries (its
+//!   `temporary_count` is 0) and `sample:N` counts them among its sampled blocks
+//!   (reports weight them by N, like the per-site figures). And a small request the
+//!   inner allocator refuses (jemalloc does only when the process is out of memory,
+//!   and Rust's infallible allocations then abort) stays counted, as an allocation
+//!   never freed; `sites` and sampled allocations take a refused request's record
+//!   back.
 //! * Estimated: in `sample:N` mode, per-site figures are sampled counts x N (unbiased:
 //!   each allocation is sampled independently with probability 1/N). Lifetimes, frees
 //!   and live bytes per site come from followed blocks (one in `ALLOC_TRACE_LIFETIMES`,

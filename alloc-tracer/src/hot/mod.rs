@@ -24,9 +24,9 @@
 //!    size class recorded is the one jemalloc really uses. `realloc`,
 //!    `alloc_zeroed`, over-aligned layouts and null returns pass through with
 //!    exactly the inner allocator's semantics; a null return is not recorded, but
-//!    for a small request in `count` mode, which is recorded before a tail call to
-//!    the inner allocator and so never sees its result (see the crate's "What is
-//!    exact").
+//!    for a small request in `count` mode or not sampled in `sample` mode, which is
+//!    recorded before a tail call to the inner allocator and so never sees its
+//!    result (see the crate's "What is exact").
 //!
 //! `tests/hot_path.rs` checks rules 1, 2 and 5 with a counting inner allocator and a
 //! held registry lock.
@@ -327,14 +327,14 @@ unsafe fn inner_alloc<A: GlobalAlloc, const ZEROED: bool>(inner: &A, layout: Lay
     }
 }
 
-/// Allocation in mode `count` or (`SAMPLE`) `sample`, mode read, recording. Out of line, so
-/// that the entry point stays a load, two tests and a jump. A small request
-/// (`small_request`, nearly all of them) is recorded before `A` is called, so that
-/// only the thread state has to be kept across that call (for the last-block
-/// record), in one saved register; a null return takes the record back
-/// (`unrecord_small`, from `pending_size` and `pending_ctl`). Live bytes to publish
-/// or a sampled stack due go to `alloc_counting_slow`, anything else to
-/// `alloc_walked`, by tail calls.
+/// Allocation in mode `count` or (`SAMPLE`) `sample`, mode read, recording. Out of
+/// line, so that the entry point stays a load, two tests and a jump. A small request
+/// (`small_request`, nearly all of them) is recorded, then handed to `A` by a tail
+/// call: nothing is done after `A` returns, so this function saves no register and
+/// sets up no frame, and a request `A` refuses stays counted. In `sample` mode the
+/// one allocation in N whose stack is sampled goes on to `alloc_sampled`, which
+/// calls `A` and records the site; anything not small, the thread's first call and
+/// the tracer's own go to `alloc_walked`; both by tail calls.
 ///
 /// # Safety
 /// The caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
@@ -354,11 +354,17 @@ unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool, const SAMPLE: bool>
     };
     let r = st.small_requests[size];
     bump(&st.phase(ctl).small_allocs[size], 1);
-    if !SAMPLE {
-        // `count`: nothing to record once `A` has returned, so `A` is reached by a
-        // tail call. The branch that publishes live bytes makes a call instead, not a
-        // tail call: with a branch that needs a frame, the compiler sets one up in
-        // that branch only, and the common path goes without (see `dealloc_recorded`).
+    if !SAMPLE || !sample_due(st) {
+        // `count`, or `sample` for all but one allocation in N: nothing to record
+        // once `A` has returned, so `A` is reached by a tail call. The branch that
+        // publishes live bytes makes a call instead, not a tail call: with a branch
+        // that needs a frame, the compiler sets one up in that branch only, and the
+        // common path goes without (see `dealloc_recorded`).
+        if SAMPLE {
+            // The latest block is now one without a site: freeing the one before
+            // is not a temporary's. (`count` keeps no latest block.)
+            st.last_block.store(0, Relaxed);
+        }
         if live_small_alloc(st, r.units as i16) {
             // SAFETY: forwarded contract.
             let ptr = unsafe { alloc_count_wrapped::<A, ZEROED>(size, align, inner) };
@@ -368,24 +374,12 @@ unsafe fn alloc_counting<A: GlobalAlloc, const ZEROED: bool, const SAMPLE: bool>
         // SAFETY: forwarded contract.
         return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
     }
+    // `sample`, the allocation whose stack is sampled.
     st.pending_size.set(size);
     st.pending_ctl.set(ctl);
-    if live_small_alloc(st, r.units as i16) {
-        unlikely_path();
-        // SAFETY: forwarded contract.
-        return unsafe { alloc_counting_slow::<A, ZEROED>(size, align, ctl, inner, true) };
-    }
-    if SAMPLE && sample_due(st) {
-        // SAFETY: forwarded contract.
-        return unsafe { alloc_counting_slow::<A, ZEROED>(size, align, ctl, inner, false) };
-    }
+    let wrapped = live_small_alloc(st, r.units as i16);
     // SAFETY: forwarded contract.
-    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
-    if ptr.is_null() {
-        return unrecord_small();
-    }
-    st.last_block.store(ptr as usize, Relaxed);
-    ptr
+    unsafe { alloc_sampled::<A, ZEROED>(size, align, ctl, inner, wrapped) }
 }
 
 /// `alloc_counting` in `count` mode when the live-bytes counter overflowed: publishes,
@@ -413,22 +407,22 @@ unsafe fn alloc_count_wrapped<A: GlobalAlloc, const ZEROED: bool>(
 /// site.)
 #[inline(always)]
 fn sample_due(st: &ThreadState) -> bool {
-    st.last_slot.set(std::ptr::null());
     let left = st.sample_countdown.get().wrapping_sub(1);
     st.sample_countdown.set(left);
     left == 0
 }
 
-/// `alloc_counting` with live bytes to publish (`wrapped`: its counter overflowed;
-/// the sample countdown not yet taken) or else a sampled stack due: the counters
-/// are already recorded. Reached by a tail call, so `sample` finds the same one frame
-/// of the tracer's below it as from `alloc_walked`.
+/// `alloc_counting` in `sample` mode for the allocation whose stack is sampled, its
+/// counters already recorded (and live bytes to publish when `wrapped`: the counter
+/// overflowed). Calls `A`, then records the site, the latest block and, on a null
+/// return, takes the counters back. Reached by a tail call, so `sample` finds the
+/// same one frame of the tracer's below it as from `alloc_walked`.
 ///
 /// # Safety
 /// As for `alloc_counting`.
 #[cold]
 #[inline(never)]
-unsafe fn alloc_counting_slow<A: GlobalAlloc, const ZEROED: bool>(
+unsafe fn alloc_sampled<A: GlobalAlloc, const ZEROED: bool>(
     size: usize,
     align: usize,
     ctl: Control,
@@ -446,18 +440,18 @@ unsafe fn alloc_counting_slow<A: GlobalAlloc, const ZEROED: bool>(
         // Before `A`: `unrecord_small` needs a counter that has not wrapped.
         live_wrapped(st, true);
     }
-    let walk = ctl.stacks() && (!wrapped || sample_due(st));
     // SAFETY: forwarded contract.
     let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
     if ptr.is_null() {
+        // The sample passes to the next allocation (the countdown, now 0, would
+        // otherwise wrap).
+        st.sample_countdown.set(1);
         return unrecord_small();
     }
     st.last_block.store(ptr as usize, Relaxed);
-    if walk {
-        let r = SMALL_REQUESTS[size];
-        sample::<false>(st, ctl, ptr, size, r.usable(), r.class as usize);
-        no_tail_call();
-    }
+    let r = SMALL_REQUESTS[size];
+    sample::<false>(st, ctl, ptr, size, r.usable(), r.class as usize);
+    no_tail_call();
     ptr
 }
 
@@ -603,18 +597,8 @@ fn record_alloc(
     usable: usize,
     units: i16,
 ) -> *mut u8 {
-    st.last_block.store(ptr as usize, Relaxed);
     let check = live_small_alloc(st, units);
-    let class = class as usize;
-    if !ctl.stacks() {
-        st.last_slot.set(std::ptr::null());
-    } else if ctl.mode() == MODE_SITES {
-        record_site::<false>(st, ctl, ptr, size, usable, class);
-        no_tail_call();
-    } else if sample_due(st) {
-        sample::<false>(st, ctl, ptr, size, usable, class);
-        no_tail_call();
-    }
+    site_and_latest::<false>(st, ctl, ptr, size, usable, class as usize);
     if check {
         // Last, so that nothing is kept across the call.
         return live_wrapped_then(st, ptr);
@@ -714,16 +698,37 @@ fn record_realloc(ctl: Control, old: *mut u8, layout: Layout, new: *mut u8, new_
         }
     }
     bump(&st.requested[log_linear::size_bucket(new_size)], 1);
-    st.last_block.store(new as usize, Relaxed);
     live_bytes(st, usable as i64 - old_usable as i64);
+    site_and_latest::<true>(st, ctl, new, new_size, usable, class);
+}
+
+/// The site of an allocation or realloc recorded out of `alloc_counting`, and the
+/// thread's latest block, by mode: `count` keeps neither; `sites` records both;
+/// `sample` records both for the one allocation in N whose stack is sampled, and
+/// for any other forgets the latest block (temporaries are counted for sampled
+/// blocks only).
+#[inline(always)]
+fn site_and_latest<const REALLOC: bool>(
+    st: &ThreadState,
+    ctl: Control,
+    ptr: *mut u8,
+    size: usize,
+    usable: usize,
+    class: usize,
+) {
     if !ctl.stacks() {
-        st.last_slot.set(std::ptr::null());
-    } else if ctl.mode() == MODE_SITES {
-        record_site::<true>(st, ctl, new, new_size, usable, class);
+        return;
+    }
+    if ctl.mode() == MODE_SITES {
+        st.last_block.store(ptr as usize, Relaxed);
+        record_site::<REALLOC>(st, ctl, ptr, size, usable, class);
         no_tail_call();
     } else if sample_due(st) {
-        sample::<true>(st, ctl, new, new_size, usable, class);
+        st.last_block.store(ptr as usize, Relaxed);
+        sample::<REALLOC>(st, ctl, ptr, size, usable, class);
         no_tail_call();
+    } else {
+        st.last_block.store(0, Relaxed);
     }
 }
 
@@ -827,7 +832,8 @@ fn record_free(
     let p = st.phase(ctl);
     bump(&p.freed[class as usize], 1);
     // `count` mode (no stacks) does not keep the latest block: it hands the
-    // allocation to `A` by a tail call (`alloc_counting`).
+    // allocation to `A` by a tail call (`alloc_counting`). Nor does `sample` but for
+    // sampled blocks, so a temporary there is a sampled one.
     if stacks && st.last_block.load(Relaxed) == ptr as usize {
         bump(&p.temporaries, 1);
         let slot = st.last_slot.get();
@@ -987,7 +993,7 @@ fn count_in_slot<const REALLOC: bool>(slot: &Slot, size: usize, usable: usize) {
 fn site_slot(st: &ThreadState, ctl: Control, class: usize) -> &Slot {
     let seed = pack_meta(ctl.phase(), class, 0);
     // The innermost return addresses are the tracer's own: the one into the
-    // recording function (`alloc_walked`, `alloc_counting_slow`, `alloc_general` or `record_realloc`),
+    // recording function (`alloc_walked`, `alloc_sampled`, `alloc_general` or `record_realloc`),
     // always, so it is walked over here; and the one into the allocator entry point,
     // unless that entry was inlined into the program's code or reached the recording
     // function by a jump, so it is kept and the report drops it if it is all tracer.

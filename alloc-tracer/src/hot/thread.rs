@@ -78,7 +78,9 @@ pub struct OwnCounters {
 pub struct ThreadState {
     // Owner-only fields, first: they share a cache line.
     /// The block of this thread's latest allocation, until freed or superseded, in
-    /// the modes that count temporaries (`sample`, `sites`). Written by the owner
+    /// `sites` mode; in `sample` mode, only if that allocation was sampled (0 after
+    /// any other), so that temporaries are counted among sampled blocks. Not kept in
+    /// `count` mode. Written by the owner
     /// with relaxed stores (plain moves), and cleared by [`Settings::apply`] from
     /// another thread when the mode changes (a block recorded before a stretch in
     /// `count` mode, which does not keep it, is no longer the latest).

@@ -301,7 +301,7 @@ fn write_snapshot(
         file: schema::REQUESTED_SIZES.file,
         rows,
     });
-    let rows = write_phases(&tmp, snap, &phase_name)?;
+    let rows = write_phases(&tmp, snap, &phase_name, weight)?;
     tables.push(TableInfo {
         file: schema::PHASES.file,
         rows,
@@ -320,7 +320,7 @@ fn write_snapshot(
         bytes_requested: c.total(|p| p.bytes_requested),
         bytes_allocated: c.total(|p| p.bytes_allocated),
         bytes_freed: c.total(|p| p.bytes_freed),
-        temporary_count: c.total(|p| p.temporaries),
+        temporary_count: c.total(|p| p.temporaries) * weight,
         sampled_count: c.total(|p| p.sampled),
         live_bytes_end: c.total(|p| p.bytes_allocated) as i64 - c.total(|p| p.bytes_freed) as i64,
         peak_live_bytes: crate::hot::PEAK_BYTES.load(std::sync::atomic::Ordering::Relaxed),
@@ -344,7 +344,7 @@ fn write_snapshot(
         stack_depth: snap.settings.depth,
         sample_interval: weight,
         lifetime_interval: lifetime_weight,
-        weights: "alloc_count, realloc_count, bytes_* and temporary_count in sites.parquet are sampled counts x sample_interval; followed_* counts are raw, live_bytes_estimate is scaled by lifetime_interval",
+        weights: "alloc_count, realloc_count, bytes_* and temporary_count in sites.parquet, and temporary_count in phases.parquet and these totals, are sampled counts x sample_interval; followed_* counts are raw, live_bytes_estimate is scaled by lifetime_interval",
         requested_bytes_percentiles: requested_percentiles(c),
         tracer: TracerOwn {
             alloc_count: c.own_allocs,
@@ -642,10 +642,13 @@ fn requested_percentiles(c: &Counts) -> RequestedPercentiles {
     }
 }
 
+/// `weight`: what a sampled temporary stands for (`sample_interval`; 1 in `sites`
+/// mode, where every block's is counted).
 fn write_phases(
     dir: &Path,
     snap: &Snapshot,
     phase_name: &dyn Fn(usize) -> String,
+    weight: u64,
 ) -> Result<usize, Error> {
     let start_ns = crate::clock::start_ns();
     let mut cols: Vec<Vec<u64>> = vec![vec![]; 8];
@@ -670,7 +673,7 @@ fn write_phases(
             t.bytes_requested,
             t.bytes_allocated,
             t.bytes_freed,
-            t.temporaries,
+            t.temporaries * weight,
         ]) {
             col.push(v);
         }
