@@ -30,15 +30,17 @@ def totals(report: Report) -> pl.DataFrame:
 
 def phases(report: Report) -> pl.DataFrame:
     """phases.parquet with wall time in seconds, allocations per second of the phase,
-    and the temporaries' share of its allocations."""
+    and the temporaries' share of its allocations (null in `count` mode, which does
+    not count temporaries: its temporary_count is 0)."""
+    counted = report.manifest.get("mode") != "count"
     return report.phases.with_columns(
         wall_s=pl.col("wall_ns") / 1e9,
         allocs_per_s=pl.when(pl.col("wall_ns") > 0)
         .then(pl.col("alloc_count") / (pl.col("wall_ns") / 1e9))
         .otherwise(None),
-        temporary_share=pl.when(pl.col("alloc_count") > 0)
+        temporary_share=pl.when(pl.lit(counted) & (pl.col("alloc_count") > 0))
         .then(pl.col("temporary_count") / pl.col("alloc_count"))
-        .otherwise(0.0),
+        .otherwise(pl.lit(0.0 if counted else None, dtype=pl.Float64)),
     ).sort("phase_id")
 
 
