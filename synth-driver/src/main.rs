@@ -74,8 +74,9 @@ struct Cli {
 
 #[derive(Args, Debug)]
 struct TraceArgs {
-    /// What the tracer records: off (plain jemalloc, the baseline), count, sites or
-    /// sample:N.
+    /// What the tracer records: off (plain jemalloc, the baseline), count (totals,
+    /// no temporaries), sites (every stack, temporaries exact) or sample:N (one
+    /// stack in N; temporaries among those, times N).
     #[arg(long, default_value = "off", value_parser = parse_mode, global = true)]
     trace: Mode,
     /// Frames kept per call stack (1 to 30).
@@ -632,8 +633,16 @@ impl Runner<'_> {
                 synth_seconds,
                 trace: self.trace.name(),
                 allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
-                temporaries: traced
-                    .then(|| after.total(|p| p.temporaries) - before.total(|p| p.temporaries)),
+                // Exact in `sites` mode; counted among sampled blocks in `sample:N`
+                // (times N, an estimate); not counted in `count` mode.
+                temporaries: match self.trace {
+                    Mode::Sites => Some(1),
+                    Mode::Sample(n) => Some(n),
+                    Mode::Count | Mode::Off => None,
+                }
+                .map(|weight| {
+                    (after.total(|p| p.temporaries) - before.total(|p| p.temporaries)) * weight
+                }),
                 enforce_allocs: enforce,
                 enforce_allocs_per_row: enforce
                     .filter(|_| shape.rows > 0)
@@ -675,8 +684,11 @@ fn print_iteration(out: &mut dyn Write, r: &IterationReport, json: bool) -> Resu
             r.variant,
             r.trace
         )?;
-        if let (Some(a), Some(t)) = (r.allocs, r.temporaries) {
-            write!(out, ", {a} allocations, {t} temporaries")?;
+        if let Some(a) = r.allocs {
+            write!(out, ", {a} allocations")?;
+        }
+        if let Some(t) = r.temporaries {
+            write!(out, ", {t} temporaries")?;
         }
         if let Some(e) = r.enforce_allocs {
             write!(out, ", {e} in enforce")?;
