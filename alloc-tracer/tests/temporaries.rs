@@ -3,7 +3,7 @@
 //! among sampled blocks only in `sample:N`, not counted in `count` mode; and a block
 //! that was the latest before a stretch in `count` mode (which does not keep the
 //! latest block) is not taken for a temporary after it. (`sampled_stacks.rs` checks
-//! the estimate at N = 8.)
+//! the estimate at N = 8.) One test: the mode is process-wide state.
 
 use alloc_tracer::{Mode, Settings, TracingAllocator};
 use std::hint::black_box;
@@ -47,6 +47,11 @@ fn workload() {
 }
 
 #[test]
+fn temporaries_by_mode() {
+    counted_in_sites_and_sample_modes_only();
+    a_stretch_in_count_mode_ends_the_latest_block();
+}
+
 fn counted_in_sites_and_sample_modes_only() {
     for (mode, expected) in [
         (Mode::Sites, 200),
@@ -65,7 +70,6 @@ fn counted_in_sites_and_sample_modes_only() {
     apply(Mode::Off);
 }
 
-#[test]
 fn a_stretch_in_count_mode_ends_the_latest_block() {
     for stacks in [Mode::Sample(1), Mode::Sites] {
         apply(stacks);
