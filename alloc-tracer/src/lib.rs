@@ -46,12 +46,13 @@
 //! | `sites` | `count` + temporaries + every allocation's call stack | +29 ns, 378 instructions at depth 16 |
 //! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack, and temporaries among those | +2.8 ns, 59 instructions at N = 1000 |
 //!
-//! (One 2-core VM in its fast state, jemalloc's own pair taking 4.9 ns, called from
-//! another crate as most allocations are; in its slow state every row, jemalloc's
-//! included, costs 1.6 to 1.9 times more.) On a whole synthesis, `count` adds about
-//! 1 %, `sample:1000` 3 % and `sites` 28 %. Memory: every thread that allocates
-//! while recording gets a ~210 KiB state (counters for 16 phases, one per request
-//! size up to 1 KiB), plus a site table in `sites` and `sample` modes.
+//! (One 2-core VM in its fast state, jemalloc's own pair taking 4.9 ns, called out of
+//! line as `__rust_alloc` is; inlined into the caller, as most frees of a synthesis
+//! are, every mode reads up to 1 ns more; in the VM's slow state every row,
+//! jemalloc's included, costs 1.6 to 1.9 times more.) On a whole synthesis, `count`
+//! adds about 1 %, `sample:1000` 3 % and `sites` 28 %. Memory: every thread that
+//! allocates while recording gets a ~210 KiB state (counters for 16 phases, one per
+//! request size up to 1 KiB), plus a site table in `sites` and `sample` modes.
 //!
 //! `ALLOC_TRACE_DEPTH` (default 16, at most 30) bounds stacks; `ALLOC_TRACE_LIFETIMES`
 //! (default 64) follows one block in N to its free in `sites` mode; `sample:N` follows

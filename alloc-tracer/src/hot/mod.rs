@@ -102,7 +102,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
     // its own copy of the recording path, with no mode tests inside. So `off` saves no
     // registers and adds no frame. The recording functions take the layout's size and
     // alignment where the compiler's `__rust_alloc` and `__rust_dealloc` (which is
-    // what these entry points become, out of line, for every caller outside the
+    // what these entry points become, out of line, for code compiled outside the
     // crate that declares the global allocator) receive them, control word next,
     // inner allocator last: the entry's jump then moves no argument.
 
