@@ -41,16 +41,16 @@
 //!
 //! | `ALLOC_TRACE` | records | added per malloc+free pair (BENCHMARKS.md) |
 //! |---|---|---|
-//! | `off` (default) | nothing: pure pass-through | +0.3 ns, 7 instructions |
-//! | `count` | totals per phase, size-class and requested-size histograms, live and peak bytes | +1.7 ns, 39 instructions |
-//! | `sites` | `count` + temporaries + every allocation's call stack | +29 ns, 378 instructions at depth 16 |
-//! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack, and temporaries among those | +2.8 ns, 59 instructions at N = 1000 |
+//! | `off` (default) | nothing: pure pass-through | +0.2 ns, 6 to 7 instructions |
+//! | `count` | totals per phase, size-class and requested-size histograms, live and peak bytes | +1.4 to +1.8 ns, 39 to 52 instructions |
+//! | `sites` | `count` + temporaries + every allocation's call stack | +28 to +29 ns, 379 to 394 instructions at depth 16 |
+//! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack, and temporaries among those | +2.5 to +2.8 ns, 59 to 73 instructions at N = 1000 |
 //!
-//! (One 2-core VM in its fast state, jemalloc's own pair taking 4.9 ns, called out of
-//! line as `__rust_alloc` is; inlined into the caller, as most frees of a synthesis
-//! are, every mode reads up to 1 ns more; in the VM's slow state every row,
-//! jemalloc's included, costs 1.6 to 1.9 times more.) On a whole synthesis, `count`
-//! adds about 1 %, `sample:1000` 3 % and `sites` 28 %. Memory: every thread that
+//! (One 2-core VM in its fast state, jemalloc's own pair taking about 5 ns; the
+//! ranges are the entry points inlined into the caller and called out of line as
+//! `__rust_alloc` is. In the VM's slow state every row, jemalloc's included, costs
+//! 1.6 to 1.9 times more.) On a whole synthesis, `count` adds about 1 %,
+//! `sample:1000` 3 % and `sites` 28 %. Memory: every thread that
 //! allocates while recording gets a ~210 KiB state (counters for 16 phases, one per
 //! request size up to 1 KiB), plus a site table in `sites` and `sample` modes.
 //!
