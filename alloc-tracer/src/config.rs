@@ -121,7 +121,9 @@ impl Settings {
 
     /// Makes these settings current. A change of mode also forgets every thread's
     /// latest block (briefly taking the registry lock), since `count` mode does not
-    /// keep it up to date.
+    /// keep it up to date. A new sample or lifetime interval takes effect on each
+    /// thread at its next sampled or followed allocation: the countdown to that one
+    /// was drawn under the interval before.
     pub fn apply(self) {
         let sample = match self.mode {
             Mode::Sample(n) => n,

@@ -148,7 +148,8 @@ pub fn phases() -> Vec<PhaseTime> {
 
 /// Stops recording until the returned guard is dropped (nests). Allocations and frees
 /// made meanwhile are not counted at all, so live-byte figures are off by whatever a
-/// paused region leaves allocated or frees.
+/// paused region leaves allocated or frees. Resuming forgets every thread's latest
+/// block: a block allocated before the pause is not a temporary when freed after it.
 #[must_use = "recording resumes when the guard is dropped"]
 pub struct PauseGuard {
     was_paused: bool,
@@ -163,6 +164,10 @@ pub fn pause() -> PauseGuard {
 
 impl Drop for PauseGuard {
     fn drop(&mut self) {
+        if !self.was_paused {
+            // Allocations made while paused were not recorded as the latest.
+            crate::registry::forget_latest_blocks();
+        }
         control::set_paused(self.was_paused);
     }
 }

@@ -238,9 +238,10 @@ pub(crate) fn register(state: *mut ThreadState) {
     live().push(state as usize);
 }
 
-/// Forgets every live thread's latest block (`ThreadState::last_block`): the mode is
-/// changing, and `count` mode does not keep it up to date, so a block recorded
-/// before a stretch in `count` mode must not count as a temporary after it.
+/// Forgets every live thread's latest block (`ThreadState::last_block`) when
+/// recording resumes or the mode changes: a pause records nothing, and `count` mode
+/// does not keep the latest block, so a block recorded before such a stretch must
+/// not count as a temporary after it.
 pub(crate) fn forget_latest_blocks() {
     for &p in live().iter() {
         // SAFETY: a registered state stays valid while the lock is held: `retire`

@@ -2,7 +2,8 @@
 //! phase totals in `sites` mode and in `sample:1` (every block sampled), counted
 //! among sampled blocks only in `sample:N`, not counted in `count` mode; and a block
 //! that was the latest before a stretch in `count` mode (which does not keep the
-//! latest block) is not taken for a temporary after it. (`sampled_stacks.rs` checks
+//! latest block) or a pause (which records nothing) is not taken for a temporary
+//! after it. (`sampled_stacks.rs` checks
 //! the estimate at N = 8.) One test: the mode is process-wide state.
 
 use alloc_tracer::{Mode, Settings, TracingAllocator};
@@ -50,17 +51,14 @@ fn workload() {
 fn temporaries_by_mode() {
     counted_in_sites_and_sample_modes_only();
     a_stretch_in_count_mode_ends_the_latest_block();
+    a_pause_ends_the_latest_block();
+    // Last: a thread keeps the countdown to its next sample across a change of
+    // interval, so after this one `sample:1` would sample nothing for a long while.
+    counted_among_sampled_blocks_only();
 }
 
 fn counted_in_sites_and_sample_modes_only() {
-    for (mode, expected) in [
-        (Mode::Sites, 200),
-        (Mode::Sample(1), 200),
-        // Not one of these 300 blocks sampled (after the first allocation, whose
-        // countdown may be left from the mode before).
-        (Mode::Sample(1 << 40), 0),
-        (Mode::Count, 0),
-    ] {
+    for (mode, expected) in [(Mode::Sites, 200), (Mode::Sample(1), 200), (Mode::Count, 0)] {
         apply(mode);
         drop(block(0));
         let before = temporaries();
@@ -84,5 +82,31 @@ fn a_stretch_in_count_mode_ends_the_latest_block() {
         drop(kept);
         assert_eq!(temporaries() - before, 0, "{stacks:?}");
     }
+    apply(Mode::Off);
+}
+
+fn a_pause_ends_the_latest_block() {
+    for stacks in [Mode::Sample(1), Mode::Sites] {
+        apply(stacks);
+        let kept = block(1);
+        {
+            let _paused = alloc_tracer::pause();
+            drop(block(2));
+        }
+        let before = temporaries();
+        drop(kept);
+        assert_eq!(temporaries() - before, 0, "{stacks:?}");
+    }
+    apply(Mode::Off);
+}
+
+fn counted_among_sampled_blocks_only() {
+    apply(Mode::Sample(1 << 40));
+    // The first allocation may take a countdown left from `sample:1`; after it, not
+    // one of these 300 blocks is sampled.
+    drop(block(0));
+    let before = temporaries();
+    workload();
+    assert_eq!(temporaries() - before, 0);
     apply(Mode::Off);
 }
