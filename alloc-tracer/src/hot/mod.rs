@@ -108,67 +108,14 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
 
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let ctl = control::load();
-        if ctl.alloc_needs_work() {
-            if ctl.count_only() {
-                // SAFETY: the caller upholds `alloc`'s contract for `layout`.
-                return unsafe {
-                    alloc_counting::<A, false, false>(
-                        layout.size(),
-                        layout.align(),
-                        ctl,
-                        &self.inner,
-                    )
-                };
-            }
-            if ctl.counts_without_walk() {
-                // SAFETY: as above.
-                return unsafe {
-                    alloc_counting::<A, false, true>(
-                        layout.size(),
-                        layout.align(),
-                        ctl,
-                        &self.inner,
-                    )
-                };
-            }
-            // SAFETY: as above.
-            return unsafe {
-                alloc_walked::<A, false>(layout.size(), layout.align(), ctl, &self.inner)
-            };
-        }
-        // SAFETY: as above.
-        unsafe { self.inner.alloc(layout) }
+        // SAFETY: the caller upholds `alloc`'s contract for `layout`.
+        unsafe { entry_alloc::<A, false>(&self.inner, layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let ctl = control::load();
-        if ctl.alloc_needs_work() {
-            if ctl.count_only() {
-                // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`.
-                return unsafe {
-                    alloc_counting::<A, true, false>(
-                        layout.size(),
-                        layout.align(),
-                        ctl,
-                        &self.inner,
-                    )
-                };
-            }
-            if ctl.counts_without_walk() {
-                // SAFETY: as above.
-                return unsafe {
-                    alloc_counting::<A, true, true>(layout.size(), layout.align(), ctl, &self.inner)
-                };
-            }
-            // SAFETY: as above.
-            return unsafe {
-                alloc_walked::<A, true>(layout.size(), layout.align(), ctl, &self.inner)
-            };
-        }
-        // SAFETY: as above.
-        unsafe { self.inner.alloc_zeroed(layout) }
+        // SAFETY: the caller upholds `alloc_zeroed`'s contract for `layout`.
+        unsafe { entry_alloc::<A, true>(&self.inner, layout) }
     }
 
     #[inline]
@@ -209,6 +156,31 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for TracingAllocator<A> {
         }
         new
     }
+}
+
+/// The entry point of `alloc` and (`ZEROED`) `alloc_zeroed`: the control word's
+/// test, then the recording function of the mode, or `A`.
+///
+/// # Safety
+/// The caller upholds `GlobalAlloc::alloc`'s contract for `layout`.
+#[inline(always)]
+unsafe fn entry_alloc<A: GlobalAlloc, const ZEROED: bool>(inner: &A, layout: Layout) -> *mut u8 {
+    let ctl = control::load();
+    let (size, align) = (layout.size(), layout.align());
+    if ctl.alloc_needs_work() {
+        if ctl.count_only() {
+            // SAFETY: forwarded contract.
+            return unsafe { alloc_counting::<A, ZEROED, false>(size, align, ctl, inner) };
+        }
+        if ctl.counts_without_walk() {
+            // SAFETY: forwarded contract.
+            return unsafe { alloc_counting::<A, ZEROED, true>(size, align, ctl, inner) };
+        }
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_walked::<A, ZEROED>(size, align, ctl, inner) };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { inner_alloc::<A, ZEROED>(inner, layout) }
 }
 
 #[inline(always)]
