@@ -16,8 +16,9 @@
 //! come through `__rust_alloc` (`RawVec`'s growth path) while nearly every free is
 //! inlined into a `drop_in_place` instantiated in the driver's crate.
 //!
-//! `cargo bench -p alloc-tracer --bench alloc_pair [-- ROUNDS PAIRS [NAME]]`; NAME
-//! keeps the configurations whose name starts with it (plus the jemalloc baseline).
+//! `cargo bench -p alloc-tracer --bench alloc_pair [-- ROUNDS PAIRS [NAME] [inlined |
+//! called]]`; NAME keeps the configurations whose name starts with it (plus the
+//! jemalloc baseline), `inlined` or `called` one way only.
 
 use alloc_tracer::{Mode, Settings, TracingAllocator};
 use std::alloc::{GlobalAlloc, Layout};
@@ -41,7 +42,7 @@ const NESTING: usize = 20;
 #[derive(Clone, Copy)]
 enum Allocator {
     Jemalloc,
-    /// [`Floor`]: the reference point for `count`.
+    /// [`Floor`]: the design brief's reference point for `count`.
     Floor,
     /// The tracer (this binary's global allocator) with these settings.
     Traced(Settings),
