@@ -21,6 +21,9 @@ unsafe impl GlobalAlloc for Exhausted {
     }
 }
 
+/// A sample interval under which none of this test's allocations is sampled.
+const NEVER_SAMPLED: u64 = 1 << 40;
+
 fn totals() -> alloc_tracer::PhaseTotals {
     let c = alloc_tracer::counts();
     let mut t = alloc_tracer::PhaseTotals::default();
@@ -47,7 +50,7 @@ fn passes_through_with_inner_semantics() {
         Mode::Count,
         Mode::Sample(1),
         Mode::Sample(3),
-        Mode::Sample(1 << 40),
+        Mode::Sample(NEVER_SAMPLED),
     ] {
         eprintln!("mode {mode:?}");
         check(mode);
@@ -137,7 +140,7 @@ fn check(mode: Mode) {
             .checked_sub(1)
             .expect("the 64-byte block is counted");
         match mode {
-            Mode::Count | Mode::Sample(0x100_0000_0000) => assert_eq!(refused_counted, 2),
+            Mode::Count | Mode::Sample(NEVER_SAMPLED) => assert_eq!(refused_counted, 2),
             // Each sampled or not, at random.
             Mode::Sample(3) => assert!(refused_counted <= 2),
             _ => assert_eq!(refused_counted, 0),
