@@ -61,7 +61,7 @@ impl Mode {
 }
 
 /// Largest stack depth (frames of the program; the tracer walks two of its own more).
-pub const MAX_DEPTH: usize = crate::hot::stack::MAX_DEPTH - crate::hot::OWN_FRAMES;
+pub const MAX_DEPTH: usize = crate::hot::stack::MAX_DEPTH - crate::hot::sites::OWN_FRAMES;
 
 /// Default stack depth.
 pub const DEFAULT_DEPTH: usize = 16;
@@ -130,7 +130,7 @@ impl Settings {
             _ => 1,
         };
         control::set_intervals(sample, self.lifetime_interval);
-        crate::clock::mark_start();
+        crate::hot::clock::mark_start();
         if Settings::current().mode != self.mode {
             crate::registry::forget_latest_blocks();
         }
@@ -166,33 +166,6 @@ pub(crate) fn getenv(name: &CStr) -> Option<&'static str> {
     }
     // SAFETY: as above.
     unsafe { CStr::from_ptr(p) }.to_str().ok()
-}
-
-/// Decides the mode at the first allocation, from the environment. Cold, once.
-/// Allocation-free on the success path; on a bad setting it writes one line to
-/// standard error (with `write(2)`, which does not allocate) and stays off.
-pub(crate) fn init_from_env() {
-    let settings = Settings::from_env();
-    let (settings, bad) = match settings {
-        Ok(s) => (s, false),
-        Err(_) => (Settings::default(), true),
-    };
-    let sample = match settings.mode {
-        Mode::Sample(n) => n,
-        _ => 1,
-    };
-    control::set_intervals(sample, settings.lifetime_interval);
-    crate::clock::mark_start();
-    if control::init_mode(settings.mode.code(), settings.depth) {
-        if bad {
-            let msg = b"alloc-tracer: ignoring invalid ALLOC_TRACE* settings (expected ALLOC_TRACE=off|count|sites|sample:N, ALLOC_TRACE_DEPTH=1..30, ALLOC_TRACE_LIFETIMES=N); tracing is off\n";
-            // SAFETY: writes a static buffer to fd 2.
-            unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
-        }
-        if settings.mode != Mode::Off {
-            crate::session::arm_exit_report();
-        }
-    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,8 @@
 //! tikv-jemallocator's prefixed symbols (heaptrack, Valgrind DHAT), serialize every
 //! allocation behind one lock and unwind with DWARF (dhat-rs), or sample by bytes and
 //! miss small blocks (jemalloc's profiler). This crate keeps per-thread counters, walks
-//! frame pointers (about 1.4 ns a frame) and symbolizes once per address at the end.
+//! frame pointers (a load or two a frame, no unwind tables) and symbolizes once per
+//! address at the end.
 //!
 //! # Setup
 //!
@@ -39,20 +40,18 @@
 //!
 //! Chosen with [`Settings::apply`] or, at the first allocation, from the environment:
 //!
-//! | `ALLOC_TRACE` | records | added per malloc+free pair (BENCHMARKS.md) |
+//! | `ALLOC_TRACE` | records | cost |
 //! |---|---|---|
-//! | `off` (default) | nothing: pure pass-through | +0.2 ns, 6 to 7 instructions |
-//! | `count` | totals per phase, size-class and requested-size histograms, live and peak bytes | +1.4 to +1.8 ns, 39 to 52 instructions |
-//! | `sites` | `count` + temporaries + every allocation's call stack | +28 to +29 ns, 379 to 394 instructions at depth 16 |
-//! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack, and temporaries among those | +2.5 to +2.8 ns, 59 to 73 instructions at N = 1000 |
+//! | `off` (default) | nothing: pure pass-through | one load and one test per call |
+//! | `count` | totals per phase, size-class and requested-size histograms, live and peak bytes | a few thread-local counter updates per call, no stack |
+//! | `sites` | `count` + temporaries + every allocation's call stack | a frame-pointer walk and a hash per allocation |
+//! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack, and temporaries among those | `count`'s, plus a countdown; one walk in N |
 //!
-//! (One 2-core VM in its fast state, jemalloc's own pair taking about 5 ns; the
-//! ranges are the entry points inlined into the caller and called out of line as
-//! `__rust_alloc` is. In the VM's slow state every row, jemalloc's included, costs
-//! 1.6 to 1.9 times more.) On a whole synthesis, `count` adds about 1 %,
-//! `sample:1000` 3 % and `sites` 28 %. Memory: every thread that
-//! allocates while recording gets a ~210 KiB state (counters for 16 phases, one per
-//! request size up to 1 KiB), plus a site table in `sites` and `sample` modes.
+//! What each mode costs per malloc+free pair, in nanoseconds and instructions, and
+//! on a whole synthesis, is measured in BENCHMARKS.md (with the commands that
+//! measure it). Memory: every thread that allocates while recording gets a state of
+//! about 210 KiB (counters for 16 phases, one per request size up to 1 KiB), plus a
+//! site table in `sites` and `sample` modes.
 //!
 //! `ALLOC_TRACE_DEPTH` (default 16, at most 30) bounds stacks; `ALLOC_TRACE_LIFETIMES`
 //! (default 64) follows one block in N to its free in `sites` mode; `sample:N` follows
@@ -66,7 +65,7 @@
 //!   before its thread's next allocation (exact, from a one-entry per-thread record).
 //! * `count` and `sample:N` record a small request (8 to 1024 bytes, aligned to at
 //!   most 8) before handing it to jemalloc by a tail call, and do nothing after it
-//!   returns (no frame, no saved register: about 1 ns a pair less, BENCHMARKS.md),
+//!   returns (no frame, no saved register: measurably cheaper, BENCHMARKS.md),
 //!   but for the one allocation in N whose stack `sample:N` samples. So they keep no
 //!   record of the latest block: `count` does not count temporaries (its
 //!   `temporary_count` is 0) and `sample:N` counts them among its sampled blocks
@@ -78,7 +77,8 @@
 //! * Estimated: in `sample:N` mode, per-site figures are sampled counts x N (unbiased:
 //!   each allocation is sampled independently with probability 1/N). Lifetimes, frees
 //!   and live bytes per site come from followed blocks (one in `ALLOC_TRACE_LIFETIMES`,
-//!   or the sampled ones), since following every block costs ~45 ns a pair. Global peak
+//!   or the sampled ones), since following every block would cost a map update per
+//!   allocation and per free. Global peak
 //!   live bytes is exact to within threads x 256 KiB (each thread publishes its net
 //!   live bytes whenever they drift that far).
 //! * Size classes are jemalloc's, computed with the same arithmetic (checked against
@@ -105,8 +105,9 @@
 
 #![warn(missing_docs)]
 
-mod clock;
+mod allocator;
 mod config;
+mod door;
 mod error;
 mod hot;
 mod lifetimes;
@@ -116,9 +117,9 @@ mod report;
 mod session;
 mod symbolize;
 
+pub use allocator::TracingAllocator;
 pub use config::{DEFAULT_DEPTH, DEFAULT_LIFETIME_INTERVAL, MAX_DEPTH, Mode, Settings};
 pub use error::Error;
-pub use hot::TracingAllocator;
 pub use hot::size_class::{NUM_CLASSES, class_bytes};
 pub use phase::{
     PauseGuard, PhaseGuard, PhaseId, PhaseTime, QuickPhaseGuard, pause, phase, phase_id, phases,

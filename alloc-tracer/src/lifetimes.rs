@@ -5,21 +5,20 @@
 //! allocation and free (~45 ns a pair here), so only sampled blocks are followed: one
 //! allocation in `lifetime_interval` (geometric intervals), or every sampled stack in
 //! `sample` mode. A free may happen on any thread, so followed blocks live in a global
-//! sharded map. Every free checks a counting filter first: a relaxed load of one
-//! counter indexed by the pointer's hash, which is zero unless some followed block
-//! hashes there; only then does the free take the cold path and the shard lock.
+//! sharded map. Every free checks a counting filter first (`hot::followed`): a relaxed
+//! load of one counter indexed by the pointer's hash, which is zero unless some
+//! followed block hashes there; only then does the free take the cold path (the
+//! door's `block_ended`) and the shard lock.
 
+use crate::hot::clock;
+use crate::hot::followed;
 use crate::hot::log_linear::{LIFETIME_BUCKETS, LIFETIME_SUB_BITS, bucket};
 use crate::registry::SiteId;
 use dashmap::DashMap;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex};
 
-const FILTER_BITS: u32 = 16;
 const SHARDS: usize = 16;
-
-static FILTER: [AtomicU32; 1 << FILTER_BITS] = [const { AtomicU32::new(0) }; 1 << FILTER_BITS];
 
 struct Followed {
     site: SiteId,
@@ -47,18 +46,6 @@ pub struct Lifetimes {
 
 static ENDED: LazyLock<DashMap<SiteId, Lifetimes>> = LazyLock::new(DashMap::new);
 
-#[inline(always)]
-fn filter_index(ptr: usize) -> usize {
-    ((ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - FILTER_BITS)) as usize
-}
-
-/// True when `ptr` may be a followed block. One relaxed load: the only cost a free
-/// pays for lifetimes unless it is followed.
-#[inline(always)]
-pub fn maybe_followed(ptr: *mut u8) -> bool {
-    FILTER[filter_index(ptr as usize)].load(Relaxed) != 0
-}
-
 fn shard(ptr: usize) -> &'static Mutex<HashMap<usize, Followed>> {
     &FOLLOWED[(ptr >> 4) % SHARDS]
 }
@@ -68,7 +55,7 @@ pub(crate) fn follow(ptr: *mut u8, site: SiteId, class_bytes: u64) {
     let ptr = ptr as usize;
     let f = Followed {
         site,
-        birth_ns: crate::clock::now_ns(),
+        birth_ns: clock::now_ns(),
         class_bytes,
     };
     let old = shard(ptr)
@@ -76,7 +63,7 @@ pub(crate) fn follow(ptr: *mut u8, site: SiteId, class_bytes: u64) {
         .unwrap_or_else(|e| e.into_inner())
         .insert(ptr, f);
     if old.is_none() {
-        FILTER[filter_index(ptr)].fetch_add(1, Relaxed);
+        followed::add(ptr);
     }
 }
 
@@ -92,8 +79,8 @@ pub(crate) fn end(ptr: *mut u8) {
     else {
         return;
     };
-    FILTER[filter_index(ptr)].fetch_sub(1, Relaxed);
-    let ns = crate::clock::now_ns().saturating_sub(f.birth_ns);
+    followed::remove(ptr);
+    let ns = clock::now_ns().saturating_sub(f.birth_ns);
     let mut e = ENDED.entry(f.site).or_default();
     if e.buckets.is_empty() {
         e.buckets = vec![0; LIFETIME_BUCKETS];

@@ -77,7 +77,7 @@ pub struct PhaseGuard {
 
 /// Enters phase `name` until the returned guard is dropped.
 pub fn phase(name: &str) -> PhaseGuard {
-    let start_ns = crate::clock::now_ns();
+    let start_ns = crate::hot::clock::now_ns();
     let id = with_phases(|p| {
         let id = id_of(p, name);
         let t = &mut p[id];
@@ -96,7 +96,7 @@ pub fn phase(name: &str) -> PhaseGuard {
 impl Drop for PhaseGuard {
     fn drop(&mut self) {
         control::set_phase(self.previous);
-        let elapsed = crate::clock::now_ns().saturating_sub(self.start_ns);
+        let elapsed = crate::hot::clock::now_ns().saturating_sub(self.start_ns);
         with_phases(|p| {
             if let Some(t) = p.get_mut(self.id) {
                 t.total_ns += elapsed;

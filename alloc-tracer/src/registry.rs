@@ -6,9 +6,11 @@
 //! lock makes thread exit, table flushes and snapshots mutually exclusive, so a
 //! snapshot counts every thread exactly once: either live (read in place) or merged.
 
+use crate::hot::caller;
 use crate::hot::control::MAX_PHASES;
+use crate::hot::live;
 use crate::hot::log_linear::SIZE_BUCKETS;
-use crate::hot::site_table::{SiteTable, unpack_meta};
+use crate::hot::site_table::{SiteMeta, SiteTable, Slot};
 use crate::hot::size_class::{LAST_SMALL, NUM_CLASSES, SMALL_REQUESTS, class_bytes};
 use crate::hot::stack::MAX_DEPTH;
 use crate::hot::thread::{PhaseCounters, ThreadState};
@@ -20,20 +22,27 @@ use std::sync::{LazyLock, Mutex, MutexGuard};
 /// A call site across threads: phase, size class and stack.
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct SiteId {
-    /// Phase id, class index and depth (see `site_table::pack_meta`).
-    pub meta: u64,
+    /// Phase id, class index and depth.
+    pub meta: SiteMeta,
     /// Return addresses, innermost first.
     pub frames: Box<[usize]>,
 }
 
 impl SiteId {
+    /// The id of the site whose slot key is `meta` and `frames`.
+    fn of_slot(meta: SiteMeta, frames: &[usize]) -> SiteId {
+        SiteId {
+            meta,
+            frames: frames[..meta.depth()].into(),
+        }
+    }
     /// Phase id of the site.
     pub fn phase(&self) -> usize {
-        unpack_meta(self.meta).0
+        self.meta.phase()
     }
     /// Size-class index of the site.
     pub fn class(&self) -> usize {
-        unpack_meta(self.meta).1
+        self.meta.class()
     }
 }
 
@@ -222,11 +231,6 @@ static MERGED: LazyLock<Merged> = LazyLock::new(|| Merged {
     sites: DashMap::new(),
 });
 
-/// Own allocations made before a thread's state existed, per class.
-pub(crate) static EARLY_OWN: [AtomicU64; NUM_CLASSES] = [const { AtomicU64::new(0) }; NUM_CLASSES];
-pub(crate) static LATE_ALLOCS: AtomicU64 = AtomicU64::new(0);
-pub(crate) static LATE_FREES: AtomicU64 = AtomicU64::new(0);
-
 fn live() -> MutexGuard<'static, Vec<usize>> {
     // A panic while holding the lock cannot leave the list inconsistent (push and
     // swap_remove are the only mutations), so poisoning is ignored.
@@ -254,21 +258,16 @@ fn merge_table(table: &SiteTable) {
     let mut frames = [0; MAX_DEPTH];
     for slot in table.slots() {
         if let Some(meta) = slot.read_key(&mut frames) {
-            let depth = unpack_meta(meta).2;
-            let counts = slot_counts(slot);
             MERGED
                 .sites
-                .entry(SiteId {
-                    meta,
-                    frames: frames[..depth].into(),
-                })
+                .entry(SiteId::of_slot(meta, &frames))
                 .or_default()
-                .add(&counts);
+                .add(&slot_counts(slot));
         }
     }
 }
 
-fn slot_counts(slot: &crate::hot::site_table::Slot) -> SiteCounts {
+fn slot_counts(slot: &Slot) -> SiteCounts {
     SiteCounts {
         allocs: slot.allocs.load(Relaxed),
         reallocs: slot.reallocs.load(Relaxed),
@@ -292,7 +291,7 @@ pub(crate) unsafe fn retire(state: *mut ThreadState) {
     // the state unregistered, no reader can reach it.
     let st = unsafe { Box::from_raw(state) };
     // What the thread had not published yet, so that exited threads leave no drift.
-    crate::hot::publish_live(st.live_units.get() as i64 * crate::hot::LIVE_UNIT as i64);
+    live::publish(st.live_units.get() as i64 * live::LIVE_UNIT as i64);
     MERGED
         .counts
         .lock()
@@ -325,13 +324,13 @@ pub fn counts() -> Counts {
         // atomic fields are read.
         c.add_live(unsafe { &*(p as *const ThreadState) });
     }
-    for (d, s) in c.own_classes.iter_mut().zip(&EARLY_OWN) {
-        let n = s.load(Relaxed);
+    let stateless = caller::stateless();
+    for (d, n) in c.own_classes.iter_mut().zip(stateless.own_classes) {
         *d += n;
         c.own_allocs += n;
     }
-    c.late_allocs = LATE_ALLOCS.load(Relaxed);
-    c.late_frees = LATE_FREES.load(Relaxed);
+    c.late_allocs = stateless.late_allocs;
+    c.late_frees = stateless.late_frees;
     c
 }
 
@@ -349,13 +348,9 @@ pub fn sites() -> HashMap<SiteId, SiteCounts> {
         let st = unsafe { &*(p as *const ThreadState) };
         for slot in st.table().slots() {
             if let Some(meta) = slot.read_key(&mut frames) {
-                let depth = unpack_meta(meta).2;
-                all.entry(SiteId {
-                    meta,
-                    frames: frames[..depth].into(),
-                })
-                .or_default()
-                .add(&slot_counts(slot));
+                all.entry(SiteId::of_slot(meta, &frames))
+                    .or_default()
+                    .add(&slot_counts(slot));
             }
         }
     }

@@ -188,13 +188,13 @@ fn update(f: impl Fn(u64) -> u64) -> Control {
 
 /// Sets mode and depth, keeping pause and phase. Returns the previous word.
 pub fn set_mode(mode: u8, depth: usize) -> Control {
-    let depth = depth.min(super::stack::MAX_DEPTH - super::OWN_FRAMES) as u64;
+    let depth = depth.min(super::stack::MAX_DEPTH - super::sites::OWN_FRAMES) as u64;
     update(|w| (w & !0xffff) | mode as u64 | (depth << 8))
 }
 
 /// Sets mode and depth only if no mode was chosen yet; true when it did.
 pub fn init_mode(mode: u8, depth: usize) -> bool {
-    let depth = depth.min(super::stack::MAX_DEPTH - super::OWN_FRAMES) as u64;
+    let depth = depth.min(super::stack::MAX_DEPTH - super::sites::OWN_FRAMES) as u64;
     CONTROL
         .fetch_update(Relaxed, Relaxed, |w| {
             let f = Control(w).fields();

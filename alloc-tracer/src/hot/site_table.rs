@@ -19,27 +19,54 @@ use std::sync::atomic::{
 /// The identity of a site in a thread's table: the stack plus what else splits it.
 #[derive(Clone, Copy)]
 pub struct SiteKey<'a> {
-    /// Phase id, size-class index and depth, packed by [`pack_meta`].
-    pub meta: u64,
-    /// Return addresses, innermost first; only `depth` of them count.
+    /// Phase id, size-class index and depth.
+    pub meta: SiteMeta,
+    /// Return addresses, innermost first; only `meta.depth()` of them count.
     pub frames: &'a [usize],
     /// Hash of `meta` and `frames`, never 0.
     pub hash: u64,
 }
 
-/// Packs phase id, size-class index and stack depth into one word.
-#[inline(always)]
-pub fn pack_meta(phase: usize, class: usize, depth: usize) -> u64 {
-    phase as u64 | (class as u64) << 8 | (depth as u64) << 24
-}
+/// Phase id, size-class index and stack depth of a site, packed in one word: the
+/// part of a site's identity that is not its frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
+pub struct SiteMeta(u64);
 
-/// The inverse of [`pack_meta`].
-pub fn unpack_meta(meta: u64) -> (usize, usize, usize) {
-    (
-        (meta & 0xff) as usize,
-        ((meta >> 8) & 0xffff) as usize,
-        ((meta >> 24) & 0xff) as usize,
-    )
+impl SiteMeta {
+    /// Packs phase id, size-class index and depth.
+    #[inline(always)]
+    pub const fn new(phase: usize, class: usize, depth: usize) -> SiteMeta {
+        SiteMeta(phase as u64 | (class as u64) << 8 | (depth as u64) << 24)
+    }
+    /// The same with depth `depth`, for a meta made with depth 0 (the walk learns
+    /// the depth last).
+    #[inline(always)]
+    pub const fn with_depth(self, depth: usize) -> SiteMeta {
+        SiteMeta(self.0 | (depth as u64) << 24)
+    }
+    /// The same with depth 0: what a stack's hash is seeded with.
+    #[inline(always)]
+    pub const fn without_depth(self) -> SiteMeta {
+        SiteMeta(self.0 & !(0xff << 24))
+    }
+    /// Phase id.
+    pub const fn phase(self) -> usize {
+        (self.0 & 0xff) as usize
+    }
+    /// Size-class index.
+    pub const fn class(self) -> usize {
+        ((self.0 >> 8) & 0xffff) as usize
+    }
+    /// Frames in the stack.
+    pub const fn depth(self) -> usize {
+        ((self.0 >> 24) & 0xff) as usize
+    }
+    /// The packed word.
+    #[inline(always)]
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
 }
 
 const K: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -58,8 +85,8 @@ pub fn hash(seed: u64, frames: &[usize]) -> u64 {
 
 /// The hash of a site key: its frames seeded with the meta word less the depth
 /// (which the capture only knows at the end).
-pub fn key_hash(meta: u64, frames: &[usize]) -> u64 {
-    hash(meta & !(0xff << 24), frames)
+pub fn key_hash(meta: SiteMeta, frames: &[usize]) -> u64 {
+    hash(meta.without_depth().bits(), frames)
 }
 
 /// Starts a hash.
@@ -107,13 +134,12 @@ pub fn bump(counter: &AtomicU64, n: u64) {
 
 impl Slot {
     /// The key of a published slot, or `None` for an empty one. Safe from any thread.
-    pub fn read_key(&self, out: &mut Frames) -> Option<u64> {
+    pub fn read_key(&self, out: &mut Frames) -> Option<SiteMeta> {
         if self.tag.load(Acquire) == 0 {
             return None;
         }
-        let meta = self.meta.load(Relaxed);
-        let (_, _, depth) = unpack_meta(meta);
-        for (o, f) in out.iter_mut().zip(&self.frames).take(depth) {
+        let meta = SiteMeta(self.meta.load(Relaxed));
+        for (o, f) in out.iter_mut().zip(&self.frames).take(meta.depth()) {
             *o = f.load(Relaxed);
         }
         Some(meta)
@@ -125,11 +151,11 @@ impl Slot {
     /// about 3e-8.
     #[inline(always)]
     fn matches(&self, key: &SiteKey<'_>) -> bool {
-        self.meta.load(Relaxed) == key.meta
+        self.meta.load(Relaxed) == key.meta.bits()
     }
 
     fn publish(&self, key: &SiteKey<'_>) {
-        self.meta.store(key.meta, Relaxed);
+        self.meta.store(key.meta.bits(), Relaxed);
         for (slot, &f) in self.frames.iter().zip(key.frames) {
             slot.store(f, Relaxed);
         }
@@ -208,13 +234,13 @@ impl SiteTable {
     ///
     /// [`lookup`]: SiteTable::lookup
     #[inline(always)]
-    pub fn find(&self, hash: u64, meta: u64) -> Option<&Slot> {
+    pub fn find(&self, hash: u64, meta: SiteMeta) -> Option<&Slot> {
         let mask = self.slots.len().wrapping_sub(1);
         let mut i = hash as usize & mask;
         loop {
             let slot = self.slots.get(i)?;
             let tag = slot.tag.load(Relaxed);
-            if tag == hash && slot.meta.load(Relaxed) == meta {
+            if tag == hash && slot.meta.load(Relaxed) == meta.bits() {
                 return Some(slot);
             }
             if tag == 0 {
@@ -255,11 +281,11 @@ impl SiteTable {
         let mut frames = [0; MAX_DEPTH];
         for slot in self.slots.iter() {
             if let Some(meta) = slot.read_key(&mut frames) {
-                let depth = unpack_meta(meta).2;
+                let frames = &frames[..meta.depth()];
                 let key = SiteKey {
                     meta,
-                    frames: &frames[..depth],
-                    hash: key_hash(meta, &frames[..depth]),
+                    frames,
+                    hash: key_hash(meta, frames),
                 };
                 if let Lookup::Slot(dst) = bigger.lookup(&key) {
                     dst.take_from(slot, &key);
@@ -306,7 +332,7 @@ impl Slot {
 mod tests {
     use super::*;
 
-    fn key(meta: u64, frames: &[usize]) -> SiteKey<'_> {
+    fn key(meta: SiteMeta, frames: &[usize]) -> SiteKey<'_> {
         SiteKey {
             meta,
             frames,
@@ -319,7 +345,7 @@ mod tests {
         let table = SiteTable::with_capacity(8);
         let stacks: Vec<Vec<usize>> = (1..=6).map(|i| vec![i, i * 10, 7]).collect();
         for (n, s) in stacks.iter().enumerate() {
-            let k = key(pack_meta(0, 3, s.len()), s);
+            let k = key(SiteMeta::new(0, 3, s.len()), s);
             for _ in 0..=n {
                 match table.lookup(&k) {
                     Lookup::Slot(slot) => bump(&slot.allocs, 1),
@@ -331,14 +357,14 @@ mod tests {
         }
         assert_eq!(table.len(), 6);
         assert!(matches!(
-            table.lookup(&key(pack_meta(1, 3, 1), &[99])),
+            table.lookup(&key(SiteMeta::new(1, 3, 1), &[99])),
             Lookup::Full
         ));
         let bigger = SiteTable::with_capacity(16);
         table.move_into(&bigger);
         assert_eq!(bigger.len(), 6);
         for (n, s) in stacks.iter().enumerate() {
-            match bigger.lookup(&key(pack_meta(0, 3, s.len()), s)) {
+            match bigger.lookup(&key(SiteMeta::new(0, 3, s.len()), s)) {
                 Lookup::Slot(slot) => assert_eq!(slot.allocs.load(Relaxed), n as u64 + 1),
                 Lookup::Full => panic!("full"),
             }
@@ -351,12 +377,15 @@ mod tests {
     fn meta_splits_sites() {
         let table = SiteTable::with_capacity(8);
         let frames = [1, 2, 3];
-        let a = key(pack_meta(0, 1, 3), &frames);
-        let b = key(pack_meta(0, 2, 3), &frames);
+        let a = key(SiteMeta::new(0, 1, 3), &frames);
+        let b = key(SiteMeta::new(0, 2, 3), &frames);
         let (Lookup::Slot(sa), Lookup::Slot(sb)) = (table.lookup(&a), table.lookup(&b)) else {
             panic!("full")
         };
         assert!(!std::ptr::eq(sa, sb));
-        assert_eq!(unpack_meta(pack_meta(5, 156, 32)), (5, 156, 32));
+        let m = SiteMeta::new(5, 156, 32);
+        assert_eq!((m.phase(), m.class(), m.depth()), (5, 156, 32));
+        assert_eq!(SiteMeta::new(5, 156, 0).with_depth(32), m);
+        assert_eq!(m.without_depth(), SiteMeta::new(5, 156, 0));
     }
 }

@@ -1,59 +1,13 @@
-//! jemalloc's size classes, computed without calling into jemalloc.
-//!
-//! jemalloc 5.3 on x86_64 Linux (`LG_QUANTUM = 4`, `LG_PAGE = 12`, four classes per
-//! doubling) serves a request from the smallest class that fits: 8, then multiples of
-//! 16 up to 128, then four classes per power of two (160, 192, 224, 256, 320, ...), small
-//! and large alike. tikv-jemallocator passes an alignment flag when `align > 16` or
-//! `align > size`; jemalloc then serves the class of `size` rounded up to `align`
-//! (small blocks, `align <= 4096`) or a large class of at least 16 KiB.
-//!
-//! `tests/size_classes.rs` checks this arithmetic against `nallocx` for every size up
-//! to 64 KiB and every alignment up to 4096, so a future jemalloc with other classes
-//! fails loudly instead of skewing reports.
+//! jemalloc's size classes, as the hot path finds them: by table lookups built at
+//! compile time from the reference arithmetic in `alloc_tracer_format::size_class`
+//! (which says what the classes are and why), and tested against it here and
+//! against `nallocx` in `tests/size_classes.rs`, so that a future jemalloc with other
+//! classes fails loudly instead of skewing reports.
 
-/// Number of class slots kept per phase: classes up to 2^44 bytes; larger requests
-/// share the last slot.
-pub const NUM_CLASSES: usize = 9 + 4 * (44 - 7);
-
-const PAGE: usize = 4096;
-/// Index of the largest small class (14336 bytes).
-pub const LAST_SMALL: usize = 9 + 4 * (13 - 7) + 2;
-/// Largest small class: the most a small block adds to a thread's live bytes.
-pub const SMALL_MAX: usize = 14336;
-const LARGE_MIN: usize = 16384;
-
-/// Index of the class `size` falls in when requested with the natural alignment.
-#[inline(always)]
-const fn index_of_size(size: usize) -> usize {
-    if size <= 8 {
-        0
-    } else if size <= 128 {
-        size.div_ceil(16)
-    } else {
-        let x = size - 1;
-        let lg = (usize::BITS - 1 - x.leading_zeros()) as usize;
-        let shift = lg - 2;
-        let idx = 9 + (lg - 7) * 4 + ((x >> shift) & 3);
-        if idx < NUM_CLASSES {
-            idx
-        } else {
-            NUM_CLASSES - 1
-        }
-    }
-}
-
-const fn compute_class_bytes(idx: usize) -> usize {
-    match idx {
-        0 => 8,
-        1..=8 => idx * 16,
-        _ => {
-            let group = (idx - 9) / 4;
-            let step = (idx - 9) % 4;
-            let lg = group + 7;
-            (1usize << lg) + ((step + 1) << (lg - 2))
-        }
-    }
-}
+use alloc_tracer_format::size_class::{
+    self as reference, LARGE_MIN, PAGE, index_of_aligned, index_of_size,
+};
+pub use alloc_tracer_format::size_class::{LAST_SMALL, NUM_CLASSES};
 
 /// Requests up to this size take the table lookup.
 const LOOKUP_MAX: usize = 4096;
@@ -74,7 +28,7 @@ static CLASS_BYTES: [usize; NUM_CLASSES] = {
     let mut t = [0usize; NUM_CLASSES];
     let mut i = 0;
     while i < NUM_CLASSES {
-        t[i] = compute_class_bytes(i);
+        t[i] = reference::class_bytes(i);
         i += 1;
     }
     t
@@ -96,7 +50,7 @@ pub struct Request {
     /// Requested-size bucket.
     pub bucket: u8,
     /// Real bytes of the block (the class size) in units of
-    /// [`LIVE_UNIT`](crate::hot::LIVE_UNIT) bytes.
+    /// [`LIVE_UNIT`](super::live::LIVE_UNIT) bytes.
     pub units: u8,
 }
 
@@ -104,7 +58,7 @@ impl Request {
     /// Real bytes of the block (the class size).
     #[inline(always)]
     pub fn usable(self) -> usize {
-        self.units as usize * crate::hot::LIVE_UNIT
+        self.units as usize * super::live::LIVE_UNIT
     }
 }
 
@@ -120,10 +74,10 @@ pub static SMALL_REQUESTS: [Request; SMALL_REQUEST_MAX + 1] = {
     while size <= SMALL_REQUEST_MAX {
         let class = index_of_size(size);
         let bucket = super::log_linear::size_bucket(size);
-        let usable = compute_class_bytes(class);
-        let units = usable / crate::hot::LIVE_UNIT;
+        let usable = reference::class_bytes(class);
+        let units = usable / super::live::LIVE_UNIT;
         assert!(class <= u8::MAX as usize && bucket <= u8::MAX as usize);
-        assert!(units * crate::hot::LIVE_UNIT == usable && units <= u8::MAX as usize);
+        assert!(units * super::live::LIVE_UNIT == usable && units <= u8::MAX as usize);
         t[size] = Request {
             class: class as u8,
             bucket: bucket as u8,
@@ -165,18 +119,12 @@ pub fn index_of(size: usize, align: usize) -> usize {
         return index_of_size(size);
     }
     // The aligned path (`sz_sa2u`); rare, kept out of line.
-    index_of_aligned(size, align)
+    aligned(size, align)
 }
 
 #[cold]
-fn index_of_aligned(size: usize, align: usize) -> usize {
-    if size <= SMALL_MAX && align <= PAGE {
-        let rounded = size.next_multiple_of(align);
-        if rounded < LARGE_MIN {
-            return index_of_size(rounded);
-        }
-    }
-    index_of_size(size.max(LARGE_MIN))
+fn aligned(size: usize, align: usize) -> usize {
+    index_of_aligned(size, align)
 }
 
 #[cfg(test)]
@@ -213,50 +161,20 @@ mod tests {
     }
 
     #[test]
-    fn known_classes() {
-        let cases = [
-            (1, 8),
-            (8, 8),
-            (9, 16),
-            (16, 16),
-            (17, 32),
-            (128, 128),
-            (129, 160),
-            (160, 160),
-            (161, 192),
-            (256, 256),
-            (257, 320),
-            (14336, 14336),
-            (14337, 16384),
-            (16385, 20480),
-        ];
-        for (size, class) in cases {
-            assert_eq!(class_bytes(index_of(size, 1)), class, "size {size}");
+    fn tables_agree_with_the_reference() {
+        for size in (0..=3 * LOOKUP_MAX).chain([1 << 20, (1 << 20) + 1, 1 << 40]) {
+            for align in [1, 2, 4, 8, 16, 32, 64, 4096, 8192] {
+                assert_eq!(
+                    index_of(size, align),
+                    reference::index_of(size, align),
+                    "size {size} align {align}"
+                );
+            }
+            let k = reference::index_of(size, 8);
+            assert_eq!(usable(k, size), reference::usable(k, size), "size {size}");
         }
-    }
-
-    #[test]
-    fn indices_are_contiguous_and_increasing() {
-        for idx in 1..NUM_CLASSES {
-            assert!(class_bytes(idx) > class_bytes(idx - 1));
-            assert_eq!(index_of(class_bytes(idx), 1), idx);
-            assert_eq!(index_of(class_bytes(idx - 1) + 1, 1), idx);
+        for k in 0..NUM_CLASSES + 2 {
+            assert_eq!(class_bytes(k), reference::class_bytes(k));
         }
-    }
-
-    #[test]
-    fn large_blocks_are_whole_pages() {
-        assert_eq!(class_bytes(LAST_SMALL), 14336);
-        assert_eq!(usable(index_of(14336, 8), 14336), 14336);
-        assert_eq!(usable(index_of(32769, 8), 32769), 36864);
-        assert_eq!(usable(index_of(8, 8192), 8), 16384);
-    }
-
-    #[test]
-    fn alignment_rounds_up() {
-        assert_eq!(class_bytes(index_of(8, 16)), 16);
-        assert_eq!(class_bytes(index_of(100, 64)), 128);
-        assert_eq!(class_bytes(index_of(8, 4096)), 4096);
-        assert_eq!(class_bytes(index_of(8192, 8192)), 16384);
     }
 }

@@ -9,6 +9,7 @@
 //! also reads the states of live threads (see `registry`).
 
 use super::control::MAX_PHASES;
+use super::door::Door;
 use super::log_linear::SIZE_BUCKETS;
 use super::site_table::SiteTable;
 use super::size_class::{NUM_CLASSES, Request, SMALL_REQUEST_MAX, SMALL_REQUESTS};
@@ -81,19 +82,17 @@ pub struct ThreadState {
     /// `sites` mode; in `sample` mode, only if that allocation was sampled (0 after
     /// any other), so that temporaries are counted among sampled blocks. Not kept in
     /// `count` mode. Written by the owner
-    /// with relaxed stores (plain moves), and cleared by [`Settings::apply`] from
-    /// another thread when the mode changes (a block recorded before a stretch in
-    /// `count` mode, which does not keep it, is no longer the latest).
-    ///
-    /// [`Settings::apply`]: crate::Settings::apply
+    /// with relaxed stores (plain moves), and cleared by the cold side from another
+    /// thread when the mode changes or recording resumes (a block recorded before a
+    /// stretch in `count` mode, which does not keep it, is no longer the latest).
     pub last_block: AtomicUsize,
     /// The site of `last_block`, if stacks are recorded.
     pub last_slot: Cell<*const super::site_table::Slot>,
     /// Size-class bytes allocated minus freed since last published to the global
-    /// live-bytes estimate, in units of [`LIVE_UNIT`](super::LIVE_UNIT) bytes. 16
+    /// live-bytes estimate, in units of [`LIVE_UNIT`](super::live::LIVE_UNIT) bytes. 16
     /// bits, so that a small block's call adds or subtracts in one instruction and
     /// the overflow flag tells when to publish (see
-    /// [`LIVE_PUBLISH_BYTES`](super::LIVE_PUBLISH_BYTES)).
+    /// [`LIVE_PUBLISH_BYTES`](super::live::LIVE_PUBLISH_BYTES)).
     pub live_units: Cell<i16>,
     /// Allocations left before the next sampled stack (`sample` mode); never 0.
     pub sample_countdown: Cell<u64>,
@@ -202,7 +201,7 @@ pub const DEAD: *mut ThreadState = ptr::without_provenance_mut(1);
 
 thread_local! {
     static LOCAL: Local = const { Local { word: Cell::new(null_mut()) } };
-    static EXIT_HOOK: ExitHook = const { ExitHook };
+    static EXIT_HOOK: ExitHook = const { ExitHook { exited: Cell::new(None) } };
 }
 
 /// Runs `f` with this thread's [`Local`].
@@ -237,19 +236,27 @@ pub fn guarded<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-struct ExitHook;
+/// Hands the thread's state to the cold side when the thread exits: the door's
+/// `thread_exited`, set by `init`.
+struct ExitHook {
+    exited: Cell<Option<unsafe fn(*mut ThreadState)>>,
+}
 
 impl Drop for ExitHook {
     fn drop(&mut self) {
+        let Some(exited) = self.exited.get() else {
+            return;
+        };
         with_local(|local| {
             let state = local.state();
             if state.is_null() || state == DEAD {
                 return;
             }
             local.set_guard(true);
-            // SAFETY: `state` came from `Box::into_raw` in `init` on this thread and is
-            // freed only here, once; after this the thread is marked DEAD.
-            unsafe { crate::registry::retire(state) };
+            // SAFETY: `state` came from `Box::into_raw` in `init` on this thread and was
+            // passed to the door's `thread_started`; it is handed over only here, once,
+            // and after this the thread is marked DEAD and never touches it again.
+            unsafe { exited(state) };
             local.set_state(DEAD);
             local.set_guard(false);
         });
@@ -369,13 +376,14 @@ impl ThreadState {
     }
 }
 
-/// Creates this thread's state, registers it and its exit hook. Cold; runs under the
-/// guard so that its own allocations pass through.
+/// Creates this thread's state, hands it to the door's `thread_started` and arms
+/// the exit hook. Cold; runs under the guard so that its own allocations pass
+/// through.
 #[cold]
 #[inline(never)]
-pub fn init(local: &Local) -> *mut ThreadState {
+pub fn init<D: Door>(local: &Local) -> *mut ThreadState {
     let was = local.replace_guard(true);
-    let seed = (local as *const Local as u64) ^ crate::clock::now_ns().rotate_left(32);
+    let seed = (local as *const Local as u64) ^ super::clock::now_ns().rotate_left(32);
     let state = Box::into_raw(ThreadState::new(super::stack::current_stack_top(), seed));
     // SAFETY: `state` was just created and is not shared yet.
     let st = unsafe { &*state };
@@ -391,8 +399,8 @@ pub fn init(local: &Local) -> *mut ThreadState {
     // Registering the destructor may allocate (it does not with glibc); the guard
     // makes that harmless. A thread already tearing down its thread-locals keeps its
     // state registered, and the report still reads it.
-    let _ = EXIT_HOOK.try_with(|_| ());
-    crate::registry::register(state);
+    let _ = EXIT_HOOK.try_with(|h| h.exited.set(Some(D::thread_exited)));
+    D::thread_started(state);
     local.set_guard(was);
     state
 }

@@ -1,0 +1,233 @@
+//! `manifest.json`: what a report says about its run, typed. The tracer writes it,
+//! readers parse it with [`Manifest::from_json`], which checks the schema version
+//! first, in one place.
+
+use crate::schema::SCHEMA_VERSION;
+use serde::{Deserialize, Serialize};
+
+/// The value of [`Manifest::tool`] in reports written by alloc-tracer: a report
+/// writer replaces only folders whose manifest says so.
+pub const TOOL: &str = "alloc-tracer";
+
+/// The manifest of a report (documented field by field in `docs/report-schema.md`).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Manifest {
+    /// Version of the report layout ([`SCHEMA_VERSION`] when written).
+    pub schema_version: u32,
+    /// The writer: [`TOOL`].
+    pub tool: String,
+    /// The writer's version.
+    pub tool_version: String,
+    /// The traced program's command line.
+    pub command_line: Vec<String>,
+    /// Host name.
+    pub host: String,
+    /// CPU model.
+    pub cpu: String,
+    /// Cores available to the process.
+    pub cores: usize,
+    /// Process id.
+    pub pid: u32,
+    /// When tracing started (Unix seconds).
+    pub start_unix_s: f64,
+    /// When the report was written (Unix seconds).
+    pub end_unix_s: f64,
+    /// Seconds from start to report.
+    pub duration_s: f64,
+    /// Mode name: `off`, `count`, `sites` or `sample:N`.
+    pub mode: String,
+    /// Frames kept per stack.
+    pub stack_depth: usize,
+    /// Each sampled stack stands for this many allocations (1 in `sites` mode).
+    pub sample_interval: u64,
+    /// Each followed block stands for this many blocks (0: none followed).
+    pub lifetime_interval: u64,
+    /// Which columns are weighted by which interval, in words.
+    pub weights: String,
+    /// Totals over all phases.
+    pub totals: Totals,
+    /// Percentiles of requested sizes.
+    pub requested_bytes_percentiles: RequestedPercentiles,
+    /// The tracer's own allocations (not counted as the program's).
+    pub tracer: TracerOwn,
+    /// What was not recorded, or recorded coarsely.
+    pub dropped: Dropped,
+    /// Threads that recorded anything.
+    pub threads: u64,
+    /// The tables written, with their row counts.
+    pub tables: Vec<TableInfo>,
+}
+
+/// Totals over all phases, as in the manifest.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// `alloc`/`alloc_zeroed` calls.
+    pub alloc_count: u64,
+    /// `dealloc` calls.
+    pub free_count: u64,
+    /// `realloc` calls.
+    pub realloc_count: u64,
+    /// Requested bytes of allocations and reallocs.
+    pub bytes_requested: u64,
+    /// Size-class bytes of allocations and reallocs.
+    pub bytes_allocated: u64,
+    /// Size-class bytes freed.
+    pub bytes_freed: u64,
+    /// Blocks freed before their thread's next allocation.
+    pub temporary_count: u64,
+    /// Stacks captured in `sample` mode.
+    pub sampled_count: u64,
+    /// Global live bytes at the end (allocated minus freed, size classes).
+    pub live_bytes_end: i64,
+    /// Highest global live bytes seen, exact to within `peak_live_bytes_error_bytes`.
+    pub peak_live_bytes: i64,
+    /// Bound on the error of `peak_live_bytes` (threads x publish threshold).
+    pub peak_live_bytes_error_bytes: u64,
+}
+
+/// Percentiles of requested sizes, from the requested-size histogram.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestedPercentiles {
+    /// Median request, bytes.
+    pub p50: u64,
+    /// 90th percentile, bytes.
+    pub p90: u64,
+    /// 99th percentile, bytes.
+    pub p99: u64,
+    /// Largest request, bytes (bucket floor).
+    pub max: u64,
+}
+
+/// The tracer's own allocations.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct TracerOwn {
+    /// Allocations (and moving reallocs) by the tracer.
+    pub alloc_count: u64,
+    /// Their requested bytes.
+    pub bytes_requested: u64,
+}
+
+/// What was not recorded, or recorded coarsely.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Allocations after a thread's state was merged at exit (counted only here).
+    pub late_alloc_count: u64,
+    /// Frees after a thread's state was merged at exit (counted only here).
+    pub late_free_count: u64,
+    /// Distinct stacks cut at `stack_depth` frames.
+    pub stacks_at_depth_limit: usize,
+    /// Phase names beyond the first 15, counted together.
+    pub phases_merged: bool,
+}
+
+/// One table of the report.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct TableInfo {
+    /// File name in the report folder.
+    pub file: String,
+    /// Rows written.
+    pub rows: usize,
+}
+
+/// Why a manifest cannot be read.
+#[derive(Debug)]
+pub enum ManifestError {
+    /// Not JSON, or not shaped like a manifest.
+    Json(serde_json::Error),
+    /// No `schema_version` number.
+    NoVersion,
+    /// A schema version this build does not read.
+    Version {
+        /// The version found.
+        found: u64,
+    },
+}
+
+impl std::fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ManifestError::Json(e) => write!(f, "not a report manifest: {e}"),
+            ManifestError::NoVersion => write!(f, "no schema_version: not a report manifest"),
+            ManifestError::Version { found } => write!(
+                f,
+                "schema version {found}, this build reads version {SCHEMA_VERSION}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ManifestError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ManifestError::Json(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Checks a schema version found in a report against the one this build reads.
+pub fn check_version(found: u64) -> Result<(), ManifestError> {
+    if found == SCHEMA_VERSION as u64 {
+        Ok(())
+    } else {
+        Err(ManifestError::Version { found })
+    }
+}
+
+impl Manifest {
+    /// Parses a manifest, checking its schema version before its shape, so that a
+    /// report of another version says so rather than failing on a field.
+    pub fn from_json(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+        #[derive(Deserialize)]
+        struct Versioned {
+            schema_version: Option<u64>,
+        }
+        let v: Versioned = serde_json::from_slice(bytes).map_err(ManifestError::Json)?;
+        check_version(v.schema_version.ok_or(ManifestError::NoVersion)?)?;
+        serde_json::from_slice(bytes).map_err(ManifestError::Json)
+    }
+
+    /// The manifest as written to `manifest.json`.
+    pub fn to_json(&self) -> Vec<u8> {
+        // Plain data with string keys: serializing cannot fail.
+        serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    /// True when the manifest was written by alloc-tracer.
+    pub fn is_alloc_tracer(&self) -> bool {
+        self.tool == TOOL
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_checks_the_version() {
+        let m = Manifest {
+            schema_version: SCHEMA_VERSION,
+            tool: TOOL.into(),
+            mode: "sites".into(),
+            ..Default::default()
+        };
+        let back = Manifest::from_json(&m.to_json()).unwrap();
+        assert_eq!(back, m);
+        let other = Manifest {
+            schema_version: SCHEMA_VERSION + 1,
+            ..m
+        };
+        let err = Manifest::from_json(&other.to_json()).unwrap_err();
+        assert!(
+            matches!(err, ManifestError::Version { found } if found == SCHEMA_VERSION as u64 + 1)
+        );
+        assert!(matches!(
+            Manifest::from_json(b"{\"name\": \"x\"}"),
+            Err(ManifestError::NoVersion)
+        ));
+        assert!(matches!(
+            Manifest::from_json(b"{\"schema_version\": 1, \"tool\": 3}"),
+            Err(ManifestError::Json(_))
+        ));
+    }
+}

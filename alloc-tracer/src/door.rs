@@ -1,0 +1,84 @@
+//! The cold side of the hot path's door (`hot::door::Door`): where the recording
+//! path hands over the rare work it must not do itself.
+
+use crate::config::{Mode, Settings};
+use crate::hot::door::{Door, SiteRef};
+use crate::hot::thread::ThreadState;
+use crate::hot::{clock, control};
+use crate::registry::{self, SiteId};
+use crate::session;
+
+/// The tracer's implementation of the door: settings, the registry of thread
+/// states, and followed blocks.
+pub struct Cold;
+
+impl Door for Cold {
+    #[cold]
+    #[inline(never)]
+    fn first_allocation() {
+        settings_from_env();
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn thread_started(state: *mut ThreadState) {
+        registry::register(state);
+    }
+
+    #[cold]
+    #[inline(never)]
+    unsafe fn thread_exited(state: *mut ThreadState) {
+        // SAFETY: the door's contract: a registered state, owned by this exiting
+        // thread, never touched again.
+        unsafe { registry::retire(state) };
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn table_full(state: &ThreadState) {
+        registry::flush_table(state);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
+        let site = SiteId {
+            meta: site.meta,
+            frames: site.frames.into(),
+        };
+        crate::lifetimes::follow(ptr, site, class_bytes);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn block_ended(ptr: *mut u8) {
+        crate::lifetimes::end(ptr);
+    }
+}
+
+/// Decides the mode at the first allocation, from the environment, and arms the
+/// exit report. Cold, once. Allocation-free on the success path; on a bad setting it writes one line to
+/// standard error (with `write(2)`, which does not allocate) and stays off.
+fn settings_from_env() {
+    let settings = Settings::from_env();
+    let (settings, bad) = match settings {
+        Ok(s) => (s, false),
+        Err(_) => (Settings::default(), true),
+    };
+    let sample = match settings.mode {
+        Mode::Sample(n) => n,
+        _ => 1,
+    };
+    control::set_intervals(sample, settings.lifetime_interval);
+    clock::mark_start();
+    if control::init_mode(settings.mode.code(), settings.depth) {
+        if bad {
+            let msg = b"alloc-tracer: ignoring invalid ALLOC_TRACE* settings (expected ALLOC_TRACE=off|count|sites|sample:N, ALLOC_TRACE_DEPTH=1..30, ALLOC_TRACE_LIFETIMES=N); tracing is off\n";
+            // SAFETY: writes a static buffer to fd 2.
+            unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+        }
+        if settings.mode != Mode::Off {
+            session::arm_exit_report();
+        }
+    }
+}

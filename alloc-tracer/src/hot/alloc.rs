@@ -1,0 +1,300 @@
+//! Allocation paths: what each mode records for `alloc` and `alloc_zeroed`.
+
+use super::caller::{Call, state, unusual_state};
+use super::control::{self, Control};
+use super::door::Door;
+use super::entry::{inner_alloc, no_tail_call, small_request};
+use super::live::{self, LIVE_UNIT, Overflow};
+use super::log_linear;
+use super::site_table::bump;
+use super::sites::{ALLOC, sample, sample_due, site_and_latest};
+use super::size_class::{self, LAST_SMALL, SMALL_REQUEST_MAX, SMALL_REQUESTS};
+use super::thread::{self, ThreadState, with_local};
+use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Allocation in mode `count` or (`SAMPLING`) `sample`, mode read, recording, for
+/// everything but a sampled stack. Out of line, so that the entry point stays a load,
+/// two tests and a jump. A small request (`small_request`, nearly all of them) is
+/// recorded, then handed to `A` by a tail call: nothing is done after `A` returns, so
+/// this function saves no register and sets up no frame, and a request `A` refuses
+/// stays counted. In `sample` mode the one allocation in N whose stack is sampled
+/// goes on to `alloc_sampled`, which calls `A` and records the site; anything not
+/// small, the thread's first call and the tracer's own go to `alloc_recorded`; both by
+/// tail calls.
+///
+/// # Safety
+/// The caller upholds `GlobalAlloc::alloc`'s contract for the layout of `size` and
+/// `align`.
+#[inline(never)]
+pub unsafe fn alloc_without_stack<
+    A: GlobalAlloc,
+    D: Door,
+    const ZEROED: bool,
+    const SAMPLING: bool,
+>(
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+) -> *mut u8 {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    let st = match thread::current().recording_state() {
+        Some(st) if small_request(size, align) => st,
+        // SAFETY: forwarded contract.
+        _ => return unsafe { alloc_recorded::<A, D, ZEROED>(size, align, ctl, inner) },
+    };
+    let r = st.small_requests[size];
+    bump(&st.phase(ctl).small_allocs[size], 1);
+    if !SAMPLING || !sample_due(st) {
+        // `count`, or `sample` for all but one allocation in N: nothing to record
+        // once `A` has returned, so `A` is reached by a tail call. The branch that
+        // publishes live bytes makes a call instead, not a tail call: with a branch
+        // that needs a frame, the compiler sets one up in that branch only, and the
+        // common path goes without (see `free::dealloc_recorded`).
+        if SAMPLING {
+            // The latest block is now one without a site: freeing the one before
+            // is not a temporary's. (`count` keeps no latest block.)
+            st.last_block.store(0, Relaxed);
+        }
+        if live::small_alloc(st, r.units as i16) {
+            // SAFETY: forwarded contract.
+            let ptr = unsafe { publish_then_alloc::<A, ZEROED>(size, align, inner) };
+            no_tail_call();
+            return ptr;
+        }
+        // SAFETY: forwarded contract.
+        return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    }
+    // `sample`, the allocation whose stack is sampled.
+    st.pending_size.set(size);
+    st.pending_ctl.set(ctl);
+    let overflowed = live::small_alloc(st, r.units as i16);
+    // SAFETY: forwarded contract.
+    unsafe { alloc_sampled::<A, D, ZEROED>(size, align, ctl, inner, overflowed) }
+}
+
+/// `alloc_without_stack` when the live-bytes counter overflowed upwards: publishes,
+/// then allocates.
+///
+/// # Safety
+/// As for `alloc_without_stack`.
+#[cold]
+#[inline(never)]
+unsafe fn publish_then_alloc<A: GlobalAlloc, const ZEROED: bool>(
+    size: usize,
+    align: usize,
+    inner: &A,
+) -> *mut u8 {
+    if let Some(st) = thread::current().recording_state() {
+        live::publish_overflow(st, Overflow::Up);
+    }
+    // SAFETY: forwarded contract; `size` and `align` are those of the caller's
+    // `Layout`.
+    unsafe { inner_alloc::<A, ZEROED>(inner, Layout::from_size_align_unchecked(size, align)) }
+}
+
+/// `alloc_without_stack` in `sample` mode for the allocation whose stack is sampled,
+/// its counters already recorded (and live bytes to publish when `overflowed`).
+/// Calls `A`, then records the site, the latest block and, on a null return, takes
+/// the counters back. Reached by a tail call, so `sample` finds the same one frame of
+/// the tracer's below it as from `alloc_recorded`.
+///
+/// # Safety
+/// As for `alloc_without_stack`.
+#[cold]
+#[inline(never)]
+unsafe fn alloc_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+    overflowed: bool,
+) -> *mut u8 {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    let Some(st) = thread::current().recording_state() else {
+        // Not reached: `alloc_without_stack` found this thread recording.
+        // SAFETY: forwarded contract.
+        return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    };
+    if overflowed {
+        // Before `A`: `take_back_refused` needs a counter that has not overflowed.
+        live::publish_overflow(st, Overflow::Up);
+    }
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    if ptr.is_null() {
+        // The sample passes to the next allocation (the countdown, now 0, would
+        // otherwise wrap).
+        st.sample_countdown.set(1);
+        return take_back_refused();
+    }
+    st.last_block.store(ptr as usize, Relaxed);
+    let r = SMALL_REQUESTS[size];
+    sample::<D, ALLOC>(st, ctl, ptr, size, r.usable(), r.class as usize);
+    no_tail_call();
+    ptr
+}
+
+/// Takes back what `alloc_without_stack` recorded (`pending_size`, `pending_ctl`)
+/// for a small request that `A` refused; returns null.
+#[cold]
+#[inline(never)]
+fn take_back_refused() -> *mut u8 {
+    if let Some(st) = thread::current().recording_state() {
+        let size = st.pending_size.get().min(SMALL_REQUEST_MAX);
+        bump(&st.phase(st.pending_ctl.get()).small_allocs[size], u64::MAX);
+        live::add_bytes(st, -(SMALL_REQUESTS[size].usable() as i64));
+    }
+    std::ptr::null_mut()
+}
+
+/// Allocation recorded after `A` returns: every small request in `sites` mode (with
+/// its stack walked), and what `alloc_without_stack` does not take: requests that are
+/// not small, the thread's first call, the tracer's own, and the first of the
+/// process (mode not read yet). The small ones are classified by one table lookup;
+/// anything else goes on to `alloc_any`.
+///
+/// # Safety
+/// As for `alloc_without_stack`.
+#[inline(never)]
+pub unsafe fn alloc_recorded<A: GlobalAlloc, D: Door, const ZEROED: bool>(
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+) -> *mut u8 {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    if !ctl.recording() || !small_request(size, align) {
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_any::<A, D, ZEROED>(inner, ctl, layout) };
+    }
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    if ptr.is_null() {
+        return ptr;
+    }
+    // (Alignment 1 stands for this request's: at most 8, it does not change the
+    // class. Then the alignment need not be kept across the call to `A`.)
+    let st = match thread::current().recording_state() {
+        Some(st) => st,
+        None => match unusual_state::<D>(thread::current(), size, 1, Call::Alloc) {
+            Some(st) => st,
+            None => return ptr,
+        },
+    };
+    let r = SMALL_REQUESTS[size];
+    bump(&st.phase(ctl).small_allocs[size], 1);
+    record_alloc::<D>(st, ctl, ptr, size, r.class, r.usable(), r.units as i16)
+}
+
+/// `alloc_recorded` for the other requests: larger, or more aligned, or the first
+/// of the process (mode not read yet).
+///
+/// # Safety
+/// As for `alloc_without_stack`.
+#[inline(never)]
+unsafe fn alloc_any<A: GlobalAlloc, D: Door, const ZEROED: bool>(
+    inner: &A,
+    ctl: Control,
+    layout: Layout,
+) -> *mut u8 {
+    if !ctl.recording() {
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_first::<A, D, ZEROED>(inner, layout) };
+    }
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    if !ptr.is_null() {
+        record_any_alloc::<D>(ctl, ptr, layout);
+    }
+    ptr
+}
+
+/// The first allocation of the process (mode not read yet): has the settings read,
+/// then allocates and records as they say.
+///
+/// # Safety
+/// As for `alloc_without_stack`.
+#[cold]
+#[inline(never)]
+unsafe fn alloc_first<A: GlobalAlloc, D: Door, const ZEROED: bool>(
+    inner: &A,
+    layout: Layout,
+) -> *mut u8 {
+    // Allocations made while reading the settings arrive here again; the guard makes
+    // them pass through.
+    if !with_local(|l| l.guard()) {
+        thread::guarded(D::first_allocation);
+    }
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    let ctl = control::load();
+    if !ptr.is_null() && ctl.recording() {
+        record_first_alloc::<D>(ctl, ptr, layout);
+    }
+    ptr
+}
+
+/// `record_any_alloc` out of line: the first allocation is recorded like any other,
+/// from a frame of its own, as the stack walk expects.
+#[inline(never)]
+fn record_first_alloc<D: Door>(ctl: Control, ptr: *mut u8, layout: Layout) {
+    record_any_alloc::<D>(ctl, ptr, layout);
+}
+
+/// Records an allocation of any size and alignment.
+#[inline(always)]
+fn record_any_alloc<D: Door>(ctl: Control, ptr: *mut u8, layout: Layout) {
+    let Some(st) = state::<D>(thread::current(), layout, Call::Alloc) else {
+        return;
+    };
+    let size = layout.size();
+    bump(&st.requested[log_linear::size_bucket(size)], 1);
+    let class = size_class::index_of(size, layout.align());
+    let usable = size_class::usable(class, size);
+    let p = st.phase(ctl);
+    bump(&p.allocs[class as u8 as usize], 1);
+    bump(&p.bytes_requested, size as u64);
+    let mut units = 0;
+    if class > LAST_SMALL {
+        bump(&p.large_bytes_allocated, usable as u64);
+        live::add_bytes(st, usable as i64);
+    } else {
+        units = (usable / LIVE_UNIT) as i16;
+    }
+    record_alloc::<D>(st, ctl, ptr, size, class as u8, usable, units);
+}
+
+/// Records an allocation, its counts and large bytes aside (the caller's), and
+/// returns `ptr`: inlined into `alloc_recorded` or `alloc_any`, whose frame is the
+/// one the stack walk passes over. `units`: the live units of a small block (0 for a
+/// large one, whose bytes the caller counts).
+#[inline(always)]
+fn record_alloc<D: Door>(
+    st: &ThreadState,
+    ctl: Control,
+    ptr: *mut u8,
+    size: usize,
+    class: u8,
+    usable: usize,
+    units: i16,
+) -> *mut u8 {
+    let overflowed = live::small_alloc(st, units);
+    site_and_latest::<D, ALLOC>(st, ctl, ptr, size, usable, class as usize);
+    if overflowed {
+        // Last, so that nothing is kept across the call.
+        return publish_then_return(st, ptr);
+    }
+    ptr
+}
+
+#[cold]
+#[inline(never)]
+fn publish_then_return(st: &ThreadState, ptr: *mut u8) -> *mut u8 {
+    live::publish_overflow(st, Overflow::Up);
+    ptr
+}

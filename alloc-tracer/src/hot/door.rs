@@ -1,0 +1,60 @@
+//! The door: the only way out of the hot path.
+//!
+//! The recording path needs cold work now and then: reading the settings at the
+//! first allocation of the process, registering a thread's state at its first
+//! allocation and merging it at its exit, emptying a full site table, and following
+//! a block from its allocation to its free. It asks for that through this trait, and
+//! nothing else in `hot/` names a module outside `hot/`. The cold side implements it
+//! (the crate's cold `door` module) and the allocator wires the two together, so control flows
+//! out of the hot path only here, and the hot path's rules (no allocation, no lock,
+//! no I/O on the recording path) are the whole story of what it does.
+//!
+//! Every call is rare (once per process, per thread, per table growth or per
+//! followed block) and made from a `#[cold]` branch. Unless a method says otherwise,
+//! it is called with the re-entrancy guard set, so what it allocates is the
+//! tracer's own.
+
+use super::site_table::SiteMeta;
+use super::thread::ThreadState;
+
+/// A followed block's site, as the hot path knows it: the key of its slot.
+#[derive(Clone, Copy, Debug)]
+pub struct SiteRef<'a> {
+    /// Phase, size class and depth.
+    pub meta: SiteMeta,
+    /// Return addresses, innermost first (`meta.depth()` of them).
+    pub frames: &'a [usize],
+}
+
+/// What the hot path asks of the cold side.
+pub trait Door {
+    /// The first allocation of the process, before the mode is known: read the
+    /// settings and set the mode (`control::init_mode`). Runs without allocating on
+    /// the success path, since another thread may hold locks the allocator needs.
+    fn first_allocation();
+
+    /// A thread's state was just created, at its first recorded allocation: make it
+    /// visible to reports.
+    fn thread_started(state: *mut ThreadState);
+
+    /// The thread that owns `state` is exiting: merge its counters and free it.
+    ///
+    /// # Safety
+    /// `state` is a state passed to [`thread_started`](Door::thread_started), owned
+    /// by the calling thread, which never touches it again.
+    unsafe fn thread_exited(state: *mut ThreadState);
+
+    /// The owner's site table is at its size cap: move its contents somewhere and
+    /// leave it empty.
+    fn table_full(state: &ThreadState);
+
+    /// Start following the block at `ptr` (of `class_bytes` real bytes) allocated
+    /// at `site`, until [`block_ended`](Door::block_ended). Must register it with
+    /// `hot::followed::add` so that frees of it take the cold path.
+    fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64);
+
+    /// The block at `ptr`, which `hot::followed::maybe` flagged, is being freed or
+    /// moved: stop following it if it is followed. Called before the inner allocator
+    /// can hand the address out again.
+    fn block_ended(ptr: *mut u8);
+}

@@ -1,0 +1,251 @@
+//! Frees: what each mode records for `dealloc`.
+
+use super::caller::{Call, state};
+use super::control::Control;
+use super::door::Door;
+use super::entry::{no_tail_call, small_request};
+use super::followed;
+use super::live::{self, LIVE_UNIT, Overflow};
+use super::site_table::bump;
+use super::size_class::{self, LAST_SMALL};
+use super::thread::{self, ThreadState};
+use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::Ordering::Relaxed;
+
+/// For `dealloc_recorded`'s `STACKS`: the mode records stacks (`sites`, `sample`).
+pub const WITH_STACKS: bool = true;
+/// For `dealloc_recorded`'s `STACKS`: it does not (`count`).
+pub const NO_STACKS: bool = false;
+
+/// What a recorded free must do besides handing the block to `A`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    /// Publish the thread's net live bytes (its counter overflowed downwards).
+    Publish,
+    /// Stop following the block (the filter says it may be followed).
+    EndFollowing,
+    /// Both.
+    PublishAndEndFollowing,
+}
+
+/// Free with recording, `STACKS` when the mode records stacks. Out of line; ends in
+/// a tail call to `A`, as do its rare branches, so that its common path saves no
+/// registers.
+///
+/// # Safety
+/// The caller upholds `GlobalAlloc::dealloc`'s contract for the layout of `size` and
+/// `align`.
+#[inline(never)]
+pub unsafe fn dealloc_recorded<A: GlobalAlloc, D: Door, const STACKS: bool>(
+    ptr: *mut u8,
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+) {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    let Some(st) = thread::current().recording_state() else {
+        // A call, not a tail call: the one branch with a frame. Frame pointers make
+        // the compiler set up a frame in every function that has none, at its entry,
+        // unless some branch needs one anyway; then it sets it up in that branch
+        // only, and the common path of this function goes without.
+        // SAFETY: forwarded contract.
+        unsafe { dealloc_unusual::<A, D>(ptr, size, align, ctl, inner) };
+        no_tail_call();
+        return;
+    };
+    if small_request(size, align) {
+        let r = st.small_requests[size];
+        let overflowed = record_free(ctl, STACKS, st, ptr, r.class, r.units as i16);
+        // Its own copy of the rest, where the compiler knows the request is small.
+        // SAFETY: forwarded contract.
+        return unsafe { finish_free::<A, D, STACKS>(inner, st, ptr, layout, overflowed) };
+    }
+    if align > 16 {
+        // SAFETY: forwarded contract.
+        return unsafe { dealloc_any::<A, D>(ptr, size, align, ctl, inner, st) };
+    }
+    let class = size_class::index_of(size, align);
+    if class > LAST_SMALL {
+        // SAFETY: forwarded contract.
+        return unsafe { dealloc_any::<A, D>(ptr, size, align, ctl, inner, st) };
+    }
+    let units = (size_class::usable(class, size) / LIVE_UNIT) as i16;
+    let overflowed = record_free(ctl, STACKS, st, ptr, class as u8, units);
+    // SAFETY: forwarded contract.
+    unsafe { finish_free::<A, D, STACKS>(inner, st, ptr, layout, overflowed) }
+}
+
+/// The end of a recorded free: live bytes to publish (`overflowed`) or the lifetime
+/// filter when due (cold, tail calls), else the tail call to `A`.
+///
+/// # Safety
+/// As for `dealloc_recorded`.
+#[inline(always)]
+unsafe fn finish_free<A: GlobalAlloc, D: Door, const STACKS: bool>(
+    inner: &A,
+    st: &ThreadState,
+    ptr: *mut u8,
+    layout: Layout,
+    overflowed: bool,
+) {
+    if overflowed {
+        let pending = if STACKS && followed::maybe(ptr) {
+            Pending::PublishAndEndFollowing
+        } else {
+            Pending::Publish
+        };
+        // SAFETY: forwarded contract.
+        return unsafe {
+            dealloc_pending::<A, D>(ptr, layout.size(), layout.align(), inner, st, pending)
+        };
+    }
+    if STACKS && followed::maybe(ptr) {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            dealloc_pending::<A, D>(
+                ptr,
+                layout.size(),
+                layout.align(),
+                inner,
+                st,
+                Pending::EndFollowing,
+            )
+        };
+    }
+    // SAFETY: forwarded contract.
+    unsafe { inner.dealloc(ptr, layout) }
+}
+
+/// Records a free of a block of class `class` and, if small, `units` live units (0
+/// for a large block, whose bytes the caller counts); true when the live-bytes
+/// counter overflowed downwards. `stacks`: `ctl.stacks()`, or a constant where the
+/// caller knows it.
+#[inline(always)]
+fn record_free(
+    ctl: Control,
+    stacks: bool,
+    st: &ThreadState,
+    ptr: *mut u8,
+    class: u8,
+    units: i16,
+) -> bool {
+    let p = st.phase(ctl);
+    bump(&p.freed[class as usize], 1);
+    // `count` mode (no stacks) does not keep the latest block: it hands the
+    // allocation to `A` by a tail call (`alloc::alloc_without_stack`). Nor does
+    // `sample` but for sampled blocks, so a temporary there is a sampled one.
+    if stacks && st.last_block.load(Relaxed) == ptr as usize {
+        bump(&p.temporaries, 1);
+        let slot = st.last_slot.get();
+        if !slot.is_null() {
+            // SAFETY: `last_slot` points into this thread's current table; it is
+            // reset whenever the table is grown or flushed.
+            bump(unsafe { &(*slot).temporaries }, 1);
+        }
+        st.last_block.store(0, Relaxed);
+    }
+    live::small_free(st, units)
+}
+
+/// Records a free of any size and alignment, and all that may follow it. Cold.
+#[cold]
+#[inline(never)]
+fn record_any_free<D: Door>(ctl: Control, st: &ThreadState, ptr: *mut u8, layout: Layout) {
+    let size = layout.size();
+    let class = size_class::index_of(size, layout.align());
+    let usable = size_class::usable(class, size);
+    let mut units = 0;
+    if class > LAST_SMALL {
+        bump(&st.phase(ctl).large_bytes_freed, usable as u64);
+        live::add_bytes(st, -(usable as i64));
+    } else {
+        units = (usable / LIVE_UNIT) as i16;
+    }
+    if record_free(ctl, ctl.stacks(), st, ptr, class as u8, units) {
+        live::publish_overflow(st, Overflow::Down);
+    }
+    if ctl.stacks() && followed::maybe(ptr) {
+        end_following::<D>(ptr);
+    }
+}
+
+/// A free that `dealloc_recorded` does not record itself: the tracer's own, the first
+/// call on a thread, or one after thread exit.
+///
+/// # Safety
+/// As for `dealloc_recorded`.
+#[cold]
+#[inline(never)]
+unsafe fn dealloc_unusual<A: GlobalAlloc, D: Door>(
+    ptr: *mut u8,
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+) {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    if let Some(st) = state::<D>(thread::current(), layout, Call::Free) {
+        record_any_free::<D>(ctl, st, ptr, layout);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { inner.dealloc(ptr, layout) }
+}
+
+/// A free with an alignment above 16 (classes found out of line) or of a large
+/// block.
+///
+/// # Safety
+/// As for `dealloc_recorded`.
+#[cold]
+#[inline(never)]
+unsafe fn dealloc_any<A: GlobalAlloc, D: Door>(
+    ptr: *mut u8,
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+    st: &ThreadState,
+) {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    record_any_free::<D>(ctl, st, ptr, layout);
+    // SAFETY: forwarded contract.
+    unsafe { inner.dealloc(ptr, layout) }
+}
+
+/// The rest of a recorded free, when it has more to do than hand the block to `A`:
+/// publish the net live bytes, or stop following the block before `A` can hand its
+/// address out again.
+///
+/// # Safety
+/// As for `dealloc_recorded`.
+#[cold]
+#[inline(never)]
+unsafe fn dealloc_pending<A: GlobalAlloc, D: Door>(
+    ptr: *mut u8,
+    size: usize,
+    align: usize,
+    inner: &A,
+    st: &ThreadState,
+    pending: Pending,
+) {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    if pending != Pending::EndFollowing {
+        live::publish_overflow(st, Overflow::Down);
+    }
+    if pending != Pending::Publish {
+        end_following::<D>(ptr);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { inner.dealloc(ptr, layout) }
+}
+
+/// Stops following `ptr` if it is followed (a free, or a realloc about to move it).
+#[cold]
+pub fn end_following<D: Door>(ptr: *mut u8) {
+    thread::guarded(|| D::block_ended(ptr));
+}

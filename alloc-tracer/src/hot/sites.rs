@@ -1,0 +1,203 @@
+//! Call sites: the stack of an allocation in `sites` mode (every one) and `sample`
+//! mode (one in N), its counters in this thread's site table, and now and then the
+//! block followed to its free.
+
+use super::control::{self, Control, MODE_SITES};
+use super::door::{Door, SiteRef};
+use super::entry::no_tail_call;
+use super::site_table::{Lookup, SiteKey, SiteMeta, Slot, bump};
+use super::stack::{self, Frames, MAX_DEPTH, Walk};
+use super::thread::{self, ThreadState};
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Return addresses of the tracer's own frames at the start of a stack, at most.
+pub const OWN_FRAMES: usize = 2;
+
+/// For `REALLOC` below: the call is an allocation.
+pub const ALLOC: bool = false;
+/// For `REALLOC` below: the call is a realloc.
+pub const REALLOC: bool = true;
+
+/// The site of an allocation (or, `REALLOC`, a realloc) recorded after the inner
+/// allocator returned, and the thread's latest block, by mode: `count` keeps
+/// neither; `sites` records both; `sample` records both for the one allocation in N
+/// whose stack is sampled, and for any other forgets the latest block (temporaries
+/// are counted for sampled blocks only).
+#[inline(always)]
+pub fn site_and_latest<D: Door, const REALLOC: bool>(
+    st: &ThreadState,
+    ctl: Control,
+    ptr: *mut u8,
+    size: usize,
+    usable: usize,
+    class: usize,
+) {
+    if !ctl.stacks() {
+        return;
+    }
+    if ctl.mode() == MODE_SITES {
+        st.last_block.store(ptr as usize, Relaxed);
+        record_site::<D, REALLOC>(st, ctl, ptr, size, usable, class);
+        no_tail_call();
+    } else if sample_due(st) {
+        st.last_block.store(ptr as usize, Relaxed);
+        sample::<D, REALLOC>(st, ctl, ptr, size, usable, class);
+        no_tail_call();
+    } else {
+        st.last_block.store(0, Relaxed);
+    }
+}
+
+/// `sample` mode, for an allocation not walked otherwise: counts down to the next
+/// sampled stack; true when this allocation is the one. (A block not sampled has no
+/// site.)
+#[inline(always)]
+pub fn sample_due(st: &ThreadState) -> bool {
+    let left = st.sample_countdown.get().wrapping_sub(1);
+    st.sample_countdown.set(left);
+    left == 0
+}
+
+/// Every call in `sites` mode: the stack, its site's counters, and now and then a
+/// block followed to its free. Called, never jumped to, from the function whose
+/// frame the walk passes over (see `entry::no_tail_call`).
+#[inline(never)]
+fn record_site<D: Door, const REALLOC: bool>(
+    st: &ThreadState,
+    ctl: Control,
+    ptr: *mut u8,
+    size: usize,
+    usable: usize,
+    class: usize,
+) {
+    let slot = site_slot::<D>(st, ctl, class);
+    count_in_slot::<REALLOC>(slot, size, usable);
+    st.last_slot.set(slot);
+    let left = st.lifetime_countdown.get().wrapping_sub(1);
+    st.lifetime_countdown.set(left);
+    if left == 0 {
+        follow_block::<D>(st, ctl, ptr, usable, class, control::lifetime_interval());
+    }
+}
+
+/// A sampled call in `sample` mode: stack, site counters, and the block followed.
+/// Called like `record_site`, never jumped to.
+#[cold]
+#[inline(never)]
+pub fn sample<D: Door, const REALLOC: bool>(
+    st: &ThreadState,
+    ctl: Control,
+    ptr: *mut u8,
+    size: usize,
+    usable: usize,
+    class: usize,
+) {
+    let slot = site_slot::<D>(st, ctl, class);
+    count_in_slot::<REALLOC>(slot, size, usable);
+    bump(&st.phase(ctl).sampled, 1);
+    st.last_slot.set(slot);
+    follow_block::<D>(st, ctl, ptr, usable, class, 0);
+    st.sample_countdown
+        .set(st.geometric(control::sample_interval()));
+}
+
+#[inline(always)]
+fn count_in_slot<const REALLOC: bool>(slot: &Slot, size: usize, usable: usize) {
+    bump(
+        if REALLOC {
+            &slot.reallocs
+        } else {
+            &slot.allocs
+        },
+        1,
+    );
+    bump(&slot.bytes_requested, size as u64);
+    bump(&slot.bytes_allocated, usable as u64);
+}
+
+/// Walks the stack and returns its slot in this thread's table.
+#[inline(always)]
+fn site_slot<D: Door>(st: &ThreadState, ctl: Control, class: usize) -> &Slot {
+    let seed = SiteMeta::new(ctl.phase(), class, 0);
+    // The innermost return addresses are the tracer's own: the one into the
+    // recording function (`alloc_recorded`, `alloc_sampled`, `alloc_any` or
+    // `record_realloc`), always, so it is walked over here; and the one into the
+    // allocator entry point, unless that entry was inlined into the program's code
+    // or reached the recording function by a jump, so it is kept and the report
+    // drops it if it is all tracer.
+    let depth = ctl.depth() + OWN_FRAMES - 1;
+    let walk = stack::walk(1, depth, st.stack_top, seed.bits());
+    let meta = seed.with_depth(walk.n);
+    match st.table().find(walk.hash, meta) {
+        Some(slot) => slot,
+        None => new_site::<D>(st, &walk, meta),
+    }
+}
+
+/// Inserts a site not in the table yet: reads its frames again, then grows or
+/// empties a full table. Cold, under the guard.
+#[cold]
+#[inline(never)]
+fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'t Slot {
+    let mut raw = stack::raw_frames();
+    // SAFETY: `walk` was made by our caller, `site_slot` inlined into the recording
+    // function, which is still running.
+    let frames = unsafe { stack::frames_of(walk, &mut raw) };
+    let key = SiteKey {
+        meta,
+        frames,
+        hash: walk.hash,
+    };
+    if let Lookup::Slot(slot) = st.table().lookup(&key) {
+        return slot;
+    }
+    let local = thread::current();
+    let was = local.replace_guard(true);
+    let mut grow = true;
+    let slot = loop {
+        if grow && st.grow_table() {
+            grow = false;
+        } else {
+            // At the size cap: the cold side takes the contents. An empty table of
+            // at least two slots always has room, so the next lookup succeeds.
+            D::table_full(st);
+        }
+        st.last_slot.set(std::ptr::null());
+        if let Lookup::Slot(slot) = st.table().lookup(&key) {
+            break slot;
+        }
+    };
+    local.set_guard(was);
+    slot
+}
+
+/// Follows the block just recorded at `last_slot`'s site to its free, and draws the
+/// countdown to the next one (`interval` 0: none, as in `sample` mode, which follows
+/// its sampled blocks instead).
+#[cold]
+#[inline(never)]
+fn follow_block<D: Door>(
+    st: &ThreadState,
+    ctl: Control,
+    ptr: *mut u8,
+    usable: usize,
+    class: usize,
+    interval: u64,
+) {
+    let slot = st.last_slot.get();
+    let mut frames: Frames = [0; MAX_DEPTH];
+    // SAFETY: `last_slot` was set just before from this thread's current table.
+    let meta = unsafe { &*slot }
+        .read_key(&mut frames)
+        .unwrap_or(SiteMeta::new(ctl.phase(), class, 0));
+    let site = SiteRef {
+        meta,
+        frames: &frames[..meta.depth()],
+    };
+    thread::guarded(|| D::block_followed(ptr, site, usable as u64));
+    st.lifetime_countdown.set(if interval == 0 {
+        u64::MAX
+    } else {
+        st.geometric(interval)
+    });
+}

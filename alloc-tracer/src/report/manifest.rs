@@ -1,0 +1,110 @@
+//! The report's manifest, from a snapshot: run metadata, totals and what was dropped
+//! (the type and its rules are `alloc_tracer_format::manifest`'s).
+
+use super::snapshot::Snapshot;
+use crate::config::Mode;
+use crate::hot::control::MAX_PHASES;
+use crate::hot::live::{self, LIVE_PUBLISH_BYTES};
+use crate::hot::log_linear::{self, SIZE_SUB_BITS};
+use crate::registry::Counts;
+use alloc_tracer_format::manifest::{
+    Dropped, Manifest, RequestedPercentiles, TOOL, TableInfo, Totals, TracerOwn,
+};
+use alloc_tracer_format::schema::SCHEMA_VERSION;
+
+/// What the columns' weights mean, in the manifest's words.
+const WEIGHTS: &str = "alloc_count, realloc_count, bytes_* and temporary_count in sites.parquet, and temporary_count in phases.parquet and these totals, are sampled counts x sample_interval; followed_* counts are raw, live_bytes_estimate is scaled by lifetime_interval";
+
+/// Each sampled stack stands for this many allocations (1 in `sites` mode).
+pub fn sample_weight(mode: Mode) -> u64 {
+    match mode {
+        Mode::Sample(n) => n,
+        _ => 1,
+    }
+}
+
+/// Each followed block stands for this many blocks (0: none followed).
+pub fn lifetime_weight(mode: Mode, lifetime_interval: u64) -> u64 {
+    match mode {
+        Mode::Sample(n) => n,
+        Mode::Sites => lifetime_interval,
+        _ => 0,
+    }
+}
+
+/// The manifest of a report of `snap` whose tables are `tables`, with
+/// `stacks_at_depth_limit` distinct stacks cut at the depth limit.
+pub fn build(snap: &Snapshot, tables: Vec<TableInfo>, stacks_at_depth_limit: usize) -> Manifest {
+    let c = &snap.counts;
+    let weight = sample_weight(snap.settings.mode);
+    let totals = Totals {
+        alloc_count: c.total(|p| p.allocs),
+        free_count: c.total(|p| p.frees),
+        realloc_count: c.total(|p| p.reallocs),
+        bytes_requested: c.total(|p| p.bytes_requested),
+        bytes_allocated: c.total(|p| p.bytes_allocated),
+        bytes_freed: c.total(|p| p.bytes_freed),
+        temporary_count: c.total(|p| p.temporaries) * weight,
+        sampled_count: c.total(|p| p.sampled),
+        live_bytes_end: c.total(|p| p.bytes_allocated) as i64 - c.total(|p| p.bytes_freed) as i64,
+        peak_live_bytes: live::peak_bytes(),
+        peak_live_bytes_error_bytes: c.threads * LIVE_PUBLISH_BYTES as u64,
+    };
+    let end_unix = crate::hot::clock::unix_seconds();
+    let start_ns = crate::hot::clock::start_ns();
+    let duration_s = crate::hot::clock::now_ns().saturating_sub(start_ns) as f64 / 1e9;
+    Manifest {
+        schema_version: SCHEMA_VERSION,
+        tool: TOOL.into(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        command_line: std::env::args().collect(),
+        host: alloc_tracer_format::host::name().unwrap_or_default(),
+        cpu: alloc_tracer_format::host::cpu_model().unwrap_or_default(),
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        pid: std::process::id(),
+        start_unix_s: end_unix - duration_s,
+        end_unix_s: end_unix,
+        duration_s,
+        mode: snap.settings.mode.name(),
+        stack_depth: snap.settings.depth,
+        sample_interval: weight,
+        lifetime_interval: lifetime_weight(snap.settings.mode, snap.settings.lifetime_interval),
+        weights: WEIGHTS.into(),
+        totals,
+        requested_bytes_percentiles: requested_percentiles(c),
+        tracer: TracerOwn {
+            alloc_count: c.own_allocs,
+            bytes_requested: c.own_bytes,
+        },
+        dropped: Dropped {
+            late_alloc_count: c.late_allocs,
+            late_free_count: c.late_frees,
+            stacks_at_depth_limit,
+            phases_merged: snap.phases.len() >= MAX_PHASES,
+        },
+        threads: c.threads,
+        tables,
+    }
+}
+
+/// Percentiles of requested sizes from an HDR histogram built from the buckets.
+fn requested_percentiles(c: &Counts) -> RequestedPercentiles {
+    let Ok(mut h) = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 48, 2) else {
+        return RequestedPercentiles::default();
+    };
+    for (b, &n) in c.requested.iter().enumerate() {
+        if n > 0 {
+            let v = log_linear::bucket_low(b, SIZE_SUB_BITS).max(1);
+            h.saturating_record_n(v, n);
+        }
+    }
+    if h.is_empty() {
+        return RequestedPercentiles::default();
+    }
+    RequestedPercentiles {
+        p50: h.value_at_quantile(0.5),
+        p90: h.value_at_quantile(0.9),
+        p99: h.value_at_quantile(0.99),
+        max: h.max(),
+    }
+}

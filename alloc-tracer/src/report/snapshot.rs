@@ -1,0 +1,116 @@
+//! What one report is made of: everything read from the recorder at one moment,
+//! with stacks cleaned of the tracer's own frames.
+
+use super::summary;
+use crate::config::Settings;
+use crate::hot::site_table::SiteMeta;
+use crate::lifetimes::Lifetimes;
+use crate::phase::PhaseTime;
+use crate::registry::{Counts, SiteCounts, SiteId};
+use crate::symbolize::{self, Frame};
+use std::collections::HashMap;
+
+/// Everything read from the recorder for one report.
+pub struct Snapshot {
+    /// The settings in force.
+    pub settings: Settings,
+    /// Every counter.
+    pub counts: Box<Counts>,
+    /// Site counters, stacks without the tracer's own frames.
+    pub sites: HashMap<SiteId, SiteCounts>,
+    /// Followed blocks per site, likewise.
+    pub lifetimes: HashMap<SiteId, Lifetimes>,
+    /// Phase names and times.
+    pub phases: Vec<PhaseTime>,
+    /// Symbols of every return address in `sites` and `lifetimes`.
+    pub symbols: HashMap<usize, Vec<Frame>>,
+}
+
+impl Snapshot {
+    /// Reads the recorder and symbolizes. Runs under the re-entrancy guard.
+    pub fn take() -> Snapshot {
+        crate::hot::thread::guarded(|| {
+            let sites = crate::registry::sites();
+            let lifetimes = crate::lifetimes::snapshot();
+            let symbols = symbolize::resolve_all(
+                sites
+                    .keys()
+                    .chain(lifetimes.keys())
+                    .flat_map(|id| id.frames.iter().copied()),
+            );
+            Snapshot {
+                settings: Settings::current(),
+                counts: Box::new(crate::registry::counts()),
+                sites: without_tracer_frames(sites, &symbols, |a, b| {
+                    let mut sum = *a;
+                    sum.allocs += b.allocs;
+                    sum.reallocs += b.reallocs;
+                    sum.bytes_requested += b.bytes_requested;
+                    sum.bytes_allocated += b.bytes_allocated;
+                    sum.temporaries += b.temporaries;
+                    sum
+                }),
+                lifetimes: without_tracer_frames(lifetimes, &symbols, |a, b| {
+                    let mut sum = a.clone();
+                    sum.freed += b.freed;
+                    sum.total_ns += b.total_ns;
+                    sum.live += b.live;
+                    sum.live_bytes += b.live_bytes;
+                    if sum.buckets.len() < b.buckets.len() {
+                        sum.buckets.resize(b.buckets.len(), 0);
+                    }
+                    for (x, y) in sum.buckets.iter_mut().zip(&b.buckets) {
+                        *x += y;
+                    }
+                    sum
+                }),
+                phases: crate::phase::phases(),
+                symbols,
+            }
+        })
+    }
+}
+
+/// Drops the tracer's own return addresses from the start of every stack (see
+/// `hot::sites::OWN_FRAMES`), merging stacks that then coincide. The next address usually
+/// still carries the tracer's inlined frames (the allocator entry point inlined into
+/// the caller); [`user_frames`] drops those when frames are listed.
+fn without_tracer_frames<V>(
+    map: HashMap<SiteId, V>,
+    symbols: &HashMap<usize, Vec<Frame>>,
+    merge: impl Fn(&V, &V) -> V,
+) -> HashMap<SiteId, V> {
+    let mut out: HashMap<SiteId, V> = HashMap::with_capacity(map.len());
+    for (id, v) in map {
+        let own = id
+            .frames
+            .iter()
+            .take_while(|a| symbols[a].iter().all(summary::is_tracer))
+            .count();
+        let frames: Box<[usize]> = id.frames[own..].into();
+        let key = SiteId {
+            meta: SiteMeta::new(id.phase(), id.class(), frames.len()),
+            frames,
+        };
+        let merged = match out.get(&key) {
+            Some(old) => merge(old, &v),
+            None => v,
+        };
+        out.insert(key, merged);
+    }
+    out
+}
+
+/// The symbolized frames of a stack, innermost first, without the tracer's own
+/// frames and the allocator shim in front.
+pub fn user_frames<'s>(
+    stack: &[usize],
+    symbols: &'s HashMap<usize, Vec<Frame>>,
+) -> Vec<(usize, usize, &'s Frame)> {
+    stack
+        .iter()
+        .enumerate()
+        .flat_map(|(si, a)| symbols[a].iter().map(move |f| (si, *a, f)))
+        .skip_while(|(_, _, f)| summary::is_tracer(f) || summary::is_shim(f))
+        .collect()
+}
