@@ -42,7 +42,7 @@ const NESTING: usize = 20;
 #[derive(Clone, Copy)]
 enum Allocator {
     Jemalloc,
-    /// [`Floor`]: the design brief's reference point for `count`.
+    /// [`Floor`]: the reference point for `count`.
     Floor,
     /// The tracer (this binary's global allocator) with these settings.
     Traced(Settings),
@@ -62,8 +62,8 @@ enum Path {
 }
 
 /// The least an allocator that counts can do, for reference: per-thread counters of
-/// allocations, frees and requested bytes and a count per jemalloc size class (what
-/// the design brief measured as "thread-local counters + size-class array"), in
+/// allocations, frees and requested bytes and a count per jemalloc size class (the
+/// "thread-local counters + size-class array" that counting allocators usually are), in
 /// front of jemalloc, and nothing else: no phases, no live bytes, no re-entrancy
 /// guard, no thread registry, a null return counted. What `count` adds over this is
 /// the price of what it records beyond it.
