@@ -16,6 +16,7 @@ impl Door for Cold {
     #[cold]
     #[inline(never)]
     fn first_allocation() {
+        crate::fork::arm();
         settings_from_env();
     }
 

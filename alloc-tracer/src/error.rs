@@ -6,20 +6,29 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Reading or writing a report file or directory failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {}", path.display(), crate::error::causes(cause))]
     Io {
         /// The file or directory.
         path: PathBuf,
-        /// The underlying error.
-        source: std::io::Error,
+        /// The underlying error, in the message (not a `source()`: each cause is
+        /// printed once, however the caller prints chains).
+        cause: std::io::Error,
     },
     /// The parquet writer failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {}", path.display(), crate::error::causes(cause))]
     Parquet {
         /// The table file.
         path: PathBuf,
-        /// The underlying error.
-        source: parquet::errors::ParquetError,
+        /// The underlying error, in the message like `Io`'s.
+        cause: parquet::errors::ParquetError,
+    },
+    /// The report folder exists and is not one this tracer may replace.
+    #[error("{}: {why}; not replacing it", path.display())]
+    NotReplaced {
+        /// The folder.
+        path: PathBuf,
+        /// What makes it not a report folder of ours.
+        why: String,
     },
     /// A setting (environment variable or API argument) is not valid.
     #[error("{name}={value:?}: {expected}")]
@@ -31,4 +40,20 @@ pub enum Error {
         /// What would have been accepted.
         expected: &'static str,
     },
+}
+
+/// An error's message followed by those of its causes that it does not already
+/// contain, joined by ": ", so that each cause is printed once.
+pub(crate) fn causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
 }

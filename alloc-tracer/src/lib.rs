@@ -109,6 +109,7 @@ mod allocator;
 mod config;
 mod door;
 mod error;
+mod fork;
 mod hot;
 mod lifetimes;
 mod phase;
@@ -127,7 +128,7 @@ pub use phase::{
 pub use registry::{Counts, PhaseTotals};
 pub use report::schema::{self, SCHEMA_VERSION};
 pub use report::{ReportSummary, Totals};
-pub use session::{Session, write_report};
+pub use session::{Session, expand_path, write_incomplete_report, write_report};
 pub use symbolize::Frame;
 
 /// Every counter so far, summed over live and exited threads. Allocation-free for

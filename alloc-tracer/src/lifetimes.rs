@@ -16,7 +16,7 @@ use crate::hot::log_linear::{LIFETIME_BUCKETS, LIFETIME_SUB_BITS, bucket};
 use crate::registry::SiteId;
 use dashmap::DashMap;
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex, MutexGuard};
 
 const SHARDS: usize = 16;
 
@@ -88,6 +88,37 @@ pub(crate) fn end(ptr: *mut u8) {
     e.freed += 1;
     e.total_ns += ns as u128;
     e.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
+}
+
+/// Every lock of the followed blocks, held across a `fork()` (see `fork`).
+pub(crate) struct HeldForFork {
+    _followed: Vec<MutexGuard<'static, HashMap<usize, Followed>>>,
+}
+
+/// Takes every lock of the followed blocks: each shard of `FOLLOWED`, then each
+/// shard of `ENDED` (never taken while a `FOLLOWED` shard is held elsewhere).
+pub(crate) fn hold_for_fork() -> HeldForFork {
+    let followed = FOLLOWED
+        .iter()
+        .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()))
+        .collect();
+    for shard in ENDED.shards() {
+        // Unlocked by `HeldForFork`'s drop.
+        std::mem::forget(shard.write());
+    }
+    HeldForFork {
+        _followed: followed,
+    }
+}
+
+impl Drop for HeldForFork {
+    fn drop(&mut self) {
+        for shard in ENDED.shards() {
+            // SAFETY: `hold_for_fork` write-locked every shard and forgot the guards;
+            // this runs once per `hold_for_fork`.
+            unsafe { shard.force_unlock_write() };
+        }
+    }
 }
 
 /// Lifetimes of ended blocks and counts of live followed blocks, per site.

@@ -44,6 +44,11 @@ fn with_phases<R>(f: impl FnOnce(&mut Vec<PhaseTime>) -> R) -> R {
     })
 }
 
+/// The phase list's lock, held across a `fork()` (see `fork`).
+pub(crate) fn hold_for_fork() -> std::sync::MutexGuard<'static, Vec<PhaseTime>> {
+    PHASES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The id of phase `name`, registering it (or the overflow phase) if new.
 fn id_of(p: &mut Vec<PhaseTime>, name: &str) -> usize {
     match p.iter().position(|x| x.name == name) {

@@ -154,6 +154,8 @@ pub struct Counts {
     pub late_frees: u64,
     /// Threads that recorded anything.
     pub threads: u64,
+    /// Stack walks made off the thread's known stack (recorded without frames).
+    pub foreign_walks: u64,
 }
 
 impl Default for Counts {
@@ -169,6 +171,7 @@ impl Default for Counts {
             late_allocs: 0,
             late_frees: 0,
             threads: 0,
+            foreign_walks: 0,
         }
     }
 }
@@ -186,6 +189,7 @@ impl Counts {
         self.own_bytes += st.own.bytes.load(Relaxed);
         add_all(&mut self.own_classes, &st.own.classes);
         self.threads += 1;
+        self.foreign_walks += st.foreign_walks.load(Relaxed);
     }
 
     /// Allocations of small requests, counted per requested size by the hot path:
@@ -355,6 +359,38 @@ pub fn sites() -> HashMap<SiteId, SiteCounts> {
         }
     }
     all
+}
+
+/// Every lock of the registry, held across a `fork()` (see `fork`): the live list,
+/// the merged counts and each shard of the merged sites. Dropping it unlocks them.
+pub(crate) struct HeldForFork {
+    _live: MutexGuard<'static, Vec<usize>>,
+    _counts: MutexGuard<'static, Counts>,
+}
+
+/// Takes every registry lock, in the order the registry's own functions take them.
+pub(crate) fn hold_for_fork() -> HeldForFork {
+    let live = live();
+    let counts = MERGED.counts.lock().unwrap_or_else(|e| e.into_inner());
+    for shard in MERGED.sites.shards() {
+        // Unlocked by `HeldForFork`'s drop: a write guard cannot outlive the call.
+        std::mem::forget(shard.write());
+    }
+    HeldForFork {
+        _live: live,
+        _counts: counts,
+    }
+}
+
+impl Drop for HeldForFork {
+    fn drop(&mut self) {
+        for shard in MERGED.sites.shards() {
+            // SAFETY: `hold_for_fork` write-locked every shard and forgot the guards;
+            // this runs once per `hold_for_fork`, on the thread that took them (or
+            // the only thread of the forked child, its copy).
+            unsafe { shard.force_unlock_write() };
+        }
+    }
 }
 
 /// Runs `f` while holding the registry lock (tests: recording must not need it).

@@ -1,23 +1,74 @@
 //! When reports get written: on demand, when a [`Session`] guard drops (also while
 //! unwinding from a panic), and at normal process exit when `ALLOC_TRACE_REPORT`
-//! names a directory.
+//! names a directory; and where: a report path may hold `%p` (the process id) and
+//! `%t` (when tracing started, Unix seconds), so that many processes (test binaries,
+//! forked children) can share one setting without writing over each other.
 
 use crate::Error;
 use crate::report::{self, ReportSummary};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// The last directory a report was written to, so that the exit hook does not write
 /// the same report twice.
 static LAST_WRITTEN: Mutex<Option<PathBuf>> = Mutex::new(None);
 
-/// Writes a report of everything recorded so far to `dir` (see `report::write`).
+/// Writes a report of everything recorded so far to `dir` (see `report::write`),
+/// with `%p` and `%t` in it expanded ([`expand_path`]).
 pub fn write_report(dir: &Path) -> Result<ReportSummary, Error> {
-    let summary = report::write(dir)?;
+    write(dir, None)
+}
+
+/// Writes a report like [`write_report`], marked in its manifest as incomplete
+/// because of `why` (e.g. `SIGINT`): for a program stopped before its run finished.
+pub fn write_incomplete_report(dir: &Path, why: &str) -> Result<ReportSummary, Error> {
+    write(dir, Some(why))
+}
+
+fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
+    // The tracer's own work: its allocations are not the program's.
+    let dir = crate::hot::thread::guarded(|| expand_path(dir));
+    let summary = report::write(&dir, incomplete)?;
     crate::hot::thread::guarded(|| {
-        *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(dir.to_owned());
+        *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(dir);
     });
     Ok(summary)
+}
+
+/// `path` with `%p` replaced by the process id, `%t` by when tracing started (Unix
+/// seconds) and `%%` by `%`.
+pub fn expand_path(path: &Path) -> PathBuf {
+    let Some(text) = path.to_str() else {
+        return path.to_owned();
+    };
+    if !text.contains('%') {
+        return path.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('p') => out.push_str(&std::process::id().to_string()),
+            Some('t') => out.push_str(&crate::hot::clock::start_unix_seconds().to_string()),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    PathBuf::from(out)
+}
+
+/// The lock of the last written path, held across a `fork()` (see `fork`).
+pub(crate) fn hold_for_fork() -> std::sync::MutexGuard<'static, Option<PathBuf>> {
+    LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Writes a report to its directory when dropped, unless [`Session::finish`] did.
@@ -56,10 +107,14 @@ impl Drop for Session {
     }
 }
 
+/// The process that armed the exit hook: a child forked from it inherits the hook.
+static ARMED_BY: AtomicU32 = AtomicU32::new(0);
+
 /// Registers the exit hook when `ALLOC_TRACE_REPORT` is set. Runs once, under the
 /// guard, from the first allocation.
 pub(crate) fn arm_exit_report() {
     if crate::config::getenv(c"ALLOC_TRACE_REPORT").is_some() {
+        ARMED_BY.store(std::process::id(), Relaxed);
         // SAFETY: `report_at_exit` is a plain `extern "C" fn()` that never unwinds
         // (errors are printed, panics are caught).
         unsafe { libc::atexit(report_at_exit) };
@@ -68,9 +123,16 @@ pub(crate) fn arm_exit_report() {
 
 extern "C" fn report_at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        let Some(dir) = std::env::var_os("ALLOC_TRACE_REPORT").map(PathBuf::from) else {
+        let Some(setting) = std::env::var_os("ALLOC_TRACE_REPORT").map(PathBuf::from) else {
             return;
         };
+        // A forked child shares its parent's setting: it writes a report of its own
+        // only where the path tells the two apart.
+        let forked = ARMED_BY.load(Relaxed) != std::process::id();
+        if forked && !setting.to_string_lossy().contains("%p") {
+            return;
+        }
+        let dir = expand_path(&setting);
         let already = crate::hot::thread::guarded(|| {
             LAST_WRITTEN
                 .lock()

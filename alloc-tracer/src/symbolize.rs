@@ -60,13 +60,16 @@ mod tests {
     #[inline(never)]
     fn return_address_here() -> usize {
         let mut frames = crate::hot::stack::raw_frames();
-        let (n, _) = crate::hot::stack::capture(
-            &mut frames,
-            0,
-            1,
-            crate::hot::stack::current_stack_top(),
-            0,
-        );
+        // SAFETY: this thread's own stack bounds.
+        let (n, _) = unsafe {
+            crate::hot::stack::capture(
+                &mut frames,
+                0,
+                1,
+                crate::hot::stack::current_stack_bounds(),
+                0,
+            )
+        };
         assert_eq!(n, 1);
         crate::hot::stack::captured(&frames, n)[0]
     }

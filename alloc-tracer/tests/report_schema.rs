@@ -175,6 +175,7 @@ fn report_matches_the_documented_schema() {
     std::fs::create_dir_all(&other).unwrap();
     std::fs::write(other.join("precious.txt"), "keep me").unwrap();
     let err = alloc_tracer::write_report(&other).unwrap_err();
-    assert!(err.to_string().contains("not a report"), "{err}");
+    let err = err.to_string();
+    assert!(err.contains("precious.txt") && err.contains("not replacing"), "{err}");
     assert!(other.join("precious.txt").exists());
 }

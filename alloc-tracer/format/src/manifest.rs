@@ -56,6 +56,10 @@ pub struct Manifest {
     pub threads: u64,
     /// The tables written, with their row counts.
     pub tables: Vec<TableInfo>,
+    /// Why the report was written before the run finished (e.g. `SIGINT`), or
+    /// `None` for a complete run. (Absent in reports written before it existed.)
+    #[serde(default)]
+    pub incomplete: Option<String>,
 }
 
 /// Totals over all phases, as in the manifest.
@@ -118,6 +122,11 @@ pub struct Dropped {
     pub stacks_at_depth_limit: usize,
     /// Phase names beyond the first 15, counted together.
     pub phases_merged: bool,
+    /// Allocations whose stack walk found the stack pointer off the thread's known
+    /// stack (a signal handler on its own stack, a coroutine, a `stacker` segment):
+    /// counted, with no frames. (Absent in reports written before it existed.)
+    #[serde(default)]
+    pub foreign_stack_walks: u64,
 }
 
 /// One table of the report.

@@ -171,3 +171,10 @@ pub const TABLES: [Table; 6] = [
     PHASES,
     LIFETIMES,
 ];
+
+/// True for the names of files a report folder may hold: the manifest and the
+/// tables above. A report writer replaces a folder only when it holds nothing else,
+/// so that a folder that merely looks like a report is never destroyed.
+pub fn is_report_file(name: &str) -> bool {
+    name == MANIFEST || TABLES.iter().any(|t| t.file == name)
+}

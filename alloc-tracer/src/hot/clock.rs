@@ -23,14 +23,26 @@ pub fn unix_seconds() -> f64 {
 
 static START_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
+static START_UNIX_S: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Marks the start of tracing (the first time only).
 pub(crate) fn mark_start() {
-    let _ = START_NS.compare_exchange(
-        0,
-        now_ns(),
-        std::sync::atomic::Ordering::Relaxed,
-        std::sync::atomic::Ordering::Relaxed,
-    );
+    if START_NS
+        .compare_exchange(
+            0,
+            now_ns(),
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+        )
+        .is_ok()
+    {
+        START_UNIX_S.store(unix_seconds() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// When tracing started, in whole Unix seconds (0 if it has not).
+pub fn start_unix_seconds() -> u64 {
+    START_UNIX_S.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// When tracing started (monotonic ns); now if it has not.

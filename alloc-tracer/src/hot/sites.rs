@@ -126,12 +126,23 @@ fn site_slot<D: Door>(st: &ThreadState, ctl: Control, class: usize) -> &Slot {
     // or reached the recording function by a jump, so it is kept and the report
     // drops it if it is all tracer.
     let depth = ctl.depth() + OWN_FRAMES - 1;
-    let walk = stack::walk(1, depth, st.stack_top, seed.bits());
+    // SAFETY: `st.stack` is this thread's stack, found when its state was made.
+    let walk = unsafe { stack::walk(1, depth, st.stack, seed.bits()) };
+    if walk.foreign {
+        foreign_walk(st);
+    }
     let meta = seed.with_depth(walk.n);
     match st.table().find(walk.hash, meta) {
         Some(slot) => slot,
         None => new_site::<D>(st, &walk, meta),
     }
+}
+
+/// Counts a walk that found the stack pointer off this thread's stack.
+#[cold]
+#[inline(never)]
+fn foreign_walk(st: &ThreadState) {
+    bump(&st.foreign_walks, 1);
 }
 
 /// Inserts a site not in the table yet: reads its frames again, then grows or

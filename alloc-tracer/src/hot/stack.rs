@@ -5,8 +5,11 @@
 //! a frame here, against about 4 us for a DWARF unwind of the same stack. Frames
 //! compiled without frame pointers are skipped over (their return address is lost) or
 //! end the walk early; they never make it read outside the thread's stack, because
-//! every frame pointer must lie strictly above the previous one and below the top of
-//! the stack recorded when the thread was first seen.
+//! the walk starts only when the stack pointer lies inside the stack recorded when
+//! the thread was first seen ([`StackBounds`]), and every frame pointer must lie
+//! strictly above the previous one and below the top of that stack. Code running on
+//! another stack (a signal handler on `sigaltstack`, a coroutine, a `stacker`
+//! segment) gets no frames, and the walk says so ([`Walk::foreign`]).
 //!
 //! Only x86_64 and aarch64 are walked; elsewhere stacks are empty.
 
@@ -34,6 +37,16 @@ pub fn captured(out: &RawFrames, n: usize) -> &[usize] {
     unsafe { std::slice::from_raw_parts(out.as_ptr().cast::<usize>(), n.min(MAX_DEPTH)) }
 }
 
+/// The stack of a thread: `low <= sp < high` while it runs on it. Both 0 when
+/// unknown (then no stacks are captured on that thread).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StackBounds {
+    /// Lowest address of the stack.
+    pub low: usize,
+    /// Highest address of the stack (exclusive).
+    pub high: usize,
+}
+
 /// What a [`walk`] found: how many frames, their hash, and where the first one is,
 /// so that [`frames_of`] can read the same frames again.
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +57,11 @@ pub struct Walk {
     pub hash: u64,
     /// Frame pointer of the first frame kept.
     pub start: usize,
+    /// Highest frame pointer the walk accepted (`high - 16`).
+    pub limit: usize,
+    /// True when the stack pointer was outside the thread's known stack, so that no
+    /// frame could be trusted and none was read.
+    pub foreign: bool,
 }
 
 /// Walks up to `depth` frames, starting with the caller of the function this is
@@ -52,47 +70,57 @@ pub struct Walk {
 /// before needs only the hash, and a new one reads its frames again with
 /// [`frames_of`].
 ///
-/// `stack_top` is the highest address of the current thread's stack (exclusive).
+/// # Safety
+/// `bounds` must be the current thread's stack (from [`current_stack_bounds`] on
+/// this thread), or zero: every word read lies between the stack pointer and
+/// `bounds.high`, which is mapped only when the stack pointer is inside them.
 #[inline(always)]
-pub fn walk(skip: usize, depth: usize, stack_top: usize, seed: u64) -> Walk {
+pub unsafe fn walk(skip: usize, depth: usize, bounds: StackBounds, seed: u64) -> Walk {
     let (mut fp, sp) = registers();
     let mut hash = super::site_table::hash_start(seed);
-    let none = |hash| Walk {
+    let none = |hash, foreign| Walk {
         n: 0,
         hash: super::site_table::hash_finish(hash),
         start: 0,
+        limit: 0,
+        foreign,
     };
-    // One unsigned comparison checks sp <= fp <= stack_top - 16: below `sp` the
+    // The stack pointer must be on this thread's stack: everything from it up to the
+    // top is then mapped. (Below `low` the difference wraps around to a huge value.)
+    if sp.wrapping_sub(bounds.low) >= bounds.high.wrapping_sub(bounds.low) {
+        return none(hash, bounds.high != 0);
+    }
+    // One unsigned comparison checks sp <= fp <= high - 16: below `sp` the
     // difference wraps around to a huge value.
-    let span = stack_top
+    let span = bounds
+        .high
         .saturating_sub(sp)
         .saturating_sub(2 * size_of::<usize>());
     if fp.wrapping_sub(sp) > span {
-        return none(hash);
+        return none(hash, false);
     }
     // From here on every frame pointer lies strictly above the one before (so above
     // `sp`) and at most at `limit`: both words of a frame lie in this thread's stack.
     let limit = sp + span;
     // The tracer's own frames: walked over, not kept.
     for _ in 0..skip {
-        // SAFETY: sp <= fp <= stack_top - 16 (checked before the loop and on every
-        // step): the word lies in this thread's stack, which is mapped from the
-        // current stack pointer up to its top. (x86_64 and aarch64 load unaligned
-        // words from normal memory.)
+        // SAFETY: sp <= fp <= high - 16 (checked before the loop and on every
+        // step), and the stack is mapped from the current stack pointer up to its
+        // top. (x86_64 and aarch64 load unaligned words from normal memory.)
         let next = unsafe { (fp as *const usize).read_unaligned() };
         if next <= fp || next > limit {
-            return none(hash);
+            return none(hash, false);
         }
         fp = next;
     }
     let start = fp;
     let max = depth.min(MAX_DEPTH);
     if max == 0 {
-        return none(hash);
+        return none(hash, false);
     }
     let mut left = max;
     loop {
-        // SAFETY: as above: sp <= fp <= stack_top - 16. The words may be garbage if a
+        // SAFETY: as above: sp <= fp <= high - 16. The words may be garbage if a
         // frame lacks a frame pointer; the check on `next` below keeps the walk moving
         // up the stack, inside it. (A zero return address marks the outermost frame on
         // some platforms; the `next <= fp` check ends the walk there anyway.)
@@ -111,6 +139,8 @@ pub fn walk(skip: usize, depth: usize, stack_top: usize, seed: u64) -> Walk {
         n: max - left,
         hash: super::site_table::hash_finish(hash),
         start,
+        limit,
+        foreign: false,
     }
 }
 
@@ -123,34 +153,47 @@ pub fn walk(skip: usize, depth: usize, stack_top: usize, seed: u64) -> Walk {
 #[inline(always)]
 pub unsafe fn frames_of<'o>(walk: &Walk, out: &'o mut RawFrames) -> &'o [usize] {
     let mut fp = walk.start;
+    let mut n = 0;
     for slot in out.iter_mut().take(walk.n) {
+        // The walk checked every frame; checked again, so that a stack changed after
+        // all (a broken caller's promise) ends the copy rather than a read outside.
+        if fp < walk.start || fp > walk.limit {
+            break;
+        }
         // SAFETY: the walk read these two words moments ago, after checking that
-        // they lie in this thread's stack; the caller guarantees they are unchanged.
+        // they lie in this thread's stack (between `start` and `limit`, rechecked
+        // above); the caller guarantees they are unchanged.
         let (next, ret) = unsafe {
             let p = fp as *const usize;
             (p.read_unaligned(), p.add(1).read_unaligned())
         };
         slot.write(ret);
+        n += 1;
+        if next <= fp {
+            break;
+        }
         fp = next;
     }
-    captured(out, walk.n)
+    captured(out, n)
 }
 
 /// Fills `out` with up to `depth` return addresses, starting with the caller of the
 /// function this is inlined into, and returns how many it wrote and their hash
 /// (`site_table::hash` of `seed` and the frames): a [`walk`] and [`frames_of`].
 ///
-/// `stack_top` is the highest address of the current thread's stack (exclusive).
+/// # Safety
+/// As for [`walk`].
 #[cfg(test)]
 #[inline(always)]
-pub fn capture(
+pub unsafe fn capture(
     out: &mut RawFrames,
     skip: usize,
     depth: usize,
-    stack_top: usize,
+    bounds: StackBounds,
     seed: u64,
 ) -> (usize, u64) {
-    let w = walk(skip, depth, stack_top, seed);
+    // SAFETY: forwarded contract.
+    let w = unsafe { walk(skip, depth, bounds, seed) };
     // SAFETY: the walk was made just now, in this same function (everything here is
     // inlined into the caller).
     let n = unsafe { frames_of(&w, out) }.len();
@@ -186,12 +229,12 @@ fn registers() -> (usize, usize) {
     }
 }
 
-/// The top (highest address, exclusive) of the current thread's stack, or 0 when it
-/// cannot be found (then no stacks are captured on this thread).
+/// The current thread's stack, or zeros when it cannot be found (then no stacks are
+/// captured on this thread).
 ///
 /// Cold: called once per thread. glibc's `pthread_getattr_np` may call glibc's own
 /// `malloc`, which is not the Rust global allocator, so this cannot recurse.
-pub fn current_stack_top() -> usize {
+pub fn current_stack_bounds() -> StackBounds {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: `attr` is initialised by pthread_getattr_np before use and destroyed
@@ -199,21 +242,24 @@ pub fn current_stack_top() -> usize {
         unsafe {
             let mut attr: libc::pthread_attr_t = std::mem::zeroed();
             if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
-                return 0;
+                return StackBounds::default();
             }
             let mut addr: *mut libc::c_void = std::ptr::null_mut();
             let mut size: libc::size_t = 0;
             let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
             libc::pthread_attr_destroy(&mut attr);
             if rc != 0 {
-                return 0;
+                return StackBounds::default();
             }
-            addr as usize + size
+            StackBounds {
+                low: addr as usize,
+                high: addr as usize + size,
+            }
         }
     }
     #[cfg(not(target_os = "linux"))]
     {
-        0
+        StackBounds::default()
     }
 }
 
@@ -223,7 +269,8 @@ mod tests {
 
     #[inline(never)]
     fn capture_here(out: &mut RawFrames) -> usize {
-        capture(out, 0, MAX_DEPTH, current_stack_top(), 0).0
+        // SAFETY: this thread's bounds (or none).
+        unsafe { capture(out, 0, MAX_DEPTH, current_stack_bounds(), 0) }.0
     }
 
     #[test]
@@ -238,7 +285,8 @@ mod tests {
     #[test]
     fn hash_is_the_site_table_hash() {
         let mut frames = raw_frames();
-        let (n, h) = capture(&mut frames, 0, MAX_DEPTH, current_stack_top(), 42);
+        // SAFETY: this thread's bounds (or none).
+        let (n, h) = unsafe { capture(&mut frames, 0, MAX_DEPTH, current_stack_bounds(), 42) };
         assert_eq!(h, crate::hot::site_table::hash(42, captured(&frames, n)));
     }
 
@@ -253,22 +301,47 @@ mod tests {
 
     #[inline(never)]
     fn capture_both(all: &mut RawFrames, skipped: &mut RawFrames) -> ((usize, usize), ()) {
-        let top = current_stack_top();
-        let a = capture(all, 0, MAX_DEPTH, top, 0).0;
-        let b = capture(skipped, 1, MAX_DEPTH, top, 0).0;
+        let b = current_stack_bounds();
+        // SAFETY: this thread's bounds (or none).
+        let a = unsafe { capture(all, 0, MAX_DEPTH, b, 0) }.0;
+        // SAFETY: this thread's bounds (or none).
+        let b = unsafe { capture(skipped, 1, MAX_DEPTH, b, 0) }.0;
         ((a, b), ())
     }
 
     #[test]
     fn depth_is_capped() {
         let mut frames = raw_frames();
-        assert!(capture(&mut frames, 0, 2, current_stack_top(), 0).0 <= 2);
-        assert_eq!(capture(&mut frames, 0, 0, current_stack_top(), 0).0, 0);
+        let b = current_stack_bounds();
+        // SAFETY: this thread's bounds (or none).
+        assert!(unsafe { capture(&mut frames, 0, 2, b, 0) }.0 <= 2);
+        // SAFETY: this thread's bounds (or none).
+        assert_eq!(unsafe { capture(&mut frames, 0, 0, b, 0) }.0, 0);
     }
 
     #[test]
     fn no_stack_top_means_no_frames() {
         let mut frames = raw_frames();
-        assert_eq!(capture(&mut frames, 0, MAX_DEPTH, 0, 0).0, 0);
+        let none = StackBounds::default();
+        // SAFETY: this thread's bounds (or none).
+        assert_eq!(unsafe { capture(&mut frames, 0, MAX_DEPTH, none, 0) }.0, 0);
+    }
+
+    #[test]
+    fn a_stack_pointer_outside_the_bounds_reads_nothing() {
+        let here = current_stack_bounds();
+        // Bounds of some other stack, below this one: the current stack pointer is
+        // outside them, so no frame is read and the walk says it was foreign.
+        let elsewhere = StackBounds {
+            low: here.low.saturating_sub(1 << 20),
+            high: here.low.saturating_sub(1 << 19),
+        };
+        // SAFETY: the walk reads nothing when the stack pointer is outside `bounds`.
+        let w = unsafe { walk(0, MAX_DEPTH, elsewhere, 0) };
+        assert_eq!(w.n, 0);
+        assert!(w.foreign);
+        // SAFETY: these are this thread's bounds.
+        let w = unsafe { walk(0, MAX_DEPTH, here, 0) };
+        assert!(w.n > 0 && !w.foreign);
     }
 }

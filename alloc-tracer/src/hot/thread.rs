@@ -103,8 +103,11 @@ pub struct ThreadState {
     pub pending_ctl: Cell<super::control::Control>,
     /// Allocations left before the next block followed to its free; never 0.
     pub lifetime_countdown: Cell<u64>,
-    /// Highest address of this thread's stack (0: no stacks on this thread).
-    pub stack_top: usize,
+    /// This thread's stack (zeros: no stacks on this thread).
+    pub stack: super::stack::StackBounds,
+    /// Stack walks that found the stack pointer outside `stack` (a signal handler on
+    /// its own stack, a coroutine): recorded without frames.
+    pub foreign_walks: AtomicU64,
     /// This thread's copy of [`SMALL_REQUESTS`]: the hot path, inlined into the
     /// program's crate, reaches that static (another crate's) through the GOT, one
     /// more load per call than reaching the copy from the state pointer it holds.
@@ -282,14 +285,14 @@ impl ThreadState {
         }
     }
 
-    fn new(stack_top: usize, seed: u64) -> Box<ThreadState> {
+    fn new(stack: super::stack::StackBounds, seed: u64) -> Box<ThreadState> {
         // Zeroed in place: the state is ~210 KiB (`state_size`), too big for the
         // stack of whatever thread happens to allocate first.
         // SAFETY: every field is an integer, a raw pointer, a `Control` (a u64), a
         // `Request` (three u8), or a Cell or atomic of one, or an array of those;
         // all-zero bytes are a valid value for each.
         let mut st = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
-        st.stack_top = stack_top;
+        st.stack = stack;
         st.rng = Cell::new(seed | 1);
         st.small_requests = SMALL_REQUESTS;
         // A word from `control`, so that `phase` finds counters even in this one
@@ -384,7 +387,7 @@ impl ThreadState {
 pub fn init<D: Door>(local: &Local) -> *mut ThreadState {
     let was = local.replace_guard(true);
     let seed = (local as *const Local as u64) ^ super::clock::now_ns().rotate_left(32);
-    let state = Box::into_raw(ThreadState::new(super::stack::current_stack_top(), seed));
+    let state = Box::into_raw(ThreadState::new(super::stack::current_stack_bounds(), seed));
     // SAFETY: `state` was just created and is not shared yet.
     let st = unsafe { &*state };
     st.sample_countdown
@@ -418,7 +421,7 @@ mod tests {
 
     #[test]
     fn geometric_has_the_right_mean() {
-        let st = ThreadState::new(0, 0x1234_5678);
+        let st = ThreadState::new(Default::default(), 0x1234_5678);
         let n = 200_000u64;
         for mean in [1u64, 7, 64, 1000] {
             let total: u64 = (0..n).map(|_| st.geometric(mean)).sum();

@@ -1,83 +1,181 @@
-//! Writing a report folder atomically: the files go to a temporary sibling folder
-//! that is renamed into place, replacing an earlier report but never a folder that is
-//! not one.
+//! Writing a report folder safely: the files go to a temporary sibling folder that
+//! is synced and renamed into place, under a lock on the parent folder, replacing an
+//! earlier report but never anything else.
+//!
+//! A folder is replaced only when its manifest says alloc-tracer wrote it and it
+//! holds nothing but report files (`schema::is_report_file`); anything else is
+//! refused, whatever it contains. Writers of the same parent folder, in this process
+//! or others, take turns (`flock` on the parent), and each stages under a name of
+//! its own (pid and a per-process counter), so concurrent writers never see each
+//! other's half-written folders. A staging folder is removed on every error path.
 
 use super::schema;
 use crate::Error;
+use alloc_tracer_format::manifest::TOOL;
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The `Error::Io` for `path`.
 pub fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
+    move |cause| Error::Io {
         path: path.to_owned(),
-        source,
+        cause,
     }
 }
 
-/// A report folder being written: a temporary sibling of its destination.
+/// Staging folders made by this process so far, for unique names.
+static STAGED: AtomicU64 = AtomicU64::new(0);
+
+/// A report folder being written: a temporary sibling of its destination, removed
+/// on drop unless committed.
 pub struct Staging {
     dir: PathBuf,
     parent: PathBuf,
     name: String,
     tmp: PathBuf,
+    /// The parent folder, `flock`ed for as long as this writer stages.
+    _lock: File,
+    committed: bool,
 }
 
 impl Staging {
-    /// Checks that `dir` may be replaced (absent, empty, or a report) and creates the
-    /// temporary folder beside it.
+    /// Takes the parent folder's lock, checks that `dir` may be replaced (absent,
+    /// empty, or a report of ours), and creates the staging folder beside it.
     pub fn new(dir: &Path) -> Result<Staging, Error> {
-        if dir.exists() && !dir.join(schema::MANIFEST).exists() {
-            let not_empty = std::fs::read_dir(dir).map_err(io(dir))?.next().is_some();
-            if not_empty {
-                return Err(Error::Io {
-                    path: dir.to_owned(),
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::AlreadyExists,
-                        "exists and is not a report directory; not replacing it",
-                    ),
-                });
-            }
-        }
         let parent = match dir.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
             _ => PathBuf::from("."),
         };
         std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+        let lock = lock_folder(&parent)?;
+        check_replaceable(dir)?;
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "report".into());
-        let tmp = parent.join(format!(".{name}.tmp-{}", std::process::id()));
-        if tmp.exists() {
-            std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
-        }
+        let n = STAGED.fetch_add(1, Relaxed);
+        let tmp = parent.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
         std::fs::create_dir(&tmp).map_err(io(&tmp))?;
         Ok(Staging {
             dir: dir.to_owned(),
             parent,
             name,
             tmp,
+            _lock: lock,
+            committed: false,
         })
     }
 
-    /// The temporary folder, where the files go.
+    /// The staging folder, where the files go.
     pub fn path(&self) -> &Path {
         &self.tmp
     }
 
-    /// Moves the finished report into place. An old report is moved aside first,
-    /// since rename cannot replace a non-empty folder, and removed after.
-    pub fn commit(self) -> Result<(), Error> {
-        let old = self
-            .parent
-            .join(format!(".{}.old-{}", self.name, std::process::id()));
-        if self.dir.exists() {
+    /// Syncs the staged files and moves the report into place. An old report is
+    /// moved aside first, since rename cannot replace a non-empty folder, and
+    /// removed after.
+    pub fn commit(mut self) -> Result<(), Error> {
+        for entry in std::fs::read_dir(&self.tmp).map_err(io(&self.tmp))? {
+            let path = entry.map_err(io(&self.tmp))?.path();
+            sync(&path)?;
+        }
+        sync(&self.tmp)?;
+        let old = self.parent.join(format!(
+            ".{}.old-{}-{}",
+            self.name,
+            std::process::id(),
+            STAGED.fetch_add(1, Relaxed)
+        ));
+        let replacing = self.dir.exists();
+        if replacing {
             std::fs::rename(&self.dir, &old).map_err(io(&self.dir))?;
         }
-        std::fs::rename(&self.tmp, &self.dir).map_err(io(&self.dir))?;
-        if old.exists() {
+        if let Err(e) = std::fs::rename(&self.tmp, &self.dir) {
+            if replacing {
+                // Put the old report back rather than leave nothing.
+                let _ = std::fs::rename(&old, &self.dir);
+            }
+            return Err(io(&self.dir)(e));
+        }
+        self.committed = true;
+        sync(&self.parent)?;
+        if replacing {
             std::fs::remove_dir_all(&old).map_err(io(&old))?;
         }
         Ok(())
     }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+/// Refuses `dir` unless it is absent, an empty folder, or a report folder that
+/// alloc-tracer wrote and that holds only report files.
+fn check_replaceable(dir: &Path) -> Result<(), Error> {
+    let refuse = |why: &str| Error::NotReplaced {
+        path: dir.to_owned(),
+        why: why.to_owned(),
+    };
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(dir)(e)),
+    };
+    if !meta.is_dir() {
+        return Err(refuse("exists and is not a folder"));
+    }
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        names.push(entry.map_err(io(dir))?.file_name());
+    }
+    if names.is_empty() {
+        return Ok(());
+    }
+    if let Some(other) = names
+        .iter()
+        .find(|n| !n.to_str().is_some_and(schema::is_report_file))
+    {
+        return Err(refuse(&format!(
+            "holds {} besides report files",
+            other.to_string_lossy()
+        )));
+    }
+    let manifest = std::fs::read(dir.join(schema::MANIFEST)).unwrap_or_default();
+    #[derive(serde::Deserialize)]
+    struct Writer {
+        tool: Option<String>,
+    }
+    match serde_json::from_slice::<Writer>(&manifest) {
+        Ok(Writer { tool: Some(t) }) if t == TOOL => Ok(()),
+        _ => Err(refuse("its manifest.json was not written by alloc-tracer")),
+    }
+}
+
+/// Opens `folder` and takes an exclusive `flock` on it, waiting for other writers.
+fn lock_folder(folder: &Path) -> Result<File, Error> {
+    let f = File::open(folder).map_err(io(folder))?;
+    loop {
+        // SAFETY: `flock` on a file descriptor this function owns.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(f);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(io(folder)(e));
+        }
+    }
+}
+
+/// `fsync` of a file or folder.
+fn sync(path: &Path) -> Result<(), Error> {
+    File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(io(path))
 }

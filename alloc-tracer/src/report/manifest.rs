@@ -34,7 +34,13 @@ pub fn lifetime_weight(mode: Mode, lifetime_interval: u64) -> u64 {
 
 /// The manifest of a report of `snap` whose tables are `tables`, with
 /// `stacks_at_depth_limit` distinct stacks cut at the depth limit.
-pub fn build(snap: &Snapshot, tables: Vec<TableInfo>, stacks_at_depth_limit: usize) -> Manifest {
+/// `incomplete`: why the run did not finish, if it did not.
+pub fn build(
+    snap: &Snapshot,
+    tables: Vec<TableInfo>,
+    stacks_at_depth_limit: usize,
+    incomplete: Option<&str>,
+) -> Manifest {
     let c = &snap.counts;
     let weight = sample_weight(snap.settings.mode);
     let totals = Totals {
@@ -81,9 +87,11 @@ pub fn build(snap: &Snapshot, tables: Vec<TableInfo>, stacks_at_depth_limit: usi
             late_free_count: c.late_frees,
             stacks_at_depth_limit,
             phases_merged: snap.phases.len() >= MAX_PHASES,
+            foreign_stack_walks: c.foreign_walks,
         },
         threads: c.threads,
         tables,
+        incomplete: incomplete.map(str::to_owned),
     }
 }
 

@@ -28,12 +28,17 @@ const SUMMARY_SITES: usize = 10;
 /// Writes a report directory at `dir`, atomically: files go to a temporary sibling
 /// directory that is renamed into place. An existing report at `dir` is replaced;
 /// an existing directory that is not a report is left alone and is an error.
-pub fn write(dir: &Path) -> Result<ReportSummary, Error> {
+/// `incomplete`: why the run did not finish (the manifest says so), if it did not.
+pub fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
     let snap = Snapshot::take();
-    crate::hot::thread::guarded(|| write_snapshot(dir, &snap))
+    crate::hot::thread::guarded(|| write_snapshot(dir, &snap, incomplete))
 }
 
-fn write_snapshot(dir: &Path, snap: &Snapshot) -> Result<ReportSummary, Error> {
+fn write_snapshot(
+    dir: &Path,
+    snap: &Snapshot,
+    incomplete: Option<&str>,
+) -> Result<ReportSummary, Error> {
     let staging = Staging::new(dir)?;
     let tmp = staging.path();
 
@@ -90,7 +95,7 @@ fn write_snapshot(dir: &Path, snap: &Snapshot) -> Result<ReportSummary, Error> {
         .iter()
         .filter(|(s, _)| s.len() >= snap.settings.depth)
         .count();
-    let manifest = manifest::build(snap, tables, at_depth_limit);
+    let manifest = manifest::build(snap, tables, at_depth_limit, incomplete);
     let manifest_path = tmp.join(schema::MANIFEST);
     std::fs::write(&manifest_path, manifest.to_json()).map_err(io(&manifest_path))?;
     staging.commit()?;

@@ -84,9 +84,9 @@ fn levels<T: Clone>(v: &[Option<T>]) -> (Vec<i16>, Vec<T>) {
 
 /// Writes `columns` (in the table's order) to `path`.
 pub fn write(path: &Path, table: &Table, columns: Vec<Values>) -> Result<(), Error> {
-    let err = |source: parquet::errors::ParquetError| Error::Parquet {
+    let err = |cause: parquet::errors::ParquetError| Error::Parquet {
         path: path.to_owned(),
-        source,
+        cause,
     };
     assert_eq!(
         columns.len(),
@@ -117,9 +117,9 @@ pub fn write(path: &Path, table: &Table, columns: Vec<Values>) -> Result<(), Err
             .set_created_by(format!("alloc-tracer {}", env!("CARGO_PKG_VERSION")))
             .build(),
     );
-    let file = std::fs::File::create(path).map_err(|source| Error::Io {
+    let file = std::fs::File::create(path).map_err(|cause| Error::Io {
         path: path.to_owned(),
-        source,
+        cause,
     })?;
     let mut writer = SerializedFileWriter::new(file, schema, props).map_err(err)?;
     let mut group = writer.next_row_group().map_err(err)?;

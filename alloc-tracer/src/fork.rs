@@ -1,0 +1,67 @@
+//! Surviving `fork()`: the tracer's locks are never inherited held.
+//!
+//! A child of a multithreaded process has only the thread that forked; a lock that
+//! another thread held at that moment stays held forever in the child, and the
+//! child's next allocation that needs it (a followed block's free, a new thread's
+//! registration, a report) would hang. So, like jemalloc, the tracer registers
+//! `pthread_atfork` handlers: before the fork the forking thread takes every lock of
+//! the cold side, in the order the code takes them elsewhere; after it, parent and
+//! child each release their copy. The recording path takes no lock, so threads keep
+//! allocating meanwhile.
+//!
+//! What the child inherits is a copy of the parent's counters: a report written by
+//! the child counts what the parent recorded before the fork too. Its exit report
+//! goes where `ALLOC_TRACE_REPORT` says only when the path holds `%p` (see
+//! `session`); otherwise the child writes none, so it never replaces the parent's.
+
+use std::cell::RefCell;
+use std::sync::MutexGuard;
+use std::sync::Once;
+
+/// Every cold lock, held by the forking thread from `prepare` to `parent`/`child`.
+struct Held {
+    // Fields drop in declaration order, releasing in the reverse of taking.
+    _session: MutexGuard<'static, Option<std::path::PathBuf>>,
+    _phases: MutexGuard<'static, Vec<crate::phase::PhaseTime>>,
+    _lifetimes: crate::lifetimes::HeldForFork,
+    _registry: crate::registry::HeldForFork,
+}
+
+thread_local! {
+    static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
+}
+
+static ARMED: Once = Once::new();
+
+/// Registers the fork handlers, once per process. Cold.
+pub fn arm() {
+    ARMED.call_once(|| {
+        // SAFETY: the three handlers are plain `extern "C"` functions that never
+        // unwind (they only take and drop locks, under the re-entrancy guard).
+        unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };
+    });
+}
+
+extern "C" fn prepare() {
+    crate::hot::thread::guarded(|| {
+        let registry = crate::registry::hold_for_fork();
+        let lifetimes = crate::lifetimes::hold_for_fork();
+        let phases = crate::phase::hold_for_fork();
+        let session = crate::session::hold_for_fork();
+        let _ = HELD.try_with(|h| {
+            *h.borrow_mut() = Some(Held {
+                _session: session,
+                _phases: phases,
+                _lifetimes: lifetimes,
+                _registry: registry,
+            })
+        });
+    });
+}
+
+/// After the fork, in the parent and in the child alike.
+extern "C" fn release() {
+    crate::hot::thread::guarded(|| {
+        let _ = HELD.try_with(|h| h.borrow_mut().take());
+    });
+}

@@ -1,0 +1,98 @@
+//! fork() while other threads record in `sites` mode, every block followed to its
+//! free: each child allocates, frees, starts a thread and enters a phase, and must
+//! finish. Without fork handlers, a child inherits a tracer lock held by another
+//! thread and hangs. One test: the mode is process-wide.
+
+use alloc_tracer::{Mode, Settings, TracingAllocator};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
+    TracingAllocator::new(tikv_jemallocator::Jemalloc);
+
+const CHILDREN: usize = 40;
+
+fn churn(n: usize) {
+    let mut v: Vec<Box<[u8; 160]>> = Vec::new();
+    for i in 0..n {
+        v.push(Box::new([i as u8; 160]));
+        if v.len() > 64 {
+            v.clear();
+        }
+    }
+    black_box(v);
+}
+
+fn child() -> i32 {
+    churn(2000);
+    let _p = alloc_tracer::phase("child");
+    let t = std::thread::spawn(|| churn(500));
+    if t.join().is_err() {
+        return 3;
+    }
+    let c = alloc_tracer::counts();
+    if c.total(|p| p.allocs) == 0 { 4 } else { 0 }
+}
+
+#[test]
+fn forked_children_never_hang() {
+    Settings {
+        mode: Mode::Sites,
+        lifetime_interval: 1,
+        ..Default::default()
+    }
+    .apply();
+    let stop = AtomicBool::new(false);
+    let mut hung = 0;
+    let mut failed = 0;
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                while !stop.load(Relaxed) {
+                    churn(100);
+                }
+            });
+        }
+        for _ in 0..CHILDREN {
+            // SAFETY: the child runs only `child` (allocating, a thread, a phase)
+            // and ends with `_exit`, never returning into the test harness.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                let code = child();
+                // SAFETY: ends the child without the parent's exit handlers.
+                unsafe { libc::_exit(code) };
+            }
+            let start = Instant::now();
+            loop {
+                let mut status = 0;
+                // SAFETY: waits for our own child.
+                let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+                if r == pid {
+                    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+                        failed += 1;
+                    }
+                    break;
+                }
+                if start.elapsed() > Duration::from_secs(20) {
+                    hung += 1;
+                    // SAFETY: kills and reaps our own child.
+                    unsafe {
+                        libc::kill(pid, libc::SIGKILL);
+                        libc::waitpid(pid, &mut status, 0);
+                    }
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        stop.store(true, Relaxed);
+    });
+    assert_eq!(
+        (hung, failed),
+        (0, 0),
+        "of {CHILDREN} children: (hung, failed)"
+    );
+}

@@ -1,0 +1,213 @@
+//! The report writer never destroys what it did not write, lets concurrent writers
+//! take turns, and leaves nothing behind when a write fails. One test: it forks, and
+//! the mode is process-wide.
+
+use alloc_tracer::{Mode, Settings, TracingAllocator, write_report};
+use alloc_tracer_format::manifest::Manifest;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
+    TracingAllocator::new(tikv_jemallocator::Jemalloc);
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("alloc-tracer-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Names in `parent` other than `keep`: staging or set-aside folders left behind.
+fn strays(parent: &Path, keep: &[&str]) -> Vec<String> {
+    std::fs::read_dir(parent)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !keep.contains(&n.as_str()))
+        .collect()
+}
+
+/// Every file under `dir` with its contents, sorted.
+fn contents(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Runs `f` in a forked child and returns its exit code; the child exits with what
+/// `f` returns. Fails the test if the child runs past `limit`.
+fn in_child(limit: Duration, f: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: this test is the process's only thread (one test in the file), so the
+    // child starts with every lock free; it ends with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = f();
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    wait(pid, limit)
+}
+
+fn wait(pid: libc::pid_t, limit: Duration) -> i32 {
+    let start = Instant::now();
+    loop {
+        let mut status = 0;
+        // SAFETY: waits for our own child; `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            assert!(libc::WIFEXITED(status), "child {pid} died: status {status}");
+            return libc::WEXITSTATUS(status);
+        }
+        if start.elapsed() > limit {
+            // SAFETY: kills our own child.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("child {pid} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn writes_only_its_own_reports() {
+    Settings {
+        mode: Mode::Count,
+        ..Default::default()
+    }
+    .apply();
+    let v: Vec<u64> = (0..1000).collect();
+    assert_eq!(v.len(), 1000);
+
+    // A folder with a manifest.json that is not ours, and other files: untouched.
+    let root = scratch("foreign");
+    let app = root.join("app");
+    std::fs::create_dir_all(app.join("icons")).unwrap();
+    std::fs::write(
+        app.join("manifest.json"),
+        br#"{"name": "an extension", "manifest_version": 3}"#,
+    )
+    .unwrap();
+    std::fs::write(app.join("index.html"), b"<html></html>").unwrap();
+    std::fs::write(app.join("icons/a.png"), b"png").unwrap();
+    let before = contents(&app);
+    let err = write_report(&app).unwrap_err().to_string();
+    assert!(err.contains("not replacing"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(contents(&app), before);
+    assert!(
+        strays(&root, &["app"]).is_empty(),
+        "{:?}",
+        strays(&root, &["app"])
+    );
+
+    // Our report with a file of the user's added: refused too.
+    let ours = root.join("ours");
+    write_report(&ours).unwrap();
+    std::fs::write(ours.join("notes.txt"), b"mine").unwrap();
+    let err = write_report(&ours).unwrap_err().to_string();
+    assert!(err.contains("notes.txt"), "{err}");
+    assert_eq!(std::fs::read(ours.join("notes.txt")).unwrap(), b"mine");
+    // Without it, ours is replaced.
+    std::fs::remove_file(ours.join("notes.txt")).unwrap();
+    write_report(&ours).unwrap();
+
+    // A file where the folder would go: refused.
+    std::fs::write(root.join("file"), b"x").unwrap();
+    assert!(write_report(&root.join("file")).is_err());
+    assert_eq!(std::fs::read(root.join("file")).unwrap(), b"x");
+
+    // `%p` names the process.
+    let summary = write_report(&root.join("r-%p")).unwrap();
+    assert_eq!(summary.dir, root.join(format!("r-{}", std::process::id())));
+    assert!(summary.dir.join("manifest.json").exists());
+
+    // Four processes and two threads write one folder at once: they take turns, and
+    // one valid report is left, with no staging folder beside it.
+    let shared = scratch("concurrent");
+    let dest = shared.join("report");
+    let children: Vec<libc::pid_t> = (0..4)
+        .map(|_| {
+            // SAFETY: as in `in_child`: no other thread runs at this fork.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0);
+            if pid == 0 {
+                let ok = (0..5).all(|_| write_report(&dest).is_ok());
+                // SAFETY: ends the child without the parent's exit handlers.
+                unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+            }
+            pid
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                for _ in 0..5 {
+                    write_report(&dest).unwrap();
+                }
+            });
+        }
+    });
+    for pid in children {
+        assert_eq!(wait(pid, Duration::from_secs(60)), 0, "a writer failed");
+    }
+    let manifest = Manifest::from_json(&std::fs::read(dest.join("manifest.json")).unwrap());
+    assert!(manifest.unwrap().is_alloc_tracer());
+    assert!(
+        strays(&shared, &["report"]).is_empty(),
+        "{:?}",
+        strays(&shared, &["report"])
+    );
+
+    // A write that fails (a file-size limit standing in for a full disk) leaves
+    // nothing, and says why once.
+    let failing = scratch("failing");
+    let dest = failing.join("report");
+    let code = in_child(Duration::from_secs(60), || {
+        // SAFETY: plain calls on this process's own limits and signal disposition.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &limit);
+        }
+        match write_report(&dest) {
+            Ok(_) => 10,
+            Err(e) => {
+                let text = e.to_string();
+                let cause = std::io::Error::from_raw_os_error(libc::EFBIG).to_string();
+                if text.matches(&cause).count() != 1 || text.lines().count() != 1 {
+                    eprintln!("{text}");
+                    11
+                } else {
+                    0
+                }
+            }
+        }
+    });
+    assert_eq!(
+        code, 0,
+        "the write did not fail as expected (10: it succeeded; 11: message)"
+    );
+    assert!(
+        strays(&failing, &[]).is_empty(),
+        "{:?}",
+        strays(&failing, &[])
+    );
+
+    for d in [root, shared, failing] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
