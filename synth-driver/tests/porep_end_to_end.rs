@@ -211,6 +211,48 @@ fn bad_c1_files_are_one_line_errors() {
     }
 }
 
+#[test]
+fn porep_input_flags_name_one_input_or_fail_in_one_line() {
+    // The flags are checked before any work: c1.json does not exist, and the
+    // message is about the flags, not the file.
+    for (args, expected) in [
+        (&["porep"][..], "porep needs --c1 FILE"),
+        (&["porep", "--sector-size", "2KiB"], "porep needs --c1 FILE"),
+        (
+            &["porep", "--c1", "c1.json", "--sector-size", "2KiB"],
+            "exclude each other",
+        ),
+        (
+            &["porep", "--c1", "c1.json", "--count-only"],
+            "--count-only goes with --sector-size",
+        ),
+        (
+            &["porep", "--c1", "c1.json", "--blank"],
+            "--blank goes with --sector-size",
+        ),
+        (
+            &["porep", "--c1", "c1.json", "--synthetic"],
+            "--synthetic goes with --sector-size",
+        ),
+        (
+            &["porep", "--sector-size", "2KiB", "--blank", "--synthetic"],
+            "--blank and --synthetic exclude each other",
+        ),
+        (
+            &["porep", "--sector-size", "2KiB", "--blank", "--count-only"],
+            "--count-only and --blank exclude each other",
+        ),
+    ] {
+        let out = driver().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("synth-driver: "), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
 /// Rows of a blank partition (no witness), for sizes that cannot be sealed here.
 fn count_only(size: &str) -> serde_json::Value {
     run_json(&["--json", "porep", "--sector-size", size, "--count-only"])
