@@ -91,7 +91,9 @@ fn porep_2kib_rows_and_top_sites() {
     );
     let line: serde_json::Value =
         serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
-    // The prover's a.len() for a 2 KiB PoRep partition (DESIGN.md section 7).
+    // Rows as bellperson's prover counts them for a 2 KiB PoRep partition (its
+    // a.len(): constraints plus one `input * 0 = 0` row per public input), a figure
+    // of the circuit alone, so `count_only_rows_match_the_prover` below finds it too.
     assert_eq!(line["rows"], 2_687_961);
     assert!(line["synth_seconds"].as_f64().unwrap() > 0.0);
 
@@ -260,8 +262,9 @@ fn count_only(size: &str) -> serde_json::Value {
 
 #[test]
 fn count_only_rows_match_the_prover() {
-    // The prover's a.len() per partition (DESIGN.md section 7); the 2 KiB figure is
-    // also what the real sealed partition gives above.
+    // Rows per partition as bellperson's prover counts them (a.len()), here from
+    // the blank circuit; the 2 KiB figure is also what the real sealed partition
+    // gives above, so counting without a witness agrees with synthesis.
     assert_eq!(count_only("2KiB")["rows"], 2_687_961);
     assert_eq!(count_only("8MiB")["rows"], 3_844_969);
 }
