@@ -91,7 +91,9 @@ fn porep_2kib_rows_and_top_sites() {
     );
     let line: serde_json::Value =
         serde_json::from_slice(out.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
-    // The prover's a.len() for a 2 KiB PoRep partition (DESIGN.md section 7).
+    // Rows as bellperson's prover counts them for a 2 KiB PoRep partition (its
+    // a.len(): constraints plus one `input * 0 = 0` row per public input), a figure
+    // of the circuit alone, so `count_only_rows_match_the_prover` below finds it too.
     assert_eq!(line["rows"], 2_687_961);
     assert!(line["synth_seconds"].as_f64().unwrap() > 0.0);
 
@@ -211,6 +213,48 @@ fn bad_c1_files_are_one_line_errors() {
     }
 }
 
+#[test]
+fn porep_input_flags_name_one_input_or_fail_in_one_line() {
+    // The flags are checked before any work: c1.json does not exist, and the
+    // message is about the flags, not the file.
+    for (args, expected) in [
+        (&["porep"][..], "porep needs --c1 FILE"),
+        (&["porep", "--sector-size", "2KiB"], "porep needs --c1 FILE"),
+        (
+            &["porep", "--c1", "c1.json", "--sector-size", "2KiB"],
+            "exclude each other",
+        ),
+        (
+            &["porep", "--c1", "c1.json", "--count-only"],
+            "--count-only goes with --sector-size",
+        ),
+        (
+            &["porep", "--c1", "c1.json", "--blank"],
+            "--blank goes with --sector-size",
+        ),
+        (
+            &["porep", "--c1", "c1.json", "--synthetic"],
+            "--synthetic goes with --sector-size",
+        ),
+        (
+            &["porep", "--sector-size", "2KiB", "--blank", "--synthetic"],
+            "--blank and --synthetic exclude each other",
+        ),
+        (
+            &["porep", "--sector-size", "2KiB", "--blank", "--count-only"],
+            "--count-only and --blank exclude each other",
+        ),
+    ] {
+        let out = driver().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("synth-driver: "), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
 /// Rows of a blank partition (no witness), for sizes that cannot be sealed here.
 fn count_only(size: &str) -> serde_json::Value {
     run_json(&["--json", "porep", "--sector-size", size, "--count-only"])
@@ -218,8 +262,9 @@ fn count_only(size: &str) -> serde_json::Value {
 
 #[test]
 fn count_only_rows_match_the_prover() {
-    // The prover's a.len() per partition (DESIGN.md section 7); the 2 KiB figure is
-    // also what the real sealed partition gives above.
+    // Rows per partition as bellperson's prover counts them (a.len()), here from
+    // the blank circuit; the 2 KiB figure is also what the real sealed partition
+    // gives above, so counting without a witness agrees with synthesis.
     assert_eq!(count_only("2KiB")["rows"], 2_687_961);
     assert_eq!(count_only("8MiB")["rows"], 3_844_969);
 }

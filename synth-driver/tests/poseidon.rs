@@ -23,8 +23,9 @@ fn both_provers_agree_at_every_filecoin_arity() {
 #[test]
 fn arity_8_costs_505_constraints_per_hash() {
     let v = run_json(&["--json", "poseidon", "--hashes", "10", "--arity", "8"]);
-    // 505 per hash (DESIGN.md section 7), one to make the output public, and one
-    // `x * 0 = 0` row per public input (ONE and the output).
+    // 505 constraints per hash (what one arity-8 hash costs in neptune's legacy
+    // circuit), one to make the output public, and one `x * 0 = 0` row per public
+    // input (ONE and the output).
     assert_eq!(v["rows"], 10 * 505 + 1 + 2);
 }
 

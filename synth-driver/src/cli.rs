@@ -1,0 +1,517 @@
+//! The command line: clap's types, and [`Cli::into_job`], which turns them into a
+//! [`Job`] and is the one place that refuses a combination of flags, with a
+//! one-line message, before any work starts.
+
+use crate::job::{CountedCircuit, Job, Output, PorepInput, Prover, Trace, Variant, Work};
+use crate::{circuits, porep};
+use alloc_tracer::Mode;
+use anyhow::{Result, bail};
+use clap::{Args, Parser, Subcommand};
+use filecoin_proofs_api::RegisteredSealProof;
+use std::path::PathBuf;
+
+/// Runs real bellperson synthesis under alloc-tracer.
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about,
+    after_help = "EXAMPLES:\n  \
+    synth-driver seal --sector-size 2KiB --out sectors/2k\n  \
+    synth-driver --trace sites --report reports/porep porep --c1 sectors/2k/c1.json\n  \
+    synth-driver --json sha256 --blocks 64 -i 3\n  \
+    synth-driver --prover mirror --variant inplace-lc --trace count sha256 --blocks 64\n  \
+    synth-driver --prover mirror --variant pooled-enforce porep --sector-size 2KiB --synthetic\n  \
+    synth-driver --json porep --sector-size 32GiB --synthetic --count-only\n  \
+    synth-driver poseidon --hashes 10000 --arity 8"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    trace: TraceArgs,
+    /// Print one JSON object per iteration instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+    /// reference: stock bellperson (create_proof_batch, stopped right after
+    /// synthesis). mirror: the driver's replica of bellperson's ProvingAssignment,
+    /// which adds an `enforce` phase around enforce closures and a digest of a/b/c.
+    #[arg(long, global = true, value_enum)]
+    prover: Option<Prover>,
+    /// Patch variant for A/B comparisons: same constraint system (same a/b/c digest
+    /// under --prover mirror), different allocation behaviour. baseline: any command,
+    /// either prover. pooled-enforce: --prover mirror only (sha256, poseidon,
+    /// porep --c1, --blank or --synthetic). inplace-lc: sha256 only, either prover.
+    /// Several, comma-separated, take turns iteration by iteration in one process
+    /// (rounds A B C, then C B A, ...; every variant of a round on the same seed):
+    /// an A/B timing that the machine's drift over seconds does not blur.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "baseline"
+    )]
+    variant: Vec<Variant>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug)]
+struct TraceArgs {
+    /// What the tracer records: off (plain jemalloc, the baseline), count (totals,
+    /// no temporaries), sites (every stack, temporaries exact) or sample:N (one
+    /// stack in N; temporaries among those, times N).
+    #[arg(long, default_value = "off", value_parser = parse_mode, global = true)]
+    trace: Mode,
+    /// Frames kept per call stack (1 to 30).
+    #[arg(long, default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = clap::value_parser!(u64).range(1..=alloc_tracer::MAX_DEPTH as u64), global = true)]
+    depth: u64,
+    /// Write the tracer's report (parquet tables and manifest.json) to this directory.
+    #[arg(long, global = true)]
+    report: Option<PathBuf>,
+    /// Sites listed in the printed summary.
+    #[arg(long, default_value_t = 10, global = true)]
+    top: usize,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Seals a sector of random data offline (piece, pre-commit 1 and 2, commit phase 1;
+    /// no Groth parameters) and writes OUT/c1.json in Curio's format. The SDR parent
+    /// cache goes to FIL_PROOFS_PARENT_CACHE (default /var/tmp/filecoin-parents).
+    Seal {
+        /// 2KiB or 8MiB (larger sizes work but take hours and hundreds of GiB).
+        #[arg(long, value_parser = porep::parse_sector_size)]
+        sector_size: (u64, RegisteredSealProof),
+        /// Directory for c1.json and the sector's files.
+        #[arg(long)]
+        out: PathBuf,
+        /// Seed of the sector's data, ticket and challenge seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Synthesizes one partition of a Filecoin PoRep (StackedDrg) circuit from a C1
+    /// output, as commit phase 2 does; or, with --sector-size, from synthetic vanilla
+    /// proofs (--synthetic) or the blank circuit (--blank); --count-only counts the
+    /// rows of a partition without any witness.
+    #[command(after_help = "INPUTS (one of):\n  \
+        --c1 FILE [--partition K]                       a real partition, any sector size\n  \
+        --sector-size SIZE --synthetic [--seed X]       partition 0 of synthetic vanilla proofs\n  \
+        --sector-size SIZE --blank [--seed X]           the blank circuit (mirror prover)\n  \
+        --sector-size SIZE --count-only [--synthetic]   rows, aux and inputs, no witness")]
+    Porep {
+        #[command(flatten)]
+        input: PorepArgs,
+        /// Iterations (each builds and synthesizes the circuit anew).
+        #[arg(short = 'i', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: u64,
+    },
+    /// A chain of SHA-256 compressions over random bits (bellperson's sha256 gadget).
+    Sha256 {
+        /// Message blocks (one compression, about 26 k constraints, each).
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        blocks: u64,
+        /// Iterations (each synthesizes the circuit anew).
+        #[arg(short = 'i', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: u64,
+        /// Seed of the random message.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// A chain of Poseidon hashes (neptune's legacy circuit with filecoin-hashers'
+    /// constants, as Filecoin's Merkle proofs use them).
+    Poseidon {
+        /// Hashes (about 500 constraints each at arity 8).
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+        hashes: u64,
+        /// Inputs per hash: 2, 4, 8, 11, 16, 24 or 36.
+        #[arg(long, default_value = "8", value_parser = parse_arity)]
+        arity: usize,
+        /// Iterations (each synthesizes the circuit anew).
+        #[arg(short = 'i', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        iterations: u64,
+        /// Seed of the random preimages.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+}
+
+/// The flags that say where `porep`'s partition comes from. Clap takes them as they
+/// come; [`PorepArgs::input`] accepts the combinations that mean something.
+#[derive(Args, Debug)]
+struct PorepArgs {
+    /// Curio's c1.json, or the plain JSON of filecoin-proofs-api's
+    /// SealCommitPhase1Output. Any sector size.
+    #[arg(long)]
+    c1: Option<PathBuf>,
+    /// Sector size of a partition with no C1 output (with --count-only, --blank or
+    /// --synthetic).
+    #[arg(long, value_parser = porep::parse_sector_size)]
+    sector_size: Option<(u64, RegisteredSealProof)>,
+    /// Count rows, aux and inputs of the blank circuit (all values missing; the
+    /// same constraints), or with --synthetic of the synthetic one, without
+    /// synthesizing a witness: works for 32 GiB on a small machine.
+    #[arg(long)]
+    count_only: bool,
+    /// Synthesize the blank circuit of --sector-size with the mirror prover,
+    /// which substitutes a random value for every missing one: the constraints
+    /// and enforce closures of a real partition, without the vanilla proofs'
+    /// witness arithmetic (an approximation; the output says `witness: blank`).
+    #[arg(long)]
+    blank: bool,
+    /// Synthesize a partition of --sector-size from synthetic vanilla proofs:
+    /// random values in proofs of exactly that size's shape, through the same
+    /// circuit construction as a real C1 output (the real constraint system of
+    /// any size, without sealing; the output says `witness: synthetic`).
+    #[arg(long)]
+    synthetic: bool,
+    /// Seed of the substituted values (--blank) or synthetic proofs (--synthetic).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Partition to synthesize (--c1).
+    #[arg(long, default_value_t = 0)]
+    partition: usize,
+}
+
+/// Why `porep` without an input flag does nothing.
+const NO_INPUT: &str =
+    "porep needs --c1 FILE, or --sector-size SIZE with --count-only, --blank or --synthetic";
+
+impl PorepArgs {
+    /// The one input these flags describe, or why they describe none. Flags that
+    /// the input does not use (`--seed` with `--c1`, `--partition` with
+    /// `--sector-size`) are accepted and ignored.
+    fn input(self) -> Result<PorepInput> {
+        let PorepArgs {
+            c1,
+            sector_size,
+            count_only,
+            blank,
+            synthetic,
+            seed,
+            partition,
+        } = self;
+        let proof = match (c1, sector_size) {
+            (Some(_), Some(_)) => {
+                bail!("--c1 and --sector-size exclude each other: a C1 output has its own size")
+            }
+            (None, None) => bail!(NO_INPUT),
+            (Some(path), None) => {
+                let flag = [
+                    (count_only, "--count-only"),
+                    (blank, "--blank"),
+                    (synthetic, "--synthetic"),
+                ]
+                .into_iter()
+                .find_map(|(set, flag)| set.then_some(flag));
+                if let Some(flag) = flag {
+                    bail!("{flag} goes with --sector-size, not --c1");
+                }
+                return Ok(PorepInput::C1 { path, partition });
+            }
+            (None, Some((_, proof))) => proof,
+        };
+        Ok(match (count_only, blank, synthetic) {
+            (_, true, true) => bail!("--blank and --synthetic exclude each other"),
+            (true, true, false) => bail!(
+                "--count-only and --blank exclude each other (--count-only alone counts the blank circuit)"
+            ),
+            (true, false, false) => PorepInput::CountOnly {
+                proof,
+                circuit: CountedCircuit::Blank,
+            },
+            (true, false, true) => PorepInput::CountOnly {
+                proof,
+                circuit: CountedCircuit::Synthetic { seed },
+            },
+            (false, true, false) => PorepInput::Blank { proof, seed },
+            (false, false, true) => PorepInput::Synthetic { proof, seed },
+            (false, false, false) => bail!(NO_INPUT),
+        })
+    }
+}
+
+impl Cli {
+    /// The job this command line asks for, every flag combination checked.
+    pub fn into_job(self) -> Result<Job> {
+        let work = match self.command {
+            Command::Seal {
+                sector_size: (sector_size, proof),
+                out,
+                seed,
+            } => Work::Seal {
+                proof,
+                sector_size,
+                out,
+                seed,
+            },
+            Command::Sha256 {
+                blocks,
+                iterations,
+                seed,
+            } => Work::Sha256 {
+                blocks,
+                seed,
+                iterations,
+            },
+            Command::Poseidon {
+                hashes,
+                arity,
+                iterations,
+                seed,
+            } => Work::Poseidon {
+                hashes,
+                arity,
+                seed,
+                iterations,
+            },
+            Command::Porep { input, iterations } => Work::Porep {
+                input: input.input()?,
+                iterations,
+            },
+        };
+        let blank = matches!(
+            work,
+            Work::Porep {
+                input: PorepInput::Blank { .. },
+                ..
+            }
+        );
+        let prover = match self.prover {
+            Some(Prover::Reference) if blank => bail!(
+                "--blank needs --prover mirror: the stock prover stops at the first missing value"
+            ),
+            // --blank switches to the mirror prover unless told otherwise.
+            None if blank => Prover::Mirror,
+            other => other.unwrap_or(Prover::Reference),
+        };
+        let report = self.trace.report.is_some();
+        check_variants(&self.variant, &work, prover, report)?;
+        Ok(Job {
+            trace: Trace {
+                mode: self.trace.trace,
+                depth: self.trace.depth as usize,
+                report: self.trace.report,
+                top: self.trace.top,
+            },
+            output: if self.json {
+                Output::Json
+            } else {
+                Output::Text
+            },
+            prover,
+            variants: self.variant,
+            work,
+        })
+    }
+}
+
+/// Refuses variants that do not apply to `work` under `prover`, and several
+/// variants where they cannot take turns (no iterations) or would share a report.
+fn check_variants(variants: &[Variant], work: &Work, prover: Prover, report: bool) -> Result<()> {
+    let command = work.command();
+    for variant in variants {
+        match variant {
+            Variant::Baseline => {}
+            Variant::InplaceLc if matches!(work, Work::Sha256 { .. }) => {}
+            Variant::InplaceLc => {
+                bail!("--variant inplace-lc exists for sha256 only, not {command}")
+            }
+            Variant::PooledEnforce if !work.synthesizes() => {
+                bail!("--variant pooled-enforce does not apply to {command} (no synthesis)")
+            }
+            Variant::PooledEnforce if prover == Prover::Reference => {
+                bail!("--variant pooled-enforce needs --prover mirror")
+            }
+            Variant::PooledEnforce => {}
+        }
+    }
+    if variants.len() > 1 && !work.synthesizes() {
+        bail!("several --variant values take turns by iteration; {command} has no iterations");
+    }
+    if variants.len() > 1 && report {
+        bail!(
+            "several --variant values with --report would mix them in one report; trace one variant per run"
+        );
+    }
+    Ok(())
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    Mode::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_arity(s: &str) -> Result<usize, String> {
+    let arities = circuits::POSEIDON_ARITIES;
+    s.parse()
+        .ok()
+        .filter(|a| arities.contains(a))
+        .ok_or_else(|| format!("unsupported arity {s:?}; expected one of {arities:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1 as P2K;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    /// The job of `synth-driver ARGS`, or its error message.
+    fn job(args: &str) -> Result<Job, String> {
+        let cli = Cli::try_parse_from(std::iter::once("synth-driver").chain(args.split(' ')))
+            .map_err(|e| format!("clap: {e}"))?;
+        cli.into_job().map_err(|e| format!("{e:#}"))
+    }
+
+    fn porep_input(args: &str) -> Result<PorepInput, String> {
+        match job(args)?.work {
+            Work::Porep { input, .. } => Ok(input),
+            other => panic!("{args}: not porep: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn porep_inputs_accepted() {
+        let cases = [
+            (
+                "porep --c1 c1.json",
+                PorepInput::C1 {
+                    path: "c1.json".into(),
+                    partition: 0,
+                },
+            ),
+            (
+                "porep --c1 c1.json --partition 3 --seed 9",
+                PorepInput::C1 {
+                    path: "c1.json".into(),
+                    partition: 3,
+                },
+            ),
+            (
+                "porep --sector-size 2KiB --synthetic --seed 5",
+                PorepInput::Synthetic {
+                    proof: P2K,
+                    seed: 5,
+                },
+            ),
+            (
+                "porep --sector-size 2048 --blank --partition 1",
+                PorepInput::Blank {
+                    proof: P2K,
+                    seed: 0,
+                },
+            ),
+            (
+                "porep --sector-size 2KiB --count-only",
+                PorepInput::CountOnly {
+                    proof: P2K,
+                    circuit: CountedCircuit::Blank,
+                },
+            ),
+            (
+                "porep --sector-size 2KiB --count-only --synthetic --seed 2",
+                PorepInput::CountOnly {
+                    proof: P2K,
+                    circuit: CountedCircuit::Synthetic { seed: 2 },
+                },
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(porep_input(args), Ok(want), "{args}");
+        }
+    }
+
+    #[test]
+    fn porep_inputs_refused_in_one_line() {
+        let cases = [
+            ("porep", "porep needs --c1 FILE"),
+            ("porep --sector-size 2KiB", "porep needs --c1 FILE"),
+            ("porep --partition 1", "porep needs --c1 FILE"),
+            (
+                "porep --c1 c1.json --sector-size 2KiB",
+                "exclude each other",
+            ),
+            (
+                "porep --c1 c1.json --count-only",
+                "--count-only goes with --sector-size",
+            ),
+            (
+                "porep --c1 c1.json --blank",
+                "--blank goes with --sector-size",
+            ),
+            (
+                "porep --c1 c1.json --synthetic",
+                "--synthetic goes with --sector-size",
+            ),
+            (
+                "porep --sector-size 2KiB --blank --synthetic",
+                "--blank and --synthetic",
+            ),
+            (
+                "porep --sector-size 2KiB --blank --count-only",
+                "--count-only and --blank",
+            ),
+            (
+                "porep --sector-size 2KiB --blank --count-only --synthetic",
+                "--blank and --synthetic",
+            ),
+            ("porep --sector-size 3KiB --blank", "clap: "),
+        ];
+        for (args, want) in cases {
+            let err = porep_input(args).unwrap_err();
+            assert!(err.contains(want), "{args}: {err}");
+            if !want.starts_with("clap") {
+                assert_eq!(err.lines().count(), 1, "{args}: {err}");
+            }
+        }
+    }
+
+    #[test]
+    fn blank_switches_to_the_mirror_prover() {
+        let prover = |args| job(args).map(|j| j.prover);
+        assert_eq!(
+            prover("porep --sector-size 2KiB --blank"),
+            Ok(Prover::Mirror)
+        );
+        assert_eq!(prover("porep --c1 c1.json"), Ok(Prover::Reference));
+        assert_eq!(prover("--prover mirror sha256"), Ok(Prover::Mirror));
+        let err = prover("--prover reference porep --sector-size 2KiB --blank").unwrap_err();
+        assert!(err.contains("--blank needs --prover mirror"), "{err}");
+    }
+
+    #[test]
+    fn variants_where_they_apply() {
+        for ok in [
+            "--variant inplace-lc sha256",
+            "--variant inplace-lc --prover mirror sha256",
+            "--variant pooled-enforce --prover mirror poseidon",
+            "--variant pooled-enforce porep --sector-size 2KiB --blank",
+            "--variant pooled-enforce --prover mirror porep --c1 c1.json",
+            "--variant baseline seal --sector-size 2KiB --out x",
+            "--variant baseline,inplace-lc sha256 -i 4",
+        ] {
+            assert!(job(ok).is_ok(), "{ok}: {:?}", job(ok));
+        }
+        for (args, want) in [
+            ("--variant pooled-enforce sha256", "needs --prover mirror"),
+            ("--variant inplace-lc poseidon", "sha256 only, not poseidon"),
+            (
+                "--variant pooled-enforce porep --sector-size 2KiB --count-only",
+                "does not apply to porep --count-only",
+            ),
+            (
+                "--variant baseline,baseline seal --sector-size 2KiB --out x",
+                "seal has no iterations",
+            ),
+            (
+                "--variant baseline,inplace-lc --report r sha256",
+                "mix them in one report",
+            ),
+        ] {
+            let err = job(args).unwrap_err();
+            assert!(err.contains(want), "{args}: {err}");
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! What the driver prints: one line of text or one JSON object per iteration, and
+//! the tracer's summary after the report is written.
+
+use crate::job::Output;
+use anyhow::Result;
+use std::io::Write;
+
+/// One iteration's result, as printed (the JSON field names are part of the CLI:
+/// scripts and tests read them).
+#[derive(serde::Serialize)]
+pub struct IterationReport {
+    /// What was synthesized, e.g. `sha256 --blocks 4`.
+    pub circuit: String,
+    /// Iteration number, from 0.
+    pub iteration: u64,
+    /// `reference`, `mirror`, or `count-only` when nothing was synthesized.
+    pub prover: &'static str,
+    /// The patch variant of this iteration.
+    pub variant: &'static str,
+    /// Where the witness came from: `real`, `synthetic`, `blank` or `none`.
+    pub witness: &'static str,
+    /// Rows of the prover's a/b/c vectors.
+    pub rows: usize,
+    /// Private variables.
+    pub aux: usize,
+    /// Public inputs, ONE included.
+    pub inputs: usize,
+    /// Wall time of synthesis (of counting, for `count-only`).
+    pub synth_seconds: f64,
+    /// The tracer's mode.
+    pub trace: String,
+    /// SHA-256 of the a/b/c evaluations (mirror prover).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abc_digest: Option<String>,
+    /// Values the mirror prover made up because the circuit had none (blank runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub substituted_values: Option<u64>,
+    /// Allocations during synthesis (traced runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocs: Option<u64>,
+    /// Temporaries during synthesis (`sites` and `sample:N` runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temporaries: Option<u64>,
+    /// Allocations inside enforce-closure evaluation (traced mirror runs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enforce_allocs: Option<u64>,
+    /// Of those, per constraint (enforce_allocs / rows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enforce_allocs_per_row: Option<f64>,
+}
+
+impl IterationReport {
+    /// Prints the iteration as one line of `output`'s kind.
+    pub fn print(&self, out: &mut dyn Write, output: Output) -> Result<()> {
+        match output {
+            Output::Json => {
+                serde_json::to_writer(&mut *out, self)?;
+                writeln!(out)?;
+            }
+            Output::Text => self.print_text(out)?,
+        }
+        Ok(())
+    }
+
+    fn print_text(&self, out: &mut dyn Write) -> Result<()> {
+        let r = self;
+        write!(
+            out,
+            "{} [{}] iteration {}: {} rows, {} aux, {} inputs, synthesis {:.3} s (prover {}, variant {}, trace {})",
+            r.circuit,
+            r.prover,
+            r.iteration,
+            r.rows,
+            r.aux,
+            r.inputs,
+            r.synth_seconds,
+            r.prover,
+            r.variant,
+            r.trace
+        )?;
+        if let Some(a) = r.allocs {
+            write!(out, ", {a} allocations")?;
+        }
+        if let Some(t) = r.temporaries {
+            write!(out, ", {t} temporaries")?;
+        }
+        if let Some(e) = r.enforce_allocs {
+            write!(out, ", {e} in enforce")?;
+        }
+        if let Some(e) = r.enforce_allocs_per_row {
+            write!(out, " ({e:.2} per constraint)")?;
+        }
+        if let Some(d) = &r.abc_digest {
+            write!(out, ", abc digest {d}")?;
+        }
+        writeln!(out)?;
+        Ok(())
+    }
+}
+
+/// Prints the tracer's summary: after the iterations on stdout, or on stderr with
+/// JSON output, so that stdout holds nothing but JSON lines.
+pub fn print_summary(
+    out: &mut dyn Write,
+    summary: &alloc_tracer::ReportSummary,
+    output: Output,
+) -> Result<()> {
+    match output {
+        Output::Json => eprintln!("{summary}"),
+        Output::Text => writeln!(out, "{summary}")?,
+    }
+    Ok(())
+}
+
+/// Prints the path of a sealed sector's C1 output, the one thing `seal` prints.
+pub fn print_sealed(out: &mut dyn Write, c1: &std::path::Path) -> Result<()> {
+    writeln!(out, "{}", c1.display())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> IterationReport {
+        IterationReport {
+            circuit: "sha256 --blocks 2".into(),
+            iteration: 1,
+            prover: "mirror",
+            variant: "baseline",
+            witness: "real",
+            rows: 52_000,
+            aux: 51_000,
+            inputs: 2,
+            synth_seconds: 0.25,
+            trace: "count".into(),
+            abc_digest: Some("ab".repeat(32)),
+            substituted_values: None,
+            allocs: Some(900_000),
+            temporaries: None,
+            enforce_allocs: Some(104_000),
+            enforce_allocs_per_row: Some(2.0),
+        }
+    }
+
+    fn printed(r: &IterationReport, output: Output) -> String {
+        let mut out = vec![];
+        r.print(&mut out, output).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn text_line() {
+        let want = format!(
+            "sha256 --blocks 2 [mirror] iteration 1: 52000 rows, 51000 aux, 2 inputs, \
+             synthesis 0.250 s (prover mirror, variant baseline, trace count), \
+             900000 allocations, 104000 in enforce (2.00 per constraint), abc digest {}\n",
+            "ab".repeat(32)
+        );
+        assert_eq!(printed(&report(), Output::Text), want);
+    }
+
+    #[test]
+    fn json_line_leaves_out_what_was_not_measured() {
+        let want = format!(
+            "{{\"circuit\":\"sha256 --blocks 2\",\"iteration\":1,\"prover\":\"mirror\",\
+             \"variant\":\"baseline\",\"witness\":\"real\",\"rows\":52000,\"aux\":51000,\
+             \"inputs\":2,\"synth_seconds\":0.25,\"trace\":\"count\",\"abc_digest\":\"{}\",\
+             \"allocs\":900000,\"enforce_allocs\":104000,\"enforce_allocs_per_row\":2.0}}\n",
+            "ab".repeat(32)
+        );
+        assert_eq!(printed(&report(), Output::Json), want);
+    }
+}

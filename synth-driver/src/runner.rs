@@ -1,0 +1,399 @@
+//! Running a [`Job`] under the tracer: its settings, the phases each iteration
+//! passes through (`setup` builds the circuit, `synthesize` runs the prover, the
+//! mirror prover's `enforce` inside it), and the report at the end.
+
+use crate::job::{CountedCircuit, Job, Output, PorepInput, Prover, Variant, Work};
+use crate::output::{self, IterationReport};
+use crate::{circuits, lc_pool, mirror, porep, progress, prover};
+use alloc_tracer::{Mode, Settings};
+use anyhow::{Context, Result};
+use filecoin_proofs_api::RegisteredSealProof;
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+/// Runs `job` and prints its results on stdout.
+pub fn run(job: Job) -> Result<()> {
+    let Job {
+        trace,
+        output,
+        prover,
+        variants,
+        work,
+    } = job;
+    if let Some(dir) = &trace.report {
+        check_writable(dir)?;
+    }
+    Settings {
+        mode: trace.mode,
+        depth: trace.depth,
+        ..Default::default()
+    }
+    .apply();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut runner = Runner {
+        trace: trace.mode,
+        output,
+        prover,
+        variants,
+        out: &mut out,
+    };
+    match work {
+        Work::Seal {
+            proof,
+            sector_size,
+            out,
+            seed,
+        } => {
+            let c1 = seal(proof, sector_size, &out, seed)?;
+            output::print_sealed(runner.out, &c1)?;
+        }
+        Work::Sha256 {
+            blocks,
+            seed,
+            iterations,
+        } => runner.iterations(
+            &format!("sha256 --blocks {blocks}"),
+            iterations,
+            Witness::Real,
+            |round, variant| {
+                Ok(circuits::Sha256Chain::random(
+                    blocks as usize,
+                    seed.wrapping_add(round),
+                    variant == Variant::InplaceLc,
+                ))
+            },
+        )?,
+        Work::Poseidon {
+            hashes,
+            arity,
+            seed,
+            iterations,
+        } => runner.iterations(
+            &format!("poseidon --hashes {hashes} --arity {arity}"),
+            iterations,
+            Witness::Real,
+            |round, _| {
+                Ok(circuits::PoseidonChain::new(
+                    hashes as usize,
+                    arity,
+                    seed.wrapping_add(round),
+                ))
+            },
+        )?,
+        Work::Porep { input, iterations } => runner.porep(input, iterations)?,
+    }
+    if let Some(dir) = &trace.report {
+        let mut summary = alloc_tracer::write_report(dir)
+            .with_context(|| format!("writing the report to {}", dir.display()))?;
+        summary.top.truncate(trace.top);
+        output::print_summary(runner.out, &summary, output)?;
+    }
+    Ok(())
+}
+
+/// Seals a sector (in the `seal` phase), with its steps on the progress line, and
+/// returns the path of its C1 output.
+fn seal(
+    proof: RegisteredSealProof,
+    sector_size: u64,
+    out: &Path,
+    seed: u64,
+) -> Result<std::path::PathBuf> {
+    let start = Instant::now();
+    let _seal = alloc_tracer::phase("seal");
+    let progress = progress::Progress::new("seal", None, false);
+    porep::seal_sector(proof, sector_size, out, seed, &mut |step| {
+        progress.step(format!(
+            "seal {proof:?}: {step} ({:.1} s)",
+            start.elapsed().as_secs_f64()
+        ))
+    })
+}
+
+/// Where an iteration's witness comes from, as the output names it.
+#[derive(Clone, Copy)]
+enum Witness {
+    /// The circuit's own values (a C1 output, a random message or preimages).
+    Real,
+    /// Synthetic vanilla proofs.
+    Synthetic,
+    /// None: the mirror prover stands in random values from this seed (plus the
+    /// round, so that each round differs).
+    Blank { seed: u64 },
+}
+
+impl Witness {
+    fn name(self) -> &'static str {
+        match self {
+            Witness::Real => "real",
+            Witness::Synthetic => "synthetic",
+            Witness::Blank { .. } => "blank",
+        }
+    }
+}
+
+/// Runs iterations of one circuit and prints each.
+struct Runner<'o> {
+    trace: Mode,
+    output: Output,
+    prover: Prover,
+    /// One, or several taking turns by iteration (see `variant_of`).
+    variants: Vec<Variant>,
+    out: &'o mut dyn Write,
+}
+
+impl Runner<'_> {
+    /// One PoRep partition, from whichever input the command line gave.
+    fn porep(&mut self, input: PorepInput, iterations: u64) -> Result<()> {
+        match input {
+            PorepInput::CountOnly { proof, circuit } => self.count_rows(proof, circuit),
+            PorepInput::Blank { proof, seed } => {
+                let label = format!("porep {proof:?} blank partition");
+                porep::with_tree_shape!(proof.sector_size(), Tree => {
+                    self.iterations(&label, iterations, Witness::Blank { seed }, |_, _| {
+                        porep::blank_circuit::<Tree>(proof)
+                    })
+                })
+            }
+            PorepInput::Synthetic { proof, seed } => {
+                let label = format!("porep {proof:?} synthetic partition");
+                porep::with_tree_shape!(proof.sector_size(), Tree => {
+                    self.iterations(&label, iterations, Witness::Synthetic, |_, _| {
+                        porep::synthetic_circuit::<Tree>(proof, seed)
+                    })
+                })
+            }
+            PorepInput::C1 { path, partition } => {
+                let c1 = {
+                    let _setup = alloc_tracer::phase("setup");
+                    porep::read_c1(&path)?
+                };
+                let n = porep::partitions(&c1);
+                if partition >= n {
+                    anyhow::bail!(
+                        "partition {partition} out of range: {} has {n} partition(s)",
+                        path.display()
+                    );
+                }
+                let label = format!("porep {:?} partition {partition}", c1.registered_proof);
+                porep::with_tree_shape!(c1.registered_proof.sector_size(), Tree => {
+                    self.iterations(&label, iterations, Witness::Real, |_, _| {
+                        porep::partition_circuit::<Tree>(&c1, partition)
+                    })
+                })
+            }
+        }
+    }
+
+    /// Counts the rows, aux and inputs of a partition without synthesizing a witness.
+    fn count_rows(&mut self, proof: RegisteredSealProof, circuit: CountedCircuit) -> Result<()> {
+        let start = Instant::now();
+        let progress = progress::Progress::new("counting rows", None, true);
+        let shape = porep::with_tree_shape!(proof.sector_size(), Tree => {
+            match circuit {
+                CountedCircuit::Synthetic { seed } => {
+                    circuits::shape(porep::synthetic_circuit::<Tree>(proof, seed)?)?
+                }
+                CountedCircuit::Blank => circuits::shape(porep::blank_circuit::<Tree>(proof)?)?,
+            }
+        });
+        drop(progress);
+        let (kind, witness) = match circuit {
+            CountedCircuit::Synthetic { .. } => ("synthetic", "synthetic"),
+            CountedCircuit::Blank => ("blank", "none"),
+        };
+        IterationReport {
+            circuit: format!("porep {proof:?} {kind} partition (count only)"),
+            iteration: 0,
+            prover: "count-only",
+            variant: self.variants[0].name(),
+            witness,
+            rows: shape.rows,
+            aux: shape.aux,
+            inputs: shape.inputs,
+            synth_seconds: start.elapsed().as_secs_f64(),
+            trace: self.trace.name(),
+            allocs: None,
+            temporaries: None,
+            enforce_allocs: None,
+            enforce_allocs_per_row: None,
+            abc_digest: None,
+            substituted_values: None,
+        }
+        .print(self.out, self.output)
+    }
+
+    /// The variant of `iteration` and its round. With one variant every iteration is
+    /// a round; with several, each round runs each variant once, in the given order
+    /// in even rounds and reversed in odd ones, so that a steady drift of the
+    /// machine's speed weighs on every variant alike.
+    fn variant_of(&self, iteration: u64) -> (Variant, u64) {
+        let n = self.variants.len() as u64;
+        let (round, turn) = (iteration / n, (iteration % n) as usize);
+        let turn = if round % 2 == 0 {
+            turn
+        } else {
+            self.variants.len() - 1 - turn
+        };
+        (self.variants[turn], round)
+    }
+
+    /// `make(round, variant)` builds the circuit of an iteration (in the `setup`
+    /// phase; see `variant_of`); the chosen prover then synthesizes it (in the
+    /// `synthesize` phase).
+    fn iterations<C: bellperson::Circuit<blstrs::Scalar> + Send>(
+        &mut self,
+        label: &str,
+        iterations: u64,
+        witness: Witness,
+        mut make: impl FnMut(u64, Variant) -> Result<C>,
+    ) -> Result<()> {
+        let progress = progress::Progress::new("synthesis", Some(iterations), true);
+        for iteration in 0..iterations {
+            let (variant, round) = self.variant_of(iteration);
+            let (circuit, shape) = {
+                let _setup = alloc_tracer::phase("setup");
+                // The stock prover keeps the shape to itself: count it on a circuit
+                // of its own, before the one that is synthesized.
+                let shape = match self.prover {
+                    Prover::Reference => Some(circuits::shape(make(round, variant)?)?),
+                    Prover::Mirror => None,
+                };
+                (make(round, variant)?, shape)
+            };
+            progress::ROWS.store(0, std::sync::atomic::Ordering::Relaxed);
+            let before = alloc_tracer::counts();
+            let start = Instant::now();
+            let (shape, digest, substituted) = {
+                let _synth = alloc_tracer::phase("synthesize");
+                match shape {
+                    Some(shape) => {
+                        prover::synthesize_reference(vec![circuit])?;
+                        (shape, None, None)
+                    }
+                    None => {
+                        let missing = match witness {
+                            Witness::Blank { seed } => {
+                                mirror::Missing::random(seed.wrapping_add(round))
+                            }
+                            Witness::Real | Witness::Synthetic => mirror::Missing::Fail,
+                        };
+                        let pool = match variant {
+                            Variant::PooledEnforce => {
+                                Some(lc_pool::LcPool::new().map_err(|e| {
+                                    anyhow::anyhow!("--variant pooled-enforce: {e}")
+                                })?)
+                            }
+                            _ => None,
+                        };
+                        let o =
+                            mirror::synthesize(circuit, missing, self.trace != Mode::Off, pool)?;
+                        let shape = circuits::Shape {
+                            rows: o.rows,
+                            aux: o.aux,
+                            inputs: o.inputs,
+                        };
+                        let substituted =
+                            matches!(witness, Witness::Blank { .. }).then_some(o.substituted);
+                        (shape, Some(o.abc_digest), substituted)
+                    }
+                }
+            };
+            let synth_seconds = start.elapsed().as_secs_f64();
+            let after = alloc_tracer::counts();
+            let traced = self.trace != Mode::Off;
+            let enforce = match (traced, self.prover) {
+                (true, Prover::Mirror) => enforce_allocs(&before, &after),
+                _ => None,
+            };
+            let report = IterationReport {
+                circuit: label.to_owned(),
+                iteration,
+                prover: self.prover.name(),
+                variant: variant.name(),
+                witness: witness.name(),
+                rows: shape.rows,
+                aux: shape.aux,
+                inputs: shape.inputs,
+                synth_seconds,
+                trace: self.trace.name(),
+                allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
+                // Exact in `sites` mode; counted among sampled blocks in `sample:N`
+                // (times N, an estimate); not counted in `count` mode.
+                temporaries: match self.trace {
+                    Mode::Sites => Some(1),
+                    Mode::Sample(n) => Some(n),
+                    Mode::Count | Mode::Off => None,
+                }
+                .map(|weight| {
+                    (after.total(|p| p.temporaries) - before.total(|p| p.temporaries)) * weight
+                }),
+                enforce_allocs: enforce,
+                enforce_allocs_per_row: enforce
+                    .filter(|_| shape.rows > 0)
+                    .map(|e| e as f64 / shape.rows as f64),
+                abc_digest: digest,
+                substituted_values: substituted,
+            };
+            progress.suspend(|| report.print(self.out, self.output))?;
+            progress.inc();
+        }
+        Ok(())
+    }
+}
+
+/// Allocations made in the `enforce` phase between two snapshots.
+fn enforce_allocs(before: &alloc_tracer::Counts, after: &alloc_tracer::Counts) -> Option<u64> {
+    let id = alloc_tracer::phases()
+        .iter()
+        .position(|p| p.name == "enforce")?;
+    Some(after.phases.get(id)?.allocs - before.phases.get(id)?.allocs)
+}
+
+/// Fails early, with a one-line error, when the report could not be written later.
+fn check_writable(dir: &Path) -> Result<()> {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).with_context(|| {
+        format!(
+            "report directory {}: cannot create its parent",
+            dir.display()
+        )
+    })?;
+    let probe = parent.join(format!(".synth-driver-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("report directory {}: not writable", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turns(variants: &[Variant], iterations: u64) -> Vec<(Variant, u64)> {
+        let mut sink = std::io::sink();
+        let runner = Runner {
+            trace: Mode::Off,
+            output: Output::Text,
+            prover: Prover::Mirror,
+            variants: variants.to_vec(),
+            out: &mut sink,
+        };
+        (0..iterations).map(|i| runner.variant_of(i)).collect()
+    }
+
+    #[test]
+    fn variants_take_turns_forth_and_back() {
+        use Variant::{Baseline as A, InplaceLc as C, PooledEnforce as B};
+        assert_eq!(
+            turns(&[A, B, C], 7),
+            [(A, 0), (B, 0), (C, 0), (C, 1), (B, 1), (A, 1), (A, 2)]
+        );
+        assert_eq!(turns(&[B], 3), [(B, 0), (B, 1), (B, 2)]);
+    }
+}
