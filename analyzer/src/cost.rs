@@ -18,9 +18,10 @@
 //!   every allocation of the category; and for `indirect = "copy"` (clones), the
 //!   requested bytes copied once at the memcpy rate.
 //!
-//! Not modelled: cache and TLB effects of the blocks on the code around them (the
-//! campaign in DESIGN.md section 2 saw a pool lose them back), and time the tracer
-//! itself adds to the phase's wall time (the shares divide by the traced run's time).
+//! Not modelled: cache and TLB effects of the blocks on the code around them (a
+//! change that removes allocations by reusing blocks can lose much of the predicted
+//! saving to cache misses, which no report row shows), and time the tracer itself
+//! adds to the phase's wall time (the shares divide by the traced run's time).
 
 use crate::calibrate::{Calibration, Pattern, VEC_GROWTH};
 use crate::categories::{self, Category};
