@@ -1,6 +1,8 @@
 //! `analyzer`: ranks, classifies, prices and diffs the call sites of alloc-tracer
 //! reports, and exports them to flame graphs, folded stacks and pprof.
 
+mod measure;
+
 use analyzer::calibrate::{self, Calibration};
 use analyzer::export::{self, Weight};
 use analyzer::rank::{self, RankBy};
@@ -13,7 +15,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The allocator traced programs use, so that `calibrate` measures it.
+/// The allocator traced programs use, so that `calibrate` measures it (see `measure`).
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -272,17 +274,17 @@ fn calibration(path: Option<&Path>) -> Result<Calibration> {
         "analyzer: no calibration at {}; measuring this machine now (about 10 s, once)",
         stored.display()
     );
-    let c = measure(calibrate::Effort::FULL);
+    let c = measure_now(measure::Effort::FULL);
     if let Err(e) = c.store(&stored) {
         eprintln!("analyzer: could not store the calibration ({e}); using it for this run only");
     }
     Ok(c)
 }
 
-fn measure(effort: calibrate::Effort) -> Calibration {
+fn measure_now(effort: measure::Effort) -> Calibration {
     let (mut done, steps) = (0, effort.repetitions.max(1));
     let tty = std::io::stderr().is_terminal();
-    let c = calibrate::run(effort, |what| {
+    let c = measure::run(effort, |what| {
         done += 1;
         if tty {
             eprint!("\ranalyzer: calibrating {done}/{steps} ({what})\x1b[K");
@@ -364,10 +366,10 @@ fn run(cli: Cli) -> Result<()> {
             json,
         } => {
             let path = path.unwrap_or_else(calibrate::default_path);
-            let c = measure(if quick {
-                calibrate::Effort::QUICK
+            let c = measure_now(if quick {
+                measure::Effort::QUICK
             } else {
-                calibrate::Effort::FULL
+                measure::Effort::FULL
             });
             c.store(&path)?;
             if json {
