@@ -1,6 +1,11 @@
 //! `analyzer`: ranks, classifies, prices and diffs the call sites of alloc-tracer
 //! reports, and exports them to flame graphs, folded stacks and pprof.
+//!
+//! `cli` turns the command line into one [`Job`]; [`run`] hands it to the function
+//! for its command; `measure` is `analyzer calibrate`'s measurement. Everything else
+//! is the library.
 
+mod cli;
 mod measure;
 
 use analyzer::calibrate::{self, Calibration};
@@ -9,7 +14,6 @@ use analyzer::rank::{self, RankBy};
 use analyzer::render::{self, Format};
 use analyzer::{categories, cost, diff, report};
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -19,197 +23,97 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// Ranks, classifies, prices and diffs the allocation sites of alloc-tracer reports.
-#[derive(Parser, Debug)]
-#[command(
-    version,
-    about,
-    after_help = "EXAMPLES:\n  \
-    analyzer top reports/porep-2k --phase synthesize --limit 20\n  \
-    analyzer categories reports/porep-2k --phase synthesize --format json\n  \
-    analyzer cost reports/porep-2k --phase synthesize\n  \
-    analyzer diff reports/base reports/patched --phase synthesize\n  \
-    analyzer flamegraph reports/porep-2k --by count -o allocs.svg\n  \
-    analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n\n\
-    Costs use a calibration of this machine's allocator, stored at\n  \
-    $ALLOC_PROFILER_CALIBRATION or ~/.cache/alloc-profiler/calibration.json;\n  \
-    `analyzer calibrate` writes it (commands that need it measure it on first use)."
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
+/// What one invocation does: a command with its arguments, defaults resolved.
+enum Job {
+    /// `analyzer top`.
+    Top(TopJob),
+    /// `analyzer categories`.
+    Categories(CategoriesJob),
+    /// `analyzer calibrate`.
+    Calibrate(CalibrateJob),
+    /// `analyzer cost`.
+    Cost(CostJob),
+    /// `analyzer diff`.
+    Diff(DiffJob),
+    /// `analyzer flamegraph`.
+    Flamegraph(FlamegraphJob),
+    /// `analyzer export`.
+    Export(ExportJob),
 }
 
-#[derive(Args, Debug)]
-struct Common {
-    /// Report directory (written by alloc-tracer).
+/// Which report, which phase of it, and how to write the answer.
+struct Selection {
     report: PathBuf,
-    /// Only allocations made in this phase (e.g. synthesize).
-    #[arg(long)]
     phase: Option<String>,
-    /// Output format; data goes to standard output.
-    #[arg(long, value_enum, default_value = "table")]
-    format: FormatArg,
+    format: Format,
 }
 
-#[derive(Args, Debug)]
-struct CostArgs {
-    /// Calibration file (default: the stored one, measured now if there is none).
-    #[arg(long)]
+/// Where the cost model's inputs come from (`None`: the defaults).
+struct CostInputs {
     calibration: Option<PathBuf>,
-    /// Category rules (TOML, the format of the built-in
-    /// analyzer/src/default_categories.toml).
-    #[arg(long)]
     rules: Option<PathBuf>,
 }
 
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// The call sites that allocate most, each named by its first frame outside the
-    /// allocator and the standard library, with their estimated cost.
-    Top {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        cost: CostArgs,
-        /// Rank by allocation count, requested bytes, temporaries or estimated cost.
-        #[arg(long, value_enum, default_value = "count")]
-        by: ByArg,
-        /// Sites to show.
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
-    },
-    /// Totals per category of allocation (built-in rules for bellperson /
-    /// bellpepper-core, or your own TOML rules).
-    Categories {
-        #[command(flatten)]
-        common: Common,
-        /// Category rules (TOML, the format of the built-in
-        /// analyzer/src/default_categories.toml).
-        #[arg(long)]
-        rules: Option<PathBuf>,
-    },
-    /// Measures what malloc+free pairs (per size class and access pattern), the work
-    /// around temporaries, Rust's vector growth path and a recycling pool's take and
-    /// return cost on this machine, and stores it.
-    Calibrate {
-        /// Where to store it (default: $ALLOC_PROFILER_CALIBRATION or
-        /// ~/.cache/alloc-profiler/calibration.json).
-        #[arg(long, short)]
-        out: Option<PathBuf>,
-        /// One short repetition per figure instead of five (rough; for tests).
-        #[arg(long)]
-        quick: bool,
-        /// Print the calibration as JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// What each site and category costs in seconds (direct: inside the allocator;
-    /// indirect: realloc copies and the work around temporaries, an estimate), i.e.
-    /// what removing it would save.
-    Cost {
-        #[command(flatten)]
-        common: Common,
-        #[command(flatten)]
-        cost: CostArgs,
-        /// Sites to show.
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
-    },
-    /// Compares two reports (baseline, then changed build): sites matched by their
-    /// frames, per-site and per-category deltas, predicted against measured change.
-    Diff {
-        /// Baseline report directory.
-        base: PathBuf,
-        /// Changed build's report directory.
-        change: PathBuf,
-        /// Only allocations made in this phase (e.g. synthesize).
-        #[arg(long)]
-        phase: Option<String>,
-        /// Output format; data goes to standard output.
-        #[arg(long, value_enum, default_value = "table")]
-        format: FormatArg,
-        #[command(flatten)]
-        cost: CostArgs,
-        /// Measured wall time of the baseline (seconds, e.g. a median of untraced
-        /// runs); with --change-seconds it replaces the traced runs' phase times.
-        #[arg(long, requires = "change_seconds")]
-        base_seconds: Option<f64>,
-        /// Measured wall time of the changed build (seconds).
-        #[arg(long, requires = "base_seconds")]
-        change_seconds: Option<f64>,
-        /// The change recycles blocks (a pool, a free list) instead of allocating
-        /// them: each allocation it removes still costs a take and a return, at the
-        /// calibrated `recycle` cost, which the prediction adds back.
-        #[arg(long)]
-        recycled: bool,
-        /// Sites to show.
-        #[arg(long, default_value_t = 20)]
-        limit: usize,
-    },
-    /// A flame graph (SVG) of the allocating stacks.
-    Flamegraph {
-        /// Report directory (written by alloc-tracer).
-        report: PathBuf,
-        /// Width of a stack: allocations or requested bytes.
-        #[arg(long, value_enum, default_value = "count")]
-        by: WeightArg,
-        /// Only allocations made in this phase (e.g. synthesize).
-        #[arg(long)]
-        phase: Option<String>,
-        /// SVG file to write.
-        #[arg(long, short)]
-        out: PathBuf,
-    },
-    /// The report in other tools' formats: folded stacks or a pprof profile.
-    Export {
-        /// Report directory (written by alloc-tracer).
-        report: PathBuf,
-        /// `folded` (text, one stack per line) or `pprof` (gzipped protobuf).
-        #[arg(long, value_enum)]
-        format: ExportFormat,
-        /// Weight of a folded stack (pprof carries counts, bytes and temporaries).
-        #[arg(long, value_enum, default_value = "count")]
-        by: WeightArg,
-        /// Only allocations made in this phase (e.g. synthesize).
-        #[arg(long)]
-        phase: Option<String>,
-        /// File to write (default: standard output).
-        #[arg(long, short)]
-        out: Option<PathBuf>,
-    },
+struct TopJob {
+    selection: Selection,
+    inputs: CostInputs,
+    by: RankBy,
+    limit: usize,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum FormatArg {
-    Table,
-    Json,
-    Csv,
+struct CategoriesJob {
+    selection: Selection,
+    rules: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ByArg {
-    Count,
-    Bytes,
-    Temporaries,
-    Cost,
+struct CalibrateJob {
+    out: PathBuf,
+    effort: measure::Effort,
+    json: bool,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum WeightArg {
-    Count,
-    Bytes,
+struct CostJob {
+    selection: Selection,
+    inputs: CostInputs,
+    limit: usize,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ExportFormat {
-    Folded,
+struct DiffJob {
+    base: PathBuf,
+    change: PathBuf,
+    phase: Option<String>,
+    format: Format,
+    inputs: CostInputs,
+    measured: diff::Measured,
+    recycled: bool,
+    limit: usize,
+}
+
+struct FlamegraphJob {
+    report: PathBuf,
+    phase: Option<String>,
+    by: Weight,
+    out: PathBuf,
+}
+
+/// What `analyzer export` writes.
+enum ExportAs {
+    /// Folded stacks, weighted so.
+    Folded(Weight),
+    /// A gzipped pprof profile (it carries every weight).
     Pprof,
 }
 
+struct ExportJob {
+    report: PathBuf,
+    phase: Option<String>,
+    format: ExportAs,
+    out: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let job = match cli::parse() {
+        Ok(job) => job,
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
@@ -219,9 +123,10 @@ fn main() -> ExitCode {
             };
         }
     };
-    match run(cli) {
+    match run(job) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // A reader that stops early (`| head`) is not an error.
             if e.chain().any(|c| {
                 c.downcast_ref::<std::io::Error>()
                     .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
@@ -234,21 +139,165 @@ fn main() -> ExitCode {
     }
 }
 
-fn format(f: FormatArg) -> Format {
-    match f {
-        FormatArg::Table => Format::Table,
-        FormatArg::Json => Format::Json,
-        FormatArg::Csv => Format::Csv,
+/// Runs one job; its data goes to standard output, diagnostics to standard error.
+fn run(job: Job) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match job {
+        Job::Top(job) => job.run(&mut out)?,
+        Job::Categories(job) => job.run(&mut out)?,
+        Job::Calibrate(job) => job.run(&mut out)?,
+        Job::Cost(job) => job.run(&mut out)?,
+        Job::Diff(job) => job.run(&mut out)?,
+        Job::Flamegraph(job) => job.run()?,
+        Job::Export(job) => job.run()?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+impl TopJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let Selection {
+            report: dir,
+            phase,
+            format,
+        } = self.selection;
+        let r = report::load(&dir)?;
+        let rules = rules(self.inputs.rules.as_deref())?;
+        let cal = calibration(self.inputs.calibration.as_deref())?;
+        let phase = phase.as_deref();
+        let seconds = |m: HashMap<u64, (cost::Nanos, usize, bool)>| -> HashMap<u64, f64> {
+            m.into_iter()
+                .map(|(site, (n, _, _))| (site, n.total() * 1e-9))
+                .collect()
+        };
+        // Ranking by cost prices every site; otherwise only the sites shown.
+        let sites = if self.by == RankBy::Cost {
+            let all = seconds(cost::per_site(&r, &cal, &rules, phase, None));
+            rank::top(&r, self.by, self.limit, phase, Some(&all))
+        } else {
+            let mut sites = rank::top(&r, self.by, self.limit, phase, None);
+            let shown: HashSet<u64> = sites.iter().map(|s| s.site_id).collect();
+            let costs = seconds(cost::per_site(&r, &cal, &rules, phase, Some(&shown)));
+            for s in &mut sites {
+                s.cost_s = costs.get(&s.site_id).copied();
+            }
+            sites
+        };
+        Ok(render::sites(out, &sites, format)?)
     }
 }
 
-fn weight(w: WeightArg) -> Weight {
-    match w {
-        WeightArg::Count => Weight::Count,
-        WeightArg::Bytes => Weight::Bytes,
+impl CategoriesJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let rules = rules(self.rules.as_deref())?;
+        let s = self.selection;
+        let r = report::load(&s.report)?;
+        let cats = categories::totals(&r, &rules, s.phase.as_deref());
+        Ok(render::categories(out, &cats, s.format)?)
     }
 }
 
+impl CalibrateJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let c = measure_now(self.effort);
+        c.store(&self.out)?;
+        if self.json {
+            serde_json::to_writer_pretty(&mut *out, &c)?;
+            writeln!(out)?;
+        } else {
+            render::calibration(out, &c)?;
+        }
+        eprintln!("analyzer: calibration stored at {}", self.out.display());
+        Ok(())
+    }
+}
+
+impl CostJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let rules = rules(self.inputs.rules.as_deref())?;
+        let s = self.selection;
+        let r = report::load(&s.report)?;
+        let cal = calibration(self.inputs.calibration.as_deref())?;
+        for c in &rules {
+            if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
+                && cal.operation(op).is_none()
+            {
+                eprintln!(
+                    "analyzer: category '{}' names operation '{op}', which the calibration does not have; its indirect cost counts as 0",
+                    c.name
+                );
+            }
+        }
+        let est = cost::estimate(&r, &cal, &rules, s.phase.as_deref(), self.limit);
+        if !est.host_matches {
+            eprintln!(
+                "analyzer: the calibration was measured on {} ({}), the report taken on {} ({})",
+                est.calibration_host.0,
+                est.calibration_host.1,
+                est.report_host.0,
+                est.report_host.1
+            );
+        }
+        Ok(render::cost(out, &est, s.format)?)
+    }
+}
+
+impl DiffJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let rules = rules(self.inputs.rules.as_deref())?;
+        let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
+        let cal = calibration(self.inputs.calibration.as_deref())?;
+        if self.recycled && cal.operation(calibrate::RECYCLE).is_none() {
+            anyhow::bail!(
+                "--recycled: the calibration has no `recycle` operation (made by an older \
+                 analyzer); run `analyzer calibrate` again"
+            );
+        }
+        let d = diff::diff(
+            &a,
+            &b,
+            diff::Pricing {
+                cal: Some(&cal),
+                recycled: self.recycled,
+            },
+            &rules,
+            self.phase.as_deref(),
+            self.measured,
+            self.limit,
+        );
+        Ok(render::diff(out, &d, self.format)?)
+    }
+}
+
+impl FlamegraphJob {
+    fn run(self) -> Result<()> {
+        let r = report::load(&self.report)?;
+        let mut svg = Vec::new();
+        export::flamegraph(&r, self.by, self.phase.as_deref(), &mut svg)?;
+        std::fs::write(&self.out, svg).with_context(|| format!("{}", self.out.display()))
+    }
+}
+
+impl ExportJob {
+    fn run(self) -> Result<()> {
+        let r = report::load(&self.report)?;
+        let phase = self.phase.as_deref();
+        let mut w = output(self.out.as_deref(), matches!(self.format, ExportAs::Pprof))?;
+        match self.format {
+            ExportAs::Folded(by) => {
+                for line in export::folded(&r, by, phase) {
+                    writeln!(w, "{line}")?;
+                }
+            }
+            ExportAs::Pprof => export::pprof(&r, phase, &mut w)?,
+        }
+        Ok(w.flush()?)
+    }
+}
+
+/// The category rules in `path`, or the built-in ones.
 fn rules(path: Option<&Path>) -> Result<Vec<categories::Category>> {
     Ok(match path {
         Some(path) => {
@@ -281,6 +330,7 @@ fn calibration(path: Option<&Path>) -> Result<Calibration> {
     Ok(c)
 }
 
+/// Measures a calibration, showing progress on a terminal.
 fn measure_now(effort: measure::Effort) -> Calibration {
     let (mut done, steps) = (0, effort.repetitions.max(1));
     let tty = std::io::stderr().is_terminal();
@@ -308,188 +358,5 @@ fn output(path: Option<&Path>, binary: bool) -> Result<Box<dyn Write>> {
             }
             Ok(Box::new(std::io::BufWriter::new(std::io::stdout())))
         }
-    }
-}
-
-fn run(cli: Cli) -> Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    match cli.command {
-        Command::Top {
-            common,
-            cost: c,
-            by,
-            limit,
-        } => {
-            let r = report::load(&common.report)?;
-            let by = match by {
-                ByArg::Count => RankBy::Count,
-                ByArg::Bytes => RankBy::Bytes,
-                ByArg::Temporaries => RankBy::Temporaries,
-                ByArg::Cost => RankBy::Cost,
-            };
-            let rules = rules(c.rules.as_deref())?;
-            let cal = calibration(c.calibration.as_deref())?;
-            let phase = common.phase.as_deref();
-            let seconds = |m: HashMap<u64, (cost::Nanos, usize, bool)>| -> HashMap<u64, f64> {
-                m.into_iter()
-                    .map(|(site, (n, _, _))| (site, n.total() * 1e-9))
-                    .collect()
-            };
-            // Ranking by cost prices every site; otherwise only the sites shown.
-            let sites = if by == RankBy::Cost {
-                let all = seconds(cost::per_site(&r, &cal, &rules, phase, None));
-                rank::top(&r, by, limit, phase, Some(&all))
-            } else {
-                let mut sites = rank::top(&r, by, limit, phase, None);
-                let shown: HashSet<u64> = sites.iter().map(|s| s.site_id).collect();
-                let costs = seconds(cost::per_site(&r, &cal, &rules, phase, Some(&shown)));
-                for s in &mut sites {
-                    s.cost_s = costs.get(&s.site_id).copied();
-                }
-                sites
-            };
-            render::sites(&mut out, &sites, format(common.format))?;
-        }
-        Command::Categories {
-            common,
-            rules: path,
-        } => {
-            let rules = rules(path.as_deref())?;
-            let r = report::load(&common.report)?;
-            let cats = categories::totals(&r, &rules, common.phase.as_deref());
-            render::categories(&mut out, &cats, format(common.format))?;
-        }
-        Command::Calibrate {
-            out: path,
-            quick,
-            json,
-        } => {
-            let path = path.unwrap_or_else(calibrate::default_path);
-            let c = measure_now(if quick {
-                measure::Effort::QUICK
-            } else {
-                measure::Effort::FULL
-            });
-            c.store(&path)?;
-            if json {
-                serde_json::to_writer_pretty(&mut out, &c)?;
-                writeln!(out)?;
-            } else {
-                render::calibration(&mut out, &c)?;
-            }
-            eprintln!("analyzer: calibration stored at {}", path.display());
-        }
-        Command::Cost {
-            common,
-            cost: c,
-            limit,
-        } => {
-            let rules = rules(c.rules.as_deref())?;
-            let r = report::load(&common.report)?;
-            let cal = calibration(c.calibration.as_deref())?;
-            for c in &rules {
-                if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
-                    && cal.operation(op).is_none()
-                {
-                    eprintln!(
-                        "analyzer: category '{}' names operation '{op}', which the calibration does not have; its indirect cost counts as 0",
-                        c.name
-                    );
-                }
-            }
-            let est = cost::estimate(&r, &cal, &rules, common.phase.as_deref(), limit);
-            if !est.host_matches {
-                eprintln!(
-                    "analyzer: the calibration was measured on {} ({}), the report taken on {} ({})",
-                    est.calibration_host.0,
-                    est.calibration_host.1,
-                    est.report_host.0,
-                    est.report_host.1
-                );
-            }
-            render::cost(&mut out, &est, format(common.format))?;
-        }
-        Command::Diff {
-            base,
-            change,
-            phase,
-            format: f,
-            cost: c,
-            base_seconds,
-            change_seconds,
-            recycled,
-            limit,
-        } => {
-            let rules = rules(c.rules.as_deref())?;
-            let (a, b) = (report::load(&base)?, report::load(&change)?);
-            let cal = calibration(c.calibration.as_deref())?;
-            let measured = diff::Measured {
-                base_s: base_seconds,
-                change_s: change_seconds,
-            };
-            if recycled && cal.operation(calibrate::RECYCLE).is_none() {
-                anyhow::bail!(
-                    "--recycled: the calibration has no `recycle` operation (made by an older \
-                     analyzer); run `analyzer calibrate` again"
-                );
-            }
-            let d = diff::diff(
-                &a,
-                &b,
-                diff::Pricing {
-                    cal: Some(&cal),
-                    recycled,
-                },
-                &rules,
-                phase.as_deref(),
-                measured,
-                limit,
-            );
-            render::diff(&mut out, &d, format(f))?;
-        }
-        Command::Flamegraph {
-            report: dir,
-            by,
-            phase,
-            out: path,
-        } => {
-            let r = report::load(&dir)?;
-            let mut svg = Vec::new();
-            export::flamegraph(&r, weight(by), phase.as_deref(), &mut svg)?;
-            std::fs::write(&path, svg).with_context(|| format!("{}", path.display()))?;
-        }
-        Command::Export {
-            report: dir,
-            format: f,
-            by,
-            phase,
-            out: path,
-        } => {
-            let r = report::load(&dir)?;
-            let mut w = output(path.as_deref(), matches!(f, ExportFormat::Pprof))?;
-            match f {
-                ExportFormat::Folded => {
-                    for line in export::folded(&r, weight(by), phase.as_deref()) {
-                        writeln!(w, "{line}")?;
-                    }
-                }
-                ExportFormat::Pprof => export::pprof(&r, phase.as_deref(), &mut w)?,
-            }
-            w.flush()?;
-        }
-    }
-    out.flush()?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::CommandFactory;
-
-    #[test]
-    fn cli_definition_is_valid() {
-        Cli::command().debug_assert();
     }
 }
