@@ -18,7 +18,7 @@ pub enum RankBy {
 }
 
 /// One ranked site.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct RankedSite {
     /// Rank, from 1.
     pub rank: usize,
