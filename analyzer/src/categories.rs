@@ -120,7 +120,7 @@ pub fn category_name(rules: &[Category], i: usize) -> &str {
 }
 
 /// Totals of one category.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct CategoryTotals {
     /// Category name.
     pub category: String,

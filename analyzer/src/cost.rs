@@ -18,9 +18,10 @@
 //!   every allocation of the category; and for `indirect = "copy"` (clones), the
 //!   requested bytes copied once at the memcpy rate.
 //!
-//! Not modelled: cache and TLB effects of the blocks on the code around them (the
-//! campaign in DESIGN.md section 2 saw a pool lose them back), and time the tracer
-//! itself adds to the phase's wall time (the shares divide by the traced run's time).
+//! Not modelled: cache and TLB effects of the blocks on the code around them (a
+//! change that removes allocations by reusing blocks can lose much of the predicted
+//! saving to cache misses, which no report row shows), and time the tracer itself
+//! adds to the phase's wall time (the shares divide by the traced run's time).
 
 use crate::calibrate::{Calibration, Pattern, VEC_GROWTH};
 use crate::categories::{self, Category};
@@ -199,9 +200,10 @@ pub fn per_site(
         .collect();
     let growth_ns = cal.operation(VEC_GROWTH).map_or(0.0, |o| o.ns);
     let mut out: HashMap<u64, (Nanos, usize, bool)> = HashMap::new();
-    for row in report.sites.iter().filter(|r| {
-        phase.is_none_or(|p| r.phase == p) && only.is_none_or(|o| o.contains(&r.site_id))
-    }) {
+    for row in report
+        .rows(phase)
+        .filter(|r| only.is_none_or(|o| o.contains(&r.site_id)))
+    {
         let entry = out.entry(row.site_id).or_insert_with(|| {
             let frames = frames_of(&report.frames, row.site_id);
             (
@@ -242,11 +244,7 @@ pub fn estimate(
     let wall = report.wall_s(phase);
     let costs = per_site(report, cal, rules, phase, None);
     let mut counts: HashMap<u64, (u64, u64, u64)> = HashMap::new();
-    for row in report
-        .sites
-        .iter()
-        .filter(|r| phase.is_none_or(|p| r.phase == p))
-    {
+    for row in report.rows(phase) {
         let c = counts.entry(row.site_id).or_default();
         c.0 += row.alloc_count;
         c.1 += row.realloc_count;

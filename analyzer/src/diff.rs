@@ -221,11 +221,7 @@ fn by_key(
     let costs = cal.map(|c| cost::per_site(report, c, rules, phase, None));
     let mut keys: HashMap<u64, String> = HashMap::new();
     let mut out: HashMap<String, Acc> = HashMap::new();
-    for row in report
-        .sites
-        .iter()
-        .filter(|r| phase.is_none_or(|p| r.phase == p))
-    {
+    for row in report.rows(phase) {
         let key = keys
             .entry(row.site_id)
             .or_insert_with(|| site_key(frames_of(&report.frames, row.site_id)))

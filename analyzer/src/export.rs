@@ -25,11 +25,7 @@ pub enum Weight {
 pub fn folded(report: &Report, by: Weight, phase: Option<&str>) -> Vec<String> {
     let mut weights: BTreeMap<String, u64> = BTreeMap::new();
     let mut stacks: HashMap<u64, String> = HashMap::new();
-    for row in report
-        .sites
-        .iter()
-        .filter(|r| phase.is_none_or(|p| r.phase == p))
-    {
+    for row in report.rows(phase) {
         let w = match by {
             Weight::Count => row.alloc_count + row.realloc_count,
             Weight::Bytes => row.bytes_requested,
@@ -219,11 +215,7 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
         });
     }
     let mut samples: BTreeMap<(u64, &str), [u64; 3]> = BTreeMap::new();
-    for row in report
-        .sites
-        .iter()
-        .filter(|r| phase.is_none_or(|ph| r.phase == ph))
-    {
+    for row in report.rows(phase) {
         let v = samples.entry((row.site_id, &row.phase)).or_default();
         v[0] += row.alloc_count + row.realloc_count;
         v[1] += row.bytes_requested;

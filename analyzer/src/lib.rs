@@ -2,11 +2,14 @@
 //!
 //! Library first: [`report::load`] reads a report directory (polars), [`rank::top`]
 //! ranks its call sites, [`categories::totals`] sorts allocations into categories from
-//! rules, [`calibrate::run`] measures what allocations cost on this machine,
+//! rules, [`calibrate::Calibration`] reads what allocations cost on a machine,
 //! [`cost::estimate`] prices sites and categories with it, [`diff::diff`] compares two
 //! reports, and [`export`] writes folded stacks, flame graphs and pprof profiles.
 //! Everything returns plain data; [`render`] turns it into tables, JSON or CSV. The
-//! `analyzer` binary is a thin CLI over these.
+//! `analyzer` binary is a thin CLI over these, plus the calibration's measurement,
+//! which needs jemalloc as the global allocator and bellpepper-core's types: the
+//! library links neither (the default `calibrate` feature builds the binary; depend
+//! on the library with `default-features = false`).
 #![forbid(unsafe_code)]
 
 pub mod calibrate;

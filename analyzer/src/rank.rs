@@ -18,7 +18,7 @@ pub enum RankBy {
 }
 
 /// One ranked site.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct RankedSite {
     /// Rank, from 1.
     pub rank: usize,
@@ -63,11 +63,7 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
         main: (u64, u64, Option<u64>),
     }
     let mut by_site: HashMap<u64, Acc> = HashMap::new();
-    for r in report
-        .sites
-        .iter()
-        .filter(|r| phase.is_none_or(|p| r.phase == p))
-    {
+    for r in report.rows(phase) {
         let a = by_site.entry(r.site_id).or_default();
         a.allocs += r.alloc_count;
         a.reallocs += r.realloc_count;

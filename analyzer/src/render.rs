@@ -1,10 +1,16 @@
 //! Rendering results for people (aligned tables) and programs (JSON, CSV).
+//!
+//! JSON and CSV are written from the same serde rows, so a CSV column has the name,
+//! and its cells the values, of the JSON field it comes from. `cost` and `diff` answer
+//! with two kinds of rows (categories, then sites); their CSV is one table of both,
+//! told apart by a `kind` column, with the fields a kind lacks left empty.
 
 use crate::calibrate::Calibration;
 use crate::categories::CategoryTotals;
-use crate::cost::CostReport;
-use crate::diff::Diff;
+use crate::cost::{CategoryCost, CostReport, SiteCost};
+use crate::diff::{CategoryDelta, Diff, SiteDelta};
 use crate::rank::RankedSite;
+use serde::Serialize;
 use std::io::{self, Write};
 
 /// Output format.
@@ -16,14 +22,6 @@ pub enum Format {
     Json,
     /// CSV with a header row.
     Csv,
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
 }
 
 fn pct(x: f64) -> String {
@@ -59,8 +57,140 @@ fn opt_pct(x: Option<f64>) -> String {
     x.map_or("-".to_owned(), pct)
 }
 
-fn opt_f(x: Option<f64>) -> String {
-    x.map_or(String::new(), |v| format!("{v:.9}"))
+/// Writes `rows` as CSV: a header row of their field names, then one record per row.
+/// Without rows, the header alone (the field names of `T::default()`), so that a
+/// reader still sees the columns.
+fn csv_rows<T: Serialize + Default>(out: &mut dyn Write, rows: &[T]) -> io::Result<()> {
+    let mut w = csv::Writer::from_writer(&mut *out);
+    let mut empty = true;
+    for row in rows {
+        w.serialize(row).map_err(csv_error)?;
+        empty = false;
+    }
+    w.flush()?;
+    drop(w);
+    if empty {
+        // csv writes a header only along with a record: keep the header's line.
+        let mut probe = csv::Writer::from_writer(Vec::new());
+        probe.serialize(T::default()).map_err(csv_error)?;
+        let text = probe.into_inner().map_err(|e| e.into_error())?;
+        let header = text.split_inclusive(|&b| b == b'\n').next().unwrap_or(&[]);
+        out.write_all(header)?;
+    }
+    Ok(())
+}
+
+/// The I/O error inside a CSV error as itself (a closed pipe must stay one: the CLI
+/// exits quietly on it).
+fn csv_error(e: csv::Error) -> io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        other => io::Error::other(format!("CSV: {other:?}")),
+    }
+}
+
+/// A row of `cost`'s CSV: a [`CategoryCost`] (`kind` "category") or a [`SiteCost`]
+/// (`kind` "site"), each field under its JSON name.
+#[derive(Default, Serialize)]
+struct CostCsvRow<'a> {
+    kind: &'a str,
+    rank: Option<usize>,
+    site_id: Option<u64>,
+    name: Option<&'a str>,
+    callers: Option<&'a str>,
+    category: &'a str,
+    sites: Option<usize>,
+    alloc_count: u64,
+    realloc_count: Option<u64>,
+    temporary_count: Option<u64>,
+    direct_s: f64,
+    indirect_s: f64,
+    total_s: f64,
+    phase_share: Option<f64>,
+}
+
+impl<'a> From<&'a CategoryCost> for CostCsvRow<'a> {
+    fn from(c: &'a CategoryCost) -> Self {
+        CostCsvRow {
+            kind: "category",
+            category: &c.category,
+            sites: Some(c.sites),
+            alloc_count: c.alloc_count,
+            direct_s: c.direct_s,
+            indirect_s: c.indirect_s,
+            total_s: c.total_s,
+            phase_share: c.phase_share,
+            ..CostCsvRow::default()
+        }
+    }
+}
+
+impl<'a> From<&'a SiteCost> for CostCsvRow<'a> {
+    fn from(s: &'a SiteCost) -> Self {
+        CostCsvRow {
+            kind: "site",
+            rank: Some(s.rank),
+            site_id: Some(s.site_id),
+            name: Some(&s.name),
+            callers: Some(&s.callers),
+            category: &s.category,
+            sites: None,
+            alloc_count: s.alloc_count,
+            realloc_count: Some(s.realloc_count),
+            temporary_count: Some(s.temporary_count),
+            direct_s: s.direct_s,
+            indirect_s: s.indirect_s,
+            total_s: s.total_s,
+            phase_share: s.phase_share,
+        }
+    }
+}
+
+/// A row of `diff`'s CSV: a [`CategoryDelta`] (`kind` "category") or a [`SiteDelta`]
+/// (`kind` "site"), each field under its JSON name.
+#[derive(Default, Serialize)]
+struct DiffCsvRow<'a> {
+    kind: &'a str,
+    name: Option<&'a str>,
+    callers: Option<&'a str>,
+    category: &'a str,
+    base_alloc_count: u64,
+    change_alloc_count: u64,
+    delta_alloc_count: i64,
+    delta_bytes_requested: i64,
+    delta_cost_s: Option<f64>,
+}
+
+impl<'a> From<&'a CategoryDelta> for DiffCsvRow<'a> {
+    fn from(c: &'a CategoryDelta) -> Self {
+        DiffCsvRow {
+            kind: "category",
+            name: None,
+            callers: None,
+            category: &c.category,
+            base_alloc_count: c.base_alloc_count,
+            change_alloc_count: c.change_alloc_count,
+            delta_alloc_count: c.delta_alloc_count,
+            delta_bytes_requested: c.delta_bytes_requested,
+            delta_cost_s: c.delta_cost_s,
+        }
+    }
+}
+
+impl<'a> From<&'a SiteDelta> for DiffCsvRow<'a> {
+    fn from(s: &'a SiteDelta) -> Self {
+        DiffCsvRow {
+            kind: "site",
+            name: Some(&s.name),
+            callers: Some(&s.callers),
+            category: &s.category,
+            base_alloc_count: s.base_alloc_count,
+            change_alloc_count: s.change_alloc_count,
+            delta_alloc_count: s.delta_alloc_count,
+            delta_bytes_requested: s.delta_bytes_requested,
+            delta_cost_s: s.delta_cost_s,
+        }
+    }
 }
 
 /// Writes ranked sites.
@@ -70,34 +200,7 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
             serde_json::to_writer_pretty(&mut *out, sites)?;
             writeln!(out)
         }
-        Format::Csv => {
-            writeln!(
-                out,
-                "rank,site_id,name,callers,alloc_count,realloc_count,bytes_requested,bytes_allocated,temporary_count,temporary_share,share,main_size_class_bytes,lifetime_ns_median,cost_s"
-            )?;
-            for s in sites {
-                writeln!(
-                    out,
-                    "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{},{},{}",
-                    s.rank,
-                    s.site_id,
-                    csv_field(&s.name),
-                    csv_field(&s.callers),
-                    s.alloc_count,
-                    s.realloc_count,
-                    s.bytes_requested,
-                    s.bytes_allocated,
-                    s.temporary_count,
-                    s.temporary_share,
-                    s.share,
-                    s.main_size_class_bytes,
-                    s.lifetime_ns_median
-                        .map_or(String::new(), |v| v.to_string()),
-                    s.cost_s.map_or(String::new(), |v| format!("{v:.9}"))
-                )?;
-            }
-            Ok(())
-        }
+        Format::Csv => csv_rows(out, sites),
         Format::Table => {
             writeln!(
                 out,
@@ -132,27 +235,7 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
             serde_json::to_writer_pretty(&mut *out, cats)?;
             writeln!(out)
         }
-        Format::Csv => {
-            writeln!(
-                out,
-                "category,sites,alloc_count,realloc_count,bytes_requested,temporary_count,share,top_site"
-            )?;
-            for c in cats {
-                writeln!(
-                    out,
-                    "{},{},{},{},{},{},{:.6},{}",
-                    csv_field(&c.category),
-                    c.sites,
-                    c.alloc_count,
-                    c.realloc_count,
-                    c.bytes_requested,
-                    c.temporary_count,
-                    c.share,
-                    csv_field(&c.top_site)
-                )?;
-            }
-            Ok(())
-        }
+        Format::Csv => csv_rows(out, cats),
         Format::Table => {
             writeln!(
                 out,
@@ -185,39 +268,9 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             writeln!(out)
         }
         Format::Csv => {
-            writeln!(
-                out,
-                "kind,rank,site_id,name,callers,category,alloc_count,direct_s,indirect_s,total_s,phase_share"
-            )?;
-            for k in &c.categories {
-                writeln!(
-                    out,
-                    "category,,,,,{},{},{:.9},{:.9},{:.9},{}",
-                    csv_field(&k.category),
-                    k.alloc_count,
-                    k.direct_s,
-                    k.indirect_s,
-                    k.total_s,
-                    opt_f(k.phase_share)
-                )?;
-            }
-            for s in &c.sites {
-                writeln!(
-                    out,
-                    "site,{},{},{},{},{},{},{:.9},{:.9},{:.9},{}",
-                    s.rank,
-                    s.site_id,
-                    csv_field(&s.name),
-                    csv_field(&s.callers),
-                    csv_field(&s.category),
-                    s.alloc_count + s.realloc_count,
-                    s.direct_s,
-                    s.indirect_s,
-                    s.total_s,
-                    opt_f(s.phase_share)
-                )?;
-            }
-            Ok(())
+            let categories = c.categories.iter().map(CostCsvRow::from);
+            let rows: Vec<CostCsvRow> = categories.chain(c.sites.iter().map(From::from)).collect();
+            csv_rows(out, &rows)
         }
         Format::Table => {
             writeln!(
@@ -287,37 +340,9 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
             writeln!(out)
         }
         Format::Csv => {
-            writeln!(
-                out,
-                "kind,name,callers,category,base_alloc_count,change_alloc_count,delta_alloc_count,delta_bytes_requested,delta_cost_s"
-            )?;
-            for c in &d.categories {
-                writeln!(
-                    out,
-                    "category,,,{},{},{},{},{},{}",
-                    csv_field(&c.category),
-                    c.base_alloc_count,
-                    c.change_alloc_count,
-                    c.delta_alloc_count,
-                    c.delta_bytes_requested,
-                    opt_f(c.delta_cost_s)
-                )?;
-            }
-            for s in &d.sites {
-                writeln!(
-                    out,
-                    "site,{},{},{},{},{},{},{},{}",
-                    csv_field(&s.name),
-                    csv_field(&s.callers),
-                    csv_field(&s.category),
-                    s.base_alloc_count,
-                    s.change_alloc_count,
-                    s.delta_alloc_count,
-                    s.delta_bytes_requested,
-                    opt_f(s.delta_cost_s)
-                )?;
-            }
-            Ok(())
+            let categories = d.categories.iter().map(DiffCsvRow::from);
+            let rows: Vec<DiffCsvRow> = categories.chain(d.sites.iter().map(From::from)).collect();
+            csv_rows(out, &rows)
         }
         Format::Table => {
             let opt_s = |x: Option<f64>| x.map_or("-".to_owned(), seconds);
@@ -421,4 +446,105 @@ pub fn calibration(out: &mut dyn Write, c: &Calibration) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn object(row: impl Serialize) -> serde_json::Map<String, Value> {
+        match serde_json::to_value(row).unwrap() {
+            Value::Object(m) => m,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    /// Every field of the JSON row is the CSV row's column of that name, with the same
+    /// value; the CSV row's other columns but `kind` are empty.
+    fn same_fields(csv_row: impl Serialize, json_row: impl Serialize) {
+        let (c, j) = (object(csv_row), object(json_row));
+        for (k, v) in &j {
+            assert_eq!(c.get(k), Some(v), "{k}");
+        }
+        for (k, v) in &c {
+            assert!(j.contains_key(k) || k == "kind" || v.is_null(), "{k}: {v}");
+        }
+    }
+
+    #[test]
+    fn cost_and_diff_csv_columns_are_the_json_fields() {
+        let site = SiteCost {
+            rank: 1,
+            site_id: 2,
+            name: "f (a.rs:1)".into(),
+            callers: "g (b.rs:2)".into(),
+            category: "cat".into(),
+            alloc_count: 3,
+            realloc_count: 4,
+            temporary_count: 5,
+            direct_s: 0.5,
+            indirect_s: 0.25,
+            total_s: 0.75,
+            phase_share: Some(0.125),
+        };
+        same_fields(CostCsvRow::from(&site), &site);
+        let category = CategoryCost {
+            category: "cat".into(),
+            sites: 6,
+            alloc_count: 7,
+            direct_s: 1.5,
+            indirect_s: 2.5,
+            total_s: 4.0,
+            phase_share: None,
+        };
+        same_fields(CostCsvRow::from(&category), &category);
+        let site = SiteDelta {
+            name: "f (a.rs:1)".into(),
+            callers: "g (b.rs:2)".into(),
+            category: "cat".into(),
+            base_alloc_count: 8,
+            change_alloc_count: 9,
+            delta_alloc_count: 1,
+            delta_bytes_requested: -10,
+            delta_cost_s: Some(-0.5),
+        };
+        same_fields(DiffCsvRow::from(&site), &site);
+        let category = CategoryDelta {
+            category: "cat".into(),
+            base_alloc_count: 11,
+            change_alloc_count: 13,
+            delta_alloc_count: 2,
+            delta_bytes_requested: 12,
+            delta_cost_s: None,
+        };
+        same_fields(DiffCsvRow::from(&category), &category);
+    }
+
+    #[test]
+    fn csv_without_rows_is_the_header_of_the_json_fields() {
+        let mut out = Vec::new();
+        sites(&mut out, &[], Format::Csv).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        let mut header: Vec<&str> = text.trim_end().split(',').collect();
+        header.sort_unstable();
+        let json = object(RankedSite::default());
+        assert_eq!(header, json.keys().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_closed_pipe_stays_a_broken_pipe_through_csv() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let e = sites(&mut Closed, &[RankedSite::default()], Format::Csv).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
+    }
 }

@@ -92,6 +92,14 @@ pub struct PhaseRow {
 }
 
 impl Report {
+    /// The rows of `sites.parquet` allocated in `phase`, or all of them when `None`:
+    /// the one place the analyzer's commands apply `--phase`.
+    pub fn rows<'a>(&'a self, phase: Option<&'a str>) -> impl Iterator<Item = &'a SiteRow> {
+        self.sites
+            .iter()
+            .filter(move |r| phase.is_none_or(|p| r.phase == p))
+    }
+
     /// Wall time of `phase` in seconds, or of the whole traced run when `None`.
     pub fn wall_s(&self, phase: Option<&str>) -> Option<f64> {
         match phase {

@@ -91,6 +91,7 @@ fn diff_of_a_report_with_itself_changes_nothing() {
             "1.5",
         ],
     );
+    snapshot("diff-self.csv", &["diff", r, r, "--format", "csv"]);
     let out = analyzer(&["diff", r, r, "--format", "json"]);
     assert!(out.status.success());
     let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -299,11 +300,12 @@ fn pprof_profile_decodes_and_matches_top() {
 }
 
 #[test]
-fn categories_table_and_json() {
+fn categories_table_json_csv() {
     let r = fixture();
     let r = r.to_str().unwrap();
     snapshot("categories.txt", &["categories", r]);
     snapshot("categories.json", &["categories", r, "--format", "json"]);
+    snapshot("categories.csv", &["categories", r, "--format", "csv"]);
 }
 
 #[test]

@@ -1,0 +1,353 @@
+//! The command line: clap's types, turned once into the plain jobs of `main` (so that
+//! no command reads clap's types, and defaults are resolved in one place).
+
+use crate::measure::Effort;
+use crate::{
+    CalibrateJob, CategoriesJob, CostInputs, CostJob, DiffJob, ExportAs, ExportJob, FlamegraphJob,
+    Job, Selection, TopJob,
+};
+use analyzer::calibrate;
+use analyzer::diff::Measured;
+use analyzer::export::Weight;
+use analyzer::rank::RankBy;
+use analyzer::render::Format;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Parses the command line into a job; clap's error (or help, or version) otherwise.
+pub(crate) fn parse() -> Result<Job, clap::Error> {
+    Cli::try_parse().map(|cli| cli.command.into_job())
+}
+
+/// Ranks, classifies, prices and diffs the allocation sites of alloc-tracer reports.
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about,
+    after_help = "EXAMPLES:\n  \
+    analyzer top reports/porep-2k --phase synthesize --limit 20\n  \
+    analyzer categories reports/porep-2k --phase synthesize --format json\n  \
+    analyzer cost reports/porep-2k --phase synthesize\n  \
+    analyzer diff reports/base reports/patched --phase synthesize\n  \
+    analyzer flamegraph reports/porep-2k --by count -o allocs.svg\n  \
+    analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n\n\
+    Costs use a calibration of this machine's allocator, stored at\n  \
+    $ALLOC_PROFILER_CALIBRATION or ~/.cache/alloc-profiler/calibration.json;\n  \
+    `analyzer calibrate` writes it (commands that need it measure it on first use)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug)]
+struct Common {
+    /// Report directory (written by alloc-tracer).
+    report: PathBuf,
+    /// Only allocations made in this phase (e.g. synthesize).
+    #[arg(long)]
+    phase: Option<String>,
+    /// Output format; data goes to standard output.
+    #[arg(long, value_enum, default_value = "table")]
+    format: FormatArg,
+}
+
+#[derive(Args, Debug)]
+struct CostArgs {
+    /// Calibration file (default: the stored one, measured now if there is none).
+    #[arg(long)]
+    calibration: Option<PathBuf>,
+    /// Category rules (TOML, the format of the built-in
+    /// analyzer/src/default_categories.toml).
+    #[arg(long)]
+    rules: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The call sites that allocate most, each named by its first frame outside the
+    /// allocator and the standard library, with their estimated cost.
+    Top {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        cost: CostArgs,
+        /// Rank by allocation count, requested bytes, temporaries or estimated cost.
+        #[arg(long, value_enum, default_value = "count")]
+        by: ByArg,
+        /// Sites to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Totals per category of allocation (built-in rules for bellperson /
+    /// bellpepper-core, or your own TOML rules).
+    Categories {
+        #[command(flatten)]
+        common: Common,
+        /// Category rules (TOML, the format of the built-in
+        /// analyzer/src/default_categories.toml).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+    },
+    /// Measures what malloc+free pairs (per size class and access pattern), the work
+    /// around temporaries, Rust's vector growth path and a recycling pool's take and
+    /// return cost on this machine, and stores it.
+    Calibrate {
+        /// Where to store it (default: $ALLOC_PROFILER_CALIBRATION or
+        /// ~/.cache/alloc-profiler/calibration.json).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+        /// One short repetition per figure instead of five (rough; for tests).
+        #[arg(long)]
+        quick: bool,
+        /// Print the calibration as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What each site and category costs in seconds (direct: inside the allocator;
+    /// indirect: realloc copies and the work around temporaries, an estimate), i.e.
+    /// what removing it would save.
+    Cost {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        cost: CostArgs,
+        /// Sites to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Compares two reports (baseline, then changed build): sites matched by their
+    /// frames, per-site and per-category deltas, predicted against measured change.
+    Diff {
+        /// Baseline report directory.
+        base: PathBuf,
+        /// Changed build's report directory.
+        change: PathBuf,
+        /// Only allocations made in this phase (e.g. synthesize).
+        #[arg(long)]
+        phase: Option<String>,
+        /// Output format; data goes to standard output.
+        #[arg(long, value_enum, default_value = "table")]
+        format: FormatArg,
+        #[command(flatten)]
+        cost: CostArgs,
+        /// Measured wall time of the baseline (seconds, e.g. a median of untraced
+        /// runs); with --change-seconds it replaces the traced runs' phase times.
+        #[arg(long, requires = "change_seconds")]
+        base_seconds: Option<f64>,
+        /// Measured wall time of the changed build (seconds).
+        #[arg(long, requires = "base_seconds")]
+        change_seconds: Option<f64>,
+        /// The change recycles blocks (a pool, a free list) instead of allocating
+        /// them: each allocation it removes still costs a take and a return, at the
+        /// calibrated `recycle` cost, which the prediction adds back.
+        #[arg(long)]
+        recycled: bool,
+        /// Sites to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// A flame graph (SVG) of the allocating stacks.
+    Flamegraph {
+        /// Report directory (written by alloc-tracer).
+        report: PathBuf,
+        /// Width of a stack: allocations or requested bytes.
+        #[arg(long, value_enum, default_value = "count")]
+        by: WeightArg,
+        /// Only allocations made in this phase (e.g. synthesize).
+        #[arg(long)]
+        phase: Option<String>,
+        /// SVG file to write.
+        #[arg(long, short)]
+        out: PathBuf,
+    },
+    /// The report in other tools' formats: folded stacks or a pprof profile.
+    Export {
+        /// Report directory (written by alloc-tracer).
+        report: PathBuf,
+        /// `folded` (text, one stack per line) or `pprof` (gzipped protobuf).
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Weight of a folded stack (pprof carries counts, bytes and temporaries).
+        #[arg(long, value_enum, default_value = "count")]
+        by: WeightArg,
+        /// Only allocations made in this phase (e.g. synthesize).
+        #[arg(long)]
+        phase: Option<String>,
+        /// File to write (default: standard output).
+        #[arg(long, short)]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum FormatArg {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ByArg {
+    Count,
+    Bytes,
+    Temporaries,
+    Cost,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum WeightArg {
+    Count,
+    Bytes,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ExportFormat {
+    Folded,
+    Pprof,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Json => Format::Json,
+            FormatArg::Csv => Format::Csv,
+        }
+    }
+}
+
+impl From<ByArg> for RankBy {
+    fn from(by: ByArg) -> RankBy {
+        match by {
+            ByArg::Count => RankBy::Count,
+            ByArg::Bytes => RankBy::Bytes,
+            ByArg::Temporaries => RankBy::Temporaries,
+            ByArg::Cost => RankBy::Cost,
+        }
+    }
+}
+
+impl From<WeightArg> for Weight {
+    fn from(w: WeightArg) -> Weight {
+        match w {
+            WeightArg::Count => Weight::Count,
+            WeightArg::Bytes => Weight::Bytes,
+        }
+    }
+}
+
+impl From<Common> for Selection {
+    fn from(c: Common) -> Selection {
+        Selection {
+            report: c.report,
+            phase: c.phase,
+            format: c.format.into(),
+        }
+    }
+}
+
+impl From<CostArgs> for CostInputs {
+    fn from(c: CostArgs) -> CostInputs {
+        CostInputs {
+            calibration: c.calibration,
+            rules: c.rules,
+        }
+    }
+}
+
+impl Command {
+    fn into_job(self) -> Job {
+        match self {
+            Command::Top {
+                common,
+                cost,
+                by,
+                limit,
+            } => Job::Top(TopJob {
+                selection: common.into(),
+                inputs: cost.into(),
+                by: by.into(),
+                limit,
+            }),
+            Command::Categories { common, rules } => Job::Categories(CategoriesJob {
+                selection: common.into(),
+                rules,
+            }),
+            Command::Calibrate { out, quick, json } => Job::Calibrate(CalibrateJob {
+                out: out.unwrap_or_else(calibrate::default_path),
+                effort: if quick { Effort::QUICK } else { Effort::FULL },
+                json,
+            }),
+            Command::Cost {
+                common,
+                cost,
+                limit,
+            } => Job::Cost(CostJob {
+                selection: common.into(),
+                inputs: cost.into(),
+                limit,
+            }),
+            Command::Diff {
+                base,
+                change,
+                phase,
+                format,
+                cost,
+                base_seconds,
+                change_seconds,
+                recycled,
+                limit,
+            } => Job::Diff(DiffJob {
+                base,
+                change,
+                phase,
+                format: format.into(),
+                inputs: cost.into(),
+                measured: Measured {
+                    base_s: base_seconds,
+                    change_s: change_seconds,
+                },
+                recycled,
+                limit,
+            }),
+            Command::Flamegraph {
+                report,
+                by,
+                phase,
+                out,
+            } => Job::Flamegraph(FlamegraphJob {
+                report,
+                phase,
+                by: by.into(),
+                out,
+            }),
+            Command::Export {
+                report,
+                format,
+                by,
+                phase,
+                out,
+            } => Job::Export(ExportJob {
+                report,
+                phase,
+                format: match format {
+                    ExportFormat::Folded => ExportAs::Folded(by.into()),
+                    ExportFormat::Pprof => ExportAs::Pprof,
+                },
+                out,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+}

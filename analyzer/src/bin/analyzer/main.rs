@@ -1,0 +1,362 @@
+//! `analyzer`: ranks, classifies, prices and diffs the call sites of alloc-tracer
+//! reports, and exports them to flame graphs, folded stacks and pprof.
+//!
+//! `cli` turns the command line into one [`Job`]; [`run`] hands it to the function
+//! for its command; `measure` is `analyzer calibrate`'s measurement. Everything else
+//! is the library.
+
+mod cli;
+mod measure;
+
+use analyzer::calibrate::{self, Calibration};
+use analyzer::export::{self, Weight};
+use analyzer::rank::{self, RankBy};
+use analyzer::render::{self, Format};
+use analyzer::{categories, cost, diff, report};
+use anyhow::{Context, Result};
+use std::collections::{HashMap, HashSet};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The allocator traced programs use, so that `calibrate` measures it (see `measure`).
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// What one invocation does: a command with its arguments, defaults resolved.
+enum Job {
+    /// `analyzer top`.
+    Top(TopJob),
+    /// `analyzer categories`.
+    Categories(CategoriesJob),
+    /// `analyzer calibrate`.
+    Calibrate(CalibrateJob),
+    /// `analyzer cost`.
+    Cost(CostJob),
+    /// `analyzer diff`.
+    Diff(DiffJob),
+    /// `analyzer flamegraph`.
+    Flamegraph(FlamegraphJob),
+    /// `analyzer export`.
+    Export(ExportJob),
+}
+
+/// Which report, which phase of it, and how to write the answer.
+struct Selection {
+    report: PathBuf,
+    phase: Option<String>,
+    format: Format,
+}
+
+/// Where the cost model's inputs come from (`None`: the defaults).
+struct CostInputs {
+    calibration: Option<PathBuf>,
+    rules: Option<PathBuf>,
+}
+
+struct TopJob {
+    selection: Selection,
+    inputs: CostInputs,
+    by: RankBy,
+    limit: usize,
+}
+
+struct CategoriesJob {
+    selection: Selection,
+    rules: Option<PathBuf>,
+}
+
+struct CalibrateJob {
+    out: PathBuf,
+    effort: measure::Effort,
+    json: bool,
+}
+
+struct CostJob {
+    selection: Selection,
+    inputs: CostInputs,
+    limit: usize,
+}
+
+struct DiffJob {
+    base: PathBuf,
+    change: PathBuf,
+    phase: Option<String>,
+    format: Format,
+    inputs: CostInputs,
+    measured: diff::Measured,
+    recycled: bool,
+    limit: usize,
+}
+
+struct FlamegraphJob {
+    report: PathBuf,
+    phase: Option<String>,
+    by: Weight,
+    out: PathBuf,
+}
+
+/// What `analyzer export` writes.
+enum ExportAs {
+    /// Folded stacks, weighted so.
+    Folded(Weight),
+    /// A gzipped pprof profile (it carries every weight).
+    Pprof,
+}
+
+struct ExportJob {
+    report: PathBuf,
+    phase: Option<String>,
+    format: ExportAs,
+    out: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let job = match cli::parse() {
+        Ok(job) => job,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(job) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // A reader that stops early (`| head`) is not an error.
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("analyzer: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs one job; its data goes to standard output, diagnostics to standard error.
+fn run(job: Job) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match job {
+        Job::Top(job) => job.run(&mut out)?,
+        Job::Categories(job) => job.run(&mut out)?,
+        Job::Calibrate(job) => job.run(&mut out)?,
+        Job::Cost(job) => job.run(&mut out)?,
+        Job::Diff(job) => job.run(&mut out)?,
+        Job::Flamegraph(job) => job.run()?,
+        Job::Export(job) => job.run()?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+impl TopJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let Selection {
+            report: dir,
+            phase,
+            format,
+        } = self.selection;
+        let r = report::load(&dir)?;
+        let rules = rules(self.inputs.rules.as_deref())?;
+        let cal = calibration(self.inputs.calibration.as_deref())?;
+        let phase = phase.as_deref();
+        let seconds = |m: HashMap<u64, (cost::Nanos, usize, bool)>| -> HashMap<u64, f64> {
+            m.into_iter()
+                .map(|(site, (n, _, _))| (site, n.total() * 1e-9))
+                .collect()
+        };
+        // Ranking by cost prices every site; otherwise only the sites shown.
+        let sites = if self.by == RankBy::Cost {
+            let all = seconds(cost::per_site(&r, &cal, &rules, phase, None));
+            rank::top(&r, self.by, self.limit, phase, Some(&all))
+        } else {
+            let mut sites = rank::top(&r, self.by, self.limit, phase, None);
+            let shown: HashSet<u64> = sites.iter().map(|s| s.site_id).collect();
+            let costs = seconds(cost::per_site(&r, &cal, &rules, phase, Some(&shown)));
+            for s in &mut sites {
+                s.cost_s = costs.get(&s.site_id).copied();
+            }
+            sites
+        };
+        Ok(render::sites(out, &sites, format)?)
+    }
+}
+
+impl CategoriesJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let rules = rules(self.rules.as_deref())?;
+        let s = self.selection;
+        let r = report::load(&s.report)?;
+        let cats = categories::totals(&r, &rules, s.phase.as_deref());
+        Ok(render::categories(out, &cats, s.format)?)
+    }
+}
+
+impl CalibrateJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let c = measure_now(self.effort);
+        c.store(&self.out)?;
+        if self.json {
+            serde_json::to_writer_pretty(&mut *out, &c)?;
+            writeln!(out)?;
+        } else {
+            render::calibration(out, &c)?;
+        }
+        eprintln!("analyzer: calibration stored at {}", self.out.display());
+        Ok(())
+    }
+}
+
+impl CostJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let rules = rules(self.inputs.rules.as_deref())?;
+        let s = self.selection;
+        let r = report::load(&s.report)?;
+        let cal = calibration(self.inputs.calibration.as_deref())?;
+        for c in &rules {
+            if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
+                && cal.operation(op).is_none()
+            {
+                eprintln!(
+                    "analyzer: category '{}' names operation '{op}', which the calibration does not have; its indirect cost counts as 0",
+                    c.name
+                );
+            }
+        }
+        let est = cost::estimate(&r, &cal, &rules, s.phase.as_deref(), self.limit);
+        if !est.host_matches {
+            eprintln!(
+                "analyzer: the calibration was measured on {} ({}), the report taken on {} ({})",
+                est.calibration_host.0,
+                est.calibration_host.1,
+                est.report_host.0,
+                est.report_host.1
+            );
+        }
+        Ok(render::cost(out, &est, s.format)?)
+    }
+}
+
+impl DiffJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let rules = rules(self.inputs.rules.as_deref())?;
+        let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
+        let cal = calibration(self.inputs.calibration.as_deref())?;
+        if self.recycled && cal.operation(calibrate::RECYCLE).is_none() {
+            anyhow::bail!(
+                "--recycled: the calibration has no `recycle` operation (made by an older \
+                 analyzer); run `analyzer calibrate` again"
+            );
+        }
+        let d = diff::diff(
+            &a,
+            &b,
+            diff::Pricing {
+                cal: Some(&cal),
+                recycled: self.recycled,
+            },
+            &rules,
+            self.phase.as_deref(),
+            self.measured,
+            self.limit,
+        );
+        Ok(render::diff(out, &d, self.format)?)
+    }
+}
+
+impl FlamegraphJob {
+    fn run(self) -> Result<()> {
+        let r = report::load(&self.report)?;
+        let mut svg = Vec::new();
+        export::flamegraph(&r, self.by, self.phase.as_deref(), &mut svg)?;
+        std::fs::write(&self.out, svg).with_context(|| format!("{}", self.out.display()))
+    }
+}
+
+impl ExportJob {
+    fn run(self) -> Result<()> {
+        let r = report::load(&self.report)?;
+        let phase = self.phase.as_deref();
+        let mut w = output(self.out.as_deref(), matches!(self.format, ExportAs::Pprof))?;
+        match self.format {
+            ExportAs::Folded(by) => {
+                for line in export::folded(&r, by, phase) {
+                    writeln!(w, "{line}")?;
+                }
+            }
+            ExportAs::Pprof => export::pprof(&r, phase, &mut w)?,
+        }
+        Ok(w.flush()?)
+    }
+}
+
+/// The category rules in `path`, or the built-in ones.
+fn rules(path: Option<&Path>) -> Result<Vec<categories::Category>> {
+    Ok(match path {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+            categories::parse_rules(&text, path)?
+        }
+        None => categories::default_rules(),
+    })
+}
+
+/// The calibration to price with: the file given, else the stored one, else a fresh
+/// measurement of this machine (stored for next time).
+fn calibration(path: Option<&Path>) -> Result<Calibration> {
+    if let Some(p) = path {
+        return Ok(Calibration::load(p)?);
+    }
+    let stored = calibrate::default_path();
+    if stored.exists() {
+        return Ok(Calibration::load(&stored)?);
+    }
+    eprintln!(
+        "analyzer: no calibration at {}; measuring this machine now (about 10 s, once)",
+        stored.display()
+    );
+    let c = measure_now(measure::Effort::FULL);
+    if let Err(e) = c.store(&stored) {
+        eprintln!("analyzer: could not store the calibration ({e}); using it for this run only");
+    }
+    Ok(c)
+}
+
+/// Measures a calibration, showing progress on a terminal.
+fn measure_now(effort: measure::Effort) -> Calibration {
+    let (mut done, steps) = (0, effort.repetitions.max(1));
+    let tty = std::io::stderr().is_terminal();
+    let c = measure::run(effort, |what| {
+        done += 1;
+        if tty {
+            eprint!("\ranalyzer: calibrating {done}/{steps} ({what})\x1b[K");
+        }
+    });
+    if tty {
+        eprintln!();
+    }
+    c
+}
+
+/// Where binary or text output goes: the file given, or standard output.
+fn output(path: Option<&Path>, binary: bool) -> Result<Box<dyn Write>> {
+    match path {
+        Some(p) => Ok(Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("{}", p.display()))?,
+        ))),
+        None => {
+            if binary && std::io::stdout().is_terminal() {
+                anyhow::bail!("refusing to write a binary profile to a terminal: give -o FILE");
+            }
+            Ok(Box::new(std::io::BufWriter::new(std::io::stdout())))
+        }
+    }
+}
