@@ -28,7 +28,8 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
     analyzer cost reports/porep-2k --phase synthesize\n  \
     analyzer diff reports/base reports/patched --phase synthesize\n  \
     analyzer flamegraph reports/porep-2k --by count -o allocs.svg\n  \
-    analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n\n\
+    analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n  \
+    analyzer export reports/porep-2k --format parquet -o porep-2k-sites.parquet\n\n\
     Costs use a calibration of this machine's allocator, stored at\n  \
     $ALLOC_PROFILER_CALIBRATION or ~/.cache/alloc-profiler/calibration.json;\n  \
     `analyzer calibrate` writes it (commands that need it measure it on first use)."
@@ -159,11 +160,13 @@ enum Command {
         #[arg(long, short)]
         out: PathBuf,
     },
-    /// The report in other tools' formats: folded stacks or a pprof profile.
+    /// The report in other tools' formats: folded stacks, a pprof profile, or the
+    /// named-sites table (each site's name, callers, category and stack key as columns).
     Export {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
-        /// `folded` (text, one stack per line) or `pprof` (gzipped protobuf).
+        /// `folded` (text, one stack per line), `pprof` (gzipped protobuf) or `parquet`
+        /// (the named-sites table: one row per site and phase).
         #[arg(long, value_enum)]
         format: ExportFormat,
         /// Weight of a folded stack (pprof carries counts, bytes and temporaries).
@@ -172,6 +175,10 @@ enum Command {
         /// Only allocations made in this phase (e.g. synthesize).
         #[arg(long)]
         phase: Option<String>,
+        /// Category rules for the named-sites table (TOML, the format of the built-in
+        /// analyzer/src/default_categories.toml).
+        #[arg(long)]
+        rules: Option<PathBuf>,
         /// File to write (default: standard output).
         #[arg(long, short)]
         out: Option<PathBuf>,
@@ -203,6 +210,7 @@ enum WeightArg {
 enum ExportFormat {
     Folded,
     Pprof,
+    Parquet,
 }
 
 fn main() -> ExitCode {
@@ -302,7 +310,9 @@ fn output(path: Option<&Path>, binary: bool) -> Result<Box<dyn Write>> {
         ))),
         None => {
             if binary && std::io::stdout().is_terminal() {
-                anyhow::bail!("refusing to write a binary profile to a terminal: give -o FILE");
+                anyhow::bail!(
+                    "refusing to write binary output (pprof, parquet) to a terminal: give -o FILE"
+                );
             }
             Ok(Box::new(std::io::BufWriter::new(std::io::stdout())))
         }
@@ -462,10 +472,13 @@ fn run(cli: Cli) -> Result<()> {
             format: f,
             by,
             phase,
+            rules: rules_path,
             out: path,
         } => {
+            let rules = rules(rules_path.as_deref())?;
             let r = report::load(&dir)?;
-            let mut w = output(path.as_deref(), matches!(f, ExportFormat::Pprof))?;
+            let binary = !matches!(f, ExportFormat::Folded);
+            let mut w = output(path.as_deref(), binary)?;
             match f {
                 ExportFormat::Folded => {
                     for line in export::folded(&r, weight(by), phase.as_deref()) {
@@ -473,6 +486,10 @@ fn run(cli: Cli) -> Result<()> {
                     }
                 }
                 ExportFormat::Pprof => export::pprof(&r, phase.as_deref(), &mut w)?,
+                ExportFormat::Parquet => {
+                    let rows = export::named_sites(&r, &rules, phase.as_deref());
+                    export::named_sites_parquet(&rows, &mut w)?;
+                }
             }
             w.flush()?;
         }
