@@ -12,46 +12,10 @@
 use crate::calibrate::{Calibration, RECYCLE};
 use crate::categories::{self, Category};
 use crate::cost;
-use crate::naming::{self, without_generics};
+use crate::naming::{self, loose_key, stack_key};
 use crate::rank::frames_of;
-use crate::report::{FrameRow, Report};
+use crate::report::Report;
 use std::collections::HashMap;
-
-/// What identifies a site across builds: per frame, the function without generic
-/// arguments, the last four components of the source path, and the line.
-pub fn site_key(frames: &[FrameRow]) -> String {
-    key(frames, true)
-}
-
-/// Per frame: function without generics, `@`, path tail, and `:line` if `lines`.
-fn key(frames: &[FrameRow], lines: bool) -> String {
-    let mut key = String::new();
-    for f in frames {
-        key.push_str(&without_generics(&f.function));
-        key.push('@');
-        key.push_str(f.file.as_deref().map_or("", path_tail));
-        if lines {
-            key.push(':');
-            if let Some(l) = f.line {
-                key.push_str(&l.to_string());
-            }
-        }
-        key.push('\n');
-    }
-    key
-}
-
-/// The last four components of a path (all of it when shorter).
-fn path_tail(p: &str) -> &str {
-    let mut start = p.len();
-    for _ in 0..4 {
-        match p[..start].rfind('/') {
-            Some(i) => start = i,
-            None => return p,
-        }
-    }
-    &p[start + 1..]
-}
 
 /// One side's totals.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -141,12 +105,6 @@ pub struct Diff {
     pub sites: Vec<SiteDelta>,
 }
 
-/// A looser key for sites whose stacks moved between builds (a patch shifts line
-/// numbers in the files it touches): [`site_key`] without the lines.
-pub fn loose_key(frames: &[FrameRow]) -> String {
-    key(frames, false)
-}
-
 #[derive(Default, Clone)]
 struct Acc {
     allocs: u64,
@@ -224,7 +182,7 @@ fn by_key(
     for row in report.rows(phase) {
         let key = keys
             .entry(row.site_id)
-            .or_insert_with(|| site_key(frames_of(&report.frames, row.site_id)))
+            .or_insert_with(|| stack_key(frames_of(&report.frames, row.site_id)))
             .clone();
         let fresh = !out.contains_key(&key);
         let a = out.entry(key).or_default();
@@ -424,7 +382,7 @@ pub fn diff(
 mod tests {
     use super::*;
 
-    use crate::report::{PhaseRow, SiteRow};
+    use crate::report::{FrameRow, PhaseRow, SiteRow};
 
     fn report(sites: &[(u64, &str, u32, u64)]) -> Report {
         // (site id, function, line, allocations) with one frame each; frames sorted by
@@ -604,32 +562,5 @@ mod tests {
         assert_eq!(d.sites.len(), 1);
         assert_eq!(d.sites[0].delta_alloc_count, -40);
         assert_eq!(d.sites[0].name, "lc (boolean.rs:1)");
-    }
-
-    #[test]
-    fn keys_ignore_generics_and_path_prefixes_but_not_lines() {
-        let f = |func: &str, file: &str, line| FrameRow::test(func, file, Some(line));
-        let here = [f(
-            "lc<blstrs::Scalar>",
-            "/home/a/.cargo/registry/src/index-1/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
-            10,
-        )];
-        let there = [f(
-            "lc<S>",
-            "/root/.cargo/registry/src/index-2/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
-            10,
-        )];
-        assert_eq!(site_key(&here), site_key(&there));
-        assert_eq!(
-            site_key(&here),
-            "lc@bellpepper-core-0.2.1/src/gadgets/boolean.rs:10\n"
-        );
-        let moved = [f(
-            "lc",
-            "/x/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
-            11,
-        )];
-        assert_ne!(site_key(&here), site_key(&moved));
-        assert_eq!(site_key(&[f("main", "main.rs", 3)]), "main@main.rs:3\n");
     }
 }

@@ -1,12 +1,17 @@
 //! Reports in the formats other tools read: folded stacks (flamegraph.pl, inferno,
-//! speedscope), flame graph SVGs (inferno), and pprof's protobuf profile
+//! speedscope), flame graph SVGs (inferno), pprof's protobuf profile
 //! (`go tool pprof`, pprof.me, Grafana Pyroscope), written by a small encoder of our
 //! own (the profile.proto messages used: ValueType, Sample, Label, Mapping,
-//! Location, Line, Function and the string table), gzip-compressed as pprof expects.
+//! Location, Line, Function and the string table), gzip-compressed as pprof expects,
+//! and the named-sites table (parquet): what the analyzer derives from each site's
+//! frames (name, callers, category, stack key) as columns, so that readers in other
+//! languages use these rules instead of porting them.
 
-use crate::naming::without_generics;
+use crate::categories::{self, Category};
+use crate::naming::{self, without_generics};
 use crate::rank::frames_of;
 use crate::report::{FrameRow, Report};
+use polars::prelude::{Column, DataFrame, ParquetCompression, ParquetWriter};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 
@@ -298,6 +303,119 @@ pub fn pprof(report: &Report, phase: Option<&str>, out: &mut dyn Write) -> io::R
     gz.write_all(&pprof_protobuf(report, phase))?;
     gz.finish()?;
     Ok(())
+}
+
+/// One row of the named-sites table: a site's counts within one phase (summed over
+/// size classes), with what the analyzer derives from its frames. The columns are
+/// documented in docs/report-schema.md ("Derived: the named-sites table").
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct NamedSite {
+    /// `site_id` in the report.
+    pub site_id: u64,
+    /// Phase.
+    pub phase: String,
+    /// First frame outside the allocator and std (see `alloc_tracer_format::site`).
+    pub name: String,
+    /// Where that frame was reached from.
+    pub callers: String,
+    /// Category: the first rule that claims the site, or the unmatched.
+    pub category: String,
+    /// Position of that rule among the rules (the unmatched: the number of rules), so
+    /// that readers can list categories in the analyzer's order.
+    pub category_index: u32,
+    /// What identifies the site across reports and builds.
+    pub stack_key: String,
+    /// Allocations.
+    pub alloc_count: u64,
+    /// Reallocs.
+    pub realloc_count: u64,
+    /// Requested bytes.
+    pub bytes_requested: u64,
+    /// Real block bytes.
+    pub bytes_allocated: u64,
+    /// Temporaries.
+    pub temporary_count: u64,
+}
+
+/// The named-sites table, within `phase` if given: one row per (site, phase) with
+/// rows in `sites.parquet`, by site id, then phase.
+pub fn named_sites(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<NamedSite> {
+    let mut counts: BTreeMap<(u64, &str), [u64; 5]> = BTreeMap::new();
+    for row in report.rows(phase) {
+        let c = counts.entry((row.site_id, &row.phase)).or_default();
+        c[0] += row.alloc_count;
+        c[1] += row.realloc_count;
+        c[2] += row.bytes_requested;
+        c[3] += row.bytes_allocated;
+        c[4] += row.temporary_count;
+    }
+    // Derived once per site, not per phase: naming walks every frame.
+    let mut derived: HashMap<u64, (String, String, usize, String)> = HashMap::new();
+    counts
+        .into_iter()
+        .map(|((site_id, phase), c)| {
+            let (name, callers, category, stack_key) =
+                derived.entry(site_id).or_insert_with(|| {
+                    let frames = frames_of(&report.frames, site_id);
+                    (
+                        naming::site_name(frames),
+                        naming::callers(frames, naming::CALLERS),
+                        categories::classify(rules, frames),
+                        naming::stack_key(frames),
+                    )
+                });
+            NamedSite {
+                site_id,
+                phase: phase.to_owned(),
+                name: name.clone(),
+                callers: callers.clone(),
+                category: categories::category_name(rules, *category).to_owned(),
+                category_index: *category as u32,
+                stack_key: stack_key.clone(),
+                alloc_count: c[0],
+                realloc_count: c[1],
+                bytes_requested: c[2],
+                bytes_allocated: c[3],
+                temporary_count: c[4],
+            }
+        })
+        .collect()
+}
+
+/// The named-sites table as parquet (snappy, as the tracer writes its tables).
+pub fn named_sites_parquet(rows: &[NamedSite], out: &mut dyn Write) -> io::Result<()> {
+    let u64s = |name: &str, f: fn(&NamedSite) -> u64| {
+        Column::new(name.into(), rows.iter().map(f).collect::<Vec<u64>>())
+    };
+    let strings = |name: &str, f: fn(&NamedSite) -> &str| {
+        Column::new(name.into(), rows.iter().map(f).collect::<Vec<&str>>())
+    };
+    let columns = vec![
+        u64s("site_id", |r| r.site_id),
+        strings("phase", |r| &r.phase),
+        strings("name", |r| &r.name),
+        strings("callers", |r| &r.callers),
+        strings("category", |r| &r.category),
+        Column::new(
+            "category_index".into(),
+            rows.iter().map(|r| r.category_index).collect::<Vec<u32>>(),
+        ),
+        strings("stack_key", |r| &r.stack_key),
+        u64s("alloc_count", |r| r.alloc_count),
+        u64s("realloc_count", |r| r.realloc_count),
+        u64s("bytes_requested", |r| r.bytes_requested),
+        u64s("bytes_allocated", |r| r.bytes_allocated),
+        u64s("temporary_count", |r| r.temporary_count),
+    ];
+    let mut df = DataFrame::new(rows.len(), columns).map_err(io::Error::other)?;
+    // Encoded whole before writing, so that a failed write (a closed pipe) reaches the
+    // caller as the plain I/O error it is.
+    let mut buf = Vec::new();
+    ParquetWriter::new(&mut buf)
+        .with_compression(ParquetCompression::Snappy)
+        .finish(&mut df)
+        .map_err(io::Error::other)?;
+    out.write_all(&buf)
 }
 
 #[cfg(test)]

@@ -1,45 +1,49 @@
-//! Naming a site by its frames: the first frame outside the allocator and the
-//! standard library, without generic arguments.
+//! Naming a site by its frames: the rules of `alloc_tracer_format::site` (shared with
+//! the tracer's summary) over the report's frame rows.
 
 use crate::report::FrameRow;
+use alloc_tracer_format::site;
 
 pub use alloc_tracer_format::frames::without_generics;
+pub use alloc_tracer_format::site::CALLERS;
 
-/// True for frames of the allocator, liballoc, core and std.
-pub fn is_plumbing(f: &FrameRow) -> bool {
-    alloc_tracer_format::frames::is_plumbing(&f.function, f.file.as_deref())
+impl site::Frame for FrameRow {
+    fn function(&self) -> &str {
+        &self.function
+    }
+    fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+    fn line(&self) -> Option<u32> {
+        self.line
+    }
 }
 
 /// The frame that names a site, if it has frames.
 pub fn naming_frame(frames: &[FrameRow]) -> Option<&FrameRow> {
-    frames.iter().find(|f| !is_plumbing(f)).or(frames.last())
+    site::naming_frame(frames)
 }
 
-/// `function (file:line)` of one frame.
-fn describe(f: &FrameRow) -> String {
-    alloc_tracer_format::frames::describe(&f.function, f.file.as_deref(), f.line)
-}
-
-/// `function (file:line)` of the naming frame.
+/// `function (file:line)` of the naming frame (`(no frames)` without frames).
 pub fn site_name(frames: &[FrameRow]) -> String {
-    naming_frame(frames).map_or_else(|| "(no frames)".to_owned(), describe)
+    site::name(frames)
 }
 
-/// Where the naming frame was reached from: up to `n` of the next frames that
-/// `alloc_tracer_format::frames::is_caller` accepts (outside the allocator, std, the
-/// naming frame's own file and the C runtime), innermost first, joined by ` < `.
+/// Where the naming frame was reached from: up to `n` of the next frames outside the
+/// allocator, std, the naming frame's own file and the C runtime, innermost first,
+/// joined by ` < `.
 pub fn callers(frames: &[FrameRow], n: usize) -> String {
-    let Some(pos) = frames.iter().position(|f| !is_plumbing(f)) else {
-        return String::new();
-    };
-    let own = frames[pos].file.as_deref();
-    frames[pos + 1..]
-        .iter()
-        .filter(|f| alloc_tracer_format::frames::is_caller(&f.function, f.file.as_deref(), own))
-        .take(n)
-        .map(describe)
-        .collect::<Vec<_>>()
-        .join(" < ")
+    site::callers(frames, n)
+}
+
+/// What identifies a site across reports and builds (see `site::stack_key`).
+pub fn stack_key(frames: &[FrameRow]) -> String {
+    site::stack_key(frames)
+}
+
+/// [`stack_key`] without lines, for stacks a patch moved (see `site::loose_key`).
+pub fn loose_key(frames: &[FrameRow]) -> String {
+    site::loose_key(frames)
 }
 
 #[cfg(test)]

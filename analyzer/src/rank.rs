@@ -106,7 +106,7 @@ pub fn frames_of(frames: &[FrameRow], site_id: u64) -> &[FrameRow] {
 }
 
 /// Callers shown after a site's name.
-pub use alloc_tracer_format::frames::CALLERS;
+pub use alloc_tracer_format::site::CALLERS;
 
 /// Fills in the site's name and callers from the report's frames.
 pub fn name(report: &Report, site: &mut RankedSite) {

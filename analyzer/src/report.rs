@@ -1,5 +1,5 @@
 //! Loading a report directory: the manifest, checked, and the tables as plain rows.
-//! The only module that calls polars.
+//! The module that reads with polars (`export` writes the named-sites table with it).
 
 use crate::{Error, SUPPORTED_SCHEMA_VERSION};
 use polars::prelude::*;

@@ -299,6 +299,131 @@ fn pprof_profile_decodes_and_matches_top() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// The named-sites table's columns and types as docs/report-schema.md lists them, types
+/// as Rust polars prints them.
+fn documented_named_sites() -> Vec<(String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report-schema.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let section = text
+        .split("\n## ")
+        .find(|s| s.starts_with("Derived: the named-sites table"))
+        .expect("docs/report-schema.md documents the named-sites table");
+    let columns: Vec<(String, String)> = section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            assert_eq!(cells[3], "no", "{l}");
+            let dtype = match cells[2] {
+                "UInt64" => "u64",
+                "UInt32" => "u32",
+                "String" => "str",
+                other => panic!("{l}: type {other}"),
+            };
+            (cells[1].trim_matches('`').to_owned(), dtype.to_owned())
+        })
+        .collect();
+    assert!(!columns.is_empty());
+    columns
+}
+
+#[test]
+fn named_sites_table_carries_the_names_categories_and_counts_of_the_other_commands() {
+    use polars::prelude::*;
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    let dir = std::env::temp_dir().join(format!("analyzer-named-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sites.parquet");
+    let out = analyzer(&[
+        "export",
+        r,
+        "--format",
+        "parquet",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let df = ParquetReader::new(std::fs::File::open(&file).unwrap())
+        .finish()
+        .unwrap();
+    let schema: Vec<(String, String)> = df
+        .schema()
+        .iter()
+        .map(|(name, dtype)| (name.to_string(), dtype.to_string()))
+        .collect();
+    assert_eq!(schema, documented_named_sites());
+    let strs = |name: &str| -> Vec<String> {
+        let c = df.column(name).unwrap().str().unwrap();
+        c.iter().map(|v| v.unwrap().to_owned()).collect()
+    };
+    let u64s = |name: &str| -> Vec<u64> {
+        let c = df.column(name).unwrap().u64().unwrap();
+        c.iter().map(|v| v.unwrap()).collect()
+    };
+    let (ids, names, callers) = (u64s("site_id"), strs("name"), strs("callers"));
+    let (categories, keys) = (strs("category"), strs("stack_key"));
+    let counts: Vec<u64> = u64s("alloc_count")
+        .iter()
+        .zip(u64s("realloc_count"))
+        .map(|(a, r)| a + r)
+        .collect();
+    // Per site: `top`'s name, callers and count (over all phases).
+    let top = analyzer(&["top", r, "--limit", "100000", "--format", "json"]);
+    let top: serde_json::Value = serde_json::from_slice(&top.stdout).unwrap();
+    let top = top.as_array().unwrap();
+    assert!(!top.is_empty());
+    for site in top {
+        let id = site["site_id"].as_u64().unwrap();
+        let rows: Vec<usize> = (0..ids.len()).filter(|&i| ids[i] == id).collect();
+        assert!(!rows.is_empty(), "site {id}");
+        for &i in &rows {
+            assert_eq!(names[i], site["name"].as_str().unwrap(), "site {id}");
+            assert_eq!(callers[i], site["callers"].as_str().unwrap(), "site {id}");
+            assert!(keys[i].ends_with('\n'), "site {id}: {:?}", keys[i]);
+        }
+        let n: u64 = rows.iter().map(|&i| counts[i]).sum();
+        let want = site["alloc_count"].as_u64().unwrap() + site["realloc_count"].as_u64().unwrap();
+        assert_eq!(n, want, "site {id}");
+    }
+    // Per category: `categories`'s totals.
+    let cats = analyzer(&["categories", r, "--format", "json"]);
+    let cats: serde_json::Value = serde_json::from_slice(&cats.stdout).unwrap();
+    for cat in cats.as_array().unwrap() {
+        let name = cat["category"].as_str().unwrap();
+        let n: u64 = (0..ids.len())
+            .filter(|&i| categories[i] == name)
+            .map(|i| counts[i])
+            .sum();
+        let want = cat["alloc_count"].as_u64().unwrap() + cat["realloc_count"].as_u64().unwrap();
+        assert_eq!(n, want, "{name}");
+    }
+    // A phase keeps its rows only.
+    let build = dir.join("build.parquet");
+    let out = analyzer(&[
+        "export",
+        r,
+        "--format",
+        "parquet",
+        "--phase",
+        "build",
+        "-o",
+        build.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let build = ParquetReader::new(std::fs::File::open(&build).unwrap())
+        .finish()
+        .unwrap();
+    let phases = build.column("phase").unwrap().str().unwrap();
+    assert!(build.height() > 0);
+    assert!(phases.iter().all(|p| p == Some("build")));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn categories_table_json_csv() {
     let r = fixture();

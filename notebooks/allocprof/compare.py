@@ -1,20 +1,20 @@
 """Comparing two reports (a baseline and a change): per-phase, per-category and
 per-site deltas.
 
-Site ids are per report, so sites are matched by their source-level call stack
-(`naming.stack_keys`): two reports of one build, or of builds whose frames did not
-move, match site for site; a stack that exists on one side only is `removed` or
-`added`. `key="name"` matches by site name instead (coarser, robust to line moves).
-Deltas are change minus baseline: negative means the change allocates less.
+Site ids are per report, so sites are matched by the analyzer's stack key (its
+`stack_key` column: the source-level call stack, what `analyzer diff` matches first):
+two reports of one build, or of builds whose frames did not move, match site for site;
+a stack that exists on one side only is `removed` or `added`. `key="name"` matches by
+site name instead (coarser, robust to line moves). Deltas are change minus baseline:
+negative means the change allocates less.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
-from allocprof import categories, naming
 from allocprof.report import Report
-from allocprof.sites import site_totals
+from allocprof.sites import category_totals
 
 MEASURES = ("alloc_count", "realloc_count", "bytes_requested", "temporary_count")
 
@@ -54,51 +54,65 @@ def phase_deltas(base: Report, change: Report) -> pl.DataFrame:
     return out.with_columns(_delta_columns(cols))
 
 
-def category_deltas(
-    base: Report, change: Report, rules: list, phase: str | None = None
-) -> pl.DataFrame:
-    """Per category (rules order, then unmatched): both sides' totals and deltas."""
+def category_deltas(base: Report, change: Report, phase: str | None = None) -> pl.DataFrame:
+    """Per category with sites on either side (the analyzer's order): both sides'
+    totals and deltas."""
     cols = list(MEASURES) + ["sites"]
 
     def side(r: Report, prefix: str) -> pl.DataFrame:
-        t = categories.category_totals(r, rules, phase)
-        return t.select("category", *[pl.col(c).alias(f"{prefix}_{c}") for c in cols])
+        t = category_totals(r, phase)
+        return t.select(
+            "category",
+            pl.col("category_index").alias(f"{prefix}_index"),
+            *[pl.col(c).alias(f"{prefix}_{c}") for c in cols],
+        )
 
-    b = side(base, "base").with_row_index("order")
-    out = b.join(side(change, "change"), on="category", how="left").sort("order").drop("order")
+    out = side(base, "base").join(side(change, "change"), on="category", how="full", coalesce=True)
+    out = (
+        out.with_columns(order=pl.coalesce("base_index", "change_index"))
+        .sort("order")
+        .drop("order", "base_index", "change_index")
+    )
+    out = out.with_columns([pl.col(c).fill_null(0) for c in out.columns if c != "category"])
     return out.with_columns(_delta_columns(cols))
 
 
-def _keyed_sites(r: Report, rules: list, phase: str | None, key: str) -> pl.DataFrame:
-    sites = categories.with_categories(r, site_totals(r, phase), rules)
+def _keyed_sites(r: Report, phase: str | None, key: str) -> pl.DataFrame:
+    """The named-sites rows of `phase` summed per key; each key is named after its
+    lowest site id (site ids rank sites by allocations, 0 = most)."""
     if key == "stack":
-        keys = naming.stack_keys(r.annotated_frames).rename({"stack_key": "key"})
+        key_column = "stack_key"
     elif key == "name":
-        keys = naming.site_names(r.annotated_frames).rename({"name": "key"})
+        key_column = "name"
     else:
         raise ValueError(f"key must be 'stack' or 'name', not {key!r}")
-    sites = sites.join(keys, on="site_id", how="left").with_columns(
-        pl.col("key").fill_null(pl.format("(no frames) site {}", "site_id"))
-    )
-    return sites.group_by("key").agg(
-        pl.col("site_id").min(),
-        pl.col("category").first(),
-        *[pl.col(m).sum() for m in MEASURES],
+    rows = r.named_sites
+    if phase is not None:
+        rows = rows.filter(pl.col("phase") == phase)
+    return (
+        rows.sort("site_id")
+        .group_by(pl.col(key_column).alias("key"), maintain_order=True)
+        .agg(
+            pl.col("site_id").first(),
+            pl.col("name").first(),
+            pl.col("callers").first(),
+            pl.col("category").first(),
+            *[pl.col(m).sum() for m in MEASURES],
+        )
     )
 
 
 def site_deltas(
     base: Report,
     change: Report,
-    rules: list,
     phase: str | None = None,
     key: str = "stack",
     limit: int | None = 20,
 ) -> pl.DataFrame:
     """The sites whose allocations + reallocs changed most (by absolute delta), with
     both sides' figures, the category, a name and a status (both, removed, added)."""
-    b = _keyed_sites(base, rules, phase, key)
-    c = _keyed_sites(change, rules, phase, key)
+    b = _keyed_sites(base, phase, key)
+    c = _keyed_sites(change, phase, key)
     rename = lambda df, p: df.rename({x: f"{p}_{x}" for x in df.columns if x != "key"})  # noqa: E731
     out = rename(b, "base").join(rename(c, "change"), on="key", how="full", coalesce=True)
     out = (
@@ -108,6 +122,8 @@ def site_deltas(
             .when(pl.col("change_site_id").is_null())
             .then(pl.lit("removed"))
             .otherwise(pl.lit("both")),
+            name=pl.coalesce("base_name", "change_name"),
+            callers=pl.coalesce("base_callers", "change_callers"),
             category=pl.coalesce("base_category", "change_category"),
         )
         .with_columns([pl.col(f"{p}_{m}").fill_null(0) for p in ("base", "change") for m in MEASURES])
@@ -121,20 +137,6 @@ def site_deltas(
     )
     if limit is not None:
         out = out.head(limit)
-    names_b = naming.site_names(base.annotated_frames, out["base_site_id"].drop_nulls().to_list())
-    names_c = naming.site_names(change.annotated_frames, out["change_site_id"].drop_nulls().to_list())
-    callers_b = naming.callers(base.annotated_frames, out["base_site_id"].drop_nulls().to_list())
-    callers_c = naming.callers(change.annotated_frames, out["change_site_id"].drop_nulls().to_list())
-    out = (
-        out.join(names_b.rename({"site_id": "base_site_id", "name": "base_name"}), on="base_site_id", how="left")
-        .join(names_c.rename({"site_id": "change_site_id", "name": "change_name"}), on="change_site_id", how="left")
-        .join(callers_b.rename({"site_id": "base_site_id", "callers": "base_callers"}), on="base_site_id", how="left")
-        .join(callers_c.rename({"site_id": "change_site_id", "callers": "change_callers"}), on="change_site_id", how="left")
-        .with_columns(
-            name=pl.coalesce("base_name", "change_name"),
-            callers=pl.coalesce("base_callers", "change_callers"),
-        )
-    )
     return out.select(
         "name",
         "callers",

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from allocprof import categories
 from allocprof.report import Report
-from allocprof.sites import site_totals
+from allocprof.sites import category_totals, site_totals, top_sites, with_categories
 
 
 def totals(report: Report) -> pl.DataFrame:
@@ -58,17 +57,17 @@ def size_class_histogram(report: Report, phase: str | None = None) -> pl.DataFra
 
 
 def lifetime_distribution(
-    report: Report, phase: str | None = None, by_category: list | None = None
+    report: Report, phase: str | None = None, by_category: bool = False
 ) -> pl.DataFrame:
     """Followed blocks freed per lifetime bucket (lifetimes.parquet: raw counts of
-    followed blocks, not scaled). With `by_category` (a rules list), one row per
-    (category, bucket)."""
+    followed blocks, not scaled). With `by_category`, one row per (category, bucket),
+    categories as the analyzer gives them."""
     rows = report.lifetimes
     if phase is not None:
         rows = rows.filter(pl.col("phase") == phase)
     keys = ["lifetime_ns_low", "lifetime_ns_high"]
-    if by_category is not None:
-        rows = categories.with_categories(report, rows, by_category)
+    if by_category:
+        rows = with_categories(report, rows)
         keys = ["category", *keys]
     return rows.group_by(keys).agg(pl.col("freed_count").sum()).sort(keys)
 
@@ -90,13 +89,11 @@ def lifetime_quantile_ns(distribution: pl.DataFrame, q: float) -> int | None:
 
 
 def temporaries(
-    report: Report, rules: list, phase: str | None = None, limit: int = 10
+    report: Report, phase: str | None = None, limit: int = 10
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Temporaries (blocks freed before their thread's next allocation) per category,
     and the `limit` sites with most of them (named, with their category)."""
-    from allocprof.sites import top_sites
-
-    per_category = categories.category_totals(report, rules, phase).select(
+    per_category = category_totals(report, phase).select(
         "category",
         "alloc_count",
         "temporary_count",
@@ -105,13 +102,13 @@ def temporaries(
         .otherwise(0.0),
     )
     top = top_sites(report, by="temporaries", limit=limit, phase=phase)
-    top = categories.with_categories(report, top, rules).select(
+    top = with_categories(report, top).select(
         "rank", "site_id", "name", "category", "alloc_count", "temporary_count",
         "temporary_share", "main_size_class_bytes", "lifetime_ns_median",
     )
     return per_category, top
 
 
-def site_table(report: Report, rules: list, phase: str | None = None) -> pl.DataFrame:
-    """Every site's totals with its category (not named: naming is per shown site)."""
-    return categories.with_categories(report, site_totals(report, phase), rules)
+def site_table(report: Report, phase: str | None = None) -> pl.DataFrame:
+    """Every site's totals with its category."""
+    return with_categories(report, site_totals(report, phase))

@@ -1,4 +1,5 @@
-"""Loading a report directory: the manifest, checked, and the parquet tables."""
+"""Loading a report directory: the manifest, checked, the parquet tables, and the
+analyzer's named-sites table."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ from pathlib import Path
 
 import polars as pl
 
+from allocprof import analyzer
+
 #: The report schema version this package reads (docs/report-schema.md).
 SUPPORTED_SCHEMA_VERSION = 1
 
 TABLES = ("sites", "frames", "size_classes", "requested_sizes", "phases", "lifetimes")
+
+#: What the analyzer derives per site (`Report.site_labels`).
+LABELS = ("name", "callers", "category", "category_index", "stack_key")
 
 
 class ReportError(Exception):
@@ -21,10 +27,13 @@ class ReportError(Exception):
 
 @dataclass
 class Report:
-    """One report: its manifest and its tables, read on first use."""
+    """One report: its manifest and its tables, read on first use, and the
+    analyzer's named-sites table made from it with the category rules `rules` (None:
+    the analyzer's built-in ones)."""
 
     dir: Path
     manifest: dict
+    rules: Path | None = None
     _tables: dict = field(default_factory=dict, repr=False)
 
     def table(self, name: str) -> pl.DataFrame:
@@ -47,13 +56,24 @@ class Report:
         return self.table("frames")
 
     @property
-    def annotated_frames(self) -> pl.DataFrame:
-        """frames with `short_function` and `plumbing` (naming.annotate), computed once."""
-        if "_annotated" not in self._tables:
-            from allocprof import naming
+    def named_sites(self) -> pl.DataFrame:
+        """The analyzer's named-sites table (`analyzer.named_sites`): per (site, phase),
+        name, callers, category, category_index, stack_key and counts. Made once."""
+        if "_named_sites" not in self._tables:
+            self._tables["_named_sites"] = analyzer.named_sites(self.dir, self.rules)
+        return self._tables["_named_sites"]
 
-            self._tables["_annotated"] = naming.annotate(self.frames)
-        return self._tables["_annotated"]
+    @property
+    def site_labels(self) -> pl.DataFrame:
+        """One row per site, by site_id: name, callers, category, category_index and
+        stack_key, from `named_sites`."""
+        if "_site_labels" not in self._tables:
+            self._tables["_site_labels"] = (
+                self.named_sites.select("site_id", *LABELS)
+                .unique("site_id", keep="first")
+                .sort("site_id")
+            )
+        return self._tables["_site_labels"]
 
     @property
     def size_classes(self) -> pl.DataFrame:
@@ -77,10 +97,12 @@ class Report:
         return self.dir.name
 
 
-def load(path: str | os.PathLike) -> Report:
+def load(path: str | os.PathLike, rules: str | os.PathLike | None = None) -> Report:
     """Reads the manifest of the report at `path` and checks its schema version.
 
-    Like every reader of the format, refuses versions it does not know.
+    Like every reader of the format, refuses versions it does not know. Categories
+    come from the rules file `rules`, else $ALLOC_CATEGORY_RULES, else the
+    analyzer's built-in rules.
     """
     d = Path(path)
     manifest_path = d / "manifest.json"
@@ -98,7 +120,8 @@ def load(path: str | os.PathLike) -> Report:
             f"{manifest_path}: schema version {version}, this reader knows "
             f"{SUPPORTED_SCHEMA_VERSION}"
         )
-    return Report(dir=d, manifest=manifest)
+    rules = rules or os.environ.get("ALLOC_CATEGORY_RULES") or None
+    return Report(dir=d, manifest=manifest, rules=Path(rules) if rules else None)
 
 
 def from_env(var: str) -> Report:

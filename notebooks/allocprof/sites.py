@@ -1,10 +1,12 @@
-"""Per-site totals and ranking, as `analyzer top` computes them (analyzer/src/rank.rs)."""
+"""Per-site totals and ranking, as `analyzer top` computes them (analyzer/src/rank.rs),
+and per-category totals, as `analyzer categories` does. Sites are named and categorised
+by the analyzer itself: these functions join its named-sites table
+(`Report.site_labels`)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from allocprof import naming
 from allocprof.report import Report
 
 #: What `top` ranks by: the analyzer's `--by count|bytes|temporaries`.
@@ -69,7 +71,7 @@ def top_sites(
     report: Report, by: str = "count", limit: int | None = 20, phase: str | None = None
 ) -> pl.DataFrame:
     """The sites ranked first by `by` (count, bytes or temporaries), ties by site id,
-    with rank (from 1) and name: the rows of `analyzer top --format json`."""
+    with rank (from 1), name and callers: the rows of `analyzer top --format json`."""
     if by not in RANK_KEYS:
         raise ValueError(f"by must be one of {sorted(RANK_KEYS)}, not {by!r}")
     ranked = (
@@ -80,14 +82,14 @@ def top_sites(
     )
     if limit is not None:
         ranked = ranked.head(limit)
-    names = naming.site_names(report.annotated_frames, ranked["site_id"].to_list())
     return (
         ranked.with_row_index("rank", offset=1)
-        .join(names, on="site_id", how="left")
+        .join(report.site_labels, on="site_id", how="left")
         .select(
             "rank",
             "site_id",
             "name",
+            "callers",
             "alloc_count",
             "realloc_count",
             "bytes_requested",
@@ -97,5 +99,64 @@ def top_sites(
             "share",
             "main_size_class_bytes",
             "lifetime_ns_median",
+        )
+    )
+
+
+def with_categories(report: Report, frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` (any table with a site_id column) with the analyzer's `category`."""
+    return frame.join(
+        report.site_labels.select("site_id", "category"), on="site_id", how="left"
+    )
+
+
+def category_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
+    """Totals per category within `phase` if given, in the analyzer's order (its rules
+    in order, then the unmatched): the rows of `analyzer categories --format json`,
+    less the categories without sites (the analyzer lists those too)."""
+    rows = report.named_sites
+    if phase is not None:
+        rows = rows.filter(pl.col("phase") == phase)
+    per_site = rows.group_by("site_id", "category", "category_index").agg(
+        pl.col("alloc_count").sum(),
+        pl.col("realloc_count").sum(),
+        pl.col("bytes_requested").sum(),
+        pl.col("temporary_count").sum(),
+    ).with_columns(n=pl.col("alloc_count") + pl.col("realloc_count"))
+    total = per_site["n"].sum() or 0
+    # The biggest site of each category; ties go to the lower site id.
+    top = (
+        per_site.sort(["n", "site_id"], descending=[True, False])
+        .group_by("category", maintain_order=True)
+        .first()
+        .join(report.site_labels.select("site_id", "name"), on="site_id", how="left")
+        .select("category", top_site="name")
+    )
+    return (
+        per_site.group_by("category", "category_index")
+        .agg(
+            pl.len().cast(pl.UInt64).alias("sites"),
+            pl.col("alloc_count").sum(),
+            pl.col("realloc_count").sum(),
+            pl.col("bytes_requested").sum(),
+            pl.col("temporary_count").sum(),
+        )
+        .join(top, on="category", how="left")
+        .with_columns(
+            share=(pl.col("alloc_count") + pl.col("realloc_count")) / total
+            if total
+            else pl.lit(0.0)
+        )
+        .sort("category_index")
+        .select(
+            "category",
+            "category_index",
+            "sites",
+            "alloc_count",
+            "realloc_count",
+            "bytes_requested",
+            "temporary_count",
+            "share",
+            "top_site",
         )
     )

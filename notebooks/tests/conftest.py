@@ -18,6 +18,7 @@ import pytest
 import allocprof
 
 REPORT_VARS = ("ALLOC_REPORT", "ALLOC_BASE_REPORT", "ALLOC_CHANGE_REPORT")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def report_from(var: str) -> allocprof.Report:
@@ -61,3 +62,10 @@ def analyzer():
         return json.loads(out.stdout)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def fixture_calibration() -> Path:
+    """The analyzer's fixture calibration, for commands that price (`diff`) without
+    measuring this machine."""
+    return ROOT / "analyzer" / "tests" / "fixtures" / "calibration.json"

@@ -2,7 +2,7 @@
 
 import polars as pl
 
-from allocprof import categories, overview
+from allocprof import overview
 from allocprof.sites import site_totals
 
 
@@ -25,12 +25,13 @@ def test_phases_keep_every_phase(any_report):
 
 
 def test_lifetimes_per_category_add_up(any_report):
-    rules = categories.load_rules()
     total = any_report.lifetimes["freed_count"].sum()
     assert overview.lifetime_distribution(any_report)["freed_count"].sum() == total
-    per_category = overview.lifetime_distribution(any_report, by_category=rules)
+    per_category = overview.lifetime_distribution(any_report, by_category=True)
     assert per_category["freed_count"].sum() == total
-    assert set(per_category["category"]) <= {c.name for c in rules} | {categories.UNMATCHED}
+    # Every followed site has the analyzer's category.
+    assert per_category["category"].null_count() == 0
+    assert set(per_category["category"]) <= set(any_report.named_sites["category"])
 
 
 def test_lifetime_quantiles():
@@ -45,7 +46,7 @@ def test_lifetime_quantiles():
 
 
 def test_temporaries_per_category_add_up(any_report):
-    per_category, top = overview.temporaries(any_report, categories.load_rules(), limit=5)
+    per_category, top = overview.temporaries(any_report, limit=5)
     assert per_category["temporary_count"].sum() == site_totals(any_report)["temporary_count"].sum()
     assert top.height == 5
     counts = top["temporary_count"].to_list()

@@ -1,6 +1,5 @@
 //! Frame conventions: which frames are allocator plumbing, and how a function name
-//! is shortened for display. A site is named by its first frame that is not
-//! plumbing.
+//! is shortened for display. `site` names and keys a site with them.
 
 /// Function-name prefixes of allocator plumbing.
 const PLUMBING: &[&str] = &[
@@ -80,41 +79,9 @@ pub fn describe(function: &str, file: Option<&str>, line: Option<u32>) -> String
     }
 }
 
-/// Callers shown after a site's name.
-pub const CALLERS: usize = 2;
-
-/// Whether a frame after a site's naming frame says where that frame was reached
-/// from: it is not plumbing, has a source file, is not in the naming frame's own file
-/// (so that a container's helpers, like LinearCombination's, do not hide who called
-/// it), and is not the C runtime's.
-pub fn is_caller(function: &str, file: Option<&str>, naming_file: Option<&str>) -> bool {
-    !is_plumbing(function, file)
-        && file.is_some()
-        && file != naming_file
-        && !function.starts_with("__libc")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn callers_are_outside_the_naming_file() {
-        let lc = Some("/r/bellpepper-core-0.2.1/src/lc.rs");
-        assert!(!is_caller("add_unsimplified<S>", lc, lc));
-        assert!(is_caller("lc<S>", Some("/r/src/gadgets/boolean.rs"), lc));
-        assert!(!is_caller("main", None, lc));
-        assert!(!is_caller(
-            "push",
-            Some("/rustc/x/library/alloc/src/vec/mod.rs"),
-            lc
-        ));
-        assert!(!is_caller(
-            "__libc_start_call_main",
-            Some("libc_start_call_main.h"),
-            lc
-        ));
-    }
 
     #[test]
     fn generics_are_dropped() {

@@ -7,13 +7,18 @@ use crate::symbolize::Frame;
 use std::fmt;
 use std::path::PathBuf;
 
-use alloc_tracer_format::frames;
+use alloc_tracer_format::site;
 
-/// True for frames of the allocator, liballoc, core and std, unknown frames, and
-/// this crate's own (see `alloc_tracer_format::frames`).
-pub fn is_plumbing(frame: &Frame) -> bool {
-    alloc_tracer_format::frames::is_plumbing(&frame.function, frame.file.as_deref())
-        || is_tracer(frame)
+impl site::Frame for Frame {
+    fn function(&self) -> &str {
+        &self.function
+    }
+    fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+    fn line(&self) -> Option<u32> {
+        self.line
+    }
 }
 
 /// True for frames of this crate (the tracer's own, innermost in every stack).
@@ -33,39 +38,11 @@ pub fn is_shim(frame: &Frame) -> bool {
         || frame.function.starts_with("__rustc::__rust_")
 }
 
-/// The frame that names a site: the first one outside allocator plumbing, else the
-/// outermost captured.
-pub fn naming_frame(frames: &[Frame]) -> Option<&Frame> {
-    frames.iter().find(|f| !is_plumbing(f)).or(frames.last())
-}
-
-/// A site's display name: its naming frame (without generics, with `file:line`),
-/// then where it was reached from: the next frames outside the allocator, std, the
-/// naming frame's own file and the C runtime (`frames::is_caller`), as the analyzer
-/// shows them.
+/// A site's display name on one line: its name and callers as the analyzer shows
+/// them (`alloc_tracer_format::site`), from the frames the report keeps for it (the
+/// tracer's own and the allocator shim already dropped).
 pub fn site_name(frames: &[Frame]) -> String {
-    let Some(first) = naming_frame(frames) else {
-        return String::new();
-    };
-    let pos = frames
-        .iter()
-        .position(|f| std::ptr::eq(f, first))
-        .unwrap_or(0);
-    let own = first.file.as_deref();
-    let callers = frames[pos + 1..]
-        .iter()
-        .filter(|f| frames::is_caller(&f.function, f.file.as_deref(), own))
-        .take(frames::CALLERS)
-        .map(at);
-    std::iter::once(at(first))
-        .chain(callers)
-        .collect::<Vec<_>>()
-        .join(" < ")
-}
-
-/// `function (file:line)` of one frame, without generics.
-fn at(f: &Frame) -> String {
-    frames::describe(&f.function, f.file.as_deref(), f.line)
+    site::name_with_callers(frames, site::CALLERS)
 }
 
 /// One line of the summary.
@@ -166,15 +143,6 @@ mod tests {
     }
 
     #[test]
-    fn library_paths_are_plumbing() {
-        let mut f = frame("push");
-        f.file = Some("/rustc/abc/library/alloc/src/vec/mod.rs".into());
-        assert!(is_plumbing(&f));
-        f.file = Some("/home/me/.cargo/registry/src/x/bellpepper-core-0.2.1/src/lc.rs".into());
-        assert!(!is_plumbing(&f));
-    }
-
-    #[test]
     fn names_skip_plumbing() {
         let frames = [
             frame("__rustc::__rust_alloc"),
@@ -184,14 +152,14 @@ mod tests {
             frame("main"),
         ];
         assert_eq!(
-            naming_frame(&frames).unwrap().function,
-            "bellpepper_core::lc::LinearCombination<Scalar>::add_unsimplified"
+            site_name(&frames),
+            "bellpepper_core::lc::LinearCombination::add_unsimplified"
         );
         assert_eq!(
-            naming_frame(&frames[..2]).unwrap().function,
-            frames[1].function
+            site_name(&frames[..2]),
+            "alloc::raw_vec::RawVecInner::with_capacity_in"
         );
-        assert!(naming_frame(&[]).is_none());
+        assert_eq!(site_name(&[]), site::NO_FRAMES);
     }
 
     #[test]

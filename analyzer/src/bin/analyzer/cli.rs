@@ -30,7 +30,8 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     analyzer cost reports/porep-2k --phase synthesize\n  \
     analyzer diff reports/base reports/patched --phase synthesize\n  \
     analyzer flamegraph reports/porep-2k --by count -o allocs.svg\n  \
-    analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n\n\
+    analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n  \
+    analyzer export reports/porep-2k --format parquet -o porep-2k-sites.parquet\n\n\
     Costs use a calibration of this machine's allocator, stored at\n  \
     $ALLOC_PROFILER_CALIBRATION or ~/.cache/alloc-profiler/calibration.json;\n  \
     `analyzer calibrate` writes it (commands that need it measure it on first use)."
@@ -161,11 +162,13 @@ enum Command {
         #[arg(long, short)]
         out: PathBuf,
     },
-    /// The report in other tools' formats: folded stacks or a pprof profile.
+    /// The report in other tools' formats: folded stacks, a pprof profile, or the
+    /// named-sites table (each site's name, callers, category and stack key as columns).
     Export {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
-        /// `folded` (text, one stack per line) or `pprof` (gzipped protobuf).
+        /// `folded` (text, one stack per line), `pprof` (gzipped protobuf) or `parquet`
+        /// (the named-sites table: one row per site and phase).
         #[arg(long, value_enum)]
         format: ExportFormat,
         /// Weight of a folded stack (pprof carries counts, bytes and temporaries).
@@ -174,6 +177,10 @@ enum Command {
         /// Only allocations made in this phase (e.g. synthesize).
         #[arg(long)]
         phase: Option<String>,
+        /// Category rules for the named-sites table (TOML, the format of the built-in
+        /// analyzer/src/default_categories.toml).
+        #[arg(long)]
+        rules: Option<PathBuf>,
         /// File to write (default: standard output).
         #[arg(long, short)]
         out: Option<PathBuf>,
@@ -205,6 +212,7 @@ enum WeightArg {
 enum ExportFormat {
     Folded,
     Pprof,
+    Parquet,
 }
 
 impl From<FormatArg> for Format {
@@ -327,6 +335,7 @@ impl Command {
                 format,
                 by,
                 phase,
+                rules,
                 out,
             } => Job::Export(ExportJob {
                 report,
@@ -334,6 +343,7 @@ impl Command {
                 format: match format {
                     ExportFormat::Folded => ExportAs::Folded(by.into()),
                     ExportFormat::Pprof => ExportAs::Pprof,
+                    ExportFormat::Parquet => ExportAs::NamedSites { rules },
                 },
                 out,
             }),

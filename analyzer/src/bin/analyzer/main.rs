@@ -102,6 +102,9 @@ enum ExportAs {
     Folded(Weight),
     /// A gzipped pprof profile (it carries every weight).
     Pprof,
+    /// The named-sites table (parquet), categories from these rules or the built-in
+    /// ones.
+    NamedSites { rules: Option<PathBuf> },
 }
 
 struct ExportJob {
@@ -284,7 +287,8 @@ impl ExportJob {
     fn run(self) -> Result<()> {
         let r = report::load(&self.report)?;
         let phase = self.phase.as_deref();
-        let mut w = output(self.out.as_deref(), matches!(self.format, ExportAs::Pprof))?;
+        let binary = !matches!(self.format, ExportAs::Folded(_));
+        let mut w = output(self.out.as_deref(), binary)?;
         match self.format {
             ExportAs::Folded(by) => {
                 for line in export::folded(&r, by, phase) {
@@ -292,6 +296,11 @@ impl ExportJob {
                 }
             }
             ExportAs::Pprof => export::pprof(&r, phase, &mut w)?,
+            ExportAs::NamedSites { rules: path } => {
+                let rules = rules(path.as_deref())?;
+                let rows = export::named_sites(&r, &rules, phase);
+                export::named_sites_parquet(&rows, &mut w)?;
+            }
         }
         Ok(w.flush()?)
     }
@@ -354,7 +363,9 @@ fn output(path: Option<&Path>, binary: bool) -> Result<Box<dyn Write>> {
         ))),
         None => {
             if binary && std::io::stdout().is_terminal() {
-                anyhow::bail!("refusing to write a binary profile to a terminal: give -o FILE");
+                anyhow::bail!(
+                    "refusing to write binary output (pprof, parquet) to a terminal: give -o FILE"
+                );
             }
             Ok(Box::new(std::io::BufWriter::new(std::io::stdout())))
         }

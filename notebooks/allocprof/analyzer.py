@@ -1,0 +1,61 @@
+"""The analyzer's named-sites table: each site's name, callers, category and stack key,
+as the analyzer derives them from its frames (`analyzer export --format parquet`).
+
+Naming, category rules and stack keys are written once, in Rust (the format crate and
+the analyzer); this package reads their results and never re-implements them. The
+table is made on first use by running the analyzer binary, found as `binary` says.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import polars as pl
+
+#: The repository this package lives in (for its default build directory).
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class AnalyzerError(Exception):
+    """No analyzer binary, or the analyzer refused the report or the rules."""
+
+
+def binary() -> Path:
+    """The analyzer binary: $ANALYZER, else `release/analyzer` under $CARGO_TARGET_DIR
+    or this repository's `target/`, else `analyzer` on PATH."""
+    given = os.environ.get("ANALYZER")
+    if given:
+        path = Path(given)
+        if not path.is_file():
+            raise AnalyzerError(f"ANALYZER={given}: no such file")
+        return path
+    targets = [os.environ.get("CARGO_TARGET_DIR"), ROOT / "target"]
+    for target in filter(None, targets):
+        path = Path(target) / "release" / "analyzer"
+        if path.is_file():
+            return path
+    on_path = shutil.which("analyzer")
+    if on_path:
+        return Path(on_path)
+    raise AnalyzerError(
+        "no analyzer binary: build it (cargo build --release -p analyzer) or set ANALYZER"
+    )
+
+
+def named_sites(report_dir: str | os.PathLike, rules: str | os.PathLike | None = None) -> pl.DataFrame:
+    """`analyzer export REPORT --format parquet [--rules RULES]`, read: one row per
+    (site, phase) with site_id, phase, name, callers, category, category_index,
+    stack_key and the counts (docs/report-schema.md, "Derived: the named-sites
+    table")."""
+    args = [str(binary()), "export", str(report_dir), "--format", "parquet"]
+    if rules is not None:
+        args += ["--rules", str(rules)]
+    out = subprocess.run(args, capture_output=True)
+    if out.returncode != 0:
+        message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
+        raise AnalyzerError(message)
+    return pl.read_parquet(io.BytesIO(out.stdout))
