@@ -176,6 +176,9 @@ fn report_matches_the_documented_schema() {
     std::fs::write(other.join("precious.txt"), "keep me").unwrap();
     let err = alloc_tracer::write_report(&other).unwrap_err();
     let err = err.to_string();
-    assert!(err.contains("precious.txt") && err.contains("not replacing"), "{err}");
+    assert!(
+        err.contains("precious.txt") && err.contains("not replacing"),
+        "{err}"
+    );
     assert!(other.join("precious.txt").exists());
 }

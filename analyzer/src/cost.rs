@@ -344,7 +344,10 @@ mod tests {
         };
         let report = Report {
             dir: "r".into(),
-            manifest: serde_json::json!({"duration_s": 1.0}),
+            manifest: alloc_tracer_format::manifest::Manifest {
+                duration_s: 1.0,
+                ..Default::default()
+            },
             sites: vec![
                 row(10, 2, 4, None),
                 SiteRow {

@@ -391,7 +391,10 @@ mod tests {
         sorted.sort();
         Report {
             dir: "r".into(),
-            manifest: serde_json::json!({"duration_s": 1.0}),
+            manifest: alloc_tracer_format::manifest::Manifest {
+                duration_s: 1.0,
+                ..Default::default()
+            },
             sites: sites
                 .iter()
                 .map(|&(site_id, _, _, n)| SiteRow {

@@ -245,11 +245,9 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
     // One mapping standing for the whole program: symbols are already resolved.
     let program = strings.id(report
         .manifest
-        .get("command_line")
-        .and_then(|c| c.as_array())
-        .and_then(|a| a.first())
-        .and_then(|s| s.as_str())
-        .unwrap_or("program"));
+        .command_line
+        .first()
+        .map_or("program", String::as_str));
     p.message(3, |m| {
         m.uint(1, 1);
         m.uint(3, u64::MAX);
@@ -282,16 +280,8 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
     for s in &strings.table {
         p.bytes(6, s.as_bytes());
     }
-    let start = report
-        .manifest
-        .get("start_unix_s")
-        .and_then(|v| v.as_f64())
-        .unwrap_or(0.0);
-    let duration = report
-        .manifest
-        .get("duration_s")
-        .and_then(|v| v.as_f64())
-        .unwrap_or(0.0);
+    let start = report.manifest.start_unix_s;
+    let duration = report.manifest.duration_s;
     p.uint(9, (start * 1e9) as u64);
     p.uint(10, (duration * 1e9) as u64);
     p.0

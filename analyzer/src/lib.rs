@@ -26,4 +26,4 @@ pub mod report;
 pub use error::Error;
 
 /// The report schema version this crate reads.
-pub const SUPPORTED_SCHEMA_VERSION: u64 = 1;
+pub const SUPPORTED_SCHEMA_VERSION: u64 = alloc_tracer_format::schema::SCHEMA_VERSION as u64;

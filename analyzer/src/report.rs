@@ -2,6 +2,7 @@
 //! The module that reads with polars (`export` writes the named-sites table with it).
 
 use crate::{Error, SUPPORTED_SCHEMA_VERSION};
+use alloc_tracer_format::manifest::{Manifest, ManifestError};
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -71,7 +72,7 @@ pub struct Report {
     /// The report directory.
     pub dir: PathBuf,
     /// `manifest.json`.
-    pub manifest: serde_json::Value,
+    pub manifest: Manifest,
     /// `sites.parquet`.
     pub sites: Vec<SiteRow>,
     /// `frames.parquet`, ordered by site and frame index.
@@ -108,20 +109,23 @@ impl Report {
                 .iter()
                 .find(|r| r.phase == p)
                 .map(|r| r.wall_ns as f64 * 1e-9),
-            None => self.manifest.get("duration_s").and_then(|v| v.as_f64()),
+            None => Some(self.manifest.duration_s),
         }
     }
 
-    /// The manifest's `host` and `cpu`.
+    /// The manifest's `host` and `cpu` (`unknown` where empty).
     pub fn host(&self) -> (String, String) {
-        let get = |k: &str| {
-            self.manifest
-                .get(k)
-                .and_then(|v| v.as_str())
-                .unwrap_or("unknown")
-                .to_owned()
+        let or_unknown = |s: &str| {
+            if s.is_empty() {
+                "unknown".to_owned()
+            } else {
+                s.to_owned()
+            }
         };
-        (get("host"), get("cpu"))
+        (
+            or_unknown(&self.manifest.host),
+            or_unknown(&self.manifest.cpu),
+        )
     }
 }
 
@@ -138,21 +142,22 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
         path: manifest_path.clone(),
         source,
     })?;
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&text).map_err(|e| Error::Corrupt {
+    let manifest = Manifest::from_json(&text).map_err(|e| match e {
+        ManifestError::Version { found } => Error::SchemaVersion {
             path: manifest_path.clone(),
-            reason: format!("not JSON: {e}"),
-        })?;
-    match manifest.get("schema_version").and_then(|v| v.as_u64()) {
-        Some(SUPPORTED_SCHEMA_VERSION) => {}
-        other => {
-            return Err(Error::SchemaVersion {
-                path: manifest_path,
-                found: other.map_or_else(|| "missing".to_owned(), |v| v.to_string()),
-                supported: SUPPORTED_SCHEMA_VERSION,
-            });
-        }
-    }
+            found: found.to_string(),
+            supported: SUPPORTED_SCHEMA_VERSION,
+        },
+        ManifestError::NoVersion => Error::SchemaVersion {
+            path: manifest_path.clone(),
+            found: "missing".to_owned(),
+            supported: SUPPORTED_SCHEMA_VERSION,
+        },
+        ManifestError::Json(e) => Error::Corrupt {
+            path: manifest_path.clone(),
+            reason: format!("not a report manifest: {e}"),
+        },
+    })?;
     let sites = read(dir, "sites.parquet", site_rows)?;
     let mut frames = read(dir, "frames.parquet", frame_rows)?;
     frames.sort_by_key(|f| (f.site_id, f.frame_index));
