@@ -94,7 +94,14 @@
 //! at normal process exit (including `std::process::exit` and a panic that ends
 //! `main`) when `ALLOC_TRACE_REPORT` is set. Threads that have exited were merged
 //! into global tables; live threads (rayon workers) are read in place. Nothing is
-//! written on `panic = "abort"` or a fatal signal.
+//! written on `panic = "abort"` or a fatal signal; [`write_incomplete_report`] marks a
+//! report of a run stopped early (synth-driver writes one on SIGINT and SIGTERM).
+//!
+//! A report path may hold `%p` (the process id) and `%t` (when tracing started, Unix
+//! seconds), so that processes sharing one setting write apart. A report replaces
+//! only a folder that is a report of this tracer's and holds nothing else; writers
+//! of one folder take turns. What else holds inside any program (fork, foreign
+//! stacks, bounded memory) and what does not is in `docs/guarantees.md`.
 //!
 //! # Limits
 //!

@@ -5,20 +5,44 @@
 //! allocation and free (~45 ns a pair here), so only sampled blocks are followed: one
 //! allocation in `lifetime_interval` (geometric intervals), or every sampled stack in
 //! `sample` mode. A free may happen on any thread, so followed blocks live in a global
-//! sharded map. Every free checks a counting filter first (`hot::followed`): a relaxed
-//! load of one counter indexed by the pointer's hash, which is zero unless some
-//! followed block hashes there; only then does the free take the cold path (the
-//! door's `block_ended`) and the shard lock.
+//! sharded map. Every free checks the hot side's table first (`hot::followed`): a
+//! relaxed load of one entry indexed by the pointer's hash, which holds a followed
+//! block's fingerprint; only when it is the freed block's does the free take the cold
+//! path (the door's `block_ended`) and the shard lock. A block whose entry another
+//! followed block holds is not followed ([`skipped`]), which bounds the blocks
+//! followed at once to the table's size.
 
 use crate::hot::clock;
 use crate::hot::followed;
 use crate::hot::log_linear::{LIFETIME_BUCKETS, LIFETIME_SUB_BITS, bucket};
-use crate::registry::SiteId;
+use crate::registry::{MAX_MERGED_SITES, SiteId};
 use dashmap::DashMap;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 const SHARDS: usize = 16;
+
+/// Blocks followed now (at most `hot::followed::CAPACITY`).
+static FOLLOWING: AtomicU64 = AtomicU64::new(0);
+/// Blocks not followed because their entry of the hot side's table was taken.
+static SKIPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Blocks that were due to be followed but were not, because another followed block
+/// held their entry of the hot side's table (rare while few blocks are followed; the
+/// table bounds how many are followed at once).
+pub fn skipped() -> u64 {
+    SKIPPED.load(Relaxed)
+}
+
+/// About how many bytes the followed blocks and the ended lifetimes take.
+pub fn memory_bytes() -> u64 {
+    // Each entry also owns its site's frames on the heap (16 at the default depth).
+    let frames = size_of::<[usize; 16]>();
+    let followed = size_of::<(usize, Followed)>() + frames;
+    let ended = size_of::<(SiteId, Lifetimes)>() + size_of::<[u64; LIFETIME_BUCKETS]>() + frames;
+    FOLLOWING.load(Relaxed) * followed as u64 + (ENDED.len() * ended) as u64
+}
 
 struct Followed {
     site: SiteId,
@@ -53,6 +77,10 @@ fn shard(ptr: usize) -> &'static Mutex<HashMap<usize, Followed>> {
 /// Starts following the block at `ptr`. Cold, under the guard.
 pub(crate) fn follow(ptr: *mut u8, site: SiteId, class_bytes: u64) {
     let ptr = ptr as usize;
+    if !followed::claim(ptr) {
+        SKIPPED.fetch_add(1, Relaxed);
+        return;
+    }
     let f = Followed {
         site,
         birth_ns: clock::now_ns(),
@@ -63,7 +91,7 @@ pub(crate) fn follow(ptr: *mut u8, site: SiteId, class_bytes: u64) {
         .unwrap_or_else(|e| e.into_inner())
         .insert(ptr, f);
     if old.is_none() {
-        followed::add(ptr);
+        FOLLOWING.fetch_add(1, Relaxed);
     }
 }
 
@@ -79,9 +107,15 @@ pub(crate) fn end(ptr: *mut u8) {
     else {
         return;
     };
-    followed::remove(ptr);
+    followed::release(ptr);
+    FOLLOWING.fetch_sub(1, Relaxed);
     let ns = clock::now_ns().saturating_sub(f.birth_ns);
-    let mut e = ENDED.entry(f.site).or_default();
+    let site = if ENDED.len() >= MAX_MERGED_SITES && !ENDED.contains_key(&f.site) {
+        SiteId::folded(f.site.meta)
+    } else {
+        f.site
+    };
+    let mut e = ENDED.entry(site).or_default();
     if e.buckets.is_empty() {
         e.buckets = vec![0; LIFETIME_BUCKETS];
     }

@@ -13,7 +13,7 @@ use crate::hot::log_linear::SIZE_BUCKETS;
 use crate::hot::site_table::{SiteMeta, SiteTable, Slot};
 use crate::hot::size_class::{LAST_SMALL, NUM_CLASSES, SMALL_REQUESTS, class_bytes};
 use crate::hot::stack::MAX_DEPTH;
-use crate::hot::thread::{PhaseCounters, ThreadState};
+use crate::hot::thread::{self, PhaseCounters, ThreadState};
 use dashmap::DashMap;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -44,7 +44,19 @@ impl SiteId {
     pub fn class(&self) -> usize {
         self.meta.class()
     }
+    /// The site that stands for every site of `meta`'s phase and class folded past
+    /// a cap: one frame, [`FOLDED_FRAME`], which reports name as such.
+    pub fn folded(meta: SiteMeta) -> SiteId {
+        SiteId {
+            meta: SiteMeta::new(meta.phase(), meta.class(), 1),
+            frames: Box::new([FOLDED_FRAME]),
+        }
+    }
 }
+
+/// The return address of a folded site's one frame: no code lives there, and the
+/// symbolizer names it [`crate::symbolize::FOLDED_NAME`].
+pub const FOLDED_FRAME: usize = usize::MAX;
 
 /// Counters of one site.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -258,17 +270,69 @@ pub(crate) fn forget_latest_blocks() {
     }
 }
 
+/// Redraws every live thread's countdowns to its next sampled stack and next
+/// followed block from the intervals in force, when the mode or an interval changes:
+/// a thread whose countdown was drawn under another interval (or never, `u64::MAX`,
+/// while none were followed) then follows the new one from its next allocation. The
+/// geometric distribution has no memory, so redrawing at any moment keeps the
+/// estimates unbiased. A thread that is updating its countdown at that very moment
+/// may keep its own value (its store comes last): at worst it catches up at its next
+/// draw, as before this redraw existed.
+pub(crate) fn redraw_countdowns() {
+    let sample = crate::hot::control::sample_interval();
+    let lifetime = crate::hot::control::lifetime_interval();
+    let mut x = crate::hot::clock::now_ns() | 1;
+    for &p in live().iter() {
+        // SAFETY: as in `forget_latest_blocks`; the countdowns are atomics.
+        let st = unsafe { &*(p as *const ThreadState) };
+        let next = thread::geometric(thread::xorshift_step(&mut x), sample);
+        st.sample_countdown.store(next, Relaxed);
+        let next = ThreadState::lifetime_countdown_for(thread::xorshift_step(&mut x), lifetime);
+        st.lifetime_countdown.store(next, Relaxed);
+    }
+}
+
+/// Most sites (stack, phase, size class) the merged table keeps; sites past it are
+/// counted under their phase and class's folded site ([`SiteId::folded`]), so that
+/// per-site figures still sum to the totals.
+pub const MAX_MERGED_SITES: usize = 1 << 20;
+
+/// Distinct sites folded because the merged table was full.
+static FOLDED_SITES: AtomicU64 = AtomicU64::new(0);
+
 fn merge_table(table: &SiteTable) {
     let mut frames = [0; MAX_DEPTH];
     for slot in table.slots() {
         if let Some(meta) = slot.read_key(&mut frames) {
-            MERGED
-                .sites
-                .entry(SiteId::of_slot(meta, &frames))
-                .or_default()
-                .add(&slot_counts(slot));
+            let id = SiteId::of_slot(meta, &frames);
+            let id = if MERGED.sites.len() >= MAX_MERGED_SITES && !MERGED.sites.contains_key(&id) {
+                FOLDED_SITES.fetch_add(1, Relaxed);
+                SiteId::folded(meta)
+            } else {
+                id
+            };
+            MERGED.sites.entry(id).or_default().add(&slot_counts(slot));
         }
     }
+}
+
+/// Distinct sites folded so far because the merged table was full.
+pub fn folded_sites() -> u64 {
+    FOLDED_SITES.load(Relaxed)
+}
+
+/// About how many bytes the tracer holds for the program: thread states and their
+/// site tables (current and retired), and the merged sites.
+pub fn memory_bytes() -> u64 {
+    let live = live();
+    let mut bytes = 0;
+    for &p in live.iter() {
+        // SAFETY: as in `counts`; only the table sizes are read.
+        let st = unsafe { &*(p as *const ThreadState) };
+        bytes += (size_of::<ThreadState>() + st.table_bytes()) as u64;
+    }
+    let entry = size_of::<(SiteId, SiteCounts)>() + MAX_DEPTH * size_of::<usize>() / 2;
+    bytes + (MERGED.sites.len() * entry) as u64
 }
 
 fn slot_counts(slot: &Slot) -> SiteCounts {

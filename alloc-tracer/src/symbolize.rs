@@ -17,8 +17,19 @@ pub struct Frame {
     pub inlined: bool,
 }
 
+/// The function name of a folded site's frame (`registry::FOLDED_FRAME`).
+pub const FOLDED_NAME: &str = "[sites past the tracer's cap, folded]";
+
 /// The frames of one return address, innermost (most inlined) first.
 pub fn resolve(address: usize) -> Vec<Frame> {
+    if address == crate::registry::FOLDED_FRAME {
+        return vec![Frame {
+            function: FOLDED_NAME.to_owned(),
+            file: None,
+            line: None,
+            inlined: false,
+        }];
+    }
     let mut out = Vec::new();
     // `resolve` steps back from a return address to the call instruction itself.
     backtrace::resolve(address as *mut std::ffi::c_void, |sym| {

@@ -109,6 +109,11 @@ pub struct TracerOwn {
     pub alloc_count: u64,
     /// Their requested bytes.
     pub bytes_requested: u64,
+    /// About how many bytes the tracer held when the report was taken: thread
+    /// states, site tables, merged sites, followed blocks. (Absent in reports written
+    /// before it existed.)
+    #[serde(default)]
+    pub memory_bytes: u64,
 }
 
 /// What was not recorded, or recorded coarsely.
@@ -127,6 +132,16 @@ pub struct Dropped {
     /// counted, with no frames. (Absent in reports written before it existed.)
     #[serde(default)]
     pub foreign_stack_walks: u64,
+    /// Distinct sites (stack, phase, size class) past the tracer's cap on its merged
+    /// tables, counted under one folded site per phase and class. (Absent in reports
+    /// written before it existed.)
+    #[serde(default)]
+    pub folded_sites: u64,
+    /// Blocks due to be followed to their free but not followed, because the cap on
+    /// blocks followed at once was reached: lifetimes and live-bytes estimates
+    /// undercount by that much. (Absent in reports written before it existed.)
+    #[serde(default)]
+    pub followed_skipped: u64,
 }
 
 /// One table of the report.

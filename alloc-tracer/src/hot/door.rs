@@ -49,8 +49,9 @@ pub trait Door {
     fn table_full(state: &ThreadState);
 
     /// Start following the block at `ptr` (of `class_bytes` real bytes) allocated
-    /// at `site`, until [`block_ended`](Door::block_ended). Must register it with
-    /// `hot::followed::add` so that frees of it take the cold path.
+    /// at `site`, until [`block_ended`](Door::block_ended). Must take its entry with
+    /// `hot::followed::claim` (or not follow it) so that frees of it take the cold
+    /// path.
     fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64);
 
     /// The block at `ptr`, which `hot::followed::maybe` flagged, is being freed or

@@ -22,7 +22,7 @@ pub const NO_STACKS: bool = false;
 enum Pending {
     /// Publish the thread's net live bytes (its counter overflowed downwards).
     Publish,
-    /// Stop following the block (the filter says it may be followed).
+    /// Stop following the block (the followed-block table says it may be followed).
     EndFollowing,
     /// Both.
     PublishAndEndFollowing,
@@ -78,7 +78,7 @@ pub unsafe fn dealloc_recorded<A: GlobalAlloc, D: Door, const STACKS: bool>(
 }
 
 /// The end of a recorded free: live bytes to publish (`overflowed`) or the lifetime
-/// filter when due (cold, tail calls), else the tail call to `A`.
+/// table when due (cold, tail calls), else the tail call to `A`.
 ///
 /// # Safety
 /// As for `dealloc_recorded`.

@@ -59,7 +59,7 @@
 //!
 //! `caller` decides whose a call is (the program's, the tracer's own, a thread's
 //! first, or after thread exit); `live` keeps live and peak bytes; `followed` is the
-//! filter every free reads; `thread`, `control`, `site_table`, `stack`,
+//! table of followed blocks every free reads; `thread`, `control`, `site_table`, `stack`,
 //! `size_class` and `log_linear` hold the state and arithmetic these paths share.
 
 pub mod alloc;

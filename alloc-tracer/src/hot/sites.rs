@@ -53,8 +53,8 @@ pub fn site_and_latest<D: Door, const REALLOC: bool>(
 /// site.)
 #[inline(always)]
 pub fn sample_due(st: &ThreadState) -> bool {
-    let left = st.sample_countdown.get().wrapping_sub(1);
-    st.sample_countdown.set(left);
+    let left = st.sample_countdown.load(Relaxed).wrapping_sub(1);
+    st.sample_countdown.store(left, Relaxed);
     left == 0
 }
 
@@ -73,8 +73,8 @@ fn record_site<D: Door, const REALLOC: bool>(
     let slot = site_slot::<D>(st, ctl, class);
     count_in_slot::<REALLOC>(slot, size, usable);
     st.last_slot.set(slot);
-    let left = st.lifetime_countdown.get().wrapping_sub(1);
-    st.lifetime_countdown.set(left);
+    let left = st.lifetime_countdown.load(Relaxed).wrapping_sub(1);
+    st.lifetime_countdown.store(left, Relaxed);
     if left == 0 {
         follow_block::<D>(st, ctl, ptr, usable, class, control::lifetime_interval());
     }
@@ -98,7 +98,7 @@ pub fn sample<D: Door, const REALLOC: bool>(
     st.last_slot.set(slot);
     follow_block::<D>(st, ctl, ptr, usable, class, 0);
     st.sample_countdown
-        .set(st.geometric(control::sample_interval()));
+        .store(st.geometric(control::sample_interval()), Relaxed);
 }
 
 #[inline(always)]
@@ -206,9 +206,8 @@ fn follow_block<D: Door>(
         frames: &frames[..meta.depth()],
     };
     thread::guarded(|| D::block_followed(ptr, site, usable as u64));
-    st.lifetime_countdown.set(if interval == 0 {
-        u64::MAX
-    } else {
-        st.geometric(interval)
-    });
+    st.lifetime_countdown.store(
+        ThreadState::lifetime_countdown_for(st.next_random(), interval),
+        Relaxed,
+    );
 }

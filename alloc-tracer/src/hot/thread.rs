@@ -94,15 +94,19 @@ pub struct ThreadState {
     /// the overflow flag tells when to publish (see
     /// [`LIVE_PUBLISH_BYTES`](super::live::LIVE_PUBLISH_BYTES)).
     pub live_units: Cell<i16>,
-    /// Allocations left before the next sampled stack (`sample` mode); never 0.
-    pub sample_countdown: Cell<u64>,
+    /// Allocations left before the next sampled stack (`sample` mode); never 0. The
+    /// owner updates it with a relaxed load and store (plain moves); the cold side
+    /// redraws it from another thread when the mode or an interval changes
+    /// (`registry::redraw_countdowns`), so that a new interval takes effect at once.
+    pub sample_countdown: AtomicU64,
     /// The size of the small request being handed to the inner allocator after it
     /// was recorded (`count` and `sample` modes), to take it back if refused.
     pub pending_size: Cell<usize>,
     /// The control word it was recorded under (its phase).
     pub pending_ctl: Cell<super::control::Control>,
-    /// Allocations left before the next block followed to its free; never 0.
-    pub lifetime_countdown: Cell<u64>,
+    /// Allocations left before the next block followed to its free; never 0
+    /// (`u64::MAX`: none followed). Updated and redrawn like `sample_countdown`.
+    pub lifetime_countdown: AtomicU64,
     /// This thread's stack (zeros: no stacks on this thread).
     pub stack: super::stack::StackBounds,
     /// Stack walks that found the stack pointer outside `stack` (a signal handler on
@@ -333,6 +337,15 @@ impl ThreadState {
         true
     }
 
+    /// At most how many bytes this thread's site tables take, current and retired:
+    /// each table is twice the one it replaced, so the retired ones hold fewer slots
+    /// together than the current one. For the cold side's account of the tracer's
+    /// memory, from any thread under the registry lock (the owner's `retired` list is
+    /// not read).
+    pub fn table_bytes(&self) -> usize {
+        2 * self.table().capacity() * size_of::<super::site_table::Slot>()
+    }
+
     /// Frees the current and retired tables.
     ///
     /// # Safety
@@ -357,26 +370,50 @@ impl ThreadState {
     /// The next value of this thread's xorshift64* generator.
     pub fn next_random(&self) -> u64 {
         let mut x = self.rng.get();
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
+        let r = xorshift_step(&mut x);
         self.rng.set(x);
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        r
     }
 
-    /// A geometric interval with the given mean (>= 1): the number of allocations up
-    /// to and including the next sampled one, when each is sampled independently with
-    /// probability 1/mean. This makes every sampled allocation stand for exactly
-    /// `mean` allocations in expectation, whatever the program's allocation pattern.
+    /// A geometric interval with the given mean (see [`geometric`]), from this
+    /// thread's generator.
     pub fn geometric(&self, mean: u64) -> u64 {
-        if mean <= 1 {
-            return 1;
-        }
-        // u in (0, 1]
-        let u = ((self.next_random() >> 11) + 1) as f64 / (1u64 << 53) as f64;
-        let p = 1.0 / mean as f64;
-        (u.ln() / (-p).ln_1p()).ceil().max(1.0) as u64
+        geometric(self.next_random(), mean)
     }
+
+    /// The countdown to the next followed block for a lifetime interval: geometric,
+    /// or never (`u64::MAX`) when the interval is 0.
+    pub fn lifetime_countdown_for(random: u64, interval: u64) -> u64 {
+        if interval == 0 {
+            u64::MAX
+        } else {
+            geometric(random, interval)
+        }
+    }
+}
+
+/// Advances an xorshift64* state (never 0) and returns its next output.
+pub fn xorshift_step(x: &mut u64) -> u64 {
+    *x ^= *x >> 12;
+    *x ^= *x << 25;
+    *x ^= *x >> 27;
+    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+/// A geometric interval with the given mean (>= 1), from one random word: the
+/// number of allocations up to and including the next sampled one, when each is
+/// sampled independently with probability 1/mean. This makes every sampled
+/// allocation stand for exactly `mean` allocations in expectation, whatever the
+/// program's allocation pattern; and since the distribution has no memory, a
+/// countdown may be redrawn at any moment without biasing that.
+pub fn geometric(random: u64, mean: u64) -> u64 {
+    if mean <= 1 {
+        return 1;
+    }
+    // u in (0, 1]
+    let u = ((random >> 11) + 1) as f64 / (1u64 << 53) as f64;
+    let p = 1.0 / mean as f64;
+    (u.ln() / (-p).ln_1p()).ceil().max(1.0) as u64
 }
 
 /// Creates this thread's state, hands it to the door's `thread_started` and arms
@@ -391,13 +428,10 @@ pub fn init<D: Door>(local: &Local) -> *mut ThreadState {
     // SAFETY: `state` was just created and is not shared yet.
     let st = unsafe { &*state };
     st.sample_countdown
-        .set(st.geometric(super::control::sample_interval()));
-    let lifetime = super::control::lifetime_interval();
-    st.lifetime_countdown.set(if lifetime == 0 {
-        u64::MAX
-    } else {
-        st.geometric(lifetime)
-    });
+        .store(st.geometric(super::control::sample_interval()), Relaxed);
+    let lifetime =
+        ThreadState::lifetime_countdown_for(st.next_random(), super::control::lifetime_interval());
+    st.lifetime_countdown.store(lifetime, Relaxed);
     local.set_state(state);
     // Registering the destructor may allocate (it does not with glibc); the guard
     // makes that harmless. A thread already tearing down its thread-locals keeps its

@@ -81,6 +81,7 @@ pub fn build(
         tracer: TracerOwn {
             alloc_count: c.own_allocs,
             bytes_requested: c.own_bytes,
+            memory_bytes: crate::registry::memory_bytes() + crate::lifetimes::memory_bytes(),
         },
         dropped: Dropped {
             late_alloc_count: c.late_allocs,
@@ -88,6 +89,8 @@ pub fn build(
             stacks_at_depth_limit,
             phases_merged: snap.phases.len() >= MAX_PHASES,
             foreign_stack_walks: c.foreign_walks,
+            folded_sites: crate::registry::folded_sites(),
+            followed_skipped: crate::lifetimes::skipped(),
         },
         threads: c.threads,
         tables,
