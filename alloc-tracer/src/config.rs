@@ -119,11 +119,11 @@ impl Settings {
         Ok(s)
     }
 
-    /// Makes these settings current. Every thread's countdowns to its next sampled
-    /// stack and next followed block are redrawn under the new intervals (briefly
-    /// taking the registry lock), so they take effect at once; a change of mode also
-    /// forgets every thread's latest block, since `count` mode does not keep it up to
-    /// date.
+    /// Makes these settings current. Every thread redraws its countdowns to its next
+    /// sampled stack and next followed block under the new intervals within 1024 of
+    /// its allocations (`hot::countdown`); a change of mode also forgets every
+    /// thread's latest block (briefly taking the registry lock), since `count` mode
+    /// does not keep it up to date.
     pub fn apply(self) {
         let sample = match self.mode {
             Mode::Sample(n) => n,
@@ -134,7 +134,6 @@ impl Settings {
         if Settings::current().mode != self.mode {
             crate::registry::forget_latest_blocks();
         }
-        crate::registry::redraw_countdowns();
         control::set_mode(self.mode.code(), self.depth);
     }
 

@@ -13,7 +13,7 @@ use crate::hot::log_linear::SIZE_BUCKETS;
 use crate::hot::site_table::{SiteMeta, SiteTable, Slot};
 use crate::hot::size_class::{LAST_SMALL, NUM_CLASSES, SMALL_REQUESTS, class_bytes};
 use crate::hot::stack::MAX_DEPTH;
-use crate::hot::thread::{self, PhaseCounters, ThreadState};
+use crate::hot::thread::{PhaseCounters, ThreadState};
 use dashmap::DashMap;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -267,28 +267,6 @@ pub(crate) fn forget_latest_blocks() {
         // SAFETY: a registered state stays valid while the lock is held: `retire`
         // unregisters it under the lock before freeing it. `last_block` is atomic.
         unsafe { (*(p as *const ThreadState)).last_block.store(0, Relaxed) };
-    }
-}
-
-/// Redraws every live thread's countdowns to its next sampled stack and next
-/// followed block from the intervals in force, when the mode or an interval changes:
-/// a thread whose countdown was drawn under another interval (or never, `u64::MAX`,
-/// while none were followed) then follows the new one from its next allocation. The
-/// geometric distribution has no memory, so redrawing at any moment keeps the
-/// estimates unbiased. A thread that is updating its countdown at that very moment
-/// may keep its own value (its store comes last): at worst it catches up at its next
-/// draw, as before this redraw existed.
-pub(crate) fn redraw_countdowns() {
-    let sample = crate::hot::control::sample_interval();
-    let lifetime = crate::hot::control::lifetime_interval();
-    let mut x = crate::hot::clock::now_ns() | 1;
-    for &p in live().iter() {
-        // SAFETY: as in `forget_latest_blocks`; the countdowns are atomics.
-        let st = unsafe { &*(p as *const ThreadState) };
-        let next = thread::geometric(thread::xorshift_step(&mut x), sample);
-        st.sample_countdown.store(next, Relaxed);
-        let next = ThreadState::lifetime_countdown_for(thread::xorshift_step(&mut x), lifetime);
-        st.lifetime_countdown.store(next, Relaxed);
     }
 }
 

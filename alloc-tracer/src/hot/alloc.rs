@@ -128,7 +128,7 @@ unsafe fn alloc_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     if ptr.is_null() {
         // The sample passes to the next allocation (the countdown, now 0, would
         // otherwise wrap).
-        st.sample_countdown.store(1, Relaxed);
+        st.sample_countdown.set(1);
         return take_back_refused();
     }
     st.last_block.store(ptr as usize, Relaxed);

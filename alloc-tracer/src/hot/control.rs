@@ -219,6 +219,17 @@ pub fn set_phase(phase: usize) -> Control {
 pub fn set_intervals(sample: u64, lifetime: u64) {
     SAMPLE_INTERVAL.store(sample.max(1), Relaxed);
     LIFETIME_INTERVAL.store(lifetime, Relaxed);
+    INTERVAL_EPOCH.fetch_add(1, Relaxed);
+}
+
+/// Bumped whenever the intervals are set: a thread whose countdowns were drawn under
+/// another epoch redraws them (`countdown`).
+static INTERVAL_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// The current interval epoch.
+#[inline]
+pub fn interval_epoch() -> u64 {
+    INTERVAL_EPOCH.load(Relaxed)
 }
 
 /// Mean allocations between sampled stacks in `sample` mode.

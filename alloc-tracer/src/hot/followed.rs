@@ -6,9 +6,10 @@
 //! of this table, at an index hashed from its address, holding a fingerprint of the
 //! address: a free compares that entry with its own block's fingerprint (one relaxed
 //! load) and goes to the cold path only when they are equal. Different live blocks
-//! rarely share both index and fingerprint (their addresses would have to agree in
-//! their low 36 bits), and when they do the cold path finds nothing and costs a lock
-//! once; so the common free never takes a lock, however many blocks are followed.
+//! rarely share both index and fingerprint (their addresses would have to be a
+//! multiple of 4 GiB apart), and when they do the cold path finds nothing and costs a
+//! lock once; so the common free never takes a lock, however many blocks are
+//! followed.
 //!
 //! A block whose entry is taken by another followed block is not followed (the cold
 //! side counts it), which bounds the followed blocks to the table's size.
@@ -27,11 +28,11 @@ fn index(ptr: usize) -> usize {
     ((ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - TABLE_BITS)) as usize
 }
 
-/// The address's fingerprint: its bits above the 16-byte alignment, never 0 (0
-/// marks a free entry).
+/// The address's fingerprint: its low 32 bits, never 0 (0 marks a free entry; the
+/// lowest bit is an alignment bit, 0 in every block address).
 #[inline(always)]
 fn fingerprint(ptr: usize) -> u32 {
-    (ptr >> 4) as u32 | 1
+    ptr as u32 | 1
 }
 
 /// True when `ptr` may be a followed block. One relaxed load: the only cost a free

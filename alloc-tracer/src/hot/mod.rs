@@ -66,6 +66,7 @@ pub mod alloc;
 pub mod caller;
 pub mod clock;
 pub mod control;
+pub mod countdown;
 pub mod door;
 pub mod entry;
 pub mod followed;

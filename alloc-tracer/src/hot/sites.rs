@@ -3,6 +3,7 @@
 //! block followed to its free.
 
 use super::control::{self, Control, MODE_SITES};
+use super::countdown;
 use super::door::{Door, SiteRef};
 use super::entry::no_tail_call;
 use super::site_table::{Lookup, SiteKey, SiteMeta, Slot, bump};
@@ -53,9 +54,9 @@ pub fn site_and_latest<D: Door, const REALLOC: bool>(
 /// site.)
 #[inline(always)]
 pub fn sample_due(st: &ThreadState) -> bool {
-    let left = st.sample_countdown.load(Relaxed).wrapping_sub(1);
-    st.sample_countdown.store(left, Relaxed);
-    left == 0
+    let left = st.sample_countdown.get().wrapping_sub(1);
+    st.sample_countdown.set(left);
+    left == 0 && countdown::sample_chunk_done(st)
 }
 
 /// Every call in `sites` mode: the stack, its site's counters, and now and then a
@@ -73,9 +74,9 @@ fn record_site<D: Door, const REALLOC: bool>(
     let slot = site_slot::<D>(st, ctl, class);
     count_in_slot::<REALLOC>(slot, size, usable);
     st.last_slot.set(slot);
-    let left = st.lifetime_countdown.load(Relaxed).wrapping_sub(1);
-    st.lifetime_countdown.store(left, Relaxed);
-    if left == 0 {
+    let left = st.lifetime_countdown.get().wrapping_sub(1);
+    st.lifetime_countdown.set(left);
+    if left == 0 && countdown::lifetime_chunk_done(st) {
         follow_block::<D>(st, ctl, ptr, usable, class, control::lifetime_interval());
     }
 }
@@ -97,8 +98,7 @@ pub fn sample<D: Door, const REALLOC: bool>(
     bump(&st.phase(ctl).sampled, 1);
     st.last_slot.set(slot);
     follow_block::<D>(st, ctl, ptr, usable, class, 0);
-    st.sample_countdown
-        .store(st.geometric(control::sample_interval()), Relaxed);
+    countdown::next_sample(st);
 }
 
 #[inline(always)]
@@ -206,8 +206,5 @@ fn follow_block<D: Door>(
         frames: &frames[..meta.depth()],
     };
     thread::guarded(|| D::block_followed(ptr, site, usable as u64));
-    st.lifetime_countdown.store(
-        ThreadState::lifetime_countdown_for(st.next_random(), interval),
-        Relaxed,
-    );
+    countdown::next_lifetime(st, interval);
 }

@@ -37,14 +37,14 @@ pub fn captured(out: &RawFrames, n: usize) -> &[usize] {
     unsafe { std::slice::from_raw_parts(out.as_ptr().cast::<usize>(), n.min(MAX_DEPTH)) }
 }
 
-/// The stack of a thread: `low <= sp < high` while it runs on it. Both 0 when
+/// The stack of a thread: `low <= sp < low + size` while it runs on it. Both 0 when
 /// unknown (then no stacks are captured on that thread).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StackBounds {
     /// Lowest address of the stack.
     pub low: usize,
-    /// Highest address of the stack (exclusive).
-    pub high: usize,
+    /// Bytes from `low` to the top of the stack (exclusive).
+    pub size: usize,
 }
 
 /// What a [`walk`] found: how many frames, their hash, and where the first one is,
@@ -57,7 +57,7 @@ pub struct Walk {
     pub hash: u64,
     /// Frame pointer of the first frame kept.
     pub start: usize,
-    /// Highest frame pointer the walk accepted (`high - 16`).
+    /// Highest frame pointer the walk accepted (the stack's top less 16).
     pub limit: usize,
     /// True when the stack pointer was outside the thread's known stack, so that no
     /// frame could be trusted and none was read.
@@ -73,7 +73,7 @@ pub struct Walk {
 /// # Safety
 /// `bounds` must be the current thread's stack (from [`current_stack_bounds`] on
 /// this thread), or zero: every word read lies between the stack pointer and
-/// `bounds.high`, which is mapped only when the stack pointer is inside them.
+/// the top of `bounds`, which is mapped only when the stack pointer is inside them.
 #[inline(always)]
 pub unsafe fn walk(skip: usize, depth: usize, bounds: StackBounds, seed: u64) -> Walk {
     let (mut fp, sp) = registers();
@@ -87,15 +87,13 @@ pub unsafe fn walk(skip: usize, depth: usize, bounds: StackBounds, seed: u64) ->
     };
     // The stack pointer must be on this thread's stack: everything from it up to the
     // top is then mapped. (Below `low` the difference wraps around to a huge value.)
-    if sp.wrapping_sub(bounds.low) >= bounds.high.wrapping_sub(bounds.low) {
-        return none(hash, bounds.high != 0);
+    let below_sp = sp.wrapping_sub(bounds.low);
+    if below_sp >= bounds.size {
+        return none(hash, bounds.size != 0);
     }
-    // One unsigned comparison checks sp <= fp <= high - 16: below `sp` the
+    // One unsigned comparison checks sp <= fp <= top - 16: below `sp` the
     // difference wraps around to a huge value.
-    let span = bounds
-        .high
-        .saturating_sub(sp)
-        .saturating_sub(2 * size_of::<usize>());
+    let span = (bounds.size - below_sp).saturating_sub(2 * size_of::<usize>());
     if fp.wrapping_sub(sp) > span {
         return none(hash, false);
     }
@@ -104,7 +102,7 @@ pub unsafe fn walk(skip: usize, depth: usize, bounds: StackBounds, seed: u64) ->
     let limit = sp + span;
     // The tracer's own frames: walked over, not kept.
     for _ in 0..skip {
-        // SAFETY: sp <= fp <= high - 16 (checked before the loop and on every
+        // SAFETY: sp <= fp <= top - 16 (checked before the loop and on every
         // step), and the stack is mapped from the current stack pointer up to its
         // top. (x86_64 and aarch64 load unaligned words from normal memory.)
         let next = unsafe { (fp as *const usize).read_unaligned() };
@@ -120,7 +118,7 @@ pub unsafe fn walk(skip: usize, depth: usize, bounds: StackBounds, seed: u64) ->
     }
     let mut left = max;
     loop {
-        // SAFETY: as above: sp <= fp <= high - 16. The words may be garbage if a
+        // SAFETY: as above: sp <= fp <= top - 16. The words may be garbage if a
         // frame lacks a frame pointer; the check on `next` below keeps the walk moving
         // up the stack, inside it. (A zero return address marks the outermost frame on
         // some platforms; the `next <= fp` check ends the walk there anyway.)
@@ -253,7 +251,7 @@ pub fn current_stack_bounds() -> StackBounds {
             }
             StackBounds {
                 low: addr as usize,
-                high: addr as usize + size,
+                size,
             }
         }
     }
@@ -334,7 +332,7 @@ mod tests {
         // outside them, so no frame is read and the walk says it was foreign.
         let elsewhere = StackBounds {
             low: here.low.saturating_sub(1 << 20),
-            high: here.low.saturating_sub(1 << 19),
+            size: 1 << 19,
         };
         // SAFETY: the walk reads nothing when the stack pointer is outside `bounds`.
         let w = unsafe { walk(0, MAX_DEPTH, elsewhere, 0) };

@@ -94,19 +94,23 @@ pub struct ThreadState {
     /// the overflow flag tells when to publish (see
     /// [`LIVE_PUBLISH_BYTES`](super::live::LIVE_PUBLISH_BYTES)).
     pub live_units: Cell<i16>,
-    /// Allocations left before the next sampled stack (`sample` mode); never 0. The
-    /// owner updates it with a relaxed load and store (plain moves); the cold side
-    /// redraws it from another thread when the mode or an interval changes
-    /// (`registry::redraw_countdowns`), so that a new interval takes effect at once.
-    pub sample_countdown: AtomicU64,
+    /// Allocations left in the current chunk of the countdown to the next sampled
+    /// stack (`sample` mode); never 0. See `countdown`.
+    pub sample_countdown: Cell<u64>,
+    /// The rest of that countdown after this chunk.
+    pub sample_rest: Cell<u64>,
     /// The size of the small request being handed to the inner allocator after it
     /// was recorded (`count` and `sample` modes), to take it back if refused.
     pub pending_size: Cell<usize>,
     /// The control word it was recorded under (its phase).
     pub pending_ctl: Cell<super::control::Control>,
-    /// Allocations left before the next block followed to its free; never 0
-    /// (`u64::MAX`: none followed). Updated and redrawn like `sample_countdown`.
-    pub lifetime_countdown: AtomicU64,
+    /// Allocations left in the current chunk of the countdown to the next block
+    /// followed to its free; never 0. See `countdown`.
+    pub lifetime_countdown: Cell<u64>,
+    /// The rest of that countdown after this chunk (`u64::MAX`: none followed).
+    pub lifetime_rest: Cell<u64>,
+    /// The interval epoch (`control::interval_epoch`) the countdowns were drawn in.
+    pub countdown_epoch: Cell<u64>,
     /// This thread's stack (zeros: no stacks on this thread).
     pub stack: super::stack::StackBounds,
     /// Stack walks that found the stack pointer outside `stack` (a signal handler on
@@ -289,6 +293,12 @@ impl ThreadState {
         }
     }
 
+    /// A state of no thread, for unit tests of what reads and writes one.
+    #[cfg(test)]
+    pub fn new_for_tests() -> Box<ThreadState> {
+        ThreadState::new(Default::default(), 0x1234_5678)
+    }
+
     fn new(stack: super::stack::StackBounds, seed: u64) -> Box<ThreadState> {
         // Zeroed in place: the state is ~210 KiB (`state_size`), too big for the
         // stack of whatever thread happens to allocate first.
@@ -374,22 +384,6 @@ impl ThreadState {
         self.rng.set(x);
         r
     }
-
-    /// A geometric interval with the given mean (see [`geometric`]), from this
-    /// thread's generator.
-    pub fn geometric(&self, mean: u64) -> u64 {
-        geometric(self.next_random(), mean)
-    }
-
-    /// The countdown to the next followed block for a lifetime interval: geometric,
-    /// or never (`u64::MAX`) when the interval is 0.
-    pub fn lifetime_countdown_for(random: u64, interval: u64) -> u64 {
-        if interval == 0 {
-            u64::MAX
-        } else {
-            geometric(random, interval)
-        }
-    }
 }
 
 /// Advances an xorshift64* state (never 0) and returns its next output.
@@ -427,11 +421,7 @@ pub fn init<D: Door>(local: &Local) -> *mut ThreadState {
     let state = Box::into_raw(ThreadState::new(super::stack::current_stack_bounds(), seed));
     // SAFETY: `state` was just created and is not shared yet.
     let st = unsafe { &*state };
-    st.sample_countdown
-        .store(st.geometric(super::control::sample_interval()), Relaxed);
-    let lifetime =
-        ThreadState::lifetime_countdown_for(st.next_random(), super::control::lifetime_interval());
-    st.lifetime_countdown.store(lifetime, Relaxed);
+    super::countdown::redraw(st);
     local.set_state(state);
     // Registering the destructor may allocate (it does not with glibc); the guard
     // makes that harmless. A thread already tearing down its thread-locals keeps its
@@ -458,7 +448,7 @@ mod tests {
         let st = ThreadState::new(Default::default(), 0x1234_5678);
         let n = 200_000u64;
         for mean in [1u64, 7, 64, 1000] {
-            let total: u64 = (0..n).map(|_| st.geometric(mean)).sum();
+            let total: u64 = (0..n).map(|_| geometric(st.next_random(), mean)).sum();
             let got = total as f64 / n as f64;
             assert!(
                 (got - mean as f64).abs() <= 0.02 * mean as f64 + 0.01,
