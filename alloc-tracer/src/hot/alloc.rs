@@ -2,12 +2,13 @@
 
 use super::caller::{Call, state, unusual_state};
 use super::control::{self, Control};
+use super::countdown;
 use super::door::Door;
 use super::entry::{inner_alloc, no_tail_call, small_request};
 use super::live::{self, LIVE_UNIT, Overflow};
 use super::log_linear;
 use super::site_table::bump;
-use super::sites::{ALLOC, sample, sample_due, site_and_latest};
+use super::sites::{ALLOC, sample, site_and_latest};
 use super::size_class::{self, LAST_SMALL, SMALL_REQUEST_MAX, SMALL_REQUESTS};
 use super::thread::{self, ThreadState, with_local};
 use std::alloc::{GlobalAlloc, Layout};
@@ -47,32 +48,69 @@ pub unsafe fn alloc_without_stack<
     };
     let r = st.small_requests[size];
     bump(&st.phase(ctl).small_allocs[size], 1);
-    if !SAMPLING || !sample_due(st) {
-        // `count`, or `sample` for all but one allocation in N: nothing to record
-        // once `A` has returned, so `A` is reached by a tail call. The branch that
-        // publishes live bytes makes a call instead, not a tail call: with a branch
-        // that needs a frame, the compiler sets one up in that branch only, and the
-        // common path goes without (see `free::dealloc_recorded`).
-        if SAMPLING {
-            // The latest block is now one without a site: freeing the one before
-            // is not a temporary's. (`count` keeps no latest block.)
-            st.last_block.store(0, Relaxed);
-        }
-        if live::small_alloc(st, r.units as i16) {
+    // `count`, or `sample` for all but one allocation in N: nothing to record once `A`
+    // has returned, so `A` is reached by a tail call. The branch that publishes live
+    // bytes makes a call instead, not a tail call: with a branch that needs a frame,
+    // the compiler sets one up in that branch only, and the common path goes without
+    // (see `free::dealloc_recorded`). The end of a sampling countdown's chunk goes on
+    // by a tail call too.
+    if SAMPLING {
+        let left = st.sample_countdown.get().wrapping_sub(1);
+        st.sample_countdown.set(left);
+        if left == 0 {
             // SAFETY: forwarded contract.
-            let ptr = unsafe { publish_then_alloc::<A, ZEROED>(size, align, inner) };
-            no_tail_call();
-            return ptr;
+            return unsafe { alloc_chunk_done::<A, D, ZEROED>(size, align, ctl, inner) };
         }
+        // The latest block is now one without a site: freeing the one before is not
+        // a temporary's. (`count` keeps no latest block.)
+        st.last_block.store(0, Relaxed);
+    }
+    if live::small_alloc(st, r.units as i16) {
+        // SAFETY: forwarded contract.
+        let ptr = unsafe { publish_then_alloc::<A, ZEROED>(size, align, inner) };
+        no_tail_call();
+        return ptr;
+    }
+    // SAFETY: forwarded contract.
+    unsafe { inner_alloc::<A, ZEROED>(inner, layout) }
+}
+
+/// `alloc_without_stack` in `sample` mode when the countdown's chunk ran out, its
+/// small allocation counted: either the sampled allocation, which goes on to
+/// `alloc_sampled` (by a tail call, like the one from `alloc_without_stack` it
+/// stands for), or one like the others, with the next chunk set.
+///
+/// # Safety
+/// As for `alloc_without_stack`.
+#[cold]
+#[inline(never)]
+unsafe fn alloc_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+) -> *mut u8 {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    let Some(st) = thread::current().recording_state() else {
+        // Not reached: `alloc_without_stack` found this thread recording.
         // SAFETY: forwarded contract.
         return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    };
+    let units = SMALL_REQUESTS[size].units as i16;
+    if countdown::sample_chunk_done(st) {
+        st.pending_size.set(size);
+        st.pending_ctl.set(ctl);
+        let overflowed = live::small_alloc(st, units);
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_sampled::<A, D, ZEROED>(size, align, ctl, inner, overflowed) };
     }
-    // `sample`, the allocation whose stack is sampled.
-    st.pending_size.set(size);
-    st.pending_ctl.set(ctl);
-    let overflowed = live::small_alloc(st, r.units as i16);
+    st.last_block.store(0, Relaxed);
+    if live::small_alloc(st, units) {
+        live::publish_overflow(st, Overflow::Up);
+    }
     // SAFETY: forwarded contract.
-    unsafe { alloc_sampled::<A, D, ZEROED>(size, align, ctl, inner, overflowed) }
+    unsafe { inner_alloc::<A, ZEROED>(inner, layout) }
 }
 
 /// `alloc_without_stack` when the live-bytes counter overflowed upwards: publishes,
@@ -95,7 +133,7 @@ unsafe fn publish_then_alloc<A: GlobalAlloc, const ZEROED: bool>(
     unsafe { inner_alloc::<A, ZEROED>(inner, Layout::from_size_align_unchecked(size, align)) }
 }
 
-/// `alloc_without_stack` in `sample` mode for the allocation whose stack is sampled,
+/// `alloc_chunk_done` in `sample` mode for the allocation whose stack is sampled,
 /// its counters already recorded (and live bytes to publish when `overflowed`).
 /// Calls `A`, then records the site, the latest block and, on a null return, takes
 /// the counters back. Reached by a tail call, so `sample` finds the same one frame of

@@ -46,7 +46,8 @@
 //!   ├─ count ── alloc::alloc_without_stack ── small ────→ A
 //!   │                                      └─ other ─→ alloc_recorded
 //!   ├─ sample ─ alloc::alloc_without_stack ── small ────→ A
-//!   │                                      ├─ 1 in N ─→ alloc_sampled ↳ A, ↳ sites::sample
+//!   │                                      ├─ chunk done ─→ alloc_chunk_done ── other ─→ A
+//!   │                                      │        └─ 1 in N ─→ alloc_sampled ↳ A, ↳ sites::sample
 //!   │                                      └─ other ─→ alloc_recorded
 //!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, ↳ sites::record_site (walk)
 //!                                      └─ not small → alloc_any ↳ A (first: alloc_first)
