@@ -10,7 +10,9 @@
 //!
 //! The binary reads its command line into a [`job::Job`] ([`cli`]), which checks
 //! every flag combination before any work, then runs it under the tracer
-//! ([`runner`]) and prints each iteration ([`output`]).
+//! ([`runner`]) and prints each iteration ([`output`]). SIGINT and SIGTERM end a run
+//! with exit code 130 and 143, after writing the report of the run so far, marked
+//! incomplete, when there is one to write ([`signals`]).
 
 mod circuits;
 mod cli;
@@ -23,6 +25,7 @@ mod porep;
 mod progress;
 mod prover;
 mod runner;
+mod signals;
 
 use alloc_tracer::TracingAllocator;
 use anyhow::Result;

@@ -8,13 +8,16 @@
 //! into the bar from the working thread is suppressed the same way, so a traced run
 //! counts the same allocations with or without a bar.
 //!
+//! A signal that ends the run takes the bar off the terminal first ([`hide`]), so that
+//! its message is not drawn over.
+//!
 //! Constraint systems publish how many rows they have built through [`ROWS`], every
 //! 4096 rows (a plain store, nothing per row).
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -30,6 +33,31 @@ pub fn publish_rows(rows: usize) {
     if rows.trailing_zeros() >= 12 {
         ROWS.store(rows as u64, Relaxed);
     }
+}
+
+/// The bar on the terminal, if any; `Hidden` once [`hide`] has run, after which no
+/// bar appears.
+static SHOWN: Mutex<Shown> = Mutex::new(Shown::None);
+
+enum Shown {
+    None,
+    Bar(ProgressBar),
+    Hidden,
+}
+
+fn shown() -> MutexGuard<'static, Shown> {
+    SHOWN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Takes the bar off the terminal for good: the process is about to end with a
+/// message of its own.
+pub fn hide() {
+    alloc_tracer::untraced(|| {
+        if let Shown::Bar(bar) = std::mem::replace(&mut *shown(), Shown::Hidden) {
+            bar.finish_and_clear();
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
+    });
 }
 
 /// A progress bar (a spinner when there is no length) and the thread drawing it.
@@ -105,7 +133,14 @@ fn tick(bar: &ProgressBar, done: &AtomicBool, drawing: &AtomicBool, rows_shown: 
     if done.load(Relaxed) {
         return;
     }
-    bar.set_draw_target(ProgressDrawTarget::stderr());
+    {
+        let mut shown = shown();
+        if matches!(*shown, Shown::Hidden) {
+            return;
+        }
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        *shown = Shown::Bar(bar.clone());
+    }
     drawing.store(true, Relaxed);
     let mut shown = 0;
     while !done.load(Relaxed) {
@@ -126,6 +161,11 @@ impl Drop for Progress {
             if let Some(t) = self.ticker.take() {
                 let _ = t.join();
             }
+            let mut shown = shown();
+            if matches!(*shown, Shown::Bar(_)) {
+                *shown = Shown::None;
+            }
+            drop(shown);
             self.bar.finish_and_clear();
         });
     }

@@ -1,10 +1,11 @@
 //! Running a [`Job`] under the tracer: its settings, the phases each iteration
 //! passes through (`setup` builds the circuit, `synthesize` runs the prover, the
-//! mirror prover's `enforce` inside it), and the report at the end.
+//! mirror prover's `enforce` inside it), and the report at the end (or, on SIGINT
+//! or SIGTERM, when the signal comes: see [`crate::signals`]).
 
 use crate::job::{CountedCircuit, Job, Output, PorepInput, Prover, Variant, Work};
 use crate::output::{self, IterationReport};
-use crate::{circuits, lc_pool, mirror, porep, progress, prover};
+use crate::{circuits, lc_pool, mirror, porep, progress, prover, signals};
 use alloc_tracer::{Mode, Settings};
 use anyhow::{Context, Result};
 use filecoin_proofs_api::RegisteredSealProof;
@@ -24,6 +25,8 @@ pub fn run(job: Job) -> Result<()> {
     if let Some(dir) = &trace.report {
         check_writable(dir)?;
     }
+    // Before anything starts a thread (progress bars, rayon, the prover's pools).
+    signals::watch(trace.report.clone())?;
     Settings {
         mode: trace.mode,
         depth: trace.depth,
@@ -85,8 +88,10 @@ pub fn run(job: Job) -> Result<()> {
         Work::Porep { input, iterations } => runner.porep(input, iterations)?,
     }
     if let Some(dir) = &trace.report {
+        let finishing = signals::finishing();
         let mut summary = alloc_tracer::write_report(dir)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
+        drop(finishing);
         summary.top.truncate(trace.top);
         output::print_summary(runner.out, &summary, output)?;
     }

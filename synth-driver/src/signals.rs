@@ -1,0 +1,191 @@
+//! What SIGINT and SIGTERM do to a run: with `--report DIR`, write the report of what
+//! was recorded so far, marked incomplete in its manifest (`"incomplete": "SIGINT"`),
+//! then exit with 130 (SIGINT) or 143 (SIGTERM); without it, just exit with those
+//! codes.
+//!
+//! A signal handler cannot write a report (it allocates, takes locks and does I/O,
+//! none of it async-signal-safe), so no handler is installed: both signals are
+//! blocked in the main thread before any other thread starts, every thread inherits
+//! that mask, and one thread of ours waits for them with `sigwait` and does the work
+//! as ordinary code, while the synthesis threads may still be allocating (the tracer
+//! takes its snapshot under its own locks).
+//!
+//! Once a signal has arrived, the others stay blocked and pending until the process
+//! ends: a second Ctrl-C while the report is written is ignored and the report is
+//! finished. (Only SIGKILL can stop the write, and even then no half-written report
+//! appears: the tracer writes it under a temporary name and renames it into place.)
+//!
+//! The run's own report and a signal's never both get written: whichever comes
+//! first holds [`REPORT`] until it is done; a signal that comes while the complete
+//! report is being written waits for it, then exits without writing.
+//!
+//! The process ends with `_exit`, which skips `atexit` handlers: the tracer's
+//! `ALLOC_TRACE_REPORT` exit hook would otherwise write a report of the same run not
+//! marked incomplete, over ours when it names the same folder spelled another way.
+//! Nothing waits to be flushed: stdout is line-buffered and stderr unbuffered.
+
+use crate::progress;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
+
+/// Where a signal writes its report; `None` without `--report`, or once the run
+/// has taken it to write its own.
+static REPORT: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Blocks SIGINT and SIGTERM in the calling thread and starts the thread that waits
+/// for them, which writes a report to `report` (if any) when one arrives.
+///
+/// Must be called from the main thread before any other thread starts: a thread
+/// started earlier keeps the signals unblocked, and one delivered there would end the
+/// process with no report.
+pub fn watch(report: Option<PathBuf>) -> Result<()> {
+    *lock() = report;
+    let set = ffi::stop_signals();
+    ffi::block(&set).context("blocking SIGINT and SIGTERM")?;
+    // The driver's own thread, not the program under study: its few allocations stay
+    // out of the report.
+    alloc_tracer::untraced(|| {
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || wait(&set))
+    })
+    .context("starting the thread that waits for SIGINT and SIGTERM")?;
+    Ok(())
+}
+
+/// Held while the run writes its complete report: a signal from then on writes none,
+/// and one arriving during the write waits for it to finish.
+pub struct Finishing {
+    _report: MutexGuard<'static, Option<PathBuf>>,
+}
+
+/// The run has ended and writes its own report: signals stop writing one.
+pub fn finishing() -> Finishing {
+    let mut report = lock();
+    *report = None;
+    Finishing { _report: report }
+}
+
+fn lock() -> MutexGuard<'static, Option<PathBuf>> {
+    REPORT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The signal thread: waits for the first SIGINT or SIGTERM and ends the process.
+fn wait(set: &ffi::SigSet) -> ! {
+    let signal = match ffi::wait(set) {
+        Ok(signal) => signal,
+        // sigwait fails only on an invalid set. Ending the run is better than going
+        // on with both signals blocked and no one to take them: nothing would stop it.
+        Err(e) => {
+            eprintln!("synth-driver: waiting for SIGINT and SIGTERM: {e}");
+            ffi::exit_now(2)
+        }
+    };
+    // Held until the process ends: the run can no longer start its own report.
+    let report = lock();
+    progress::hide();
+    if let Some(dir) = report.as_deref() {
+        let name = signal.name();
+        eprintln!(
+            "synth-driver: {name}: writing the report of the run so far to {} (marked incomplete)",
+            alloc_tracer::expand_path(dir).display()
+        );
+        if let Err(e) = alloc_tracer::write_incomplete_report(dir, name) {
+            eprintln!("synth-driver: {name}: report not written: {e}");
+        }
+    }
+    ffi::exit_now(signal.exit_code())
+}
+
+/// The signals that stop a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    Interrupt,
+    Terminate,
+}
+
+impl Stop {
+    /// The signal's name, as the manifest's `incomplete` gives it.
+    fn name(self) -> &'static str {
+        match self {
+            Stop::Interrupt => "SIGINT",
+            Stop::Terminate => "SIGTERM",
+        }
+    }
+
+    /// 128 plus the signal's number, as a shell reports a process the signal killed.
+    fn exit_code(self) -> i32 {
+        128 + match self {
+            Stop::Interrupt => libc::SIGINT,
+            Stop::Terminate => libc::SIGTERM,
+        }
+    }
+}
+
+/// The libc calls, each behind a safe function.
+mod ffi {
+    use super::Stop;
+    use std::io;
+
+    /// A set of signals.
+    pub struct SigSet(libc::sigset_t);
+
+    /// SIGINT and SIGTERM.
+    pub fn stop_signals() -> SigSet {
+        // SAFETY: sigset_t is plain data; sigemptyset initialises it whatever it held.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a valid sigset_t and the signal numbers are valid, so
+        // neither call can fail.
+        unsafe {
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGINT);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+        }
+        SigSet(set)
+    }
+
+    /// Blocks `set` in the calling thread (and the threads it starts from now on).
+    pub fn block(set: &SigSet) -> io::Result<()> {
+        // SAFETY: `set.0` is an initialised sigset_t; the old mask is not asked for.
+        let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set.0, std::ptr::null_mut()) };
+        match rc {
+            0 => Ok(()),
+            e => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+
+    /// Waits until a signal of `set` (blocked in every thread) is pending and takes it.
+    pub fn wait(set: &SigSet) -> io::Result<Stop> {
+        let mut signal = 0;
+        // SAFETY: `set.0` is an initialised sigset_t and `signal` a valid out pointer.
+        let rc = unsafe { libc::sigwait(&set.0, &mut signal) };
+        match (rc, signal) {
+            (0, libc::SIGINT) => Ok(Stop::Interrupt),
+            // The set holds only the two.
+            (0, _) => Ok(Stop::Terminate),
+            (e, _) => Err(io::Error::from_raw_os_error(e)),
+        }
+    }
+
+    /// Ends the process with `code` at once, without `atexit` handlers (see the
+    /// module doc).
+    pub fn exit_now(code: i32) -> ! {
+        // SAFETY: `_exit` may be called from any thread at any time; it ends the
+        // process without touching its memory.
+        unsafe { libc::_exit(code) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_are_the_shells() {
+        assert_eq!(Stop::Interrupt.exit_code(), 130);
+        assert_eq!(Stop::Terminate.exit_code(), 143);
+        assert_eq!(Stop::Interrupt.name(), "SIGINT");
+        assert_eq!(Stop::Terminate.name(), "SIGTERM");
+    }
+}
