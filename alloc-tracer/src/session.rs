@@ -31,7 +31,7 @@ fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
     let dir = crate::hot::thread::guarded(|| expand_path(dir));
     let summary = report::write(&dir, incomplete)?;
     crate::hot::thread::guarded(|| {
-        *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(dir);
+        *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(same_file(&dir));
     });
     Ok(summary)
 }
@@ -64,6 +64,12 @@ pub fn expand_path(path: &Path) -> PathBuf {
         }
     }
     PathBuf::from(out)
+}
+
+/// `path` spelled so that two spellings of one folder compare equal (`a/../r`,
+/// `./r`, an absolute path): canonical when it exists.
+fn same_file(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }
 
 /// The lock of the last written path, held across a `fork()` (see `fork`).
@@ -138,7 +144,7 @@ extern "C" fn report_at_exit() {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .as_deref()
-                == Some(&dir)
+                == Some(&same_file(&dir))
         });
         if already {
             return;
