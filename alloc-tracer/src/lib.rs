@@ -137,6 +137,10 @@ pub use report::schema::{self, SCHEMA_VERSION};
 pub use report::{ReportSummary, Totals};
 pub use session::{Session, expand_path, write_incomplete_report, write_report};
 pub use symbolize::Frame;
+/// tikv-jemallocator's allocator, the usual inner allocator (feature `jemalloc`, on by
+/// default).
+#[cfg(feature = "jemalloc")]
+pub use tikv_jemallocator::Jemalloc;
 
 /// Every counter so far, summed over live and exited threads. Allocation-free for
 /// the caller (the tracer's own work runs under its re-entrancy guard).
