@@ -119,6 +119,7 @@ mod error;
 mod fork;
 mod hot;
 mod lifetimes;
+mod measure;
 mod phase;
 mod registry;
 mod report;
@@ -129,6 +130,7 @@ pub use allocator::TracingAllocator;
 pub use config::{DEFAULT_DEPTH, DEFAULT_LIFETIME_INTERVAL, MAX_DEPTH, Mode, Settings};
 pub use error::Error;
 pub use hot::size_class::{NUM_CLASSES, class_bytes};
+pub use measure::{Measured, measure};
 pub use phase::{
     PauseGuard, PhaseGuard, PhaseId, PhaseTime, QuickPhaseGuard, pause, phase, phase_id, phases,
 };

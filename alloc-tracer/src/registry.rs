@@ -234,6 +234,24 @@ fn add_all(dst: &mut [u64], src: &[AtomicU64]) {
     }
 }
 
+/// One thread's totals over all phases, from its own counters.
+pub(crate) fn thread_totals(st: &ThreadState) -> PhaseTotals {
+    let mut c = Box::new(Counts::default());
+    c.add_live(st);
+    let mut t = PhaseTotals::default();
+    for p in &c.phases {
+        t.allocs += p.allocs;
+        t.frees += p.frees;
+        t.reallocs += p.reallocs;
+        t.bytes_requested += p.bytes_requested;
+        t.bytes_allocated += p.bytes_allocated;
+        t.bytes_freed += p.bytes_freed;
+        t.temporaries += p.temporaries;
+        t.sampled += p.sampled;
+    }
+    t
+}
+
 /// Live thread states, as addresses (a `*mut` is not `Send`).
 static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
