@@ -88,6 +88,20 @@ fn write_table(dir: &Path, table: &Table, rows: usize, frames: usize) -> PolarsR
     Ok(())
 }
 
+/// The fixture report's manifest, listing these tables and rows (the analyzer
+/// checks each table's rows against it).
+fn manifest(tables: &[(&Table, usize)]) -> String {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo-report/manifest.json");
+    let text = std::fs::read(fixture).expect("the fixture report has a manifest");
+    let mut m: serde_json::Value = serde_json::from_slice(&text).expect("it parses");
+    m["tables"] = tables
+        .iter()
+        .map(|(t, rows)| serde_json::json!({"file": t.file, "rows": rows}))
+        .collect();
+    m.to_string()
+}
+
 fn main() -> PolarsResult<()> {
     let n: usize = std::env::args()
         .skip(1)
@@ -96,13 +110,15 @@ fn main() -> PolarsResult<()> {
     let frames = 3;
     let dir = std::env::temp_dir().join(format!("analyzer-top-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(
-        dir.join(schema::MANIFEST),
-        format!("{{\"schema_version\": {}}}", schema::SCHEMA_VERSION),
-    )?;
-    write_table(&dir, &schema::SITES, n, frames)?;
-    write_table(&dir, &schema::FRAMES, n * frames, frames)?;
-    write_table(&dir, &schema::PHASES, 2, frames)?;
+    let tables = [
+        (&schema::SITES, n),
+        (&schema::FRAMES, n * frames),
+        (&schema::PHASES, 2),
+    ];
+    std::fs::write(dir.join(schema::MANIFEST), manifest(&tables))?;
+    for (table, rows) in tables {
+        write_table(&dir, table, rows, frames)?;
+    }
     let calibration = analyzer::calibrate::Calibration::load(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibration.json"),
     )

@@ -92,9 +92,21 @@ struct RulesFile {
 pub fn parse_rules(text: &str, path: &Path) -> Result<Vec<Category>, Error> {
     toml::from_str::<RulesFile>(text)
         .map(|r| r.category)
-        .map_err(|e| Error::Rules {
-            path: path.to_owned(),
-            reason: e.to_string(),
+        .map_err(|e| {
+            // The message and its line, not the error's display: that quotes the
+            // source over several lines, and errors are one line.
+            let line = e
+                .span()
+                .and_then(|s| text.get(..s.start))
+                .map(|before| before.matches('\n').count() + 1);
+            let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+            Error::Rules {
+                path: path.to_owned(),
+                reason: match line {
+                    Some(line) => format!("line {line}: {message}"),
+                    None => message,
+                },
+            }
         })
 }
 
@@ -159,17 +171,18 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
         .collect();
     let mut biggest: Vec<Option<(u64, usize)>> = vec![None; out.len()];
     let sites: Vec<RankedSite> = site_totals(report, phase);
-    let total: u64 = sites.iter().map(|s| s.alloc_count + s.realloc_count).sum();
+    let calls = |s: &RankedSite| s.alloc_count.saturating_add(s.realloc_count);
+    let total = sites.iter().map(calls).fold(0, u64::saturating_add);
     for (k, s) in sites.iter().enumerate() {
         let fs = frames_of(&report.frames, s.site_id);
         let i = classify(rules, fs);
         let t = &mut out[i];
         t.sites += 1;
-        t.alloc_count += s.alloc_count;
-        t.realloc_count += s.realloc_count;
-        t.bytes_requested += s.bytes_requested;
-        t.temporary_count += s.temporary_count;
-        let n = s.alloc_count + s.realloc_count;
+        t.alloc_count = t.alloc_count.saturating_add(s.alloc_count);
+        t.realloc_count = t.realloc_count.saturating_add(s.realloc_count);
+        t.bytes_requested = t.bytes_requested.saturating_add(s.bytes_requested);
+        t.temporary_count = t.temporary_count.saturating_add(s.temporary_count);
+        let n = calls(s);
         // Ties go to the lower site id, so that output is stable.
         if biggest[i].is_none_or(|(m, j)| n > m || (n == m && s.site_id < sites[j].site_id)) {
             biggest[i] = Some((n, k));
@@ -186,7 +199,7 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
         t.share = if total == 0 {
             0.0
         } else {
-            (t.alloc_count + t.realloc_count) as f64 / total as f64
+            t.alloc_count.saturating_add(t.realloc_count) as f64 / total as f64
         };
     }
     out
@@ -234,6 +247,9 @@ mod tests {
     #[test]
     fn bad_rules_name_the_file() {
         let err = parse_rules("[[category]]\nnom = 1", Path::new("mine.toml")).unwrap_err();
-        assert!(err.to_string().starts_with("mine.toml: "), "{err}");
+        let err = err.to_string();
+        assert!(err.starts_with("mine.toml: line 2: "), "{err}");
+        assert!(err.contains("nom"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
     }
 }

@@ -89,9 +89,9 @@ impl Indirect {
 /// Prices one report row, with its category's indirect work.
 pub fn row_cost(cal: &Calibration, row: &SiteRow, indirect: Indirect) -> Nanos {
     let class = row.size_class_bytes;
-    let temporaries = row.temporary_count.min(row.alloc_count + row.realloc_count);
+    let temporaries = row.temporary_count.min(row.calls());
     let others = row.alloc_count.saturating_sub(temporaries);
-    let reallocs = (row.alloc_count + row.realloc_count - temporaries).min(row.realloc_count);
+    let reallocs = (row.calls() - temporaries).min(row.realloc_count);
     let lasting = match row.lifetime_ns_median {
         Some(t) if t >= SCATTERED_AFTER_NS => Pattern::Scattered,
         _ => Pattern::Batch,
@@ -103,7 +103,7 @@ pub fn row_cost(cal: &Calibration, row: &SiteRow, indirect: Indirect) -> Nanos {
         copies: row.realloc_count as f64 * (class as f64 / 2.0) / cal.copy_bytes_per_ns,
         operation: match indirect {
             Indirect::None => 0.0,
-            Indirect::PerAllocation(ns) => (row.alloc_count + row.realloc_count) as f64 * ns,
+            Indirect::PerAllocation(ns) => row.calls() as f64 * ns,
             Indirect::Copy => row.bytes_requested as f64 / cal.copy_bytes_per_ns,
         },
     }
@@ -214,7 +214,7 @@ pub fn per_site(
         });
         let mut n = row_cost(cal, row, op_ns[entry.1]);
         if entry.2 {
-            n.direct += (row.alloc_count + row.realloc_count) as f64 * growth_ns;
+            n.direct += row.calls() as f64 * growth_ns;
         }
         entry.0.add(n);
     }
@@ -246,16 +246,16 @@ pub fn estimate(
     let mut counts: HashMap<u64, (u64, u64, u64)> = HashMap::new();
     for row in report.rows(phase) {
         let c = counts.entry(row.site_id).or_default();
-        c.0 += row.alloc_count;
-        c.1 += row.realloc_count;
-        c.2 += row.temporary_count;
+        c.0 = c.0.saturating_add(row.alloc_count);
+        c.1 = c.1.saturating_add(row.realloc_count);
+        c.2 = c.2.saturating_add(row.temporary_count);
     }
     let mut cats: Vec<(usize, u64, Nanos)> = vec![(0, 0, Nanos::default()); rules.len() + 1];
     let mut all = Nanos::default();
     for (site, (n, cat, _)) in &costs {
         let (a, r, _) = counts[site];
         cats[*cat].0 += 1;
-        cats[*cat].1 += a + r;
+        cats[*cat].1 = cats[*cat].1.saturating_add(a.saturating_add(r));
         cats[*cat].2.add(*n);
         all.add(*n);
     }

@@ -124,8 +124,8 @@ impl Acc {
             self.category = o.category;
             self.loose.clone_from(&o.loose);
         }
-        self.allocs += o.allocs;
-        self.bytes += o.bytes;
+        self.allocs = self.allocs.saturating_add(o.allocs);
+        self.bytes = self.bytes.saturating_add(o.bytes);
         if let Some(c) = o.cost_ns {
             *self.cost_ns.get_or_insert(0.0) += c;
         }
@@ -193,8 +193,8 @@ fn by_key(
             a.category = categories::classify(rules, frames);
             a.loose = loose_key(frames);
         }
-        a.allocs += row.alloc_count + row.realloc_count;
-        a.bytes += row.bytes_requested;
+        a.allocs = a.allocs.saturating_add(row.calls());
+        a.bytes = a.bytes.saturating_add(row.bytes_requested);
     }
     // Costs are per site id; sites with one key are summed once each.
     if let Some(costs) = costs {
@@ -208,8 +208,15 @@ fn by_key(
     out
 }
 
+/// `b - a`, clamped to `i64` (counts from a damaged report can be anything).
 fn delta(a: u64, b: u64) -> i64 {
-    b as i64 - a as i64
+    let d = i128::from(b) - i128::from(a);
+    i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// `n` as a signed amount, clamped.
+fn signed(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// Wall times of the two runs given by the user, to compare with the prediction.
@@ -274,11 +281,11 @@ pub fn diff(
         for (_, acc) in accs {
             let c = &mut cats[acc.category];
             if sign < 0.0 {
-                c.base_alloc_count += acc.allocs;
-                c.delta_bytes_requested -= acc.bytes as i64;
+                c.base_alloc_count = c.base_alloc_count.saturating_add(acc.allocs);
+                c.delta_bytes_requested = c.delta_bytes_requested.saturating_sub(signed(acc.bytes));
             } else {
-                c.change_alloc_count += acc.allocs;
-                c.delta_bytes_requested += acc.bytes as i64;
+                c.change_alloc_count = c.change_alloc_count.saturating_add(acc.allocs);
+                c.delta_bytes_requested = c.delta_bytes_requested.saturating_add(signed(acc.bytes));
             }
             if let Some(t) = c.delta_cost_s.as_mut() {
                 *t += sign * acc.cost_ns.unwrap_or(0.0) * 1e-9;
@@ -344,8 +351,8 @@ pub fn diff(
     sites.truncate(limit);
     let side = |r: &Report, m: &HashMap<String, Acc>, given: Option<f64>| Side {
         report: r.dir.display().to_string(),
-        alloc_count: m.values().map(|s| s.allocs).sum(),
-        bytes_requested: m.values().map(|s| s.bytes).sum(),
+        alloc_count: m.values().map(|s| s.allocs).fold(0, u64::saturating_add),
+        bytes_requested: m.values().map(|s| s.bytes).fold(0, u64::saturating_add),
         cost_s: cal.map(|_| m.values().filter_map(|s| s.cost_ns).sum::<f64>() * 1e-9),
         wall_s: given.or_else(|| r.wall_s(phase)),
     };

@@ -32,7 +32,7 @@ pub fn folded(report: &Report, by: Weight, phase: Option<&str>) -> Vec<String> {
     let mut stacks: HashMap<u64, String> = HashMap::new();
     for row in report.rows(phase) {
         let w = match by {
-            Weight::Count => row.alloc_count + row.realloc_count,
+            Weight::Count => row.calls(),
             Weight::Bytes => row.bytes_requested,
         };
         if w == 0 {
@@ -54,7 +54,8 @@ pub fn folded(report: &Report, by: Weight, phase: Option<&str>) -> Vec<String> {
                 names.join(";")
             }
         });
-        *weights.entry(stack.clone()).or_default() += w;
+        let sum = weights.entry(stack.clone()).or_default();
+        *sum = sum.saturating_add(w);
     }
     weights
         .into_iter()
@@ -222,9 +223,9 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
     let mut samples: BTreeMap<(u64, &str), [u64; 3]> = BTreeMap::new();
     for row in report.rows(phase) {
         let v = samples.entry((row.site_id, &row.phase)).or_default();
-        v[0] += row.alloc_count + row.realloc_count;
-        v[1] += row.bytes_requested;
-        v[2] += row.temporary_count;
+        v[0] = v[0].saturating_add(row.calls());
+        v[1] = v[1].saturating_add(row.bytes_requested);
+        v[2] = v[2].saturating_add(row.temporary_count);
     }
     let phase_key = strings.id("phase");
     for ((site, ph), values) in samples {
@@ -333,11 +334,16 @@ pub fn named_sites(report: &Report, rules: &[Category], phase: Option<&str>) -> 
     let mut counts: BTreeMap<(u64, &str), [u64; 5]> = BTreeMap::new();
     for row in report.rows(phase) {
         let c = counts.entry((row.site_id, &row.phase)).or_default();
-        c[0] += row.alloc_count;
-        c[1] += row.realloc_count;
-        c[2] += row.bytes_requested;
-        c[3] += row.bytes_allocated;
-        c[4] += row.temporary_count;
+        let add = [
+            row.alloc_count,
+            row.realloc_count,
+            row.bytes_requested,
+            row.bytes_allocated,
+            row.temporary_count,
+        ];
+        for (sum, n) in c.iter_mut().zip(add) {
+            *sum = sum.saturating_add(n);
+        }
     }
     // Derived once per site, not per phase: naming walks every frame.
     let mut derived: HashMap<u64, (String, String, usize, String)> = HashMap::new();

@@ -19,6 +19,7 @@ pub mod diff;
 pub mod error;
 pub mod export;
 pub mod naming;
+mod pages;
 pub mod rank;
 pub mod render;
 pub mod report;

@@ -65,17 +65,22 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
     let mut by_site: HashMap<u64, Acc> = HashMap::new();
     for r in report.rows(phase) {
         let a = by_site.entry(r.site_id).or_default();
-        a.allocs += r.alloc_count;
-        a.reallocs += r.realloc_count;
-        a.requested += r.bytes_requested;
-        a.allocated += r.bytes_allocated;
-        a.temporaries += r.temporary_count;
-        let n = r.alloc_count + r.realloc_count;
+        // Saturating: the counts come from a file, and a sum that wraps would rank
+        // the biggest site last.
+        a.allocs = a.allocs.saturating_add(r.alloc_count);
+        a.reallocs = a.reallocs.saturating_add(r.realloc_count);
+        a.requested = a.requested.saturating_add(r.bytes_requested);
+        a.allocated = a.allocated.saturating_add(r.bytes_allocated);
+        a.temporaries = a.temporaries.saturating_add(r.temporary_count);
+        let n = r.calls();
         if n > a.main.1 {
             a.main = (r.size_class_bytes, n, r.lifetime_ns_median);
         }
     }
-    let total: u64 = by_site.values().map(|a| a.allocs + a.reallocs).sum();
+    let total = by_site
+        .values()
+        .map(|a| a.allocs.saturating_add(a.reallocs))
+        .fold(0, u64::saturating_add);
     by_site
         .into_iter()
         .map(|(site_id, a)| RankedSite {
@@ -89,7 +94,7 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
             bytes_allocated: a.allocated,
             temporary_count: a.temporaries,
             temporary_share: ratio(a.temporaries, a.allocs),
-            share: ratio(a.allocs + a.reallocs, total),
+            share: ratio(a.allocs.saturating_add(a.reallocs), total),
             main_size_class_bytes: a.main.0,
             lifetime_ns_median: a.main.2,
             cost_s: None,
@@ -135,7 +140,7 @@ pub fn top(
         }
     }
     let key = |s: &RankedSite| match by {
-        RankBy::Count => (s.alloc_count + s.realloc_count) as f64,
+        RankBy::Count => s.alloc_count.saturating_add(s.realloc_count) as f64,
         RankBy::Bytes => s.bytes_requested as f64,
         RankBy::Temporaries => s.temporary_count as f64,
         RankBy::Cost => s.cost_s.unwrap_or(0.0),

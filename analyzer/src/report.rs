@@ -3,8 +3,13 @@
 
 use crate::{Error, SUPPORTED_SCHEMA_VERSION};
 use alloc_tracer_format::manifest::{Manifest, ManifestError};
+use alloc_tracer_format::schema;
 use polars::prelude::*;
+use std::cell::Cell;
+use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Once;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One row of `sites.parquet`.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,6 +97,14 @@ pub struct PhaseRow {
     pub alloc_count: u64,
 }
 
+impl SiteRow {
+    /// Allocations plus reallocs, the count the analyzer ranks and prices by
+    /// (saturating: a damaged report can hold any counts).
+    pub fn calls(&self) -> u64 {
+        self.alloc_count.saturating_add(self.realloc_count)
+    }
+}
+
 impl Report {
     /// The rows of `sites.parquet` allocated in `phase`, or all of them when `None`:
     /// the one place the analyzer's commands apply `--phase`.
@@ -130,18 +143,40 @@ impl Report {
 }
 
 /// Reads the report at `dir`, checking its schema version.
+///
+/// A damaged or foreign report is an [`Error`] with a one-line reason naming the
+/// file, never a panic, an abort or a hang: anything but a regular file is refused
+/// before it is opened (a FIFO would block forever); each table is checked before
+/// its rows are decoded (the rows the manifest lists, the columns the analyzer reads
+/// present with the schema's types, their page headers consistent) and after (no
+/// nulls where the schema has none, one value per row); and a panic inside the
+/// parquet reader, which damaged data pages can still cause, is caught and reported
+/// as [`Error::Corrupt`]. To keep that
+/// panic's message off standard error, the first load installs a panic hook that
+/// stays silent for panics on a thread while it reads a table (and on polars' worker
+/// threads while any table is read) and hands every other panic to the hook it
+/// replaced.
 pub fn load(dir: &Path) -> Result<Report, Error> {
-    let manifest_path = dir.join("manifest.json");
-    if !dir.is_dir() {
-        return Err(Error::Io {
-            path: dir.to_owned(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such report directory"),
-        });
+    let manifest_path = dir.join(schema::MANIFEST);
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(meta) => {
+            return Err(Error::Corrupt {
+                path: dir.to_owned(),
+                reason: format!("not a report directory ({})", file_kind(meta.file_type())),
+            });
+        }
+        Err(_) => {
+            return Err(Error::Io {
+                path: dir.to_owned(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "no such report directory",
+                ),
+            });
+        }
     }
-    let text = std::fs::read(&manifest_path).map_err(|source| Error::Io {
-        path: manifest_path.clone(),
-        source,
-    })?;
+    let text = read_file(&manifest_path)?;
     let manifest = Manifest::from_json(&text).map_err(|e| match e {
         ManifestError::Version { found } => Error::SchemaVersion {
             path: manifest_path.clone(),
@@ -155,13 +190,13 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
         },
         ManifestError::Json(e) => Error::Corrupt {
             path: manifest_path.clone(),
-            reason: format!("not a report manifest: {e}"),
+            reason: one_line(format!("not a report manifest: {e}")),
         },
     })?;
-    let sites = read(dir, "sites.parquet", site_rows)?;
-    let mut frames = read(dir, "frames.parquet", frame_rows)?;
+    let sites = read(dir, &manifest, &schema::SITES, SITE_COLUMNS, site_rows)?;
+    let mut frames = read(dir, &manifest, &schema::FRAMES, FRAME_COLUMNS, frame_rows)?;
     frames.sort_by_key(|f| (f.site_id, f.frame_index));
-    let phases = read(dir, "phases.parquet", phase_rows)?;
+    let phases = read(dir, &manifest, &schema::PHASES, PHASE_COLUMNS, phase_rows)?;
     Ok(Report {
         dir: dir.to_owned(),
         manifest,
@@ -171,47 +206,297 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
     })
 }
 
+/// The columns of `sites.parquet` the analyzer reads.
+const SITE_COLUMNS: &[&str] = &[
+    "site_id",
+    "phase",
+    "size_class_bytes",
+    "alloc_count",
+    "realloc_count",
+    "bytes_requested",
+    "bytes_allocated",
+    "temporary_count",
+    "lifetime_ns_median",
+    "followed_freed_count",
+];
+
+/// The columns of `frames.parquet` the analyzer reads.
+const FRAME_COLUMNS: &[&str] = &[
+    "site_id",
+    "frame_index",
+    "stack_index",
+    "address",
+    "function",
+    "file",
+    "line",
+];
+
+/// The columns of `phases.parquet` the analyzer reads.
+const PHASE_COLUMNS: &[&str] = &["phase", "wall_ns", "alloc_count"];
+
+/// The bytes of a report file. Anything but a regular file is refused: reading a
+/// FIFO blocks until some writer comes, and a device may never end.
+fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let not_regular = |t: std::fs::FileType| Error::Corrupt {
+        path: path.to_owned(),
+        reason: format!("not a regular file ({})", file_kind(t)),
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Should the file become a FIFO between the check and the open, the open must
+    // not wait for a writer; the check on the open file below then refuses it.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let mut f = options.open(path).map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    // Read whole rather than mapped: a mapped file that shrinks under the reader
+    // kills it with SIGBUS, which nothing can catch.
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(io)?;
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, in words.
+fn file_kind(t: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "a regular file"
+    }
+}
+
+/// `text` on one line: its runs of whitespace, line breaks included, as one space.
+fn one_line(text: impl std::fmt::Display) -> String {
+    text.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Reads `columns` of `table` in `dir` into rows, checking first that the file
+/// holds the rows `manifest` lists for it (if it lists the table), that the columns
+/// are there with the schema's types, and that their page headers are sound (see
+/// `pages`). Every failure, a panic of the parquet reader included, is
+/// [`Error::Corrupt`] naming the file.
 fn read<T>(
     dir: &Path,
-    file: &str,
-    rows: impl Fn(&DataFrame) -> PolarsResult<Vec<T>>,
+    manifest: &Manifest,
+    table: &schema::Table,
+    columns: &[&str],
+    rows: impl Fn(&DataFrame) -> Result<Vec<T>, String>,
 ) -> Result<Vec<T>, Error> {
-    let path = dir.join(file);
-    let corrupt = |e: PolarsError| Error::Corrupt {
-        path: path.clone(),
-        reason: e.to_string(),
-    };
-    let f = std::fs::File::open(&path).map_err(|source| Error::Io {
-        path: path.clone(),
-        source,
-    })?;
-    let df = ParquetReader::new(f).finish().map_err(corrupt)?;
-    rows(&df).map_err(corrupt)
-}
-
-fn u64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u64>> {
-    Ok(df
-        .column(name)?
-        .u64()?
+    let path = dir.join(table.file);
+    let listed = manifest
+        .tables
         .iter()
-        .map(|v| v.unwrap_or(0))
-        .collect())
-}
-
-fn opt_u64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<u64>>> {
-    Ok(df.column(name)?.u64()?.iter().collect())
-}
-
-fn strings(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<String>>> {
-    Ok(df
-        .column(name)?
-        .str()?
+        .find(|t| t.file == table.file)
+        .map(|t| t.rows);
+    let bytes = read_file(&path)?;
+    let wanted: Vec<&schema::Column> = table
+        .columns
         .iter()
-        .map(|v| v.map(str::to_owned))
-        .collect())
+        .filter(|c| columns.contains(&c.name))
+        .collect();
+    let df = contained(|| {
+        let mut reader = ParquetReader::new(std::io::Cursor::new(bytes.as_slice()));
+        let metadata = reader.get_metadata().map_err(one_line)?.clone();
+        if let Some(listed) = listed.filter(|n| *n != metadata.num_rows) {
+            return Err(format!(
+                "{} rows, the manifest says {listed}",
+                metadata.num_rows
+            ));
+        }
+        let in_groups = metadata
+            .row_groups
+            .iter()
+            .map(|g| g.num_rows())
+            .fold(0usize, usize::saturating_add);
+        if in_groups != metadata.num_rows {
+            return Err(format!(
+                "row groups of {in_groups} rows in all, the footer says {}",
+                metadata.num_rows
+            ));
+        }
+        let found = reader.schema().map_err(one_line)?;
+        for c in &wanted {
+            let Some(field) = found.get(c.name) else {
+                return Err(format!(
+                    "no column `{}` (the schema's {})",
+                    c.name,
+                    c.ty.polars_name()
+                ));
+            };
+            let ty = DataType::from_arrow_field(field);
+            if ty != dtype(c.ty) {
+                return Err(format!(
+                    "column `{}` is {ty:?}, the schema says {}",
+                    c.name,
+                    c.ty.polars_name()
+                ));
+            }
+        }
+        for group in &metadata.row_groups {
+            for c in &wanted {
+                for chunk in group.columns_under_root_iter(c.name).into_iter().flatten() {
+                    crate::pages::check_chunk(
+                        &bytes,
+                        chunk.byte_range(),
+                        chunk.num_values(),
+                        group.num_rows(),
+                    )
+                    .map_err(|e| format!("column `{}`: {e}", c.name))?;
+                }
+            }
+        }
+        let df = reader
+            .with_columns(Some(wanted.iter().map(|c| c.name.to_owned()).collect()))
+            .finish()
+            .map_err(one_line)?;
+        for c in wanted.iter().filter(|c| !c.nullable) {
+            let nulls = df.column(c.name).map_err(one_line)?.null_count();
+            if nulls > 0 {
+                return Err(format!(
+                    "column `{}` has {nulls} nulls, the schema says it has none",
+                    c.name
+                ));
+            }
+        }
+        rows(&df)
+    });
+    df.map_err(|reason| Error::Corrupt { path, reason })
 }
 
-fn site_rows(df: &DataFrame) -> PolarsResult<Vec<SiteRow>> {
+/// The polars type of a schema column type.
+fn dtype(t: schema::ColumnType) -> DataType {
+    match t {
+        schema::ColumnType::UInt64 => DataType::UInt64,
+        schema::ColumnType::UInt32 => DataType::UInt32,
+        schema::ColumnType::Boolean => DataType::Boolean,
+        schema::ColumnType::String => DataType::String,
+    }
+}
+
+thread_local! {
+    /// Whether this thread is inside [`contained`].
+    static CONTAINING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// How many threads are inside [`contained`].
+static CONTAINED: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs `read`, a read of damaged bytes by polars, turning a panic into an error.
+///
+/// polars' parquet decoder trusts the sizes and offsets in data pages: damaged pages
+/// make it index out of bounds or unwrap an error, on this thread or on one of its
+/// worker threads (named `polars-N`, or after `POLARS_THREAD_NAME`), whose panic
+/// rayon carries back here. The hook installed once below keeps those panics quiet,
+/// so that the user sees the one-line error and not a backtrace; any other panic
+/// goes to the hook that was there before.
+fn contained<T>(read: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let workers = format!(
+            "{}-",
+            std::env::var("POLARS_THREAD_NAME").unwrap_or_else(|_| "polars".to_owned())
+        );
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let containing = CONTAINING.try_with(Cell::get).unwrap_or(false)
+                || (CONTAINED.load(Ordering::Relaxed) > 0
+                    && std::thread::current()
+                        .name()
+                        .is_some_and(|n| n.starts_with(&workers)));
+            if !containing {
+                previous(info);
+            }
+        }));
+    });
+    CONTAINED.fetch_add(1, Ordering::Relaxed);
+    CONTAINING.set(true);
+    // Unwind safety: what `read` touches is its own or read-only, and nothing it
+    // built survives a panic but the message.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
+    CONTAINING.set(false);
+    CONTAINED.fetch_sub(1, Ordering::Relaxed);
+    result.unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("no message");
+        Err(one_line(format!("the parquet reader failed: {message}")))
+    })
+}
+
+/// The values of column `name`, one per row of `df`: a damaged file can give a
+/// column fewer values than the frame has rows.
+fn values<T>(
+    df: &DataFrame,
+    name: &str,
+    get: impl FnOnce(&polars::prelude::Column) -> PolarsResult<Vec<T>>,
+) -> Result<Vec<T>, String> {
+    let v = df.column(name).and_then(get).map_err(one_line)?;
+    if v.len() != df.height() {
+        return Err(format!(
+            "column `{name}` has {} values for {} rows",
+            v.len(),
+            df.height()
+        ));
+    }
+    Ok(v)
+}
+
+fn u64s(df: &DataFrame, name: &str) -> Result<Vec<u64>, String> {
+    values(df, name, |c| {
+        Ok(c.u64()?.iter().map(|v| v.unwrap_or(0)).collect())
+    })
+}
+
+fn opt_u64s(df: &DataFrame, name: &str) -> Result<Vec<Option<u64>>, String> {
+    values(df, name, |c| Ok(c.u64()?.iter().collect()))
+}
+
+fn u32s(df: &DataFrame, name: &str) -> Result<Vec<u32>, String> {
+    values(df, name, |c| {
+        Ok(c.u32()?.iter().map(|v| v.unwrap_or(0)).collect())
+    })
+}
+
+fn opt_u32s(df: &DataFrame, name: &str) -> Result<Vec<Option<u32>>, String> {
+    values(df, name, |c| Ok(c.u32()?.iter().collect()))
+}
+
+fn strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>, String> {
+    values(df, name, |c| {
+        Ok(c.str()?.iter().map(|v| v.map(str::to_owned)).collect())
+    })
+}
+
+fn site_rows(df: &DataFrame) -> Result<Vec<SiteRow>, String> {
     let site_id = u64s(df, "site_id")?;
     let phase = strings(df, "phase")?;
     let class = u64s(df, "size_class_bytes")?;
@@ -238,16 +523,7 @@ fn site_rows(df: &DataFrame) -> PolarsResult<Vec<SiteRow>> {
         .collect())
 }
 
-fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
-    Ok(df
-        .column(name)?
-        .u32()?
-        .iter()
-        .map(|v| v.unwrap_or(0))
-        .collect())
-}
-
-fn phase_rows(df: &DataFrame) -> PolarsResult<Vec<PhaseRow>> {
+fn phase_rows(df: &DataFrame) -> Result<Vec<PhaseRow>, String> {
     let phase = strings(df, "phase")?;
     let wall = u64s(df, "wall_ns")?;
     let allocs = u64s(df, "alloc_count")?;
@@ -260,14 +536,14 @@ fn phase_rows(df: &DataFrame) -> PolarsResult<Vec<PhaseRow>> {
         .collect())
 }
 
-fn frame_rows(df: &DataFrame) -> PolarsResult<Vec<FrameRow>> {
+fn frame_rows(df: &DataFrame) -> Result<Vec<FrameRow>, String> {
     let site_id = u64s(df, "site_id")?;
     let index = u32s(df, "frame_index")?;
     let stack_index = u32s(df, "stack_index")?;
     let address = u64s(df, "address")?;
     let function = strings(df, "function")?;
     let file = strings(df, "file")?;
-    let line: Vec<Option<u32>> = df.column("line")?.u32()?.iter().collect();
+    let line = opt_u32s(df, "line")?;
     Ok((0..df.height())
         .map(|i| FrameRow {
             site_id: site_id[i],
@@ -279,4 +555,31 @@ fn frame_rows(df: &DataFrame) -> PolarsResult<Vec<FrameRow>> {
             line: line[i],
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_columns_read_are_in_the_schema() {
+        for (table, columns) in [
+            (schema::SITES, SITE_COLUMNS),
+            (schema::FRAMES, FRAME_COLUMNS),
+            (schema::PHASES, PHASE_COLUMNS),
+        ] {
+            for name in columns {
+                assert!(
+                    table.columns.iter().any(|c| c.name == *name),
+                    "{}: {name}",
+                    table.file
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn reasons_are_one_line() {
+        assert_eq!(one_line("a\n\n  b\tc "), "a b c");
+    }
 }

@@ -136,7 +136,11 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("analyzer: {e:#}");
+            // One line whatever a cause's text holds: scripts read the first line,
+            // and a message spread over several reads as a crash.
+            let message = format!("{e:#}");
+            let message: Vec<&str> = message.split_whitespace().collect();
+            eprintln!("analyzer: {}", message.join(" "));
             ExitCode::from(2)
         }
     }
