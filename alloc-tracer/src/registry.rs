@@ -222,6 +222,22 @@ impl Counts {
         }
     }
 
+    /// Every field summed over all phases.
+    pub fn all_phases(&self) -> PhaseTotals {
+        let mut t = PhaseTotals::default();
+        for p in &self.phases {
+            t.allocs += p.allocs;
+            t.frees += p.frees;
+            t.reallocs += p.reallocs;
+            t.bytes_requested += p.bytes_requested;
+            t.bytes_allocated += p.bytes_allocated;
+            t.bytes_freed += p.bytes_freed;
+            t.temporaries += p.temporaries;
+            t.sampled += p.sampled;
+        }
+        t
+    }
+
     /// Sum of a field over all phases.
     pub fn total(&self, field: impl Fn(&PhaseTotals) -> u64) -> u64 {
         self.phases.iter().map(field).sum()
@@ -238,18 +254,7 @@ fn add_all(dst: &mut [u64], src: &[AtomicU64]) {
 pub(crate) fn thread_totals(st: &ThreadState) -> PhaseTotals {
     let mut c = Box::new(Counts::default());
     c.add_live(st);
-    let mut t = PhaseTotals::default();
-    for p in &c.phases {
-        t.allocs += p.allocs;
-        t.frees += p.frees;
-        t.reallocs += p.reallocs;
-        t.bytes_requested += p.bytes_requested;
-        t.bytes_allocated += p.bytes_allocated;
-        t.bytes_freed += p.bytes_freed;
-        t.temporaries += p.temporaries;
-        t.sampled += p.sampled;
-    }
-    t
+    c.all_phases()
 }
 
 /// Live thread states, as addresses (a `*mut` is not `Send`).

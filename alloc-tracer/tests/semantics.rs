@@ -25,17 +25,7 @@ unsafe impl GlobalAlloc for Exhausted {
 const NEVER_SAMPLED: u64 = 1 << 40;
 
 fn totals() -> alloc_tracer::PhaseTotals {
-    let c = alloc_tracer::counts();
-    let mut t = alloc_tracer::PhaseTotals::default();
-    for p in &c.phases {
-        t.allocs += p.allocs;
-        t.frees += p.frees;
-        t.reallocs += p.reallocs;
-        t.bytes_requested += p.bytes_requested;
-        t.bytes_allocated += p.bytes_allocated;
-        t.bytes_freed += p.bytes_freed;
-    }
-    t
+    alloc_tracer::counts().all_phases()
 }
 
 #[test]
