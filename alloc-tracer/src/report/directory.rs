@@ -57,6 +57,11 @@ impl Staging {
             .unwrap_or_else(|| "report".into());
         let n = STAGED.fetch_add(1, Relaxed);
         let tmp = parent.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+        // Under the lock no other writer stages: a folder of this name was left by
+        // an earlier process with this pid that died while writing.
+        if std::fs::symlink_metadata(&tmp).is_ok() {
+            std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
+        }
         std::fs::create_dir(&tmp).map_err(io(&tmp))?;
         Ok(Staging {
             dir: dir.to_owned(),
