@@ -1,5 +1,6 @@
-//! A program that uses alloc-tracer over the system allocator, with the tracer's
-//! default features off: it builds no jemalloc (`cargo tree -p
+//! A program that uses alloc-tracer over an allocator other than jemalloc, with the
+//! tracer's default features off: it builds no jemalloc (`cargo tree -p
 //! alloc-tracer-system-check -e normal` shows none, which `.ci/run` checks), and its
-//! reports have the documented schema (`tests/report.rs`).
+//! reports over the system allocator (`tests/system.rs`) and mimalloc
+//! (`tests/mimalloc.rs`) have the documented schema.
 #![forbid(unsafe_code)]

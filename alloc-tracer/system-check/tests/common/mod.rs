@@ -1,15 +1,13 @@
-//! alloc-tracer over `std::alloc::System`: exact counts and a report with the
-//! documented tables and columns.
+//! What the system-allocator and mimalloc checks share: a report of a known workload
+//! checked against the documented schema.
+#![allow(dead_code)]
 
-use alloc_tracer::{Mode, Settings, TracingAllocator};
+use alloc_tracer::{Mode, Settings};
 use alloc_tracer_format::manifest::Manifest;
 use alloc_tracer_format::schema::{self, ColumnType};
 use parquet::basic::{LogicalType, Type as Physical};
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use std::hint::black_box;
-
-#[global_allocator]
-static GLOBAL: TracingAllocator<std::alloc::System> = TracingAllocator::new(std::alloc::System);
 
 const N: usize = 5000;
 
@@ -20,8 +18,9 @@ fn work() {
     }
 }
 
-#[test]
-fn reports_over_the_system_allocator() {
+/// Records `work` in `sites` mode, writes a report and checks it: counts, and every
+/// table with the documented columns, types and row counts.
+pub fn report_has_the_schema(name: &str) {
     Settings {
         mode: Mode::Sites,
         ..Default::default()
@@ -32,7 +31,7 @@ fn reports_over_the_system_allocator() {
     let after = alloc_tracer::counts().total(|p| p.allocs);
     assert!(after - before >= N as u64);
 
-    let dir = std::env::temp_dir().join(format!("alloc-tracer-system-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("alloc-tracer-{name}-{}", std::process::id()));
     let summary = alloc_tracer::write_report(&dir.join("report")).unwrap();
     Settings::default().apply();
     let report = summary.dir;
