@@ -17,7 +17,8 @@
 //! ```
 //!
 //! Counts are the report's (sampled counts times the sample interval in `sample`
-//! mode). Allocations per constraint row are not a limit: reports do not record the
+//! mode); the peak is the manifest's, exact to within its
+//! `peak_live_bytes_error_bytes`. Allocations per constraint row are not a limit: reports do not record the
 //! number of rows.
 
 use crate::Error;
@@ -261,6 +262,8 @@ pub enum Metric {
     Allocs,
     /// Requested bytes.
     Bytes,
+    /// Temporaries.
+    Temporaries,
     /// Predicted allocation cost (seconds; needs a calibration).
     Cost,
 }
@@ -275,7 +278,7 @@ pub enum Threshold {
 }
 
 /// A `--fail-if` condition: `METRIC>THRESHOLD`, e.g. `allocs>+1%`, `bytes>+10MiB`,
-/// `cost>+5ms`, `allocs>+0`.
+/// `cost>+5ms`, `temporaries>+0`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Condition {
     /// The text given, for the breach line.
@@ -299,8 +302,9 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
     let metric = match metric {
         "allocs" => Metric::Allocs,
         "bytes" => Metric::Bytes,
+        "temporaries" => Metric::Temporaries,
         "cost" => Metric::Cost,
-        _ => return Err(bad("the metric is one of allocs, bytes, cost")),
+        _ => return Err(bad("the metric is one of allocs, bytes, temporaries, cost")),
     };
     let split = threshold
         .find(|c: char| !(c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | '_')))
@@ -315,7 +319,7 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
     }
     let scale = match (metric, unit) {
         (_, "%") => return Ok(condition(text, metric, Threshold::Percent(number))),
-        (Metric::Allocs, "") => 1.0,
+        (Metric::Allocs | Metric::Temporaries, "") => 1.0,
         (Metric::Bytes, "" | "B") => 1.0,
         (Metric::Bytes, "KiB") => 1024.0,
         (Metric::Bytes, "MiB") => 1024.0 * 1024.0,
@@ -324,7 +328,9 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
         (Metric::Cost, "ms") => 1e-3,
         (Metric::Cost, "us") => 1e-6,
         (Metric::Cost, "ns") => 1e-9,
-        (Metric::Allocs, _) => return Err(bad("allocs takes a count or a percentage")),
+        (Metric::Allocs | Metric::Temporaries, _) => {
+            return Err(bad("allocs and temporaries take a count or a percentage"));
+        }
         (Metric::Bytes, _) => return Err(bad("bytes takes B, KiB, MiB, GiB or %")),
         (Metric::Cost, _) => return Err(bad("cost takes s, ms, us, ns or %")),
     };
@@ -358,7 +364,7 @@ impl fmt::Display for Failed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let show = |x: f64| match self.metric {
             Metric::Cost => format!("{:.3} ms", x * 1e3),
-            Metric::Allocs | Metric::Bytes => figure(x),
+            Metric::Allocs | Metric::Bytes | Metric::Temporaries => figure(x),
         };
         write!(
             f,
@@ -384,6 +390,10 @@ pub fn evaluate(conditions: &[Condition], diff: &Diff) -> Result<Vec<Failed>, Er
             Metric::Bytes => (
                 diff.base.bytes_requested as f64,
                 diff.change.bytes_requested as f64,
+            ),
+            Metric::Temporaries => (
+                diff.base.temporary_count as f64,
+                diff.change.temporary_count as f64,
             ),
             Metric::Cost => match (diff.base.cost_s, diff.change.cost_s) {
                 (Some(b), Some(c)) => (b, c),
@@ -502,6 +512,7 @@ mod tests {
             report: String::new(),
             alloc_count,
             bytes_requested,
+            temporary_count: 7,
             cost_s,
             wall_s: None,
         }
@@ -541,11 +552,14 @@ mod tests {
                 "allocs>+1%",
                 "allocs>+2%",
                 "bytes>+0",
+                "temporaries>+0",
+                "temporaries>-1",
                 "cost>+5ms",
                 "cost>+7ms"
             ]),
             [
                 "allocs>+1%: 1000 -> 1011 (+1.1%)",
+                "temporaries>-1: 7 -> 7 (+0.0%)",
                 "cost>+5ms: 10.000 ms -> 16.000 ms (+60.0%)"
             ]
         );

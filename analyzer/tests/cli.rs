@@ -686,6 +686,10 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
         "--fail-if",
         "bytes>+0",
         "--fail-if",
+        "temporaries>+0",
+        "--fail-if",
+        "temporaries>-1",
+        "--fail-if",
         "cost>-1ns",
     ]);
     assert_eq!(out.status.code(), Some(1));
@@ -694,6 +698,7 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
     assert_eq!(
         String::from_utf8(out.stderr).unwrap(),
         "analyzer: over budget: allocs>-1%: 91978 -> 91978 (+0.0%)\n\
+         analyzer: over budget: temporaries>-1: 86607 -> 86607 (+0.0%)\n\
          analyzer: over budget: cost>-1ns: 0.732 ms -> 0.732 ms (+0.0%)\n"
     );
     assert_one_line_error(

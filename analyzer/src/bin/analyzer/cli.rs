@@ -153,8 +153,9 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         limit: usize,
         /// Exit 1 when the change grows beyond this: METRIC>THRESHOLD with METRIC
-        /// allocs (a count or %), bytes (B, KiB, MiB, GiB or %) or cost (s, ms, us,
-        /// ns or %), e.g. 'allocs>+1%', 'bytes>+10MiB', 'cost>+5ms', 'allocs>+0'.
+        /// allocs or temporaries (a count or %), bytes (B, KiB, MiB, GiB or %) or
+        /// cost (s, ms, us, ns or %), e.g. 'allocs>+1%', 'bytes>+10MiB',
+        /// 'cost>+5ms', 'temporaries>+0'.
         /// Repeatable; whole reports, or the --phase.
         #[arg(long, value_name = "EXPR")]
         fail_if: Vec<String>,
