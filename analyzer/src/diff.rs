@@ -26,6 +26,8 @@ pub struct Side {
     pub alloc_count: u64,
     /// Requested bytes in the phase.
     pub bytes_requested: u64,
+    /// Temporaries in the phase.
+    pub temporary_count: u64,
     /// Predicted allocation cost of the phase (direct + indirect), with a calibration.
     pub cost_s: Option<f64>,
     /// Wall time of the phase: given on the command line, else the traced run's.
@@ -353,6 +355,10 @@ pub fn diff(
         report: r.dir.display().to_string(),
         alloc_count: m.values().map(|s| s.allocs).fold(0, u64::saturating_add),
         bytes_requested: m.values().map(|s| s.bytes).fold(0, u64::saturating_add),
+        temporary_count: r
+            .rows(phase)
+            .map(|s| s.temporary_count)
+            .fold(0, u64::saturating_add),
         cost_s: cal.map(|_| m.values().filter_map(|s| s.cost_ns).sum::<f64>() * 1e-9),
         wall_s: given.or_else(|| r.wall_s(phase)),
     };

@@ -39,4 +39,20 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A budget file is not valid, or names what the report or rules lack.
+    #[error("{}: {reason}", path.display())]
+    Budget {
+        /// The budget file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A `--fail-if` condition is not valid.
+    #[error("--fail-if {text}: {reason}")]
+    Condition {
+        /// The condition as given.
+        text: String,
+        /// What is wrong.
+        reason: String,
+    },
 }

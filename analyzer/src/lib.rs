@@ -4,7 +4,8 @@
 //! ranks its call sites, [`categories::totals`] sorts allocations into categories from
 //! rules, [`calibrate::Calibration`] reads what allocations cost on a machine,
 //! [`cost::estimate`] prices sites and categories with it, [`diff::diff`] compares two
-//! reports, and [`export`] writes folded stacks, flame graphs and pprof profiles.
+//! reports, [`budget`] checks a report against a budget file and a diff against
+//! `--fail-if` conditions, and [`export`] writes folded stacks, flame graphs and pprof profiles.
 //! Everything returns plain data; [`render`] turns it into tables, JSON or CSV. The
 //! `analyzer` binary is a thin CLI over these, plus the calibration's measurement,
 //! which needs jemalloc as the global allocator and bellpepper-core's types: the
@@ -12,6 +13,7 @@
 //! on the library with `default-features = false`).
 #![forbid(unsafe_code)]
 
+pub mod budget;
 pub mod calibrate;
 pub mod categories;
 pub mod cost;

@@ -543,3 +543,185 @@ fn bad_input_is_one_line_naming_the_file() {
         "no allocations",
     );
 }
+
+/// Writes `text` as a budget file of its own.
+fn budget_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("analyzer-budget-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The fixture's `build` phase: 85 726 allocations and reallocs, 2 793 080 requested
+/// bytes, 80 357 temporaries, every site unmatched by the built-in rules, 12 of them at
+/// `build (demo.rs:21)`.
+const FIXTURE_BUILD_BUDGET: &str = r#"
+peak_live_bytes = 1_000_000
+[phase.build]
+allocs = 85_726
+bytes = 2_793_080
+temporaries = 80_357
+category."other (no rule matched)".share = 1.0
+category."density trackers".share = 0.0
+site."demo.rs:21".allocs = 12
+"#;
+
+#[test]
+fn check_within_budget_exits_0_silently() {
+    let b = budget_file("pass", FIXTURE_BUILD_BUDGET);
+    let r = fixture();
+    let out = analyzer(&[
+        "check",
+        r.to_str().unwrap(),
+        "--budget",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+}
+
+#[test]
+fn check_over_budget_exits_1_with_one_line_per_breach() {
+    // Each limit one below the figure (the share: 0.9), so each is breached.
+    let text = FIXTURE_BUILD_BUDGET
+        .replace("85_726", "85_725")
+        .replace("2_793_080", "2_793_079")
+        .replace("80_357", "80_356")
+        .replace("share = 1.0", "share = 0.9")
+        .replace("allocs = 12", "allocs = 11");
+    let b = budget_file("breach", &text);
+    let r = fixture();
+    let out = analyzer(&[
+        "check",
+        r.to_str().unwrap(),
+        "--budget",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "analyzer: over budget: phase build: allocs 85726 > 85725 (+0.0%)\n\
+         analyzer: over budget: phase build: bytes 2793080 > 2793079 (+0.0%)\n\
+         analyzer: over budget: phase build: temporaries 80357 > 80356 (+0.0%)\n\
+         analyzer: over budget: phase build: category.\"other (no rule matched)\".share 1 > 0.900 (+11.1%)\n\
+         analyzer: over budget: phase build: site.\"demo.rs:21\".allocs 12 > 11 (+9.1%)\n"
+    );
+}
+
+#[test]
+fn bad_budget_files_exit_2_with_one_line() {
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    for (name, text, expected) in [
+        (
+            "unknown-field",
+            "[phase.build]\nalocs = 1\n",
+            "line 2: unknown field `alocs`",
+        ),
+        (
+            "not-toml",
+            "[phase.build\n",
+            "not-toml.toml: line 1: invalid table header",
+        ),
+        (
+            "share",
+            "[phase.build]\ncategory.x.share = 2\n",
+            "not between 0 and 1",
+        ),
+        (
+            "no-phase",
+            "[phase.synthesise]\nallocs = 1\n",
+            "phase synthesise is not in the report",
+        ),
+        (
+            "no-category",
+            "[phase.build]\ncategory.\"nope\".share = 0.5\n",
+            "category \"nope\" is not one of the rules' categories",
+        ),
+    ] {
+        let b = budget_file(name, text);
+        assert_one_line_error(&["check", r, "--budget", b.to_str().unwrap()], expected);
+    }
+    assert_one_line_error(
+        &["check", r, "--budget", "/no/such/budget.toml"],
+        "/no/such/budget.toml",
+    );
+}
+
+#[test]
+fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    // A report against itself grows by nothing: only conditions below zero hold.
+    let out = analyzer(&[
+        "diff",
+        r,
+        r,
+        "--fail-if",
+        "allocs>+0",
+        "--fail-if",
+        "cost>+5ms",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = analyzer(&[
+        "diff",
+        r,
+        r,
+        "--format",
+        "csv",
+        "--fail-if",
+        "allocs>-1%",
+        "--fail-if",
+        "bytes>+0",
+        "--fail-if",
+        "temporaries>+0",
+        "--fail-if",
+        "temporaries>-1",
+        "--fail-if",
+        "cost>-1ns",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    // The diff itself still goes to standard output.
+    assert!(!out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "analyzer: over budget: allocs>-1%: 91978 -> 91978 (+0.0%)\n\
+         analyzer: over budget: temporaries>-1: 86607 -> 86607 (+0.0%)\n\
+         analyzer: over budget: cost>-1ns: 0.732 ms -> 0.732 ms (+0.0%)\n"
+    );
+    assert_one_line_error(
+        &["diff", r, r, "--fail-if", "allocs>+1ms"],
+        "--fail-if allocs>+1ms",
+    );
+    assert_one_line_error(
+        &["diff", r, r, "--fail-if", "walltime>+1%"],
+        "the metric is one of",
+    );
+}
+
+#[test]
+fn example_budget_parses() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/budget.example.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let b = analyzer::budget::parse(&text, &path).unwrap();
+    assert!(b.peak_live_bytes.is_some());
+    let synthesize = &b.phase["synthesize"];
+    assert!(synthesize.allocs.is_some() && !synthesize.site.is_empty());
+    // Its categories are the built-in rules'.
+    let rules = analyzer::categories::default_rules();
+    for name in b.phase.values().flat_map(|p| p.category.keys()) {
+        assert!(rules.iter().any(|c| &c.name == name), "{name}");
+    }
+}

@@ -98,3 +98,20 @@ def test_rust_polars_snippet_type_checks(tmp_path):
             return
         errors.append(f"{lib.name}:\n{r.stderr[-2000:]}")
     pytest.fail("the README's Rust snippet does not type-check:\n" + "\n".join(errors))
+
+
+def test_ci_gate_snippet(synthesis_report):
+    """The "Allocation regression gate in CI" job's `analyzer check` step passes on the
+    2 KiB PoRep partition's report with the repository's example budget, and its trace
+    step makes that report the way scripts/test.sh does."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Allocation regression gate in CI"):]
+    section = section[: section.index("\n## ", 1)]
+    (job,) = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    assert "--trace sites --report reports/porep-2k porep --c1 reports/sector-2k/c1.json --partition 0" in job
+    (check,) = re.findall(r"run: (target/release/analyzer check .*)", job)
+    binary = Path(os.environ.get("ANALYZER") or TARGET / "release" / "analyzer")
+    command = on(synthesis_report, check).replace("target/release/analyzer", str(binary))
+    r = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""

@@ -3,8 +3,8 @@
 
 use crate::measure::Effort;
 use crate::{
-    CalibrateJob, CategoriesJob, CostInputs, CostJob, DiffJob, ExportAs, ExportJob, FlamegraphJob,
-    Job, Selection, TopJob,
+    CalibrateJob, CategoriesJob, CheckJob, CostInputs, CostJob, DiffJob, ExportAs, ExportJob,
+    FlamegraphJob, Job, Selection, TopJob,
 };
 use analyzer::calibrate;
 use analyzer::diff::Measured;
@@ -29,12 +29,17 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     analyzer categories reports/porep-2k --phase synthesize --format json\n  \
     analyzer cost reports/porep-2k --phase synthesize\n  \
     analyzer diff reports/base reports/patched --phase synthesize\n  \
+    analyzer diff reports/base reports/patched --fail-if 'allocs>+1%' --fail-if 'cost>+5ms'\n  \
+    analyzer check reports/porep-2k --budget docs/budget.example.toml\n  \
     analyzer flamegraph reports/porep-2k --by count -o allocs.svg\n  \
     analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n  \
     analyzer export reports/porep-2k --format parquet -o porep-2k-sites.parquet\n\n\
     Costs use a calibration of this machine's allocator, stored at\n  \
     $ALLOC_PROFILER_CALIBRATION or ~/.cache/alloc-profiler/calibration.json;\n  \
-    `analyzer calibrate` writes it (commands that need it measure it on first use)."
+    `analyzer calibrate` writes it (commands that need it measure it on first use).\n\n\
+    EXIT STATUS: 0 on success; 1 when `check` or `diff --fail-if` finds a breach (one\n  \
+    line each on standard error); 2 on bad input (a bad report, budget file or\n  \
+    condition: one line on standard error)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -147,6 +152,28 @@ enum Command {
         /// Sites to show.
         #[arg(long, default_value_t = 20)]
         limit: usize,
+        /// Exit 1 when the change grows beyond this: METRIC>THRESHOLD with METRIC
+        /// allocs or temporaries (a count or %), bytes (B, KiB, MiB, GiB or %) or
+        /// cost (s, ms, us, ns or %), e.g. 'allocs>+1%', 'bytes>+10MiB',
+        /// 'cost>+5ms', 'temporaries>+0'.
+        /// Repeatable; whole reports, or the --phase.
+        #[arg(long, value_name = "EXPR")]
+        fail_if: Vec<String>,
+    },
+    /// Checks a report against a budget file (TOML: limits per phase on allocations,
+    /// requested bytes, temporaries, a category's share and a site's allocations, and
+    /// the run's peak live bytes; see docs/budget.example.toml): exit 0 within
+    /// budget, 1 with one line per breach.
+    Check {
+        /// Report directory (written by alloc-tracer).
+        report: PathBuf,
+        /// Budget file (TOML).
+        #[arg(long)]
+        budget: PathBuf,
+        /// Category rules the budget's categories name (TOML, the format of the
+        /// built-in analyzer/src/default_categories.toml).
+        #[arg(long)]
+        rules: Option<PathBuf>,
     },
     /// A flame graph (SVG) of the allocating stacks.
     Flamegraph {
@@ -306,6 +333,7 @@ impl Command {
                 change_seconds,
                 recycled,
                 limit,
+                fail_if,
             } => Job::Diff(DiffJob {
                 base,
                 change,
@@ -318,6 +346,16 @@ impl Command {
                 },
                 recycled,
                 limit,
+                fail_if,
+            }),
+            Command::Check {
+                report,
+                budget,
+                rules,
+            } => Job::Check(CheckJob {
+                report,
+                budget,
+                rules,
             }),
             Command::Flamegraph {
                 report,

@@ -12,7 +12,7 @@ use analyzer::calibrate::{self, Calibration};
 use analyzer::export::{self, Weight};
 use analyzer::rank::{self, RankBy};
 use analyzer::render::{self, Format};
-use analyzer::{categories, cost, diff, report};
+use analyzer::{budget, categories, cost, diff, report};
 use anyhow::{Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
@@ -35,6 +35,8 @@ enum Job {
     Cost(CostJob),
     /// `analyzer diff`.
     Diff(DiffJob),
+    /// `analyzer check`.
+    Check(CheckJob),
     /// `analyzer flamegraph`.
     Flamegraph(FlamegraphJob),
     /// `analyzer export`.
@@ -87,6 +89,14 @@ struct DiffJob {
     measured: diff::Measured,
     recycled: bool,
     limit: usize,
+    /// `--fail-if` conditions, parsed by `run` (a bad one exits 2, like a bad file).
+    fail_if: Vec<String>,
+}
+
+struct CheckJob {
+    report: PathBuf,
+    budget: PathBuf,
+    rules: Option<PathBuf>,
 }
 
 struct FlamegraphJob {
@@ -127,7 +137,7 @@ fn main() -> ExitCode {
         }
     };
     match run(job) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             // A reader that stops early (`| head`) is not an error.
             if e.chain().any(|c| {
@@ -146,21 +156,32 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs one job; its data goes to standard output, diagnostics to standard error.
-fn run(job: Job) -> Result<()> {
+/// Runs one job; its data goes to standard output, diagnostics and budget breaches to
+/// standard error. Success, or 1 when `check` or `diff --fail-if` found a breach.
+fn run(job: Job) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let mut breaches = Vec::new();
     match job {
         Job::Top(job) => job.run(&mut out)?,
         Job::Categories(job) => job.run(&mut out)?,
         Job::Calibrate(job) => job.run(&mut out)?,
         Job::Cost(job) => job.run(&mut out)?,
-        Job::Diff(job) => job.run(&mut out)?,
+        Job::Diff(job) => breaches = job.run(&mut out)?,
+        Job::Check(job) => breaches = job.run()?,
         Job::Flamegraph(job) => job.run()?,
         Job::Export(job) => job.run()?,
     }
     out.flush()?;
-    Ok(())
+    if breaches.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    // One line each, after the data, so that a CI log ends with what failed.
+    let mut err = std::io::stderr().lock();
+    for b in &breaches {
+        writeln!(err, "analyzer: over budget: {b}")?;
+    }
+    Ok(ExitCode::from(1))
 }
 
 impl TopJob {
@@ -252,7 +273,13 @@ impl CostJob {
 }
 
 impl DiffJob {
-    fn run(self, out: &mut dyn Write) -> Result<()> {
+    /// Writes the diff; returns the `--fail-if` conditions that hold.
+    fn run(self, out: &mut dyn Write) -> Result<Vec<String>> {
+        let conditions = self
+            .fail_if
+            .iter()
+            .map(|c| budget::parse_condition(c))
+            .collect::<Result<Vec<_>, _>>()?;
         let rules = rules(self.inputs.rules.as_deref())?;
         let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
         let cal = calibration(self.inputs.calibration.as_deref())?;
@@ -274,7 +301,22 @@ impl DiffJob {
             self.measured,
             self.limit,
         );
-        Ok(render::diff(out, &d, self.format)?)
+        render::diff(out, &d, self.format)?;
+        let failed = budget::evaluate(&conditions, &d)?;
+        Ok(failed.iter().map(|f| f.to_string()).collect())
+    }
+}
+
+impl CheckJob {
+    /// Returns the breaches of the budget.
+    fn run(self) -> Result<Vec<String>> {
+        let text = std::fs::read_to_string(&self.budget)
+            .with_context(|| format!("{}", self.budget.display()))?;
+        let b = budget::parse(&text, &self.budget)?;
+        let rules = rules(self.rules.as_deref())?;
+        let r = report::load(&self.report)?;
+        let breaches = budget::check(&b, &r, &rules, &self.budget)?;
+        Ok(breaches.iter().map(|b| b.to_string()).collect())
     }
 }
 

@@ -1,0 +1,576 @@
+//! Allocation budgets: limits per phase, read from TOML, checked against a report
+//! (`analyzer check`), and conditions on a diff (`analyzer diff --fail-if`). Both
+//! return the breaches as data; the CLI prints one line per breach and exits 1.
+//!
+//! A budget file:
+//!
+//! ```toml
+//! # The whole run only: the tracer records peak live bytes per run, not per phase.
+//! peak_live_bytes = 4_000_000
+//!
+//! [phase.synthesize]
+//! allocs = 110_000          # allocations and reallocs
+//! bytes = 3_000_000         # requested bytes
+//! temporaries = 90_000      # freed right after the next allocation
+//! category."linear combinations".share = 0.5       # at most half the allocations
+//! site."LinearCombination::add".allocs = 20_000    # sites whose name contains this
+//! ```
+//!
+//! Counts are the report's (sampled counts times the sample interval in `sample`
+//! mode); the peak is the manifest's, exact to within its
+//! `peak_live_bytes_error_bytes`. Allocations per constraint row are not a limit: reports do not record the
+//! number of rows.
+
+use crate::Error;
+use crate::categories::{self, Category};
+use crate::diff::Diff;
+use crate::naming;
+use crate::rank::frames_of;
+use crate::report::Report;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+/// A budget file.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    /// Peak live bytes of the whole run (the manifest's; there is no per-phase peak).
+    pub peak_live_bytes: Option<u64>,
+    /// Limits per phase, by phase name.
+    #[serde(default)]
+    pub phase: BTreeMap<String, PhaseLimits>,
+}
+
+/// The limits of one phase; each is a maximum, and an absent one is not checked.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseLimits {
+    /// Allocations and reallocs.
+    pub allocs: Option<u64>,
+    /// Requested bytes.
+    pub bytes: Option<u64>,
+    /// Temporaries (blocks freed right after the next allocation).
+    pub temporaries: Option<u64>,
+    /// Per category (by its rule's name): its largest share of the phase's allocations.
+    #[serde(default)]
+    pub category: BTreeMap<String, CategoryLimit>,
+    /// Per site name fragment: the allocations of all sites whose name contains it.
+    #[serde(default)]
+    pub site: BTreeMap<String, SiteLimit>,
+}
+
+/// A category's limit.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CategoryLimit {
+    /// Largest share of the phase's allocations, 0 to 1.
+    pub share: f64,
+}
+
+/// A site's limit.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteLimit {
+    /// Allocations and reallocs of the matching sites together.
+    pub allocs: u64,
+}
+
+/// A limit exceeded.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Breach {
+    /// The phase, or `None` for a whole-run limit.
+    pub phase: Option<String>,
+    /// What was limited, as the budget file names it (`allocs`,
+    /// `category."linear combinations".share`, ...).
+    pub limit: String,
+    /// The report's figure.
+    pub found: f64,
+    /// The budget's.
+    pub budget: f64,
+}
+
+impl fmt::Display for Breach {
+    /// One line: `phase synthesize: allocs 120000 > 110000 (+9.1%)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.phase {
+            Some(p) => write!(f, "phase {p}: ")?,
+            None => write!(f, "run: ")?,
+        }
+        write!(
+            f,
+            "{} {} > {}",
+            self.limit,
+            figure(self.found),
+            figure(self.budget)
+        )?;
+        if self.budget > 0.0 {
+            write!(f, " ({:+.1}%)", (self.found / self.budget - 1.0) * 100.0)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whole numbers without a fraction, shares with three decimals.
+fn figure(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Parses a budget from TOML text (`path` names it in errors).
+pub fn parse(text: &str, path: &Path) -> Result<Budget, Error> {
+    let bad = |reason: String| Error::Budget {
+        path: path.to_owned(),
+        reason,
+    };
+    let budget: Budget = toml::from_str(text).map_err(|e| {
+        // One line: the error's display quotes the source over several lines.
+        let line = e
+            .span()
+            .and_then(|s| text.get(..s.start))
+            .map(|before| before.matches('\n').count() + 1);
+        let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+        bad(match line {
+            Some(line) => format!("line {line}: {message}"),
+            None => message,
+        })
+    })?;
+    for (phase, limits) in &budget.phase {
+        for (name, c) in &limits.category {
+            if !(0.0..=1.0).contains(&c.share) {
+                return Err(bad(format!(
+                    "phase {phase}: category \"{name}\": share {} is not between 0 and 1",
+                    c.share
+                )));
+            }
+        }
+        if let Some(name) = limits.site.keys().find(|n| n.is_empty()) {
+            return Err(bad(format!(
+                "phase {phase}: site \"{name}\": an empty name matches every site"
+            )));
+        }
+    }
+    Ok(budget)
+}
+
+/// Checks `report` against `budget`; categories are `rules`' names (plus
+/// [`categories::UNMATCHED`]). A phase or category the budget names that the report or
+/// the rules lack is an error (a misspelt name would otherwise pass forever).
+pub fn check(
+    budget: &Budget,
+    report: &Report,
+    rules: &[Category],
+    path: &Path,
+) -> Result<Vec<Breach>, Error> {
+    let bad = |reason: String| Error::Budget {
+        path: path.to_owned(),
+        reason,
+    };
+    let mut breaches = Vec::new();
+    if let Some(max) = budget.peak_live_bytes {
+        let peak = report.manifest.totals.peak_live_bytes.max(0) as u64;
+        if peak > max {
+            breaches.push(Breach {
+                phase: None,
+                limit: "peak_live_bytes".into(),
+                found: peak as f64,
+                budget: max as f64,
+            });
+        }
+    }
+    for (phase, limits) in &budget.phase {
+        if !report.sites.iter().any(|r| &r.phase == phase)
+            && !report.phases.iter().any(|r| &r.phase == phase)
+        {
+            let mut known: Vec<&str> = report.phases.iter().map(|r| r.phase.as_str()).collect();
+            known.sort_unstable();
+            known.dedup();
+            return Err(bad(format!(
+                "phase {phase} is not in the report (its phases: {})",
+                known.join(", ")
+            )));
+        }
+        let mut push = |limit: String, found: f64, budget: f64| {
+            if found > budget {
+                breaches.push(Breach {
+                    phase: Some(phase.clone()),
+                    limit,
+                    found,
+                    budget,
+                });
+            }
+        };
+        let rows = || report.rows(Some(phase));
+        let sum = |f: fn(&crate::report::SiteRow) -> u64| {
+            rows().map(f).fold(0u64, u64::saturating_add) as f64
+        };
+        for (name, max, found) in [
+            ("allocs", limits.allocs, sum(|r| r.calls())),
+            ("bytes", limits.bytes, sum(|r| r.bytes_requested)),
+            (
+                "temporaries",
+                limits.temporaries,
+                sum(|r| r.temporary_count),
+            ),
+        ] {
+            if let Some(max) = max {
+                push(name.into(), found, max as f64);
+            }
+        }
+        if !limits.category.is_empty() {
+            let totals = categories::totals(report, rules, Some(phase));
+            for (name, c) in &limits.category {
+                let t = totals.iter().find(|t| &t.category == name).ok_or_else(|| {
+                    bad(format!(
+                        "phase {phase}: category \"{name}\" is not one of the rules' categories"
+                    ))
+                })?;
+                push(format!("category.\"{name}\".share"), t.share, c.share);
+            }
+        }
+        if !limits.site.is_empty() {
+            // Names once per site id, not per row.
+            let mut names: BTreeMap<u64, String> = BTreeMap::new();
+            for r in rows() {
+                names
+                    .entry(r.site_id)
+                    .or_insert_with(|| naming::site_name(frames_of(&report.frames, r.site_id)));
+            }
+            for (fragment, s) in &limits.site {
+                let found = rows()
+                    .filter(|r| names[&r.site_id].contains(fragment.as_str()))
+                    .map(|r| r.calls())
+                    .fold(0u64, u64::saturating_add);
+                push(
+                    format!("site.\"{fragment}\".allocs"),
+                    found as f64,
+                    s.allocs as f64,
+                );
+            }
+        }
+    }
+    Ok(breaches)
+}
+
+/// What a `--fail-if` condition compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Allocations and reallocs.
+    Allocs,
+    /// Requested bytes.
+    Bytes,
+    /// Temporaries.
+    Temporaries,
+    /// Predicted allocation cost (seconds; needs a calibration).
+    Cost,
+}
+
+/// How large a growth fails.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Threshold {
+    /// `change - base` above this, in the metric's unit (count, bytes, seconds).
+    Absolute(f64),
+    /// `(change - base) / base` above this many percent.
+    Percent(f64),
+}
+
+/// A `--fail-if` condition: `METRIC>THRESHOLD`, e.g. `allocs>+1%`, `bytes>+10MiB`,
+/// `cost>+5ms`, `temporaries>+0`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Condition {
+    /// The text given, for the breach line.
+    pub text: String,
+    /// What it compares.
+    pub metric: Metric,
+    /// The growth that fails.
+    pub threshold: Threshold,
+}
+
+/// Parses a `--fail-if` condition.
+pub fn parse_condition(text: &str) -> Result<Condition, Error> {
+    let bad = |reason: &str| Error::Condition {
+        text: text.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let compact: String = text.split_whitespace().collect();
+    let (metric, threshold) = compact
+        .split_once('>')
+        .ok_or_else(|| bad("expected METRIC>THRESHOLD, e.g. allocs>+1%"))?;
+    let metric = match metric {
+        "allocs" => Metric::Allocs,
+        "bytes" => Metric::Bytes,
+        "temporaries" => Metric::Temporaries,
+        "cost" => Metric::Cost,
+        _ => return Err(bad("the metric is one of allocs, bytes, temporaries, cost")),
+    };
+    let split = threshold
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | '_')))
+        .unwrap_or(threshold.len());
+    let (number, unit) = threshold.split_at(split);
+    let number: f64 = number
+        .replace('_', "")
+        .parse()
+        .map_err(|_| bad("the threshold is a number, e.g. +1% or +5ms"))?;
+    if !number.is_finite() {
+        return Err(bad("the threshold is a number, e.g. +1% or +5ms"));
+    }
+    let scale = match (metric, unit) {
+        (_, "%") => return Ok(condition(text, metric, Threshold::Percent(number))),
+        (Metric::Allocs | Metric::Temporaries, "") => 1.0,
+        (Metric::Bytes, "" | "B") => 1.0,
+        (Metric::Bytes, "KiB") => 1024.0,
+        (Metric::Bytes, "MiB") => 1024.0 * 1024.0,
+        (Metric::Bytes, "GiB") => 1024.0 * 1024.0 * 1024.0,
+        (Metric::Cost, "s") => 1.0,
+        (Metric::Cost, "ms") => 1e-3,
+        (Metric::Cost, "us") => 1e-6,
+        (Metric::Cost, "ns") => 1e-9,
+        (Metric::Allocs | Metric::Temporaries, _) => {
+            return Err(bad("allocs and temporaries take a count or a percentage"));
+        }
+        (Metric::Bytes, _) => return Err(bad("bytes takes B, KiB, MiB, GiB or %")),
+        (Metric::Cost, _) => return Err(bad("cost takes s, ms, us, ns or %")),
+    };
+    Ok(condition(text, metric, Threshold::Absolute(number * scale)))
+}
+
+fn condition(text: &str, metric: Metric, threshold: Threshold) -> Condition {
+    Condition {
+        text: text.to_owned(),
+        metric,
+        threshold,
+    }
+}
+
+/// A `--fail-if` condition that held.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Failed {
+    /// The condition as given.
+    pub condition: String,
+    /// What it compared.
+    #[serde(skip)]
+    pub metric: Metric,
+    /// The baseline's figure.
+    pub base: f64,
+    /// The change's.
+    pub change: f64,
+}
+
+impl fmt::Display for Failed {
+    /// One line: `allocs>+1%: 1000 -> 1200 (+20.0%)`; costs in milliseconds.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let show = |x: f64| match self.metric {
+            Metric::Cost => format!("{:.3} ms", x * 1e3),
+            Metric::Allocs | Metric::Bytes | Metric::Temporaries => figure(x),
+        };
+        write!(
+            f,
+            "{}: {} -> {}",
+            self.condition,
+            show(self.base),
+            show(self.change)
+        )?;
+        if self.base != 0.0 {
+            write!(f, " ({:+.1}%)", (self.change / self.base - 1.0) * 100.0)?;
+        }
+        Ok(())
+    }
+}
+
+/// The conditions that hold for `diff`. `cost` without predicted costs (no
+/// calibration) is an error: it could never fail.
+pub fn evaluate(conditions: &[Condition], diff: &Diff) -> Result<Vec<Failed>, Error> {
+    let mut failed = Vec::new();
+    for c in conditions {
+        let (base, change) = match c.metric {
+            Metric::Allocs => (diff.base.alloc_count as f64, diff.change.alloc_count as f64),
+            Metric::Bytes => (
+                diff.base.bytes_requested as f64,
+                diff.change.bytes_requested as f64,
+            ),
+            Metric::Temporaries => (
+                diff.base.temporary_count as f64,
+                diff.change.temporary_count as f64,
+            ),
+            Metric::Cost => match (diff.base.cost_s, diff.change.cost_s) {
+                (Some(b), Some(c)) => (b, c),
+                _ => {
+                    return Err(Error::Condition {
+                        text: c.text.clone(),
+                        reason: "the diff has no predicted costs (no calibration)".into(),
+                    });
+                }
+            },
+        };
+        let growth = change - base;
+        let holds = match c.threshold {
+            Threshold::Absolute(t) => growth > t,
+            // From nothing, any growth is infinitely many percent.
+            Threshold::Percent(p) if base == 0.0 => growth > 0.0 && p.is_finite(),
+            Threshold::Percent(p) => growth / base * 100.0 > p,
+        };
+        if holds {
+            failed.push(Failed {
+                condition: c.text.clone(),
+                metric: c.metric,
+                base,
+                change,
+            });
+        }
+    }
+    Ok(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_field() {
+        let b = parse(
+            r#"
+            peak_live_bytes = 10
+            [phase.synthesize]
+            allocs = 1_000
+            bytes = 2
+            temporaries = 3
+            category."linear combinations".share = 0.5
+            site."LinearCombination::add".allocs = 7
+            "#,
+            Path::new("b.toml"),
+        )
+        .unwrap();
+        assert_eq!(b.peak_live_bytes, Some(10));
+        let p = &b.phase["synthesize"];
+        assert_eq!(
+            (p.allocs, p.bytes, p.temporaries),
+            (Some(1000), Some(2), Some(3))
+        );
+        assert_eq!(p.category["linear combinations"].share, 0.5);
+        assert_eq!(p.site["LinearCombination::add"].allocs, 7);
+    }
+
+    #[test]
+    fn rejects_unknown_fields_and_bad_shares_in_one_line() {
+        for (text, want) in [
+            ("[phase.x]\nallocz = 1\n", "line 2: unknown field `allocz`"),
+            ("peak_bytes = 1\n", "unknown field `peak_bytes`"),
+            ("[phase.x]\nallocs = -1\n", "line 2"),
+            (
+                "[phase.x]\ncategory.a.share = 1.5\n",
+                "share 1.5 is not between 0 and 1",
+            ),
+            ("[phase.x]\nsite.\"\".allocs = 1\n", "empty name"),
+        ] {
+            let e = parse(text, Path::new("b.toml")).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn parses_conditions() {
+        let c = |t| parse_condition(t).map(|c| (c.metric, c.threshold));
+        assert_eq!(
+            c("allocs>+1%").unwrap(),
+            (Metric::Allocs, Threshold::Percent(1.0))
+        );
+        assert_eq!(
+            c("allocs > +0").unwrap(),
+            (Metric::Allocs, Threshold::Absolute(0.0))
+        );
+        assert_eq!(
+            c("bytes>+10MiB").unwrap(),
+            (Metric::Bytes, Threshold::Absolute(10.0 * 1024.0 * 1024.0))
+        );
+        assert_eq!(
+            c("cost>+5ms").unwrap(),
+            (Metric::Cost, Threshold::Absolute(5e-3))
+        );
+        assert_eq!(
+            c("allocs>-1_000").unwrap(),
+            (Metric::Allocs, Threshold::Absolute(-1000.0))
+        );
+        for bad in [
+            "allocs",
+            "walls>+1%",
+            "allocs>+1ms",
+            "cost>+5",
+            "bytes>x",
+            "cost>+inf s",
+        ] {
+            let e = parse_condition(bad).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--fail-if {bad}")), "{e}");
+        }
+    }
+
+    fn side(alloc_count: u64, bytes_requested: u64, cost_s: Option<f64>) -> crate::diff::Side {
+        crate::diff::Side {
+            report: String::new(),
+            alloc_count,
+            bytes_requested,
+            temporary_count: 7,
+            cost_s,
+            wall_s: None,
+        }
+    }
+
+    fn diff(base: crate::diff::Side, change: crate::diff::Side) -> Diff {
+        Diff {
+            phase: None,
+            base,
+            change,
+            wall_source: String::new(),
+            predicted_change_s: None,
+            recycling_s: None,
+            measured_change_s: None,
+            sites_matched: 0,
+            sites_matched_ignoring_lines: 0,
+            sites_gone: 0,
+            sites_new: 0,
+            categories: Vec::new(),
+            sites: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn conditions_fail_on_growth_beyond_their_threshold_only() {
+        let d = diff(side(1000, 4096, Some(0.010)), side(1011, 4096, Some(0.016)));
+        let failing = |texts: &[&str]| -> Vec<String> {
+            let cs: Vec<Condition> = texts.iter().map(|t| parse_condition(t).unwrap()).collect();
+            evaluate(&cs, &d)
+                .unwrap()
+                .into_iter()
+                .map(|f| f.to_string())
+                .collect()
+        };
+        assert_eq!(
+            failing(&[
+                "allocs>+1%",
+                "allocs>+2%",
+                "bytes>+0",
+                "temporaries>+0",
+                "temporaries>-1",
+                "cost>+5ms",
+                "cost>+7ms"
+            ]),
+            [
+                "allocs>+1%: 1000 -> 1011 (+1.1%)",
+                "temporaries>-1: 7 -> 7 (+0.0%)",
+                "cost>+5ms: 10.000 ms -> 16.000 ms (+60.0%)"
+            ]
+        );
+        let unpriced = diff(side(1, 1, None), side(1, 1, None));
+        assert!(evaluate(&[parse_condition("cost>+1ms").unwrap()], &unpriced).is_err());
+        let from_zero = diff(side(0, 0, None), side(1, 0, None));
+        assert_eq!(
+            evaluate(&[parse_condition("allocs>+50%").unwrap()], &from_zero)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}
