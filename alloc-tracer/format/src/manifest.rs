@@ -142,6 +142,14 @@ pub struct Dropped {
     /// undercount by that much. (Absent in reports written before it existed.)
     #[serde(default)]
     pub followed_skipped: u64,
+    /// Distinct stacks, below the depth limit, that end before main or a thread's
+    /// start (`site::is_stack_root`): frames lost, usually to code built without
+    /// frame pointers. (Absent in reports written before it existed.)
+    #[serde(default)]
+    pub stacks_ending_early: u64,
+    /// Allocations and reallocs at those stacks (weighted like the sites table).
+    #[serde(default)]
+    pub stacks_ending_early_alloc_count: u64,
 }
 
 /// One table of the report.
@@ -215,6 +223,24 @@ impl Manifest {
     pub fn to_json(&self) -> Vec<u8> {
         // Plain data with string keys: serializing cannot fail.
         serde_json::to_vec_pretty(self).unwrap_or_default()
+    }
+
+    /// The share of allocations and reallocs whose stacks end early (see
+    /// [`Dropped::stacks_ending_early`]).
+    pub fn stacks_ending_early_share(&self) -> f64 {
+        let all = self.totals.alloc_count + self.totals.realloc_count;
+        if all == 0 {
+            0.0
+        } else {
+            self.dropped.stacks_ending_early_alloc_count as f64 / all as f64
+        }
+    }
+
+    /// The warning line when too many stacks end early, with its fix.
+    pub fn setup_warning(&self) -> Option<String> {
+        let share = self.stacks_ending_early_share();
+        (share > crate::site::EARLY_STACKS_WARN_SHARE)
+            .then(|| crate::site::early_stacks_warning(share))
     }
 
     /// True when the manifest was written by alloc-tracer.

@@ -161,6 +161,38 @@ impl Frame for FrameRef<'_> {
     }
 }
 
+/// True for the functions a complete stack ends in: the process's entry or a
+/// thread's. A stack below the depth limit that ends elsewhere lost its outer frames,
+/// usually to code built without frame pointers.
+pub fn is_stack_root(function: &str) -> bool {
+    matches!(
+        function,
+        "main"
+            | "_start"
+            | "__libc_start_main"
+            | "__libc_start_call_main"
+            | "start_thread"
+            | "thread_start"
+            | "clone"
+            | "clone3"
+            | "__clone"
+    ) || function.starts_with("std::rt::lang_start")
+}
+
+/// Above this share of allocations in stacks that end early, reports warn.
+pub const EARLY_STACKS_WARN_SHARE: f64 = 0.2;
+
+/// The one-line warning, with its fix, for a share of allocations in stacks that
+/// end early.
+pub fn early_stacks_warning(share: f64) -> String {
+    format!(
+        "warning: {:.0} % of allocations have call stacks that end before main or a \
+         thread's start: build with -C force-frame-pointers=yes (and debug = \
+         \"line-tables-only\" in the release profile) for complete stacks",
+        share * 100.0
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

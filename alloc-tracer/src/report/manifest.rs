@@ -32,13 +32,24 @@ pub fn lifetime_weight(mode: Mode, lifetime_interval: u64) -> u64 {
     }
 }
 
-/// The manifest of a report of `snap` whose tables are `tables`, with
-/// `stacks_at_depth_limit` distinct stacks cut at the depth limit.
+/// How complete the stacks are: distinct stacks cut at the depth limit, and those
+/// that end early below it (with their weighted allocations).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StackEnds {
+    /// Stacks cut at the depth limit.
+    pub at_depth_limit: usize,
+    /// Stacks that end before main or a thread's start.
+    pub early: u64,
+    /// Allocations and reallocs at those.
+    pub early_allocs: u64,
+}
+
+/// The manifest of a report of `snap` whose tables are `tables`.
 /// `incomplete`: why the run did not finish, if it did not.
 pub fn build(
     snap: &Snapshot,
     tables: Vec<TableInfo>,
-    stacks_at_depth_limit: usize,
+    ends: StackEnds,
     incomplete: Option<&str>,
 ) -> Manifest {
     let c = &snap.counts;
@@ -86,11 +97,13 @@ pub fn build(
         dropped: Dropped {
             late_alloc_count: c.late_allocs,
             late_free_count: c.late_frees,
-            stacks_at_depth_limit,
+            stacks_at_depth_limit: ends.at_depth_limit,
             phases_merged: snap.phases.len() >= MAX_PHASES,
             foreign_stack_walks: c.foreign_walks,
             folded_sites: crate::registry::folded_sites(),
             followed_skipped: crate::lifetimes::skipped(),
+            stacks_ending_early: ends.early,
+            stacks_ending_early_alloc_count: ends.early_allocs,
         },
         threads: c.threads,
         tables,

@@ -34,6 +34,31 @@ pub fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Erro
     crate::hot::thread::guarded(|| write_snapshot(dir, &snap, incomplete))
 }
 
+/// Which stacks are cut at the depth limit, and which end early below it (their
+/// outermost frame is not an entry point: frames were lost). Empty stacks (walks off
+/// the thread's stack, counted apart) and the folded site are neither.
+fn stack_ends(snap: &Snapshot, stacks: &[(&[usize], u64)], weight: u64) -> manifest::StackEnds {
+    let mut ends = manifest::StackEnds::default();
+    for (stack, allocs) in stacks {
+        if stack.len() >= snap.settings.depth {
+            ends.at_depth_limit += 1;
+            continue;
+        }
+        let frames = user_frames(stack, &snap.symbols);
+        let Some((_, _, outer)) = frames.last() else {
+            continue;
+        };
+        if outer.function == crate::symbolize::FOLDED_NAME
+            || alloc_tracer_format::site::is_stack_root(&outer.function)
+        {
+            continue;
+        }
+        ends.early += 1;
+        ends.early_allocs += allocs * weight;
+    }
+    ends
+}
+
 fn write_snapshot(
     dir: &Path,
     snap: &Snapshot,
@@ -91,11 +116,8 @@ fn write_snapshot(
             rows,
         })
         .collect();
-    let at_depth_limit = stacks
-        .iter()
-        .filter(|(s, _)| s.len() >= snap.settings.depth)
-        .count();
-    let manifest = manifest::build(snap, tables, at_depth_limit, incomplete);
+    let ends = stack_ends(snap, &stacks, weight);
+    let manifest = manifest::build(snap, tables, ends, incomplete);
     let manifest_path = tmp.join(schema::MANIFEST);
     std::fs::write(&manifest_path, manifest.to_json()).map_err(io(&manifest_path))?;
     staging.commit()?;
@@ -124,6 +146,7 @@ fn write_snapshot(
         })
         .collect();
     Ok(ReportSummary {
+        setup_warning: manifest.setup_warning(),
         dir: dir.to_owned(),
         mode: manifest.mode.clone(),
         stacks: stacks.len(),

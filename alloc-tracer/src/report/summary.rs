@@ -79,6 +79,9 @@ pub struct ReportSummary {
     pub temporaries: u64,
     /// The sites with the most allocations, most first.
     pub top: Vec<TopSite>,
+    /// A warning, with its fix, when many stacks end before main or a thread's
+    /// start (code built without frame pointers).
+    pub setup_warning: Option<String>,
 }
 
 impl fmt::Display for ReportSummary {
@@ -105,6 +108,9 @@ impl fmt::Display for ReportSummary {
             self.bytes_requested as f64 / (1 << 20) as f64,
             self.stacks
         )?;
+        if let Some(w) = &self.setup_warning {
+            writeln!(f, "  {w}")?;
+        }
         if self.top.is_empty() {
             return Ok(());
         }

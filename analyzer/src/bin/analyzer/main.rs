@@ -192,6 +192,9 @@ impl TopJob {
             format,
         } = self.selection;
         let r = report::load(&dir)?;
+        if let Some(w) = r.manifest.setup_warning() {
+            eprintln!("analyzer: {}: {w}", dir.display());
+        }
         let rules = rules(self.inputs.rules.as_deref())?;
         let cal = calibration(self.inputs.calibration.as_deref())?;
         let phase = phase.as_deref();
