@@ -50,6 +50,14 @@ impl Mode {
         }
     }
 
+    /// Allocations each sampled stack stands for: N in `sample:N`, 1 otherwise.
+    pub fn sample_interval(self) -> u64 {
+        match self {
+            Mode::Sample(n) => n,
+            _ => 1,
+        }
+    }
+
     pub(crate) fn code(self) -> u8 {
         match self {
             Mode::Off => MODE_OFF,
@@ -125,16 +133,18 @@ impl Settings {
     /// thread's latest block (briefly taking the registry lock), since `count` mode
     /// does not keep it up to date.
     pub fn apply(self) {
-        let sample = match self.mode {
-            Mode::Sample(n) => n,
-            _ => 1,
-        };
-        control::set_intervals(sample, self.lifetime_interval);
-        crate::hot::clock::mark_start();
+        self.publish_intervals();
         if Settings::current().mode != self.mode {
             crate::registry::forget_latest_blocks();
         }
         control::set_mode(self.mode.code(), self.depth);
+    }
+
+    /// Publishes the sampling and lifetime intervals and marks the start of tracing:
+    /// what choosing settings does first, from the API or the environment.
+    pub(crate) fn publish_intervals(self) {
+        control::set_intervals(self.mode.sample_interval(), self.lifetime_interval);
+        crate::hot::clock::mark_start();
     }
 
     /// The settings in force now.

@@ -2,9 +2,9 @@
 //! path hands over the rare work it must not do itself.
 
 use crate::config::{Mode, Settings};
+use crate::hot::control;
 use crate::hot::door::{Door, SiteRef};
 use crate::hot::thread::ThreadState;
-use crate::hot::{clock, control};
 use crate::registry::{self, SiteId};
 use crate::session;
 
@@ -66,12 +66,7 @@ fn settings_from_env() {
         Ok(s) => (s, false),
         Err(_) => (Settings::default(), true),
     };
-    let sample = match settings.mode {
-        Mode::Sample(n) => n,
-        _ => 1,
-    };
-    control::set_intervals(sample, settings.lifetime_interval);
-    clock::mark_start();
+    settings.publish_intervals();
     if control::init_mode(settings.mode.code(), settings.depth) {
         if bad {
             let msg = b"alloc-tracer: ignoring invalid ALLOC_TRACE* settings (expected ALLOC_TRACE=off|count|sites|sample:N, ALLOC_TRACE_DEPTH=1..30, ALLOC_TRACE_LIFETIMES=N); tracing is off\n";

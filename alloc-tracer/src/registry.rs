@@ -74,7 +74,8 @@ pub struct SiteCounts {
 }
 
 impl SiteCounts {
-    fn add(&mut self, o: &SiteCounts) {
+    /// Adds another thread's (or stack's) counts of the same site.
+    pub(crate) fn add(&mut self, o: &SiteCounts) {
         self.allocs += o.allocs;
         self.reallocs += o.reallocs;
         self.bytes_requested += o.bytes_requested;

@@ -97,12 +97,6 @@ pub const fn index_of_aligned(size: usize, align: usize) -> usize {
     index_of_size(if size > LARGE_MIN { size } else { LARGE_MIN })
 }
 
-/// The class index whose size is exactly `bytes`, if any.
-pub fn index_of_class_bytes(bytes: usize) -> Option<usize> {
-    let k = index_of_size(bytes);
-    (class_bytes(k) == bytes).then_some(k)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,8 +122,6 @@ mod tests {
         for (size, class) in cases {
             assert_eq!(class_bytes(index_of(size, 1)), class, "size {size}");
         }
-        assert_eq!(index_of_class_bytes(160), Some(index_of(160, 8)));
-        assert_eq!(index_of_class_bytes(161), None);
     }
 
     #[test]

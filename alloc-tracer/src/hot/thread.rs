@@ -445,7 +445,7 @@ mod tests {
 
     #[test]
     fn geometric_has_the_right_mean() {
-        let st = ThreadState::new(Default::default(), 0x1234_5678);
+        let st = ThreadState::new_for_tests();
         let n = 200_000u64;
         for mean in [1u64, 7, 64, 1000] {
             let total: u64 = (0..n).map(|_| geometric(st.next_random(), mean)).sum();

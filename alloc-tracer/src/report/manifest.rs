@@ -15,14 +15,6 @@ use alloc_tracer_format::schema::SCHEMA_VERSION;
 /// What the columns' weights mean, in the manifest's words.
 const WEIGHTS: &str = "alloc_count, realloc_count, bytes_* and temporary_count in sites.parquet, and temporary_count in phases.parquet and these totals, are sampled counts x sample_interval; followed_* counts are raw, live_bytes_estimate is scaled by lifetime_interval";
 
-/// Each sampled stack stands for this many allocations (1 in `sites` mode).
-pub fn sample_weight(mode: Mode) -> u64 {
-    match mode {
-        Mode::Sample(n) => n,
-        _ => 1,
-    }
-}
-
 /// Each followed block stands for this many blocks (0: none followed).
 pub fn lifetime_weight(mode: Mode, lifetime_interval: u64) -> u64 {
     match mode {
@@ -53,7 +45,7 @@ pub fn build(
     incomplete: Option<&str>,
 ) -> Manifest {
     let c = &snap.counts;
-    let weight = sample_weight(snap.settings.mode);
+    let weight = snap.settings.mode.sample_interval();
     let totals = Totals {
         alloc_count: c.total(|p| p.allocs),
         free_count: c.total(|p| p.frees),

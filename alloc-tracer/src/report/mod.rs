@@ -81,7 +81,7 @@ fn write_snapshot(
         .map(|(i, (s, _))| (*s, i as u64))
         .collect();
 
-    let weight = manifest::sample_weight(snap.settings.mode);
+    let weight = snap.settings.mode.sample_interval();
     let cx = Context {
         snap,
         site_ids: &site_ids,

@@ -43,11 +43,7 @@ impl Snapshot {
                 counts: Box::new(crate::registry::counts()),
                 sites: without_tracer_frames(sites, &symbols, |a, b| {
                     let mut sum = *a;
-                    sum.allocs += b.allocs;
-                    sum.reallocs += b.reallocs;
-                    sum.bytes_requested += b.bytes_requested;
-                    sum.bytes_allocated += b.bytes_allocated;
-                    sum.temporaries += b.temporaries;
+                    sum.add(b);
                     sum
                 }),
                 lifetimes: without_tracer_frames(lifetimes, &symbols, |a, b| {
