@@ -195,6 +195,7 @@ fn configs() -> Vec<Config> {
             mode,
             depth: 16,
             lifetime_interval,
+            ..Default::default()
         }),
     };
     vec![

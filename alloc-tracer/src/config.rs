@@ -1,5 +1,5 @@
-//! Run-time settings: the mode, stack depth and sampling intervals, from the API or
-//! from the environment at the first allocation.
+//! Run-time settings: the mode, stack depth, sampling intervals, heap sampling and
+//! the timeline, from the API or from the environment at the first allocation.
 
 use crate::Error;
 use crate::hot::control::{self, MODE_COUNT, MODE_OFF, MODE_SAMPLE, MODE_SITES};
@@ -75,6 +75,11 @@ pub const MAX_DEPTH: usize = crate::hot::stack::MAX_DEPTH - crate::hot::sites::O
 pub const DEFAULT_DEPTH: usize = 16;
 /// Default mean interval between blocks followed to their free in `sites` mode.
 pub const DEFAULT_LIFETIME_INTERVAL: u64 = 64;
+/// Default mean interval, in bytes, of heap sampling in `sites` and `sample` modes
+/// (off by default in `count` mode).
+pub const DEFAULT_HEAP_INTERVAL: u64 = 1 << 20;
+/// Default interval of the live-bytes timeline, in milliseconds.
+pub const DEFAULT_TIMELINE_MS: u64 = crate::timeline::DEFAULT_INTERVAL_MS;
 
 /// Everything that decides what is recorded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +91,13 @@ pub struct Settings {
     /// Mean interval, in allocations, between blocks followed to their free in
     /// `sites` mode; 0 follows none. (`sample` mode follows its sampled blocks.)
     pub lifetime_interval: u64,
+    /// Heap sampling: the mean interval in bytes between sampled bytes (each byte
+    /// is sampled with probability 1/interval; 1 samples every block); `Some(0)`:
+    /// off; `None`: the mode's default ([`DEFAULT_HEAP_INTERVAL`] in `sites` and
+    /// `sample`, off in `count`).
+    pub heap_interval: Option<u64>,
+    /// Interval of the live-bytes timeline in milliseconds (0: none).
+    pub timeline_ms: u64,
 }
 
 impl Default for Settings {
@@ -94,12 +106,29 @@ impl Default for Settings {
             mode: Mode::Off,
             depth: DEFAULT_DEPTH,
             lifetime_interval: DEFAULT_LIFETIME_INTERVAL,
+            heap_interval: None,
+            timeline_ms: DEFAULT_TIMELINE_MS,
         }
     }
 }
 
 impl Settings {
-    /// Reads `ALLOC_TRACE`, `ALLOC_TRACE_DEPTH` and `ALLOC_TRACE_LIFETIMES`.
+    /// The heap sampling interval in force under these settings, in bytes (0: off).
+    pub fn heap_bytes(&self) -> u64 {
+        match (self.heap_interval, self.mode) {
+            (Some(n), _) => n,
+            (None, Mode::Sites | Mode::Sample(_)) => DEFAULT_HEAP_INTERVAL,
+            (None, _) => 0,
+        }
+    }
+
+    /// True when heap sampling is on.
+    pub fn heap_on(&self) -> bool {
+        self.heap_bytes() > 0 && self.mode != Mode::Off
+    }
+
+    /// Reads `ALLOC_TRACE`, `ALLOC_TRACE_DEPTH`, `ALLOC_TRACE_LIFETIMES`,
+    /// `ALLOC_TRACE_HEAP` and `ALLOC_TRACE_TIMELINE_MS`.
     pub fn from_env() -> Result<Settings, Error> {
         let mut s = Settings::default();
         if let Some(v) = getenv(c"ALLOC_TRACE") {
@@ -124,6 +153,20 @@ impl Settings {
                 expected: "expected a mean interval in allocations (0 = none)",
             })?;
         }
+        if let Some(v) = getenv(c"ALLOC_TRACE_HEAP") {
+            s.heap_interval = Some(parse_bytes(v).ok_or_else(|| Error::Setting {
+                name: "ALLOC_TRACE_HEAP",
+                value: v.to_owned(),
+                expected: "expected a mean interval in bytes, e.g. 1MiB or 65536 (0 = off)",
+            })?);
+        }
+        if let Some(v) = getenv(c"ALLOC_TRACE_TIMELINE_MS") {
+            s.timeline_ms = v.trim().parse::<u64>().map_err(|_| Error::Setting {
+                name: "ALLOC_TRACE_TIMELINE_MS",
+                value: v.to_owned(),
+                expected: "expected an interval in milliseconds (0 = no timeline)",
+            })?;
+        }
         Ok(s)
     }
 
@@ -137,13 +180,27 @@ impl Settings {
         if Settings::current().mode != self.mode {
             crate::registry::forget_latest_blocks();
         }
-        control::set_mode(self.mode.code(), self.depth);
+        control::set_mode(self.mode.code(), self.depth, self.heap_on());
+        // The calling thread takes up the new intervals at once (others within a
+        // countdown chunk), so that what it does next is sampled as they say.
+        if let Some(st) = crate::hot::thread::current().recording_state() {
+            crate::hot::countdown::redraw(st);
+        }
+        if self.mode != Mode::Off {
+            crate::timeline::start();
+        }
     }
 
-    /// Publishes the sampling and lifetime intervals and marks the start of tracing:
-    /// what choosing settings does first, from the API or the environment.
+    /// Publishes the sampling, lifetime, heap and timeline intervals and marks the
+    /// start of tracing: what choosing settings does first, from the API or the
+    /// environment.
     pub(crate) fn publish_intervals(self) {
-        control::set_intervals(self.mode.sample_interval(), self.lifetime_interval);
+        control::set_intervals(
+            self.mode.sample_interval(),
+            self.lifetime_interval,
+            if self.heap_on() { self.heap_bytes() } else { 0 },
+        );
+        crate::timeline::set_interval_ms(self.timeline_ms);
         crate::hot::clock::mark_start();
     }
 
@@ -160,8 +217,30 @@ impl Settings {
             mode,
             depth: c.depth(),
             lifetime_interval: control::lifetime_interval(),
+            heap_interval: Some(if c.heap() {
+                control::heap_interval()
+            } else {
+                0
+            }),
+            timeline_ms: crate::timeline::interval_ms(),
         }
     }
+}
+
+/// Parses a byte count: digits, optionally followed by `B`, `KiB`, `MiB`, `GiB`
+/// (or `K`, `M`, `G`, also powers of 1024).
+pub fn parse_bytes(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let n: u64 = s[..digits].parse().ok()?;
+    let shift = match s[digits..].trim() {
+        "" | "B" => 0,
+        "K" | "KiB" => 10,
+        "M" | "MiB" => 20,
+        "G" | "GiB" => 30,
+        _ => return None,
+    };
+    n.checked_mul(1 << shift)
 }
 
 /// `getenv` without allocating or taking std's environment lock: this runs inside
@@ -192,5 +271,35 @@ mod tests {
             assert!(Mode::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(Mode::Sample(7).name(), "sample:7");
+    }
+
+    #[test]
+    fn parses_byte_counts() {
+        assert_eq!(parse_bytes("0"), Some(0));
+        assert_eq!(parse_bytes("65536"), Some(65536));
+        assert_eq!(parse_bytes(" 1MiB "), Some(1 << 20));
+        assert_eq!(parse_bytes("4K"), Some(4096));
+        assert_eq!(parse_bytes("2 GiB"), Some(2 << 30));
+        for bad in ["", "MiB", "1.5MiB", "1TB", "-1", "99999999999999999999G"] {
+            assert_eq!(parse_bytes(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn heap_sampling_defaults_by_mode() {
+        let s = |mode, heap_interval| Settings {
+            mode,
+            heap_interval,
+            ..Default::default()
+        };
+        assert_eq!(s(Mode::Sites, None).heap_bytes(), DEFAULT_HEAP_INTERVAL);
+        assert_eq!(
+            s(Mode::Sample(10), None).heap_bytes(),
+            DEFAULT_HEAP_INTERVAL
+        );
+        assert!(!s(Mode::Count, None).heap_on());
+        assert!(s(Mode::Count, Some(4096)).heap_on());
+        assert!(!s(Mode::Sites, Some(0)).heap_on());
+        assert!(!s(Mode::Off, Some(4096)).heap_on());
     }
 }

@@ -4,12 +4,13 @@
 use crate::config::{Mode, Settings};
 use crate::hot::control;
 use crate::hot::door::{Door, SiteRef};
+use crate::hot::followed;
 use crate::hot::thread::ThreadState;
 use crate::registry::{self, SiteId};
 use crate::session;
 
 /// The tracer's implementation of the door: settings, the registry of thread
-/// states, and followed blocks.
+/// states, followed blocks (lifetimes and heap sampling) and kept peaks.
 pub struct Cold;
 
 impl Door for Cold {
@@ -43,18 +44,50 @@ impl Door for Cold {
     #[cold]
     #[inline(never)]
     fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
-        let site = SiteId {
-            meta: site.meta,
-            frames: site.frames.into(),
-        };
-        crate::lifetimes::follow(ptr, site, class_bytes);
+        let claimed = claim(ptr);
+        crate::lifetimes::follow(ptr, site_id(site), class_bytes, claimed);
     }
 
     #[cold]
     #[inline(never)]
     fn block_ended(ptr: *mut u8) {
-        crate::lifetimes::end(ptr);
+        // Both, then the entry: a block may be followed for lifetimes and sampled
+        // for the heap at once, holding one entry.
+        let followed = crate::lifetimes::end(ptr);
+        let sampled = crate::heap::end(ptr);
+        if followed || sampled {
+            followed::release(ptr as usize);
+        }
     }
+
+    #[cold]
+    #[inline(never)]
+    fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
+        let claimed = claim(ptr);
+        crate::heap::sample(ptr, site_id(site), class_bytes, claimed);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_peak(live_bytes: i64) {
+        crate::heap::new_peak(live_bytes);
+    }
+}
+
+fn site_id(site: SiteRef<'_>) -> SiteId {
+    SiteId {
+        meta: site.meta,
+        frames: site.frames.into(),
+    }
+}
+
+/// Takes `ptr`'s entry of the followed-block table for a block about to be
+/// followed or sampled: true when it is now this block's, whether just taken or
+/// already held for it (the same block followed for lifetimes and sampled for the
+/// heap); false when another block holds it.
+fn claim(ptr: *mut u8) -> bool {
+    let p = ptr as usize;
+    followed::claim(p) || crate::lifetimes::contains(p) || crate::heap::contains(p)
 }
 
 /// Decides the mode at the first allocation, from the environment, and arms the
@@ -67,14 +100,15 @@ fn settings_from_env() {
         Err(_) => (Settings::default(), true),
     };
     settings.publish_intervals();
-    if control::init_mode(settings.mode.code(), settings.depth) {
+    if control::init_mode(settings.mode.code(), settings.depth, settings.heap_on()) {
         if bad {
-            let msg = b"alloc-tracer: ignoring invalid ALLOC_TRACE* settings (expected ALLOC_TRACE=off|count|sites|sample:N, ALLOC_TRACE_DEPTH=1..30, ALLOC_TRACE_LIFETIMES=N); tracing is off\n";
+            let msg = b"alloc-tracer: ignoring invalid ALLOC_TRACE* settings (expected ALLOC_TRACE=off|count|sites|sample:N, ALLOC_TRACE_DEPTH=1..30, ALLOC_TRACE_LIFETIMES=N, ALLOC_TRACE_HEAP=BYTES, ALLOC_TRACE_TIMELINE_MS=N); tracing is off\n";
             // SAFETY: writes a static buffer to fd 2.
             unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
         }
         if settings.mode != Mode::Off {
             session::arm_exit_report();
+            crate::timeline::start();
         }
     }
 }

@@ -23,6 +23,8 @@ struct Held {
     // Fields drop in declaration order, releasing in the reverse of taking.
     _session: MutexGuard<'static, Option<std::path::PathBuf>>,
     _phases: MutexGuard<'static, Vec<crate::phase::PhaseTime>>,
+    _timeline: crate::timeline::HeldForFork,
+    _heap: crate::heap::HeldForFork,
     _lifetimes: crate::lifetimes::HeldForFork,
     _registry: crate::registry::HeldForFork,
 }
@@ -46,6 +48,8 @@ extern "C" fn prepare() {
     crate::hot::thread::guarded(|| {
         let registry = crate::registry::hold_for_fork();
         let lifetimes = crate::lifetimes::hold_for_fork();
+        let heap = crate::heap::hold_for_fork();
+        let timeline = crate::timeline::hold_for_fork();
         let phases = crate::phase::hold_for_fork();
         let session = crate::session::hold_for_fork();
         let _ = HELD.try_with(|h| {
@@ -53,6 +57,8 @@ extern "C" fn prepare() {
                 _session: session,
                 _phases: phases,
                 _lifetimes: lifetimes,
+                _heap: heap,
+                _timeline: timeline,
                 _registry: registry,
             })
         });

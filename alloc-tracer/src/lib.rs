@@ -117,6 +117,7 @@ mod config;
 mod door;
 mod error;
 mod fork;
+mod heap;
 mod hot;
 mod lifetimes;
 mod measure;
@@ -125,6 +126,7 @@ mod registry;
 mod report;
 mod session;
 mod symbolize;
+mod timeline;
 
 pub use allocator::TracingAllocator;
 pub use config::{DEFAULT_DEPTH, DEFAULT_LIFETIME_INTERVAL, MAX_DEPTH, Mode, Settings};
@@ -160,6 +162,19 @@ pub fn size_class_of(size: usize, align: usize) -> usize {
 /// own; for test and benchmark harnesses that must not disturb the counts.
 pub fn untraced<R>(f: impl FnOnce() -> R) -> R {
     hot::thread::guarded(f)
+}
+
+/// Reseeds this thread's sampling generator and redraws its countdowns, so that
+/// which of its next allocations (`sample:N`, lifetimes) and bytes (heap sampling)
+/// are sampled is reproducible. For tests of the estimates.
+#[doc(hidden)]
+pub fn reseed_this_thread(seed: u64) {
+    // Makes this thread's state if it has none yet.
+    drop(std::hint::black_box(Box::new(0u64)));
+    if let Some(st) = hot::thread::current().recording_state() {
+        st.rng.set(seed | 1);
+        hot::countdown::redraw(st);
+    }
 }
 
 /// Runs `f` while holding the lock that thread exit, table flushes and reports take.

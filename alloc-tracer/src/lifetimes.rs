@@ -10,10 +10,10 @@
 //! block's fingerprint; only when it is the freed block's does the free take the cold
 //! path (the door's `block_ended`) and the shard lock. A block whose entry another
 //! followed block holds is not followed ([`skipped`]), which bounds the blocks
-//! followed at once to the table's size.
+//! followed at once to the table's size. Heap sampling (`heap`) follows its blocks
+//! through the same table; the door takes and releases entries for both.
 
 use crate::hot::clock;
-use crate::hot::followed;
 use crate::hot::log_linear::{LIFETIME_BUCKETS, LIFETIME_SUB_BITS, bucket};
 use crate::registry::{MAX_MERGED_SITES, SiteId};
 use dashmap::DashMap;
@@ -74,10 +74,19 @@ fn shard(ptr: usize) -> &'static Mutex<HashMap<usize, Followed>> {
     &FOLLOWED[(ptr >> 4) % SHARDS]
 }
 
-/// Starts following the block at `ptr`. Cold, under the guard.
-pub(crate) fn follow(ptr: *mut u8, site: SiteId, class_bytes: u64) {
+/// True when `ptr` is a followed block.
+pub(crate) fn contains(ptr: usize) -> bool {
+    shard(ptr)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains_key(&ptr)
+}
+
+/// Starts following the block at `ptr`, whose entry of the hot side's table the
+/// caller holds (`claimed`; if not, the block is skipped). Cold, under the guard.
+pub(crate) fn follow(ptr: *mut u8, site: SiteId, class_bytes: u64, claimed: bool) {
     let ptr = ptr as usize;
-    if !followed::claim(ptr) {
+    if !claimed {
         SKIPPED.fetch_add(1, Relaxed);
         return;
     }
@@ -95,19 +104,19 @@ pub(crate) fn follow(ptr: *mut u8, site: SiteId, class_bytes: u64) {
     }
 }
 
-/// Ends following `ptr` if it is followed (it is being freed or moved). Cold, under
-/// the guard, and before the inner allocator frees the block, so the address cannot
-/// be reused and followed again in between.
-pub(crate) fn end(ptr: *mut u8) {
+/// Ends following `ptr` if it is followed (it is being freed or moved); true when
+/// it was (the caller releases its entry). Cold, under the guard, and before the
+/// inner allocator frees the block, so the address cannot be reused and followed
+/// again in between.
+pub(crate) fn end(ptr: *mut u8) -> bool {
     let ptr = ptr as usize;
     let Some(f) = shard(ptr)
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remove(&ptr)
     else {
-        return;
+        return false;
     };
-    followed::release(ptr);
     FOLLOWING.fetch_sub(1, Relaxed);
     let ns = clock::now_ns().saturating_sub(f.birth_ns);
     let site = if ENDED.len() >= MAX_MERGED_SITES && !ENDED.contains_key(&f.site) {
@@ -122,6 +131,7 @@ pub(crate) fn end(ptr: *mut u8) {
     e.freed += 1;
     e.total_ns += ns as u128;
     e.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
+    true
 }
 
 /// Every lock of the followed blocks, held across a `fork()` (see `fork`).

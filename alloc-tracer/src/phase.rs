@@ -10,6 +10,7 @@
 use crate::hot::control::{self, MAX_PHASES};
 use crate::hot::thread::guarded;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 /// The phase in force when no guard is alive.
 pub const DEFAULT_PHASE: &str = "main";
@@ -30,6 +31,13 @@ pub struct PhaseTime {
 }
 
 static PHASES: Mutex<Vec<PhaseTime>> = Mutex::new(Vec::new());
+/// Phase ids in use: every id recorded so far is below it.
+static USED: AtomicUsize = AtomicUsize::new(1);
+
+/// Phase ids in use so far (at least 1, `main`), read without a lock.
+pub fn used() -> usize {
+    USED.load(Relaxed)
+}
 
 fn with_phases<R>(f: impl FnOnce(&mut Vec<PhaseTime>) -> R) -> R {
     guarded(|| {
@@ -58,6 +66,7 @@ fn id_of(p: &mut Vec<PhaseTime>, name: &str) -> usize {
                 name: name.into(),
                 ..Default::default()
             });
+            USED.fetch_max(p.len(), Relaxed);
             p.len() - 1
         }
         None => {
@@ -67,6 +76,7 @@ fn id_of(p: &mut Vec<PhaseTime>, name: &str) -> usize {
                     ..Default::default()
                 });
             }
+            USED.fetch_max(MAX_PHASES, Relaxed);
             MAX_PHASES - 1
         }
     }

@@ -63,6 +63,7 @@ fn exact_counts_per_site_and_in_total() {
         mode: Mode::Sites,
         depth: alloc_tracer::MAX_DEPTH,
         lifetime_interval: 0,
+        ..Default::default()
     }
     .apply();
     // Totals over a window with nothing else allocating.

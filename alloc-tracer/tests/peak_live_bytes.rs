@@ -24,6 +24,7 @@ fn peak_is_within_its_stated_bound() {
         mode: Mode::Count,
         depth: alloc_tracer::DEFAULT_DEPTH,
         lifetime_interval: 0,
+        ..Default::default()
     }
     .apply();
     // 20 MiB of 160-byte blocks, 4 MiB of large ones and a growing buffer, all live

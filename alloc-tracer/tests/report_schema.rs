@@ -49,8 +49,10 @@ fn documented() -> Doc {
 
 fn parquet_type_name(physical: Physical, logical: Option<&LogicalType>) -> &'static str {
     let unsigned = |bits| matches!(logical, Some(LogicalType::Integer(i)) if i.bit_width == bits && !i.is_signed);
+    let signed = |bits| matches!(logical, Some(LogicalType::Integer(i)) if i.bit_width == bits && i.is_signed);
     match (physical, logical) {
         (Physical::INT64, _) if unsigned(64) => "UInt64",
+        (Physical::INT64, _) if signed(64) => "Int64",
         (Physical::INT32, _) if unsigned(32) => "UInt32",
         (Physical::BOOLEAN, None) => "Boolean",
         (Physical::BYTE_ARRAY, Some(LogicalType::String)) => "String",
@@ -61,7 +63,8 @@ fn parquet_type_name(physical: Physical, logical: Option<&LogicalType>) -> &'sta
 #[inline(never)]
 fn workload() -> Vec<Vec<u8>> {
     let _p = alloc_tracer::phase("build");
-    let mut kept = vec![];
+    // Live bytes pass 1 MiB, so that a peak is kept.
+    let mut kept = vec![black_box(vec![1u8; 2 << 20])];
     for i in 0..5000 {
         let t = black_box(vec![0u8; 100 + i % 300]);
         if i % 10 == 0 {
@@ -77,6 +80,10 @@ fn report_matches_the_documented_schema() {
         mode: Mode::Sites,
         depth: 16,
         lifetime_interval: 4,
+        // Every table gets rows: heap sampling samples nearly every block of the
+        // workload, and the timeline samples every millisecond.
+        heap_interval: Some(64),
+        timeline_ms: 1,
     }
     .apply();
     let kept = workload();
@@ -87,11 +94,15 @@ fn report_matches_the_documented_schema() {
             v.push(i);
         }
         black_box(v);
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     drop(kept);
+    // Live at the report: a row of `heap_end.parquet`.
+    let still_live = black_box(vec![2u8; 4096]);
     let root = common::scratch("schema");
     let dir = root.join("report");
     alloc_tracer::write_report(&dir).unwrap();
+    drop(still_live);
 
     // The document and the code agree.
     let doc = documented();

@@ -38,6 +38,7 @@ fn settings(mode: Mode) -> Settings {
         mode,
         depth: alloc_tracer::MAX_DEPTH,
         lifetime_interval: 0,
+        ..Default::default()
     }
 }
 

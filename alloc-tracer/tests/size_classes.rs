@@ -100,6 +100,7 @@ fn classes_match_jemalloc() {
             mode,
             depth: 16,
             lifetime_interval,
+            ..Default::default()
         }
         .apply();
         // Reading the statistics makes jemalloc itself request a few small blocks on

@@ -60,6 +60,28 @@ pub struct Manifest {
     /// `None` for a complete run. (Absent in reports written before it existed.)
     #[serde(default)]
     pub incomplete: Option<String>,
+    /// Heap sampling's mean interval in bytes between sampled bytes (0: off; 1:
+    /// every block). (Absent in reports written before it existed.)
+    #[serde(default)]
+    pub heap_interval: u64,
+    /// The latest peak of live bytes kept (`heap_peak.parquet` is what heap
+    /// sampling said was live then), if live bytes ever reached one.
+    #[serde(default)]
+    pub heap_peak: Option<HeapPeak>,
+    /// The timeline's interval in milliseconds (0: none).
+    #[serde(default)]
+    pub timeline_interval_ms: u64,
+}
+
+/// The latest kept peak of live bytes.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct HeapPeak {
+    /// Exact live bytes then (within `peak_live_bytes_error_bytes`).
+    pub live_bytes: i64,
+    /// When, in nanoseconds after tracing started.
+    pub time_ns: u64,
+    /// The phase in force then.
+    pub phase: String,
 }
 
 /// Totals over all phases, as in the manifest.
@@ -150,6 +172,11 @@ pub struct Dropped {
     /// Allocations and reallocs at those stacks (weighted like the sites table).
     #[serde(default)]
     pub stacks_ending_early_alloc_count: u64,
+    /// Blocks heap sampling sampled but could not follow, because another followed
+    /// block held their entry of the table of followed blocks: heap estimates
+    /// undercount by their weight. (Absent in reports written before it existed.)
+    #[serde(default)]
+    pub heap_skipped: u64,
 }
 
 /// One table of the report.

@@ -16,6 +16,8 @@ pub const MANIFEST: &str = "manifest.json";
 pub enum ColumnType {
     /// Unsigned 64-bit integer (parquet INT64, INTEGER(64, false)).
     UInt64,
+    /// Signed 64-bit integer (parquet INT64, INTEGER(64, true)).
+    Int64,
     /// Unsigned 32-bit integer (parquet INT32, INTEGER(32, false)).
     UInt32,
     /// Boolean (parquet BOOLEAN).
@@ -29,6 +31,7 @@ impl ColumnType {
     pub fn polars_name(self) -> &'static str {
         match self {
             ColumnType::UInt64 => "UInt64",
+            ColumnType::Int64 => "Int64",
             ColumnType::UInt32 => "UInt32",
             ColumnType::Boolean => "Boolean",
             ColumnType::String => "String",
@@ -162,14 +165,52 @@ pub const LIFETIMES: Table = Table {
     ],
 };
 
+/// What heap sampling's blocks said was live at the kept peak, per (site, phase,
+/// size class).
+pub const HEAP_PEAK: Table = Table {
+    file: "heap_peak.parquet",
+    columns: HEAP_COLUMNS,
+};
+
+/// What heap sampling's blocks say is live when the report is taken, per (site,
+/// phase, size class).
+pub const HEAP_END: Table = Table {
+    file: "heap_end.parquet",
+    columns: HEAP_COLUMNS,
+};
+
+const HEAP_COLUMNS: &[Column] = &[
+    col("site_id", UInt64),
+    col("phase", String),
+    col("size_class_bytes", UInt64),
+    col("sampled_count", UInt64),
+    col("live_bytes_estimate", UInt64),
+    col("live_blocks_estimate", UInt64),
+];
+
+/// Live bytes and running allocation totals sampled over time.
+pub const TIMELINE: Table = Table {
+    file: "timeline.parquet",
+    columns: &[
+        col("time_ns", UInt64),
+        col("phase", String),
+        col("live_bytes", Int64),
+        col("alloc_count", UInt64),
+        col("bytes_allocated", UInt64),
+    ],
+};
+
 /// Every table, in the order the schema document lists them.
-pub const TABLES: [Table; 6] = [
+pub const TABLES: [Table; 9] = [
     SITES,
     FRAMES,
     SIZE_CLASSES,
     REQUESTED_SIZES,
     PHASES,
     LIFETIMES,
+    HEAP_PEAK,
+    HEAP_END,
+    TIMELINE,
 ];
 
 /// True for the names of files a report folder may hold: the manifest and the

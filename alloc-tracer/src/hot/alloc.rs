@@ -5,6 +5,7 @@ use super::control::{self, Control};
 use super::countdown;
 use super::door::Door;
 use super::entry::{inner_alloc, no_tail_call, small_request};
+use super::heap;
 use super::live::{self, LIVE_UNIT, Overflow};
 use super::log_linear;
 use super::site_table::bump;
@@ -20,9 +21,10 @@ use std::sync::atomic::Ordering::Relaxed;
 /// recorded, then handed to `A` by a tail call: nothing is done after `A` returns, so
 /// this function saves no register and sets up no frame, and a request `A` refuses
 /// stays counted. In `sample` mode the one allocation in N whose stack is sampled
-/// goes on to `alloc_sampled`, which calls `A` and records the site; anything not
-/// small, the thread's first call and the tracer's own go to `alloc_recorded`; both by
-/// tail calls.
+/// goes on to `alloc_sampled`, which calls `A` and records the site; a block heap
+/// sampling samples goes on to `alloc_heap_sampled`; anything not small, the
+/// thread's first call and the tracer's own go to `alloc_recorded`; all by tail
+/// calls.
 ///
 /// # Safety
 /// The caller upholds `GlobalAlloc::alloc`'s contract for the layout of `size` and
@@ -65,9 +67,13 @@ pub unsafe fn alloc_without_stack<
         // a temporary's. (`count` keeps no latest block.)
         st.last_block.store(0, Relaxed);
     }
+    if heap::due(st, r.usable()) {
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_heap_sampled::<A, D, ZEROED>(size, align, ctl, inner) };
+    }
     if live::small_alloc(st, r.units as i16) {
         // SAFETY: forwarded contract.
-        let ptr = unsafe { publish_then_alloc::<A, ZEROED>(size, align, inner) };
+        let ptr = unsafe { publish_then_alloc::<A, D, ZEROED>(size, align, inner) };
         no_tail_call();
         return ptr;
     }
@@ -78,7 +84,8 @@ pub unsafe fn alloc_without_stack<
 /// `alloc_without_stack` in `sample` mode when the countdown's chunk ran out, its
 /// small allocation counted: either the sampled allocation, which goes on to
 /// `alloc_sampled` (by a tail call, like the one from `alloc_without_stack` it
-/// stands for), or one like the others, with the next chunk set.
+/// stands for), or one like the others, with the next chunk set. Its bytes count
+/// against the heap countdown here, as in `alloc_without_stack`.
 ///
 /// # Safety
 /// As for `alloc_without_stack`.
@@ -97,17 +104,22 @@ unsafe fn alloc_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
         // SAFETY: forwarded contract.
         return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
     };
-    let units = SMALL_REQUESTS[size].units as i16;
+    let r = SMALL_REQUESTS[size];
+    let heap = heap::due(st, r.usable());
     if countdown::sample_chunk_done(st) {
         st.pending_size.set(size);
         st.pending_ctl.set(ctl);
-        let overflowed = live::small_alloc(st, units);
+        let overflowed = live::small_alloc(st, r.units as i16);
         // SAFETY: forwarded contract.
-        return unsafe { alloc_sampled::<A, D, ZEROED>(size, align, ctl, inner, overflowed) };
+        return unsafe { alloc_sampled::<A, D, ZEROED>(size, align, ctl, inner, overflowed, heap) };
     }
     st.last_block.store(0, Relaxed);
-    if live::small_alloc(st, units) {
-        live::publish_overflow(st, Overflow::Up);
+    if heap {
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_heap_sampled::<A, D, ZEROED>(size, align, ctl, inner) };
+    }
+    if live::small_alloc(st, r.units as i16) {
+        live::publish_overflow::<D>(st, Overflow::Up);
     }
     // SAFETY: forwarded contract.
     unsafe { inner_alloc::<A, ZEROED>(inner, layout) }
@@ -120,13 +132,13 @@ unsafe fn alloc_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
 /// As for `alloc_without_stack`.
 #[cold]
 #[inline(never)]
-unsafe fn publish_then_alloc<A: GlobalAlloc, const ZEROED: bool>(
+unsafe fn publish_then_alloc<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     size: usize,
     align: usize,
     inner: &A,
 ) -> *mut u8 {
     if let Some(st) = thread::current().recording_state() {
-        live::publish_overflow(st, Overflow::Up);
+        live::publish_overflow::<D>(st, Overflow::Up);
     }
     // SAFETY: forwarded contract; `size` and `align` are those of the caller's
     // `Layout`.
@@ -135,9 +147,10 @@ unsafe fn publish_then_alloc<A: GlobalAlloc, const ZEROED: bool>(
 
 /// `alloc_chunk_done` in `sample` mode for the allocation whose stack is sampled,
 /// its counters already recorded (and live bytes to publish when `overflowed`).
-/// Calls `A`, then records the site, the latest block and, on a null return, takes
-/// the counters back. Reached by a tail call, so `sample` finds the same one frame of
-/// the tracer's below it as from `alloc_recorded`.
+/// Calls `A`, then records the site, the latest block, the heap sample when `heap`
+/// and, on a null return, takes the counters back. Reached by a tail call, so
+/// `sample` finds the same one frame of the tracer's below it as from
+/// `alloc_recorded`.
 ///
 /// # Safety
 /// As for `alloc_without_stack`.
@@ -149,6 +162,7 @@ unsafe fn alloc_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     ctl: Control,
     inner: &A,
     overflowed: bool,
+    heap: bool,
 ) -> *mut u8 {
     // SAFETY: `size` and `align` are those of the caller's `Layout`.
     let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
@@ -159,7 +173,7 @@ unsafe fn alloc_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     };
     if overflowed {
         // Before `A`: `take_back_refused` needs a counter that has not overflowed.
-        live::publish_overflow(st, Overflow::Up);
+        live::publish_overflow::<D>(st, Overflow::Up);
     }
     // SAFETY: forwarded contract.
     let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
@@ -167,11 +181,57 @@ unsafe fn alloc_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
         // The sample passes to the next allocation (the countdown, now 0, would
         // otherwise wrap).
         st.sample_countdown.set(1);
-        return take_back_refused();
+        if heap {
+            countdown::next_heap(st);
+        }
+        return take_back_refused::<D>();
     }
     st.last_block.store(ptr as usize, Relaxed);
     let r = SMALL_REQUESTS[size];
     sample::<D, ALLOC>(st, ctl, ptr, size, r.usable(), r.class as usize);
+    if heap {
+        heap::sample_block::<D>(st, ctl, ptr, r.usable(), r.class as usize);
+    }
+    no_tail_call();
+    ptr
+}
+
+/// `alloc_without_stack` (or `alloc_chunk_done`) for a small block that heap
+/// sampling samples, its allocation counted: counts its live bytes, calls `A`, then
+/// hands the block to heap sampling, or on a null return takes the counters back.
+/// Reached by a tail call, so that the stack walk finds one frame of the tracer's,
+/// as from `alloc_recorded`.
+///
+/// # Safety
+/// As for `alloc_without_stack`.
+#[cold]
+#[inline(never)]
+unsafe fn alloc_heap_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+) -> *mut u8 {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    let Some(st) = thread::current().recording_state() else {
+        // Not reached: the caller found this thread recording.
+        // SAFETY: forwarded contract.
+        return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    };
+    let r = SMALL_REQUESTS[size];
+    if live::small_alloc(st, r.units as i16) {
+        live::publish_overflow::<D>(st, Overflow::Up);
+    }
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    if ptr.is_null() {
+        countdown::next_heap(st);
+        st.pending_size.set(size);
+        st.pending_ctl.set(ctl);
+        return take_back_refused::<D>();
+    }
+    heap::sample_block::<D>(st, ctl, ptr, r.usable(), r.class as usize);
     no_tail_call();
     ptr
 }
@@ -180,11 +240,11 @@ unsafe fn alloc_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
 /// for a small request that `A` refused; returns null.
 #[cold]
 #[inline(never)]
-fn take_back_refused() -> *mut u8 {
+fn take_back_refused<D: Door>() -> *mut u8 {
     if let Some(st) = thread::current().recording_state() {
         let size = st.pending_size.get().min(SMALL_REQUEST_MAX);
         bump(&st.phase(st.pending_ctl.get()).small_allocs[size], u64::MAX);
-        live::add_bytes(st, -(SMALL_REQUESTS[size].usable() as i64));
+        live::add_bytes::<D>(st, -(SMALL_REQUESTS[size].usable() as i64));
     }
     std::ptr::null_mut()
 }
@@ -297,20 +357,23 @@ fn record_any_alloc<D: Door>(ctl: Control, ptr: *mut u8, layout: Layout) {
     let p = st.phase(ctl);
     bump(&p.allocs[class as u8 as usize], 1);
     bump(&p.bytes_requested, size as u64);
-    let mut units = 0;
     if class > LAST_SMALL {
         bump(&p.large_bytes_allocated, usable as u64);
-        live::add_bytes(st, usable as i64);
+        record_alloc::<D>(st, ctl, ptr, size, class as u8, usable, 0);
+        // After the block's heap sample, so that a peak its bytes make is kept
+        // with the block in it.
+        live::add_bytes::<D>(st, usable as i64);
     } else {
-        units = (usable / LIVE_UNIT) as i16;
+        let units = (usable / LIVE_UNIT) as i16;
+        record_alloc::<D>(st, ctl, ptr, size, class as u8, usable, units);
     }
-    record_alloc::<D>(st, ctl, ptr, size, class as u8, usable, units);
 }
 
-/// Records an allocation, its counts and large bytes aside (the caller's), and
-/// returns `ptr`: inlined into `alloc_recorded` or `alloc_any`, whose frame is the
-/// one the stack walk passes over. `units`: the live units of a small block (0 for a
-/// large one, whose bytes the caller counts).
+/// Records an allocation, its counts and large bytes aside (the caller's), its site
+/// and heap sample as the mode says, and returns `ptr`: inlined into
+/// `alloc_recorded` or `alloc_any`, whose frame is the one the stack walks pass
+/// over. `units`: the live units of a small block (0 for a large one, whose bytes
+/// the caller counts).
 #[inline(always)]
 fn record_alloc<D: Door>(
     st: &ThreadState,
@@ -323,16 +386,20 @@ fn record_alloc<D: Door>(
 ) -> *mut u8 {
     let overflowed = live::small_alloc(st, units);
     site_and_latest::<D, ALLOC>(st, ctl, ptr, size, usable, class as usize);
+    if heap::due(st, usable) {
+        heap::sample_block::<D>(st, ctl, ptr, usable, class as usize);
+        no_tail_call();
+    }
     if overflowed {
         // Last, so that nothing is kept across the call.
-        return publish_then_return(st, ptr);
+        return publish_then_return::<D>(st, ptr);
     }
     ptr
 }
 
 #[cold]
 #[inline(never)]
-fn publish_then_return(st: &ThreadState, ptr: *mut u8) -> *mut u8 {
-    live::publish_overflow(st, Overflow::Up);
+fn publish_then_return<D: Door>(st: &ThreadState, ptr: *mut u8) -> *mut u8 {
+    live::publish_overflow::<D>(st, Overflow::Up);
     ptr
 }

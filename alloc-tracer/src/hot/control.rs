@@ -1,4 +1,5 @@
-//! The one word every allocation reads: mode, stack depth, pause flag and phase.
+//! The one word every allocation reads: mode, stack depth, pause flag, heap sampling
+//! flag and phase.
 //!
 //! Packing them into a single `AtomicU64` costs one relaxed load (a plain `mov` on
 //! x86_64) per allocation. Writers (mode changes, phase guards, pause) are rare and
@@ -24,8 +25,8 @@ pub const MODE_SAMPLE: u8 = 4;
 pub const MAX_PHASES: usize = 16;
 const _: () = assert!(MAX_PHASES.is_power_of_two());
 
-// The word: bits 0 to 31 the fields (mode bits 0-7, depth 8-15, pause 16, phase
-// 24-31, as below) and the derived bits, each tested alone with a `test` and an
+// The word: bits 0 to 31 the fields (mode bits 0-7, depth 8-15, pause 16, heap
+// sampling 23, phase 24-27, as below) and the derived bits, each tested alone with a `test` and an
 // immediate (which fuses with the branch after it; a `bt` of a bit above 31 would
 // not); bits 32 to 63 a derived field, the byte offset of the current phase's
 // counters in `ThreadState` (the offset of `phases` plus the phase's element), so
@@ -45,13 +46,18 @@ pub const NEEDS_WORK: u64 = 1 << 20;
 pub const COUNTS: u64 = 1 << 21;
 /// Derived bit: mode is `count`.
 pub const COUNT_ONLY: u64 = 1 << 22;
-const DERIVED: u64 = RECORDING | UNINIT | STACKS | NEEDS_WORK | COUNTS | COUNT_ONLY;
+/// Field bit: heap sampling is on (blocks sampled by bytes, `heap`).
+const HEAP: u64 = 1 << 23;
+/// Derived bit: blocks may be followed to their free (`STACKS`, or `HEAP` in a
+/// recording mode), so a free must look its block up in `followed`.
+pub const FOLLOWS: u64 = 1 << 28;
+const DERIVED: u64 = RECORDING | UNINIT | STACKS | NEEDS_WORK | COUNTS | COUNT_ONLY | FOLLOWS;
 
 const PHASES_OFFSET: u64 = std::mem::offset_of!(super::thread::ThreadState, phases) as u64;
 const PHASE_STRIDE: u64 = size_of::<super::thread::PhaseCounters>() as u64;
 const _: () = assert!(PHASES_OFFSET + MAX_PHASES as u64 * PHASE_STRIDE <= u32::MAX as u64);
 
-/// The control word for the fields `w` (bits 0-31: mode, depth, pause, phase),
+/// The control word for the fields `w` (bits 0-31: mode, depth, pause, heap, phase),
 /// with the derived bits and the phase offset.
 const fn with_derived(w: u64) -> u64 {
     let w = w & !DERIVED & ((1 << OFFSET_SHIFT) - 1);
@@ -80,7 +86,13 @@ const fn with_derived(w: u64) -> u64 {
         0
     };
     let count_only = if mode == MODE_COUNT { COUNT_ONLY } else { 0 };
+    let follows = if stacks != 0 || (mode >= MODE_COUNT && w & HEAP != 0) {
+        FOLLOWS
+    } else {
+        0
+    };
     w | recording
+        | follows
         | uninit
         | stacks
         | needs_work
@@ -94,13 +106,15 @@ static CONTROL: AtomicU64 = AtomicU64::new(with_derived(0));
 /// blocks followed to their free (lifetimes, `sites` and `sample` modes).
 static SAMPLE_INTERVAL: AtomicU64 = AtomicU64::new(0);
 static LIFETIME_INTERVAL: AtomicU64 = AtomicU64::new(0);
+/// Mean interval, in bytes, between sampled bytes of heap sampling (0: off).
+static HEAP_INTERVAL: AtomicU64 = AtomicU64::new(0);
 
 /// A decoded copy of the control word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Control(u64);
 
 impl Control {
-    /// The fields (bits 0-31: mode, depth, pause, phase) and derived bits.
+    /// The fields (bits 0-31: mode, depth, pause, heap, phase) and derived bits.
     #[inline(always)]
     fn fields(self) -> u64 {
         self.0 & ((1 << OFFSET_SHIFT) - 1)
@@ -148,6 +162,18 @@ impl Control {
     pub fn stacks(self) -> bool {
         self.has(STACKS)
     }
+    /// True when blocks may be followed to their free: a recorded free must then
+    /// look its block up in `followed` (`sites` and `sample` modes, and `count`
+    /// with heap sampling).
+    #[inline(always)]
+    pub fn follows(self) -> bool {
+        self.has(FOLLOWS)
+    }
+    /// True when heap sampling is on.
+    #[inline(always)]
+    pub fn heap(self) -> bool {
+        self.has(HEAP)
+    }
     /// For a word that [`alloc_needs_work`](Self::alloc_needs_work): true when the
     /// call is recorded without a stack walk, except in `sample` mode when one is
     /// due (modes `count` and `sample`, mode read).
@@ -175,7 +201,8 @@ pub fn load() -> Control {
     Control(CONTROL.load(Relaxed))
 }
 
-/// Changes the fields (`f` gets and returns bits 0-31: mode, depth, pause, phase)
+/// Changes the fields (`f` gets and returns bits 0-31: mode, depth, pause, heap,
+/// phase)
 /// and derives the rest. Returns the previous word.
 fn update(f: impl Fn(u64) -> u64) -> Control {
     let old = CONTROL
@@ -186,20 +213,25 @@ fn update(f: impl Fn(u64) -> u64) -> Control {
     Control(old)
 }
 
-/// Sets mode and depth, keeping pause and phase. Returns the previous word.
-pub fn set_mode(mode: u8, depth: usize) -> Control {
+/// The fields set by [`set_mode`] and [`init_mode`]: mode, depth and heap flag.
+fn mode_fields(f: u64, mode: u8, depth: usize, heap: bool) -> u64 {
     let depth = depth.min(super::stack::MAX_DEPTH - super::sites::OWN_FRAMES) as u64;
-    update(|w| (w & !0xffff) | mode as u64 | (depth << 8))
+    (f & !0xffff & !HEAP) | mode as u64 | (depth << 8) | if heap { HEAP } else { 0 }
 }
 
-/// Sets mode and depth only if no mode was chosen yet; true when it did.
-pub fn init_mode(mode: u8, depth: usize) -> bool {
-    let depth = depth.min(super::stack::MAX_DEPTH - super::sites::OWN_FRAMES) as u64;
+/// Sets mode, depth and heap sampling, keeping pause and phase. Returns the
+/// previous word.
+pub fn set_mode(mode: u8, depth: usize, heap: bool) -> Control {
+    update(|w| mode_fields(w, mode, depth, heap))
+}
+
+/// Sets mode, depth and heap sampling only if no mode was chosen yet; true when it
+/// did.
+pub fn init_mode(mode: u8, depth: usize, heap: bool) -> bool {
     CONTROL
         .fetch_update(Relaxed, Relaxed, |w| {
             let f = Control(w).fields();
-            (f as u8 == MODE_UNINIT)
-                .then_some(with_derived((f & !0xffff) | mode as u64 | (depth << 8)))
+            (f as u8 == MODE_UNINIT).then_some(with_derived(mode_fields(f, mode, depth, heap)))
         })
         .is_ok()
 }
@@ -212,13 +244,15 @@ pub fn set_paused(paused: bool) -> Control {
 /// Sets the current phase id. Returns the previous word.
 pub fn set_phase(phase: usize) -> Control {
     let phase = phase.min(MAX_PHASES - 1) as u64;
-    update(|w| (w & !(0xff << 24)) | (phase << 24))
+    update(|w| (w & !(0xf << 24)) | (phase << 24))
 }
 
-/// Sampling intervals: stacks (`sample` mode) and lifetimes.
-pub fn set_intervals(sample: u64, lifetime: u64) {
+/// Sampling intervals: stacks (`sample` mode, allocations), lifetimes
+/// (allocations) and heap sampling (bytes, 0: off).
+pub fn set_intervals(sample: u64, lifetime: u64, heap: u64) {
     SAMPLE_INTERVAL.store(sample.max(1), Relaxed);
     LIFETIME_INTERVAL.store(lifetime, Relaxed);
+    HEAP_INTERVAL.store(heap, Relaxed);
     INTERVAL_EPOCH.fetch_add(1, Relaxed);
 }
 
@@ -242,6 +276,12 @@ pub fn sample_interval() -> u64 {
 #[inline]
 pub fn lifetime_interval() -> u64 {
     LIFETIME_INTERVAL.load(Relaxed)
+}
+
+/// Mean bytes between sampled bytes of heap sampling; 0 = off.
+#[inline]
+pub fn heap_interval() -> u64 {
+    HEAP_INTERVAL.load(Relaxed)
 }
 
 #[cfg(test)]
@@ -275,7 +315,12 @@ mod tests {
             assert!(w.alloc_needs_work() && w.counts_without_walk());
             assert_eq!(w.count_only(), mode == MODE_COUNT);
             assert_eq!(w.stacks(), mode == MODE_SAMPLE);
+            assert_eq!(w.follows(), mode == MODE_SAMPLE);
+            let heap = Control(with_derived(mode_fields(0, mode, 16, true)));
+            assert!(heap.heap() && heap.follows() && heap.depth() == 16);
+            assert_eq!(heap.mode(), mode);
         }
+        assert!(!Control(with_derived(mode_fields(0, MODE_OFF, 16, true))).follows());
         assert!(!Control(with_derived(MODE_UNINIT as u64)).counts_without_walk());
         let w = Control(with_derived(MODE_OFF as u64));
         assert!(!w.recording() && !w.alloc_needs_work() && !w.stacks());

@@ -1,8 +1,10 @@
-//! Countdowns to the next sampled stack and the next followed block, drawn from a
-//! geometric distribution and counted down in chunks.
+//! Countdowns to the next sampled stack and the next followed block (in
+//! allocations), and to the next sampled byte of heap sampling (in bytes), drawn
+//! from a geometric distribution and counted down in chunks.
 //!
-//! The hot path decrements a chunk of at most [`CHUNK`] allocations (a plain
-//! decrement of a thread-local field) and comes here only when it reaches 0. Here the
+//! The hot path decrements a chunk of at most [`CHUNK`] allocations, or
+//! [`HEAP_CHUNK`] bytes (a plain subtraction from a thread-local field), and comes
+//! here only when it reaches 0. Here the
 //! rest of the countdown, if any, becomes the next chunk; and when the intervals
 //! changed since the countdowns were drawn (`control::interval_epoch`), both are
 //! redrawn under the new ones. So a new interval, or following blocks again after
@@ -17,7 +19,10 @@ use super::thread::{ThreadState, geometric};
 /// Most allocations between two visits of a thread to this module.
 pub const CHUNK: u64 = 1024;
 
-/// The rest of a lifetime countdown that never ends (no blocks followed).
+/// Most bytes between two visits of a thread to this module for heap sampling.
+pub const HEAP_CHUNK: u64 = 1 << 20;
+
+/// The rest of a countdown that never ends (no blocks followed, heap sampling off).
 const NEVER: u64 = u64::MAX;
 
 /// Sets the sampling countdown to `total` allocations.
@@ -35,11 +40,30 @@ fn set_lifetime(st: &ThreadState, total: u64) {
         .set(if total == NEVER { NEVER } else { total - chunk });
 }
 
-/// Draws both countdowns under the intervals in force. Cold.
+/// Sets the heap countdown to `total` bytes (`NEVER`: heap sampling off).
+fn set_heap(st: &ThreadState, total: u64) {
+    let chunk = total.clamp(1, HEAP_CHUNK);
+    st.heap_countdown.set(chunk as i64);
+    st.heap_rest
+        .set(if total == NEVER { NEVER } else { total - chunk });
+}
+
+/// Draws every countdown under the intervals in force. Cold.
 pub fn redraw(st: &ThreadState) {
     st.countdown_epoch.set(control::interval_epoch());
     next_sample(st);
     next_lifetime(st, control::lifetime_interval());
+    next_heap(st);
+}
+
+/// Draws the countdown to the next sampled byte (each byte sampled with
+/// probability 1 / `control::heap_interval()`), from the end of the latest block.
+pub fn next_heap(st: &ThreadState) {
+    let total = match control::heap_interval() {
+        0 => NEVER,
+        mean => geometric(st.next_random(), mean),
+    };
+    set_heap(st, total);
 }
 
 /// Draws the countdown to the next sampled stack, after one was taken.
@@ -93,6 +117,36 @@ pub fn lifetime_chunk_done(st: &ThreadState) -> bool {
     }
 }
 
+/// The heap countdown's chunk ended inside the block just counted, `overshoot`
+/// bytes before the block's end: true when the sampled byte lies in the block (then
+/// the caller samples it and draws the next countdown with [`next_heap`]);
+/// otherwise the countdown goes on from the block's end.
+///
+/// Counting from the end of a sampled block instead of from its sampled byte
+/// changes nothing: bytes are sampled independently, so the bytes after the
+/// sampled one hold other sampled bytes or not whatever the countdown says, and
+/// only whether a block holds at least one matters.
+#[cold]
+#[inline(never)]
+pub fn heap_chunk_done(st: &ThreadState, overshoot: u64) -> bool {
+    if st.countdown_epoch.get() != control::interval_epoch() {
+        redraw(st);
+        return false;
+    }
+    match st.heap_rest.get() {
+        NEVER => {
+            set_heap(st, NEVER);
+            false
+        }
+        // The sampled byte is the chunk's last plus `rest`: inside the block.
+        rest if rest <= overshoot => true,
+        rest => {
+            set_heap(st, rest - overshoot);
+            false
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,6 +168,46 @@ mod tests {
                 }
             }
             assert_eq!(n, total);
+        }
+    }
+
+    /// What the hot path does per block: true when the block is sampled.
+    fn heap_block(st: &ThreadState, bytes: u64) -> bool {
+        let left = st.heap_countdown.get() - bytes as i64;
+        st.heap_countdown.set(left);
+        if left <= 0 && heap_chunk_done(st, left.unsigned_abs()) {
+            next_heap(st);
+            return true;
+        }
+        false
+    }
+
+    #[test]
+    fn heap_samples_the_block_holding_the_drawn_byte() {
+        let st = ThreadState::new_for_tests();
+        st.countdown_epoch.set(control::interval_epoch());
+        // A draw of `total`: the block holding byte `total` (from 1) is sampled, by
+        // blocks of 1000 bytes, across chunks.
+        for total in [
+            1,
+            999,
+            1000,
+            1001,
+            HEAP_CHUNK,
+            HEAP_CHUNK + 1,
+            3 * HEAP_CHUNK + 5,
+        ] {
+            set_heap(&st, total);
+            let mut n = 0u64;
+            while !heap_block(&st, 1000) {
+                n += 1;
+            }
+            assert_eq!(n, (total - 1) / 1000, "draw {total}");
+        }
+        // Off: never, however many bytes.
+        set_heap(&st, NEVER);
+        for _ in 0..10 {
+            assert!(!heap_block(&st, HEAP_CHUNK));
         }
     }
 

@@ -2,8 +2,9 @@
 //!
 //! The recording path needs cold work now and then: reading the settings at the
 //! first allocation of the process, registering a thread's state at its first
-//! allocation and merging it at its exit, emptying a full site table, and following
-//! a block from its allocation to its free. It asks for that through this trait, and
+//! allocation and merging it at its exit, emptying a full site table, following
+//! a block from its allocation to its free, and keeping what is live when live bytes
+//! reach a new peak. It asks for that through this trait, and
 //! nothing else in `hot/` names a module outside `hot/`. The cold side implements it
 //! (the crate's cold `door` module) and the allocator wires the two together, so control flows
 //! out of the hot path only here, and the hot path's rules (no allocation, no lock,
@@ -55,7 +56,17 @@ pub trait Door {
     fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64);
 
     /// The block at `ptr`, which `hot::followed::maybe` flagged, is being freed or
-    /// moved: stop following it if it is followed. Called before the inner allocator
-    /// can hand the address out again.
+    /// moved: stop following it if it is followed (for lifetimes, heap sampling or
+    /// both). Called before the inner allocator can hand the address out again.
     fn block_ended(ptr: *mut u8);
+
+    /// Heap sampling sampled the block at `ptr` (of `class_bytes` real bytes,
+    /// allocated at `site`): count it live, weighted by its sampling probability,
+    /// until [`block_ended`](Door::block_ended). Like `block_followed`, it must take
+    /// the block's entry of `hot::followed` (or not keep it).
+    fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64);
+
+    /// The global live bytes reached `live_bytes`, a new peak by at least
+    /// `live::PEAK_STEP`'s margin (`live::peak_mark_due`): keep what is live now.
+    fn new_peak(live_bytes: i64);
 }

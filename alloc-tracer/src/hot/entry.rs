@@ -15,7 +15,7 @@
 use super::alloc::{alloc_recorded, alloc_without_stack};
 use super::control;
 use super::door::Door;
-use super::free::{NO_STACKS, WITH_STACKS, dealloc_recorded, end_following};
+use super::free::{FOLLOWED, NO_STACKS, UNFOLLOWED, WITH_STACKS, dealloc_recorded, end_following};
 use super::realloc::record_realloc;
 use std::alloc::{GlobalAlloc, Layout};
 
@@ -52,8 +52,8 @@ const COUNT: bool = false;
 /// `alloc_without_stack`'s `SAMPLING` in `sample` mode.
 const SAMPLE: bool = true;
 
-/// `dealloc`: the control word's test, then the recording function (with or without
-/// stacks), or `A`.
+/// `dealloc`: the control word's test, then the recording function (with stacks,
+/// without stacks but looking up followed blocks, or neither), or `A`.
 ///
 /// # Safety
 /// The caller upholds `GlobalAlloc::dealloc`'s contract.
@@ -61,21 +61,22 @@ const SAMPLE: bool = true;
 pub unsafe fn dealloc<A: GlobalAlloc, D: Door>(inner: &A, ptr: *mut u8, layout: Layout) {
     let ctl = control::load();
     if ctl.recording() {
+        let (size, align) = (layout.size(), layout.align());
         if ctl.stacks() {
             // SAFETY: forwarded contract.
             return unsafe {
-                dealloc_recorded::<A, D, WITH_STACKS>(
-                    ptr,
-                    layout.size(),
-                    layout.align(),
-                    ctl,
-                    inner,
-                )
+                dealloc_recorded::<A, D, WITH_STACKS, FOLLOWED>(ptr, size, align, ctl, inner)
+            };
+        }
+        if ctl.follows() {
+            // SAFETY: forwarded contract.
+            return unsafe {
+                dealloc_recorded::<A, D, NO_STACKS, FOLLOWED>(ptr, size, align, ctl, inner)
             };
         }
         // SAFETY: forwarded contract.
         return unsafe {
-            dealloc_recorded::<A, D, NO_STACKS>(ptr, layout.size(), layout.align(), ctl, inner)
+            dealloc_recorded::<A, D, NO_STACKS, UNFOLLOWED>(ptr, size, align, ctl, inner)
         };
     }
     // SAFETY: forwarded contract.
@@ -95,7 +96,7 @@ pub unsafe fn realloc<A: GlobalAlloc, D: Door>(
     new_size: usize,
 ) -> *mut u8 {
     let ctl = control::load();
-    if ctl.recording() && ctl.stacks() && super::followed::maybe(ptr) {
+    if ctl.recording() && ctl.follows() && super::followed::maybe(ptr) {
         end_following::<D>(ptr);
     }
     // SAFETY: the caller upholds `realloc`'s contract.

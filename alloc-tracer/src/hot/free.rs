@@ -16,6 +16,11 @@ use std::sync::atomic::Ordering::Relaxed;
 pub const WITH_STACKS: bool = true;
 /// For `dealloc_recorded`'s `STACKS`: it does not (`count`).
 pub const NO_STACKS: bool = false;
+/// For `dealloc_recorded`'s `FOLLOWS`: blocks may be followed to their free
+/// (`control::Control::follows`), so the free looks its block up in `followed`.
+pub const FOLLOWED: bool = true;
+/// For `dealloc_recorded`'s `FOLLOWS`: none are (`count` without heap sampling).
+pub const UNFOLLOWED: bool = false;
 
 /// What a recorded free must do besides handing the block to `A`.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -28,15 +33,15 @@ enum Pending {
     PublishAndEndFollowing,
 }
 
-/// Free with recording, `STACKS` when the mode records stacks. Out of line; ends in
-/// a tail call to `A`, as do its rare branches, so that its common path saves no
-/// registers.
+/// Free with recording, `STACKS` when the mode records stacks (and so temporaries),
+/// `FOLLOWS` when blocks may be followed. Out of line; ends in a tail call to `A`, as
+/// do its rare branches, so that its common path saves no registers.
 ///
 /// # Safety
 /// The caller upholds `GlobalAlloc::dealloc`'s contract for the layout of `size` and
 /// `align`.
 #[inline(never)]
-pub unsafe fn dealloc_recorded<A: GlobalAlloc, D: Door, const STACKS: bool>(
+pub unsafe fn dealloc_recorded<A: GlobalAlloc, D: Door, const STACKS: bool, const FOLLOWS: bool>(
     ptr: *mut u8,
     size: usize,
     align: usize,
@@ -60,7 +65,7 @@ pub unsafe fn dealloc_recorded<A: GlobalAlloc, D: Door, const STACKS: bool>(
         let overflowed = record_free(ctl, STACKS, st, ptr, r.class, r.units as i16);
         // Its own copy of the rest, where the compiler knows the request is small.
         // SAFETY: forwarded contract.
-        return unsafe { finish_free::<A, D, STACKS>(inner, st, ptr, layout, overflowed) };
+        return unsafe { finish_free::<A, D, FOLLOWS>(inner, st, ptr, layout, overflowed) };
     }
     if align > 16 {
         // SAFETY: forwarded contract.
@@ -74,7 +79,7 @@ pub unsafe fn dealloc_recorded<A: GlobalAlloc, D: Door, const STACKS: bool>(
     let units = (size_class::usable(class, size) / LIVE_UNIT) as i16;
     let overflowed = record_free(ctl, STACKS, st, ptr, class as u8, units);
     // SAFETY: forwarded contract.
-    unsafe { finish_free::<A, D, STACKS>(inner, st, ptr, layout, overflowed) }
+    unsafe { finish_free::<A, D, FOLLOWS>(inner, st, ptr, layout, overflowed) }
 }
 
 /// The end of a recorded free: live bytes to publish (`overflowed`) or the lifetime
@@ -83,7 +88,7 @@ pub unsafe fn dealloc_recorded<A: GlobalAlloc, D: Door, const STACKS: bool>(
 /// # Safety
 /// As for `dealloc_recorded`.
 #[inline(always)]
-unsafe fn finish_free<A: GlobalAlloc, D: Door, const STACKS: bool>(
+unsafe fn finish_free<A: GlobalAlloc, D: Door, const FOLLOWS: bool>(
     inner: &A,
     st: &ThreadState,
     ptr: *mut u8,
@@ -91,7 +96,7 @@ unsafe fn finish_free<A: GlobalAlloc, D: Door, const STACKS: bool>(
     overflowed: bool,
 ) {
     if overflowed {
-        let pending = if STACKS && followed::maybe(ptr) {
+        let pending = if FOLLOWS && followed::maybe(ptr) {
             Pending::PublishAndEndFollowing
         } else {
             Pending::Publish
@@ -101,7 +106,7 @@ unsafe fn finish_free<A: GlobalAlloc, D: Door, const STACKS: bool>(
             dealloc_pending::<A, D>(ptr, layout.size(), layout.align(), inner, st, pending)
         };
     }
-    if STACKS && followed::maybe(ptr) {
+    if FOLLOWS && followed::maybe(ptr) {
         // SAFETY: forwarded contract.
         return unsafe {
             dealloc_pending::<A, D>(
@@ -159,14 +164,14 @@ fn record_any_free<D: Door>(ctl: Control, st: &ThreadState, ptr: *mut u8, layout
     let mut units = 0;
     if class > LAST_SMALL {
         bump(&st.phase(ctl).large_bytes_freed, usable as u64);
-        live::add_bytes(st, -(usable as i64));
+        live::add_bytes::<D>(st, -(usable as i64));
     } else {
         units = (usable / LIVE_UNIT) as i16;
     }
     if record_free(ctl, ctl.stacks(), st, ptr, class as u8, units) {
-        live::publish_overflow(st, Overflow::Down);
+        live::publish_overflow::<D>(st, Overflow::Down);
     }
-    if ctl.stacks() && followed::maybe(ptr) {
+    if ctl.follows() && followed::maybe(ptr) {
         end_following::<D>(ptr);
     }
 }
@@ -235,7 +240,7 @@ unsafe fn dealloc_pending<A: GlobalAlloc, D: Door>(
     // SAFETY: `size` and `align` are those of the caller's `Layout`.
     let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
     if pending != Pending::EndFollowing {
-        live::publish_overflow(st, Overflow::Down);
+        live::publish_overflow::<D>(st, Overflow::Down);
     }
     if pending != Pending::Publish {
         end_following::<D>(ptr);

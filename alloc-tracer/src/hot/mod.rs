@@ -52,15 +52,16 @@
 //!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, ↳ sites::record_site (walk)
 //!                                      └─ not small → alloc_any ↳ A (first: alloc_first)
 //! entry::dealloc ── off ────────────────────────────────→ A
-//!   └─ recording ─ free::dealloc_recorded ── small ─────→ A
+//!   └─ recording ─ free::dealloc_recorded ── small ─────→ A   (one copy per stacks / follows)
 //!                                      ├─ overflow / followed → dealloc_pending → A
 //!                                      └─ large, aligned, unusual → dealloc_any → A
 //! entry::realloc ↳ A, then ↳ realloc::record_realloc ↳ sites (sites, sample)
 //! ```
 //!
 //! `caller` decides whose a call is (the program's, the tracer's own, a thread's
-//! first, or after thread exit); `live` keeps live and peak bytes; `followed` is the
-//! table of followed blocks every free reads; `thread`, `control`, `site_table`, `stack`,
+//! first, or after thread exit); `live` keeps live and peak bytes; `heap` decides
+//! which blocks heap sampling samples (every recording path counts its bytes);
+//! `followed` is the table of followed blocks every free reads; `thread`, `control`, `site_table`, `stack`,
 //! `size_class` and `log_linear` hold the state and arithmetic these paths share.
 
 pub mod alloc;
@@ -72,6 +73,7 @@ pub mod door;
 pub mod entry;
 pub mod followed;
 pub mod free;
+pub mod heap;
 pub mod live;
 pub mod log_linear;
 pub mod realloc;

@@ -1,9 +1,13 @@
 //! Reallocs: recorded after the inner allocator returns, as a realloc in the new
-//! block's class (and a free of the old block's bytes).
+//! block's class (and a free of the old block's bytes). For heap sampling the new
+//! block counts as a new one of its full size (the old one, if sampled, stopped
+//! being followed before the inner allocator could move it).
 
 use super::caller::{Call, state};
 use super::control::Control;
 use super::door::Door;
+use super::entry::no_tail_call;
+use super::heap;
 use super::live;
 use super::log_linear;
 use super::site_table::bump;
@@ -44,6 +48,12 @@ pub fn record_realloc<D: Door>(
         }
     }
     bump(&st.requested[log_linear::size_bucket(new_size)], 1);
-    live::add_bytes(st, usable as i64 - old_usable as i64);
     site_and_latest::<D, REALLOC>(st, ctl, new, new_size, usable, class);
+    if heap::due(st, usable) {
+        heap::sample_block::<D>(st, ctl, new, usable, class);
+        no_tail_call();
+    }
+    // After the heap sample, so that a peak the new bytes make is kept with the
+    // block in it.
+    live::add_bytes::<D>(st, usable as i64 - old_usable as i64);
 }

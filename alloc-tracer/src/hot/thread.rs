@@ -109,6 +109,12 @@ pub struct ThreadState {
     pub lifetime_countdown: Cell<u64>,
     /// The rest of that countdown after this chunk (`u64::MAX`: none followed).
     pub lifetime_rest: Cell<u64>,
+    /// Bytes left in the current chunk of the countdown to the next sampled byte of
+    /// heap sampling: a block that takes it to 0 or below may hold that byte. See
+    /// `countdown`.
+    pub heap_countdown: Cell<i64>,
+    /// The rest of that countdown after this chunk (`u64::MAX`: heap sampling off).
+    pub heap_rest: Cell<u64>,
     /// The interval epoch (`control::interval_epoch`) the countdowns were drawn in.
     pub countdown_epoch: Cell<u64>,
     /// This thread's stack (zeros: no stacks on this thread).

@@ -8,7 +8,7 @@ use crate::hot::live::{self, LIVE_PUBLISH_BYTES};
 use crate::hot::log_linear::{self, SIZE_SUB_BITS};
 use crate::registry::Counts;
 use alloc_tracer_format::manifest::{
-    Dropped, Manifest, RequestedPercentiles, TOOL, TableInfo, Totals, TracerOwn,
+    Dropped, HeapPeak, Manifest, RequestedPercentiles, TOOL, TableInfo, Totals, TracerOwn,
 };
 use alloc_tracer_format::schema::SCHEMA_VERSION;
 
@@ -84,7 +84,10 @@ pub fn build(
         tracer: TracerOwn {
             alloc_count: c.own_allocs,
             bytes_requested: c.own_bytes,
-            memory_bytes: crate::registry::memory_bytes() + crate::lifetimes::memory_bytes(),
+            memory_bytes: crate::registry::memory_bytes()
+                + crate::lifetimes::memory_bytes()
+                + crate::heap::memory_bytes()
+                + crate::timeline::memory_bytes(),
         },
         dropped: Dropped {
             late_alloc_count: c.late_allocs,
@@ -96,10 +99,21 @@ pub fn build(
             followed_skipped: crate::lifetimes::skipped(),
             stacks_ending_early: ends.early,
             stacks_ending_early_alloc_count: ends.early_allocs,
+            heap_skipped: crate::heap::skipped(),
         },
         threads: c.threads,
         tables,
         incomplete: incomplete.map(str::to_owned),
+        heap_interval: snap.settings.heap_bytes(),
+        heap_peak: (snap.peak.live_bytes > 0).then(|| HeapPeak {
+            live_bytes: snap.peak.live_bytes,
+            time_ns: snap.peak.time_ns.saturating_sub(start_ns),
+            phase: snap
+                .phases
+                .get(snap.peak.phase)
+                .map_or_else(|| format!("phase {}", snap.peak.phase), |p| p.name.clone()),
+        }),
+        timeline_interval_ms: snap.settings.timeline_ms,
     }
 }
 

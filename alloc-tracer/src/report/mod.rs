@@ -4,6 +4,7 @@
 //! and [`summary`] prints the one-glance view.
 
 pub mod directory;
+pub mod heap_tables;
 pub mod manifest;
 pub mod parquet;
 pub mod snapshot;
@@ -73,9 +74,25 @@ fn write_snapshot(
     for (id, c) in &snap.sites {
         *stack_allocs.entry(&id.frames).or_default() += c.allocs + c.reallocs;
     }
+    // Stacks seen only by heap sampling (in `count` mode, all of them) come after,
+    // with no allocations of their own in the sites table.
+    let mut heap_only: Vec<&[usize]> = snap
+        .heap_peak
+        .keys()
+        .chain(snap.heap_end.keys())
+        .map(|id| &*id.frames)
+        .filter(|f| !stack_allocs.contains_key(f))
+        .collect();
+    heap_only.sort();
+    heap_only.dedup();
     let mut stacks: Vec<(&[usize], u64)> = stack_allocs.into_iter().collect();
     stacks.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    let site_ids: HashMap<&[usize], u64> = stacks
+    let every_stack: Vec<(&[usize], u64)> = stacks
+        .iter()
+        .copied()
+        .chain(heap_only.into_iter().map(|s| (s, 0)))
+        .collect();
+    let site_ids: HashMap<&[usize], u64> = every_stack
         .iter()
         .enumerate()
         .map(|(i, (s, _))| (*s, i as u64))
@@ -96,7 +113,7 @@ fn write_snapshot(
         (schema::SITES.file, sites_rows),
         (
             schema::FRAMES.file,
-            tables::write_frames(tmp, &stacks, &site_ids, &snap.symbols)?,
+            tables::write_frames(tmp, &every_stack, &site_ids, &snap.symbols)?,
         ),
         (
             schema::SIZE_CLASSES.file,
@@ -108,6 +125,18 @@ fn write_snapshot(
         ),
         (schema::PHASES.file, tables::write_phases(tmp, &cx)?),
         (schema::LIFETIMES.file, tables::write_lifetimes(tmp, &cx)?),
+        (
+            schema::HEAP_PEAK.file,
+            heap_tables::write_heap(tmp, &schema::HEAP_PEAK, &snap.heap_peak, &cx)?,
+        ),
+        (
+            schema::HEAP_END.file,
+            heap_tables::write_heap(tmp, &schema::HEAP_END, &snap.heap_end, &cx)?,
+        ),
+        (
+            schema::TIMELINE.file,
+            heap_tables::write_timeline(tmp, &cx)?,
+        ),
     ];
     let tables = table_rows
         .into_iter()

@@ -21,6 +21,8 @@ pub enum Values {
     U64(Vec<u64>),
     /// For nullable `UInt64` columns.
     OptU64(Vec<Option<u64>>),
+    /// For `Int64` columns.
+    I64(Vec<i64>),
     /// For `UInt32` columns.
     U32(Vec<u32>),
     /// For nullable `UInt32` columns.
@@ -38,6 +40,7 @@ impl Values {
         match self {
             Values::U64(v) => v.len(),
             Values::OptU64(v) => v.len(),
+            Values::I64(v) => v.len(),
             Values::U32(v) => v.len(),
             Values::OptU32(v) => v.len(),
             Values::Bool(v) => v.len(),
@@ -51,6 +54,7 @@ impl Values {
             (self, ty, nullable),
             (Values::U64(_), ColumnType::UInt64, false)
                 | (Values::OptU64(_), ColumnType::UInt64, true)
+                | (Values::I64(_), ColumnType::Int64, false)
                 | (Values::U32(_), ColumnType::UInt32, false)
                 | (Values::OptU32(_), ColumnType::UInt32, true)
                 | (Values::Bool(_), ColumnType::Boolean, false)
@@ -66,6 +70,7 @@ fn message_type(table: &Table) -> String {
         let rep = if c.nullable { "OPTIONAL" } else { "REQUIRED" };
         let ty = match c.ty {
             ColumnType::UInt64 => "INT64 %s (INTEGER(64,false))",
+            ColumnType::Int64 => "INT64 %s (INTEGER(64,true))",
             ColumnType::UInt32 => "INT32 %s (INTEGER(32,false))",
             ColumnType::Boolean => "BOOLEAN %s",
             ColumnType::String => "BYTE_ARRAY %s (STRING)",
@@ -136,6 +141,7 @@ pub fn write(path: &Path, table: &Table, columns: Vec<Values>) -> Result<(), Err
                 let v: Vec<i64> = v.into_iter().map(|x| x as i64).collect();
                 col.typed::<Int64Type>().write_batch(&v, Some(&d), None)
             }
+            Values::I64(v) => col.typed::<Int64Type>().write_batch(&v, None, None),
             Values::U32(v) => {
                 let v: Vec<i32> = v.into_iter().map(|x| x as i32).collect();
                 col.typed::<Int32Type>().write_batch(&v, None, None)

@@ -3,6 +3,7 @@
 
 use super::summary;
 use crate::config::Settings;
+use crate::heap::SiteLive;
 use crate::hot::site_table::SiteMeta;
 use crate::lifetimes::Lifetimes;
 use crate::phase::PhaseTime;
@@ -22,7 +23,16 @@ pub struct Snapshot {
     pub lifetimes: HashMap<SiteId, Lifetimes>,
     /// Phase names and times.
     pub phases: Vec<PhaseTime>,
-    /// Symbols of every return address in `sites` and `lifetimes`.
+    /// What heap sampling said was live at the kept peak, likewise per site.
+    pub heap_peak: HashMap<SiteId, SiteLive>,
+    /// The kept peak's live bytes, time and phase (its `sites` moved to
+    /// `heap_peak`).
+    pub peak: crate::heap::Peak,
+    /// What heap sampling says is live now, per site.
+    pub heap_end: HashMap<SiteId, SiteLive>,
+    /// The live-bytes timeline.
+    pub timeline: Vec<crate::timeline::Point>,
+    /// Symbols of every return address in `sites`, `lifetimes` and the heap tables.
     pub symbols: HashMap<usize, Vec<Frame>>,
 }
 
@@ -32,12 +42,25 @@ impl Snapshot {
         crate::hot::thread::guarded(|| {
             let sites = crate::registry::sites();
             let lifetimes = crate::lifetimes::snapshot();
+            let mut peak = crate::heap::peak();
+            let heap_peak: HashMap<SiteId, SiteLive> = std::mem::take(&mut peak.sites)
+                .into_iter()
+                .map(|(id, l)| ((*id).clone(), l))
+                .collect();
+            let heap_end = crate::heap::live_now();
             let symbols = symbolize::resolve_all(
                 sites
                     .keys()
                     .chain(lifetimes.keys())
+                    .chain(heap_peak.keys())
+                    .chain(heap_end.keys())
                     .flat_map(|id| id.frames.iter().copied()),
             );
+            let add_live = |a: &SiteLive, b: &SiteLive| SiteLive {
+                sampled: a.sampled + b.sampled,
+                bytes: a.bytes + b.bytes,
+                blocks: a.blocks + b.blocks,
+            };
             Snapshot {
                 settings: Settings::current(),
                 counts: Box::new(crate::registry::counts()),
@@ -61,6 +84,10 @@ impl Snapshot {
                     sum
                 }),
                 phases: crate::phase::phases(),
+                heap_peak: without_tracer_frames(heap_peak, &symbols, add_live),
+                peak,
+                heap_end: without_tracer_frames(heap_end, &symbols, add_live),
+                timeline: crate::timeline::points(),
                 symbols,
             }
         })

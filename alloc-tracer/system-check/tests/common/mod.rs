@@ -53,7 +53,7 @@ pub fn report_has_the_schema(name: &str) {
         assert_eq!(names, want, "{}", table.file);
         for (c, col) in fields.iter().zip(table.columns) {
             let ok = match col.ty {
-                ColumnType::UInt64 => c.physical_type() == Physical::INT64,
+                ColumnType::UInt64 | ColumnType::Int64 => c.physical_type() == Physical::INT64,
                 ColumnType::UInt32 => c.physical_type() == Physical::INT32,
                 ColumnType::Boolean => c.physical_type() == Physical::BOOLEAN,
                 ColumnType::String => {

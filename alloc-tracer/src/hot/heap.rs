@@ -1,0 +1,53 @@
+//! Heap sampling by bytes: which blocks are sampled for the live-heap tables.
+//!
+//! Every allocated byte is sampled independently with probability 1 / mean
+//! (`control::heap_interval`), as jemalloc's and tcmalloc's heap profilers do; a
+//! block is sampled when it holds at least one sampled byte, so a block of `s` bytes
+//! with probability `1 - (1 - 1/mean)^s`: large blocks nearly always, small ones in
+//! proportion to their size. The hot path only subtracts each block's bytes from a
+//! per-thread countdown (`countdown`); a sampled block gets its stack walked here
+//! and is handed to the cold side (the door's `heap_sampled`), which follows it to
+//! its free through `followed` and weights it by the inverse of its probability.
+
+use super::control::Control;
+use super::countdown;
+use super::door::{Door, SiteRef};
+use super::site_table::SiteMeta;
+use super::sites::OWN_FRAMES;
+use super::stack::{self, raw_frames};
+use super::thread::{self, ThreadState};
+
+/// Counts a block of `usable` bytes against the heap countdown: true when the block
+/// is sampled (then [`sample_block`] must follow, once the block exists).
+#[inline(always)]
+pub fn due(st: &ThreadState, usable: usize) -> bool {
+    let left = st.heap_countdown.get().wrapping_sub(usable as i64);
+    st.heap_countdown.set(left);
+    left <= 0 && countdown::heap_chunk_done(st, left.unsigned_abs())
+}
+
+/// Hands the sampled block at `ptr` (`usable` bytes of class `class`) to the cold
+/// side with its stack, and draws the next countdown. Called, never jumped to, from
+/// the recording function, whose frame the walk passes over (as `sites` does).
+#[cold]
+#[inline(never)]
+pub fn sample_block<D: Door>(
+    st: &ThreadState,
+    ctl: Control,
+    ptr: *mut u8,
+    usable: usize,
+    class: usize,
+) {
+    countdown::next_heap(st);
+    let depth = ctl.depth() + OWN_FRAMES - 1;
+    // SAFETY: `st.stack` is this thread's stack, found when its state was made.
+    let walk = unsafe { stack::walk(1, depth, st.stack, 0) };
+    let mut raw = raw_frames();
+    // SAFETY: the walk was made just now, in this function.
+    let frames = unsafe { stack::frames_of(&walk, &mut raw) };
+    let site = SiteRef {
+        meta: SiteMeta::new(ctl.phase(), class, frames.len()),
+        frames,
+    };
+    thread::guarded(|| D::heap_sampled(ptr, site, usable as u64));
+}

@@ -1,0 +1,152 @@
+//! Cold path: the live-bytes timeline, sampled by a thread of the tracer's own.
+//!
+//! Every `ALLOC_TRACE_TIMELINE_MS` (10 ms by default) the sampler reads the global
+//! live bytes (one atomic load), the current phase (the control word) and the
+//! running allocation count and bytes (summed over threads under the registry lock,
+//! which the recording path never waits on). Recording threads are never stopped or
+//! slowed but for the cache lines the sampler reads.
+//!
+//! The sampler is a bare `pthread` started when tracing starts (at the first
+//! allocation, or `Settings::apply`): creating it allocates nothing through the
+//! global allocator, so it is safe from inside the first allocation, and it runs
+//! with the re-entrancy guard set, so what it allocates is the tracer's own. A forked
+//! child has no sampler: its timeline stops at the fork.
+
+use crate::hot::clock;
+use crate::hot::control;
+use crate::hot::live;
+use crate::hot::thread::with_local;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard, Once};
+use std::time::Duration;
+
+/// One sample of the timeline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Point {
+    /// Nanoseconds after tracing started.
+    pub time_ns: u64,
+    /// Phase id in force.
+    pub phase: usize,
+    /// Global live bytes (exact to within the peak's stated error).
+    pub live_bytes: i64,
+    /// Allocations and reallocs so far.
+    pub alloc_count: u64,
+    /// Their real bytes so far.
+    pub bytes_allocated: u64,
+}
+
+/// Most points kept: past it every other point is dropped and the sampler keeps one
+/// tick in twice as many, so a run of any length keeps a bounded, even timeline
+/// (about 2.7 hours at 10 ms before the first halving).
+const MAX_POINTS: usize = 1 << 20;
+
+struct Timeline {
+    points: Vec<Point>,
+    /// Ticks per kept point.
+    stride: u64,
+    ticks: u64,
+}
+
+static TIMELINE: Mutex<Timeline> = Mutex::new(Timeline {
+    points: Vec::new(),
+    stride: 1,
+    ticks: 0,
+});
+/// Default interval of the timeline, in milliseconds.
+pub const DEFAULT_INTERVAL_MS: u64 = 10;
+
+static INTERVAL_MS: AtomicU64 = AtomicU64::new(DEFAULT_INTERVAL_MS);
+static STARTED: Once = Once::new();
+
+fn timeline() -> MutexGuard<'static, Timeline> {
+    TIMELINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sets the sampling interval in milliseconds (0: no samples).
+pub(crate) fn set_interval_ms(ms: u64) {
+    INTERVAL_MS.store(ms, Relaxed);
+}
+
+/// The sampling interval in milliseconds (0: no samples).
+pub fn interval_ms() -> u64 {
+    INTERVAL_MS.load(Relaxed)
+}
+
+/// Starts the sampler thread, once per process. Allocation-free.
+pub(crate) fn start() {
+    STARTED.call_once(|| {
+        // SAFETY: a zeroed `pthread_t` is a valid place for `pthread_create` to
+        // write to; `run` is an `extern "C"` function that never returns or unwinds.
+        unsafe {
+            let mut t: libc::pthread_t = std::mem::zeroed();
+            if libc::pthread_create(&mut t, std::ptr::null(), run, std::ptr::null_mut()) == 0 {
+                libc::pthread_detach(t);
+            }
+        }
+    });
+}
+
+extern "C" fn run(_: *mut libc::c_void) -> *mut libc::c_void {
+    with_local(|l| l.set_guard(true));
+    loop {
+        let ms = interval_ms();
+        std::thread::sleep(Duration::from_millis(if ms == 0 { 100 } else { ms }));
+        if ms != 0 && control::load().recording() {
+            // A panic here would unwind out of an `extern "C"` function: the sampler
+            // stops instead.
+            if std::panic::catch_unwind(tick).is_err() {
+                break;
+            }
+        }
+    }
+    std::ptr::null_mut()
+}
+
+fn tick() {
+    let due = {
+        let mut t = timeline();
+        t.ticks += 1;
+        t.ticks.is_multiple_of(t.stride)
+    };
+    if !due {
+        return;
+    }
+    // Not under the timeline's lock: no lock is ever taken while holding it.
+    let (alloc_count, bytes_allocated) = crate::registry::running_totals(crate::phase::used());
+    let point = Point {
+        time_ns: clock::now_ns().saturating_sub(clock::start_ns()),
+        phase: control::load().phase(),
+        live_bytes: live::live_bytes(),
+        alloc_count,
+        bytes_allocated,
+    };
+    let mut t = timeline();
+    if t.points.len() >= MAX_POINTS {
+        let kept: Vec<Point> = t.points.iter().step_by(2).copied().collect();
+        t.points = kept;
+        t.stride *= 2;
+    }
+    t.points.push(point);
+}
+
+/// The timeline so far.
+pub fn points() -> Vec<Point> {
+    timeline().points.clone()
+}
+
+/// About how many bytes the timeline takes.
+pub fn memory_bytes() -> u64 {
+    (timeline().points.capacity() * size_of::<Point>()) as u64
+}
+
+/// The timeline's lock, held across a `fork()` (see `fork`).
+pub(crate) struct HeldForFork {
+    _timeline: MutexGuard<'static, Timeline>,
+}
+
+/// Takes the timeline's lock (never held while another is taken).
+pub(crate) fn hold_for_fork() -> HeldForFork {
+    HeldForFork {
+        _timeline: timeline(),
+    }
+}
