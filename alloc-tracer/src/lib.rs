@@ -129,7 +129,10 @@ mod symbolize;
 mod timeline;
 
 pub use allocator::TracingAllocator;
-pub use config::{DEFAULT_DEPTH, DEFAULT_LIFETIME_INTERVAL, MAX_DEPTH, Mode, Settings};
+pub use config::{
+    DEFAULT_DEPTH, DEFAULT_HEAP_INTERVAL, DEFAULT_LIFETIME_INTERVAL, DEFAULT_TIMELINE_MS,
+    MAX_DEPTH, Mode, Settings, parse_bytes,
+};
 pub use error::Error;
 pub use hot::size_class::{NUM_CLASSES, class_bytes};
 pub use measure::{Measured, measure};

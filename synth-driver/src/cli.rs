@@ -64,6 +64,13 @@ struct TraceArgs {
     /// Frames kept per call stack (1 to 30).
     #[arg(long, default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = clap::value_parser!(u64).range(1..=alloc_tracer::MAX_DEPTH as u64), global = true)]
     depth: u64,
+    /// Heap sampling: mean bytes between sampled bytes (e.g. 1MiB, 65536; 0 = off;
+    /// 1 = every block). Default: 1MiB in sites and sample:N, off in count.
+    #[arg(long, value_parser = parse_bytes, global = true)]
+    heap_sample: Option<u64>,
+    /// Interval of the report's live-bytes timeline, in milliseconds (0 = none).
+    #[arg(long, default_value_t = alloc_tracer::DEFAULT_TIMELINE_MS, global = true)]
+    timeline_ms: u64,
     /// Write the tracer's report (parquet tables and manifest.json) to this directory.
     #[arg(long, global = true)]
     report: Option<PathBuf>,
@@ -289,6 +296,8 @@ impl Cli {
             trace: Trace {
                 mode: self.trace.trace,
                 depth: self.trace.depth as usize,
+                heap_interval: self.trace.heap_sample,
+                timeline_ms: self.trace.timeline_ms,
                 report: self.trace.report,
                 top: self.trace.top,
             },
@@ -337,6 +346,11 @@ fn check_variants(variants: &[Variant], work: &Work, prover: Prover, report: boo
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
     Mode::parse(s).map_err(|e| e.to_string())
+}
+
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    alloc_tracer::parse_bytes(s)
+        .ok_or_else(|| format!("{s:?} is not a byte count (e.g. 1MiB, 64KiB, 65536)"))
 }
 
 fn parse_arity(s: &str) -> Result<usize, String> {

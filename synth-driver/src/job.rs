@@ -29,6 +29,10 @@ pub struct Trace {
     pub mode: Mode,
     /// Frames kept per call stack.
     pub depth: usize,
+    /// Heap sampling's mean interval in bytes (`None`: the mode's default).
+    pub heap_interval: Option<u64>,
+    /// The timeline's interval in milliseconds (0: none).
+    pub timeline_ms: u64,
     /// Directory the report is written to at the end, if any.
     pub report: Option<PathBuf>,
     /// Sites listed in the printed summary.

@@ -30,6 +30,8 @@ pub fn run(job: Job) -> Result<()> {
     Settings {
         mode: trace.mode,
         depth: trace.depth,
+        heap_interval: trace.heap_interval,
+        timeline_ms: trace.timeline_ms,
         ..Default::default()
     }
     .apply();
