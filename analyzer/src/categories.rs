@@ -240,8 +240,16 @@ mod tests {
         ];
         assert_eq!(
             rules[classify(&rules, &growth)].name,
-            "assignment and density vector growth"
+            "prover assignment vectors"
         );
+        let abc = [
+            frame("grow_one<T>", "/rustc/x/library/alloc/src/raw_vec/mod.rs"),
+            frame(
+                "enforce<S>",
+                "/x/bellperson-0.27.0/src/groth16/prover/mod.rs",
+            ),
+        ];
+        assert_eq!(rules[classify(&rules, &abc)].name, "prover a/b/c vectors");
     }
 
     #[test]

@@ -38,22 +38,9 @@ pub fn folded(report: &Report, by: Weight, phase: Option<&str>) -> Vec<String> {
         if w == 0 {
             continue;
         }
-        let stack = stacks.entry(row.site_id).or_insert_with(|| {
-            let names: Vec<String> = frames_of(&report.frames, row.site_id)
-                .iter()
-                .rev()
-                .map(|f| {
-                    without_generics(&f.function)
-                        .trim_end_matches("::")
-                        .replace(';', ":")
-                })
-                .collect();
-            if names.is_empty() {
-                "(no frames)".to_owned()
-            } else {
-                names.join(";")
-            }
-        });
+        let stack = stacks
+            .entry(row.site_id)
+            .or_insert_with(|| folded_stack(frames_of(&report.frames, row.site_id)));
         let sum = weights.entry(stack.clone()).or_default();
         *sum = sum.saturating_add(w);
     }
@@ -61,6 +48,24 @@ pub fn folded(report: &Report, by: Weight, phase: Option<&str>) -> Vec<String> {
         .into_iter()
         .map(|(stack, w)| format!("{stack} {w}"))
         .collect()
+}
+
+/// One stack in the folded format, outermost frame first, without its weight.
+pub fn folded_stack(frames: &[FrameRow]) -> String {
+    let names: Vec<String> = frames
+        .iter()
+        .rev()
+        .map(|f| {
+            without_generics(&f.function)
+                .trim_end_matches("::")
+                .replace(';', ":")
+        })
+        .collect();
+    if names.is_empty() {
+        "(no frames)".to_owned()
+    } else {
+        names.join(";")
+    }
 }
 
 /// A flame graph SVG (inferno) of the folded stacks.
@@ -71,8 +76,7 @@ pub fn flamegraph(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let lines = folded(report, by, phase);
-    let mut opts = inferno::flamegraph::Options::default();
-    opts.title = format!(
+    let title = format!(
         "Allocations by {}{}",
         match by {
             Weight::Count => "count",
@@ -80,9 +84,9 @@ pub fn flamegraph(
         },
         phase.map_or(String::new(), |p| format!(", phase {p}"))
     );
-    opts.count_name = match by {
-        Weight::Count => "allocations".to_owned(),
-        Weight::Bytes => "bytes".to_owned(),
+    let count_name = match by {
+        Weight::Count => "allocations",
+        Weight::Bytes => "bytes",
     };
     if lines.is_empty() {
         return Err(io::Error::new(
@@ -90,6 +94,19 @@ pub fn flamegraph(
             "no allocations to draw (wrong --phase, or a count-mode report without sites?)",
         ));
     }
+    flamegraph_of(&lines, title, count_name, out)
+}
+
+/// A flame graph SVG (inferno) of folded stack lines.
+pub fn flamegraph_of(
+    lines: &[String],
+    title: String,
+    count_name: &str,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title;
+    opts.count_name = count_name.to_owned();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
         .map_err(io::Error::other)
 }

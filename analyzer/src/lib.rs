@@ -20,6 +20,7 @@ pub mod cost;
 pub mod diff;
 pub mod error;
 pub mod export;
+pub mod memory;
 pub mod naming;
 mod pages;
 pub mod rank;

@@ -24,7 +24,7 @@ pub enum Format {
     Csv,
 }
 
-fn pct(x: f64) -> String {
+pub(crate) fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
@@ -45,7 +45,7 @@ fn seconds(s: f64) -> String {
 }
 
 /// A site's name followed by its callers, if any.
-fn with_callers(name: &str, callers: &str) -> String {
+pub(crate) fn with_callers(name: &str, callers: &str) -> String {
     if callers.is_empty() {
         name.to_owned()
     } else {
@@ -60,7 +60,7 @@ fn opt_pct(x: Option<f64>) -> String {
 /// Writes `rows` as CSV: a header row of their field names, then one record per row.
 /// Without rows, the header alone (the field names of `T::default()`), so that a
 /// reader still sees the columns.
-fn csv_rows<T: Serialize + Default>(out: &mut dyn Write, rows: &[T]) -> io::Result<()> {
+pub(crate) fn csv_rows<T: Serialize + Default>(out: &mut dyn Write, rows: &[T]) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(&mut *out);
     let mut empty = true;
     for row in rows {

@@ -302,7 +302,7 @@ fn one_line(text: impl std::fmt::Display) -> String {
 /// are there with the schema's types, and that their page headers are sound (see
 /// `pages`). Every failure, a panic of the parquet reader included, is
 /// [`Error::Corrupt`] naming the file.
-fn read<T>(
+pub(crate) fn read<T>(
     dir: &Path,
     manifest: &Manifest,
     table: &schema::Table,
@@ -394,6 +394,7 @@ fn read<T>(
 fn dtype(t: schema::ColumnType) -> DataType {
     match t {
         schema::ColumnType::UInt64 => DataType::UInt64,
+        schema::ColumnType::Int64 => DataType::Int64,
         schema::ColumnType::UInt32 => DataType::UInt32,
         schema::ColumnType::Boolean => DataType::Boolean,
         schema::ColumnType::String => DataType::String,
@@ -470,7 +471,13 @@ fn values<T>(
     Ok(v)
 }
 
-fn u64s(df: &DataFrame, name: &str) -> Result<Vec<u64>, String> {
+pub(crate) fn i64s(df: &DataFrame, name: &str) -> Result<Vec<i64>, String> {
+    values(df, name, |c| {
+        Ok(c.i64()?.iter().map(|v| v.unwrap_or(0)).collect())
+    })
+}
+
+pub(crate) fn u64s(df: &DataFrame, name: &str) -> Result<Vec<u64>, String> {
     values(df, name, |c| {
         Ok(c.u64()?.iter().map(|v| v.unwrap_or(0)).collect())
     })
@@ -490,7 +497,7 @@ fn opt_u32s(df: &DataFrame, name: &str) -> Result<Vec<Option<u32>>, String> {
     values(df, name, |c| Ok(c.u32()?.iter().collect()))
 }
 
-fn strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>, String> {
+pub(crate) fn strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>, String> {
     values(df, name, |c| {
         Ok(c.str()?.iter().map(|v| v.map(str::to_owned)).collect())
     })

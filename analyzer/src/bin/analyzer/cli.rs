@@ -2,13 +2,15 @@
 //! no command reads clap's types, and defaults are resolved in one place).
 
 use crate::measure::Effort;
+use crate::memory_jobs::{HeldJob, TimelineJob};
 use crate::{
     CalibrateJob, CategoriesJob, CheckJob, CostInputs, CostJob, DiffJob, ExportAs, ExportJob,
-    FlamegraphJob, Job, Selection, TopJob,
+    FlameBy, FlamegraphJob, Job, Selection, TopJob,
 };
 use analyzer::calibrate;
 use analyzer::diff::Measured;
 use analyzer::export::Weight;
+use analyzer::memory::Moment;
 use analyzer::rank::RankBy;
 use analyzer::render::Format;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -32,6 +34,9 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     analyzer diff reports/base reports/patched --fail-if 'allocs>+1%' --fail-if 'cost>+5ms'\n  \
     analyzer check reports/porep-2k --budget docs/budget.example.toml\n  \
     analyzer flamegraph reports/porep-2k --by count -o allocs.svg\n  \
+    analyzer peak reports/porep-2k --limit 10\n  \
+    analyzer leaks reports/porep-2k\n  \
+    analyzer timeline reports/porep-2k -o live.svg\n  \
     analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n  \
     analyzer export reports/porep-2k --format parquet -o porep-2k-sites.parquet\n\n\
     Costs use a calibration of this machine's allocator, stored at\n  \
@@ -175,13 +180,48 @@ enum Command {
         #[arg(long)]
         rules: Option<PathBuf>,
     },
-    /// A flame graph (SVG) of the allocating stacks.
+    /// What holds memory at the kept peak of live bytes: sites and categories by
+    /// live bytes, estimated by heap sampling (ALLOC_TRACE_HEAP).
+    Peak {
+        #[command(flatten)]
+        common: Common,
+        /// Category rules (TOML, the format of the built-in
+        /// analyzer/src/default_categories.toml).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Sites to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// What was still live when the report was written (leaks, and data kept to the
+    /// end), by site and category, estimated by heap sampling.
+    Leaks {
+        #[command(flatten)]
+        common: Common,
+        /// Category rules (TOML, the format of the built-in
+        /// analyzer/src/default_categories.toml).
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Sites to show.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// A plot (SVG) of live bytes over time, phases shaded and the kept peak marked.
+    Timeline {
+        /// Report directory (written by alloc-tracer).
+        report: PathBuf,
+        /// SVG file to write.
+        #[arg(long, short)]
+        out: PathBuf,
+    },
+    /// A flame graph (SVG) of the allocating stacks, or of live bytes at the peak.
     Flamegraph {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
-        /// Width of a stack: allocations or requested bytes.
+        /// Width of a stack: allocations, requested bytes, or live bytes at the kept
+        /// peak (heap sampling).
         #[arg(long, value_enum, default_value = "count")]
-        by: WeightArg,
+        by: FlameArg,
         /// Only allocations made in this phase (e.g. synthesize).
         #[arg(long)]
         phase: Option<String>,
@@ -233,6 +273,13 @@ enum ByArg {
 enum WeightArg {
     Count,
     Bytes,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum FlameArg {
+    Count,
+    Bytes,
+    PeakBytes,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -365,9 +412,34 @@ impl Command {
             } => Job::Flamegraph(FlamegraphJob {
                 report,
                 phase,
-                by: by.into(),
+                by: match by {
+                    FlameArg::Count => FlameBy::Allocated(Weight::Count),
+                    FlameArg::Bytes => FlameBy::Allocated(Weight::Bytes),
+                    FlameArg::PeakBytes => FlameBy::PeakBytes,
+                },
                 out,
             }),
+            Command::Peak {
+                common,
+                rules,
+                limit,
+            } => Job::Held(HeldJob {
+                selection: common.into(),
+                moment: Moment::Peak,
+                rules,
+                limit,
+            }),
+            Command::Leaks {
+                common,
+                rules,
+                limit,
+            } => Job::Held(HeldJob {
+                selection: common.into(),
+                moment: Moment::End,
+                rules,
+                limit,
+            }),
+            Command::Timeline { report, out } => Job::Timeline(TimelineJob { report, out }),
             Command::Export {
                 report,
                 format,

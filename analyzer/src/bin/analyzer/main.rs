@@ -7,6 +7,7 @@
 
 mod cli;
 mod measure;
+mod memory_jobs;
 
 use analyzer::calibrate::{self, Calibration};
 use analyzer::export::{self, Weight};
@@ -41,6 +42,10 @@ enum Job {
     Flamegraph(FlamegraphJob),
     /// `analyzer export`.
     Export(ExportJob),
+    /// `analyzer peak` and `analyzer leaks`.
+    Held(memory_jobs::HeldJob),
+    /// `analyzer timeline`.
+    Timeline(memory_jobs::TimelineJob),
 }
 
 /// Which report, which phase of it, and how to write the answer.
@@ -102,8 +107,16 @@ struct CheckJob {
 struct FlamegraphJob {
     report: PathBuf,
     phase: Option<String>,
-    by: Weight,
+    by: FlameBy,
     out: PathBuf,
+}
+
+/// The width of a flame graph's stacks.
+enum FlameBy {
+    /// What was allocated, so weighted.
+    Allocated(Weight),
+    /// Live bytes at the kept peak (heap sampling).
+    PeakBytes,
 }
 
 /// What `analyzer export` writes.
@@ -171,6 +184,8 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Check(job) => breaches = job.run()?,
         Job::Flamegraph(job) => job.run()?,
         Job::Export(job) => job.run()?,
+        Job::Held(job) => job.run(&mut out)?,
+        Job::Timeline(job) => job.run()?,
     }
     out.flush()?;
     if breaches.is_empty() {
@@ -325,9 +340,19 @@ impl CheckJob {
 
 impl FlamegraphJob {
     fn run(self) -> Result<()> {
+        let by = match self.by {
+            FlameBy::Allocated(by) => by,
+            FlameBy::PeakBytes => {
+                return memory_jobs::heap_flamegraph(
+                    &self.report,
+                    self.phase.as_deref(),
+                    &self.out,
+                );
+            }
+        };
         let r = report::load(&self.report)?;
         let mut svg = Vec::new();
-        export::flamegraph(&r, self.by, self.phase.as_deref(), &mut svg)?;
+        export::flamegraph(&r, by, self.phase.as_deref(), &mut svg)?;
         std::fs::write(&self.out, svg).with_context(|| format!("{}", self.out.display()))
     }
 }

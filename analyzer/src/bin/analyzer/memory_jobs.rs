@@ -1,0 +1,56 @@
+//! The memory commands: `peak`, `leaks`, `timeline`, and the flame graph of live
+//! bytes (`flamegraph --by peak-bytes`).
+
+use crate::{Selection, rules};
+use analyzer::memory::{self, Moment};
+use analyzer::report;
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// `analyzer peak` (`Moment::Peak`) or `analyzer leaks` (`Moment::End`).
+pub(crate) struct HeldJob {
+    pub(crate) selection: Selection,
+    pub(crate) moment: Moment,
+    pub(crate) rules: Option<PathBuf>,
+    pub(crate) limit: usize,
+}
+
+impl HeldJob {
+    pub(crate) fn run(self, out: &mut dyn Write) -> Result<()> {
+        let rules = rules(self.rules.as_deref())?;
+        let s = self.selection;
+        let r = report::load(&s.report)?;
+        let m = memory::load(&r)?;
+        let held = memory::held(&r, &m, self.moment, &rules, s.phase.as_deref(), self.limit);
+        Ok(memory::render::held(out, &held, s.format)?)
+    }
+}
+
+/// `analyzer timeline -o FILE.svg`.
+pub(crate) struct TimelineJob {
+    pub(crate) report: PathBuf,
+    pub(crate) out: PathBuf,
+}
+
+impl TimelineJob {
+    pub(crate) fn run(self) -> Result<()> {
+        let r = report::load(&self.report)?;
+        let m = memory::load(&r)?;
+        let svg = memory::svg::timeline(&r, &m)?;
+        std::fs::write(&self.out, svg).with_context(|| format!("{}", self.out.display()))
+    }
+}
+
+/// `analyzer flamegraph --by peak-bytes`.
+pub(crate) fn heap_flamegraph(
+    report: &std::path::Path,
+    phase: Option<&str>,
+    out: &std::path::Path,
+) -> Result<()> {
+    let r = report::load(report)?;
+    let m = memory::load(&r)?;
+    let mut svg = Vec::new();
+    memory::flamegraph(&r, &m, Moment::Peak, phase, &mut svg)?;
+    std::fs::write(out, svg).with_context(|| format!("{}", out.display()))
+}

@@ -1,0 +1,385 @@
+//! Memory: which sites hold the live bytes at the kept peak (`heap_peak.parquet`) and
+//! at the report (`heap_end.parquet`), and live bytes over time
+//! (`timeline.parquet`). `render` writes the answers, `svg` plots the timeline.
+
+pub mod render;
+pub mod svg;
+
+use crate::categories::{self, Category};
+use crate::naming;
+use crate::rank::{CALLERS, frames_of};
+use crate::report::{self, Report};
+use crate::{Error, report::read};
+use alloc_tracer_format::schema;
+use polars::prelude::DataFrame;
+use std::collections::HashMap;
+
+/// One row of `heap_peak.parquet` or `heap_end.parquet`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HeapRow {
+    /// The site.
+    pub site_id: u64,
+    /// Phase at allocation.
+    pub phase: String,
+    /// jemalloc size class.
+    pub size_class_bytes: u64,
+    /// Sampled blocks live (raw).
+    pub sampled_count: u64,
+    /// Estimated live bytes.
+    pub live_bytes_estimate: u64,
+    /// Estimated live blocks.
+    pub live_blocks_estimate: u64,
+}
+
+/// One row of `timeline.parquet`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TimelinePoint {
+    /// Nanoseconds after tracing started.
+    pub time_ns: u64,
+    /// Phase in force.
+    pub phase: String,
+    /// Live bytes.
+    pub live_bytes: i64,
+    /// Allocations and reallocs so far.
+    pub alloc_count: u64,
+    /// Their real bytes so far.
+    pub bytes_allocated: u64,
+}
+
+/// A report's memory tables (empty where the report has none: heap sampling off,
+/// or a report written before they existed).
+#[derive(Clone, Debug, Default)]
+pub struct Memory {
+    /// What was live at the kept peak.
+    pub peak: Vec<HeapRow>,
+    /// What was live at the report.
+    pub end: Vec<HeapRow>,
+    /// Live bytes over time, in time order.
+    pub timeline: Vec<TimelinePoint>,
+}
+
+const HEAP_COLUMNS: &[&str] = &[
+    "site_id",
+    "phase",
+    "size_class_bytes",
+    "sampled_count",
+    "live_bytes_estimate",
+    "live_blocks_estimate",
+];
+
+const TIMELINE_COLUMNS: &[&str] = &[
+    "time_ns",
+    "phase",
+    "live_bytes",
+    "alloc_count",
+    "bytes_allocated",
+];
+
+/// Reads the memory tables of a loaded report, checked like its other tables.
+pub fn load(report: &Report) -> Result<Memory, Error> {
+    let table = |t: &schema::Table| report.manifest.tables.iter().any(|l| l.file == t.file);
+    let heap = |t: &schema::Table| -> Result<Vec<HeapRow>, Error> {
+        if !table(t) {
+            return Ok(vec![]);
+        }
+        read(&report.dir, &report.manifest, t, HEAP_COLUMNS, heap_rows)
+    };
+    let timeline = if table(&schema::TIMELINE) {
+        let mut t = read(
+            &report.dir,
+            &report.manifest,
+            &schema::TIMELINE,
+            TIMELINE_COLUMNS,
+            timeline_rows,
+        )?;
+        t.sort_by_key(|p| p.time_ns);
+        t
+    } else {
+        vec![]
+    };
+    Ok(Memory {
+        peak: heap(&schema::HEAP_PEAK)?,
+        end: heap(&schema::HEAP_END)?,
+        timeline,
+    })
+}
+
+fn heap_rows(df: &DataFrame) -> Result<Vec<HeapRow>, String> {
+    let site = report::u64s(df, "site_id")?;
+    let phase = report::strings(df, "phase")?;
+    let class = report::u64s(df, "size_class_bytes")?;
+    let sampled = report::u64s(df, "sampled_count")?;
+    let bytes = report::u64s(df, "live_bytes_estimate")?;
+    let blocks = report::u64s(df, "live_blocks_estimate")?;
+    Ok((0..df.height())
+        .map(|i| HeapRow {
+            site_id: site[i],
+            phase: phase[i].clone().unwrap_or_default(),
+            size_class_bytes: class[i],
+            sampled_count: sampled[i],
+            live_bytes_estimate: bytes[i],
+            live_blocks_estimate: blocks[i],
+        })
+        .collect())
+}
+
+fn timeline_rows(df: &DataFrame) -> Result<Vec<TimelinePoint>, String> {
+    let time = report::u64s(df, "time_ns")?;
+    let phase = report::strings(df, "phase")?;
+    let live = report::i64s(df, "live_bytes")?;
+    let allocs = report::u64s(df, "alloc_count")?;
+    let bytes = report::u64s(df, "bytes_allocated")?;
+    Ok((0..df.height())
+        .map(|i| TimelinePoint {
+            time_ns: time[i],
+            phase: phase[i].clone().unwrap_or_default(),
+            live_bytes: live[i],
+            alloc_count: allocs[i],
+            bytes_allocated: bytes[i],
+        })
+        .collect())
+}
+
+/// One site's live memory at a moment, summed over its size classes.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct HeldSite {
+    /// Rank, from 1, by live bytes.
+    pub rank: usize,
+    /// `site_id` in the report.
+    pub site_id: u64,
+    /// First frame outside the allocator and std.
+    pub name: String,
+    /// Where that frame was reached from.
+    pub callers: String,
+    /// The first category whose rules claim the site.
+    pub category: String,
+    /// Estimated live bytes.
+    pub live_bytes: u64,
+    /// Their share of the moment's live bytes (the kept peak's, or the end's).
+    pub share: f64,
+    /// Estimated live blocks.
+    pub live_blocks: u64,
+    /// Sampled blocks behind the estimates (raw): few means a rough estimate.
+    pub sampled_count: u64,
+    /// The size class holding most of the site's live bytes.
+    pub main_size_class_bytes: u64,
+}
+
+/// Live bytes per category at a moment.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct HeldCategory {
+    /// Category name.
+    pub category: String,
+    /// Estimated live bytes.
+    pub live_bytes: u64,
+    /// Their share of the moment's live bytes.
+    pub share: f64,
+    /// Sites in the category.
+    pub sites: usize,
+}
+
+/// What holds memory at one moment: the moment's exact live bytes (when known),
+/// what the estimates add up to, and the sites and categories, largest first.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Held {
+    /// `peak` or `end`.
+    pub moment: String,
+    /// Exact live bytes then (the kept peak's, or the report's live bytes at its end).
+    pub live_bytes: Option<i64>,
+    /// When, in seconds after tracing started (the kept peak only).
+    pub time_s: Option<f64>,
+    /// The phase in force then (the kept peak only).
+    pub phase: Option<String>,
+    /// Heap sampling's mean interval in bytes (0: off).
+    pub heap_interval: u64,
+    /// The sum of the estimates over every site (before `--phase` and `--limit`).
+    pub estimated_bytes: u64,
+    /// Categories, largest first.
+    pub categories: Vec<HeldCategory>,
+    /// Sites, largest first (at most the limit).
+    pub sites: Vec<HeldSite>,
+}
+
+/// Which table a [`Held`] is made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    /// The kept peak (`heap_peak.parquet`).
+    Peak,
+    /// The report (`heap_end.parquet`): leaks and long-lived data.
+    End,
+}
+
+/// What holds memory at `moment`: sites of blocks allocated in `phase` (all if
+/// `None`), categorised by `rules`, the `limit` largest.
+pub fn held(
+    report: &Report,
+    memory: &Memory,
+    moment: Moment,
+    rules: &[Category],
+    phase: Option<&str>,
+    limit: usize,
+) -> Held {
+    let rows = match moment {
+        Moment::Peak => &memory.peak,
+        Moment::End => &memory.end,
+    };
+    let m = &report.manifest;
+    let (live_bytes, time_s, at_phase) = match moment {
+        Moment::Peak => m.heap_peak.as_ref().map_or((None, None, None), |p| {
+            (
+                Some(p.live_bytes),
+                Some(p.time_ns as f64 * 1e-9),
+                Some(p.phase.clone()),
+            )
+        }),
+        Moment::End => (Some(m.totals.live_bytes_end), None, None),
+    };
+    let estimated_bytes = rows
+        .iter()
+        .map(|r| r.live_bytes_estimate)
+        .fold(0, u64::saturating_add);
+    #[derive(Default)]
+    struct Acc {
+        bytes: u64,
+        blocks: u64,
+        sampled: u64,
+        classes: HashMap<u64, u64>,
+    }
+    let mut by_site: HashMap<u64, Acc> = HashMap::new();
+    for r in rows.iter().filter(|r| phase.is_none_or(|p| r.phase == p)) {
+        let a = by_site.entry(r.site_id).or_default();
+        a.bytes = a.bytes.saturating_add(r.live_bytes_estimate);
+        a.blocks = a.blocks.saturating_add(r.live_blocks_estimate);
+        a.sampled = a.sampled.saturating_add(r.sampled_count);
+        *a.classes.entry(r.size_class_bytes).or_default() += r.live_bytes_estimate;
+    }
+    let whole = live_bytes
+        .filter(|b| *b > 0)
+        .map_or(estimated_bytes as f64, |b| b as f64);
+    let share = |b: u64| if whole > 0.0 { b as f64 / whole } else { 0.0 };
+    let mut sites: Vec<HeldSite> = by_site
+        .into_iter()
+        .map(|(site_id, a)| {
+            let frames = frames_of(&report.frames, site_id);
+            let category = categories::classify(rules, frames);
+            HeldSite {
+                rank: 0,
+                site_id,
+                name: naming::site_name(frames),
+                callers: naming::callers(frames, CALLERS),
+                category: categories::category_name(rules, category).to_owned(),
+                live_bytes: a.bytes,
+                share: share(a.bytes),
+                live_blocks: a.blocks,
+                sampled_count: a.sampled,
+                main_size_class_bytes: a
+                    .classes
+                    .iter()
+                    .max_by_key(|(c, b)| (**b, **c))
+                    .map_or(0, |(c, _)| *c),
+            }
+        })
+        .collect();
+    sites.sort_by(|a, b| {
+        b.live_bytes
+            .cmp(&a.live_bytes)
+            .then(a.site_id.cmp(&b.site_id))
+    });
+    let mut cats: HashMap<&str, (u64, usize)> = HashMap::new();
+    for s in &sites {
+        let c = cats.entry(s.category.as_str()).or_default();
+        c.0 = c.0.saturating_add(s.live_bytes);
+        c.1 += 1;
+    }
+    let mut categories: Vec<HeldCategory> = cats
+        .into_iter()
+        .map(|(name, (bytes, n))| HeldCategory {
+            category: name.to_owned(),
+            live_bytes: bytes,
+            share: share(bytes),
+            sites: n,
+        })
+        .collect();
+    categories.sort_by(|a, b| {
+        b.live_bytes
+            .cmp(&a.live_bytes)
+            .then(a.category.cmp(&b.category))
+    });
+    sites.truncate(limit);
+    for (i, s) in sites.iter_mut().enumerate() {
+        s.rank = i + 1;
+    }
+    Held {
+        moment: match moment {
+            Moment::Peak => "peak",
+            Moment::End => "end",
+        }
+        .to_owned(),
+        live_bytes,
+        time_s,
+        phase: at_phase,
+        heap_interval: m.heap_interval,
+        estimated_bytes,
+        categories,
+        sites,
+    }
+}
+
+/// Folded stacks weighted by live bytes at `moment` (for `flamegraph --by
+/// peak-bytes`): one line per site, outermost frame first.
+pub fn folded(
+    report: &Report,
+    memory: &Memory,
+    moment: Moment,
+    phase: Option<&str>,
+) -> Vec<String> {
+    let rows = match moment {
+        Moment::Peak => &memory.peak,
+        Moment::End => &memory.end,
+    };
+    let mut by_site: HashMap<u64, u64> = HashMap::new();
+    for r in rows.iter().filter(|r| phase.is_none_or(|p| r.phase == p)) {
+        let b = by_site.entry(r.site_id).or_default();
+        *b = b.saturating_add(r.live_bytes_estimate);
+    }
+    let mut stacks: std::collections::BTreeMap<String, u64> = Default::default();
+    for (site, bytes) in by_site.into_iter().filter(|(_, b)| *b > 0) {
+        let stack = crate::export::folded_stack(frames_of(&report.frames, site));
+        let sum = stacks.entry(stack).or_default();
+        *sum = sum.saturating_add(bytes);
+    }
+    stacks
+        .into_iter()
+        .map(|(stack, bytes)| format!("{stack} {bytes}"))
+        .collect()
+}
+
+/// A flame graph SVG of live bytes at `moment` (`flamegraph --by peak-bytes`).
+pub fn flamegraph(
+    report: &Report,
+    memory: &Memory,
+    moment: Moment,
+    phase: Option<&str>,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let lines = folded(report, memory, moment, phase);
+    if lines.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "no live bytes to draw: heap sampling was off (ALLOC_TRACE_HEAP), or nothing sampled was live then",
+        ));
+    }
+    let name = report.dir.file_name().map_or_else(
+        || report.dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let title = format!(
+        "Live bytes {} ({name}{}), estimated by heap sampling",
+        match moment {
+            Moment::Peak => "at the kept peak",
+            Moment::End => "at the end of the run",
+        },
+        phase.map_or(String::new(), |p| format!(", allocated in phase {p}"))
+    );
+    crate::export::flamegraph_of(&lines, title, "bytes", out)
+}

@@ -1,0 +1,117 @@
+//! `analyzer peak` and `analyzer leaks` as tables, JSON and CSV.
+//!
+//! JSON is the whole [`Held`] (the moment, the estimates' total, categories and
+//! sites); CSV is its sites, one row each, with their category.
+
+use super::Held;
+use crate::render::{Format, csv_rows, pct, with_callers};
+use std::io::{self, Write};
+
+/// Bytes in the unit that suits their size (binary units, as the tracer prints).
+pub fn bytes(b: f64) -> String {
+    let a = b.abs();
+    if a >= (1u64 << 30) as f64 {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    } else if a >= (1u64 << 20) as f64 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else if a >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+/// Writes what holds memory at one moment.
+pub fn held(out: &mut dyn Write, h: &Held, format: Format) -> io::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, h)?;
+            writeln!(out)
+        }
+        Format::Csv => csv_rows(out, &h.sites),
+        Format::Table => table(out, h),
+    }
+}
+
+fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
+    let what = if h.moment == "peak" {
+        "at the kept peak"
+    } else {
+        "live at the end of the run"
+    };
+    match (h.live_bytes, h.time_s, &h.phase) {
+        (Some(live), Some(t), Some(phase)) => writeln!(
+            out,
+            "{what}: {} live at {t:.2} s, phase {phase}",
+            bytes(live as f64)
+        )?,
+        (Some(live), _, _) => writeln!(out, "{what}: {} live", bytes(live as f64))?,
+        _ => writeln!(out, "{what}: no peak kept (live bytes never reached 1 MiB)")?,
+    }
+    if h.heap_interval == 0 {
+        writeln!(
+            out,
+            "heap sampling was off in this run: rerun with ALLOC_TRACE_HEAP=1MiB (synth-driver --heap-sample 1MiB) to see the sites"
+        )?;
+        return Ok(());
+    }
+    let cover = h.live_bytes.filter(|l| *l > 0).map_or(String::new(), |l| {
+        format!(" ({} of it)", pct(h.estimated_bytes as f64 / l as f64))
+    });
+    writeln!(
+        out,
+        "heap sampling every {} on average: sites below account for {}{cover}",
+        bytes(h.heap_interval as f64),
+        bytes(h.estimated_bytes as f64)
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:>12} {:>7} {:>6}  category",
+        "live", "share", "sites"
+    )?;
+    for c in &h.categories {
+        writeln!(
+            out,
+            "{:>12} {:>7} {:>6}  {}",
+            bytes(c.live_bytes as f64),
+            pct(c.share),
+            c.sites,
+            c.category
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:>4} {:>12} {:>7} {:>12} {:>8} {:>11}  site [category]",
+        "rank", "live", "share", "blocks", "sampled", "class"
+    )?;
+    for s in &h.sites {
+        writeln!(
+            out,
+            "{:>4} {:>12} {:>7} {:>12} {:>8} {:>11}  {} [{}]",
+            s.rank,
+            bytes(s.live_bytes as f64),
+            pct(s.share),
+            s.live_blocks,
+            s.sampled_count,
+            bytes(s.main_size_class_bytes as f64),
+            with_callers(&s.name, &s.callers),
+            s.category
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_in_binary_units() {
+        assert_eq!(bytes(512.0), "512 B");
+        assert_eq!(bytes(1536.0), "1.5 KiB");
+        assert_eq!(bytes((3u64 << 20) as f64), "3.0 MiB");
+        assert_eq!(bytes((20u64 << 30) as f64), "20.00 GiB");
+    }
+}

@@ -1,0 +1,169 @@
+//! `analyzer timeline -o FILE.svg`: live bytes over time, the phases shaded behind
+//! the line, the kept peak marked; drawn with plotters (SVG, text left to the
+//! viewer's fonts).
+
+use super::{Memory, render::bytes};
+use crate::report::Report;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::io;
+
+/// Phases in time order as (phase, first second, last second) spans.
+fn spans(memory: &Memory) -> Vec<(String, f64, f64)> {
+    let mut spans: Vec<(String, f64, f64)> = vec![];
+    for p in &memory.timeline {
+        let t = p.time_ns as f64 * 1e-9;
+        match spans.last_mut() {
+            Some(last) if last.0 == p.phase => last.2 = t,
+            Some(last) => {
+                last.2 = t;
+                spans.push((p.phase.clone(), t, t));
+            }
+            None => spans.push((p.phase.clone(), t, t)),
+        }
+    }
+    spans
+}
+
+/// The plot as an SVG document. An error when the report has no timeline.
+pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
+    if memory.timeline.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no timeline in this report (ALLOC_TRACE_TIMELINE_MS=0, a run shorter than one interval, or a report written before timelines existed)",
+        ));
+    }
+    let m = &report.manifest;
+    let peak = m.heap_peak.as_ref();
+    let top = memory
+        .timeline
+        .iter()
+        .map(|p| p.live_bytes)
+        .chain(peak.map(|p| p.live_bytes))
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let (unit, scale) = if top >= (1u64 << 30) as f64 {
+        ("GiB", (1u64 << 30) as f64)
+    } else {
+        ("MiB", (1u64 << 20) as f64)
+    };
+    let t_end = memory
+        .timeline
+        .last()
+        .map_or(1.0, |p| p.time_ns as f64 * 1e-9)
+        .max(peak.map_or(0.0, |p| p.time_ns as f64 * 1e-9))
+        .max(1e-3);
+    let y_top = top / scale * 1.12;
+    let name = report.dir.file_name().map_or_else(
+        || report.dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let title = format!(
+        "Live bytes over time: {name} ({}, a point every {} ms)",
+        m.mode, m.timeline_interval_ms
+    );
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1100, 520)).into_drawing_area();
+        draw(&root, memory, &title, t_end, y_top, unit, scale, peak)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        root.present()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+    }
+    Ok(svg)
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+#[allow(clippy::too_many_arguments)]
+fn draw(
+    root: &Area<'_>,
+    memory: &Memory,
+    title: &str,
+    t_end: f64,
+    y_top: f64,
+    unit: &str,
+    scale: f64,
+    peak: Option<&alloc_tracer_format::manifest::HeapPeak>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..t_end, 0f64..y_top)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_desc("seconds after tracing started")
+        .y_desc(format!("live {unit}"))
+        .y_label_formatter(&|v| format!("{v:.1}"))
+        .x_label_formatter(&|v| format!("{v:.1}"))
+        .draw()?;
+    let mut phases: Vec<String> = vec![];
+    for (phase, t0, t1) in spans(memory) {
+        let (i, first) = match phases.iter().position(|p| *p == phase) {
+            Some(i) => (i, false),
+            None => {
+                phases.push(phase.clone());
+                (phases.len() - 1, true)
+            }
+        };
+        let colour = Palette99::pick(i + 1).mix(0.18);
+        let series = chart.draw_series(std::iter::once(Rectangle::new(
+            [(t0, 0.0), (t1, y_top)],
+            colour.filled(),
+        )))?;
+        if first {
+            series
+                .label(format!("phase {phase}"))
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 14, y + 5)], colour.filled())
+                });
+        }
+    }
+    chart
+        .draw_series(LineSeries::new(
+            memory
+                .timeline
+                .iter()
+                .map(|p| (p.time_ns as f64 * 1e-9, p.live_bytes as f64 / scale)),
+            BLUE.stroke_width(2),
+        ))?
+        .label("live bytes")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BLUE.stroke_width(2)));
+    if let Some(p) = peak {
+        let (t, y) = (p.time_ns as f64 * 1e-9, p.live_bytes as f64 / scale);
+        chart.draw_series(std::iter::once(Circle::new((t, y), 5, RED.filled())))?;
+        let label = format!(
+            "peak {} at {t:.2} s ({})",
+            bytes(p.live_bytes as f64),
+            p.phase
+        );
+        // Left of the mark when it is in the right half, so the label stays inside.
+        let anchor = if t > t_end / 2.0 {
+            (t - t_end * 0.01, y + y_top * 0.03)
+        } else {
+            (t + t_end * 0.01, y + y_top * 0.03)
+        };
+        let pos = if t > t_end / 2.0 {
+            Pos::new(HPos::Right, VPos::Bottom)
+        } else {
+            Pos::new(HPos::Left, VPos::Bottom)
+        };
+        chart.draw_series(std::iter::once(Text::new(
+            label,
+            anchor,
+            ("sans-serif", 14).into_font().color(&RED).pos(pos),
+        )))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()?;
+    Ok(())
+}
