@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the Rust workspace, then the Python side against a
-# report written by this build. Installs the Python packages of requirements.txt into
-# a virtual environment outside the clone (reused by later runs).
+# report written by this build. Installs the Python packages of requirements.txt, at
+# the versions of constraints.txt, and notebooks/ (allocprof) into a virtual
+# environment outside the clone (reused by later runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/alloc-profiler/target}"
@@ -15,7 +16,10 @@ python_start=$(date +%s)
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt
+# Exact versions (constraints.txt) within the ranges users install; allocprof itself
+# installed the way notebooks/README.md tells users to.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e 'notebooks[notebooks]' -c constraints.txt
 reports="$CARGO_TARGET_DIR/test-reports"
 report="$reports/demo"
 cargo run --release --quiet -p alloc-tracer --example demo -- "$report" > /dev/null

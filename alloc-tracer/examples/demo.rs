@@ -26,6 +26,12 @@ fn build(n: usize) -> Vec<Vec<u64>> {
     kept
 }
 
+/// A buffer the program keeps to its end: live in the report (`analyzer leaks`).
+#[inline(never)]
+fn lookup_table() -> Vec<u64> {
+    black_box((0..1 << 18).collect())
+}
+
 #[inline(never)]
 fn combine(kept: &[Vec<u64>]) -> u64 {
     let _phase = alloc_tracer::phase("combine");
@@ -47,14 +53,20 @@ fn main() -> Result<(), alloc_tracer::Error> {
     Settings {
         mode: Mode::Sites,
         lifetime_interval: 8,
+        // A small workload: sample its heap finely (the default is 1 MiB) and its
+        // live bytes every millisecond, so that the memory tables have rows.
+        heap_interval: Some(4096),
+        timeline_ms: 1,
         ..Default::default()
     }
     .apply();
     let session = Session::new(&dir);
+    let table = lookup_table();
     let kept = build(100_000);
-    println!("checksum {}", combine(&kept));
+    println!("checksum {}", combine(&kept) + table[7]);
     drop(kept);
     let summary = session.finish()?;
+    drop(table);
     println!("{summary}");
     Ok(())
 }

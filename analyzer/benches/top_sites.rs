@@ -36,6 +36,10 @@ fn column(
                 })
                 .collect::<Vec<u64>>(),
         ),
+        (ColumnType::Int64, _) => Column::new(
+            name_s,
+            (0..rows).map(|i| i as i64 % 97).collect::<Vec<i64>>(),
+        ),
         (ColumnType::UInt64, true) => Column::new(
             name_s,
             (0..rows)

@@ -3,6 +3,13 @@
 //! counts, bytes and predicted cost, and the predicted against the measured change
 //! in wall time.
 //!
+//! Sites match first by their whole stack key (each frame's function, crate path and
+//! line: `alloc_tracer_format::site::stack_key`), so that a crate built from a git
+//! checkout or a local folder (`[patch.crates-io]`) matches the registry build of the
+//! baseline; then, among the rest, with lines ignored, for stacks through code the
+//! patch moved. The diff says how many sites, and what share of each side's
+//! allocations, matched each way: the per-site rows are only as telling as that share.
+//!
 //! A change that recycles blocks through a pool instead of allocating them does not
 //! make their cost vanish: each allocation it removes still costs a take and a
 //! return. With [`Pricing::recycled`] the prediction adds that back, per removed
@@ -41,6 +48,12 @@ pub struct SiteDelta {
     pub name: String,
     /// Where that frame was reached from (see `naming::callers`).
     pub callers: String,
+    /// What tells this row apart from others listed with the same name and callers
+    /// (see `alloc_tracer_format::site::distinctions`); empty when none do.
+    pub distinction: String,
+    /// How the site matched: [`BY_PATH`], [`IGNORING_LINES`], or [`GONE`] / [`NEW`]
+    /// (in one report only).
+    pub matched: String,
     /// Category.
     pub category: String,
     /// Allocations and reallocs in the baseline (0: new site).
@@ -93,6 +106,8 @@ pub struct Diff {
     pub measured_change_s: Option<f64>,
     /// Sites (keys) in both reports: by whole stack, or with lines ignored.
     pub sites_matched: usize,
+    /// Of those, matched by whole stack key (crate paths and lines).
+    pub sites_matched_by_path: usize,
     /// Of those, matched only with line numbers ignored ([`loose_key`]; sites with the
     /// same loose key are summed on each side).
     pub sites_matched_ignoring_lines: usize,
@@ -100,6 +115,14 @@ pub struct Diff {
     pub sites_gone: usize,
     /// Sites only in the change.
     pub sites_new: usize,
+    /// Share of the baseline's allocations (in the phase) at matched sites.
+    pub matched_alloc_share: f64,
+    /// Of that, the share matched by whole stack key.
+    pub matched_alloc_share_by_path: f64,
+    /// Of that, the share matched only with lines ignored.
+    pub matched_alloc_share_ignoring_lines: f64,
+    /// Share of the change's allocations at matched sites.
+    pub change_matched_alloc_share: f64,
     /// Per category (rules in order, then the unmatched).
     pub categories: Vec<CategoryDelta>,
     /// The sites that changed most (by predicted cost with a calibration, else by
@@ -107,8 +130,26 @@ pub struct Diff {
     pub sites: Vec<SiteDelta>,
 }
 
+/// [`SiteDelta::matched`] of a site matched by whole stack key.
+pub const BY_PATH: &str = "by path";
+/// [`SiteDelta::matched`] of a site matched with lines ignored.
+pub const IGNORING_LINES: &str = "ignoring lines";
+/// [`SiteDelta::matched`] of a site only in the baseline.
+pub const GONE: &str = "gone";
+/// [`SiteDelta::matched`] of a site only in the change.
+pub const NEW: &str = "new";
+
+/// Below this [`Diff::matched_alloc_share`], the table warns that the per-site rows
+/// are mostly churn of unmatched stacks.
+pub const LOW_MATCH_SHARE: f64 = 0.8;
+
+/// The prefix of keys matched with lines ignored.
+const LOOSE_PREFIX: &str = "(lines ignored)\n";
+
 #[derive(Default, Clone)]
 struct Acc {
+    /// The site with most allocations under this key (its frames name the row).
+    site_id: u64,
     allocs: u64,
     bytes: u64,
     cost_ns: Option<f64>,
@@ -121,6 +162,7 @@ struct Acc {
 impl Acc {
     fn merge(&mut self, o: &Acc) {
         if o.allocs > self.allocs || self.name.is_empty() {
+            self.site_id = o.site_id;
             self.name.clone_from(&o.name);
             self.callers.clone_from(&o.callers);
             self.category = o.category;
@@ -163,7 +205,7 @@ fn pair_up(
             // Replace the unmatched whole-stack entries by one entry per side.
             x.retain(|k, v| y.contains_key(k) || v.loose != loose);
             y.retain(|k, v| x.contains_key(k) || v.loose != loose);
-            let key = format!("(lines ignored)\n{loose}");
+            let key = format!("{LOOSE_PREFIX}{loose}");
             x.insert(key.clone(), acc_a);
             y.insert(key, acc_b);
             by_loose += 1;
@@ -190,6 +232,7 @@ fn by_key(
         let a = out.entry(key).or_default();
         if fresh {
             let frames = frames_of(&report.frames, row.site_id);
+            a.site_id = row.site_id;
             a.name = naming::site_name(frames);
             a.callers = naming::callers(frames, crate::rank::CALLERS);
             a.category = categories::classify(rules, frames);
@@ -305,8 +348,13 @@ pub fn diff(
             *recycling_s.get_or_insert(0.0) += r;
         }
     }
+    let total =
+        |m: &HashMap<String, Acc>| m.values().map(|s| s.allocs).fold(0, u64::saturating_add);
+    let (base_total, change_total) = (total(&a), total(&b));
     let (a, b, by_loose) = pair_up(a, b);
     let empty = Acc::default();
+    // Allocations at matched keys: baseline by path, baseline ignoring lines, change.
+    let (mut base_by_path, mut base_loose, mut change_matched) = (0u64, 0u64, 0u64);
     let mut keys: Vec<&String> = a
         .keys()
         .chain(b.keys().filter(|k| !a.contains_key(*k)))
@@ -316,32 +364,56 @@ pub fn diff(
     let (mut matched, mut gone, mut new) = (0, 0, 0);
     for k in keys {
         let (x, y) = (a.get(k), b.get(k));
-        match (x.is_some(), y.is_some()) {
-            (true, true) => matched += 1,
-            (true, false) => gone += 1,
-            _ => new += 1,
-        }
-        let named = x.or(y).expect("a key comes from one side");
+        let how = match (x, y) {
+            (Some(x), Some(y)) => {
+                matched += 1;
+                change_matched = change_matched.saturating_add(y.allocs);
+                if k.starts_with(LOOSE_PREFIX) {
+                    base_loose = base_loose.saturating_add(x.allocs);
+                    IGNORING_LINES
+                } else {
+                    base_by_path = base_by_path.saturating_add(x.allocs);
+                    BY_PATH
+                }
+            }
+            (Some(_), None) => {
+                gone += 1;
+                GONE
+            }
+            _ => {
+                new += 1;
+                NEW
+            }
+        };
+        let (named, from) = match x {
+            Some(x) => (x, base),
+            None => (y.expect("a key comes from one side"), change),
+        };
         let (x, y) = (x.unwrap_or(&empty), y.unwrap_or(&empty));
         let d_cost = cal.map(|_| {
             (y.cost_ns.unwrap_or(0.0) - x.cost_ns.unwrap_or(0.0)) * 1e-9
                 + recycling(x.allocs, y.allocs).unwrap_or(0.0)
         });
         if x.allocs != y.allocs || x.bytes != y.bytes {
-            sites.push(SiteDelta {
-                name: named.name.clone(),
-                callers: named.callers.clone(),
-                category: categories::category_name(rules, named.category).to_owned(),
-                base_alloc_count: x.allocs,
-                change_alloc_count: y.allocs,
-                delta_alloc_count: delta(x.allocs, y.allocs),
-                delta_bytes_requested: delta(x.bytes, y.bytes),
-                delta_cost_s: d_cost,
-            });
+            sites.push((
+                frames_of(&from.frames, named.site_id),
+                SiteDelta {
+                    name: named.name.clone(),
+                    callers: named.callers.clone(),
+                    distinction: String::new(),
+                    matched: how.to_owned(),
+                    category: categories::category_name(rules, named.category).to_owned(),
+                    base_alloc_count: x.allocs,
+                    change_alloc_count: y.allocs,
+                    delta_alloc_count: delta(x.allocs, y.allocs),
+                    delta_bytes_requested: delta(x.bytes, y.bytes),
+                    delta_cost_s: d_cost,
+                },
+            ));
         }
     }
     // Largest changes first; ties by name, so that output is stable.
-    sites.sort_by(|p, q| {
+    sites.sort_by(|(_, p), (_, q)| {
         let size = |s: &SiteDelta| {
             s.delta_cost_s
                 .map_or(s.delta_alloc_count.unsigned_abs() as f64, f64::abs)
@@ -351,6 +423,16 @@ pub fn diff(
             .then_with(|| p.name.cmp(&q.name))
     });
     sites.truncate(limit);
+    let stacks: Vec<&[crate::report::FrameRow]> = sites.iter().map(|(f, _)| *f).collect();
+    let sites: Vec<SiteDelta> = sites
+        .into_iter()
+        .zip(naming::distinctions(&stacks))
+        .map(|((_, mut s), d)| {
+            s.distinction = d;
+            s
+        })
+        .collect();
+    let share = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
     let side = |r: &Report, m: &HashMap<String, Acc>, given: Option<f64>| Side {
         report: r.dir.display().to_string(),
         alloc_count: m.values().map(|s| s.allocs).fold(0, u64::saturating_add),
@@ -383,9 +465,14 @@ pub fn diff(
         base: base_side,
         change: change_side,
         sites_matched: matched,
+        sites_matched_by_path: matched - by_loose,
         sites_matched_ignoring_lines: by_loose,
         sites_gone: gone,
         sites_new: new,
+        matched_alloc_share: share(base_by_path.saturating_add(base_loose), base_total),
+        matched_alloc_share_by_path: share(base_by_path, base_total),
+        matched_alloc_share_ignoring_lines: share(base_loose, base_total),
+        change_matched_alloc_share: share(change_matched, change_total),
         categories: cats,
         sites,
     }
@@ -578,5 +665,158 @@ mod tests {
         assert_eq!(d.sites.len(), 1);
         assert_eq!(d.sites[0].delta_alloc_count, -40);
         assert_eq!(d.sites[0].name, "lc (boolean.rs:1)");
+    }
+
+    /// A frame as (function, file, line).
+    type TestFrame<'a> = (&'a str, String, u32);
+
+    /// A report of `stacks` (frames innermost first, and allocations), site ids in
+    /// order.
+    fn report_of(stacks: &[(Vec<TestFrame>, u64)]) -> Report {
+        let mut r = report(&[]);
+        for (site_id, (frames, n)) in stacks.iter().enumerate() {
+            let site_id = site_id as u64;
+            r.sites.push(SiteRow {
+                site_id,
+                phase: "p".into(),
+                size_class_bytes: 160,
+                alloc_count: *n,
+                realloc_count: 0,
+                bytes_requested: 100 * n,
+                bytes_allocated: 160 * n,
+                temporary_count: 0,
+                lifetime_ns_median: None,
+                followed_freed_count: 0,
+            });
+            for (i, (function, file, line)) in frames.iter().enumerate() {
+                r.frames.push(FrameRow {
+                    site_id,
+                    frame_index: i as u32,
+                    stack_index: i as u32,
+                    ..FrameRow::test(function, file, Some(*line))
+                });
+            }
+        }
+        r
+    }
+
+    #[test]
+    fn a_crate_patched_from_a_git_checkout_matches_its_registry_build() {
+        // issue 16: with bellpepper-core patched from a git checkout, every path of
+        // that crate changes, and the patch moved lines inside `lc`. The unchanged
+        // sites match by crate path (lines and all); those through `lc` with lines
+        // ignored.
+        let registry =
+            "/home/a/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/bellpepper-core-0.2.1";
+        let checkout = "/home/a/.cargo/git/checkouts/bellpepper-3a1f9c0d2e4b5a67/8d1c2f3/crates/bellpepper-core";
+        let bellperson =
+            "/home/a/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/bellperson-0.27.0";
+        let stacks = |core: &str, lc_line: u32| {
+            let at = |function, file: &str, line| (function, format!("{core}/src/{file}"), line);
+            let user = |function, file: &str, line| {
+                (function, format!("{bellperson}/src/gadgets/{file}"), line)
+            };
+            let push = (
+                "alloc::vec::Vec<T,A>::push",
+                "/rustc/5980/library/alloc/src/vec/mod.rs".to_owned(),
+                2417,
+            );
+            let mut sites = Vec::new();
+            // 40 unchanged sites: insert_or_update from 40 callers in uint32.rs.
+            for i in 0..40u32 {
+                sites.push((
+                    vec![
+                        push.clone(),
+                        at("insert_or_update<S>", "lc.rs", 108),
+                        at("add_unsimplified<S>", "lc.rs", 203),
+                        user("addmany<S>", "uint32.rs", 300 + i),
+                        user("sha256<S>", "sha256.rs", 57),
+                    ],
+                    1000 + u64::from(i),
+                ));
+            }
+            // 2 sites through the patched `lc`, whose lines moved.
+            for (line, caller) in [(450, "xor<S>"), (460, "and<S>")] {
+                sites.push((
+                    vec![
+                        push.clone(),
+                        at("insert_or_update<S>", "lc.rs", 108),
+                        at("lc<S>", "gadgets/boolean.rs", line + lc_line),
+                        user(caller, "uint32.rs", 90),
+                    ],
+                    500,
+                ));
+            }
+            sites
+        };
+        let (base, change) = (
+            report_of(&stacks(registry, 0)),
+            report_of(&stacks(checkout, 3)),
+        );
+        let rules = crate::categories::default_rules();
+        let d = diff(
+            &base,
+            &change,
+            Pricing::default(),
+            &rules,
+            Some("p"),
+            Measured::default(),
+            100,
+        );
+        let unchanged: u64 = (0..40).map(|i| 1000 + i).sum();
+        let all = unchanged + 1000;
+        assert_eq!(
+            (
+                d.sites_matched,
+                d.sites_matched_by_path,
+                d.sites_matched_ignoring_lines
+            ),
+            (42, 40, 2)
+        );
+        assert_eq!((d.sites_gone, d.sites_new), (0, 0));
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(d.matched_alloc_share_by_path >= 0.95 * unchanged as f64 / all as f64);
+        assert!(
+            close(d.matched_alloc_share_by_path, unchanged as f64 / all as f64),
+            "{d:?}"
+        );
+        assert!(
+            close(d.matched_alloc_share_ignoring_lines, 1000.0 / all as f64),
+            "{d:?}"
+        );
+        assert!(close(d.matched_alloc_share, 1.0) && close(d.change_matched_alloc_share, 1.0));
+        assert!(d.sites.is_empty(), "nothing changed: {:?}", d.sites);
+
+        // The JSON carries the shares.
+        let json = serde_json::to_value(&d).unwrap();
+        assert_eq!(json["matched_alloc_share"], 1.0);
+        assert_eq!(json["sites_matched_by_path"], 40);
+    }
+
+    #[test]
+    fn unmatched_sites_are_marked_gone_and_new_and_lower_the_share() {
+        let rules = crate::categories::default_rules();
+        let base = report(&[(0, "lc", 1, 75), (1, "gone", 2, 25)]);
+        let change = report(&[(0, "lc", 1, 75), (1, "new", 3, 50)]);
+        let d = diff(
+            &base,
+            &change,
+            Pricing::default(),
+            &rules,
+            Some("p"),
+            Measured::default(),
+            10,
+        );
+        assert_eq!(d.matched_alloc_share, 0.75);
+        assert_eq!(d.change_matched_alloc_share, 0.6);
+        let matched: Vec<(&str, &str)> = d
+            .sites
+            .iter()
+            .map(|s| (s.name.as_str(), s.matched.as_str()))
+            .collect();
+        assert_eq!(
+            matched,
+            [("new (boolean.rs:3)", NEW), ("gone (boolean.rs:2)", GONE)]
+        );
     }
 }

@@ -55,4 +55,14 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// `--phase` names a phase the report does not have.
+    #[error("--phase {phase}: {} has no such phase (its phases: {phases})", report.display())]
+    UnknownPhase {
+        /// The phase as given.
+        phase: String,
+        /// The report directory.
+        report: PathBuf,
+        /// The report's phases, comma-separated.
+        phases: String,
+    },
 }

@@ -11,6 +11,7 @@ use crate::categories::{self, Category};
 use crate::naming::{self, without_generics};
 use crate::rank::frames_of;
 use crate::report::{FrameRow, Report};
+use alloc_tracer_format::site;
 use polars::prelude::{Column, DataFrame, ParquetCompression, ParquetWriter};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
@@ -22,25 +23,77 @@ pub enum Weight {
     Count,
     /// Requested bytes.
     Bytes,
+    /// Temporaries (blocks freed before their thread's next allocation).
+    Temporaries,
 }
+
+impl Weight {
+    fn of(self, row: &crate::report::SiteRow) -> u64 {
+        match self {
+            Weight::Count => row.calls(),
+            Weight::Bytes => row.bytes_requested,
+            Weight::Temporaries => row.temporary_count,
+        }
+    }
+
+    /// What a unit of the weight is, for titles and tooltips.
+    fn unit(self) -> &'static str {
+        match self {
+            Weight::Count => "allocations",
+            Weight::Bytes => "bytes",
+            Weight::Temporaries => "temporaries",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Weight::Count => "Allocations by count",
+            Weight::Bytes => "Allocations by requested bytes",
+            Weight::Temporaries => "Temporaries",
+        }
+    }
+}
+
+/// Which frames of a stack a folded line keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frames {
+    /// Every frame the report has (what other tools expect of folded stacks).
+    All,
+    /// For people reading a flame graph: from the site's naming frame out (the
+    /// allocator and standard-library frames inside it folded into it), and stacks
+    /// that do not reach `main` or a thread's start under one root,
+    /// [`CUT_SHORT`], instead of each rooted in whatever frame it was cut at.
+    Readable,
+}
+
+/// The root of stacks cut short (at the depth limit, or by frames without frame
+/// pointers) in [`Frames::Readable`] stacks.
+pub const CUT_SHORT: &str = "[stack cut short]";
 
 /// Folded stacks: one line per distinct stack, `outer;...;inner weight`, sorted.
 /// Frame names are functions without generic arguments (so `f::<T>` is `f`; `;`
 /// would split a frame, so it becomes `:`).
 pub fn folded(report: &Report, by: Weight, phase: Option<&str>) -> Vec<String> {
+    folded_frames(report, by, phase, Frames::All)
+}
+
+/// [`folded`], keeping `which` frames of each stack.
+pub fn folded_frames(
+    report: &Report,
+    by: Weight,
+    phase: Option<&str>,
+    which: Frames,
+) -> Vec<String> {
     let mut weights: BTreeMap<String, u64> = BTreeMap::new();
     let mut stacks: HashMap<u64, String> = HashMap::new();
     for row in report.rows(phase) {
-        let w = match by {
-            Weight::Count => row.calls(),
-            Weight::Bytes => row.bytes_requested,
-        };
+        let w = by.of(row);
         if w == 0 {
             continue;
         }
         let stack = stacks
             .entry(row.site_id)
-            .or_insert_with(|| folded_stack(frames_of(&report.frames, row.site_id)));
+            .or_insert_with(|| folded_stack(frames_of(&report.frames, row.site_id), which));
         let sum = weights.entry(stack.clone()).or_default();
         *sum = sum.saturating_add(w);
     }
@@ -50,16 +103,27 @@ pub fn folded(report: &Report, by: Weight, phase: Option<&str>) -> Vec<String> {
         .collect()
 }
 
-/// One stack in the folded format, outermost frame first, without its weight.
-pub fn folded_stack(frames: &[FrameRow]) -> String {
-    let names: Vec<String> = frames
-        .iter()
-        .rev()
-        .map(|f| {
+/// One stack in the folded format, outermost frame first, without its weight,
+/// keeping `which` of its frames.
+pub fn folded_stack(frames: &[FrameRow], which: Frames) -> String {
+    let mut frames = frames;
+    let mut root = None;
+    if which == Frames::Readable {
+        frames = &frames[naming::naming_index(frames).unwrap_or(0)..];
+        if frames
+            .last()
+            .is_some_and(|f| !site::is_stack_root(&without_generics(&f.function)))
+        {
+            root = Some(CUT_SHORT.to_owned());
+        }
+    }
+    let names: Vec<String> = root
+        .into_iter()
+        .chain(frames.iter().rev().map(|f| {
             without_generics(&f.function)
                 .trim_end_matches("::")
                 .replace(';', ":")
-        })
+        }))
         .collect();
     if names.is_empty() {
         "(no frames)".to_owned()
@@ -68,47 +132,106 @@ pub fn folded_stack(frames: &[FrameRow]) -> String {
     }
 }
 
-/// A flame graph SVG (inferno) of the folded stacks.
+/// The report's name in titles: its folder's name.
+pub fn report_name(report: &Report) -> String {
+    report.dir.file_name().map_or_else(
+        || report.dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// `, phase P` or `, all phases`, for titles.
+pub fn phase_words(phase: Option<&str>) -> String {
+    phase.map_or(", all phases".to_owned(), |p| format!(", phase {p}"))
+}
+
+/// A flame graph SVG (inferno) of the [`Frames::Readable`] folded stacks, titled with
+/// the report and phase.
 pub fn flamegraph(
     report: &Report,
     by: Weight,
     phase: Option<&str>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let lines = folded(report, by, phase);
-    let title = format!(
-        "Allocations by {}{}",
-        match by {
-            Weight::Count => "count",
-            Weight::Bytes => "requested bytes",
-        },
-        phase.map_or(String::new(), |p| format!(", phase {p}"))
-    );
-    let count_name = match by {
-        Weight::Count => "allocations",
-        Weight::Bytes => "bytes",
-    };
+    let lines = folded_frames(report, by, phase, Frames::Readable);
     if lines.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "no allocations to draw (wrong --phase, or a count-mode report without sites?)",
-        ));
+        return Err(nothing_to_draw());
     }
-    flamegraph_of(&lines, title, count_name, out)
+    let title = format!(
+        "{}: {}{}",
+        by.title(),
+        report_name(report),
+        phase_words(phase)
+    );
+    readable_flamegraph(&lines, title, by.unit(), out)
 }
 
-/// A flame graph SVG (inferno) of folded stack lines.
-pub fn flamegraph_of(
+/// A flame graph SVG (inferno) of [`Frames::Readable`] folded lines, its subtitle
+/// saying how they were folded.
+pub fn readable_flamegraph(
     lines: &[String],
     title: String,
-    count_name: &str,
+    unit: &str,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title;
-    opts.count_name = count_name.to_owned();
+    opts.subtitle = Some(format!(
+        "allocator frames folded into the first frame outside them; stacks that end \
+         before main or a thread's start under {CUT_SHORT}"
+    ));
+    opts.count_name = unit.to_owned();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
         .map_err(io::Error::other)
+}
+
+fn nothing_to_draw() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "no allocations to draw (a phase without allocations, or a count-mode report without sites?)",
+    )
+}
+
+/// A differential flame graph SVG (inferno's): the change's stacks, widths the
+/// change's weights, each frame red where the change has more than the base and
+/// blue where it has fewer (stacks only in the base have no width, so they do not
+/// show). Stacks are matched by their functions, which do not depend on where a
+/// crate's source came from.
+pub fn flamegraph_diff(
+    base: &Report,
+    change: &Report,
+    by: Weight,
+    phase: Option<&str>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let text = |r: &Report| {
+        let mut t = folded_frames(r, by, phase, Frames::Readable).join("\n");
+        t.push('\n');
+        t
+    };
+    let (a, b) = (text(base), text(change));
+    if a.trim().is_empty() && b.trim().is_empty() {
+        return Err(nothing_to_draw());
+    }
+    let mut merged = Vec::new();
+    inferno::differential::from_readers(
+        inferno::differential::Options::default(),
+        a.as_bytes(),
+        b.as_bytes(),
+        &mut merged,
+    )?;
+    let merged = String::from_utf8(merged).map_err(io::Error::other)?;
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = format!(
+        "{}: {} against {}{}",
+        by.title(),
+        report_name(change),
+        report_name(base),
+        phase_words(phase)
+    );
+    opts.subtitle = Some("widths: the change; red: more than the base, blue: fewer".to_owned());
+    opts.count_name = by.unit().to_owned();
+    inferno::flamegraph::from_lines(&mut opts, merged.lines(), out).map_err(io::Error::other)
 }
 
 /// Protobuf wire encoding, just what profile.proto needs.
@@ -172,11 +295,15 @@ impl Strings {
     }
 }
 
+/// The first sample type, and the default one.
+const ALLOC_OBJECTS: &str = "alloc_objects";
+
 /// A pprof location: id, address, and (function id, line) per frame, innermost first.
 type Location = (u64, u64, Vec<(u64, u64)>);
 
 /// The pprof profile (uncompressed protobuf): one sample per (site, phase) with
-/// values allocations, requested bytes and temporaries, labelled with the phase; one
+/// values `alloc_objects` (allocations and reallocs), `alloc_space` (requested bytes)
+/// and `temporaries`, the first the default, labelled with the phase; one
 /// location per return address, its inlined frames as lines, innermost first.
 pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
     let mut strings = Strings::default();
@@ -225,9 +352,10 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
         ids
     };
 
+    // The names Go's pprof and Pyroscope give allocation profiles' values.
     let types = [
-        ("allocations", "count"),
-        ("requested_space", "bytes"),
+        (ALLOC_OBJECTS, "count"),
+        ("alloc_space", "bytes"),
         ("temporaries", "count"),
     ];
     for (t, unit) in types {
@@ -298,10 +426,13 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
     for s in &strings.table {
         p.bytes(6, s.as_bytes());
     }
+    // default_sample_type: what a viewer shows first.
+    let default_type = strings.id(ALLOC_OBJECTS);
     let start = report.manifest.start_unix_s;
     let duration = report.manifest.duration_s;
     p.uint(9, (start * 1e9) as u64);
     p.uint(10, (duration * 1e9) as u64);
+    p.uint(14, default_type);
     p.0
 }
 
@@ -326,6 +457,9 @@ pub struct NamedSite {
     pub name: String,
     /// Where that frame was reached from.
     pub callers: String,
+    /// What tells the site apart from the table's other sites whose name and callers
+    /// read the same (see `alloc_tracer_format::site::distinctions`); empty when none do.
+    pub distinction: String,
     /// Category: the first rule that claims the site, or the unmatched.
     pub category: String,
     /// Position of that rule among the rules (the unmatched: the number of rules), so
@@ -363,25 +497,38 @@ pub fn named_sites(report: &Report, rules: &[Category], phase: Option<&str>) -> 
         }
     }
     // Derived once per site, not per phase: naming walks every frame.
-    let mut derived: HashMap<u64, (String, String, usize, String)> = HashMap::new();
+    let mut ids: Vec<u64> = counts.keys().map(|&(site, _)| site).collect();
+    ids.dedup();
+    let stacks: Vec<&[FrameRow]> = ids.iter().map(|&s| frames_of(&report.frames, s)).collect();
+    let derived: HashMap<u64, (String, String, String, usize, String)> = ids
+        .iter()
+        .zip(&stacks)
+        .zip(naming::distinctions(&stacks))
+        .map(|((&site, frames), distinction)| {
+            (
+                site,
+                (
+                    naming::site_name(frames),
+                    naming::callers(frames, naming::CALLERS),
+                    distinction,
+                    categories::classify(rules, frames),
+                    naming::stack_key(frames),
+                ),
+            )
+        })
+        .collect();
     counts
         .into_iter()
         .map(|((site_id, phase), c)| {
-            let (name, callers, category, stack_key) =
-                derived.entry(site_id).or_insert_with(|| {
-                    let frames = frames_of(&report.frames, site_id);
-                    (
-                        naming::site_name(frames),
-                        naming::callers(frames, naming::CALLERS),
-                        categories::classify(rules, frames),
-                        naming::stack_key(frames),
-                    )
-                });
+            let (name, callers, distinction, category, stack_key) = derived
+                .get(&site_id)
+                .expect("every site of the table was derived");
             NamedSite {
                 site_id,
                 phase: phase.to_owned(),
                 name: name.clone(),
                 callers: callers.clone(),
+                distinction: distinction.clone(),
                 category: categories::category_name(rules, *category).to_owned(),
                 category_index: *category as u32,
                 stack_key: stack_key.clone(),
@@ -408,6 +555,7 @@ pub fn named_sites_parquet(rows: &[NamedSite], out: &mut dyn Write) -> io::Resul
         strings("phase", |r| &r.phase),
         strings("name", |r| &r.name),
         strings("callers", |r| &r.callers),
+        strings("distinction", |r| &r.distinction),
         strings("category", |r| &r.category),
         Column::new(
             "category_index".into(),

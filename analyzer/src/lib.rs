@@ -1,6 +1,7 @@
 //! analyzer: ranks, classifies, prices and diffs alloc-tracer reports.
 //!
-//! Library first: [`report::load`] reads a report directory (polars), [`rank::top`]
+//! Library first: [`report::load`] reads a report directory (polars), [`info::info`]
+//! describes it (mode, phases, threads, peak, what was dropped), [`rank::top`]
 //! ranks its call sites, [`categories::totals`] sorts allocations into categories from
 //! rules, [`calibrate::Calibration`] reads what allocations cost on a machine,
 //! [`cost::estimate`] prices sites and categories with it, [`diff::diff`] compares two
@@ -20,6 +21,7 @@ pub mod cost;
 pub mod diff;
 pub mod error;
 pub mod export;
+pub mod info;
 pub mod memory;
 pub mod naming;
 mod pages;

@@ -5,7 +5,7 @@ use crate::report::FrameRow;
 use alloc_tracer_format::site;
 
 pub use alloc_tracer_format::frames::without_generics;
-pub use alloc_tracer_format::site::CALLERS;
+pub use alloc_tracer_format::site::{CALLERS, crate_path, with_distinction};
 
 impl site::Frame for FrameRow {
     fn function(&self) -> &str {
@@ -17,6 +17,11 @@ impl site::Frame for FrameRow {
     fn line(&self) -> Option<u32> {
         self.line
     }
+}
+
+/// The position of the frame that names a site, if it has frames.
+pub fn naming_index(frames: &[FrameRow]) -> Option<usize> {
+    site::naming_index(frames)
 }
 
 /// The frame that names a site, if it has frames.
@@ -34,6 +39,12 @@ pub fn site_name(frames: &[FrameRow]) -> String {
 /// joined by ` < `.
 pub fn callers(frames: &[FrameRow], n: usize) -> String {
     site::callers(frames, n)
+}
+
+/// What tells apart the sites of `stacks`, shown together, whose name and callers
+/// read the same (see `site::distinctions`); empty for the others.
+pub fn distinctions(stacks: &[&[FrameRow]]) -> Vec<String> {
+    site::distinctions(stacks, CALLERS)
 }
 
 /// What identifies a site across reports and builds (see `site::stack_key`).

@@ -1,8 +1,23 @@
-//! Ranking call sites.
+//! Ranking call sites, one by one or grouped (by naming function, by naming line, by
+//! category).
 
+use crate::categories::{self, Category};
 use crate::naming;
 use crate::report::{FrameRow, Report};
 use std::collections::HashMap;
+
+/// What one ranked row stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupBy {
+    /// One call site (a distinct stack).
+    Site,
+    /// The sites named by one function (its crate path and function, lines ignored).
+    Function,
+    /// The sites named by one line (`function (file:line)`).
+    Line,
+    /// The sites of one category.
+    Category,
+}
 
 /// What to rank by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +43,11 @@ pub struct RankedSite {
     pub name: String,
     /// Where that frame was reached from (see `naming::callers`).
     pub callers: String,
+    /// What tells this site apart from the others shown whose name and callers read
+    /// the same (`via` a frame further out, or `#n`); empty when none do.
+    pub distinction: String,
+    /// Sites in the row (1 unless grouped).
+    pub sites: usize,
     /// Allocations.
     pub alloc_count: u64,
     /// Reallocs.
@@ -88,6 +108,8 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
             site_id,
             name: String::new(),
             callers: String::new(),
+            distinction: String::new(),
+            sites: 1,
             alloc_count: a.allocs,
             realloc_count: a.reallocs,
             bytes_requested: a.requested,
@@ -125,7 +147,8 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// The `limit` sites ranked first by `by`, within `phase` if given; `costs` (site id
-/// to seconds) fills in `cost_s` and is what [`RankBy::Cost`] ranks by.
+/// to seconds) fills in `cost_s` and is what [`RankBy::Cost`] ranks by. Sites whose
+/// name and callers read the same get a [`RankedSite::distinction`].
 pub fn top(
     report: &Report,
     by: RankBy,
@@ -139,16 +162,36 @@ pub fn top(
             s.cost_s = costs.get(&s.site_id).copied();
         }
     }
+    let mut sites = first(sites, by, limit);
+    for s in &mut sites {
+        name(report, s);
+    }
+    let stacks: Vec<&[FrameRow]> = sites
+        .iter()
+        .map(|s| frames_of(&report.frames, s.site_id))
+        .collect();
+    for (s, d) in sites.iter_mut().zip(naming::distinctions(&stacks)) {
+        s.distinction = d;
+    }
+    sites
+}
+
+/// The `limit` rows ranked first by `by`, in order, ranks filled in.
+fn first(mut sites: Vec<RankedSite>, by: RankBy, limit: usize) -> Vec<RankedSite> {
     let key = |s: &RankedSite| match by {
         RankBy::Count => s.alloc_count.saturating_add(s.realloc_count) as f64,
         RankBy::Bytes => s.bytes_requested as f64,
         RankBy::Temporaries => s.temporary_count as f64,
         RankBy::Cost => s.cost_s.unwrap_or(0.0),
     };
-    // Ties by site id, so that output is stable. Select the first `limit` in linear
-    // time, then sort only those.
-    let order =
-        |a: &RankedSite, b: &RankedSite| key(b).total_cmp(&key(a)).then(a.site_id.cmp(&b.site_id));
+    // Ties by site id, then name, so that output is stable. Select the first `limit`
+    // in linear time, then sort only those.
+    let order = |a: &RankedSite, b: &RankedSite| {
+        key(b)
+            .total_cmp(&key(a))
+            .then(a.site_id.cmp(&b.site_id))
+            .then_with(|| a.name.cmp(&b.name))
+    };
     if limit == 0 {
         sites.clear();
     } else if limit < sites.len() {
@@ -158,7 +201,118 @@ pub fn top(
     sites.sort_by(order);
     for (i, s) in sites.iter_mut().enumerate() {
         s.rank = i + 1;
-        name(report, s);
     }
     sites
+}
+
+/// Like [`top`], with each row a group of sites (`group`; [`GroupBy::Site`] is
+/// [`top`]): counts and costs summed over the group's sites, named by the group (a
+/// function as `function (file)`, a line as `function (file:line)`, a category by its
+/// name), `site_id` and the main size class those of its site with most allocations.
+/// `costs` must price every site for the groups' costs to be whole.
+pub fn top_grouped(
+    report: &Report,
+    by: RankBy,
+    limit: usize,
+    phase: Option<&str>,
+    costs: Option<&HashMap<u64, f64>>,
+    group: GroupBy,
+    rules: &[Category],
+) -> Vec<RankedSite> {
+    if group == GroupBy::Site {
+        return top(report, by, limit, phase, costs);
+    }
+    let mut groups: HashMap<String, (RankedSite, u64, String)> = HashMap::new();
+    let mut sites = site_totals(report, phase);
+    sites.sort_by_key(|s| s.site_id);
+    for s in sites {
+        let frames = frames_of(&report.frames, s.site_id);
+        let (key, label) = match group {
+            GroupBy::Category => {
+                let i = categories::classify(rules, frames);
+                (
+                    format!("{i:010}"),
+                    categories::category_name(rules, i).to_owned(),
+                )
+            }
+            GroupBy::Line => {
+                let name = naming::site_name(frames);
+                (name.clone(), name)
+            }
+            GroupBy::Function | GroupBy::Site => match naming::naming_frame(frames) {
+                Some(f) => {
+                    let function = naming::without_generics(&f.function);
+                    let file = f.file.as_deref().map(naming::crate_path);
+                    let label = match &file {
+                        Some(file) => format!(
+                            "{function} ({})",
+                            alloc_tracer_format::frames::file_name(file)
+                        ),
+                        None => function.clone(),
+                    };
+                    (format!("{function}@{}", file.unwrap_or_default()), label)
+                }
+                None => (String::new(), naming::site_name(frames)),
+            },
+        };
+        let calls = s.alloc_count.saturating_add(s.realloc_count);
+        let cost = costs.and_then(|c| c.get(&s.site_id).copied());
+        let entry = groups.entry(key.clone()).or_insert_with(|| {
+            let mut g = s.clone();
+            g.sites = 0;
+            g.alloc_count = 0;
+            g.realloc_count = 0;
+            g.bytes_requested = 0;
+            g.bytes_allocated = 0;
+            g.temporary_count = 0;
+            g.share = 0.0;
+            g.cost_s = None;
+            (g, 0, label)
+        });
+        let (g, biggest, _) = entry;
+        if calls > *biggest {
+            *biggest = calls;
+            g.site_id = s.site_id;
+            g.main_size_class_bytes = s.main_size_class_bytes;
+            g.lifetime_ns_median = s.lifetime_ns_median;
+        }
+        g.sites += 1;
+        g.alloc_count = g.alloc_count.saturating_add(s.alloc_count);
+        g.realloc_count = g.realloc_count.saturating_add(s.realloc_count);
+        g.bytes_requested = g.bytes_requested.saturating_add(s.bytes_requested);
+        g.bytes_allocated = g.bytes_allocated.saturating_add(s.bytes_allocated);
+        g.temporary_count = g.temporary_count.saturating_add(s.temporary_count);
+        g.share += s.share;
+        if let Some(c) = cost {
+            *g.cost_s.get_or_insert(0.0) += c;
+        }
+    }
+    let mut rows: Vec<RankedSite> = groups
+        .into_values()
+        .map(|(mut g, _, label)| {
+            g.name = label;
+            g.temporary_share = ratio(g.temporary_count, g.alloc_count);
+            g
+        })
+        .collect();
+    // Two functions of one name in files of one name, in different crates: name them
+    // by their crate paths.
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for r in &rows {
+        *seen.entry(r.name.clone()).or_default() += 1;
+    }
+    if group == GroupBy::Function {
+        for r in &mut rows {
+            if seen[&r.name] > 1
+                && let Some(f) = naming::naming_frame(frames_of(&report.frames, r.site_id))
+            {
+                r.distinction = f
+                    .file
+                    .as_deref()
+                    .map(naming::crate_path)
+                    .unwrap_or_default();
+            }
+        }
+    }
+    first(rows, by, limit)
 }

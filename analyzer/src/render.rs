@@ -9,6 +9,8 @@ use crate::calibrate::Calibration;
 use crate::categories::CategoryTotals;
 use crate::cost::{CategoryCost, CostReport, SiteCost};
 use crate::diff::{CategoryDelta, Diff, SiteDelta};
+use crate::info::Info;
+use crate::naming;
 use crate::rank::RankedSite;
 use serde::Serialize;
 use std::io::{self, Write};
@@ -153,6 +155,8 @@ struct DiffCsvRow<'a> {
     kind: &'a str,
     name: Option<&'a str>,
     callers: Option<&'a str>,
+    distinction: Option<&'a str>,
+    matched: Option<&'a str>,
     category: &'a str,
     base_alloc_count: u64,
     change_alloc_count: u64,
@@ -167,6 +171,8 @@ impl<'a> From<&'a CategoryDelta> for DiffCsvRow<'a> {
             kind: "category",
             name: None,
             callers: None,
+            distinction: None,
+            matched: None,
             category: &c.category,
             base_alloc_count: c.base_alloc_count,
             change_alloc_count: c.change_alloc_count,
@@ -183,6 +189,8 @@ impl<'a> From<&'a SiteDelta> for DiffCsvRow<'a> {
             kind: "site",
             name: Some(&s.name),
             callers: Some(&s.callers),
+            distinction: Some(&s.distinction),
+            matched: Some(&s.matched),
             category: &s.category,
             base_alloc_count: s.base_alloc_count,
             change_alloc_count: s.change_alloc_count,
@@ -202,15 +210,32 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
         }
         Format::Csv => csv_rows(out, sites),
         Format::Table => {
+            // A column of site counts only when rows are groups of sites.
+            let grouped = sites.iter().any(|s| s.sites != 1);
+            let count = |n: &dyn std::fmt::Display| {
+                if grouped {
+                    format!(" {n:>6}")
+                } else {
+                    String::new()
+                }
+            };
             writeln!(
                 out,
-                "{:>4} {:>12} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}  site",
-                "rank", "allocs", "share", "bytes", "temps", "class", "lifetime", "cost"
+                "{:>4} {:>12} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  site",
+                "rank",
+                "allocs",
+                "share",
+                "bytes",
+                "temps",
+                "class",
+                "lifetime",
+                "cost",
+                count(&"sites")
             )?;
             for s in sites {
                 writeln!(
                     out,
-                    "{:>4} {:>12} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}  {}",
+                    "{:>4} {:>12} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  {}",
                     s.rank,
                     s.alloc_count.saturating_add(s.realloc_count),
                     pct(s.share),
@@ -220,7 +245,8 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                     s.lifetime_ns_median
                         .map_or("-".to_owned(), |v| format!("{v} ns")),
                     s.cost_s.map_or("-".to_owned(), seconds),
-                    with_callers(&s.name, &s.callers)
+                    count(&s.sites),
+                    naming::with_distinction(&with_callers(&s.name, &s.callers), &s.distinction)
                 )?;
             }
             Ok(())
@@ -348,16 +374,35 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
             let opt_s = |x: Option<f64>| x.map_or("-".to_owned(), seconds);
             writeln!(
                 out,
-                "phase {}: base {} allocs, change {} allocs ({:+}); sites matched {} ({} with lines ignored), gone {}, new {}",
+                "phase {}: base {} allocs, change {} allocs ({:+})",
                 d.phase.as_deref().unwrap_or("(all)"),
                 d.base.alloc_count,
                 d.change.alloc_count,
                 i128::from(d.change.alloc_count) - i128::from(d.base.alloc_count),
+            )?;
+            writeln!(
+                out,
+                "sites matched {} ({} by path, {} with lines ignored), gone {}, new {}; \
+                 {} of the base's allocations matched ({} by path, {} with lines ignored), {} of the change's",
                 d.sites_matched,
+                d.sites_matched_by_path,
                 d.sites_matched_ignoring_lines,
                 d.sites_gone,
-                d.sites_new
+                d.sites_new,
+                pct(d.matched_alloc_share),
+                pct(d.matched_alloc_share_by_path),
+                pct(d.matched_alloc_share_ignoring_lines),
+                pct(d.change_matched_alloc_share),
             )?;
+            if d.base.alloc_count > 0 && d.matched_alloc_share < crate::diff::LOW_MATCH_SHARE {
+                writeln!(
+                    out,
+                    "warning: only {} of the base's allocations are at sites found in the change: \
+                     the site rows marked gone and new are largely the same code under other frames \
+                     (trust the category totals)",
+                    pct(d.matched_alloc_share)
+                )?;
+            }
             let recycling = d.recycling_s.map_or(String::new(), |r| {
                 format!(", plus {} to recycle what it removes", seconds(r))
             });
@@ -392,18 +437,19 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
             writeln!(out)?;
             writeln!(
                 out,
-                "{:>12} {:>12} {:>12} {:>10}  site [category]",
-                "base", "change", "delta", "cost"
+                "{:>12} {:>12} {:>12} {:>10} {:>14}  site {{category}}",
+                "base", "change", "delta", "cost", "matched"
             )?;
             for s in &d.sites {
                 writeln!(
                     out,
-                    "{:>12} {:>12} {:>+12} {:>10}  {} [{}]",
+                    "{:>12} {:>12} {:>+12} {:>10} {:>14}  {} {{{}}}",
                     s.base_alloc_count,
                     s.change_alloc_count,
                     s.delta_alloc_count,
                     opt_s(s.delta_cost_s),
-                    with_callers(&s.name, &s.callers),
+                    s.matched,
+                    naming::with_distinction(&with_callers(&s.name, &s.callers), &s.distinction),
                     s.category
                 )?;
             }
@@ -411,6 +457,126 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
         }
     }
 }
+
+/// Writes a report's description.
+pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
+    if format != Format::Table {
+        serde_json::to_writer_pretty(&mut *out, i)?;
+        return writeln!(out);
+    }
+    let or_unknown = |s: &str| {
+        if s.is_empty() {
+            "unknown".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    writeln!(out, "report    {}", i.report)?;
+    writeln!(
+        out,
+        "mode      {} (each stack stands for {} allocation{}; {}), {} frames per stack",
+        i.mode,
+        i.sample_interval,
+        if i.sample_interval == 1 { "" } else { "s" },
+        if i.lifetime_interval == 0 {
+            "no lifetimes followed".to_owned()
+        } else {
+            format!("1 block in {} followed to its free", i.lifetime_interval)
+        },
+        i.stack_depth
+    )?;
+    writeln!(out, "command   {}", i.command_line.join(" "))?;
+    writeln!(
+        out,
+        "host      {} ({}, {} cores), {} threads recorded",
+        or_unknown(&i.host),
+        or_unknown(&i.cpu),
+        i.cores,
+        i.threads
+    )?;
+    writeln!(
+        out,
+        "run       {}{}",
+        seconds(i.duration_s),
+        i.incomplete.as_deref().map_or(String::new(), |why| format!(
+            ", incomplete: written on {why}"
+        ))
+    )?;
+    writeln!(
+        out,
+        "totals    {} allocations, {} reallocs, {:.1} MiB requested, {} temporaries, peak {:.1} MiB live (within {:.1} MiB)",
+        i.alloc_count,
+        i.realloc_count,
+        i.bytes_requested as f64 / MIB,
+        i.temporary_count,
+        i.peak_live_bytes as f64 / MIB,
+        i.peak_live_bytes_error_bytes as f64 / MIB
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<24} {:>10} {:>12} {:>14} {:>12} {:>8}",
+        "phase", "wall", "allocs", "bytes", "temps", "sites"
+    )?;
+    for p in &i.phases {
+        writeln!(
+            out,
+            "{:<24} {:>10} {:>12} {:>14} {:>12} {:>8}",
+            p.phase,
+            seconds(p.wall_s),
+            p.alloc_count,
+            p.bytes_requested,
+            p.temporary_count,
+            p.sites
+        )?;
+    }
+    writeln!(out, "(main: the run's time outside the named phases)")?;
+    writeln!(out)?;
+    let d = &i.dropped;
+    let dropped: Vec<String> = [
+        (d.late_alloc_count, "allocations after their thread's exit"),
+        (d.late_free_count, "frees after their thread's exit"),
+        (
+            d.stacks_at_depth_limit as u64,
+            "stacks cut at the depth limit",
+        ),
+        (
+            d.foreign_stack_walks,
+            "allocations off the thread's stack (no frames)",
+        ),
+        (d.folded_sites, "sites past the tracer's cap, folded"),
+        (d.followed_skipped, "blocks not followed (table full)"),
+        (
+            d.stacks_ending_early,
+            "stacks ending before main or a thread's start",
+        ),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .chain(
+        d.phases_merged
+            .then(|| "phases past the 15th merged".to_owned()),
+    )
+    .collect();
+    writeln!(
+        out,
+        "dropped   {}",
+        if dropped.is_empty() {
+            "nothing".to_owned()
+        } else {
+            dropped.join("; ")
+        }
+    )?;
+    let tables: Vec<String> = i
+        .tables
+        .iter()
+        .map(|t| format!("{} ({} rows)", t.file, t.rows))
+        .collect();
+    writeln!(out, "tables    {}", tables.join(", "))
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
 
 /// Writes a summary of a calibration (the JSON file holds everything).
 pub fn calibration(out: &mut dyn Write, c: &Calibration) -> io::Result<()> {
@@ -502,6 +668,8 @@ mod tests {
         let site = SiteDelta {
             name: "f (a.rs:1)".into(),
             callers: "g (b.rs:2)".into(),
+            distinction: "via h (c.rs:3)".into(),
+            matched: crate::diff::BY_PATH.into(),
             category: "cat".into(),
             base_alloc_count: 8,
             change_alloc_count: 9,

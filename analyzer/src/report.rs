@@ -86,6 +86,9 @@ pub struct Report {
     pub phases: Vec<PhaseRow>,
 }
 
+/// The phase of allocations made outside any named phase.
+pub const MAIN_PHASE: &str = "main";
+
 /// One row of `phases.parquet` (the columns the analyzer uses).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PhaseRow {
@@ -115,14 +118,54 @@ impl Report {
     }
 
     /// Wall time of `phase` in seconds, or of the whole traced run when `None`.
+    /// `main`, the time outside any named phase, is the run's time less the named
+    /// phases' (the tracer does not time it).
     pub fn wall_s(&self, phase: Option<&str>) -> Option<f64> {
         match phase {
+            Some(MAIN_PHASE) => Some(self.outside_phases_s()),
             Some(p) => self
                 .phases
                 .iter()
                 .find(|r| r.phase == p)
                 .map(|r| r.wall_ns as f64 * 1e-9),
             None => Some(self.manifest.duration_s),
+        }
+    }
+
+    /// The run's time outside the named phases: its duration less their wall times
+    /// (at least 0: nested phases count twice in that sum).
+    pub fn outside_phases_s(&self) -> f64 {
+        let named: u64 = self
+            .phases
+            .iter()
+            .filter(|r| r.phase != MAIN_PHASE)
+            .map(|r| r.wall_ns)
+            .fold(0, u64::saturating_add);
+        (self.manifest.duration_s - named as f64 * 1e-9).max(0.0)
+    }
+
+    /// The phases the report names, in its order (`phases.parquet`), then any that
+    /// only `sites.parquet` has.
+    pub fn phase_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.phases.iter().map(|r| r.phase.as_str()).collect();
+        for r in &self.sites {
+            if !names.contains(&r.phase.as_str()) {
+                names.push(&r.phase);
+            }
+        }
+        names
+    }
+
+    /// `phase` itself when the report has it; [`Error::UnknownPhase`], listing the
+    /// report's phases, otherwise.
+    pub fn check_phase<'a>(&self, phase: Option<&'a str>) -> Result<Option<&'a str>, Error> {
+        match phase {
+            Some(p) if !self.phase_names().contains(&p) => Err(Error::UnknownPhase {
+                phase: p.to_owned(),
+                report: self.dir.clone(),
+                phases: self.phase_names().join(", "),
+            }),
+            _ => Ok(phase),
         }
     }
 

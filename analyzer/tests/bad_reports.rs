@@ -16,6 +16,7 @@
 use alloc_tracer_format::schema;
 use analyzer::calibrate::Calibration;
 use analyzer::export::{self, Weight};
+use analyzer::memory::{self, Moment};
 use analyzer::rank::{self, RankBy};
 use analyzer::render::{self, Format};
 use analyzer::report::{self, Report};
@@ -32,8 +33,15 @@ use std::time::{Duration, Instant};
 /// milliseconds; this only tells a hang from a slow machine.
 const BOUND: Duration = Duration::from_secs(20);
 
+/// The report the regression tests replay their damage on (at fixed offsets).
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo-report")
+}
+
+/// The report the fuzz suite damages: every table of the schema, the memory tables
+/// included.
+fn fuzz_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory-report")
 }
 
 fn calibration() -> PathBuf {
@@ -55,8 +63,13 @@ fn scratch(name: &str) -> PathBuf {
 
 /// A copy of the fixture report.
 fn copy_fixture(name: &str) -> PathBuf {
+    copy_report(&fixture(), name)
+}
+
+/// A copy of the report at `from`.
+fn copy_report(from: &Path, name: &str) -> PathBuf {
     let dir = scratch(name);
-    for e in std::fs::read_dir(fixture()).unwrap() {
+    for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
     }
@@ -514,7 +527,7 @@ fn apply(dir: &Path, d: &Damage) {
         } => {
             // From the fixture: the test's own read must not meet earlier damage.
             let table = &schema::TABLES[*table];
-            let df = read_table(&fixture().join(table.file));
+            let df = read_table(&fuzz_fixture().join(table.file));
             let names: Vec<String> = df
                 .get_column_names()
                 .iter()
@@ -644,16 +657,31 @@ fn analyze(r: &Report, base: &Report, cal: &Calibration) {
         export::pprof(r, phase, &mut out).unwrap();
         let named = export::named_sites(r, &rules, phase);
         export::named_sites_parquet(&named, &mut out).unwrap();
+        // The memory tables are read on demand: damaged ones are an error, not a
+        // panic.
+        if let Ok(m) = memory::load(r) {
+            for moment in [Moment::Peak, Moment::End] {
+                let held = memory::held(r, &m, moment, &rules, phase, 10);
+                for f in formats {
+                    memory::render::held(&mut out, &held, f).unwrap();
+                }
+                let _ = memory::flamegraph(r, &m, moment, phase, &mut out);
+            }
+            let _ = memory::svg::timeline(r, &m);
+        }
     }
 }
 
 /// The CLI commands tried, one per other case in turn.
 fn cli_args(n: usize, dir: &str, base: &str) -> Vec<String> {
-    let args: &[&str] = match n % 5 {
+    let args: &[&str] = match n % 8 {
         0 => &["top", dir, "--limit", "5"],
         1 => &["categories", dir, "--format", "json"],
         2 => &["cost", dir, "--format", "csv"],
         3 => &["diff", base, dir],
+        4 => &["peak", dir],
+        5 => &["leaks", dir, "--format", "json"],
+        6 => &["timeline", dir, "-o", "/dev/null"],
         _ => &["export", dir, "--format", "pprof", "-o", "/dev/null"],
     };
     args.iter().map(|a| a.to_string()).collect()
@@ -675,7 +703,7 @@ fn check_library(dir: &Path) -> Result<Answer, String> {
     let worker = std::thread::spawn(move || {
         let answer = match report::load(&dir) {
             Ok(r) => {
-                let base = report::load(&fixture()).unwrap();
+                let base = report::load(&fuzz_fixture()).unwrap();
                 let cal = Calibration::load(&calibration()).unwrap();
                 analyze(&r, &base, &cal);
                 Ok(Answer::Analysed)
@@ -738,11 +766,11 @@ fn damaged_reports_are_contained() {
     let case = AtomicUsize::new(0);
     let analysed = AtomicUsize::new(0);
     let cli_runs = AtomicUsize::new(0);
-    let base = fixture();
+    let base = fuzz_fixture();
     let started = Instant::now();
     let result = runner.run(&proptest::collection::vec(damage(), 1..=3), |damages| {
         let n = case.fetch_add(1, Ordering::Relaxed);
-        let dir = copy_fixture("case");
+        let dir = copy_report(&base, "case");
         for d in &damages {
             apply(&dir, d);
         }

@@ -61,6 +61,70 @@ fn top_table_json_csv() {
 }
 
 #[test]
+fn memory_at_the_peak_and_the_end() {
+    // The demo example's report (`alloc-tracer/examples/demo.rs`), heap sampled
+    // every 4 KiB.
+    let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory-report");
+    let r = r.to_str().unwrap();
+    snapshot("peak.txt", &["peak", r, "--limit", "5"]);
+    snapshot(
+        "peak.json",
+        &["peak", r, "--limit", "3", "--format", "json"],
+    );
+    snapshot("leaks.csv", &["leaks", r, "--format", "csv"]);
+    let dir = std::env::temp_dir().join(format!("analyzer-memory-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The timeline: the report's name and mode in the title, the kept peak labelled
+    // with its size, time and phase from the manifest, the phases in the legend.
+    let svg = dir.join("live.svg");
+    let out = analyzer(&["timeline", r, "-o", svg.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(Path::new(r).join("manifest.json")).unwrap())
+            .unwrap();
+    let peak = &m["heap_peak"];
+    assert!(
+        text.contains("Live bytes over time: memory-report (sites"),
+        "{text}"
+    );
+    let label = format!(
+        "peak {:.1} MiB at {:.2} s ({})",
+        peak["live_bytes"].as_f64().unwrap() / (1u64 << 20) as f64,
+        peak["time_ns"].as_f64().unwrap() * 1e-9,
+        peak["phase"].as_str().unwrap()
+    );
+    assert!(text.contains(&label), "no `{label}` in the plot");
+    // (`combine` takes under a millisecond: no point falls in it.)
+    for phase in ["build", "main"] {
+        assert!(text.contains(&format!("phase {phase}")), "{phase}");
+    }
+    // The flame graph of live bytes at the peak names the buffer that holds them.
+    let flame = dir.join("peak.svg");
+    let out = analyzer(&[
+        "flamegraph",
+        r,
+        "--by",
+        "peak-bytes",
+        "-o",
+        flame.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&flame).unwrap();
+    assert!(text.contains("Live bytes at the kept peak (heap sampling): memory-report"));
+    assert!(text.contains("lookup_table"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn cost_table_json_csv() {
     let r = fixture();
     let r = r.to_str().unwrap();
@@ -158,6 +222,8 @@ mod pprof {
         pub time_nanos: i64,
         #[prost(int64, tag = "10")]
         pub duration_nanos: i64,
+        #[prost(int64, tag = "14")]
+        pub default_sample_type: i64,
     }
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct ValueType {
@@ -257,11 +323,13 @@ fn pprof_profile_decodes_and_matches_top() {
     assert_eq!(
         types,
         [
-            ("allocations", "count"),
-            ("requested_space", "bytes"),
+            ("alloc_objects", "count"),
+            ("alloc_space", "bytes"),
             ("temporaries", "count")
         ]
     );
+    // What Go's pprof and Pyroscope show first.
+    assert_eq!(s(p.default_sample_type), "alloc_objects");
     // Every reference resolves.
     let locations: std::collections::HashMap<u64, &pprof::Location> =
         p.location.iter().map(|l| (l.id, l)).collect();
@@ -540,8 +608,249 @@ fn bad_input_is_one_line_naming_the_file() {
             "-o",
             "/tmp/analyzer-never.svg",
         ],
-        "no allocations",
+        "--phase nope",
     );
+}
+
+#[test]
+fn an_unknown_phase_is_an_error_listing_the_reports_phases() {
+    // issue 16: a misspelled --phase printed an empty table and exited 0.
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    let want = "--phase biuld: ";
+    for args in [
+        &["top", r, "--phase", "biuld"][..],
+        &["categories", r, "--phase", "biuld"],
+        &["cost", r, "--phase", "biuld"],
+        &["diff", r, r, "--phase", "biuld"],
+        &["export", r, "--format", "folded", "--phase", "biuld"],
+    ] {
+        assert_one_line_error(args, want);
+        let stderr = String::from_utf8(analyzer(args).stderr).unwrap();
+        assert!(
+            stderr.ends_with("has no such phase (its phases: main, build, combine)\n"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn info_describes_the_report() {
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    let out = analyzer(&["info", r, "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture().join("manifest.json")).unwrap())
+            .unwrap();
+    for key in [
+        "mode",
+        "sample_interval",
+        "command_line",
+        "host",
+        "threads",
+        "tables",
+    ] {
+        assert_eq!(info[key], manifest[key], "{key}");
+    }
+    // The fixture predates some of `dropped`'s fields: those it has.
+    for (key, value) in manifest["dropped"].as_object().unwrap() {
+        assert_eq!(&info["dropped"][key], value, "dropped.{key}");
+    }
+    assert_eq!(
+        info["peak_live_bytes"],
+        manifest["totals"]["peak_live_bytes"]
+    );
+    let phases: Vec<&str> = info["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, ["main", "build", "combine"]);
+    // Per phase, the counts `categories --phase` sums; main's wall time is what the
+    // named phases leave of the run's.
+    let mut named_wall = 0.0;
+    for p in info["phases"].as_array().unwrap() {
+        let name = p["phase"].as_str().unwrap();
+        let cats = analyzer(&["categories", r, "--phase", name, "--format", "json"]);
+        let cats: serde_json::Value = serde_json::from_slice(&cats.stdout).unwrap();
+        let allocs: u64 = cats
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["alloc_count"].as_u64().unwrap() + c["realloc_count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(p["alloc_count"].as_u64().unwrap(), allocs, "{name}");
+        if name != "main" {
+            named_wall += p["wall_s"].as_f64().unwrap();
+        }
+    }
+    let main_wall = info["phases"][0]["wall_s"].as_f64().unwrap();
+    let run = manifest["duration_s"].as_f64().unwrap();
+    assert!(
+        (main_wall - (run - named_wall)).abs() < 1e-9,
+        "{main_wall} {run} {named_wall}"
+    );
+    assert!(main_wall > 0.0);
+    // The table names the same things, one per line.
+    let out = analyzer(&["info", r]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in [
+        "report ",
+        "mode      sites",
+        "command ",
+        "host ",
+        "dropped ",
+        "tables ",
+    ] {
+        assert!(text.lines().any(|l| l.starts_with(line)), "{line}: {text}");
+    }
+    assert!(text.lines().any(|l| l.starts_with("build ")), "{text}");
+}
+
+/// A copy of the fixture whose site 0 allocates `factor` times as often.
+fn fixture_with_site_0_times(name: &str, factor: u64) -> PathBuf {
+    use polars::prelude::*;
+    let dir = copy_fixture(name);
+    let path = dir.join("sites.parquet");
+    let mut df = ParquetReader::new(std::fs::File::open(&path).unwrap())
+        .finish()
+        .unwrap();
+    let ids: Vec<u64> = df
+        .column("site_id")
+        .unwrap()
+        .u64()
+        .unwrap()
+        .into_no_null_iter()
+        .collect();
+    let counts: Vec<u64> = df
+        .column("alloc_count")
+        .unwrap()
+        .u64()
+        .unwrap()
+        .into_no_null_iter()
+        .zip(&ids)
+        .map(|(n, &id)| if id == 0 { n * factor } else { n })
+        .collect();
+    df.replace("alloc_count", Column::new("alloc_count".into(), counts))
+        .unwrap();
+    ParquetWriter::new(std::fs::File::create(&path).unwrap())
+        .finish(&mut df)
+        .unwrap();
+    dir
+}
+
+/// The change each frame's title of a differential flame graph gives (`+1.00%)`).
+fn title_deltas(svg: &str) -> Vec<String> {
+    svg.split("<title>")
+        .skip(1)
+        .filter_map(|t| t.split("</title>").next())
+        .filter_map(|t| t.rsplit_once("; ").map(|(_, d)| d.to_owned()))
+        .collect()
+}
+
+#[test]
+fn differential_flamegraph_colours_what_grew() {
+    let base = fixture();
+    let change = fixture_with_site_0_times("flame-diff", 3);
+    let svg = change.join("diff.svg");
+    let out = analyzer(&[
+        "flamegraph",
+        "--diff",
+        base.to_str().unwrap(),
+        change.to_str().unwrap(),
+        "--phase",
+        "build",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let change_name = change.file_name().unwrap().to_str().unwrap();
+    assert!(
+        text.contains(&format!(
+            "Allocations by count: {change_name} against demo-report, phase build"
+        )),
+        "title"
+    );
+    // Frame titles carry the change: site 0's frames grew, and frames outside its
+    // stack did not.
+    let deltas = title_deltas(&text);
+    assert!(deltas.iter().any(|d| d.starts_with('+')), "{deltas:?}");
+    assert!(deltas.iter().any(|d| *d == "0.00%)"), "{deltas:?}");
+    // A report against itself: no frame changed.
+    let same = change.join("same.svg");
+    let out = analyzer(&[
+        "flamegraph",
+        "--diff",
+        base.to_str().unwrap(),
+        base.to_str().unwrap(),
+        "-o",
+        same.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&same).unwrap();
+    let deltas = title_deltas(&text);
+    assert!(
+        !deltas.is_empty() && deltas.iter().all(|d| d == "0.00%)"),
+        "{deltas:?}"
+    );
+    std::fs::remove_dir_all(change).unwrap();
+}
+
+#[test]
+fn flamegraph_of_temporaries_folds_allocator_frames() {
+    let r = fixture();
+    let dir = copy_fixture("flame-temps");
+    let svg = dir.join("t.svg");
+    let out = analyzer(&[
+        "flamegraph",
+        r.to_str().unwrap(),
+        "--by",
+        "temporaries",
+        "--phase",
+        "build",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("Temporaries: demo-report, phase build"));
+    assert!(text.contains(" temporaries, "));
+    // Allocator frames are folded into the first frame outside them (the demo's
+    // `build`, which collects into vectors).
+    assert!(text.contains("<title>build ("));
+    assert!(!text.contains("<title>alloc_impl ("));
+    // Folded stacks for other tools keep them.
+    let folded = analyzer(&[
+        "export",
+        r.to_str().unwrap(),
+        "--format",
+        "folded",
+        "--by",
+        "temporaries",
+    ]);
+    assert!(
+        String::from_utf8(folded.stdout)
+            .unwrap()
+            .contains(";alloc_impl;")
+    );
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// Writes `text` as a budget file of its own.

@@ -59,3 +59,16 @@ def named_sites(report_dir: str | os.PathLike, rules: str | os.PathLike | None =
         message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
         raise AnalyzerError(message)
     return pl.read_parquet(io.BytesIO(out.stdout))
+
+
+def info(report_dir: str | os.PathLike) -> dict:
+    """`analyzer info REPORT --format json`, parsed: mode, phases (with `main`'s wall
+    time as the run's time outside the named phases), threads, peak, dropped."""
+    import json
+
+    out = subprocess.run([str(binary()), "info", str(report_dir), "--format", "json"],
+                         capture_output=True)
+    if out.returncode != 0:
+        message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
+        raise AnalyzerError(message)
+    return json.loads(out.stdout)

@@ -96,6 +96,7 @@ def _keyed_sites(r: Report, phase: str | None, key: str) -> pl.DataFrame:
             pl.col("site_id").first(),
             pl.col("name").first(),
             pl.col("callers").first(),
+            pl.col("distinction").first(),
             pl.col("category").first(),
             *[pl.col(m).sum() for m in MEASURES],
         )
@@ -124,6 +125,7 @@ def site_deltas(
             .otherwise(pl.lit("both")),
             name=pl.coalesce("base_name", "change_name"),
             callers=pl.coalesce("base_callers", "change_callers"),
+            distinction=pl.coalesce("base_distinction", "change_distinction"),
             category=pl.coalesce("base_category", "change_category"),
         )
         .with_columns([pl.col(f"{p}_{m}").fill_null(0) for p in ("base", "change") for m in MEASURES])
@@ -140,6 +142,7 @@ def site_deltas(
     return out.select(
         "name",
         "callers",
+        "distinction",
         "category",
         "status",
         "base_site_id",
@@ -177,3 +180,12 @@ def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "alloc_coun
         },
         schema={"label": pl.String, "start": pl.Int64, "delta": pl.Int64, "kind": pl.String},
     )
+
+
+def matched_share(deltas: pl.DataFrame) -> float:
+    """The share of the baseline's allocations at sites found in both reports, from
+    every row of `site_deltas` (limit=None): below most, the per-site rows are churn of
+    unmatched stacks rather than per-site change."""
+    total = deltas["base_alloc_count"].sum()
+    both = deltas.filter(pl.col("status") == "both")["base_alloc_count"].sum()
+    return float(both / total) if total else 1.0

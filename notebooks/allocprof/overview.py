@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from allocprof import analyzer
 from allocprof.report import Report
 from allocprof.sites import category_totals, site_totals, top_sites, with_categories
 
@@ -28,14 +29,19 @@ def totals(report: Report) -> pl.DataFrame:
 
 
 def phases(report: Report) -> pl.DataFrame:
-    """phases.parquet with wall time in seconds, allocations per second of the phase,
+    """phases.parquet with wall time in seconds (`main`: outside the named phases), allocations per second of the phase,
     and the temporaries' share of its allocations (null in `count` mode, which does
     not count temporaries: its temporary_count is 0)."""
     counted = report.manifest.get("mode") != "count"
-    return report.phases.with_columns(
-        wall_s=pl.col("wall_ns") / 1e9,
-        allocs_per_s=pl.when(pl.col("wall_ns") > 0)
-        .then(pl.col("alloc_count") / (pl.col("wall_ns") / 1e9))
+    # Wall times as `analyzer info` gives them: `main`'s is the run's time outside the
+    # named phases (the tracer does not time it).
+    walls = pl.DataFrame(
+        [(p["phase"], p["wall_s"]) for p in analyzer.info(report.dir)["phases"]],
+        schema={"phase": pl.String, "wall_s": pl.Float64}, orient="row",
+    )
+    return report.phases.join(walls, on="phase", how="left").with_columns(
+        allocs_per_s=pl.when(pl.col("wall_s") > 0)
+        .then(pl.col("alloc_count") / pl.col("wall_s"))
         .otherwise(None),
         temporary_share=pl.when(pl.lit(counted) & (pl.col("alloc_count") > 0))
         .then(pl.col("temporary_count") / pl.col("alloc_count"))

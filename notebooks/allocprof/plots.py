@@ -11,6 +11,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import polars as pl
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter
 
 FORMATS = ("png", "svg")
 
@@ -38,6 +40,37 @@ def _short(label: str, width: int = 48) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
+def _tail(label: str, width: int) -> str:
+    """`label` cut from the left: the end of a `via` chain is the frame that differs."""
+    return label if len(label) <= width else "…" + label[-(width - 1):]
+
+
+#: Counts as plain thousands (12,345,678), never matplotlib's `1e6` offset.
+THOUSANDS = FuncFormatter(lambda v, _: f"{int(round(v)):,}")
+
+
+def _plain(axis) -> None:
+    axis.set_major_formatter(THOUSANDS)
+
+
+def site_label(name: str, callers: str, distinction: str = "", width: int = 90) -> str:
+    """A site on two lines: its name and callers, then what tells it apart from sites
+    that read the same (the analyzer's `distinction`), if anything does."""
+    text = name if not callers else f"{name} < {callers}"
+    first = _short(text, width)
+    return first if not distinction else f"{first}\n[{_tail(distinction, width - 2)}]"
+
+
+def _category_colors(categories: list[str]) -> dict[str, str]:
+    """One colour per category, in order of first appearance."""
+    palette = plt.get_cmap("tab10").colors
+    colors: dict[str, str] = {}
+    for c in categories:
+        if c not in colors:
+            colors[c] = palette[len(colors) % len(palette)]
+    return colors
+
+
 def barh(df: pl.DataFrame, label: str, value: str, title: str, xlabel: str, color=None,
          signed: bool = False):
     """Horizontal bars, first row on top; `signed`: green below zero (fewer), red above."""
@@ -50,8 +83,119 @@ def barh(df: pl.DataFrame, label: str, value: str, title: str, xlabel: str, colo
     ax.barh(range(df.height), values, color=color)
     ax.set_yticks(range(df.height), labels)
     ax.invert_yaxis()
+    _plain(ax.xaxis)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
+    fig.tight_layout()
+    return fig
+
+
+def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str):
+    """The ranked sites as horizontal bars, first on top: each labelled by its name
+    and callers, and on a second line by what tells it apart from sites that read
+    the same; coloured by category, with a legend."""
+    fig, ax = plt.subplots(figsize=(12, 0.55 * max(top.height, 3) + 1.6))
+    rows = list(top.iter_rows(named=True))
+    colors = _category_colors([r["category"] for r in rows])
+    ax.barh(range(len(rows)), [r[value] for r in rows], color=[colors[r["category"]] for r in rows])
+    labels = [site_label(r["name"], r["callers"], r.get("distinction") or "") for r in rows]
+    ax.set_yticks(range(len(rows)), labels, fontsize=7)
+    ax.invert_yaxis()
+    _plain(ax.xaxis)
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in colors.items()], fontsize=7,
+              loc="lower right", title="category", title_fontsize=7)
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    fig.tight_layout()
+    return fig
+
+
+def site_deltas(deltas: pl.DataFrame, matched_share: float, title: str, limit: int = 20,
+                low_share: float = 0.8):
+    """Per-site changes of the sites found in both reports (rows of
+    compare.site_deltas with status `both`), largest first, green fewer and red more;
+    the stacks found in one report only drawn apart, as two totals (churn: the same
+    code under other frames, or code the change added or removed), and a warning in
+    the title when under `low_share` of the baseline's allocations matched."""
+    both = deltas.filter((pl.col("status") == "both") & (pl.col("delta_count") != 0)).head(limit)
+    churn = deltas.filter(pl.col("status") != "both")
+    removed = churn.filter(pl.col("status") == "removed")
+    added = churn.filter(pl.col("status") == "added")
+    fig, (ax, bx) = plt.subplots(
+        2, 1, figsize=(12, 0.5 * max(both.height, 3) + 4.2),
+        gridspec_kw={"height_ratios": [max(both.height, 3), 2.2]},
+    )
+    rows = list(both.iter_rows(named=True))
+    values = [r["delta_count"] for r in rows]
+    ax.barh(range(len(rows)), values, color=["tab:green" if v < 0 else "tab:red" for v in values])
+    ax.axvline(0, color="black", linewidth=0.6)
+    ax.set_yticks(range(len(rows)), [
+        f"{r['category']}: " + site_label(r["name"], r["callers"], r.get("distinction") or "", 80)
+        for r in rows
+    ], fontsize=7)
+    ax.invert_yaxis()
+    _plain(ax.xaxis)
+    if not rows:
+        ax.set_xlim(-1, 1)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.text(0.5, 0.5, "no site found in both reports changed", ha="center", va="center",
+                transform=ax.transAxes)
+    ax.set_xlabel("change - baseline (allocations + reallocs), sites in both reports")
+    warning = (
+        f"\nonly {matched_share:.0%} of the baseline's allocations are at matched sites: "
+        "the category totals are what to trust"
+        if matched_share < low_share else ""
+    )
+    ax.set_title(f"{title}\nmatched sites: {matched_share:.0%} of the baseline's allocations{warning}",
+                 color="tab:red" if warning else "black")
+    churn_values = [-int(removed["base_alloc_count"].sum()), int(added["change_alloc_count"].sum())]
+    bx.barh([0, 1], churn_values, color="tab:gray")
+    bx.axvline(0, color="black", linewidth=0.6)
+    bx.set_yticks([0, 1], [f"stacks only in the baseline ({removed.height})",
+                           f"stacks only in the change ({added.height})"], fontsize=8)
+    bx.invert_yaxis()
+    _plain(bx.xaxis)
+    bx.set_xlabel("allocations at unmatched stacks (churn, not per-site change)")
+    fig.tight_layout()
+    return fig
+
+
+def savings(results: pl.DataFrame, title: str, intervals: dict[str, tuple[str, str]]):
+    """Predicted and measured saving per variant in ms, with their intervals (the
+    predictions' range over calibrations, the measured median's 95 % interval) where
+    the results have them; a bar whose interval includes zero is hatched and said to be
+    no measurable change."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.8 * results.height + 2.5), 4.2))
+    series = [("predicted_saving_s", "predicted", "tab:blue"), ("measured_saving_s", "measured", "tab:orange")]
+    width = 0.38
+    hatched = False
+    for i, (column, name, color) in enumerate(series):
+        values = [v * 1e3 for v in results[column].to_list()]
+        xs = [j + i * width for j in range(results.height)]
+        low, high = intervals.get(column, (None, None))
+        err = None
+        zero = [False] * results.height
+        if low in results.columns and high in results.columns:
+            lows = [v * 1e3 for v in results[low].to_list()]
+            highs = [v * 1e3 for v in results[high].to_list()]
+            err = [[max(v - a, 0) for v, a in zip(values, lows)], [max(b - v, 0) for v, b in zip(values, highs)]]
+            zero = [a <= 0 <= b for a, b in zip(lows, highs)]
+        for x, v, z in zip(xs, values, zero):
+            ax.bar(x, v, width=width, color="white" if z else color, edgecolor=color,
+                   hatch="//" if z else None, linewidth=1.2)
+            hatched |= z
+        if err is not None:
+            ax.errorbar(xs, values, yerr=err, fmt="none", ecolor="black", elinewidth=1, capsize=3)
+    ax.set_xticks([j + width / 2 for j in range(results.height)], results["variant"].to_list())
+    ax.axhline(0, color="black", linewidth=0.6)
+    handles = [Patch(color=c, label=n) for _, n, c in series]
+    if hatched:
+        handles.append(Patch(facecolor="white", edgecolor="gray", hatch="//",
+                             label="interval includes 0: no measurable change"))
+    ax.legend(handles=handles, fontsize=8)
+    ax.set_ylabel("saving per run (ms; above 0: faster)")
+    ax.set_title(title)
     fig.tight_layout()
     return fig
 
@@ -62,8 +206,9 @@ def phases(phases_df: pl.DataFrame, title: str):
     names = phases_df["phase"].to_list()
     a.bar(names, phases_df["alloc_count"].to_list(), color="tab:blue")
     a.set_title("allocations")
+    _plain(a.yaxis)
     b.bar(names, phases_df["wall_s"].to_list(), color="tab:gray")
-    b.set_title("wall time (s)")
+    b.set_title("wall time (s; main: outside the named phases)")
     fig.suptitle(title)
     fig.tight_layout()
     return fig
@@ -135,6 +280,7 @@ def waterfall(steps: pl.DataFrame, title: str, ylabel: str = "allocations"):
         ax.set_ylim(lo - pad, hi + pad)
         ylabel += " (axis not from 0)"
     ax.set_xticks(x, [_short(s, 28) for s in steps["label"].to_list()], rotation=30, ha="right")
+    _plain(ax.yaxis)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     fig.tight_layout()

@@ -18,7 +18,7 @@ SUPPORTED_SCHEMA_VERSION = 1
 TABLES = ("sites", "frames", "size_classes", "requested_sizes", "phases", "lifetimes")
 
 #: What the analyzer derives per site (`Report.site_labels`).
-LABELS = ("name", "callers", "category", "category_index", "stack_key")
+LABELS = ("name", "callers", "distinction", "category", "category_index", "stack_key")
 
 
 class ReportError(Exception):
@@ -65,8 +65,8 @@ class Report:
 
     @property
     def site_labels(self) -> pl.DataFrame:
-        """One row per site, by site_id: name, callers, category, category_index and
-        stack_key, from `named_sites`."""
+        """One row per site, by site_id: name, callers, distinction, category,
+        category_index and stack_key, from `named_sites`."""
         if "_site_labels" not in self._tables:
             self._tables["_site_labels"] = (
                 self.named_sites.select("site_id", *LABELS)

@@ -12,10 +12,10 @@ from allocprof import analyzer as analyzer_module
 from allocprof import sites
 
 COLUMNS = [
-    "site_id", "phase", "name", "callers", "category", "category_index", "stack_key",
+    "site_id", "phase", "name", "callers", "distinction", "category", "category_index", "stack_key",
     "alloc_count", "realloc_count", "bytes_requested", "bytes_allocated", "temporary_count",
 ]
-COUNTS = COLUMNS[7:]
+COUNTS = COLUMNS[8:]
 
 
 def test_one_row_per_site_and_phase_with_the_reports_counts(any_report):

@@ -47,6 +47,38 @@ fn str_of(f: &Field) -> String {
     }
 }
 
+/// The site texts of a table whose header's last column is `site`: what each row
+/// holds from that column on.
+fn site_column<'a>(mut lines: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let header = lines.next().expect("a header");
+    let at = header.rfind("site").expect("a site column");
+    lines
+        .take_while(|l| l.len() > at)
+        .map(|l| l[at..].to_owned())
+        .collect()
+}
+
+fn all_different(texts: &[String]) {
+    let mut seen = std::collections::HashSet::new();
+    for t in texts {
+        assert!(seen.insert(t), "two sites read {t:?}");
+    }
+}
+
+/// Compares `got` with the snapshot file `name` (`UPDATE_SNAPSHOTS=1` rewrites it).
+fn snapshot(name: &str, got: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, got).unwrap();
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));
+    assert_eq!(got, want, "{name} differs from its snapshot");
+}
+
 /// Seals once; the C1 file is shared by the tests of this file.
 fn sealed_2kib() -> PathBuf {
     static C1: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
@@ -128,9 +160,38 @@ fn porep_2kib_rows_and_top_sites() {
         "every top site allocates in LinearCombination code"
     );
 
+    // issue 16: no two sites read the same, in the tracer's summary (on stderr with
+    // --json) or in `analyzer top`, whose synthesis top 20 is a snapshot.
+    let summary = String::from_utf8_lossy(&out.stderr);
+    let summary_sites = site_column(
+        summary
+            .lines()
+            .skip_while(|l| !l.contains("top sites by"))
+            .skip(1),
+    );
+    assert_eq!(summary_sites.len(), 10, "{summary}");
+    all_different(&summary_sites);
+    let loaded = analyzer::report::load(&report).unwrap();
+    let top_table = |limit| {
+        let sites = analyzer::rank::top(
+            &loaded,
+            analyzer::rank::RankBy::Count,
+            limit,
+            Some("synthesize"),
+            None,
+        );
+        let mut table = Vec::new();
+        analyzer::render::sites(&mut table, &sites, analyzer::render::Format::Table).unwrap();
+        String::from_utf8(table).unwrap()
+    };
+    all_different(&site_column(top_table(200).lines()));
+    let top20 = site_column(top_table(20).lines());
+    assert_eq!(top20.len(), 20);
+    all_different(&top20);
+    snapshot("porep-2k-top-sites.txt", &(top20.join("\n") + "\n"));
+
     // The analyzer's built-in categories name at least 95 % of the synthesis
     // allocations, with Boolean::lc temporaries and enforce buffers apart.
-    let loaded = analyzer::report::load(&report).unwrap();
     let cats = analyzer::categories::totals(
         &loaded,
         &analyzer::categories::default_rules(),

@@ -115,3 +115,40 @@ def test_ci_gate_snippet(synthesis_report):
     r = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
+
+
+def test_analyzer_commands(synthesis_report, tmp_path):
+    """Every `analyzer` command of the README's analyzer block runs on the 2 KiB PoRep
+    report (the diff and the differential flame graph compare it with itself), and its
+    outputs are written."""
+    text = (ROOT / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", text, re.S) if "-p analyzer --" in b]
+    assert blocks, "no analyzer commands in README.md"
+    commands = [l for b in blocks for l in b.splitlines() if "-p analyzer --" in l]
+    subcommands = {c.split(" -- ")[1].split()[0] for c in commands}
+    assert {"info", "top", "categories", "cost", "diff", "flamegraph", "export"} <= subcommands
+    binary = Path(os.environ.get("ANALYZER") or TARGET / "release" / "analyzer")
+    for command in commands:
+        line = command.replace("cargo run --release -p analyzer --", str(binary))
+        for placeholder in (PLACEHOLDER, "reports/base", "reports/patched"):
+            line = line.replace(placeholder, str(synthesis_report))
+        r = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True)
+        assert r.returncode == 0, f"{command}: {r.stderr}"
+        outputs = re.findall(r"-o (\S+)", line)
+        for out in outputs:
+            assert (tmp_path / out).stat().st_size > 0, f"{command}: {out} is empty"
+
+
+def test_install_commands_are_what_ci_runs():
+    """The README's install commands are the ones .ci/run runs into a temporary root."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Installing the tools"):]
+    section = section[: section.index("\n## ", 1)]
+    (block,) = re.findall(r"```sh\n(.*?)```", section, re.S)
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "for crate in analyzer synth-driver" in ci
+    assert 'cargo install --locked --quiet --path "$crate"' in ci
+    for crate in ("analyzer", "synth-driver"):
+        assert f"cargo install --locked --path {crate}\n" in block
+    assert "pip install -e notebooks\n" in block
+    assert "-e 'notebooks[notebooks]' -c constraints.txt" in (ROOT / "scripts" / "test.sh").read_text()

@@ -10,11 +10,18 @@
 //! * The **callers** are the next frames that say where the naming frame was reached
 //!   from ([`is_caller`]), up to [`CALLERS`] of them, joined by ` < `: many sites share
 //!   a name (a container's insert), and their callers tell them apart.
+//! * Sites shown together that would read the same are told apart by a
+//!   **distinction** ([`distinctions`]): the first frame further out where their
+//!   stacks differ (`[via sha256 (sha256.rs:57)]`), or a number (`[#2]`) when their
+//!   frames read the same throughout.
+//! * The **crate path** of a source file is `<crate>/<path inside the crate>`
+//!   ([`crate_path`]): the same whether the crate came from the registry, a vendored
+//!   folder, a path dependency or a git checkout, so that a `[patch.crates-io]` build
+//!   still matches its baseline.
 //! * The **stack key** identifies a site across reports and builds, where site ids and
-//!   return addresses differ: per frame, the function without generics, the last four
-//!   components of the source path (the crate and its file, without the machine's
-//!   prefix) and the line. The **loose key** is the same without lines, for stacks that
-//!   a patch moved.
+//!   return addresses differ: per frame, the function without generics, the crate path
+//!   and the line. The **loose key** is the same without lines, for stacks that a patch
+//!   moved.
 
 use crate::frames::{describe, is_plumbing, without_generics};
 
@@ -96,9 +103,93 @@ pub fn name_with_callers<F: Frame>(frames: &[F], n: usize) -> String {
     }
 }
 
+/// What tells apart sites shown together whose [`name_with_callers`] read the same,
+/// one entry per stack (empty for a site whose text is already unique): `via ` and the
+/// first frame past the naming frame where the colliding stacks differ (more than one,
+/// joined by ` < `, when a first difference leaves some still alike), or `#1`, `#2`,
+/// ... in the order given when their frames read the same to the end. Frames are
+/// compared as they are shown (`function (file:line)`, no generics), aligned at the
+/// naming frame; a stack that ends first shows `(end of stack)`.
+pub fn distinctions<F: Frame>(stacks: &[&[F]], n: usize) -> Vec<String> {
+    let texts: Vec<String> = stacks.iter().map(|s| name_with_callers(s, n)).collect();
+    let naming: Vec<usize> = stacks
+        .iter()
+        .map(|s| naming_index(s).unwrap_or(0))
+        .collect();
+    // The frame `k` places past a stack's naming frame, as shown.
+    let shown = |i: usize, k: usize| -> String {
+        stacks[i]
+            .get(naming[i] + k)
+            .map_or_else(|| "(end of stack)".to_owned(), at)
+    };
+    let mut via: Vec<Vec<String>> = vec![Vec::new(); stacks.len()];
+    let mut next = vec![1usize; stacks.len()];
+    let mut numbered = vec![false; stacks.len()];
+    loop {
+        let mut groups: std::collections::BTreeMap<(&str, &[String]), Vec<usize>> =
+            Default::default();
+        for i in (0..stacks.len()).filter(|&i| !numbered[i]) {
+            groups.entry((&texts[i], &via[i])).or_default().push(i);
+        }
+        let mut split = Vec::new();
+        for group in groups.into_values().filter(|g| g.len() > 1) {
+            let deepest = group
+                .iter()
+                .map(|&i| stacks[i].len().saturating_sub(naming[i]))
+                .max()
+                .unwrap_or(0);
+            let start = group.iter().map(|&i| next[i]).max().unwrap_or(1);
+            let differs = (start..deepest).find(|&k| {
+                let first = shown(group[0], k);
+                group[1..].iter().any(|&i| shown(i, k) != first)
+            });
+            split.push((group, differs));
+        }
+        if split.is_empty() {
+            break;
+        }
+        for (group, differs) in split {
+            for (rank, &i) in group.iter().enumerate() {
+                match differs {
+                    Some(k) => {
+                        via[i].push(shown(i, k));
+                        next[i] = k + 1;
+                    }
+                    None => {
+                        via[i].push(format!("#{}", rank + 1));
+                        numbered[i] = true;
+                    }
+                }
+            }
+        }
+    }
+    via.into_iter()
+        .map(|v| match v.split_last() {
+            None => String::new(),
+            Some((last, frames)) if last.starts_with('#') => {
+                if frames.is_empty() {
+                    last.clone()
+                } else {
+                    format!("via {} {last}", frames.join(" < "))
+                }
+            }
+            Some(_) => format!("via {}", v.join(" < ")),
+        })
+        .collect()
+}
+
+/// A site's text with its distinction, if any: `name < callers [via ...]`.
+pub fn with_distinction(text: &str, distinction: &str) -> String {
+    if distinction.is_empty() {
+        text.to_owned()
+    } else {
+        format!("{text} [{distinction}]")
+    }
+}
+
 /// What identifies a site across reports and builds: per frame, innermost first, the
-/// function without generic arguments, `@`, the last four components of the source
-/// path, `:`, the line, and a newline. Empty without frames.
+/// function without generic arguments, `@`, the [`crate_path`] of the source file, `:`,
+/// the line, and a newline. Empty without frames.
 pub fn stack_key<F: Frame>(frames: &[F]) -> String {
     key(frames, true)
 }
@@ -114,7 +205,9 @@ fn key<F: Frame>(frames: &[F], lines: bool) -> String {
     for f in frames {
         key.push_str(&without_generics(f.function()));
         key.push('@');
-        key.push_str(f.file().map_or("", path_tail));
+        if let Some(file) = f.file() {
+            key.push_str(&crate_path(file));
+        }
         if lines {
             key.push(':');
             if let Some(l) = f.line() {
@@ -124,6 +217,79 @@ fn key<F: Frame>(frames: &[F], lines: bool) -> String {
         key.push('\n');
     }
     key
+}
+
+/// A source path as `<crate>/<path inside the crate>`, whatever folder the crate was
+/// built from:
+///
+/// | source | path | crate path |
+/// |---|---|---|
+/// | registry | `~/.cargo/registry/src/<index>/bellpepper-core-0.2.1/src/lc.rs` | `bellpepper-core/src/lc.rs` |
+/// | vendored | `vendor/bellpepper-core/src/lc.rs` | `bellpepper-core/src/lc.rs` |
+/// | path dependency | `/home/me/bellpepper/crates/bellpepper-core/src/lc.rs` | `bellpepper-core/src/lc.rs` |
+/// | git, workspace | `~/.cargo/git/checkouts/bellpepper-<hash>/<rev>/crates/bellpepper-core/src/lc.rs` | `bellpepper-core/src/lc.rs` |
+/// | git, one crate | `~/.cargo/git/checkouts/bellpepper-core-<hash>/<rev>/src/lc.rs` | `bellpepper-core/src/lc.rs` |
+/// | standard library | `/rustc/<hash>/library/alloc/src/vec/mod.rs` | `alloc/src/vec/mod.rs` |
+///
+/// The crate folder is the one that holds the last `src` component (else the last
+/// `examples`, `tests` or `benches`), without a `-<version>` suffix; in a git checkout
+/// without a crate folder, the checkout's name without its `-<hash>`. A path with none
+/// of these keeps its last four components. The crate is named by its folder, so a
+/// path dependency checked out under another folder name (`my-fork/src/lc.rs`) does
+/// not match the registry's crate.
+pub fn crate_path(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').collect();
+    let marker = |names: &[&str]| {
+        parts
+            .iter()
+            .rposition(|p| names.contains(p))
+            .filter(|&i| i > 0)
+    };
+    let Some(root) = marker(&["src"]).or_else(|| marker(&["examples", "tests", "benches"])) else {
+        return path_tail(path).to_owned();
+    };
+    let folder = parts[root - 1];
+    // `checkouts/<name>-<hash>/<rev>/src`: the folder is a revision, the crate is the
+    // checkout.
+    let krate = if root >= 3 && parts[root - 3] == "checkouts" && is_hex(folder) {
+        without_hash(parts[root - 2])
+    } else {
+        without_version(folder)
+    };
+    format!("{krate}/{}", parts[root..].join("/"))
+}
+
+fn is_hex(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// `name-<hex>` (a git checkout's folder) without the `-<hex>`.
+fn without_hash(folder: &str) -> &str {
+    match folder.rsplit_once('-') {
+        Some((name, hash)) if !name.is_empty() && hash.len() >= 8 && is_hex(hash) => name,
+        _ => folder,
+    }
+}
+
+/// `name-1.2.3` (a registry or vendored folder) without the `-1.2.3`; the version
+/// may carry a pre-release or build suffix (`-rc.1`, `+zstd.1.5`).
+fn without_version(folder: &str) -> &str {
+    for (i, _) in folder.match_indices('-') {
+        if i > 0 && is_version(&folder[i + 1..]) {
+            return &folder[..i];
+        }
+    }
+    folder
+}
+
+/// `MAJOR.MINOR.PATCH`, optionally followed by `-...` or `+...`.
+fn is_version(s: &str) -> bool {
+    let core = s.split(['-', '+']).next().unwrap_or("");
+    let numbers: Vec<&str> = core.split('.').collect();
+    numbers.len() == 3
+        && numbers
+            .iter()
+            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The last four components of a path (all of it when shorter).
@@ -298,7 +464,7 @@ mod tests {
         assert_eq!(stack_key(&here), stack_key(&there));
         assert_eq!(
             stack_key(&here),
-            "lc@bellpepper-core-0.2.1/src/gadgets/boolean.rs:10\n"
+            "lc@bellpepper-core/src/gadgets/boolean.rs:10\n"
         );
         let moved = [at(
             "lc",
@@ -309,7 +475,7 @@ mod tests {
         assert_eq!(loose_key(&here), loose_key(&moved));
         assert_eq!(
             loose_key(&moved),
-            "lc@bellpepper-core-0.2.1/src/gadgets/boolean.rs\n"
+            "lc@bellpepper-core/src/gadgets/boolean.rs\n"
         );
         assert_eq!(stack_key(&[at("main", "main.rs", 3)]), "main@main.rs:3\n");
         let no_line = FrameRef {
@@ -319,5 +485,103 @@ mod tests {
         };
         assert_eq!(stack_key(&[no_line]), "main@:\n");
         assert_eq!(stack_key::<FrameRef>(&[]), "");
+    }
+
+    #[test]
+    fn crate_paths_do_not_depend_on_where_the_crate_came_from() {
+        let want = "bellpepper-core/src/gadgets/boolean.rs";
+        for path in [
+            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
+            "/home/a/.cargo/registry/src/github.com-1ecc6299db9ec823/bellpepper-core-0.2.1-rc.1/src/gadgets/boolean.rs",
+            "/work/app/vendor/bellpepper-core/src/gadgets/boolean.rs",
+            "vendor/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
+            "/home/me/bellpepper/crates/bellpepper-core/src/gadgets/boolean.rs",
+            "/root/.cargo/git/checkouts/bellpepper-3a1f9c0d2e4b5a67/8d1c2f3/crates/bellpepper-core/src/gadgets/boolean.rs",
+            "/root/.cargo/git/checkouts/bellpepper-core-3a1f9c0d2e4b5a67/8d1c2f3/src/gadgets/boolean.rs",
+        ] {
+            assert_eq!(crate_path(path), want, "{path}");
+        }
+        assert_eq!(
+            crate_path("/rustc/59807616e1fa/library/alloc/src/vec/mod.rs"),
+            "alloc/src/vec/mod.rs"
+        );
+        assert_eq!(
+            crate_path("/r/x25519-dalek-2.0.0/src/lib.rs"),
+            "x25519-dalek/src/lib.rs"
+        );
+        assert_eq!(crate_path("/r/sha2-0.10.8/src/lib.rs"), "sha2/src/lib.rs");
+        assert_eq!(
+            crate_path("/w/alloc-tracer/examples/demo.rs"),
+            "alloc-tracer/examples/demo.rs"
+        );
+        // A module folder named `tests` inside `src` does not hide the crate.
+        assert_eq!(crate_path("/w/a/src/tests/b.rs"), "a/src/tests/b.rs");
+        assert_eq!(
+            crate_path("./csu/../sysdeps/nptl/libc_start_call_main.h"),
+            "../sysdeps/nptl/libc_start_call_main.h"
+        );
+        assert_eq!(crate_path("src/main.rs"), "src/main.rs");
+        assert_eq!(crate_path("main.rs"), "main.rs");
+    }
+
+    #[test]
+    fn colliding_sites_are_told_apart_by_the_first_frame_that_differs() {
+        let lc = |outer: &'static str, line| {
+            vec![
+                at("push<u8>", PUSH, 1),
+                at("insert_or_update<S>", LC, 108),
+                at("lc<S>", BOOLEAN, 450),
+                at(
+                    "addmany<S>",
+                    "/r/bellperson-0.27.0/src/gadgets/uint32.rs",
+                    350,
+                ),
+                at("sha256_compression_function<S>", "/r/sha256.rs", 200),
+                at(outer, "/r/porep/src/column.rs", line),
+            ]
+        };
+        let unique = vec![
+            at("insert_or_update<S>", LC, 108),
+            at("enforce", "/r/x.rs", 9),
+        ];
+        let stacks = [
+            lc("hash", 10),
+            unique.clone(),
+            lc("hash", 12),
+            lc("label", 10),
+            lc("hash", 10),
+            lc("hash", 10),
+        ];
+        let refs: Vec<&[FrameRef]> = stacks.iter().map(Vec::as_slice).collect();
+        assert_eq!(
+            distinctions(&refs, CALLERS),
+            [
+                "via hash (column.rs:10) #1",
+                "",
+                "via hash (column.rs:12)",
+                "via label (column.rs:10)",
+                "via hash (column.rs:10) #2",
+                "via hash (column.rs:10) #3",
+            ]
+        );
+        let texts: Vec<String> = refs
+            .iter()
+            .zip(distinctions(&refs, CALLERS))
+            .map(|(s, d)| with_distinction(&name_with_callers(s, CALLERS), &d))
+            .collect();
+        assert_eq!(
+            texts[2],
+            "insert_or_update (lc.rs:108) < lc (boolean.rs:450) < addmany (uint32.rs:350) \
+             [via hash (column.rs:12)]"
+        );
+        let unique_texts: std::collections::HashSet<&String> = texts.iter().collect();
+        assert_eq!(unique_texts.len(), texts.len());
+        // A stack that ends where another goes on, and frames that read the same.
+        let short = lc("hash", 10)[..5].to_vec();
+        let refs: Vec<&[FrameRef]> = vec![&stacks[0], &short, &unique, &unique];
+        assert_eq!(
+            distinctions(&refs, CALLERS),
+            ["via hash (column.rs:10)", "via (end of stack)", "#1", "#2"]
+        );
     }
 }

@@ -151,15 +151,20 @@ fn write_snapshot(
     std::fs::write(&manifest_path, manifest.to_json()).map_err(io(&manifest_path))?;
     staging.commit()?;
 
-    let top = stacks
+    let shown = &stacks[..stacks.len().min(SUMMARY_SITES)];
+    let frames: Vec<Vec<_>> = shown
         .iter()
-        .take(SUMMARY_SITES)
-        .map(|(stack, allocs)| {
-            let frames: Vec<_> = user_frames(stack, &snap.symbols)
+        .map(|(stack, _)| {
+            user_frames(stack, &snap.symbols)
                 .into_iter()
                 .map(|(_, _, f)| f.clone())
-                .collect();
-            let name = summary::site_name(&frames);
+                .collect()
+        })
+        .collect();
+    let top = shown
+        .iter()
+        .zip(summary::site_names(&frames))
+        .map(|((stack, allocs), name)| {
             let of_stack = snap.sites.iter().filter(|(id, _)| &*id.frames == *stack);
             TopSite {
                 site_id: site_ids[stack],

@@ -45,6 +45,17 @@ pub fn site_name(frames: &[Frame]) -> String {
     site::name_with_callers(frames, site::CALLERS)
 }
 
+/// The display names of sites shown together: each [`site_name`], and where two
+/// would read the same, what tells them apart (`alloc_tracer_format::site::distinctions`,
+/// the rule `analyzer top` follows).
+pub fn site_names(stacks: &[Vec<Frame>]) -> Vec<String> {
+    let refs: Vec<&[Frame]> = stacks.iter().map(Vec::as_slice).collect();
+    refs.iter()
+        .zip(site::distinctions(&refs, site::CALLERS))
+        .map(|(frames, d)| site::with_distinction(&site_name(frames), &d))
+        .collect()
+}
+
 /// One line of the summary.
 #[derive(Clone, Debug)]
 pub struct TopSite {
@@ -204,5 +215,47 @@ mod tests {
             "insert_or_update (lc.rs:108) < lc (boolean.rs:450) < addmany (uint32.rs:350)"
         );
         assert_eq!(site_name(&frames[..1]), "push (mod.rs:1)");
+    }
+
+    #[test]
+    fn sites_that_read_the_same_are_told_apart() {
+        let at = |function: &str, file: &str, line| Frame {
+            file: Some(file.into()),
+            line: Some(line),
+            ..frame(function)
+        };
+        let stack = |outer_line| {
+            vec![
+                at(
+                    "insert_or_update<S>",
+                    "/r/bellpepper-core-0.2.1/src/lc.rs",
+                    108,
+                ),
+                at(
+                    "lc<S>",
+                    "/r/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
+                    450,
+                ),
+                at(
+                    "addmany<S>",
+                    "/r/bellperson-0.27.0/src/gadgets/uint32.rs",
+                    350,
+                ),
+                at(
+                    "sha256<S>",
+                    "/r/bellperson-0.27.0/src/gadgets/sha256.rs",
+                    outer_line,
+                ),
+            ]
+        };
+        let names = site_names(&[stack(57), stack(61), vec![at("main", "/r/m.rs", 1)]]);
+        assert_eq!(
+            names,
+            [
+                "insert_or_update (lc.rs:108) < lc (boolean.rs:450) < addmany (uint32.rs:350) [via sha256 (sha256.rs:57)]",
+                "insert_or_update (lc.rs:108) < lc (boolean.rs:450) < addmany (uint32.rs:350) [via sha256 (sha256.rs:61)]",
+                "main (m.rs:1)",
+            ]
+        );
     }
 }

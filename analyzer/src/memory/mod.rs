@@ -6,6 +6,7 @@ pub mod render;
 pub mod svg;
 
 use crate::categories::{self, Category};
+use crate::export;
 use crate::naming;
 use crate::rank::{CALLERS, frames_of};
 use crate::report::{self, Report};
@@ -151,6 +152,9 @@ pub struct HeldSite {
     pub name: String,
     /// Where that frame was reached from.
     pub callers: String,
+    /// For sites shown whose name and callers read the same: the first frame further
+    /// out that tells them apart (`naming::distinctions`); empty otherwise.
+    pub distinction: String,
     /// The first category whose rules claim the site.
     pub category: String,
     /// Estimated live bytes.
@@ -267,6 +271,7 @@ pub fn held(
                 site_id,
                 name: naming::site_name(frames),
                 callers: naming::callers(frames, CALLERS),
+                distinction: String::new(),
                 category: categories::category_name(rules, category).to_owned(),
                 live_bytes: a.bytes,
                 share: share(a.bytes),
@@ -306,8 +311,17 @@ pub fn held(
             .then(a.category.cmp(&b.category))
     });
     sites.truncate(limit);
-    for (i, s) in sites.iter_mut().enumerate() {
+    let stacks: Vec<&[crate::report::FrameRow]> = sites
+        .iter()
+        .map(|s| frames_of(&report.frames, s.site_id))
+        .collect();
+    for (i, (s, d)) in sites
+        .iter_mut()
+        .zip(naming::distinctions(&stacks))
+        .enumerate()
+    {
         s.rank = i + 1;
+        s.distinction = d;
     }
     Held {
         moment: match moment {
@@ -326,7 +340,7 @@ pub fn held(
 }
 
 /// Folded stacks weighted by live bytes at `moment` (for `flamegraph --by
-/// peak-bytes`): one line per site, outermost frame first.
+/// peak-bytes`), readable frames only (`export::Frames::Readable`).
 pub fn folded(
     report: &Report,
     memory: &Memory,
@@ -344,7 +358,7 @@ pub fn folded(
     }
     let mut stacks: std::collections::BTreeMap<String, u64> = Default::default();
     for (site, bytes) in by_site.into_iter().filter(|(_, b)| *b > 0) {
-        let stack = crate::export::folded_stack(frames_of(&report.frames, site));
+        let stack = export::folded_stack(frames_of(&report.frames, site), export::Frames::Readable);
         let sum = stacks.entry(stack).or_default();
         *sum = sum.saturating_add(bytes);
     }
@@ -369,17 +383,14 @@ pub fn flamegraph(
             "no live bytes to draw: heap sampling was off (ALLOC_TRACE_HEAP), or nothing sampled was live then",
         ));
     }
-    let name = report.dir.file_name().map_or_else(
-        || report.dir.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
     let title = format!(
-        "Live bytes {} ({name}{}), estimated by heap sampling",
+        "Live bytes {} (heap sampling): {}{}",
         match moment {
             Moment::Peak => "at the kept peak",
             Moment::End => "at the end of the run",
         },
-        phase.map_or(String::new(), |p| format!(", allocated in phase {p}"))
+        export::report_name(report),
+        export::phase_words(phase)
     );
-    crate::export::flamegraph_of(&lines, title, "bytes", out)
+    export::readable_flamegraph(&lines, title, "bytes", out)
 }

@@ -83,20 +83,23 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "{:>4} {:>12} {:>7} {:>12} {:>8} {:>11}  site [category]",
+        "{:>4} {:>12} {:>7} {:>12} {:>8} {:>11}  site {{category}}",
         "rank", "live", "share", "blocks", "sampled", "class"
     )?;
     for s in &h.sites {
         writeln!(
             out,
-            "{:>4} {:>12} {:>7} {:>12} {:>8} {:>11}  {} [{}]",
+            "{:>4} {:>12} {:>7} {:>12} {:>8} {:>11}  {} {{{}}}",
             s.rank,
             bytes(s.live_bytes as f64),
             pct(s.share),
             s.live_blocks,
             s.sampled_count,
             bytes(s.main_size_class_bytes as f64),
-            with_callers(&s.name, &s.callers),
+            alloc_tracer_format::site::with_distinction(
+                &with_callers(&s.name, &s.callers),
+                &s.distinction
+            ),
             s.category
         )?;
     }

@@ -97,6 +97,7 @@ fn draw(
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .light_line_style(WHITE)
         .x_desc("seconds after tracing started")
         .y_desc(format!("live {unit}"))
         .y_label_formatter(&|v| format!("{v:.1}"))

@@ -5,13 +5,13 @@ use crate::measure::Effort;
 use crate::memory_jobs::{HeldJob, TimelineJob};
 use crate::{
     CalibrateJob, CategoriesJob, CheckJob, CostInputs, CostJob, DiffJob, ExportAs, ExportJob,
-    FlameBy, FlamegraphJob, Job, Selection, TopJob,
+    FlameBy, FlamegraphJob, FlamegraphOf, InfoJob, Job, Selection, TopJob,
 };
 use analyzer::calibrate;
 use analyzer::diff::Measured;
 use analyzer::export::Weight;
 use analyzer::memory::Moment;
-use analyzer::rank::RankBy;
+use analyzer::rank::{GroupBy, RankBy};
 use analyzer::render::Format;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -27,7 +27,9 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     version,
     about,
     after_help = "EXAMPLES:\n  \
+    analyzer info reports/porep-2k\n  \
     analyzer top reports/porep-2k --phase synthesize --limit 20\n  \
+    analyzer top reports/porep-2k --phase synthesize --group-by function\n  \
     analyzer categories reports/porep-2k --phase synthesize --format json\n  \
     analyzer cost reports/porep-2k --phase synthesize\n  \
     analyzer diff reports/base reports/patched --phase synthesize\n  \
@@ -37,11 +39,13 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     analyzer peak reports/porep-2k --limit 10\n  \
     analyzer leaks reports/porep-2k\n  \
     analyzer timeline reports/porep-2k -o live.svg\n  \
+    analyzer flamegraph --diff reports/base reports/patched --phase synthesize -o diff.svg\n  \
     analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n  \
     analyzer export reports/porep-2k --format parquet -o porep-2k-sites.parquet\n\n\
     Costs use a calibration of this machine's allocator, stored at\n  \
     $ALLOC_PROFILER_CALIBRATION or ~/.cache/alloc-profiler/calibration.json;\n  \
-    `analyzer calibrate` writes it (commands that need it measure it on first use).\n\n\
+    `analyzer calibrate` writes it (about 15 s). `cost`, `diff` and `top --by cost`\n  \
+    measure it on first use; `top` shows costs only when one is stored.\n\n\
     EXIT STATUS: 0 on success; 1 when `check` or `diff --fail-if` finds a breach (one\n  \
     line each on standard error); 2 on bad input (a bad report, budget file or\n  \
     condition: one line on standard error)."
@@ -83,12 +87,28 @@ enum Command {
         common: Common,
         #[command(flatten)]
         cost: CostArgs,
-        /// Rank by allocation count, requested bytes, temporaries or estimated cost.
+        /// Rank by allocation count, requested bytes, temporaries or estimated cost
+        /// (`cost` measures a calibration if none is stored; the others show costs
+        /// only when one is).
         #[arg(long, value_enum, default_value = "count")]
         by: ByArg,
-        /// Sites to show.
+        /// What a row is: a call site (sites that read the same are told apart by
+        /// the first frame where they differ, `[via ...]`), the sites named by one
+        /// function or one line, or a category.
+        #[arg(long, value_enum, default_value = "site")]
+        group_by: GroupByArg,
+        /// Rows to show.
         #[arg(long, default_value_t = 20)]
         limit: usize,
+    },
+    /// What a report is: mode, intervals, command line, host, phases (wall time,
+    /// counts), threads, peak live bytes, what was dropped, tables.
+    Info {
+        /// Report directory (written by alloc-tracer).
+        report: PathBuf,
+        /// `table` for people, `json` for programs.
+        #[arg(long, value_enum, default_value = "table")]
+        format: InfoFormatArg,
     },
     /// Totals per category of allocation (built-in rules for bellperson /
     /// bellpepper-core, or your own TOML rules).
@@ -180,6 +200,27 @@ enum Command {
         #[arg(long)]
         rules: Option<PathBuf>,
     },
+    /// A flame graph (SVG) of the allocating stacks, allocator frames folded into the
+    /// first frame outside them; or, with --diff, a differential one of two reports.
+    Flamegraph {
+        /// Report directory (written by alloc-tracer).
+        #[arg(required_unless_present = "diff", conflicts_with = "diff")]
+        report: Option<PathBuf>,
+        /// Compare two reports: widths are the change's, red where it has more than
+        /// the base, blue where fewer.
+        #[arg(long, num_args = 2, value_names = ["BASE", "CHANGE"])]
+        diff: Option<Vec<PathBuf>>,
+        /// Width of a stack: allocations, requested bytes, temporaries, or live bytes
+        /// at the kept peak (heap sampling; not with --diff).
+        #[arg(long, value_enum, default_value = "count")]
+        by: FlameArg,
+        /// Only allocations made in this phase (e.g. synthesize).
+        #[arg(long)]
+        phase: Option<String>,
+        /// SVG file to write.
+        #[arg(long, short)]
+        out: PathBuf,
+    },
     /// What holds memory at the kept peak of live bytes: sites and categories by
     /// live bytes, estimated by heap sampling (ALLOC_TRACE_HEAP).
     Peak {
@@ -214,21 +255,6 @@ enum Command {
         #[arg(long, short)]
         out: PathBuf,
     },
-    /// A flame graph (SVG) of the allocating stacks, or of live bytes at the peak.
-    Flamegraph {
-        /// Report directory (written by alloc-tracer).
-        report: PathBuf,
-        /// Width of a stack: allocations, requested bytes, or live bytes at the kept
-        /// peak (heap sampling).
-        #[arg(long, value_enum, default_value = "count")]
-        by: FlameArg,
-        /// Only allocations made in this phase (e.g. synthesize).
-        #[arg(long)]
-        phase: Option<String>,
-        /// SVG file to write.
-        #[arg(long, short)]
-        out: PathBuf,
-    },
     /// The report in other tools' formats: folded stacks, a pprof profile, or the
     /// named-sites table (each site's name, callers, category and stack key as columns).
     Export {
@@ -238,7 +264,7 @@ enum Command {
         /// (the named-sites table: one row per site and phase).
         #[arg(long, value_enum)]
         format: ExportFormat,
-        /// Weight of a folded stack (pprof carries counts, bytes and temporaries).
+        /// Weight of a folded stack (pprof carries all three).
         #[arg(long, value_enum, default_value = "count")]
         by: WeightArg,
         /// Only allocations made in this phase (e.g. synthesize).
@@ -262,6 +288,12 @@ enum FormatArg {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+enum InfoFormatArg {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 enum ByArg {
     Count,
     Bytes,
@@ -273,13 +305,45 @@ enum ByArg {
 enum WeightArg {
     Count,
     Bytes,
+    Temporaries,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum GroupByArg {
+    Site,
+    Function,
+    Line,
+    Category,
+}
+
+impl From<GroupByArg> for GroupBy {
+    fn from(g: GroupByArg) -> GroupBy {
+        match g {
+            GroupByArg::Site => GroupBy::Site,
+            GroupByArg::Function => GroupBy::Function,
+            GroupByArg::Line => GroupBy::Line,
+            GroupByArg::Category => GroupBy::Category,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum FlameArg {
     Count,
     Bytes,
+    Temporaries,
     PeakBytes,
+}
+
+impl From<FlameArg> for FlameBy {
+    fn from(f: FlameArg) -> FlameBy {
+        match f {
+            FlameArg::Count => FlameBy::Allocated(Weight::Count),
+            FlameArg::Bytes => FlameBy::Allocated(Weight::Bytes),
+            FlameArg::Temporaries => FlameBy::Allocated(Weight::Temporaries),
+            FlameArg::PeakBytes => FlameBy::PeakBytes,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -315,6 +379,7 @@ impl From<WeightArg> for Weight {
         match w {
             WeightArg::Count => Weight::Count,
             WeightArg::Bytes => Weight::Bytes,
+            WeightArg::Temporaries => Weight::Temporaries,
         }
     }
 }
@@ -345,12 +410,21 @@ impl Command {
                 common,
                 cost,
                 by,
+                group_by,
                 limit,
             } => Job::Top(TopJob {
                 selection: common.into(),
                 inputs: cost.into(),
                 by: by.into(),
+                group_by: group_by.into(),
                 limit,
+            }),
+            Command::Info { report, format } => Job::Info(InfoJob {
+                report,
+                format: match format {
+                    InfoFormatArg::Table => Format::Table,
+                    InfoFormatArg::Json => Format::Json,
+                },
             }),
             Command::Categories { common, rules } => Job::Categories(CategoriesJob {
                 selection: common.into(),
@@ -406,17 +480,21 @@ impl Command {
             }),
             Command::Flamegraph {
                 report,
+                diff,
                 by,
                 phase,
                 out,
             } => Job::Flamegraph(FlamegraphJob {
-                report,
-                phase,
-                by: match by {
-                    FlameArg::Count => FlameBy::Allocated(Weight::Count),
-                    FlameArg::Bytes => FlameBy::Allocated(Weight::Bytes),
-                    FlameArg::PeakBytes => FlameBy::PeakBytes,
+                of: match diff {
+                    Some(mut pair) => {
+                        let change = pair.pop().expect("clap takes two values");
+                        let base = pair.pop().expect("clap takes two values");
+                        FlamegraphOf::Diff { base, change }
+                    }
+                    None => FlamegraphOf::Report(report.expect("clap requires it without --diff")),
                 },
+                phase,
+                by: by.into(),
                 out,
             }),
             Command::Peak {

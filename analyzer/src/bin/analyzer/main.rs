@@ -11,9 +11,9 @@ mod memory_jobs;
 
 use analyzer::calibrate::{self, Calibration};
 use analyzer::export::{self, Weight};
-use analyzer::rank::{self, RankBy};
+use analyzer::rank::{self, GroupBy, RankBy};
 use analyzer::render::{self, Format};
-use analyzer::{budget, categories, cost, diff, report};
+use analyzer::{budget, categories, cost, diff, info, report};
 use anyhow::{Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
@@ -26,6 +26,8 @@ static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// What one invocation does: a command with its arguments, defaults resolved.
 enum Job {
+    /// `analyzer info`.
+    Info(InfoJob),
     /// `analyzer top`.
     Top(TopJob),
     /// `analyzer categories`.
@@ -40,12 +42,12 @@ enum Job {
     Check(CheckJob),
     /// `analyzer flamegraph`.
     Flamegraph(FlamegraphJob),
-    /// `analyzer export`.
-    Export(ExportJob),
     /// `analyzer peak` and `analyzer leaks`.
     Held(memory_jobs::HeldJob),
     /// `analyzer timeline`.
     Timeline(memory_jobs::TimelineJob),
+    /// `analyzer export`.
+    Export(ExportJob),
 }
 
 /// Which report, which phase of it, and how to write the answer.
@@ -61,10 +63,16 @@ struct CostInputs {
     rules: Option<PathBuf>,
 }
 
+struct InfoJob {
+    report: PathBuf,
+    format: Format,
+}
+
 struct TopJob {
     selection: Selection,
     inputs: CostInputs,
     by: RankBy,
+    group_by: GroupBy,
     limit: usize,
 }
 
@@ -104,8 +112,16 @@ struct CheckJob {
     rules: Option<PathBuf>,
 }
 
+/// What a flame graph draws.
+enum FlamegraphOf {
+    /// One report.
+    Report(PathBuf),
+    /// The change against the base.
+    Diff { base: PathBuf, change: PathBuf },
+}
+
 struct FlamegraphJob {
-    report: PathBuf,
+    of: FlamegraphOf,
     phase: Option<String>,
     by: FlameBy,
     out: PathBuf,
@@ -176,6 +192,7 @@ fn run(job: Job) -> Result<ExitCode> {
     let mut out = stdout.lock();
     let mut breaches = Vec::new();
     match job {
+        Job::Info(job) => job.run(&mut out)?,
         Job::Top(job) => job.run(&mut out)?,
         Job::Categories(job) => job.run(&mut out)?,
         Job::Calibrate(job) => job.run(&mut out)?,
@@ -183,9 +200,9 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Diff(job) => breaches = job.run(&mut out)?,
         Job::Check(job) => breaches = job.run()?,
         Job::Flamegraph(job) => job.run()?,
-        Job::Export(job) => job.run()?,
         Job::Held(job) => job.run(&mut out)?,
         Job::Timeline(job) => job.run()?,
+        Job::Export(job) => job.run()?,
     }
     out.flush()?;
     if breaches.is_empty() {
@@ -199,6 +216,13 @@ fn run(job: Job) -> Result<ExitCode> {
     Ok(ExitCode::from(1))
 }
 
+impl InfoJob {
+    fn run(self, out: &mut dyn Write) -> Result<()> {
+        let r = report::load(&self.report)?;
+        Ok(render::info(out, &info::info(&r), self.format)?)
+    }
+}
+
 impl TopJob {
     fn run(self, out: &mut dyn Write) -> Result<()> {
         let Selection {
@@ -207,29 +231,40 @@ impl TopJob {
             format,
         } = self.selection;
         let r = report::load(&dir)?;
+        let phase = r.check_phase(phase.as_deref())?;
         if let Some(w) = r.manifest.setup_warning() {
             eprintln!("analyzer: {}: {w}", dir.display());
         }
         let rules = rules(self.inputs.rules.as_deref())?;
-        let cal = calibration(self.inputs.calibration.as_deref())?;
-        let phase = phase.as_deref();
+        // Only ranking by cost needs prices; otherwise costs are shown when a
+        // calibration is at hand, and nothing is measured.
+        let cal = if self.by == RankBy::Cost {
+            Some(calibration(self.inputs.calibration.as_deref())?)
+        } else {
+            stored_calibration(self.inputs.calibration.as_deref())?
+        };
         let seconds = |m: HashMap<u64, (cost::Nanos, usize, bool)>| -> HashMap<u64, f64> {
             m.into_iter()
                 .map(|(site, (n, _, _))| (site, n.total() * 1e-9))
                 .collect()
         };
-        // Ranking by cost prices every site; otherwise only the sites shown.
-        let sites = if self.by == RankBy::Cost {
-            let all = seconds(cost::per_site(&r, &cal, &rules, phase, None));
-            rank::top(&r, self.by, self.limit, phase, Some(&all))
-        } else {
-            let mut sites = rank::top(&r, self.by, self.limit, phase, None);
-            let shown: HashSet<u64> = sites.iter().map(|s| s.site_id).collect();
-            let costs = seconds(cost::per_site(&r, &cal, &rules, phase, Some(&shown)));
-            for s in &mut sites {
-                s.cost_s = costs.get(&s.site_id).copied();
+        let sites = match (&cal, self.group_by) {
+            // Ranking by cost, or groups, price every site; single sites ranked
+            // otherwise, only those shown.
+            (Some(cal), group) if self.by == RankBy::Cost || group != GroupBy::Site => {
+                let all = seconds(cost::per_site(&r, cal, &rules, phase, None));
+                rank::top_grouped(&r, self.by, self.limit, phase, Some(&all), group, &rules)
             }
-            sites
+            (Some(cal), _) => {
+                let mut sites = rank::top(&r, self.by, self.limit, phase, None);
+                let shown: HashSet<u64> = sites.iter().map(|s| s.site_id).collect();
+                let costs = seconds(cost::per_site(&r, cal, &rules, phase, Some(&shown)));
+                for s in &mut sites {
+                    s.cost_s = costs.get(&s.site_id).copied();
+                }
+                sites
+            }
+            (None, group) => rank::top_grouped(&r, self.by, self.limit, phase, None, group, &rules),
         };
         Ok(render::sites(out, &sites, format)?)
     }
@@ -240,7 +275,8 @@ impl CategoriesJob {
         let rules = rules(self.rules.as_deref())?;
         let s = self.selection;
         let r = report::load(&s.report)?;
-        let cats = categories::totals(&r, &rules, s.phase.as_deref());
+        let phase = r.check_phase(s.phase.as_deref())?;
+        let cats = categories::totals(&r, &rules, phase);
         Ok(render::categories(out, &cats, s.format)?)
     }
 }
@@ -265,6 +301,7 @@ impl CostJob {
         let rules = rules(self.inputs.rules.as_deref())?;
         let s = self.selection;
         let r = report::load(&s.report)?;
+        let phase = r.check_phase(s.phase.as_deref())?;
         let cal = calibration(self.inputs.calibration.as_deref())?;
         for c in &rules {
             if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
@@ -276,7 +313,7 @@ impl CostJob {
                 );
             }
         }
-        let est = cost::estimate(&r, &cal, &rules, s.phase.as_deref(), self.limit);
+        let est = cost::estimate(&r, &cal, &rules, phase, self.limit);
         if !est.host_matches {
             eprintln!(
                 "analyzer: the calibration was measured on {} ({}), the report taken on {} ({})",
@@ -300,6 +337,8 @@ impl DiffJob {
             .collect::<Result<Vec<_>, _>>()?;
         let rules = rules(self.inputs.rules.as_deref())?;
         let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
+        let phase = a.check_phase(self.phase.as_deref())?;
+        b.check_phase(phase)?;
         let cal = calibration(self.inputs.calibration.as_deref())?;
         if self.recycled && cal.operation(calibrate::RECYCLE).is_none() {
             anyhow::bail!(
@@ -315,7 +354,7 @@ impl DiffJob {
                 recycled: self.recycled,
             },
             &rules,
-            self.phase.as_deref(),
+            phase,
             self.measured,
             self.limit,
         );
@@ -340,19 +379,26 @@ impl CheckJob {
 
 impl FlamegraphJob {
     fn run(self) -> Result<()> {
-        let by = match self.by {
-            FlameBy::Allocated(by) => by,
-            FlameBy::PeakBytes => {
-                return memory_jobs::heap_flamegraph(
-                    &self.report,
-                    self.phase.as_deref(),
-                    &self.out,
-                );
-            }
-        };
-        let r = report::load(&self.report)?;
         let mut svg = Vec::new();
-        export::flamegraph(&r, by, self.phase.as_deref(), &mut svg)?;
+        match (&self.of, self.by) {
+            (FlamegraphOf::Report(dir), FlameBy::Allocated(by)) => {
+                let r = report::load(dir)?;
+                let phase = r.check_phase(self.phase.as_deref())?;
+                export::flamegraph(&r, by, phase, &mut svg)?;
+            }
+            (FlamegraphOf::Report(dir), FlameBy::PeakBytes) => {
+                memory_jobs::heap_flamegraph(dir, self.phase.as_deref(), &mut svg)?;
+            }
+            (FlamegraphOf::Diff { base, change }, FlameBy::Allocated(by)) => {
+                let (a, b) = (report::load(base)?, report::load(change)?);
+                let phase = a.check_phase(self.phase.as_deref())?;
+                b.check_phase(phase)?;
+                export::flamegraph_diff(&a, &b, by, phase, &mut svg)?;
+            }
+            (FlamegraphOf::Diff { .. }, FlameBy::PeakBytes) => {
+                anyhow::bail!("--by peak-bytes draws one report; it does not combine with --diff")
+            }
+        }
         std::fs::write(&self.out, svg).with_context(|| format!("{}", self.out.display()))
     }
 }
@@ -360,7 +406,7 @@ impl FlamegraphJob {
 impl ExportJob {
     fn run(self) -> Result<()> {
         let r = report::load(&self.report)?;
-        let phase = self.phase.as_deref();
+        let phase = r.check_phase(self.phase.as_deref())?;
         let binary = !matches!(self.format, ExportAs::Folded(_));
         let mut w = output(self.out.as_deref(), binary)?;
         match self.format {
@@ -392,19 +438,30 @@ fn rules(path: Option<&Path>) -> Result<Vec<categories::Category>> {
     })
 }
 
-/// The calibration to price with: the file given, else the stored one, else a fresh
-/// measurement of this machine (stored for next time).
-fn calibration(path: Option<&Path>) -> Result<Calibration> {
+/// The calibration given, else the stored one, if any: for commands that show costs
+/// when they can but do not need them.
+fn stored_calibration(path: Option<&Path>) -> Result<Option<Calibration>> {
     if let Some(p) = path {
-        return Ok(Calibration::load(p)?);
+        return Ok(Some(Calibration::load(p)?));
     }
     let stored = calibrate::default_path();
     if stored.exists() {
-        return Ok(Calibration::load(&stored)?);
+        return Ok(Some(Calibration::load(&stored)?));
     }
+    Ok(None)
+}
+
+/// The calibration to price with: the file given, else the stored one, else a fresh
+/// measurement of this machine (stored for next time).
+fn calibration(path: Option<&Path>) -> Result<Calibration> {
+    if let Some(c) = stored_calibration(path)? {
+        return Ok(c);
+    }
+    let stored = calibrate::default_path();
     eprintln!(
-        "analyzer: no calibration at {}; measuring this machine now (about 10 s, once)",
-        stored.display()
+        "analyzer: no calibration at {}; measuring this machine now ({}, once)",
+        stored.display(),
+        measure::FULL_DURATION
     );
     let c = measure_now(measure::Effort::FULL);
     if let Err(e) = c.store(&stored) {
@@ -413,19 +470,19 @@ fn calibration(path: Option<&Path>) -> Result<Calibration> {
     Ok(c)
 }
 
-/// Measures a calibration, showing progress on a terminal.
+/// Measures a calibration, with a progress bar on a terminal (indicatif draws
+/// nothing when standard error is not one).
 fn measure_now(effort: measure::Effort) -> Calibration {
-    let (mut done, steps) = (0, effort.repetitions.max(1));
-    let tty = std::io::stderr().is_terminal();
-    let c = measure::run(effort, |what| {
-        done += 1;
-        if tty {
-            eprint!("\ranalyzer: calibrating {done}/{steps} ({what})\x1b[K");
-        }
-    });
-    if tty {
-        eprintln!();
-    }
+    let bar = indicatif::ProgressBar::new(effort.repetitions.max(1) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "analyzer: calibrating [{bar:30}] pass {pos} of {len}, {elapsed} so far",
+        )
+        .expect("the template is valid")
+        .progress_chars("=> "),
+    );
+    let c = measure::run(effort, |_| bar.inc(1));
+    bar.finish_and_clear();
     c
 }
 

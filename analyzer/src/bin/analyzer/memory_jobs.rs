@@ -21,8 +21,9 @@ impl HeldJob {
         let rules = rules(self.rules.as_deref())?;
         let s = self.selection;
         let r = report::load(&s.report)?;
+        let phase = r.check_phase(s.phase.as_deref())?;
         let m = memory::load(&r)?;
-        let held = memory::held(&r, &m, self.moment, &rules, s.phase.as_deref(), self.limit);
+        let held = memory::held(&r, &m, self.moment, &rules, phase, self.limit);
         Ok(memory::render::held(out, &held, s.format)?)
     }
 }
@@ -42,15 +43,14 @@ impl TimelineJob {
     }
 }
 
-/// `analyzer flamegraph --by peak-bytes`.
+/// `analyzer flamegraph --by peak-bytes`: the SVG into `svg`.
 pub(crate) fn heap_flamegraph(
     report: &std::path::Path,
     phase: Option<&str>,
-    out: &std::path::Path,
+    svg: &mut Vec<u8>,
 ) -> Result<()> {
     let r = report::load(report)?;
+    let phase = r.check_phase(phase)?;
     let m = memory::load(&r)?;
-    let mut svg = Vec::new();
-    memory::flamegraph(&r, &m, Moment::Peak, phase, &mut svg)?;
-    std::fs::write(out, svg).with_context(|| format!("{}", out.display()))
+    Ok(memory::flamegraph(&r, &m, Moment::Peak, phase, svg)?)
 }

@@ -1,0 +1,121 @@
+//! What a report is, at a glance: how it was taken (mode, intervals, command line,
+//! host), its phases with their wall times and counts, its threads, peak, what the
+//! tracer dropped and its tables. `analyzer info` prints it; the first command to run
+//! on a report someone hands you.
+
+use crate::report::Report;
+use alloc_tracer_format::manifest::{Dropped, TableInfo};
+
+/// One phase of the report.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PhaseInfo {
+    /// Phase name.
+    pub phase: String,
+    /// Wall time in seconds; for `main`, the run's time outside the named phases.
+    pub wall_s: f64,
+    /// Allocations and reallocs (from the sites table; what `--phase` selects).
+    pub alloc_count: u64,
+    /// Requested bytes.
+    pub bytes_requested: u64,
+    /// Temporaries.
+    pub temporary_count: u64,
+    /// Distinct call stacks that allocated in the phase.
+    pub sites: usize,
+}
+
+/// A report's description.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Info {
+    /// Report directory.
+    pub report: String,
+    /// Mode: `count`, `sites` or `sample:N`.
+    pub mode: String,
+    /// Allocations each recorded stack stands for.
+    pub sample_interval: u64,
+    /// Blocks each followed block stands for (0: none followed).
+    pub lifetime_interval: u64,
+    /// Return addresses kept per stack.
+    pub stack_depth: usize,
+    /// The traced program's command line.
+    pub command_line: Vec<String>,
+    /// Host name.
+    pub host: String,
+    /// CPU model.
+    pub cpu: String,
+    /// Cores available to the process.
+    pub cores: usize,
+    /// Seconds from the start of tracing to the report.
+    pub duration_s: f64,
+    /// Why the report was written before the run finished, if it was.
+    pub incomplete: Option<String>,
+    /// Threads that recorded anything.
+    pub threads: u64,
+    /// Allocations over all phases.
+    pub alloc_count: u64,
+    /// Reallocs over all phases.
+    pub realloc_count: u64,
+    /// Requested bytes over all phases.
+    pub bytes_requested: u64,
+    /// Temporaries over all phases.
+    pub temporary_count: u64,
+    /// Highest live bytes seen.
+    pub peak_live_bytes: i64,
+    /// Bound on the error of `peak_live_bytes`.
+    pub peak_live_bytes_error_bytes: u64,
+    /// The phases, in the report's order.
+    pub phases: Vec<PhaseInfo>,
+    /// What the tables do not hold (the manifest's `dropped`).
+    pub dropped: Dropped,
+    /// The tables with their rows.
+    pub tables: Vec<TableInfo>,
+}
+
+/// Describes `report`.
+pub fn info(report: &Report) -> Info {
+    let m = &report.manifest;
+    let phases = report
+        .phase_names()
+        .into_iter()
+        .map(|p| {
+            let mut sites = std::collections::HashSet::new();
+            let (mut allocs, mut bytes, mut temps) = (0u64, 0u64, 0u64);
+            for r in report.rows(Some(p)) {
+                sites.insert(r.site_id);
+                allocs = allocs.saturating_add(r.calls());
+                bytes = bytes.saturating_add(r.bytes_requested);
+                temps = temps.saturating_add(r.temporary_count);
+            }
+            PhaseInfo {
+                phase: p.to_owned(),
+                wall_s: report.wall_s(Some(p)).unwrap_or(0.0),
+                alloc_count: allocs,
+                bytes_requested: bytes,
+                temporary_count: temps,
+                sites: sites.len(),
+            }
+        })
+        .collect();
+    Info {
+        report: report.dir.display().to_string(),
+        mode: m.mode.clone(),
+        sample_interval: m.sample_interval,
+        lifetime_interval: m.lifetime_interval,
+        stack_depth: m.stack_depth,
+        command_line: m.command_line.clone(),
+        host: m.host.clone(),
+        cpu: m.cpu.clone(),
+        cores: m.cores,
+        duration_s: m.duration_s,
+        incomplete: m.incomplete.clone(),
+        threads: m.threads,
+        alloc_count: m.totals.alloc_count,
+        realloc_count: m.totals.realloc_count,
+        bytes_requested: m.totals.bytes_requested,
+        temporary_count: m.totals.temporary_count,
+        peak_live_bytes: m.totals.peak_live_bytes,
+        peak_live_bytes_error_bytes: m.totals.peak_live_bytes_error_bytes,
+        phases,
+        dropped: m.dropped.clone(),
+        tables: m.tables.clone(),
+    }
+}
