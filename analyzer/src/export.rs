@@ -301,11 +301,27 @@ const ALLOC_OBJECTS: &str = "alloc_objects";
 /// A pprof location: id, address, and (function id, line) per frame, innermost first.
 type Location = (u64, u64, Vec<(u64, u64)>);
 
+/// Live blocks and bytes of one site and phase at a moment (heap sampling's
+/// estimates), for pprof's `inuse_objects` and `inuse_space`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InUse {
+    /// The site.
+    pub site_id: u64,
+    /// Phase at allocation.
+    pub phase: String,
+    /// Estimated live blocks.
+    pub objects: u64,
+    /// Estimated live bytes.
+    pub bytes: u64,
+}
+
 /// The pprof profile (uncompressed protobuf): one sample per (site, phase) with
-/// values `alloc_objects` (allocations and reallocs), `alloc_space` (requested bytes)
-/// and `temporaries`, the first the default, labelled with the phase; one
+/// values `alloc_objects` (allocations and reallocs), `alloc_space` (requested bytes),
+/// `temporaries`, and `inuse_objects` and `inuse_space` from `in_use` (live at the
+/// kept peak, estimated by heap sampling), the first the default, labelled with the
+/// phase; one
 /// location per return address, its inlined frames as lines, innermost first.
-pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
+pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) -> Vec<u8> {
     let mut strings = Strings::default();
     strings.id("");
     let mut functions: HashMap<(String, String), u64> = HashMap::new();
@@ -357,6 +373,8 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
         (ALLOC_OBJECTS, "count"),
         ("alloc_space", "bytes"),
         ("temporaries", "count"),
+        ("inuse_objects", "count"),
+        ("inuse_space", "bytes"),
     ];
     for (t, unit) in types {
         let (t, unit) = (strings.id(t), strings.id(unit));
@@ -365,12 +383,17 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
             m.uint(2, unit);
         });
     }
-    let mut samples: BTreeMap<(u64, &str), [u64; 3]> = BTreeMap::new();
+    let mut samples: BTreeMap<(u64, &str), [u64; 5]> = BTreeMap::new();
     for row in report.rows(phase) {
         let v = samples.entry((row.site_id, &row.phase)).or_default();
         v[0] = v[0].saturating_add(row.calls());
         v[1] = v[1].saturating_add(row.bytes_requested);
         v[2] = v[2].saturating_add(row.temporary_count);
+    }
+    for u in in_use.iter().filter(|u| phase.is_none_or(|p| u.phase == p)) {
+        let v = samples.entry((u.site_id, &u.phase)).or_default();
+        v[3] = v[3].saturating_add(u.objects);
+        v[4] = v[4].saturating_add(u.bytes);
     }
     let phase_key = strings.id("phase");
     for ((site, ph), values) in samples {
@@ -437,9 +460,14 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>) -> Vec<u8> {
 }
 
 /// The pprof profile, gzip-compressed (what `go tool pprof` and others read).
-pub fn pprof(report: &Report, phase: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
+pub fn pprof(
+    report: &Report,
+    phase: Option<&str>,
+    in_use: &[InUse],
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
-    gz.write_all(&pprof_protobuf(report, phase))?;
+    gz.write_all(&pprof_protobuf(report, phase, in_use))?;
     gz.finish()?;
     Ok(())
 }

@@ -654,7 +654,7 @@ fn analyze(r: &Report, base: &Report, cal: &Calibration) {
             // An empty selection or odd names are inferno's errors, not panics.
             let _ = export::flamegraph(r, by, phase, &mut out);
         }
-        export::pprof(r, phase, &mut out).unwrap();
+        export::pprof(r, phase, &[], &mut out).unwrap();
         let named = export::named_sites(r, &rules, phase);
         export::named_sites_parquet(&named, &mut out).unwrap();
         // The memory tables are read on demand: damaged ones are an error, not a
@@ -668,6 +668,7 @@ fn analyze(r: &Report, base: &Report, cal: &Calibration) {
                 let _ = memory::flamegraph(r, &m, moment, phase, &mut out);
             }
             let _ = memory::svg::timeline(r, &m);
+            export::pprof(r, phase, &memory::in_use(&m), &mut out).unwrap();
         }
     }
 }

@@ -290,7 +290,8 @@ mod pprof {
 fn pprof_profile_decodes_and_matches_top() {
     use prost::Message;
     use std::io::Read;
-    let r = fixture();
+    // A report with heap sampling, for the in-use values.
+    let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory-report");
     let r = r.to_str().unwrap();
     let dir = std::env::temp_dir().join(format!("analyzer-pprof-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -325,7 +326,9 @@ fn pprof_profile_decodes_and_matches_top() {
         [
             ("alloc_objects", "count"),
             ("alloc_space", "bytes"),
-            ("temporaries", "count")
+            ("temporaries", "count"),
+            ("inuse_objects", "count"),
+            ("inuse_space", "bytes")
         ]
     );
     // What Go's pprof and Pyroscope show first.
@@ -338,7 +341,7 @@ fn pprof_profile_decodes_and_matches_top() {
     assert_eq!(p.mapping.len(), 1);
     assert!(p.mapping[0].has_functions);
     for sample in &p.sample {
-        assert_eq!(sample.value.len(), 3);
+        assert_eq!(sample.value.len(), 5);
         assert_eq!(s(sample.label[0].key), "phase");
         for id in &sample.location_id {
             let loc = locations[id];
@@ -360,6 +363,12 @@ fn pprof_profile_decodes_and_matches_top() {
         .map(|x| x["alloc_count"].as_u64().unwrap() + x["realloc_count"].as_u64().unwrap())
         .sum();
     assert_eq!(total as u64, want);
+    // In-use bytes are the live bytes `peak` gives at the kept peak.
+    let in_use: i64 = p.sample.iter().map(|x| x.value[4]).sum();
+    let peak = analyzer(&["peak", r, "--format", "json"]);
+    let peak: serde_json::Value = serde_json::from_slice(&peak.stdout).unwrap();
+    assert!(in_use > 0);
+    assert_eq!(in_use as u64, peak["estimated_bytes"].as_u64().unwrap());
     // The leaf function of the biggest sample's first location names a real function.
     let biggest = p.sample.iter().max_by_key(|x| x.value[0]).unwrap();
     let leaf = locations[&biggest.location_id[0]];

@@ -394,3 +394,22 @@ pub fn flamegraph(
     );
     export::readable_flamegraph(&lines, title, "bytes", out)
 }
+
+/// Live blocks and bytes per site and phase at the kept peak, for pprof's
+/// `inuse_objects` and `inuse_space`.
+pub fn in_use(memory: &Memory) -> Vec<export::InUse> {
+    let mut by: std::collections::BTreeMap<(u64, &str), (u64, u64)> = Default::default();
+    for r in &memory.peak {
+        let v = by.entry((r.site_id, &r.phase)).or_default();
+        v.0 = v.0.saturating_add(r.live_blocks_estimate);
+        v.1 = v.1.saturating_add(r.live_bytes_estimate);
+    }
+    by.into_iter()
+        .map(|((site_id, phase), (objects, bytes))| export::InUse {
+            site_id,
+            phase: phase.to_owned(),
+            objects,
+            bytes,
+        })
+        .collect()
+}

@@ -415,7 +415,10 @@ impl ExportJob {
                     writeln!(w, "{line}")?;
                 }
             }
-            ExportAs::Pprof => export::pprof(&r, phase, &mut w)?,
+            ExportAs::Pprof => {
+                let in_use = analyzer::memory::in_use(&analyzer::memory::load(&r)?);
+                export::pprof(&r, phase, &in_use, &mut w)?
+            }
             ExportAs::NamedSites { rules: path } => {
                 let rules = rules(path.as_deref())?;
                 let rows = export::named_sites(&r, &rules, phase);
