@@ -23,6 +23,7 @@ struct Held {
     // Fields drop in declaration order, releasing in the reverse of taking.
     _session: MutexGuard<'static, Option<std::path::PathBuf>>,
     _phases: MutexGuard<'static, Vec<crate::phase::PhaseTime>>,
+    _labels: MutexGuard<'static, std::collections::BTreeMap<String, String>>,
     _timeline: crate::timeline::HeldForFork,
     _heap: crate::heap::HeldForFork,
     _lifetimes: crate::lifetimes::HeldForFork,
@@ -50,6 +51,7 @@ extern "C" fn prepare() {
         let lifetimes = crate::lifetimes::hold_for_fork();
         let heap = crate::heap::hold_for_fork();
         let timeline = crate::timeline::hold_for_fork();
+        let labels = crate::labels::hold_for_fork();
         let phases = crate::phase::hold_for_fork();
         let session = crate::session::hold_for_fork();
         let _ = HELD.try_with(|h| {
@@ -59,6 +61,7 @@ extern "C" fn prepare() {
                 _lifetimes: lifetimes,
                 _heap: heap,
                 _timeline: timeline,
+                _labels: labels,
                 _registry: registry,
             })
         });

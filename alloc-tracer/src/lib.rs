@@ -130,6 +130,7 @@ mod error;
 mod fork;
 mod heap;
 mod hot;
+mod labels;
 mod lifetimes;
 mod measure;
 mod phase;
@@ -146,6 +147,7 @@ pub use config::{
 };
 pub use error::Error;
 pub use hot::size_class::{NUM_CLASSES, class_bytes};
+pub use labels::label;
 pub use measure::{Measured, measure};
 pub use phase::{
     PauseGuard, PhaseGuard, PhaseId, PhaseTime, QuickPhaseGuard, pause, phase, phase_id, phases,

@@ -52,6 +52,9 @@ pub struct PhaseLimits {
     pub bytes: Option<u64>,
     /// Temporaries (blocks freed right after the next allocation).
     pub temporaries: Option<u64>,
+    /// Allocations and reallocs per row synthesized (the report's `rows` label, which
+    /// synth-driver records).
+    pub allocs_per_row: Option<f64>,
     /// Per category (by its rule's name): its largest share of the phase's allocations.
     #[serde(default)]
     pub category: BTreeMap<String, CategoryLimit>,
@@ -219,6 +222,26 @@ pub fn check(
             if let Some(max) = max {
                 push(name.into(), found, max as f64);
             }
+        }
+        if let Some(max) = limits.allocs_per_row {
+            let rows = report
+                .manifest
+                .labels
+                .get("rows")
+                .and_then(|r| r.parse::<u64>().ok())
+                .filter(|r| *r > 0)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "phase {phase}: allocs_per_row needs the rows synthesized, and the \
+                         report has no `rows` label (synth-driver records one; your program \
+                         can with alloc_tracer::label(\"rows\", n))"
+                    ))
+                })?;
+            push(
+                "allocs_per_row".into(),
+                sum(|r| r.calls()) / rows as f64,
+                max,
+            );
         }
         if !limits.category.is_empty() {
             let totals = categories::totals(report, rules, Some(phase));

@@ -68,6 +68,12 @@ pub struct Info {
     pub dropped: Dropped,
     /// The tables with their rows.
     pub tables: Vec<TableInfo>,
+    /// Heap sampling's mean interval in bytes (0: off).
+    pub heap_interval: u64,
+    /// The kept peak of live bytes, if any.
+    pub heap_peak: Option<alloc_tracer_format::manifest::HeapPeak>,
+    /// What the program said about its run (`alloc_tracer::label`).
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// Describes `report`.
@@ -117,5 +123,8 @@ pub fn info(report: &Report) -> Info {
         phases,
         dropped: m.dropped.clone(),
         tables: m.tables.clone(),
+        heap_interval: m.heap_interval,
+        heap_peak: m.heap_peak.clone(),
+        labels: m.labels.clone(),
     }
 }

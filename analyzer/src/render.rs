@@ -512,6 +512,25 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         i.peak_live_bytes as f64 / MIB,
         i.peak_live_bytes_error_bytes as f64 / MIB
     )?;
+    writeln!(
+        out,
+        "heap      {}",
+        match (&i.heap_peak, i.heap_interval) {
+            (_, 0) => "sampling off (ALLOC_TRACE_HEAP)".to_owned(),
+            (Some(p), n) => format!(
+                "sampled every {:.1} MiB; kept peak {:.1} MiB at {} in {} (`analyzer peak`)",
+                n as f64 / MIB,
+                p.live_bytes as f64 / MIB,
+                seconds(p.time_ns as f64 * 1e-9),
+                p.phase
+            ),
+            (None, n) => format!("sampled every {:.1} MiB; no peak kept", n as f64 / MIB),
+        }
+    )?;
+    if !i.labels.is_empty() {
+        let labels: Vec<String> = i.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        writeln!(out, "labels    {}", labels.join(", "))?;
+    }
     writeln!(out)?;
     writeln!(
         out,

@@ -1029,6 +1029,60 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
     );
 }
 
+/// `allocs_per_row` divides by the report's `rows` label: within and over budget on a
+/// copy of the fixture labelled with 85 726 / 4 rows, and a bad budget (exit 2) on a
+/// report without the label.
+#[test]
+fn check_allocs_per_row_needs_the_rows_label() {
+    let dir = std::env::temp_dir().join(format!("analyzer-rows-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(fixture()).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    let manifest = dir.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    // 85 726 allocations in `build` over 21 431.5 rows: 4.0 a row (21 431 makes it just over).
+    m["labels"] = serde_json::json!({ "rows": "21431" });
+    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+    let check = |report: &Path, limit: &str| {
+        let b = budget_file(
+            &format!("rows-{limit}"),
+            &format!("[phase.build]\nallocs_per_row = {limit}\n"),
+        );
+        analyzer(&[
+            "check",
+            report.to_str().unwrap(),
+            "--budget",
+            b.to_str().unwrap(),
+        ])
+    };
+    let out = check(&dir, "4.001");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = check(&dir, "4.0");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with("analyzer: over budget: phase build: allocs_per_row 4.000"),
+        "{err}"
+    );
+    let out = check(&fixture(), "4.0");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("no `rows` label") && err.lines().count() == 1,
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn example_budget_parses() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/budget.example.toml");

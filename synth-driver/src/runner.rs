@@ -258,6 +258,7 @@ impl Runner<'_> {
         mut make: impl FnMut(u64, Variant) -> Result<C>,
     ) -> Result<()> {
         let progress = progress::Progress::new("synthesis", Some(iterations), true);
+        let mut rows_synthesized = 0;
         for iteration in 0..iterations {
             let (variant, round) = self.variant_of(iteration);
             let (circuit, shape) = {
@@ -344,6 +345,12 @@ impl Runner<'_> {
                 abc_digest: digest,
                 substituted_values: substituted,
             };
+            // What the report's figures are per: the rows synthesized in the
+            // `synthesize` phase, over every iteration so far.
+            rows_synthesized += shape.rows;
+            alloc_tracer::label("circuit", label);
+            alloc_tracer::label("iterations", iteration + 1);
+            alloc_tracer::label("rows", rows_synthesized);
             progress.suspend(|| report.print(self.out, self.output))?;
             progress.inc();
         }

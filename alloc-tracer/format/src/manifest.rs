@@ -71,6 +71,10 @@ pub struct Manifest {
     /// The timeline's interval in milliseconds (0: none).
     #[serde(default)]
     pub timeline_interval_ms: u64,
+    /// Facts the program stated about its run (`alloc_tracer::label`), e.g.
+    /// synth-driver's `circuit`, `rows` and `iterations`.
+    #[serde(default)]
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// The latest kept peak of live bytes.

@@ -114,6 +114,7 @@ pub fn build(
                 .map_or_else(|| format!("phase {}", snap.peak.phase), |p| p.name.clone()),
         }),
         timeline_interval_ms: snap.settings.timeline_ms,
+        labels: snap.labels.clone(),
     }
 }
 

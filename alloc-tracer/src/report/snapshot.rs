@@ -32,6 +32,8 @@ pub struct Snapshot {
     pub heap_end: HashMap<SiteId, SiteLive>,
     /// The live-bytes timeline.
     pub timeline: Vec<crate::timeline::Point>,
+    /// The program's labels.
+    pub labels: std::collections::BTreeMap<String, String>,
     /// Symbols of every return address in `sites`, `lifetimes` and the heap tables.
     pub symbols: HashMap<usize, Vec<Frame>>,
 }
@@ -88,6 +90,7 @@ impl Snapshot {
                 peak,
                 heap_end: without_tracer_frames(heap_end, &symbols, add_live),
                 timeline: crate::timeline::points(),
+                labels: crate::labels::all(),
                 symbols,
             }
         })
