@@ -135,6 +135,7 @@ pub use phase::{
     PauseGuard, PhaseGuard, PhaseId, PhaseTime, QuickPhaseGuard, pause, phase, phase_id, phases,
 };
 pub use registry::{Counts, PhaseTotals};
+pub use report::manifest::set_allocator_name;
 pub use report::schema::{self, SCHEMA_VERSION};
 pub use report::{ReportSummary, Totals};
 pub use session::{Session, expand_path, write_incomplete_report, write_report};

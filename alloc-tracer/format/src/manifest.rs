@@ -60,6 +60,11 @@ pub struct Manifest {
     /// `None` for a complete run. (Absent in reports written before it existed.)
     #[serde(default)]
     pub incomplete: Option<String>,
+    /// The inner allocator, as the program named it
+    /// (`alloc_tracer::set_allocator_name`), or `None` when it did not. (Absent in
+    /// reports written before it existed.)
+    #[serde(default)]
+    pub allocator: Option<String>,
 }
 
 /// Totals over all phases, as in the manifest.

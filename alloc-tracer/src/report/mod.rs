@@ -149,6 +149,7 @@ fn write_snapshot(
         setup_warning: manifest.setup_warning(),
         dir: dir.to_owned(),
         mode: manifest.mode.clone(),
+        allocator: manifest.allocator.clone(),
         stacks: stacks.len(),
         site_rows: sites_rows,
         allocs: manifest.totals.alloc_count,
