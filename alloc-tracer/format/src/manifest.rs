@@ -148,8 +148,9 @@ pub struct Dropped {
     #[serde(default)]
     pub followed_skipped: u64,
     /// Distinct stacks, below the depth limit, that end before main or a thread's
-    /// start (`site::is_stack_root`): frames lost, usually to code built without
-    /// frame pointers. (Absent in reports written before it existed.)
+    /// start (`site::is_stack_root`), or have no frames although the walk ran on the
+    /// thread's stack: frames lost, usually to code built without frame pointers.
+    /// (Absent in reports written before it existed.)
     #[serde(default)]
     pub stacks_ending_early: u64,
     /// Allocations and reallocs at those stacks (weighted like the sites table).
