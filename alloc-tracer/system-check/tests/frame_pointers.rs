@@ -2,7 +2,8 @@
 //! builds it (`-C force-frame-pointers=yes`) writes a report without the warning; the
 //! same program built without frame pointers (`-C force-frame-pointers=no`, which
 //! overrides the workspace's `.cargo/config.toml` as any program's own flags would)
-//! gets the warning, with its fix, in its manifest and its summary.
+//! gets the warning, with its fix, in its manifest and its summary. The README's
+//! recipe is this workspace's config.
 //!
 //! The build without frame pointers goes to a target folder of its own next to this
 //! build's (`no-frame-pointers/`), so that it never replaces this build's artifacts:
@@ -94,4 +95,17 @@ fn a_build_without_frame_pointers_gets_the_warning() {
     let warning = manifest.setup_warning().unwrap();
     assert!(warning.contains("-C force-frame-pointers=yes"), "{warning}");
     assert!(summary.contains(&warning), "{summary}");
+}
+
+/// The README's config snippet is the one this workspace builds with, so the build
+/// the first test checks is the build the README tells users to make.
+#[test]
+fn the_readme_snippet_is_the_workspace_config() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let config = std::fs::read_to_string(root.join(".cargo/config.toml")).unwrap();
+    let snippet = "```toml\n[build]\nrustflags = [\"-C\", \"force-frame-pointers=yes\"]\n```";
+    assert!(readme.contains(snippet), "README.md lacks {snippet}");
+    let flags = "[build]\nrustflags = [\"-C\", \"force-frame-pointers=yes\"]";
+    assert!(config.contains(flags), ".cargo/config.toml lacks {flags}");
 }
