@@ -89,7 +89,8 @@
 //! A directory with `manifest.json` and parquet tables (`sites`, `frames`,
 //! `size_classes`, `requested_sizes`, `phases`, `lifetimes`), written atomically; the
 //! schema is documented in `docs/report-schema.md` and versioned
-//! ([`SCHEMA_VERSION`]). Reports are written by [`Session::finish`], when a
+//! ([`SCHEMA_VERSION`]). The tracer cannot tell one inner allocator from another;
+//! [`set_allocator_name`] names it in the manifest and the summary. Reports are written by [`Session::finish`], when a
 //! [`Session`] drops (also when a panic unwinds through it), by [`write_report`], and
 //! at normal process exit (including `std::process::exit` and a panic that ends
 //! `main`) when `ALLOC_TRACE_REPORT` is set. Threads that have exited were merged
