@@ -85,7 +85,11 @@ def run_measured(cfg: Config, workload: list, scratch: Path) -> tuple[float, flo
     return lines[0]["synth_seconds"], wall, usage.ru_maxrss / 1024, report
 
 
-def rounds(configs: list, workloads: dict, n: int, scratch: Path, log) -> list:
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def rounds(configs: list, workloads: dict, n: int, scratch: Path) -> list:
     runs = []
     for r in range(n):
         order = configs if r % 2 == 0 else configs[::-1]
@@ -213,11 +217,10 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-rounds-") as tmp:
         scratch = Path(tmp)
-        log = lambda msg: print(msg, file=sys.stderr, flush=True)
-        runs = rounds(configs, workloads, a.rounds, scratch, log)
+        runs = rounds(configs, workloads, a.rounds, scratch)
         rows = summarize(configs, workloads, runs, baseline)
         if a.table == "peers" and small_configs:
-            small_runs = rounds(small_configs, {"small": []}, a.rounds, scratch, log)
+            small_runs = rounds(small_configs, {"small": []}, a.rounds, scratch)
             for x in small_runs:
                 x.workload = "small"
             runs += small_runs
