@@ -100,7 +100,8 @@
 //! `size_classes`, `requested_sizes`, `phases`, `lifetimes`, `heap_peak`, `heap_end`,
 //! `timeline`), written atomically; the
 //! schema is documented in `docs/report-schema.md` and versioned
-//! ([`SCHEMA_VERSION`]). Reports are written by [`Session::finish`], when a
+//! ([`SCHEMA_VERSION`]). The tracer cannot tell one inner allocator from another;
+//! [`set_allocator_name`] names it in the manifest and the summary. Reports are written by [`Session::finish`], when a
 //! [`Session`] drops (also when a panic unwinds through it), by [`write_report`], and
 //! at normal process exit (including `std::process::exit` and a panic that ends
 //! `main`) when `ALLOC_TRACE_REPORT` is set. Threads that have exited were merged
@@ -153,6 +154,7 @@ pub use phase::{
     PauseGuard, PhaseGuard, PhaseId, PhaseTime, QuickPhaseGuard, pause, phase, phase_id, phases,
 };
 pub use registry::{Counts, PhaseTotals};
+pub use report::manifest::set_allocator_name;
 pub use report::schema::{self, SCHEMA_VERSION};
 pub use report::{ReportSummary, Totals};
 pub use session::{Session, expand_path, write_incomplete_report, write_report};

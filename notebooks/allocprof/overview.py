@@ -16,6 +16,7 @@ def totals(report: Report) -> pl.DataFrame:
     rows = [
         ("command_line", " ".join(m.get("command_line", []))),
         ("mode", m.get("mode")),
+        ("allocator", m.get("allocator") or "not named"),
         ("host / cpu / cores", f"{m.get('host')} / {m.get('cpu')} / {m.get('cores')}"),
         ("duration_s", f"{m.get('duration_s', 0):.3f}"),
         ("threads", m.get("threads")),

@@ -2,6 +2,7 @@
 //! [`Job`] and is the one place that refuses a combination of flags, with a
 //! one-line message, before any work starts.
 
+use crate::allocator::{self, Build, Inner};
 use crate::job::{CountedCircuit, Job, Output, PorepInput, Prover, Trace, Variant, Work};
 use crate::{circuits, porep};
 use alloc_tracer::Mode;
@@ -19,6 +20,7 @@ use std::path::PathBuf;
     synth-driver seal --sector-size 2KiB --out sectors/2k\n  \
     synth-driver --trace sites --report reports/porep porep --c1 sectors/2k/c1.json\n  \
     synth-driver --json sha256 --blocks 64 -i 3\n  \
+    synth-driver --allocator system --trace count sha256 --blocks 64\n  \
     synth-driver --prover mirror --variant inplace-lc --trace count sha256 --blocks 64\n  \
     synth-driver --prover mirror --variant pooled-enforce porep --sector-size 2KiB --synthetic\n  \
     synth-driver --json porep --sector-size 32GiB --synthetic --count-only\n  \
@@ -50,13 +52,18 @@ pub struct Cli {
         default_value = "baseline"
     )]
     variant: Vec<Variant>,
+    /// The tracer's inner allocator: jemalloc (the default), system (glibc's
+    /// malloc) or mimalloc. Fixed at start, before anything allocates; the output
+    /// and the report's manifest name it.
+    #[arg(long, global = true, value_enum)]
+    allocator: Option<Inner>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Args, Debug)]
 struct TraceArgs {
-    /// What the tracer records: off (plain jemalloc, the baseline), count (totals,
+    /// What the tracer records: off (a pass-through, the baseline), count (totals,
     /// no temporaries), sites (every stack, temporaries exact) or sample:N (one
     /// stack in N; temporaries among those, times N).
     #[arg(long, default_value = "off", value_parser = parse_mode, global = true)]
@@ -292,6 +299,11 @@ impl Cli {
         };
         let report = self.trace.report.is_some();
         check_variants(&self.variant, &work, prover, report)?;
+        if allocator::BUILD != Build::Traced && (self.trace.trace != Mode::Off || report) {
+            bail!(
+                "this synth-driver was built without the tracer (feature untraced or dhat-heap): --trace and --report need the default build"
+            );
+        }
         Ok(Job {
             trace: Trace {
                 mode: self.trace.trace,
@@ -308,6 +320,7 @@ impl Cli {
             },
             prover,
             variants: self.variant,
+            allocator: self.allocator,
             work,
         })
     }

@@ -2,6 +2,7 @@
 //! ([`crate::cli`] builds a [`Job`] before any work starts), so that running it
 //! ([`crate::runner`]) never meets a flag combination it has to refuse.
 
+use crate::allocator::Inner;
 use alloc_tracer::Mode;
 use filecoin_proofs_api::RegisteredSealProof;
 use std::path::PathBuf;
@@ -18,6 +19,8 @@ pub struct Job {
     /// One variant, or several taking turns by iteration. Never empty; works that
     /// synthesize nothing have exactly one, `baseline`.
     pub variants: Vec<Variant>,
+    /// The inner allocator the command line asks for (`None`: the default).
+    pub allocator: Option<Inner>,
     /// The work itself.
     pub work: Work,
 }

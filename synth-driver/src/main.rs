@@ -10,10 +10,12 @@
 //!
 //! The binary reads its command line into a [`job::Job`] ([`cli`]), which checks
 //! every flag combination before any work, then runs it under the tracer
-//! ([`runner`]) and prints each iteration ([`output`]). SIGINT and SIGTERM end a run
+//! ([`runner`]) and prints each iteration ([`output`]). `--allocator` chooses the
+//! tracer's inner allocator at start ([`allocator`]). SIGINT and SIGTERM end a run
 //! with exit code 130 and 143, after writing the report of the run so far, marked
 //! incomplete, when there is one to write ([`signals`]).
 
+mod allocator;
 mod circuits;
 mod cli;
 mod inplace;
@@ -27,17 +29,16 @@ mod prover;
 mod runner;
 mod signals;
 
-use alloc_tracer::TracingAllocator;
 use anyhow::Result;
 use clap::Parser;
 use std::process::ExitCode;
 
-#[global_allocator]
-static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
-    TracingAllocator::new(tikv_jemallocator::Jemalloc);
-
 fn main() -> ExitCode {
-    match run() {
+    // The dhat-heap build (a baseline for scripts/bench-peers.sh): dhat-rs records
+    // from here and writes dhat-heap.json when this drops, after the run.
+    #[cfg(feature = "dhat-heap")]
+    let dhat = dhat::Profiler::new_heap();
+    let code = match run() {
         Ok(code) => code,
         // Output piped into `head` and the like: the reader has all it wanted.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
@@ -45,7 +46,17 @@ fn main() -> ExitCode {
             eprintln!("synth-driver: {e:#}");
             ExitCode::from(2)
         }
+    };
+    #[cfg(feature = "dhat-heap")]
+    {
+        let start = std::time::Instant::now();
+        drop(dhat);
+        eprintln!(
+            "dhat-rs: profile written in {:.3} s",
+            start.elapsed().as_secs_f64()
+        );
     }
+    code
 }
 
 /// Parses the command line, checks it into a job, and runs it. Usage errors (clap's,
@@ -63,7 +74,10 @@ fn run() -> Result<ExitCode> {
             });
         }
     };
-    runner::run(cli.into_job()?)?;
+    let job = cli.into_job()?;
+    allocator::confirm(job.allocator)?;
+    alloc_tracer::set_allocator_name(allocator::name());
+    runner::run(job)?;
     Ok(ExitCode::SUCCESS)
 }
 

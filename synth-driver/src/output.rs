@@ -29,6 +29,9 @@ pub struct IterationReport {
     pub synth_seconds: f64,
     /// The tracer's mode.
     pub trace: String,
+    /// The global allocator under the tracer (`jemalloc`, `system`, `mimalloc`), or
+    /// in the baseline builds without the tracer the one that served the run.
+    pub allocator: &'static str,
     /// SHA-256 of the a/b/c evaluations (mirror prover).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub abc_digest: Option<String>,
@@ -66,7 +69,7 @@ impl IterationReport {
         let r = self;
         write!(
             out,
-            "{} [{}] iteration {}: {} rows, {} aux, {} inputs, synthesis {:.3} s (prover {}, variant {}, trace {})",
+            "{} [{}] iteration {}: {} rows, {} aux, {} inputs, synthesis {:.3} s (prover {}, variant {}, trace {}, allocator {})",
             r.circuit,
             r.prover,
             r.iteration,
@@ -76,7 +79,8 @@ impl IterationReport {
             r.synth_seconds,
             r.prover,
             r.variant,
-            r.trace
+            r.trace,
+            r.allocator
         )?;
         if let Some(a) = r.allocs {
             write!(out, ", {a} allocations")?;
@@ -103,11 +107,12 @@ impl IterationReport {
 pub fn print_summary(
     out: &mut dyn Write,
     summary: &alloc_tracer::ReportSummary,
+    seconds: f64,
     output: Output,
 ) -> Result<()> {
     match output {
-        Output::Json => eprintln!("{summary}"),
-        Output::Text => writeln!(out, "{summary}")?,
+        Output::Json => eprintln!("{summary}  written in {seconds:.3} s"),
+        Output::Text => writeln!(out, "{summary}  written in {seconds:.3} s")?,
     }
     Ok(())
 }
@@ -134,6 +139,7 @@ mod tests {
             inputs: 2,
             synth_seconds: 0.25,
             trace: "count".into(),
+            allocator: "system",
             abc_digest: Some("ab".repeat(32)),
             substituted_values: None,
             allocs: Some(900_000),
@@ -153,7 +159,7 @@ mod tests {
     fn text_line() {
         let want = format!(
             "sha256 --blocks 2 [mirror] iteration 1: 52000 rows, 51000 aux, 2 inputs, \
-             synthesis 0.250 s (prover mirror, variant baseline, trace count), \
+             synthesis 0.250 s (prover mirror, variant baseline, trace count, allocator system), \
              900000 allocations, 104000 in enforce (2.00 per constraint), abc digest {}\n",
             "ab".repeat(32)
         );
@@ -165,7 +171,7 @@ mod tests {
         let want = format!(
             "{{\"circuit\":\"sha256 --blocks 2\",\"iteration\":1,\"prover\":\"mirror\",\
              \"variant\":\"baseline\",\"witness\":\"real\",\"rows\":52000,\"aux\":51000,\
-             \"inputs\":2,\"synth_seconds\":0.25,\"trace\":\"count\",\"abc_digest\":\"{}\",\
+             \"inputs\":2,\"synth_seconds\":0.25,\"trace\":\"count\",\"allocator\":\"system\",\"abc_digest\":\"{}\",\
              \"allocs\":900000,\"enforce_allocs\":104000,\"enforce_allocs_per_row\":2.0}}\n",
             "ab".repeat(32)
         );

@@ -5,7 +5,7 @@
 
 use crate::job::{CountedCircuit, Job, Output, PorepInput, Prover, Variant, Work};
 use crate::output::{self, IterationReport};
-use crate::{circuits, lc_pool, mirror, porep, progress, prover, signals};
+use crate::{allocator, circuits, lc_pool, mirror, porep, progress, prover, signals};
 use alloc_tracer::{Mode, Settings};
 use anyhow::{Context, Result};
 use filecoin_proofs_api::RegisteredSealProof;
@@ -20,6 +20,9 @@ pub fn run(job: Job) -> Result<()> {
         output,
         prover,
         variants,
+        // Fixed at start and confirmed by `main`; the output names it through
+        // `allocator::name`.
+        allocator: _,
         work,
     } = job;
     if let Some(dir) = &trace.report {
@@ -91,11 +94,13 @@ pub fn run(job: Job) -> Result<()> {
     }
     if let Some(dir) = &trace.report {
         let finishing = signals::finishing();
+        let start = Instant::now();
         let mut summary = alloc_tracer::write_report(dir)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
+        let seconds = start.elapsed().as_secs_f64();
         drop(finishing);
         summary.top.truncate(trace.top);
-        output::print_summary(runner.out, &summary, output)?;
+        output::print_summary(runner.out, &summary, seconds, output)?;
     }
     Ok(())
 }
@@ -222,6 +227,7 @@ impl Runner<'_> {
             inputs: shape.inputs,
             synth_seconds: start.elapsed().as_secs_f64(),
             trace: self.trace.name(),
+            allocator: allocator::name(),
             allocs: None,
             temporaries: None,
             enforce_allocs: None,
@@ -327,6 +333,7 @@ impl Runner<'_> {
                 inputs: shape.inputs,
                 synth_seconds,
                 trace: self.trace.name(),
+                allocator: allocator::name(),
                 allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
                 // Exact in `sites` mode; counted among sampled blocks in `sample:N`
                 // (times N, an estimate); not counted in `count` mode.

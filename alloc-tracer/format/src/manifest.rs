@@ -75,6 +75,11 @@ pub struct Manifest {
     /// synth-driver's `circuit`, `rows` and `iterations`.
     #[serde(default)]
     pub labels: std::collections::BTreeMap<String, String>,
+    /// The inner allocator, as the program named it
+    /// (`alloc_tracer::set_allocator_name`), or `None` when it did not. (Absent in
+    /// reports written before it existed.)
+    #[serde(default)]
+    pub allocator: Option<String>,
 }
 
 /// The latest kept peak of live bytes.
@@ -169,8 +174,9 @@ pub struct Dropped {
     #[serde(default)]
     pub followed_skipped: u64,
     /// Distinct stacks, below the depth limit, that end before main or a thread's
-    /// start (`site::is_stack_root`): frames lost, usually to code built without
-    /// frame pointers. (Absent in reports written before it existed.)
+    /// start (`site::is_stack_root`), or have no frames although the walk ran on the
+    /// thread's stack: frames lost, usually to code built without frame pointers.
+    /// (Absent in reports written before it existed.)
     #[serde(default)]
     pub stacks_ending_early: u64,
     /// Allocations and reallocs at those stacks (weighted like the sites table).

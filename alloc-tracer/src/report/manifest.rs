@@ -11,6 +11,7 @@ use alloc_tracer_format::manifest::{
     Dropped, HeapPeak, Manifest, RequestedPercentiles, TOOL, TableInfo, Totals, TracerOwn,
 };
 use alloc_tracer_format::schema::SCHEMA_VERSION;
+use std::sync::{Mutex, PoisonError};
 
 /// What the columns' weights mean, in the manifest's words.
 const WEIGHTS: &str = "alloc_count, realloc_count, bytes_* and temporary_count in sites.parquet, and temporary_count in phases.parquet and these totals, are sampled counts x sample_interval; followed_* counts are raw, live_bytes_estimate is scaled by lifetime_interval";
@@ -115,7 +116,27 @@ pub fn build(
         }),
         timeline_interval_ms: snap.settings.timeline_ms,
         labels: snap.labels.clone(),
+        allocator: allocator_name().map(str::to_owned),
     }
+}
+
+/// The inner allocator's name, as the program gave it.
+static ALLOCATOR_NAME: Mutex<Option<&'static str>> = Mutex::new(None);
+
+/// Names the inner allocator (`"jemalloc"`, `"system"`, `"mimalloc"`, ...) in the
+/// manifest and summary of the reports written from now on. The tracer cannot tell
+/// one `GlobalAlloc` from another by itself; without this, reports say `null`.
+pub fn set_allocator_name(name: &'static str) {
+    *ALLOCATOR_NAME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = Some(name);
+}
+
+/// The inner allocator's name, if the program gave one.
+pub fn allocator_name() -> Option<&'static str> {
+    *ALLOCATOR_NAME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Percentiles of requested sizes from an HDR histogram built from the buckets.

@@ -35,11 +35,15 @@ pub fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Erro
     crate::hot::thread::guarded(|| write_snapshot(dir, &snap, incomplete))
 }
 
-/// Which stacks are cut at the depth limit, and which end early below it (their
-/// outermost frame is not an entry point: frames were lost). Empty stacks (walks off
-/// the thread's stack, counted apart) and the folded site are neither.
+/// Which stacks are cut at the depth limit, and which end early below it: their
+/// outermost frame is not an entry point, or they have no frame at all although the
+/// walk ran on the thread's own stack (frames were lost: in a program built without
+/// frame pointers every walk finds none). Walks off the thread's stack (counted
+/// apart, as foreign walks) also give empty stacks, so their count is taken off the
+/// empty stacks' allocations. The folded site is neither.
 fn stack_ends(snap: &Snapshot, stacks: &[(&[usize], u64)], weight: u64) -> manifest::StackEnds {
     let mut ends = manifest::StackEnds::default();
+    let (mut empty, mut empty_allocs) = (0, 0);
     for (stack, allocs) in stacks {
         if stack.len() >= snap.settings.depth {
             ends.at_depth_limit += 1;
@@ -47,6 +51,8 @@ fn stack_ends(snap: &Snapshot, stacks: &[(&[usize], u64)], weight: u64) -> manif
         }
         let frames = user_frames(stack, &snap.symbols);
         let Some((_, _, outer)) = frames.last() else {
+            empty += 1;
+            empty_allocs += allocs;
             continue;
         };
         if outer.function == crate::symbolize::FOLDED_NAME
@@ -56,6 +62,13 @@ fn stack_ends(snap: &Snapshot, stacks: &[(&[usize], u64)], weight: u64) -> manif
         }
         ends.early += 1;
         ends.early_allocs += allocs * weight;
+    }
+    // Both raw counts of walks: every allocation's in `sites` mode, the sampled
+    // ones' in `sample:N`.
+    let lost = empty_allocs.saturating_sub(snap.counts.foreign_walks);
+    if lost > 0 {
+        ends.early += empty;
+        ends.early_allocs += lost * weight;
     }
     ends
 }
@@ -183,6 +196,7 @@ fn write_snapshot(
         setup_warning: manifest.setup_warning(),
         dir: dir.to_owned(),
         mode: manifest.mode.clone(),
+        allocator: manifest.allocator.clone(),
         stacks: stacks.len(),
         site_rows: sites_rows,
         allocs: manifest.totals.alloc_count,

@@ -78,6 +78,8 @@ pub struct ReportSummary {
     pub dir: PathBuf,
     /// Mode name.
     pub mode: String,
+    /// The inner allocator, if the program named it ([`crate::set_allocator_name`]).
+    pub allocator: Option<String>,
     /// Distinct call stacks.
     pub stacks: usize,
     /// Rows of `sites.parquet`.
@@ -111,9 +113,14 @@ impl fmt::Display for ReportSummary {
         } else {
             format!("{:.0} % temporaries", pct(self.temporaries, self.allocs))
         };
+        let over = self
+            .allocator
+            .as_deref()
+            .map(|a| format!(" over {a}"))
+            .unwrap_or_default();
         writeln!(
             f,
-            "  mode {}: {} allocations, {:.1} MiB requested, {temporaries}, {} call stacks",
+            "  mode {}{over}: {} allocations, {:.1} MiB requested, {temporaries}, {} call stacks",
             self.mode,
             self.allocs,
             self.bytes_requested as f64 / (1 << 20) as f64,

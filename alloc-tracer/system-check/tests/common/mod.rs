@@ -20,7 +20,9 @@ fn work() {
 
 /// Records `work` in `sites` mode, writes a report and checks it: counts, and every
 /// table with the documented columns, types and row counts.
-pub fn report_has_the_schema(name: &str) {
+/// `name` is the inner allocator's: the manifest and the summary must name it.
+pub fn report_has_the_schema(name: &'static str) {
+    alloc_tracer::set_allocator_name(name);
     Settings {
         mode: Mode::Sites,
         ..Default::default()
@@ -34,11 +36,17 @@ pub fn report_has_the_schema(name: &str) {
     let dir = std::env::temp_dir().join(format!("alloc-tracer-{name}-{}", std::process::id()));
     let summary = alloc_tracer::write_report(&dir.join("report")).unwrap();
     Settings::default().apply();
+    let printed = summary.to_string();
     let report = summary.dir;
     let manifest =
         Manifest::from_json(&std::fs::read(report.join(schema::MANIFEST)).unwrap()).unwrap();
     assert!(manifest.is_alloc_tracer());
     assert_eq!(manifest.mode, "sites");
+    assert_eq!(manifest.allocator.as_deref(), Some(name));
+    assert!(
+        printed.contains(&format!("mode sites over {name}:")),
+        "{printed}"
+    );
     for table in schema::TABLES {
         let f = std::fs::File::open(report.join(table.file)).unwrap();
         let reader = SerializedFileReader::new(f).unwrap();

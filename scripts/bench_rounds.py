@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""Interleaved rounds of synth-driver runs, and their tables: what
+scripts/bench-allocators.sh and scripts/bench-peers.sh run after building.
+
+Each round runs every configuration once, in fresh processes, in the given order in
+even rounds and reversed in odd ones, so that a steady drift of the machine's speed
+weighs on every configuration alike. A configuration's figure is the median over
+rounds of its ratio to the baseline's run of the same round (synthesis seconds, as
+the driver prints them), with the medians of its synthesis time, wall time, peak RSS
+(getrusage of the process and the children it waited for) and report-writing time.
+
+Standard library only.
+"""
+
+import argparse
+import csv
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# How the driver and dhat-rs say how long their report took (stderr).
+REPORT_TIME = re.compile(r"written in ([0-9.]+) s")
+
+
+@dataclass
+class Config:
+    """One way to run a workload: its name in the table, how it was built, and the
+    command (the workload's arguments are appended)."""
+
+    name: str
+    build: str
+    command: list
+    # Its runs are compared with this configuration's runs (a small workload's
+    # baseline for Valgrind DHAT).
+    baseline: str = ""
+    # Workload arguments of its own, instead of the table's.
+    workload: list = field(default_factory=list)
+    # Writes a report (a --report DIR is appended before the workload).
+    report: bool = False
+
+
+@dataclass
+class Run:
+    workload: str
+    round: int
+    config: str
+    synth_s: float
+    wall_s: float
+    max_rss_mib: float
+    report_s: float | None
+
+
+def run_measured(cfg: Config, workload: list, scratch: Path) -> tuple[float, float, float, float | None]:
+    """Runs `cfg` on `workload` once in `scratch`; returns synthesis seconds, wall
+    seconds, peak RSS (MiB) and report seconds (None when nothing says)."""
+    args = list(cfg.command)
+    if cfg.report:
+        args += ["--report", str(scratch / "report")]
+    args += ["--json"] + (cfg.workload or workload)
+    out_path, err_path = scratch / "stdout", scratch / "stderr"
+    with open(out_path, "w") as out, open(err_path, "w") as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(args, cwd=scratch, stdout=out, stderr=err)
+        # wait4 gives this process's own rusage (with its waited-for children, such
+        # as heaptrack's interpreter), where getrusage(RUSAGE_CHILDREN) would keep
+        # the largest of all runs so far.
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    stdout, stderr = out_path.read_text(), err_path.read_text()
+    if proc.returncode != 0:
+        sys.exit(f"bench: {' '.join(args)} exited with {proc.returncode}:\n{stderr[-3000:]}")
+    lines = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
+    if not lines:
+        sys.exit(f"bench: {' '.join(args)} printed no iteration:\n{stdout[-2000:]}{stderr[-2000:]}")
+    times = REPORT_TIME.findall(stderr)
+    report = float(times[-1]) if times else None
+    return lines[0]["synth_seconds"], wall, usage.ru_maxrss / 1024, report
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def rounds(configs: list, workloads: dict, n: int, scratch: Path) -> list:
+    runs = []
+    for r in range(n):
+        order = configs if r % 2 == 0 else configs[::-1]
+        for name, workload in workloads.items():
+            for cfg in order:
+                synth, wall, rss, report = run_measured(cfg, workload, scratch)
+                run = Run(name, r, cfg.name, synth, wall, rss, report)
+                runs.append(run)
+                log(f"round {r + 1}/{n} {name} {cfg.name}: synthesis {synth:.3f} s, wall {wall:.1f} s, "
+                    f"peak RSS {rss:.0f} MiB" + (f", report {report:.3f} s" if report is not None else ""))
+    return runs
+
+
+def median_or_none(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def summarize(configs: list, workloads: dict, runs: list, baseline: str) -> list:
+    """One row per (workload, configuration): medians over rounds."""
+    rows = []
+    for name in workloads:
+        for cfg in configs:
+            base = cfg.baseline or baseline
+            ratios = []
+            mine = [x for x in runs if x.workload == name and x.config == cfg.name]
+            for x in mine:
+                ref = [y for y in runs if y.workload == name and y.config == base and y.round == x.round]
+                if ref:
+                    ratios.append(x.synth_s / ref[0].synth_s)
+            rows.append({
+                "workload": name if not cfg.workload else " ".join(cfg.workload),
+                "config": cfg.name,
+                "build": cfg.build,
+                "baseline": base,
+                "rounds": len(ratios),
+                "synth_ratio_median": median_or_none(ratios),
+                "synth_s_median": median_or_none([x.synth_s for x in mine]),
+                "wall_s_median": median_or_none([x.wall_s for x in mine]),
+                "max_rss_mib_median": median_or_none([x.max_rss_mib for x in mine]),
+                "report_s_median": median_or_none([x.report_s for x in mine]),
+            })
+    return rows
+
+
+def fmt(v, spec):
+    return "n/a" if v is None else format(v, spec)
+
+
+def markdown(rows: list, baseline: str) -> str:
+    out = [f"| workload | configuration | build | synthesis / {baseline} | synthesis s | wall s | peak RSS MiB | report s |",
+           "|---|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        ratio = fmt(r["synth_ratio_median"], ".3f") + "x"
+        if r["baseline"] != baseline:
+            ratio += f" (/ {r['baseline']})"
+        out.append(f"| {r['workload']} | {r['config']} | {r['build']} | {ratio} | "
+                   f"{fmt(r['synth_s_median'], '.3f')} | {fmt(r['wall_s_median'], '.1f')} | "
+                   f"{fmt(r['max_rss_mib_median'], '.0f')} | {fmt(r['report_s_median'], '.3f')} |")
+    return "\n".join(out) + "\n"
+
+
+def write_outputs(out_dir: Path, stem: str, rows: list, runs: list, header: str, baseline: str) -> str:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = markdown(rows, baseline)
+    (out_dir / f"{stem}.md").write_text(header + "\n" + table)
+    with open(out_dir / f"{stem}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with open(out_dir / f"{stem}-runs.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["workload", "round", "config", "synth_s", "wall_s", "max_rss_mib", "report_s"])
+        for x in runs:
+            w.writerow([x.workload, x.round, x.config, x.synth_s, x.wall_s, x.max_rss_mib,
+                        "" if x.report_s is None else x.report_s])
+    return table
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("table", choices=["allocators", "peers"])
+    p.add_argument("--bin", type=Path, required=True, help="folder of the driver builds")
+    p.add_argument("--c1", type=Path, required=True, help="the 2 KiB sector's c1.json")
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--sha-blocks", type=int, default=512, help="SHA-256 chain length (peers)")
+    p.add_argument("--small-blocks", type=int, default=4, help="SHA-256 chain of the Valgrind DHAT run")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--only", default="", help="comma-separated configurations to run (peers)")
+    a = p.parse_args()
+
+    porep = ["porep", "--c1", str(a.c1), "--partition", "0"]
+    traced = str(a.bin / "synth-driver")
+    if a.table == "allocators":
+        configs = [Config(x, "default", [traced, "--allocator", x]) for x in ("jemalloc", "system", "mimalloc")]
+        workloads = {"2 KiB PoRep partition 0": porep}
+        baseline = "jemalloc"
+    else:
+        untraced, dhat = str(a.bin / "synth-driver-untraced"), str(a.bin / "synth-driver-dhat")
+        small = ["sha256", "--blocks", str(a.small_blocks)]
+        configs = [
+            Config("plain jemalloc", "untraced", [untraced]),
+            Config("plain system", "untraced", [untraced, "--allocator", "system"]),
+            Config("tracer off", "default", [traced, "--trace", "off"]),
+            Config("tracer count", "default", [traced, "--trace", "count"], report=True),
+            Config("tracer sample:1000", "default", [traced, "--trace", "sample:1000"], report=True),
+            Config("tracer sites", "default", [traced, "--trace", "sites"], report=True),
+            Config("dhat-rs", "dhat-heap", [dhat]),
+            Config("heaptrack", "untraced, system allocator",
+                   ["heaptrack", "-o", "heaptrack.out", untraced, "--allocator", "system"]),
+            Config("plain jemalloc (small run)", "untraced", [untraced],
+                   baseline="plain jemalloc (small run)", workload=small),
+            Config("Valgrind DHAT (small run)", "untraced, system allocator",
+                   ["valgrind", "--tool=dhat", "--dhat-out-file=dhat.out", untraced, "--allocator", "system"],
+                   baseline="plain jemalloc (small run)", workload=small),
+        ]
+        if a.only:
+            keep = set(a.only.split(","))
+            configs = [c for c in configs if c.name in keep or c.name == "plain jemalloc"]
+        workloads = {"2 KiB PoRep partition 0": porep, f"SHA-256 chain, {a.sha_blocks} blocks": ["sha256", "--blocks", str(a.sha_blocks)]}
+        baseline = "plain jemalloc"
+        # Small runs go once per round, not once per workload.
+        small_configs = [c for c in configs if c.workload]
+        configs = [c for c in configs if not c.workload]
+
+    with tempfile.TemporaryDirectory(prefix="bench-rounds-") as tmp:
+        scratch = Path(tmp)
+        runs = rounds(configs, workloads, a.rounds, scratch)
+        rows = summarize(configs, workloads, runs, baseline)
+        if a.table == "peers" and small_configs:
+            small_runs = rounds(small_configs, {"small": []}, a.rounds, scratch)
+            for x in small_runs:
+                x.workload = "small"
+            runs += small_runs
+            rows += summarize(small_configs, {"small": []}, small_runs, baseline)
+
+    header = (f"{a.rounds} interleaved rounds on {os.uname().nodename} ({os.cpu_count()} CPUs); "
+              f"ratios: median over rounds of synthesis seconds / the baseline's in the same round")
+    table = write_outputs(a.out, a.table, rows, runs, header, baseline)
+    print(table, end="")
+    print(f"\n(written: {a.out}/{a.table}.md, {a.table}.csv, {a.table}-runs.csv)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
