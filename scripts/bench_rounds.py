@@ -171,7 +171,7 @@ def write_outputs(out_dir: Path, stem: str, rows: list, runs: list, header: str,
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("table", choices=["allocators", "peers"])
+    p.add_argument("table", choices=["allocators", "peers", "heap"])
     p.add_argument("--bin", type=Path, required=True, help="folder of the driver builds")
     p.add_argument("--c1", type=Path, required=True, help="the 2 KiB sector's c1.json")
     p.add_argument("--rounds", type=int, default=8)
@@ -187,6 +187,17 @@ def main() -> None:
         configs = [Config(x, "default", [traced, "--allocator", x]) for x in ("jemalloc", "system", "mimalloc")]
         workloads = {"2 KiB PoRep partition 0": porep}
         baseline = "jemalloc"
+    elif a.table == "heap":
+        # Each mode with heap sampling at 1 MiB against the same mode without it.
+        configs = [Config("tracer off", "default", [traced, "--trace", "off"])]
+        for mode in ("count", "sample:1000", "sites"):
+            configs.append(Config(f"{mode}, no heap sampling", "default",
+                                  [traced, "--trace", mode, "--heap-sample", "0"]))
+            configs.append(Config(f"{mode}, heap sampling 1 MiB", "default",
+                                  [traced, "--trace", mode, "--heap-sample", "1MiB"],
+                                  baseline=f"{mode}, no heap sampling"))
+        workloads = {"2 KiB PoRep partition 0": porep}
+        baseline = "tracer off"
     else:
         untraced, dhat = str(a.bin / "synth-driver-untraced"), str(a.bin / "synth-driver-dhat")
         small = ["sha256", "--blocks", str(a.small_blocks)]

@@ -207,8 +207,15 @@ pub fn check(
             }
         };
         let rows = || report.rows(Some(phase));
-        let sum = |f: fn(&crate::report::SiteRow) -> u64| {
-            rows().map(f).fold(0u64, u64::saturating_add) as f64
+        // Phase totals from `phases.parquet`: exact in every mode (the sites table
+        // is empty in `count` mode).
+        let sum = |f: fn(&crate::report::PhaseRow) -> u64| {
+            report
+                .phases
+                .iter()
+                .filter(|r| &r.phase == phase)
+                .map(f)
+                .fold(0u64, u64::saturating_add) as f64
         };
         for (name, max, found) in [
             ("allocs", limits.allocs, sum(|r| r.calls())),

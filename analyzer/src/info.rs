@@ -83,10 +83,12 @@ pub fn info(report: &Report) -> Info {
         .phase_names()
         .into_iter()
         .map(|p| {
-            let mut sites = std::collections::HashSet::new();
+            // Counts from `phases.parquet`: exact in every mode (the sites table is
+            // empty in `count` mode and weighted in `sample:N`).
+            let sites: std::collections::HashSet<u64> =
+                report.rows(Some(p)).map(|r| r.site_id).collect();
             let (mut allocs, mut bytes, mut temps) = (0u64, 0u64, 0u64);
-            for r in report.rows(Some(p)) {
-                sites.insert(r.site_id);
+            for r in report.phases.iter().filter(|r| r.phase == p) {
                 allocs = allocs.saturating_add(r.calls());
                 bytes = bytes.saturating_add(r.bytes_requested);
                 temps = temps.saturating_add(r.temporary_count);

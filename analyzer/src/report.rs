@@ -96,8 +96,21 @@ pub struct PhaseRow {
     pub phase: String,
     /// Time inside the phase, nested phases included.
     pub wall_ns: u64,
-    /// Allocations.
+    /// Allocations (exact in every mode, like the other counts here).
     pub alloc_count: u64,
+    /// Reallocs.
+    pub realloc_count: u64,
+    /// Requested bytes of allocations and reallocs.
+    pub bytes_requested: u64,
+    /// Temporaries (0 in `count` mode; an estimate in `sample:N`).
+    pub temporary_count: u64,
+}
+
+impl PhaseRow {
+    /// Allocations plus reallocs (saturating).
+    pub fn calls(&self) -> u64 {
+        self.alloc_count.saturating_add(self.realloc_count)
+    }
 }
 
 impl SiteRow {
@@ -275,7 +288,14 @@ const FRAME_COLUMNS: &[&str] = &[
 ];
 
 /// The columns of `phases.parquet` the analyzer reads.
-const PHASE_COLUMNS: &[&str] = &["phase", "wall_ns", "alloc_count"];
+const PHASE_COLUMNS: &[&str] = &[
+    "phase",
+    "wall_ns",
+    "alloc_count",
+    "realloc_count",
+    "bytes_requested",
+    "temporary_count",
+];
 
 /// The bytes of a report file. Anything but a regular file is refused: reading a
 /// FIFO blocks until some writer comes, and a device may never end.
@@ -577,11 +597,17 @@ fn phase_rows(df: &DataFrame) -> Result<Vec<PhaseRow>, String> {
     let phase = strings(df, "phase")?;
     let wall = u64s(df, "wall_ns")?;
     let allocs = u64s(df, "alloc_count")?;
+    let reallocs = u64s(df, "realloc_count")?;
+    let requested = u64s(df, "bytes_requested")?;
+    let temporaries = u64s(df, "temporary_count")?;
     Ok((0..df.height())
         .map(|i| PhaseRow {
             phase: phase[i].clone().unwrap_or_default(),
             wall_ns: wall[i],
             alloc_count: allocs[i],
+            realloc_count: reallocs[i],
+            bytes_requested: requested[i],
+            temporary_count: temporaries[i],
         })
         .collect())
 }

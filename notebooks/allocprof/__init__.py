@@ -7,7 +7,8 @@ named-sites table (`analyzer export --format parquet`, run on first use; see
 
 Modules: `report` (loading), `analyzer` (the named-sites table), `sites` (per-site
 and per-category totals), `overview` (one report), `compare` (two reports),
-`cost_model` (predicted vs measured savings), `plots` (matplotlib figures saved to
+`cost_model` (predicted vs measured savings), `memory` (the timeline, what holds
+the peak, and how memory scales with the circuit), `plots` (matplotlib figures saved to
 PLOT_DIR), `execute` (running notebooks headless).
 """
 

@@ -72,3 +72,20 @@ def info(report_dir: str | os.PathLike) -> dict:
         message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
         raise AnalyzerError(message)
     return json.loads(out.stdout)
+
+
+def held(report_dir: str | os.PathLike, moment: str = "peak") -> dict:
+    """`analyzer peak REPORT --format json` (`moment` "peak") or `analyzer leaks`
+    ("end"), every site: what holds the live bytes then, by site and category, as
+    heap sampling estimates them, with the moment's exact live bytes."""
+    import json
+
+    command = {"peak": "peak", "end": "leaks"}[moment]
+    out = subprocess.run(
+        [str(binary()), command, str(report_dir), "--format", "json", "--limit", "1000000"],
+        capture_output=True,
+    )
+    if out.returncode != 0:
+        message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
+        raise AnalyzerError(message)
+    return json.loads(out.stdout)

@@ -340,3 +340,52 @@ def side_by_side(df: pl.DataFrame, label: str, columns: list[str], title: str, y
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict | None,
+             title: str):
+    """Live MiB over time (`memory.timeline`), the phases shaded behind the line
+    (`memory.phase_spans`), and the kept peak (the manifest's `heap_peak`) marked."""
+    fig, ax = plt.subplots(figsize=(11, 4))
+    colors = _category_colors([p for p, _, _ in spans])
+    seen = set()
+    for phase, start, end in spans:
+        ax.axvspan(start, end, color=colors[phase], alpha=0.15,
+                   label=None if phase in seen else f"phase {phase}")
+        seen.add(phase)
+    ax.plot(tl["time_s"].to_list(), tl["live_mib"].to_list(), color="tab:blue",
+            linewidth=1.6, label="live bytes")
+    if peak:
+        t, mib = peak["time_ns"] / 1e9, peak["live_bytes"] / float(1 << 20)
+        ax.plot([t], [mib], "o", color="tab:red")
+        ax.annotate(f"peak {mib:,.0f} MiB at {t:.1f} s ({peak['phase']})", (t, mib),
+                    textcoords="offset points", xytext=(-8, 6),
+                    ha="right" if t > 0.5 * tl["time_s"].max() else "left",
+                    color="tab:red", fontsize=8)
+    ax.set_xlabel("seconds after tracing started")
+    ax.set_ylabel("live MiB")
+    _plain(ax.yaxis)
+    top = max([*tl["live_mib"].to_list(), peak["live_bytes"] / float(1 << 20) if peak else 0, 1])
+    ax.set_ylim(0, top * 1.15)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def per_row(scale: pl.DataFrame, title: str):
+    """Allocations per row and peak bytes per row, one bar per report, side by side."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.4))
+    labels = [_short(str(v), 28) for v in scale["report"].to_list()]
+    a.bar(labels, scale["allocs_per_row"].to_list(), color="tab:blue")
+    a.set_title("allocations per row (synthesize)")
+    b.bar(labels, scale["peak_bytes_per_row"].to_list(), color="tab:orange")
+    b.set_title("peak live bytes per row")
+    for ax in (a, b):
+        for i, v in enumerate(ax.patches):
+            h = v.get_height()
+            ax.annotate(f"{h:,.2f}" if h < 10 else f"{h:,.0f}", (v.get_x() + v.get_width() / 2, h),
+                        ha="center", va="bottom", fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

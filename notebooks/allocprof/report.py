@@ -15,7 +15,8 @@ from allocprof import analyzer
 #: The report schema version this package reads (docs/report-schema.md).
 SUPPORTED_SCHEMA_VERSION = 1
 
-TABLES = ("sites", "frames", "size_classes", "requested_sizes", "phases", "lifetimes")
+TABLES = ("sites", "frames", "size_classes", "requested_sizes", "phases", "lifetimes",
+          "heap_peak", "heap_end", "timeline")
 
 #: What the analyzer derives per site (`Report.site_labels`).
 LABELS = ("name", "callers", "distinction", "category", "category_index", "stack_key")
@@ -90,6 +91,10 @@ class Report:
     @property
     def lifetimes(self) -> pl.DataFrame:
         return self.table("lifetimes")
+
+    @property
+    def timeline(self) -> pl.DataFrame:
+        return self.table("timeline")
 
     @property
     def label(self) -> str:

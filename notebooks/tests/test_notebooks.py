@@ -1,8 +1,9 @@
 """The notebooks run headless from start to end (any failing cell fails the test) and
 draw their figures; they are committed without outputs.
 
-Inputs as the notebooks read them: ALLOC_REPORT (01), ALLOC_BASE_REPORT and
-ALLOC_CHANGE_REPORT (02), COST_MODEL_RESULTS (03). Figures go to $PLOT_DIR when it is
+Inputs as the notebooks read them: ALLOC_REPORT (01, 04), ALLOC_BASE_REPORT and
+ALLOC_CHANGE_REPORT (02), COST_MODEL_RESULTS (03), ALLOC_LARGE_REPORT (04, default the
+committed 32 GiB report under data/). Figures go to $PLOT_DIR when it is
 set (CI keeps them), else to a temporary directory.
 """
 
@@ -41,11 +42,12 @@ def check_figures(directory: Path, prefix: str, expected: set):
     assert {p.suffix for p in found} == {".png", ".svg"}
 
 
-def test_there_are_three_notebooks():
+def test_there_are_four_notebooks():
     assert [p.name for p in NOTEBOOKS] == [
         "01-overview.ipynb",
         "02-compare.ipynb",
         "03-cost-model.ipynb",
+        "04-memory.ipynb",
     ]
 
 
@@ -85,6 +87,17 @@ def test_overview_runs(monkeypatch, tmp_path):
     run("01-overview.ipynb", monkeypatch, tmp_path, PLOT_DIR=d)
     check_figures(d, "01", {"01-phases", "01-top-sites", "01-categories", "01-size-classes",
                             "01-lifetimes", "01-temporaries"})
+
+
+def test_memory_runs(monkeypatch, tmp_path):
+    if not os.environ.get("ALLOC_REPORT"):
+        pytest.fail("set ALLOC_REPORT to a report directory (scripts/test.sh does)")
+    d = plot_dir(tmp_path)
+    nb = run("04-memory.ipynb", monkeypatch, tmp_path, PLOT_DIR=d)
+    check_figures(d, "04", {"04-timeline", "04-timeline-large", "04-peak-categories",
+                            "04-peak-sites", "04-per-row"})
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "kept peak" in text and "estimates add up to" in text
 
 
 def test_compare_runs(monkeypatch, tmp_path):
