@@ -44,8 +44,11 @@ impl Door for Cold {
     #[cold]
     #[inline(never)]
     fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
-        let claimed = claim(ptr);
-        crate::lifetimes::follow(ptr, site_id(site), class_bytes, claimed);
+        if crate::lifetimes::full() {
+            return;
+        }
+        claim(ptr);
+        crate::lifetimes::follow(ptr, site_id(site), class_bytes);
     }
 
     #[cold]
@@ -63,8 +66,8 @@ impl Door for Cold {
     #[cold]
     #[inline(never)]
     fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
-        let claimed = claim(ptr);
-        crate::heap::sample(ptr, site_id(site), class_bytes, claimed);
+        claim(ptr);
+        crate::heap::sample(ptr, site_id(site), class_bytes);
     }
 
     #[cold]
@@ -81,13 +84,14 @@ fn site_id(site: SiteRef<'_>) -> SiteId {
     }
 }
 
-/// Takes `ptr`'s entry of the followed-block table for a block about to be
-/// followed or sampled: true when it is now this block's, whether just taken or
-/// already held for it (the same block followed for lifetimes and sampled for the
-/// heap); false when another block holds it.
-fn claim(ptr: *mut u8) -> bool {
+/// Counts `ptr`, a block about to be followed or sampled, in the followed-block
+/// table, unless it is counted already (the same block followed for lifetimes and
+/// sampled for the heap: `block_ended` takes it out once).
+fn claim(ptr: *mut u8) {
     let p = ptr as usize;
-    followed::claim(p) || crate::lifetimes::contains(p) || crate::heap::contains(p)
+    if !crate::lifetimes::contains(p) && !crate::heap::contains(p) {
+        followed::claim(p);
+    }
 }
 
 /// Decides the mode at the first allocation, from the environment, and arms the

@@ -16,7 +16,6 @@ use crate::hot::clock;
 use crate::hot::control;
 use crate::registry::SiteId;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 /// What the sampled blocks of one site say is live.
@@ -75,10 +74,6 @@ struct Heap {
 
 static HEAP: LazyLock<Mutex<Heap>> = LazyLock::new(Mutex::default);
 
-/// Blocks due to be sampled but not, because another followed block held their entry
-/// of the hot side's table.
-static SKIPPED: AtomicU64 = AtomicU64::new(0);
-
 fn heap() -> MutexGuard<'static, Heap> {
     // Every mutation keeps the maps consistent before it can panic, so poisoning is
     // ignored.
@@ -96,24 +91,14 @@ pub fn weight(bytes: u64, mean: u64) -> (f64, f64) {
     (bytes as f64 / p, 1.0 / p)
 }
 
-/// Blocks heap sampling skipped (see [`SKIPPED`]).
-pub fn skipped() -> u64 {
-    SKIPPED.load(Relaxed)
-}
-
 /// True when `ptr` is a sampled block.
 pub(crate) fn contains(ptr: usize) -> bool {
     heap().blocks.contains_key(&ptr)
 }
 
-/// Counts the block at `ptr`, whose entry of the followed-block table the caller
-/// holds (`claimed`; if not, the block is skipped), live at `site`. Cold, under the
-/// guard.
-pub(crate) fn sample(ptr: *mut u8, site: SiteId, class_bytes: u64, claimed: bool) {
-    if !claimed {
-        SKIPPED.fetch_add(1, Relaxed);
-        return;
-    }
+/// Counts the block at `ptr` (counted in the hot side's table by the caller) live
+/// at `site`. Cold, under the guard.
+pub(crate) fn sample(ptr: *mut u8, site: SiteId, class_bytes: u64) {
     let (bytes, blocks) = weight(class_bytes, control::heap_interval());
     let mut h = heap();
     let site = match h.live.get_key_value(&site) {

@@ -6,16 +6,16 @@
 //! allocation in `lifetime_interval` (geometric intervals), or every sampled stack in
 //! `sample` mode. A free may happen on any thread, so followed blocks live in a global
 //! sharded map. Every free checks the hot side's table first (`hot::followed`): a
-//! relaxed load of one entry indexed by the pointer's hash, which holds a followed
-//! block's fingerprint; only when it is the freed block's does the free take the cold
-//! path (the door's `block_ended`) and the shard lock. A block whose entry another
-//! followed block holds is not followed ([`skipped`]), which bounds the blocks
-//! followed at once to the table's size. Heap sampling (`heap`) follows its blocks
-//! through the same table; the door takes and releases entries for both.
+//! relaxed load of one entry indexed by the pointer's hash, which counts the followed
+//! blocks hashed to it and holds their fingerprint; only when it may be the freed
+//! block's does the free take the cold path (the door's `block_ended`) and the shard
+//! lock. Heap sampling (`heap`) follows its blocks through the same table; the door
+//! counts each followed block in it once, and takes it out once.
 
 use crate::hot::clock;
 use crate::hot::log_linear::{LIFETIME_BUCKETS, LIFETIME_SUB_BITS, bucket};
 use crate::registry::{MAX_MERGED_SITES, SiteId};
+use alloc_tracer_format::manifest::MAX_FOLLOWED;
 use dashmap::DashMap;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -23,16 +23,24 @@ use std::sync::{LazyLock, Mutex, MutexGuard};
 
 const SHARDS: usize = 16;
 
-/// Blocks followed now (at most `hot::followed::CAPACITY`).
+/// Blocks followed now (at most `MAX_FOLLOWED`).
 static FOLLOWING: AtomicU64 = AtomicU64::new(0);
-/// Blocks not followed because their entry of the hot side's table was taken.
+/// Blocks not followed because `MAX_FOLLOWED` were.
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
 
-/// Blocks that were due to be followed but were not, because another followed block
-/// held their entry of the hot side's table (rare while few blocks are followed; the
-/// table bounds how many are followed at once).
+/// Blocks that were due to be followed but were not, because
+/// [`MAX_FOLLOWED`] were followed at once (which bounds the memory lifetimes take).
 pub fn skipped() -> u64 {
     SKIPPED.load(Relaxed)
+}
+
+/// True when as many blocks as allowed are followed: the next is skipped (counted).
+pub(crate) fn full() -> bool {
+    let full = FOLLOWING.load(Relaxed) >= MAX_FOLLOWED;
+    if full {
+        SKIPPED.fetch_add(1, Relaxed);
+    }
+    full
 }
 
 /// About how many bytes the followed blocks and the ended lifetimes take.
@@ -82,14 +90,10 @@ pub(crate) fn contains(ptr: usize) -> bool {
         .contains_key(&ptr)
 }
 
-/// Starts following the block at `ptr`, whose entry of the hot side's table the
-/// caller holds (`claimed`; if not, the block is skipped). Cold, under the guard.
-pub(crate) fn follow(ptr: *mut u8, site: SiteId, class_bytes: u64, claimed: bool) {
+/// Starts following the block at `ptr` (counted in the hot side's table by the
+/// caller). Cold, under the guard.
+pub(crate) fn follow(ptr: *mut u8, site: SiteId, class_bytes: u64) {
     let ptr = ptr as usize;
-    if !claimed {
-        SKIPPED.fetch_add(1, Relaxed);
-        return;
-    }
     let f = Followed {
         site,
         birth_ns: clock::now_ns(),

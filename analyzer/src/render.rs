@@ -556,6 +556,10 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         (d.late_alloc_count, "allocations after their thread's exit"),
         (d.late_free_count, "frees after their thread's exit"),
         (
+            d.followed_skipped,
+            "blocks not followed (65,536 followed at once)",
+        ),
+        (
             d.stacks_at_depth_limit as u64,
             "stacks cut at the depth limit",
         ),
@@ -564,7 +568,6 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             "allocations off the thread's stack (no frames)",
         ),
         (d.folded_sites, "sites past the tracer's cap, folded"),
-        (d.followed_skipped, "blocks not followed (table full)"),
         (
             d.stacks_ending_early,
             "stacks ending before main or a thread's start",

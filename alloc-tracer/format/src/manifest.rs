@@ -5,6 +5,10 @@
 use crate::schema::SCHEMA_VERSION;
 use serde::{Deserialize, Serialize};
 
+/// Most blocks followed to their free for lifetimes at once (heap sampling's blocks,
+/// one per interval of live bytes, are not capped).
+pub const MAX_FOLLOWED: u64 = 1 << 16;
+
 /// The value of [`Manifest::tool`] in reports written by alloc-tracer: a report
 /// writer replaces only folders whose manifest says so.
 pub const TOOL: &str = "alloc-tracer";
@@ -168,8 +172,8 @@ pub struct Dropped {
     /// written before it existed.)
     #[serde(default)]
     pub folded_sites: u64,
-    /// Blocks due to be followed to their free but not followed, because the cap on
-    /// blocks followed at once was reached: lifetimes and live-bytes estimates
+    /// Blocks due to be followed to their free for lifetimes but not, because
+    /// [`MAX_FOLLOWED`] were followed at once: lifetimes and live-bytes estimates
     /// undercount by that much. (Absent in reports written before it existed.)
     #[serde(default)]
     pub followed_skipped: u64,
@@ -182,11 +186,6 @@ pub struct Dropped {
     /// Allocations and reallocs at those stacks (weighted like the sites table).
     #[serde(default)]
     pub stacks_ending_early_alloc_count: u64,
-    /// Blocks heap sampling sampled but could not follow, because another followed
-    /// block held their entry of the table of followed blocks: heap estimates
-    /// undercount by their weight. (Absent in reports written before it existed.)
-    #[serde(default)]
-    pub heap_skipped: u64,
 }
 
 /// One table of the report.

@@ -16,7 +16,8 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Allocation in mode `count` or (`SAMPLING`) `sample`, mode read, recording, for
-/// everything but a sampled stack. Out of line, so that the entry point stays a load,
+/// everything but a sampled stack; `HEAP`: small blocks count against the heap
+/// countdown (`count` mode without heap sampling skips it). Out of line, so that the entry point stays a load,
 /// two tests and a jump. A small request (`small_request`, nearly all of them) is
 /// recorded, then handed to `A` by a tail call: nothing is done after `A` returns, so
 /// this function saves no register and sets up no frame, and a request `A` refuses
@@ -35,6 +36,7 @@ pub unsafe fn alloc_without_stack<
     D: Door,
     const ZEROED: bool,
     const SAMPLING: bool,
+    const HEAP: bool,
 >(
     size: usize,
     align: usize,
@@ -67,7 +69,7 @@ pub unsafe fn alloc_without_stack<
         // a temporary's. (`count` keeps no latest block.)
         st.last_block.store(0, Relaxed);
     }
-    if heap::due(st, r.usable()) {
+    if HEAP && heap::due(st, r.usable()) {
         // SAFETY: forwarded contract.
         return unsafe { alloc_heap_sampled::<A, D, ZEROED>(size, align, ctl, inner) };
     }

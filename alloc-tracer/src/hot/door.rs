@@ -50,9 +50,8 @@ pub trait Door {
     fn table_full(state: &ThreadState);
 
     /// Start following the block at `ptr` (of `class_bytes` real bytes) allocated
-    /// at `site`, until [`block_ended`](Door::block_ended). Must take its entry with
-    /// `hot::followed::claim` (or not follow it) so that frees of it take the cold
-    /// path.
+    /// at `site`, until [`block_ended`](Door::block_ended). Must count it in
+    /// `hot::followed` (`claim`) so that frees of it take the cold path.
     fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64);
 
     /// The block at `ptr`, which `hot::followed::maybe` flagged, is being freed or
@@ -62,8 +61,8 @@ pub trait Door {
 
     /// Heap sampling sampled the block at `ptr` (of `class_bytes` real bytes,
     /// allocated at `site`): count it live, weighted by its sampling probability,
-    /// until [`block_ended`](Door::block_ended). Like `block_followed`, it must take
-    /// the block's entry of `hot::followed` (or not keep it).
+    /// until [`block_ended`](Door::block_ended). Like `block_followed`, it must count
+    /// the block in `hot::followed`.
     fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64);
 
     /// The global live bytes reached `live_bytes`, a new peak by at least

@@ -33,12 +33,22 @@ pub unsafe fn alloc<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     let (size, align) = (layout.size(), layout.align());
     if ctl.alloc_needs_work() {
         if ctl.count_only() {
+            if ctl.heap() {
+                // SAFETY: forwarded contract.
+                return unsafe {
+                    alloc_without_stack::<A, D, ZEROED, COUNT, HEAP>(size, align, ctl, inner)
+                };
+            }
             // SAFETY: forwarded contract.
-            return unsafe { alloc_without_stack::<A, D, ZEROED, COUNT>(size, align, ctl, inner) };
+            return unsafe {
+                alloc_without_stack::<A, D, ZEROED, COUNT, NO_HEAP>(size, align, ctl, inner)
+            };
         }
         if ctl.counts_without_walk() {
             // SAFETY: forwarded contract.
-            return unsafe { alloc_without_stack::<A, D, ZEROED, SAMPLE>(size, align, ctl, inner) };
+            return unsafe {
+                alloc_without_stack::<A, D, ZEROED, SAMPLE, HEAP>(size, align, ctl, inner)
+            };
         }
         // SAFETY: forwarded contract.
         return unsafe { alloc_recorded::<A, D, ZEROED>(size, align, ctl, inner) };
@@ -51,6 +61,13 @@ pub unsafe fn alloc<A: GlobalAlloc, D: Door, const ZEROED: bool>(
 const COUNT: bool = false;
 /// `alloc_without_stack`'s `SAMPLING` in `sample` mode.
 const SAMPLE: bool = true;
+/// `alloc_without_stack`'s `HEAP`: blocks count against the heap countdown.
+const HEAP: bool = true;
+/// `alloc_without_stack`'s `HEAP` in `count` mode without heap sampling: `count`
+/// does no more per small request than before heap sampling existed. (`sample`
+/// mode keeps the countdown either way: its default is on, and a countdown with
+/// heap sampling off never ends.)
+const NO_HEAP: bool = false;
 
 /// `dealloc`: the control word's test, then the recording function (with stacks,
 /// without stacks but looking up followed blocks, or neither), or `A`.

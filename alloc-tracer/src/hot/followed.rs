@@ -1,58 +1,112 @@
 //! The table every free reads: is this block followed to its free?
 //!
-//! Followed blocks (lifetimes, per-site frees and live bytes; see the cold module
-//! `lifetimes`) live in a global map behind locks. A free must not take a lock just
-//! to learn that its block is not there, so each followed block also holds one entry
-//! of this table, at an index hashed from its address, holding a fingerprint of the
-//! address: a free compares that entry with its own block's fingerprint (one relaxed
-//! load) and goes to the cold path only when they are equal. Different live blocks
-//! rarely share both index and fingerprint (their addresses would have to be a
-//! multiple of 4 GiB apart), and when they do the cold path finds nothing and costs a
-//! lock once; so the common free never takes a lock, however many blocks are
-//! followed.
+//! Followed blocks (lifetimes, heap sampling; see the cold modules `lifetimes` and
+//! `heap`) live in global maps behind locks. A free must not take a lock just to
+//! learn that its block is not there, so each followed block is also counted in one
+//! entry of this table, at an index hashed from its address. An entry holds how many
+//! followed blocks hash to it and, while that is one, the block's fingerprint (its
+//! address's low 32 bits), or [`SHARED`] when several do. A free compares its
+//! index's entry with its own fingerprint and with `SHARED` (one relaxed load, two
+//! comparisons) and goes to the cold path only on a match; the cold path looks the
+//! address up in the maps, so a match that is not its block (another block with the
+//! same index and fingerprint, or a shared entry) costs one lock and finds nothing.
 //!
-//! A block whose entry is taken by another followed block is not followed (the cold
-//! side counts it), which bounds the followed blocks to the table's size.
+//! Every block due to be followed is followed, however many hash to one entry: the
+//! count keeps the entry non-empty until the last of them ends.
 
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 const TABLE_BITS: u32 = 16;
 
-/// Most blocks followed at once: the table's entries.
-pub const CAPACITY: usize = 1 << TABLE_BITS;
+/// Entries of the table.
+pub const ENTRIES: usize = 1 << TABLE_BITS;
 
-static TABLE: [AtomicU32; CAPACITY] = [const { AtomicU32::new(0) }; CAPACITY];
+/// Per entry: bits 32-63 the followed blocks hashed to it, bits 0-31 the one
+/// block's fingerprint, or [`SHARED`], or 0 when none.
+static TABLE: [AtomicU64; ENTRIES] = [const { AtomicU64::new(0) }; ENTRIES];
+
+/// The fingerprint part of an entry several followed blocks share: even, so never a
+/// block's fingerprint (those are odd).
+const SHARED: u32 = 2;
+
+const ONE: u64 = 1 << 32;
 
 #[inline(always)]
 fn index(ptr: usize) -> usize {
     ((ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - TABLE_BITS)) as usize
 }
 
-/// The address's fingerprint: its low 32 bits, never 0 (0 marks a free entry; the
-/// lowest bit is an alignment bit, 0 in every block address).
+/// The address's fingerprint: its low 32 bits, odd (the lowest bit is an alignment
+/// bit, 0 in every block address), so never 0 or [`SHARED`].
 #[inline(always)]
 fn fingerprint(ptr: usize) -> u32 {
     ptr as u32 | 1
 }
 
 /// True when `ptr` may be a followed block. One relaxed load: the only cost a free
-/// pays for lifetimes unless its block is followed.
+/// pays for following unless its block, or one hashed to the same entry, is
+/// followed.
 #[inline(always)]
 pub fn maybe(ptr: *mut u8) -> bool {
     let ptr = ptr as usize;
-    TABLE[index(ptr)].load(Relaxed) == fingerprint(ptr)
+    let e = TABLE[index(ptr)].load(Relaxed) as u32;
+    e == fingerprint(ptr) || e == SHARED
 }
 
-/// Takes `ptr`'s entry for a block about to be followed; false when another
-/// followed block holds it (then `ptr` must not be followed). Cold side.
-pub fn claim(ptr: usize) -> bool {
-    TABLE[index(ptr)]
-        .compare_exchange(0, fingerprint(ptr), Relaxed, Relaxed)
-        .is_ok()
+/// Counts `ptr`, a block about to be followed, in its entry. Cold side, once per
+/// followed block (a block followed for lifetimes and heap sampling at once is
+/// claimed once).
+pub fn claim(ptr: usize) {
+    let entry = &TABLE[index(ptr)];
+    let _ = entry.fetch_update(Relaxed, Relaxed, |e| {
+        Some(if e >> 32 == 0 {
+            ONE | fingerprint(ptr) as u64
+        } else {
+            ((e & !(u32::MAX as u64)) + ONE) | SHARED as u64
+        })
+    });
 }
 
-/// Frees the entry of a followed block no longer followed. Cold side, once per
-/// block that `claim` accepted.
+/// Takes a block that stopped being followed out of its entry. Cold side, once per
+/// block claimed. An entry shared until now stays marked shared while any block
+/// remains: which one is left is not known, and a shared entry only sends the frees
+/// that hash to it to the cold path.
 pub fn release(ptr: usize) {
-    TABLE[index(ptr)].store(0, Relaxed);
+    let entry = &TABLE[index(ptr)];
+    let _ = entry.fetch_update(Relaxed, Relaxed, |e| {
+        Some(match e >> 32 {
+            0 => 0,
+            1 => 0,
+            _ => e - ONE,
+        })
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_sharing_an_entry_are_all_seen_until_the_last_ends() {
+        // Addresses 4 GiB apart share index and fingerprint; these share the index
+        // only: find two by search.
+        let a = 0x7f00_0000_1000usize;
+        let b = (1..1 << 24)
+            .map(|k| a + k * 16)
+            .find(|&p| index(p) == index(a))
+            .expect("a second address with the same index");
+        let other = (1..1 << 24)
+            .map(|k| a + k * 16)
+            .find(|&p| index(p) != index(a))
+            .unwrap();
+        assert!(!maybe(a as *mut u8));
+        claim(a);
+        assert!(maybe(a as *mut u8) && !maybe(b as *mut u8) && !maybe(other as *mut u8));
+        claim(b);
+        assert!(maybe(a as *mut u8) && maybe(b as *mut u8));
+        release(a);
+        assert!(maybe(b as *mut u8), "b is still followed");
+        release(b);
+        assert!(!maybe(a as *mut u8) && !maybe(b as *mut u8));
+    }
 }

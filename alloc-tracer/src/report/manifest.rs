@@ -100,7 +100,6 @@ pub fn build(
             followed_skipped: crate::lifetimes::skipped(),
             stacks_ending_early: ends.early,
             stacks_ending_early_alloc_count: ends.early_allocs,
-            heap_skipped: crate::heap::skipped(),
         },
         threads: c.threads,
         tables,
