@@ -4,7 +4,8 @@
 //! The counts come from the thread's own counters, read before and after the
 //! closure: no global reset, so any number of tests can measure at once on their
 //! threads (as `cargo test` runs them). Work the closure hands to other threads (a
-//! rayon pool) is not counted; measure inside that work, or assert on a report.
+//! rayon pool) is not counted by [`measure`]; [`measure_process`] counts every thread
+//! of the process instead, for tests that run alone.
 
 use crate::config::{Mode, Settings};
 use crate::hot::thread::{self, DEAD};
@@ -39,6 +40,27 @@ pub struct Measured {
 /// alloc_tracer::assert_allocs!(m, allocs <= 1, bytes <= 100);
 /// ```
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
+    counting();
+    let before = this_thread();
+    let r = f();
+    let after = this_thread();
+    (r, difference(&before, &after))
+}
+
+/// [`measure`] over every thread of the process, exited ones included: for work the
+/// closure hands to other threads (a rayon pool, spawned threads). Exact, but it
+/// counts whatever any other thread allocates meanwhile, so a test that uses it
+/// should run alone (a test binary of its own, or `--test-threads=1`).
+pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, Measured) {
+    counting();
+    let before = crate::counts().all_phases();
+    let r = f();
+    let after = crate::counts().all_phases();
+    (r, difference(&before, &after))
+}
+
+/// Switches the tracer to `count` if it is off (process-wide, and left so).
+fn counting() {
     let current = Settings::current();
     if current.mode == Mode::Off {
         Settings {
@@ -47,11 +69,11 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
         }
         .apply();
     }
-    let before = this_thread();
-    let r = f();
-    let after = this_thread();
-    let d = |f: fn(&PhaseTotals) -> u64| f(&after).wrapping_sub(f(&before));
-    let m = Measured {
+}
+
+fn difference(before: &PhaseTotals, after: &PhaseTotals) -> Measured {
+    let d = |f: fn(&PhaseTotals) -> u64| f(after).wrapping_sub(f(before));
+    Measured {
         allocs: d(|t| t.allocs),
         reallocs: d(|t| t.reallocs),
         frees: d(|t| t.frees),
@@ -59,8 +81,7 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
         bytes_allocated: d(|t| t.bytes_allocated),
         bytes_freed: d(|t| t.bytes_freed),
         temporaries: d(|t| t.temporaries),
-    };
-    (r, m)
+    }
 }
 
 /// This thread's totals over all phases (zeros before its first recorded call).

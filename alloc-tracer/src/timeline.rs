@@ -73,15 +73,27 @@ pub fn interval_ms() -> u64 {
 }
 
 /// Starts the sampler thread, once per process. Allocation-free.
+///
+/// The thread starts with every signal blocked (a new thread inherits its creator's
+/// mask; the creator's is restored at once): a signal sent to the process is then
+/// never delivered to it, so the program's own handling (a thread that waits for
+/// SIGINT with the signal blocked everywhere else, say) works as without the tracer.
 pub(crate) fn start() {
     STARTED.call_once(|| {
-        // SAFETY: a zeroed `pthread_t` is a valid place for `pthread_create` to
-        // write to; `run` is an `extern "C"` function that never returns or unwinds.
+        // SAFETY: the sigset_t values are initialised by sigfillset and by
+        // pthread_sigmask before they are read; a zeroed `pthread_t` is a valid place
+        // for `pthread_create` to write to; `run` is an `extern "C"` function that
+        // never returns or unwinds.
         unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
             let mut t: libc::pthread_t = std::mem::zeroed();
             if libc::pthread_create(&mut t, std::ptr::null(), run, std::ptr::null_mut()) == 0 {
                 libc::pthread_detach(t);
             }
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         }
     });
 }
