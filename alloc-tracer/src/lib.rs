@@ -177,7 +177,8 @@ pub fn size_class_of(size: usize, align: usize) -> usize {
 }
 
 /// Runs `f` with recording of this thread's allocations suppressed, as the tracer's
-/// own; for test and benchmark harnesses that must not disturb the counts.
+/// own (reports count them in the manifest's `tracer.alloc_count`, not in the
+/// tables); for test and benchmark harnesses that must not disturb the counts.
 pub fn untraced<R>(f: impl FnOnce() -> R) -> R {
     hot::thread::guarded(f)
 }

@@ -140,7 +140,8 @@ pub struct RequestedPercentiles {
 /// The tracer's own allocations.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct TracerOwn {
-    /// Allocations (and moving reallocs) by the tracer.
+    /// Allocations (and moving reallocs) by the tracer, and by the program inside
+    /// `alloc_tracer::untraced`.
     pub alloc_count: u64,
     /// Their requested bytes.
     pub bytes_requested: u64,
