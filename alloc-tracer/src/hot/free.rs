@@ -250,7 +250,13 @@ unsafe fn dealloc_pending<A: GlobalAlloc, D: Door>(
 }
 
 /// Stops following `ptr` if it is followed (a free, or a realloc about to move it).
+/// Not for the tracer's own calls (the guard is set): its blocks are never followed,
+/// and it may hold the very lock the cold side would take (a map growing under its
+/// lock reallocs its buffer, whose entry of `followed` another block may share).
 #[cold]
 pub fn end_following<D: Door>(ptr: *mut u8) {
+    if thread::with_local(|l| l.guard()) {
+        return;
+    }
     thread::guarded(|| D::block_ended(ptr));
 }
