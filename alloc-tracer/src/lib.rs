@@ -149,7 +149,7 @@ pub use config::{
 pub use error::Error;
 pub use hot::size_class::{NUM_CLASSES, class_bytes};
 pub use labels::label;
-pub use measure::{Measured, measure, measure_process};
+pub use measure::{Measured, last_top_sites, measure, measure_process};
 pub use phase::{
     PauseGuard, PhaseGuard, PhaseId, PhaseTime, QuickPhaseGuard, pause, phase, phase_id, phases,
 };

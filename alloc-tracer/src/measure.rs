@@ -8,8 +8,12 @@
 //! of the process instead, for tests that run alone.
 
 use crate::config::{Mode, Settings};
-use crate::hot::thread::{self, DEAD};
+use crate::hot::stack::MAX_DEPTH;
+use crate::hot::thread::{self, DEAD, ThreadState};
 use crate::registry::{self, PhaseTotals};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
 
 /// What one thread allocated during [`measure`]'s closure.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -41,10 +45,87 @@ pub struct Measured {
 /// ```
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
+    let stacks = Settings::current().mode.records_stacks();
+    let sites_before = if stacks {
+        this_thread_sites()
+    } else {
+        HashMap::new()
+    };
     let before = this_thread();
     let r = f();
     let after = this_thread();
+    let grown = if stacks {
+        let mut grown: Vec<(Vec<usize>, u64)> = this_thread_sites()
+            .into_iter()
+            .filter_map(|(stack, n)| {
+                let d = n.saturating_sub(sites_before.get(&stack).copied().unwrap_or(0));
+                (d > 0).then_some((stack, d))
+            })
+            .collect();
+        grown.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        grown.truncate(TOP_SITES);
+        grown
+    } else {
+        Vec::new()
+    };
+    thread::guarded(|| LAST_SITES.with(|l| *l.borrow_mut() = grown));
     (r, difference(&before, &after))
+}
+
+/// Sites a failed [`assert_allocs!`](crate::assert_allocs) names.
+const TOP_SITES: usize = 3;
+
+thread_local! {
+    /// The stacks that allocated most during this thread's latest [`measure`], with
+    /// their allocations and reallocs (raw addresses: symbolized only if a budget
+    /// fails). Empty when the mode records no stacks.
+    static LAST_SITES: RefCell<Vec<(Vec<usize>, u64)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Allocations and reallocs per stack in this thread's site table (`sites` and
+/// `sample:N` modes; sampled counts in `sample:N`).
+fn this_thread_sites() -> HashMap<Vec<usize>, u64> {
+    thread::guarded(|| {
+        let mut out: HashMap<Vec<usize>, u64> = HashMap::new();
+        let st = thread::with_local(|l| l.state());
+        if st.is_null() || st == DEAD {
+            return out;
+        }
+        // SAFETY: a live state pointer of this thread, valid until its exit; its
+        // table is this thread's own, read between its allocations.
+        let st: &ThreadState = unsafe { &*st };
+        let mut frames = [0; MAX_DEPTH];
+        for slot in st.table().slots() {
+            if let Some(meta) = slot.read_key(&mut frames) {
+                let n = slot.allocs.load(Relaxed) + slot.reallocs.load(Relaxed);
+                *out.entry(frames[..meta.depth()].to_vec()).or_default() += n;
+            }
+        }
+        out
+    })
+}
+
+/// The sites that allocated most during this thread's latest [`measure`], named as
+/// reports name them, with their allocations (for [`assert_allocs!`]'s message; empty
+/// when the mode records no stacks).
+#[doc(hidden)]
+pub fn last_top_sites() -> Vec<(String, u64)> {
+    thread::guarded(|| {
+        let grown = LAST_SITES.with(|l| l.borrow().clone());
+        let symbols =
+            crate::symbolize::resolve_all(grown.iter().flat_map(|(s, _)| s.iter().copied()));
+        grown
+            .iter()
+            .map(|(stack, n)| {
+                let frames: Vec<crate::symbolize::Frame> =
+                    crate::report::snapshot::user_frames(stack, &symbols)
+                        .into_iter()
+                        .map(|(_, _, f)| f.clone())
+                        .collect();
+                (crate::report::summary::site_name(&frames), *n)
+            })
+            .collect()
+    })
 }
 
 /// [`measure`] over every thread of the process, exited ones included: for work the
@@ -98,7 +179,9 @@ fn this_thread() -> PhaseTotals {
 }
 
 /// Fails the test when a [`Measured`] field exceeds its budget, printing every
-/// breach and the whole measurement:
+/// breach, the whole measurement and, in `sites` and `sample:N` modes, the three
+/// sites that allocated most during the closure (which costs `measure` a read of the
+/// thread's site table before and after):
 /// `assert_allocs!(m, allocs <= 12, bytes <= 4096)`.
 #[macro_export]
 macro_rules! assert_allocs {
@@ -116,10 +199,19 @@ macro_rules! assert_allocs {
             }
         )+
         if !breaches.is_empty() {
+            let sites: ::std::vec::Vec<::std::string::String> = $crate::last_top_sites()
+                .into_iter()
+                .map(|(name, n)| ::std::format!("{n} at {name}"))
+                .collect();
             ::std::panic!(
-                "allocation budget exceeded: {}; measured {:?}",
+                "allocation budget exceeded: {}; measured {:?}{}",
                 breaches.join(", "),
-                m
+                m,
+                if sites.is_empty() {
+                    ::std::string::String::new()
+                } else {
+                    ::std::format!("; most allocations at: {}", sites.join("; "))
+                }
             );
         }
     }};
