@@ -7,15 +7,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-rounds=8 out=$CARGO_TARGET_DIR/bench
-while (($#)); do
-  case $1 in
-    --rounds) rounds=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--rounds N] [--out DIR]" >&2; exit 2 ;;
-  esac
-done
 source scripts/bench-driver-builds.sh
-bench_builds "$out/bin"
-c1=$(bench_c1)
-python3 scripts/bench_rounds.py allocators --bin "$out/bin" --c1 "$c1" --rounds "$rounds" --out "$out"
+bench_default_build allocators "$@"

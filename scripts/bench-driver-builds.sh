@@ -5,7 +5,8 @@
 # next. The default build is built last, so target/release/synth-driver stays the
 # default one (cargo keeps each feature set's artifacts; switching back relinks
 # nothing). Also seals the 2 KiB sector the benchmarks synthesize, unless present.
-# Sourced by scripts/bench-allocators.sh and scripts/bench-peers.sh.
+# Sourced by scripts/bench-allocators.sh, scripts/bench-heap.sh and
+# scripts/bench-peers.sh.
 set -euo pipefail
 bench_builds() {
   local bin=$1 peers=${2:-}
@@ -27,4 +28,22 @@ bench_c1() {
     "$CARGO_TARGET_DIR/release/synth-driver" seal --sector-size 2KiB --out "$dir" > /dev/null
   fi
   echo "$dir/c1.json"
+}
+
+# The whole of a benchmark of the default build on the 2 KiB sector: parses
+# [--rounds N] [--out DIR] from the script's arguments, builds, seals, and runs
+# scripts/bench_rounds.py's table TABLE. Usage: bench_default_build TABLE "$@"
+bench_default_build() {
+  local table=$1 rounds=8 out=$CARGO_TARGET_DIR/bench
+  shift
+  while (($#)); do
+    case $1 in
+      --rounds) rounds=$2; shift 2 ;;
+      --out) out=$2; shift 2 ;;
+      *) echo "usage: $0 [--rounds N] [--out DIR]" >&2; exit 2 ;;
+    esac
+  done
+  bench_builds "$out/bin"
+  python3 scripts/bench_rounds.py "$table" --bin "$out/bin" --c1 "$(bench_c1)" \
+    --rounds "$rounds" --out "$out"
 }

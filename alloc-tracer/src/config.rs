@@ -50,11 +50,6 @@ impl Mode {
         }
     }
 
-    /// True in the modes that record call stacks (`sites`, `sample:N`).
-    pub fn records_stacks(self) -> bool {
-        matches!(self, Mode::Sites | Mode::Sample(_))
-    }
-
     /// Allocations each sampled stack stands for: N in `sample:N`, 1 otherwise.
     pub fn sample_interval(self) -> u64 {
         match self {

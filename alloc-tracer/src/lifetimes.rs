@@ -34,8 +34,9 @@ pub fn skipped() -> u64 {
     SKIPPED.load(Relaxed)
 }
 
-/// True when as many blocks as allowed are followed: the next is skipped (counted).
-pub(crate) fn full() -> bool {
+/// True when as many blocks as allowed are followed, counting the block the caller
+/// then skips.
+pub(crate) fn skip_if_full() -> bool {
     let full = FOLLOWING.load(Relaxed) >= MAX_FOLLOWED;
     if full {
         SKIPPED.fetch_add(1, Relaxed);

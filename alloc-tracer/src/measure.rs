@@ -45,7 +45,7 @@ pub struct Measured {
 /// ```
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
-    let stacks = Settings::current().mode.records_stacks();
+    let stacks = crate::hot::control::load().stacks();
     let sites_before = if stacks {
         this_thread_sites()
     } else {

@@ -11,6 +11,12 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo-report")
 }
 
+/// The demo example's report with heap sampling every 4 KiB and a timeline
+/// (`alloc-tracer/examples/demo.rs`).
+fn memory_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory-report")
+}
+
 fn calibration() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibration.json")
 }
@@ -62,9 +68,7 @@ fn top_table_json_csv() {
 
 #[test]
 fn memory_at_the_peak_and_the_end() {
-    // The demo example's report (`alloc-tracer/examples/demo.rs`), heap sampled
-    // every 4 KiB.
-    let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory-report");
+    let r = memory_fixture();
     let r = r.to_str().unwrap();
     snapshot("peak.txt", &["peak", r, "--limit", "5"]);
     snapshot(
@@ -291,7 +295,7 @@ fn pprof_profile_decodes_and_matches_top() {
     use prost::Message;
     use std::io::Read;
     // A report with heap sampling, for the in-use values.
-    let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/memory-report");
+    let r = memory_fixture();
     let r = r.to_str().unwrap();
     let dir = std::env::temp_dir().join(format!("analyzer-pprof-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -1034,13 +1038,7 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
 /// report without the label.
 #[test]
 fn check_allocs_per_row_needs_the_rows_label() {
-    let dir = std::env::temp_dir().join(format!("analyzer-rows-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    for e in std::fs::read_dir(fixture()).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
-    }
+    let dir = copy_fixture("rows");
     let manifest = dir.join("manifest.json");
     let mut m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
