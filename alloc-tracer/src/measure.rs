@@ -8,6 +8,8 @@
 //! of the process instead, for tests that run alone.
 
 use crate::config::{Mode, Settings};
+use crate::door::Cold;
+use crate::hot::live;
 use crate::hot::stack::MAX_DEPTH;
 use crate::hot::thread::{self, DEAD, ThreadState};
 use crate::registry::{self, PhaseTotals};
@@ -33,6 +35,11 @@ pub struct Measured {
     /// Blocks freed before the thread's next allocation: exact in `sites` mode, the
     /// sampled ones in `sample:N`, none counted in `count` mode.
     pub temporaries: u64,
+    /// The most size-class bytes held at once during the closure, above what was
+    /// held when it started (allocated minus freed). [`measure`]: this thread's,
+    /// exact. [`measure_process`]: the process's live bytes as threads publish them,
+    /// exact to within 256 KiB per thread (`LIVE_PUBLISH_BYTES`).
+    pub peak_bytes: u64,
 }
 
 /// Runs `f` and returns its result with what this thread allocated meanwhile. If
@@ -51,8 +58,12 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     } else {
         HashMap::new()
     };
+    let watch = with_state(live::watch_start);
     let before = this_thread();
     let r = f();
+    let peak_bytes = watch.map_or(0, |start| {
+        with_state(|st| live::watch_end::<Cold>(st, start)).unwrap_or(0)
+    });
     let after = this_thread();
     let grown = if stacks {
         let mut grown: Vec<(Vec<usize>, u64)> = this_thread_sites()
@@ -69,7 +80,13 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
         Vec::new()
     };
     thread::guarded(|| LAST_SITES.with(|l| *l.borrow_mut() = grown));
-    (r, difference(&before, &after))
+    (
+        r,
+        Measured {
+            peak_bytes,
+            ..difference(&before, &after)
+        },
+    )
 }
 
 /// Sites a failed [`assert_allocs!`](crate::assert_allocs) names.
@@ -135,9 +152,17 @@ pub fn last_top_sites() -> Vec<(String, u64)> {
 pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
     let before = crate::counts().all_phases();
+    let live_before = live::reset_watched_peak();
     let r = f();
+    let peak_bytes = (live::watched_peak() - live_before).max(0) as u64;
     let after = crate::counts().all_phases();
-    (r, difference(&before, &after))
+    (
+        r,
+        Measured {
+            peak_bytes,
+            ..difference(&before, &after)
+        },
+    )
 }
 
 /// Switches the tracer to `count` if it is off (process-wide, and left so).
@@ -162,7 +187,26 @@ fn difference(before: &PhaseTotals, after: &PhaseTotals) -> Measured {
         bytes_allocated: d(|t| t.bytes_allocated),
         bytes_freed: d(|t| t.bytes_freed),
         temporaries: d(|t| t.temporaries),
+        peak_bytes: 0,
     }
+}
+
+/// Runs `f` on this thread's state, made first if the thread has none yet (`None`
+/// after the thread's exit began).
+fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
+    if thread::with_local(|l| l.state()).is_null() {
+        // The thread's first recorded allocation makes its state.
+        drop(std::hint::black_box(Box::new(0u8)));
+    }
+    thread::guarded(|| {
+        let st = thread::with_local(|l| l.state());
+        if st.is_null() || st == DEAD {
+            return None;
+        }
+        // SAFETY: a live state pointer of this thread, valid until its exit; only
+        // this thread's own fields are touched, between its allocations.
+        Some(f(unsafe { &*st }))
+    })
 }
 
 /// This thread's totals over all phases (zeros before its first recorded call).

@@ -361,7 +361,7 @@ pub(crate) unsafe fn retire(state: *mut ThreadState) {
     // the state unregistered, no reader can reach it.
     let st = unsafe { Box::from_raw(state) };
     // What the thread had not published yet, so that exited threads leave no drift.
-    live::publish_at_exit(st.live_units.get() as i64 * live::LIVE_UNIT as i64);
+    live::publish_at_exit(live::unpublished_bytes(&st));
     MERGED
         .counts
         .lock()

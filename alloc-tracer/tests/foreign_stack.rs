@@ -13,7 +13,9 @@ static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
     TracingAllocator::new(tikv_jemallocator::Jemalloc);
 
 const PAGE: usize = 4096;
-const STACK_PAGES: usize = 16;
+/// Pages of the stack segment: enough for a debug build (jemalloc's realloc path alone
+/// takes more than 64 KiB of stack unoptimised).
+const STACK_PAGES: usize = 64;
 
 extern "C" fn allocate() {
     let b = Box::new([7u8; 160]);

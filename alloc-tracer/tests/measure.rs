@@ -4,7 +4,7 @@
 //! exactly its own. (The mode is process-wide; every test here wants the same,
 //! counting, so they share it.)
 
-use alloc_tracer::{Measured, TracingAllocator, assert_allocs, measure};
+use alloc_tracer::{Measured, TracingAllocator, assert_allocs, measure, size_class_of};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
@@ -49,12 +49,30 @@ fn expected(k: usize) -> (u64, u64) {
     (k as u64 + 2, reallocs)
 }
 
+/// The most `work(k)` holds at once: everything just before the end, when the
+/// boxes, the collected vector and the pushed one (grown to its last capacity) are
+/// all live, in size-class bytes.
+fn expected_peak(k: usize) -> u64 {
+    let class = |size: usize| size_class_of(size, 8) as u64;
+    let mut cap = 4;
+    while cap < k {
+        cap *= 2;
+    }
+    k as u64 * class(64) + class(8 * k) + class(8 * cap)
+}
+
 fn check(k: usize) {
     let m = work(k);
     let (allocs, reallocs) = expected(k);
     assert_eq!((m.allocs, m.reallocs), (allocs, reallocs), "{m:?}");
     assert_eq!(m.frees, allocs, "{m:?}");
-    assert_allocs!(m, allocs <= allocs, reallocs <= reallocs);
+    assert_eq!(m.peak_bytes, expected_peak(k), "{m:?}");
+    assert_allocs!(
+        m,
+        allocs <= allocs,
+        reallocs <= reallocs,
+        peak_bytes <= expected_peak(k)
+    );
 }
 
 #[test]
@@ -110,4 +128,19 @@ fn t10_and_the_assertion_names_every_breach() {
             && message.contains("bytes = 5000 (budget 4096)"),
         "{message}"
     );
+}
+
+#[test]
+fn nested_measures_each_see_their_own_peak() {
+    let class = |size: usize| size_class_of(size, 8) as u64;
+    let ((inner, held), outer) = measure(|| {
+        let held = black_box(vec![1u8; 4096]);
+        let ((), inner) = measure(|| {
+            black_box(vec![2u8; 8192]);
+        });
+        (inner, held.len())
+    });
+    assert_eq!(held, 4096);
+    assert_eq!(inner.peak_bytes, class(8192), "{inner:?}");
+    assert_eq!(outer.peak_bytes, class(4096) + class(8192), "{outer:?}");
 }

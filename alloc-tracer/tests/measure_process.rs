@@ -44,4 +44,15 @@ fn counts_what_the_pool_allocates() {
     assert!(everyone.bytes >= boxes * 8, "{everyone:?}");
     // The calling thread only waits: it allocates almost none of it.
     assert!(caller.allocs < boxes / 2, "{caller:?}");
+    // Each box is freed at once: the pool holds little at any time, far from the
+    // 64 000 boxes' 1 MB (within 256 KiB a thread of what threads publish).
+    assert!(everyone.peak_bytes < 4 * 256 * 1024, "{everyone:?}");
+    // A block of 8 MiB held on a pool thread is in the process's peak.
+    let ((), held) = measure_process(|| {
+        pool.install(|| black_box(vec![1u8; 8 << 20]));
+    });
+    assert!(
+        ((8 << 20)..(8 << 20) + 4 * 256 * 1024).contains(&held.peak_bytes),
+        "{held:?}"
+    );
 }

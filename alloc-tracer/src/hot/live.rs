@@ -1,9 +1,11 @@
 //! Live bytes: each thread's net size-class bytes, published to one global count
-//! (and its peak) only when they drift far enough; and the marks at which a rising
-//! peak has the cold side keep what is live (`Door::new_peak`).
+//! (and its peak) only when they drift far enough; the marks at which a rising
+//! peak has the cold side keep what is live (`Door::new_peak`); and, while
+//! `measure` runs on a thread, that thread's exact peak ([`Watch`]).
 
 use super::door::Door;
 use super::thread::{self, ThreadState};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 
 /// Bound on a thread's unpublished net live bytes: the global live and peak bytes are
@@ -97,16 +99,17 @@ pub fn small_free(st: &ThreadState, units: i16) -> bool {
 }
 
 /// Publishes this thread's net live bytes after its counter overflowed: the net is
-/// then 2^16 units from what the counter holds.
+/// then 2^16 units from what the counter holds (counted from the watch's base).
 #[cold]
 #[inline(never)]
 pub fn publish_overflow<D: Door>(st: &ThreadState, way: Overflow) {
-    let held = st.live_units.replace(0) as i64;
+    let base = st.watch.base.get();
+    let held = st.live_units.replace(base) as i64 - base as i64;
     let units = match way {
         Overflow::Up => held + (1 << 16),
         Overflow::Down => held - (1 << 16),
     };
-    publish::<D>(units * LIVE_UNIT as i64);
+    net_changed::<D>(st, units * LIVE_UNIT as i64);
 }
 
 /// Adds `bytes` (a large block's, or a realloc's change; a multiple of
@@ -114,14 +117,105 @@ pub fn publish_overflow<D: Door>(st: &ThreadState, way: Overflow) {
 /// [`LIVE_PUBLISH_BYTES`].
 #[inline(never)]
 pub fn add_bytes<D: Door>(st: &ThreadState, bytes: i64) {
-    let net = st.live_units.get() as i64 * LIVE_UNIT as i64 + bytes;
-    if net.unsigned_abs() < LIVE_PUBLISH_BYTES as u64 {
-        // Fits: under 2^15 units.
-        st.live_units.set((net / LIVE_UNIT as i64) as i16);
+    let base = st.watch.base.get();
+    let net = (st.live_units.get() as i64 - base as i64) * LIVE_UNIT as i64 + bytes;
+    let units = base as i64 + net / LIVE_UNIT as i64;
+    // Fits: under 2^15 units either way. (While watched, a rise never fits.)
+    if net.unsigned_abs() < LIVE_PUBLISH_BYTES as u64 && units <= i16::MAX as i64 {
+        st.live_units.set(units as i16);
     } else {
-        st.live_units.set(0);
-        publish::<D>(net);
+        st.live_units.set(base);
+        net_changed::<D>(st, net);
     }
+}
+
+/// What a thread holds and has not published: its counter's units (from the watch's
+/// base) and, while watched, what the watch keeps back.
+pub fn unpublished_bytes(st: &ThreadState) -> i64 {
+    (st.live_units.get() as i64 - st.watch.base.get() as i64) * LIVE_UNIT as i64
+        + st.watch.pending.get()
+}
+
+/// Publishes `net` bytes that left a thread's counter; while the thread is watched,
+/// first follows its peak, and keeps the bytes back until they reach
+/// [`LIVE_PUBLISH_BYTES`] either way, as the counter would have.
+fn net_changed<D: Door>(st: &ThreadState, net: i64) {
+    let w = &st.watch;
+    if w.base.get() == 0 {
+        return publish::<D>(net);
+    }
+    w.net.set(w.net.get() + net);
+    w.peak.set(w.peak.get().max(w.net.get()));
+    let pending = w.pending.get() + net;
+    if pending.unsigned_abs() < LIVE_PUBLISH_BYTES as u64 {
+        w.pending.set(pending);
+    } else {
+        w.pending.set(0);
+        publish::<D>(pending);
+    }
+}
+
+/// A thread's exact peak of net live bytes while `measure` runs on it, at no cost
+/// to any other thread or time: the counter then rests at `i16::MAX` units instead
+/// of 0, so that every allocation that raises the thread's net overflows it into
+/// [`publish_overflow`] (or [`add_bytes`]), which sees the net and keeps its
+/// highest. An allocation that does not overflow it leaves the net at or below the
+/// last one seen, so no peak is missed. Frees overflow it only after 2^16 units
+/// down, as always. All zeros: not watched.
+#[derive(Default)]
+pub struct Watch {
+    /// Where the counter rests: 0, or `i16::MAX` while watched.
+    base: Cell<i16>,
+    /// Net bytes since the watch started (while watched).
+    net: Cell<i64>,
+    /// The highest `net` (while watched).
+    peak: Cell<i64>,
+    /// Bytes seen but not published yet (while watched).
+    pending: Cell<i64>,
+}
+
+/// Where an outer watch stood when an inner one started, for [`watch_end`].
+#[derive(Clone, Copy, Debug)]
+pub struct WatchStart {
+    net: i64,
+    outer_peak: Option<i64>,
+}
+
+/// Starts following this thread's peak (nested calls follow their own and leave the
+/// outer one's intact).
+pub fn watch_start(st: &ThreadState) -> WatchStart {
+    let w = &st.watch;
+    let outer_peak = (w.base.get() != 0).then(|| w.peak.get());
+    if outer_peak.is_none() {
+        // What the counter held moves aside, so that it can rest at its new base.
+        w.pending.set(st.live_units.get() as i64 * LIVE_UNIT as i64);
+        w.net.set(0);
+        w.base.set(i16::MAX);
+        st.live_units.set(i16::MAX);
+    }
+    w.peak.set(w.net.get());
+    WatchStart {
+        net: w.net.get(),
+        outer_peak,
+    }
+}
+
+/// Ends the watch `start` began and returns the highest the thread's net live bytes
+/// rose above where they stood at its start (0 if they never did).
+pub fn watch_end<D: Door>(st: &ThreadState, start: WatchStart) -> u64 {
+    let w = &st.watch;
+    let rise = (w.peak.get() - start.net).max(0) as u64;
+    match start.outer_peak {
+        Some(outer) => w.peak.set(outer.max(w.peak.get())),
+        None => {
+            let held = unpublished_bytes(st);
+            w.base.set(0);
+            w.pending.set(0);
+            st.live_units.set(0);
+            add_bytes::<D>(st, held);
+        }
+    }
+    rise
 }
 
 /// Adds a thread's net live bytes to the global count, raises the peak, and has the
@@ -143,5 +237,24 @@ pub fn publish_at_exit(net: i64) {
 fn add_to_global(net: i64) -> i64 {
     let live = LIVE_BYTES.fetch_add(net, Relaxed) + net;
     PEAK_BYTES.fetch_max(live, Relaxed);
+    if net > 0 {
+        WATCHED_PEAK.fetch_max(live, Relaxed);
+    }
     live
+}
+
+/// Like `PEAK_BYTES`, but lowered at will by [`reset_watched_peak`]: the process's
+/// peak during a `measure_process`.
+static WATCHED_PEAK: AtomicI64 = AtomicI64::new(0);
+
+/// Lowers [`watched_peak`] to the live bytes now, and returns them.
+pub fn reset_watched_peak() -> i64 {
+    let live = LIVE_BYTES.load(Relaxed);
+    WATCHED_PEAK.store(live, Relaxed);
+    live
+}
+
+/// The highest published live bytes since [`reset_watched_peak`].
+pub fn watched_peak() -> i64 {
+    WATCHED_PEAK.load(Relaxed)
 }

@@ -94,6 +94,8 @@ pub struct ThreadState {
     /// the overflow flag tells when to publish (see
     /// [`LIVE_PUBLISH_BYTES`](super::live::LIVE_PUBLISH_BYTES)).
     pub live_units: Cell<i16>,
+    /// This thread's exact peak while `measure` runs on it.
+    pub watch: super::live::Watch,
     /// Allocations left in the current chunk of the countdown to the next sampled
     /// stack (`sample` mode); never 0. See `countdown`.
     pub sample_countdown: Cell<u64>,
