@@ -27,7 +27,7 @@ count() {
 base_inlined=$(count "no such configuration" inlined)
 base_called=$(count "no such configuration" called)
 printf '| configuration | inlined: instructions per pair added | called: instructions per pair added |\n|---|---:|---:|\n'
-for c in floor off count sample "sites, depth 16, no lifetimes" "sites, depth 16, lifetimes 1/64"; do
+for c in floor off count sample "sites, depth 16, no lifetimes" "sites, depth 16, lifetimes 1/64" "sites, depth 48, no lifetimes" "sites, depth 48, lifetimes 1/64"; do
   inlined=$(count "$c" inlined)
   called=$(count "$c" called)
   awk -v c="$c" -v i="$inlined" -v bi="$base_inlined" -v k="$called" -v bk="$base_called" -v n="$per_config" \

@@ -10,7 +10,6 @@
 use crate::config::{Mode, Settings};
 use crate::door::Cold;
 use crate::hot::live;
-use crate::hot::stack::MAX_DEPTH;
 use crate::hot::thread::{self, DEAD, ThreadState};
 use crate::registry::{self, PhaseTotals};
 use std::cell::RefCell;
@@ -111,13 +110,10 @@ fn this_thread_sites() -> HashMap<Vec<usize>, u64> {
         // SAFETY: a live state pointer of this thread, valid until its exit; its
         // table is this thread's own, read between its allocations.
         let st: &ThreadState = unsafe { &*st };
-        let mut frames = [0; MAX_DEPTH];
-        for slot in st.table().slots() {
-            if let Some(meta) = slot.read_key(&mut frames) {
-                let n = slot.allocs.load(Relaxed) + slot.reallocs.load(Relaxed);
-                *out.entry(frames[..meta.depth()].to_vec()).or_default() += n;
-            }
-        }
+        st.table().for_each_site(|slot, _, frames| {
+            let n = slot.allocs.load(Relaxed) + slot.reallocs.load(Relaxed);
+            *out.entry(frames.to_vec()).or_default() += n;
+        });
         out
     })
 }

@@ -303,19 +303,16 @@ pub const MAX_MERGED_SITES: usize = 1 << 20;
 static FOLDED_SITES: AtomicU64 = AtomicU64::new(0);
 
 fn merge_table(table: &SiteTable) {
-    let mut frames = [0; MAX_DEPTH];
-    for slot in table.slots() {
-        if let Some(meta) = slot.read_key(&mut frames) {
-            let id = SiteId::of_slot(meta, &frames);
-            let id = if MERGED.sites.len() >= MAX_MERGED_SITES && !MERGED.sites.contains_key(&id) {
-                FOLDED_SITES.fetch_add(1, Relaxed);
-                SiteId::folded(meta)
-            } else {
-                id
-            };
-            MERGED.sites.entry(id).or_default().add(&slot_counts(slot));
-        }
-    }
+    table.for_each_site(|slot, meta, frames| {
+        let id = SiteId::of_slot(meta, frames);
+        let id = if MERGED.sites.len() >= MAX_MERGED_SITES && !MERGED.sites.contains_key(&id) {
+            FOLDED_SITES.fetch_add(1, Relaxed);
+            SiteId::folded(meta)
+        } else {
+            id
+        };
+        MERGED.sites.entry(id).or_default().add(&slot_counts(slot));
+    });
 }
 
 /// Distinct sites folded so far because the merged table was full.
@@ -446,17 +443,14 @@ pub fn sites() -> HashMap<SiteId, SiteCounts> {
         .iter()
         .map(|e| (e.key().clone(), *e.value()))
         .collect();
-    let mut frames = [0; MAX_DEPTH];
     for &p in live.iter() {
         // SAFETY: as in `counts`.
         let st = unsafe { &*(p as *const ThreadState) };
-        for slot in st.table().slots() {
-            if let Some(meta) = slot.read_key(&mut frames) {
-                all.entry(SiteId::of_slot(meta, &frames))
-                    .or_default()
-                    .add(&slot_counts(slot));
-            }
-        }
+        st.table().for_each_site(|slot, meta, frames| {
+            all.entry(SiteId::of_slot(meta, frames))
+                .or_default()
+                .add(&slot_counts(slot));
+        });
     }
     all
 }

@@ -70,19 +70,14 @@ mod tests {
 
     #[inline(never)]
     fn return_address_here() -> usize {
-        let mut frames = crate::hot::stack::raw_frames();
-        // SAFETY: this thread's own stack bounds.
-        let (n, _) = unsafe {
-            crate::hot::stack::capture(
-                &mut frames,
-                0,
-                1,
-                crate::hot::stack::current_stack_bounds(),
-                0,
-            )
-        };
-        assert_eq!(n, 1);
-        crate::hot::stack::captured(&frames, n)[0]
+        let trail = crate::hot::trail::Trail::default();
+        let bounds = crate::hot::stack::current_stack_bounds();
+        // SAFETY: this thread's own stack bounds, and a trail of this walk only.
+        let w = unsafe { crate::hot::trail::walk(&trail, 0, 1, bounds, 0) };
+        let mut raw = crate::hot::stack::raw_frames();
+        let frames = crate::hot::trail::frames(&trail, &w, &mut raw);
+        assert_eq!(frames.len(), 1);
+        frames[0]
     }
 
     #[test]

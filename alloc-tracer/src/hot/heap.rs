@@ -14,7 +14,8 @@ use super::countdown;
 use super::door::{Door, SiteRef};
 use super::site_table::SiteMeta;
 use super::sites::OWN_FRAMES;
-use super::stack::{self, raw_frames};
+use super::stack::raw_frames;
+use super::trail;
 use super::thread::{self, ThreadState};
 
 /// Counts a block of `usable` bytes against the heap countdown: true when the block
@@ -40,11 +41,11 @@ pub fn sample_block<D: Door>(
 ) {
     countdown::next_heap(st);
     let depth = ctl.depth() + OWN_FRAMES - 1;
-    // SAFETY: `st.stack` is this thread's stack, found when its state was made.
-    let walk = unsafe { stack::walk(1, depth, st.stack, 0) };
+    // SAFETY: `st.stack` is this thread's stack, found when its state was made, and
+    // `st.trail` this thread's trail, only ever walked with those bounds.
+    let walk = unsafe { trail::walk(&st.trail, 1, depth, st.stack, 0) };
     let mut raw = raw_frames();
-    // SAFETY: the walk was made just now, in this function.
-    let frames = unsafe { stack::frames_of(&walk, &mut raw) };
+    let frames = trail::frames(&st.trail, &walk, &mut raw);
     let site = SiteRef {
         meta: SiteMeta::new(ctl.phase(), class, frames.len()),
         frames,

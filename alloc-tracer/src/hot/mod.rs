@@ -82,3 +82,4 @@ pub mod sites;
 pub mod size_class;
 pub mod stack;
 pub mod thread;
+pub mod trail;

@@ -70,17 +70,20 @@ impl SiteMeta {
 }
 
 const K: u64 = 0x9e37_79b9_7f4a_7c15;
+const M: u64 = 0xd6e8_feb8_6659_fd93;
 
-/// Hashes a stack and a seed (FxHash-style mixing; never returns 0). The capture
-/// computes the same value frame by frame with `hash_start`, `hash_step` and
-/// `hash_finish`.
+/// Hashes a stack and a seed (never returns 0).
+///
+/// The stack's part is a polynomial in its frames, innermost first:
+/// `sum = mix(f0) + mix(f1)·K + mix(f2)·K² + …` (mod 2^64), so that a walk that
+/// reuses the outer part of the previous one reuses its sum too (`trail`): the sum of
+/// an inner part followed by an outer one is `inner + K^len(inner) · outer`. `mix`
+/// scrambles each return address first, which leaves two different stacks colliding
+/// about as rarely as under a random 64-bit hash; [`hash_finish`] then mixes in the
+/// seed and spreads every bit into the low ones that pick a table slot.
 #[inline(always)]
 pub fn hash(seed: u64, frames: &[usize]) -> u64 {
-    hash_finish(
-        frames
-            .iter()
-            .fold(hash_start(seed), |h, &f| hash_step(h, f)),
-    )
+    hash_finish(frames.iter().rev().fold(0, |sum, &f| hash_extend(sum, f)), seed)
 }
 
 /// The hash of a site key: its frames seeded with the meta word less the depth
@@ -89,27 +92,44 @@ pub fn key_hash(meta: SiteMeta, frames: &[usize]) -> u64 {
     hash(meta.without_depth().bits(), frames)
 }
 
-/// Starts a hash.
+/// A return address scrambled: its term in a stack's sum, times `K^index`.
 #[inline(always)]
-pub fn hash_start(seed: u64) -> u64 {
-    seed.wrapping_mul(K)
+pub fn hash_mix(frame: usize) -> u64 {
+    let x = (frame as u64).wrapping_mul(M);
+    x ^ (x >> 31)
 }
 
-/// Adds one frame.
+/// The sum of a stack whose outer part sums to `outer`, with `frame` in front of it.
 #[inline(always)]
-pub fn hash_step(h: u64, frame: usize) -> u64 {
-    (h.rotate_left(5) ^ frame as u64).wrapping_mul(K)
+pub fn hash_extend(outer: u64, frame: usize) -> u64 {
+    hash_mix(frame).wrapping_add(outer.wrapping_mul(K))
 }
 
-/// Finishes a hash (never 0: 0 marks an empty slot).
+/// `K^n` for `n` up to `MAX_DEPTH`: what a sum is multiplied by to sit behind `n`
+/// frames.
+pub const HASH_POW: [u64; MAX_DEPTH + 1] = {
+    let mut p = [1u64; MAX_DEPTH + 1];
+    let mut i = 1;
+    while i <= MAX_DEPTH {
+        p[i] = p[i - 1].wrapping_mul(K);
+        i += 1;
+    }
+    p
+};
+
+/// The hash of a stack whose frames sum to `sum`, seeded with `seed` (never 0: 0
+/// marks an empty slot).
 #[inline(always)]
-pub fn hash_finish(h: u64) -> u64 {
-    h | 1
+pub fn hash_finish(sum: u64, seed: u64) -> u64 {
+    let x = (sum ^ seed.wrapping_mul(K)).wrapping_mul(M);
+    (x ^ (x >> 29)) | 1
 }
 
-/// Counters of one (stack, phase, size class). Tag, meta and counters come first:
-/// a lookup that finds its site touches those 56 bytes only.
-#[repr(C)]
+/// Counters of one (stack, phase, size class), in one cache line: a lookup touches
+/// this line only. The site's frames lie apart, in the table's `frames`, so that
+/// the slots of a table of thousands of sites stay dense (a miss in the site table
+/// was the largest single cost of `sites` mode when frames were kept in the slot).
+#[repr(C, align(64))]
 pub struct Slot {
     tag: AtomicU64,
     meta: AtomicU64,
@@ -123,8 +143,10 @@ pub struct Slot {
     pub bytes_allocated: AtomicU64,
     /// Blocks from here freed before their thread's next allocation.
     pub temporaries: AtomicU64,
-    frames: [AtomicUsize; MAX_DEPTH],
 }
+
+/// The frames of one slot's site.
+type SlotFrames = [AtomicUsize; MAX_DEPTH];
 
 /// Adds `n` to a counter only this thread writes: a load and a store, no `lock` prefix.
 #[inline(always)]
@@ -133,18 +155,6 @@ pub fn bump(counter: &AtomicU64, n: u64) {
 }
 
 impl Slot {
-    /// The key of a published slot, or `None` for an empty one. Safe from any thread.
-    pub fn read_key(&self, out: &mut Frames) -> Option<SiteMeta> {
-        if self.tag.load(Acquire) == 0 {
-            return None;
-        }
-        let meta = SiteMeta(self.meta.load(Relaxed));
-        for (o, f) in out.iter_mut().zip(&self.frames).take(meta.depth()) {
-            *o = f.load(Relaxed);
-        }
-        Some(meta)
-    }
-
     /// Two keys with equal 64-bit hashes and meta words are taken to be the same
     /// stack without comparing frames: comparing 16 frames costs more than the rest
     /// of a lookup, and with a million distinct stacks the chance of any collision is
@@ -154,16 +164,16 @@ impl Slot {
         self.meta.load(Relaxed) == key.meta.bits()
     }
 
-    fn publish(&self, key: &SiteKey<'_>) {
+    fn publish(&self, frames: &SlotFrames, key: &SiteKey<'_>) {
         self.meta.store(key.meta.bits(), Relaxed);
-        for (slot, &f) in self.frames.iter().zip(key.frames) {
+        for (slot, &f) in frames.iter().zip(key.frames) {
             slot.store(f, Relaxed);
         }
         self.tag.store(key.hash, Release);
     }
 
-    /// Copies key and counters from `other` (the owner, while growing its table).
-    fn take_from(&self, other: &Slot, key: &SiteKey<'_>) {
+    /// Copies the counters of `other` (the owner, while growing its table).
+    fn take_counts_from(&self, other: &Slot) {
         for (dst, src) in [
             (&self.allocs, &other.allocs),
             (&self.reallocs, &other.reallocs),
@@ -173,7 +183,6 @@ impl Slot {
         ] {
             dst.store(src.load(Relaxed), Relaxed);
         }
-        self.publish(key);
     }
 }
 
@@ -185,9 +194,10 @@ pub enum Lookup<'t> {
     Full,
 }
 
-/// A power-of-two array of slots.
+/// A power-of-two array of slots, and their sites' frames.
 pub struct SiteTable {
     slots: Box<[Slot]>,
+    frames: Box<[SlotFrames]>,
     len: AtomicUsize,
 }
 
@@ -200,8 +210,12 @@ impl SiteTable {
         let slots = std::iter::repeat_with(Slot::empty)
             .take(capacity)
             .collect::<Box<[Slot]>>();
+        let frames = std::iter::repeat_with(|| [const { AtomicUsize::new(0) }; MAX_DEPTH])
+            .take(capacity)
+            .collect::<Box<[SlotFrames]>>();
         Box::new(SiteTable {
             slots,
+            frames,
             len: AtomicUsize::new(0),
         })
     }
@@ -223,9 +237,27 @@ impl SiteTable {
         self.len() == 0
     }
 
-    /// All slots, published or not; for readers on any thread.
-    pub fn slots(&self) -> &[Slot] {
-        &self.slots
+    /// Bytes of a table of `capacity` slots.
+    pub const fn bytes(capacity: usize) -> usize {
+        capacity * (size_of::<Slot>() + size_of::<SlotFrames>())
+    }
+
+    /// Calls `f` with each published slot, its meta word and its frames. Safe from
+    /// any thread: a slot's key is written before its tag is published.
+    pub fn for_each_site(&self, mut f: impl FnMut(&Slot, SiteMeta, &[usize])) {
+        let mut out: Frames = [0; MAX_DEPTH];
+        for (slot, frames) in self.slots.iter().zip(self.frames.iter()) {
+            if let Some(meta) = read_key(slot, frames, &mut out) {
+                f(slot, meta, &out[..meta.depth()]);
+            }
+        }
+    }
+
+    /// The key of `slot`, a slot of this table, into `out`; `None` if not published.
+    pub fn key_of(&self, slot: &Slot, out: &mut Frames) -> Option<SiteMeta> {
+        let i = (slot as *const Slot).addr().wrapping_sub(self.slots.as_ptr().addr())
+            / size_of::<Slot>();
+        Some(read_key(self.slots.get(i)?, self.frames.get(i)?, out)?)
     }
 
     /// The slot of a site already in the table: same hash and meta word (see
@@ -256,7 +288,7 @@ impl SiteTable {
         let mask = self.slots.len() - 1;
         let mut i = key.hash as usize & mask;
         loop {
-            let Some(slot) = self.slots.get(i) else {
+            let (Some(slot), Some(frames)) = (self.slots.get(i), self.frames.get(i)) else {
                 return Lookup::Full;
             };
             let tag = slot.tag.load(Relaxed);
@@ -268,7 +300,7 @@ impl SiteTable {
                 if (len + 1) * 4 > self.slots.len() * 3 {
                     return Lookup::Full;
                 }
-                slot.publish(key);
+                slot.publish(frames, key);
                 self.len.store(len + 1, Relaxed);
                 return Lookup::Slot(slot);
             }
@@ -278,20 +310,16 @@ impl SiteTable {
 
     /// Moves every published slot of `self` into `bigger` (owner thread, cold).
     pub fn move_into(&self, bigger: &SiteTable) {
-        let mut frames = [0; MAX_DEPTH];
-        for slot in self.slots.iter() {
-            if let Some(meta) = slot.read_key(&mut frames) {
-                let frames = &frames[..meta.depth()];
-                let key = SiteKey {
-                    meta,
-                    frames,
-                    hash: key_hash(meta, frames),
-                };
-                if let Lookup::Slot(dst) = bigger.lookup(&key) {
-                    dst.take_from(slot, &key);
-                }
+        self.for_each_site(|slot, meta, frames| {
+            let key = SiteKey {
+                meta,
+                frames,
+                hash: key_hash(meta, frames),
+            };
+            if let Lookup::Slot(dst) = bigger.lookup(&key) {
+                dst.take_counts_from(slot);
             }
-        }
+        });
     }
 
     /// Empties the table (owner thread, with readers excluded by the registry lock).
@@ -313,12 +341,23 @@ impl SiteTable {
     }
 }
 
+/// The key of a published slot, or `None` for an empty one. Safe from any thread.
+fn read_key(slot: &Slot, frames: &SlotFrames, out: &mut Frames) -> Option<SiteMeta> {
+    if slot.tag.load(Acquire) == 0 {
+        return None;
+    }
+    let meta = SiteMeta(slot.meta.load(Relaxed));
+    for (o, f) in out.iter_mut().zip(frames).take(meta.depth()) {
+        *o = f.load(Relaxed);
+    }
+    Some(meta)
+}
+
 impl Slot {
     fn empty() -> Slot {
         Slot {
             tag: AtomicU64::new(0),
             meta: AtomicU64::new(0),
-            frames: [const { AtomicUsize::new(0) }; MAX_DEPTH],
             allocs: AtomicU64::new(0),
             reallocs: AtomicU64::new(0),
             bytes_requested: AtomicU64::new(0),

@@ -7,7 +7,8 @@ use super::countdown;
 use super::door::{Door, SiteRef};
 use super::entry::no_tail_call;
 use super::site_table::{Lookup, SiteKey, SiteMeta, Slot, bump};
-use super::stack::{self, Frames, MAX_DEPTH, Walk};
+use super::stack::{self, Frames, MAX_DEPTH};
+use super::trail::{self, Walk};
 use super::thread::{self, ThreadState};
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -126,8 +127,9 @@ fn site_slot<D: Door>(st: &ThreadState, ctl: Control, class: usize) -> &Slot {
     // or reached the recording function by a jump, so it is kept and the report
     // drops it if it is all tracer.
     let depth = ctl.depth() + OWN_FRAMES - 1;
-    // SAFETY: `st.stack` is this thread's stack, found when its state was made.
-    let walk = unsafe { stack::walk(1, depth, st.stack, seed.bits()) };
+    // SAFETY: `st.stack` is this thread's stack, found when its state was made, and
+    // `st.trail` this thread's trail, only ever walked with those bounds.
+    let walk = unsafe { trail::walk(&st.trail, 1, depth, st.stack, seed.bits()) };
     if walk.foreign {
         foreign_walk(st);
     }
@@ -145,15 +147,14 @@ fn foreign_walk(st: &ThreadState) {
     bump(&st.foreign_walks, 1);
 }
 
-/// Inserts a site not in the table yet: reads its frames again, then grows or
-/// empties a full table. Cold, under the guard.
+/// Inserts a site not in the table yet: takes its frames from the trail, then grows
+/// or empties a full table. Cold, under the guard.
 #[cold]
 #[inline(never)]
 fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'t Slot {
     let mut raw = stack::raw_frames();
-    // SAFETY: `walk` was made by our caller, `site_slot` inlined into the recording
-    // function, which is still running.
-    let frames = unsafe { stack::frames_of(walk, &mut raw) };
+    // `walk` is this thread's latest: made by our caller just before.
+    let frames = trail::frames(&st.trail, walk, &mut raw);
     let key = SiteKey {
         meta,
         frames,
@@ -198,8 +199,9 @@ fn follow_block<D: Door>(
     let slot = st.last_slot.get();
     let mut frames: Frames = [0; MAX_DEPTH];
     // SAFETY: `last_slot` was set just before from this thread's current table.
-    let meta = unsafe { &*slot }
-        .read_key(&mut frames)
+    let meta = st
+        .table()
+        .key_of(unsafe { &*slot }, &mut frames)
         .unwrap_or(SiteMeta::new(ctl.phase(), class, 0));
     let site = SiteRef {
         meta,

@@ -9,17 +9,20 @@
 //! the thread was first seen ([`StackBounds`]), and every frame pointer must lie
 //! strictly above the previous one and below the top of that stack. Code running on
 //! another stack (a signal handler on `sigaltstack`, a coroutine, a `stacker`
-//! segment) gets no frames, and the walk says so ([`Walk::foreign`]).
+//! segment) gets no frames, and the walk says so ([`Start::Foreign`]).
 //!
-//! Only x86_64 and aarch64 are walked; elsewhere stacks are empty.
+//! This module finds where a walk starts and reads one frame; `trail` walks, reusing
+//! what the thread's previous walk read. Only x86_64 and aarch64 are walked;
+//! elsewhere stacks are empty.
 
-/// The most frames a stack can hold; `ALLOC_TRACE_DEPTH` is capped to this.
-pub const MAX_DEPTH: usize = 32;
+/// The most frames a stack can hold (a power of two: `trail` indexes a ring of this
+/// many records); `ALLOC_TRACE_DEPTH` is capped to this less the tracer's own frames.
+pub const MAX_DEPTH: usize = 64;
 
 /// Raw return addresses, innermost first.
 pub type Frames = [usize; MAX_DEPTH];
 
-/// Space for a capture, left uninitialised (zeroing 256 bytes per allocation would
+/// Space for a capture, left uninitialised (zeroing 512 bytes per allocation would
 /// cost more than hashing the stack).
 pub type RawFrames = [std::mem::MaybeUninit<usize>; MAX_DEPTH];
 
@@ -29,10 +32,13 @@ pub const fn raw_frames() -> RawFrames {
     [const { std::mem::MaybeUninit::uninit() }; MAX_DEPTH]
 }
 
-/// The first `n` frames written by [`capture`].
+/// The first `n` frames written into `out`.
+///
+/// # Safety
+/// The first `n` (at most `MAX_DEPTH`) elements of `out` must be initialised.
 #[inline(always)]
-pub fn captured(out: &RawFrames, n: usize) -> &[usize] {
-    // SAFETY: `capture` initialised the first `n` (<= MAX_DEPTH) elements, and
+pub unsafe fn captured(out: &RawFrames, n: usize) -> &[usize] {
+    // SAFETY: the caller initialised the first `n` (<= MAX_DEPTH) elements, and
     // `MaybeUninit<usize>` has the layout of `usize`.
     unsafe { std::slice::from_raw_parts(out.as_ptr().cast::<usize>(), n.min(MAX_DEPTH)) }
 }
@@ -47,155 +53,105 @@ pub struct StackBounds {
     pub size: usize,
 }
 
-/// What a [`walk`] found: how many frames, their hash, and where the first one is,
-/// so that [`frames_of`] can read the same frames again.
-#[derive(Clone, Copy, Debug)]
-pub struct Walk {
-    /// Frames walked (return addresses hashed).
-    pub n: usize,
-    /// `site_table::hash` of the seed and the return addresses.
-    pub hash: u64,
-    /// Frame pointer of the first frame kept.
-    pub start: usize,
-    /// Highest frame pointer the walk accepted (the stack's top less 16).
-    pub limit: usize,
-    /// True when the stack pointer was outside the thread's known stack, so that no
-    /// frame could be trusted and none was read.
-    pub foreign: bool,
+/// Where a walk starts: the first frame to keep and the highest frame pointer
+/// any frame may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// Frame pointer of the first frame to keep, and the top of the stack less 16
+    /// (every frame pointer of the walk lies strictly above the one before and at
+    /// most at `limit`: both words of a frame lie in this thread's stack).
+    Frames {
+        /// The first frame to keep.
+        fp: usize,
+        /// The highest frame pointer accepted.
+        limit: usize,
+    },
+    /// No frame to keep: unknown bounds, a frame pointer off the stack, or the
+    /// tracer's own frames end the stack.
+    Empty,
+    /// The stack pointer lies outside the thread's known stack (a signal handler on
+    /// its own stack, a coroutine): no frame could be trusted, none was read.
+    Foreign,
 }
 
-/// Walks up to `depth` frames, starting with the caller of the function this is
-/// inlined into after passing over `skip` frames, and hashes their return addresses
-/// (`site_table::hash` of `seed` and the frames) without storing them: a site seen
-/// before needs only the hash, and a new one reads its frames again with
-/// [`frames_of`].
+/// Finds the first frame to keep: the caller of the function this is inlined into,
+/// after passing over `skip` frames (the tracer's own).
 ///
 /// # Safety
 /// `bounds` must be the current thread's stack (from [`current_stack_bounds`] on
-/// this thread), or zero: every word read lies between the stack pointer and
-/// the top of `bounds`, which is mapped only when the stack pointer is inside them.
+/// this thread), or zero: the words read lie between the stack pointer and the top
+/// of `bounds`, which is mapped only when the stack pointer is inside them.
 #[inline(always)]
-pub unsafe fn walk(skip: usize, depth: usize, bounds: StackBounds, seed: u64) -> Walk {
+pub unsafe fn start(skip: usize, bounds: StackBounds) -> Start {
     let (mut fp, sp) = registers();
-    let mut hash = super::site_table::hash_start(seed);
-    let none = |hash, foreign| Walk {
-        n: 0,
-        hash: super::site_table::hash_finish(hash),
-        start: 0,
-        limit: 0,
-        foreign,
-    };
     // The stack pointer must be on this thread's stack: everything from it up to the
     // top is then mapped. (Below `low` the difference wraps around to a huge value.)
     let below_sp = sp.wrapping_sub(bounds.low);
     if below_sp >= bounds.size {
-        return none(hash, bounds.size != 0);
+        return if bounds.size != 0 {
+            Start::Foreign
+        } else {
+            Start::Empty
+        };
     }
     // One unsigned comparison checks sp <= fp <= top - 16: below `sp` the
     // difference wraps around to a huge value.
     let span = (bounds.size - below_sp).saturating_sub(2 * size_of::<usize>());
     if fp.wrapping_sub(sp) > span {
-        return none(hash, false);
+        return Start::Empty;
     }
-    // From here on every frame pointer lies strictly above the one before (so above
-    // `sp`) and at most at `limit`: both words of a frame lie in this thread's stack.
     let limit = sp + span;
-    // The tracer's own frames: walked over, not kept.
     for _ in 0..skip {
-        // SAFETY: sp <= fp <= top - 16 (checked before the loop and on every
-        // step), and the stack is mapped from the current stack pointer up to its
-        // top. (x86_64 and aarch64 load unaligned words from normal memory.)
-        let next = unsafe { (fp as *const usize).read_unaligned() };
-        if next <= fp || next > limit {
-            return none(hash, false);
+        // SAFETY: sp <= fp <= limit (checked before the loop and on every step).
+        let (next, _) = unsafe { read_frame(fp) };
+        if !follows(fp, next, limit) {
+            return Start::Empty;
         }
         fp = next;
     }
-    let start = fp;
-    let max = depth.min(MAX_DEPTH);
-    if max == 0 {
-        return none(hash, false);
-    }
-    let mut left = max;
-    loop {
-        // SAFETY: as above: sp <= fp <= top - 16. The words may be garbage if a
-        // frame lacks a frame pointer; the check on `next` below keeps the walk moving
-        // up the stack, inside it. (A zero return address marks the outermost frame on
-        // some platforms; the `next <= fp` check ends the walk there anyway.)
-        let (next, ret) = unsafe {
-            let p = fp as *const usize;
-            (p.read_unaligned(), p.add(1).read_unaligned())
-        };
-        hash = super::site_table::hash_step(hash, ret);
-        left -= 1;
-        if left == 0 || next <= fp || next > limit {
-            break;
-        }
-        fp = next;
-    }
-    Walk {
-        n: max - left,
-        hash: super::site_table::hash_finish(hash),
-        start,
-        limit,
-        foreign: false,
-    }
+    Start::Frames { fp, limit }
 }
 
-/// Writes the return addresses of an earlier [`walk`] into `out` and returns them.
+/// The two words of the frame at `fp`: the caller's frame pointer and the return
+/// address into the caller. The words may be garbage if a function lacks a frame
+/// pointer; [`follows`] keeps a walk moving up the stack, inside it.
 ///
 /// # Safety
-/// `walk` must come from a walk made by a caller of the current function, on this
-/// thread, that has not returned yet: the frames it walked belong to functions still
-/// running below that caller, so they still hold what the walk read.
+/// `fp .. fp + 16` must be mapped: on this thread's stack, sp <= fp <= top - 16.
+/// (x86_64 and aarch64 load unaligned words from normal memory.)
 #[inline(always)]
-pub unsafe fn frames_of<'o>(walk: &Walk, out: &'o mut RawFrames) -> &'o [usize] {
-    let mut fp = walk.start;
-    let mut n = 0;
-    for slot in out.iter_mut().take(walk.n) {
-        // The walk checked every frame; checked again, so that a stack changed after
-        // all (a broken caller's promise) ends the copy rather than a read outside.
-        if fp < walk.start || fp > walk.limit {
-            break;
-        }
-        // SAFETY: the walk read these two words moments ago, after checking that
-        // they lie in this thread's stack (between `start` and `limit`, rechecked
-        // above); the caller guarantees they are unchanged.
-        let (next, ret) = unsafe {
-            let p = fp as *const usize;
-            (p.read_unaligned(), p.add(1).read_unaligned())
-        };
-        slot.write(ret);
-        n += 1;
-        if next <= fp {
-            break;
-        }
-        fp = next;
-    }
-    captured(out, n)
+pub unsafe fn read_frame(fp: usize) -> (usize, usize) {
+    let p = fp as *const usize;
+    // SAFETY: the caller's contract.
+    unsafe { (p.read_unaligned(), p.add(1).read_unaligned()) }
 }
 
-/// Fills `out` with up to `depth` return addresses, starting with the caller of the
-/// function this is inlined into, and returns how many it wrote and their hash
-/// (`site_table::hash` of `seed` and the frames): a [`walk`] and [`frames_of`].
+/// True when a walk at `fp` goes on to `next`: strictly up the stack and at most at
+/// `limit`. (A zero return address marks the outermost frame on some platforms; a
+/// zero `next` ends the walk there anyway.)
+#[inline(always)]
+pub fn follows(fp: usize, next: usize, limit: usize) -> bool {
+    next > fp && next <= limit
+}
+
+/// Up to `max` return addresses from the frame at `fp` up, one frame after another
+/// (what a `trail` walk must give): the reference for tests.
 ///
 /// # Safety
-/// As for [`walk`].
+/// Every frame from `fp` up to `limit + 16` must be mapped.
 #[cfg(test)]
-#[inline(always)]
-pub unsafe fn capture(
-    out: &mut RawFrames,
-    skip: usize,
-    depth: usize,
-    bounds: StackBounds,
-    seed: u64,
-) -> (usize, u64) {
-    // SAFETY: forwarded contract.
-    let w = unsafe { walk(skip, depth, bounds, seed) };
-    // SAFETY: the walk was made just now, in this same function (everything here is
-    // inlined into the caller).
-    let n = unsafe { frames_of(&w, out) }.len();
-    (n, w.hash)
+pub unsafe fn plain_walk(mut fp: usize, limit: usize, max: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    while out.len() < max {
+        // SAFETY: forwarded contract; `follows` keeps fp in [start, limit].
+        let (next, ret) = unsafe { read_frame(fp) };
+        out.push(ret);
+        if !follows(fp, next, limit) {
+            break;
+        }
+        fp = next;
+    }
+    out
 }
 
 /// The current frame pointer and stack pointer.
@@ -265,81 +221,51 @@ pub fn current_stack_bounds() -> StackBounds {
 mod tests {
     use super::*;
 
+    /// Up to `max` return addresses from the caller of this function up.
     #[inline(never)]
-    fn capture_here(out: &mut RawFrames) -> usize {
-        // SAFETY: this thread's bounds (or none).
-        unsafe { capture(out, 0, MAX_DEPTH, current_stack_bounds(), 0) }.0
+    fn here(skip: usize, max: usize, bounds: StackBounds) -> (Start, Vec<usize>) {
+        // SAFETY: this thread's bounds (or none or foreign ones: then nothing is read).
+        let start = unsafe { start(skip, bounds) };
+        let frames = match start {
+            // SAFETY: `start` checked the frame against this thread's stack.
+            Start::Frames { fp, limit } => unsafe { plain_walk(fp, limit, max) },
+            _ => Vec::new(),
+        };
+        (start, frames)
     }
 
     #[test]
     fn captures_a_chain_of_return_addresses() {
-        let mut frames = raw_frames();
-        let n = capture_here(&mut frames);
+        let (_, frames) = here(0, MAX_DEPTH, current_stack_bounds());
         // This test function, the test harness closure and a few std frames at least.
-        assert!(n >= 3, "only {n} frames");
-        assert!(captured(&frames, n).iter().all(|&f| f != 0));
-    }
-
-    #[test]
-    fn hash_is_the_site_table_hash() {
-        let mut frames = raw_frames();
-        // SAFETY: this thread's bounds (or none).
-        let (n, h) = unsafe { capture(&mut frames, 0, MAX_DEPTH, current_stack_bounds(), 42) };
-        assert_eq!(h, crate::hot::site_table::hash(42, captured(&frames, n)));
+        assert!(frames.len() >= 3, "only {} frames", frames.len());
+        assert!(frames.iter().all(|&f| f != 0));
     }
 
     #[test]
     fn skipped_frames_are_not_kept() {
-        let (mut all, mut skipped) = (raw_frames(), raw_frames());
-        let (n, _) = capture_both(&mut all, &mut skipped);
-        assert!(n.0 >= 3);
-        assert_eq!(n.1, n.0 - 1);
-        assert_eq!(captured(&all, n.0)[2..], captured(&skipped, n.1)[1..]);
-    }
-
-    #[inline(never)]
-    fn capture_both(all: &mut RawFrames, skipped: &mut RawFrames) -> ((usize, usize), ()) {
         let b = current_stack_bounds();
-        // SAFETY: this thread's bounds (or none).
-        let a = unsafe { capture(all, 0, MAX_DEPTH, b, 0) }.0;
-        // SAFETY: this thread's bounds (or none).
-        let b = unsafe { capture(skipped, 1, MAX_DEPTH, b, 0) }.0;
-        ((a, b), ())
-    }
-
-    #[test]
-    fn depth_is_capped() {
-        let mut frames = raw_frames();
-        let b = current_stack_bounds();
-        // SAFETY: this thread's bounds (or none).
-        assert!(unsafe { capture(&mut frames, 0, 2, b, 0) }.0 <= 2);
-        // SAFETY: this thread's bounds (or none).
-        assert_eq!(unsafe { capture(&mut frames, 0, 0, b, 0) }.0, 0);
+        let (all, skipped) = (here(0, MAX_DEPTH, b).1, here(1, MAX_DEPTH, b).1);
+        assert!(all.len() >= 3);
+        assert_eq!(skipped.len(), all.len() - 1);
+        assert_eq!(all[1..], skipped[..]);
     }
 
     #[test]
     fn no_stack_top_means_no_frames() {
-        let mut frames = raw_frames();
-        let none = StackBounds::default();
-        // SAFETY: this thread's bounds (or none).
-        assert_eq!(unsafe { capture(&mut frames, 0, MAX_DEPTH, none, 0) }.0, 0);
+        assert_eq!(here(0, MAX_DEPTH, StackBounds::default()).0, Start::Empty);
     }
 
     #[test]
     fn a_stack_pointer_outside_the_bounds_reads_nothing() {
-        let here = current_stack_bounds();
+        let b = current_stack_bounds();
         // Bounds of some other stack, below this one: the current stack pointer is
         // outside them, so no frame is read and the walk says it was foreign.
         let elsewhere = StackBounds {
-            low: here.low.saturating_sub(1 << 20),
+            low: b.low.saturating_sub(1 << 20),
             size: 1 << 19,
         };
-        // SAFETY: the walk reads nothing when the stack pointer is outside `bounds`.
-        let w = unsafe { walk(0, MAX_DEPTH, elsewhere, 0) };
-        assert_eq!(w.n, 0);
-        assert!(w.foreign);
-        // SAFETY: these are this thread's bounds.
-        let w = unsafe { walk(0, MAX_DEPTH, here, 0) };
-        assert!(w.n > 0 && !w.foreign);
+        assert_eq!(here(0, MAX_DEPTH, elsewhere).0, Start::Foreign);
+        assert!(matches!(here(0, MAX_DEPTH, b).0, Start::Frames { .. }));
     }
 }

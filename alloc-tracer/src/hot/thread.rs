@@ -121,6 +121,8 @@ pub struct ThreadState {
     pub countdown_epoch: Cell<u64>,
     /// This thread's stack (zeros: no stacks on this thread).
     pub stack: super::stack::StackBounds,
+    /// This thread's latest stack walk, which the next one reuses.
+    pub trail: super::trail::Trail,
     /// Stack walks that found the stack pointer outside `stack` (a signal handler on
     /// its own stack, a coroutine): recorded without frames.
     pub foreign_walks: AtomicU64,
@@ -311,8 +313,9 @@ impl ThreadState {
         // Zeroed in place: the state is ~210 KiB (`state_size`), too big for the
         // stack of whatever thread happens to allocate first.
         // SAFETY: every field is an integer, a raw pointer, a `Control` (a u64), a
-        // `Request` (three u8), or a Cell or atomic of one, or an array of those;
-        // all-zero bytes are a valid value for each.
+        // `Request` (three u8), a `Trail` (Cells of integers and a bool), or a Cell
+        // or atomic of one, or an array of those; all-zero bytes are a valid value
+        // for each (an empty trail).
         let mut st = unsafe { Box::<ThreadState>::new_zeroed().assume_init() };
         st.stack = stack;
         st.rng = Cell::new(seed | 1);
@@ -361,7 +364,7 @@ impl ThreadState {
     /// memory, from any thread under the registry lock (the owner's `retired` list is
     /// not read).
     pub fn table_bytes(&self) -> usize {
-        2 * self.table().capacity() * size_of::<super::site_table::Slot>()
+        2 * SiteTable::bytes(self.table().capacity())
     }
 
     /// Frees the current and retired tables.

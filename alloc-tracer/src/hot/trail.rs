@@ -1,0 +1,434 @@
+//! Stack walks that read again only what may have changed since the thread's
+//! previous walk.
+//!
+//! A frame-pointer walk is a chain of dependent loads: each frame's address is read
+//! from the frame before, about 1.4 ns a frame here. Consecutive allocations of a
+//! thread mostly share the outer part of their stacks (`main`, the prover's loops,
+//! a gadget) and differ in a few inner frames. So each thread keeps its previous
+//! walk's frame records, outermost to innermost: where each frame lies, the two
+//! words read there (the caller's frame pointer and the return address), and the
+//! hash sum of the frames from it outward. A new walk follows frame pointers as
+//! usual until it reaches the address of a kept record; then it compares every kept
+//! record it still needs with the two words now at that record's address. Those
+//! loads do not depend on each other, so the processor runs them side by side.
+//!
+//! **Exact.** A walk is a function of the words it reads. When every compared record
+//! is equal, a walk on from here would read exactly those words at exactly those
+//! addresses (each record's frame pointer is the next record's address) and stop
+//! where the kept walk stopped, so the kept frames and their hash sum are the new
+//! walk's, bit for bit. When some record differs, the walk goes on reading frames
+//! from where it is, and may join the kept records further out, past the outermost
+//! difference; a stack whose outer part did change is simply walked. Both are
+//! checked against a plain walk over stacks that change between walks in the tests
+//! below.
+//!
+//! **Safe.** Every compared address lies between the walk's current frame (at or
+//! above the stack pointer) and the top of the thread's stack, because kept records
+//! only ever come from walks of this thread's stack under the same bounds, and their
+//! addresses rise from one record to the next.
+//!
+//! The hash sum of a stack is polynomial in its frames (`site_table::hash`), so the
+//! sum of new inner frames in front of kept outer ones costs one step per new frame.
+
+use super::site_table::{HASH_POW, hash_extend, hash_finish, hash_mix};
+use super::stack::{self, MAX_DEPTH, RawFrames, Start, StackBounds};
+use std::cell::Cell;
+use std::mem::MaybeUninit;
+
+/// One frame of a kept walk.
+#[derive(Clone, Copy, Debug, Default)]
+struct Record {
+    /// Where the frame lies (its frame pointer).
+    fp: usize,
+    /// The first word there: the caller's frame pointer.
+    next: usize,
+    /// The second: the return address into the caller.
+    ret: usize,
+    /// Hash sum (`site_table::hash_extend`) of the frames from this one outward, down
+    /// to the ring's origin (see [`Trail::base`]).
+    sum: u64,
+}
+
+/// A thread's previous walk: its records in a ring indexed by position, outermost
+/// at the lowest. All zeros is an empty trail. Owner thread only.
+pub struct Trail {
+    ring: [Cell<Record>; MAX_DEPTH],
+    /// Position of the innermost record (any value: the ring index is it modulo
+    /// `MAX_DEPTH`).
+    top: Cell<usize>,
+    /// Records in the kept walk, from `top` outward (0: none).
+    len: Cell<usize>,
+    /// Hash sum of the record just outside the outermost kept one (0 when sums
+    /// start at it): the kept walk's own sum is `sum(top) - K^len · base`.
+    base: Cell<u64>,
+    /// True when the kept walk stopped at its depth, not at the stack's end: its
+    /// outermost record's frame pointer leads further.
+    cut: Cell<bool>,
+}
+
+/// What a walk found: how many frames and their hash. The frames are the trail's
+/// until the thread's next walk ([`frames`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Walk {
+    /// Frames walked (return addresses hashed).
+    pub n: usize,
+    /// `site_table::hash` of the seed and the return addresses.
+    pub hash: u64,
+    /// True when the stack pointer was outside the thread's known stack, so that no
+    /// frame could be trusted and none was read.
+    pub foreign: bool,
+}
+
+impl Default for Trail {
+    fn default() -> Trail {
+        Trail {
+            ring: std::array::from_fn(|_| Cell::default()),
+            top: Cell::new(0),
+            len: Cell::new(0),
+            base: Cell::new(0),
+            cut: Cell::new(false),
+        }
+    }
+}
+
+impl Trail {
+    #[inline(always)]
+    fn at(&self, pos: usize) -> &Cell<Record> {
+        // In bounds by construction: MAX_DEPTH is a power of two.
+        &self.ring[pos % MAX_DEPTH]
+    }
+
+}
+
+/// Walks up to `depth` frames, starting with the caller of the function this is
+/// inlined into after passing over `skip` frames, and hashes their return addresses
+/// (`site_table::hash` of `seed` and the frames). The frames stay in `trail` for
+/// [`frames`].
+///
+/// # Safety
+/// `bounds` must be the current thread's stack (from `stack::current_stack_bounds`
+/// on this thread), or zero; `trail` must be this thread's, only ever walked with
+/// these bounds.
+#[inline(always)]
+pub unsafe fn walk(trail: &Trail, skip: usize, depth: usize, bounds: StackBounds, seed: u64) -> Walk {
+    // SAFETY: forwarded contract.
+    match unsafe { stack::start(skip, bounds) } {
+        // SAFETY: `start` checked fp against the stack's bounds, which give `limit`.
+        Start::Frames { fp, limit } => unsafe { walk_from(trail, fp, limit, depth, seed) },
+        Start::Empty => empty(seed, false),
+        Start::Foreign => empty(seed, true),
+    }
+}
+
+#[inline(always)]
+fn empty(seed: u64, foreign: bool) -> Walk {
+    Walk {
+        n: 0,
+        hash: hash_finish(0, seed),
+        foreign,
+    }
+}
+
+/// The return addresses of `walk`, the latest walk of `trail`, innermost first.
+#[inline(always)]
+pub fn frames<'o>(trail: &Trail, walk: &Walk, out: &'o mut RawFrames) -> &'o [usize] {
+    let top = trail.top.get();
+    let n = walk.n.min(trail.len.get());
+    for (k, slot) in out.iter_mut().take(n).enumerate() {
+        slot.write(trail.at(top.wrapping_sub(k)).get().ret);
+    }
+    // SAFETY: the first `n` (<= MAX_DEPTH) were written just above.
+    unsafe { stack::captured(out, n) }
+}
+
+/// The walk from the frame at `fp`, which lies on the current thread's stack at or
+/// above the stack pointer, with `limit` the highest frame pointer of that stack.
+///
+/// First it compares the kept records that lie at or above `fp` with the stack, from
+/// the outermost in, up to the first that differs: every record outward of that one
+/// is unchanged. Then it walks from `fp` until it reaches one of those, and takes
+/// the rest from the trail.
+///
+/// # Safety
+/// Every address from `fp` to `limit + 16` must be mapped, and every walk of `trail`
+/// before must have been over the same memory with the same `limit`.
+#[inline(always)]
+pub unsafe fn walk_from(trail: &Trail, mut fp: usize, limit: usize, depth: usize, seed: u64) -> Walk {
+    let max = depth.min(MAX_DEPTH);
+    if max == 0 {
+        return empty(seed, false);
+    }
+    let (top, len) = (trail.top.get(), trail.len.get());
+    let fp_at = |below: usize| trail.at(top.wrapping_sub(below)).get().fp;
+    // Kept records below `fp` (from the innermost): not on the stack any more.
+    let mut below = 0;
+    while below < len && fp_at(below) < fp {
+        below += 1;
+    }
+    // SAFETY: the records from `below` outward lie at or above `fp` (on the stack,
+    // at or above the stack pointer) and at most at `limit`.
+    let mut joint = below + unsafe { unchanged_from(trail, top.wrapping_sub(below), len - below) };
+    // New frames, innermost first: (frame pointer, return address). Left
+    // uninitialised: zeroing 1 KiB per walk would cost more than the walk.
+    let mut new = [const { MaybeUninit::<(usize, usize)>::uninit() }; MAX_DEPTH];
+    let (mut i, mut sum) = (0, 0u64);
+    let last_next = loop {
+        if joint < len && fp >= fp_at(joint) {
+            // Reached the unchanged records, or passed over some of them (frames
+            // without frame pointers): join at the one at `fp`, if any.
+            while joint < len && fp_at(joint) < fp {
+                joint += 1;
+            }
+            if joint < len && fp_at(joint) == fp {
+                let want = (max - i).min(len - joint);
+                if joint + want < len || i + want == max || !trail.cut.get() {
+                    return join(trail, new_frames(&new, i), sum, joint, want, seed);
+                }
+                // The kept walk stopped at its depth and this one has room for more:
+                // take its records as new ones and walk on past them.
+                let pos = top.wrapping_sub(joint);
+                for k in 0..want {
+                    let r = trail.at(pos.wrapping_sub(k)).get();
+                    new[i + k].write((r.fp, r.ret));
+                    sum = sum.wrapping_add(hash_mix(r.ret).wrapping_mul(HASH_POW[i + k]));
+                }
+                i += want;
+                fp = trail.at(pos.wrapping_sub(want - 1)).get().next;
+                joint = len;
+            }
+        }
+        // SAFETY: fp lies on the stack between the stack pointer and `limit`:
+        // checked by `start` or by `follows` below.
+        let (next, ret) = unsafe { stack::read_frame(fp) };
+        new[i].write((fp, ret));
+        // The sum of the new frames, term by term: the terms do not depend on each
+        // other, so they are computed while the walk waits for its next load.
+        sum = sum.wrapping_add(hash_mix(ret).wrapping_mul(HASH_POW[i]));
+        i += 1;
+        if i == max || !stack::follows(fp, next, limit) {
+            break next;
+        }
+        fp = next;
+    };
+    let cut = i == max && stack::follows(fp, last_next, limit);
+    restart(trail, new_frames(&new, i), last_next, cut);
+    Walk {
+        n: i,
+        hash: hash_finish(sum, seed),
+        foreign: false,
+    }
+}
+
+/// The first `n` new frames.
+#[inline(always)]
+fn new_frames(new: &[MaybeUninit<(usize, usize)>; MAX_DEPTH], n: usize) -> &[(usize, usize)] {
+    // SAFETY: `walk_from` wrote the first `n` (<= MAX_DEPTH) before asking, and
+    // `MaybeUninit<T>` has the layout of `T`.
+    unsafe { std::slice::from_raw_parts(new.as_ptr().cast(), n.min(MAX_DEPTH)) }
+}
+
+/// Compares the `n` kept records from position `pos` outward with the stack's
+/// words at their addresses, from the outermost in, up to the first that differs,
+/// and returns how many lie inward of the unchanged ones: `n` when the outermost
+/// differs, 0 when none does. The loads do not depend on each other, and records
+/// are compared four at a time with one branch: a changed record costs at most a
+/// block of comparisons more than the frames the walk is spared.
+///
+/// # Safety
+/// The records' addresses must be mapped (see [`walk_from`]).
+#[inline(always)]
+unsafe fn unchanged_from(trail: &Trail, pos: usize, n: usize) -> usize {
+    const BLOCK: usize = 4;
+    let mut end = n;
+    while end > 0 {
+        let start = end.saturating_sub(BLOCK);
+        // Bit j: record `start + j` differs.
+        let mut changed = 0u32;
+        for j in 0..BLOCK {
+            let k = (start + j).min(end - 1);
+            let r = trail.at(pos.wrapping_sub(k)).get();
+            // SAFETY: the caller's contract.
+            let (next, ret) = unsafe { stack::read_frame(r.fp) };
+            changed |= u32::from((next ^ r.next) | (ret ^ r.ret) != 0) << j;
+        }
+        if changed != 0 {
+            // The outermost changed record of the block: the highest bit set (a
+            // short block repeats its last record in the bits above it).
+            return (start + (u32::BITS - changed.leading_zeros()) as usize).min(end);
+        }
+        end = start;
+    }
+    0
+}
+
+/// Keeps `new` (innermost first, their hash sum `new_sum`) in front of the `want`
+/// kept records from `below` records outward of the innermost, and returns the walk
+/// of them all. The hash needs only the kept window's sum; the new records' ring
+/// sums, which the next walk may need, are computed apart from it.
+#[inline(always)]
+fn join(trail: &Trail, new: &[(usize, usize)], new_sum: u64, below: usize, want: usize, seed: u64) -> Walk {
+    let pos = trail.top.get().wrapping_sub(below);
+    let (base, cut) = if below + want == trail.len.get() {
+        (trail.base.get(), trail.cut.get())
+    } else {
+        // Cut short: the record just outside is still in the ring (read before
+        // the new records may overwrite its slot).
+        (trail.at(pos.wrapping_sub(want)).get().sum, true)
+    };
+    let joint = trail.at(pos).get();
+    let kept = joint.sum.wrapping_sub(HASH_POW[want].wrapping_mul(base));
+    let (mut sum, mut next) = (joint.sum, joint.fp);
+    for (k, &(fp, ret)) in new.iter().enumerate().rev() {
+        sum = hash_extend(sum, ret);
+        trail.at(pos.wrapping_add(new.len() - k)).set(Record { fp, next, ret, sum });
+        next = fp;
+    }
+    let n = new.len() + want;
+    trail.top.set(pos.wrapping_add(new.len()));
+    trail.len.set(n);
+    trail.base.set(base);
+    trail.cut.set(cut);
+    Walk {
+        n,
+        hash: hash_finish(new_sum.wrapping_add(HASH_POW[new.len()].wrapping_mul(kept)), seed),
+        foreign: false,
+    }
+}
+
+/// Keeps `new` (innermost first; `last_next` the outermost frame's first word) as a
+/// walk of its own.
+#[inline(never)]
+fn restart(trail: &Trail, new: &[(usize, usize)], last_next: usize, cut: bool) {
+    let top = trail.top.get();
+    let (mut sum, mut next) = (0, last_next);
+    for (k, &(fp, ret)) in new.iter().enumerate().rev() {
+        sum = hash_extend(sum, ret);
+        trail.at(top.wrapping_sub(k)).set(Record { fp, next, ret, sum });
+        next = fp;
+    }
+    trail.len.set(new.len());
+    trail.base.set(0);
+    trail.cut.set(cut);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hot::site_table::hash;
+
+    /// A stack of the test's own: frames in a word array, outermost at the top.
+    struct FakeStack {
+        mem: Vec<usize>,
+        /// Word index of each frame, outermost first.
+        frames: Vec<usize>,
+        rng: u64,
+    }
+
+    impl FakeStack {
+        fn new(seed: u64) -> FakeStack {
+            FakeStack {
+                mem: vec![0; 1 << 12],
+                frames: Vec::new(),
+                rng: seed | 1,
+            }
+        }
+        fn rand(&mut self, n: u64) -> u64 {
+            self.rng ^= self.rng << 13;
+            self.rng ^= self.rng >> 7;
+            self.rng ^= self.rng << 17;
+            self.rng % n
+        }
+        fn addr(&self, word: usize) -> usize {
+            self.mem.as_ptr() as usize + word * size_of::<usize>()
+        }
+        fn limit(&self) -> usize {
+            self.addr(self.mem.len() - 2)
+        }
+        /// Calls a function: a frame below the innermost one, of 2 to 5 words, from
+        /// one of a few call sites (so that equal records recur at equal addresses).
+        fn call(&mut self) {
+            let size = 2 + self.rand(4) as usize;
+            let (word, next) = match self.frames.last() {
+                Some(&w) => (w - size, self.addr(w)),
+                None => (self.mem.len() - 2, 0),
+            };
+            let ret = 0x1000 + self.rand(3) as usize;
+            self.mem[word] = next;
+            self.mem[word + 1] = ret;
+            self.frames.push(word);
+        }
+        /// Returns from the innermost function (its words stay, as on a real stack).
+        fn ret(&mut self) {
+            self.frames.pop();
+        }
+        /// A frame without a frame pointer: its first word is garbage.
+        fn break_a_frame(&mut self) {
+            let pick = self.rand(self.frames.len() as u64 + 1) as usize;
+            let (how, up) = (self.rand(3), 1 + self.rand(6) as usize);
+            if let Some(&w) = self.frames.get(pick) {
+                self.mem[w] = match how {
+                    0 => 0,
+                    1 => self.addr(w) - 8,
+                    _ => self.addr(w + up),
+                };
+            }
+        }
+    }
+
+    /// Walks `stack` from its innermost frame (or one further out) both ways and
+    /// checks that the trail walk is the plain one.
+    fn check(trail: &Trail, stack: &mut FakeStack, depth: usize) -> usize {
+        let skip = stack.rand(2) as usize;
+        let Some(&word) = stack.frames.iter().rev().nth(skip) else {
+            return 0;
+        };
+        let (fp, limit) = (stack.addr(word), stack.limit());
+        // SAFETY: every frame pointer the walks follow lies in `stack.mem`, below
+        // `limit + 16`, and the trail was only ever walked over it.
+        let expected = unsafe { stack::plain_walk(fp, limit, depth) };
+        // SAFETY: as above.
+        let w = unsafe { walk_from(trail, fp, limit, depth, 7) };
+        let mut raw = stack::raw_frames();
+        assert_eq!(frames(trail, &w, &mut raw), &expected[..]);
+        assert_eq!(w.hash, hash(7, &expected));
+        expected.len()
+    }
+
+    #[test]
+    fn a_walk_is_the_plain_walk_however_the_stack_changed() {
+        for seed in 1..=40 {
+            let trail: Trail = Trail::default();
+            let mut stack = FakeStack::new(seed);
+            let mut walked = 0;
+            for step in 0..2_000 {
+                match stack.rand(10) {
+                    0..=3 if stack.frames.len() < 150 => stack.call(),
+                    4..=7 if stack.frames.len() > 1 => stack.ret(),
+                    8 if step % 50 == 0 => stack.break_a_frame(),
+                    _ => {}
+                }
+                let depth = [1, 3, 16, 48, MAX_DEPTH][stack.rand(5) as usize];
+                walked += check(&trail, &mut stack, depth);
+            }
+            assert!(walked > 10_000, "seed {seed}: only {walked} frames walked");
+        }
+    }
+
+    #[test]
+    fn a_changed_outer_frame_is_seen() {
+        let trail = Trail::default();
+        let mut stack = FakeStack::new(3);
+        for _ in 0..40 {
+            stack.call();
+        }
+        assert_eq!(check(&trail, &mut stack, 32), 32);
+        // Change the outermost frame's return address: the same walk must see it.
+        let outer = stack.frames[stack.frames.len() - 32];
+        stack.mem[outer + 1] = 0x9999;
+        let fp = stack.addr(*stack.frames.last().unwrap());
+        // SAFETY: as in `check`.
+        let w = unsafe { walk_from(&trail, fp, stack.limit(), 32, 7) };
+        let mut raw = stack::raw_frames();
+        assert_eq!(frames(&trail, &w, &mut raw)[31], 0x9999);
+    }
+}
