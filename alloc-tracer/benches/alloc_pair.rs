@@ -35,8 +35,8 @@ const LAYOUT: Layout = match Layout::from_size_align(160, 8) {
     Err(_) => panic!("valid layout"),
 };
 
-/// Frames below the measured loop, so that `sites` walks a full 16-frame stack.
-const NESTING: usize = 20;
+/// Frames below the measured loop, so that `sites` walks a full 48-frame stack.
+const NESTING: usize = 60;
 
 /// What a configuration allocates with.
 #[derive(Clone, Copy)]
@@ -189,11 +189,11 @@ called!(alloc_pair_floor_alloc, alloc_pair_floor_dealloc, Floor);
 called!(alloc_pair_traced_alloc, alloc_pair_traced_dealloc, GLOBAL);
 
 fn configs() -> Vec<Config> {
-    let traced = |name, mode, lifetime_interval| Config {
+    let traced = |name, mode, depth, lifetime_interval| Config {
         name,
         allocator: Allocator::Traced(Settings {
             mode,
-            depth: 16,
+            depth,
             lifetime_interval,
             ..Default::default()
         }),
@@ -207,11 +207,13 @@ fn configs() -> Vec<Config> {
             name: "floor: thread-local counters + size-class array",
             allocator: Allocator::Floor,
         },
-        traced("off", Mode::Off, 0),
-        traced("count", Mode::Count, 0),
-        traced("sample:1000", Mode::Sample(1000), 0),
-        traced("sites, depth 16, no lifetimes", Mode::Sites, 0),
-        traced("sites, depth 16, lifetimes 1/64", Mode::Sites, 64),
+        traced("off", Mode::Off, 16, 0),
+        traced("count", Mode::Count, 16, 0),
+        traced("sample:1000", Mode::Sample(1000), 16, 0),
+        traced("sites, depth 16, no lifetimes", Mode::Sites, 16, 0),
+        traced("sites, depth 16, lifetimes 1/64", Mode::Sites, 16, 64),
+        traced("sites, depth 48, no lifetimes", Mode::Sites, 48, 0),
+        traced("sites, depth 48, lifetimes 1/64", Mode::Sites, 48, 64),
     ]
 }
 

@@ -35,8 +35,10 @@ use super::stack::{self, MAX_DEPTH, RawFrames, Start, StackBounds};
 use std::cell::Cell;
 use std::mem::MaybeUninit;
 
-/// One frame of a kept walk.
+/// One frame of a kept walk. `next` and `ret` lie side by side, as on the stack, so
+/// that one 16-byte load of each compares them.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 struct Record {
     /// Where the frame lies (its frame pointer).
     fp: usize,
@@ -45,21 +47,24 @@ struct Record {
     /// The second: the return address into the caller.
     ret: usize,
     /// Hash sum (`site_table::hash_extend`) of the frames from this one outward, down
-    /// to the ring's origin (see [`Trail::base`]).
+    /// to where the sums start (see [`Trail::base`]).
     sum: u64,
 }
 
-/// A thread's previous walk: its records in a ring indexed by position, outermost
-/// at the lowest. All zeros is an empty trail. Owner thread only.
+/// Records a trail holds: a kept walk of up to `MAX_DEPTH` frames, and room for as
+/// many new ones in front of it before it must move down.
+const CAP: usize = 2 * MAX_DEPTH;
+
+/// A thread's previous walk: its records `lo..hi` of `recs`, outermost first. All
+/// zeros is an empty trail. Owner thread only.
 pub struct Trail {
-    ring: [Cell<Record>; MAX_DEPTH],
-    /// Position of the innermost record (any value: the ring index is it modulo
-    /// `MAX_DEPTH`).
-    top: Cell<usize>,
-    /// Records in the kept walk, from `top` outward (0: none).
-    len: Cell<usize>,
+    recs: [Cell<Record>; CAP],
+    /// The outermost kept record.
+    lo: Cell<usize>,
+    /// One past the innermost (`lo`: none).
+    hi: Cell<usize>,
     /// Hash sum of the record just outside the outermost kept one (0 when sums
-    /// start at it): the kept walk's own sum is `sum(top) - K^len · base`.
+    /// start at it): the kept walk's own sum is `sum(hi - 1) - K^len · base`.
     base: Cell<u64>,
     /// True when the kept walk stopped at its depth, not at the stack's end: its
     /// outermost record's frame pointer leads further.
@@ -82,9 +87,9 @@ pub struct Walk {
 impl Default for Trail {
     fn default() -> Trail {
         Trail {
-            ring: std::array::from_fn(|_| Cell::default()),
-            top: Cell::new(0),
-            len: Cell::new(0),
+            recs: std::array::from_fn(|_| Cell::default()),
+            lo: Cell::new(0),
+            hi: Cell::new(0),
             base: Cell::new(0),
             cut: Cell::new(false),
         }
@@ -92,12 +97,16 @@ impl Default for Trail {
 }
 
 impl Trail {
+    /// Record `i` (`i < CAP` by construction; clamped, never out of bounds).
     #[inline(always)]
-    fn at(&self, pos: usize) -> &Cell<Record> {
-        // In bounds by construction: MAX_DEPTH is a power of two.
-        &self.ring[pos % MAX_DEPTH]
+    fn at(&self, i: usize) -> Record {
+        self.recs[i.min(CAP - 1)].get()
     }
 
+    #[inline(always)]
+    fn set(&self, i: usize, r: Record) {
+        self.recs[i.min(CAP - 1)].set(r);
+    }
 }
 
 /// Walks up to `depth` frames, starting with the caller of the function this is
@@ -132,10 +141,10 @@ fn empty(seed: u64, foreign: bool) -> Walk {
 /// The return addresses of `walk`, the latest walk of `trail`, innermost first.
 #[inline(always)]
 pub fn frames<'o>(trail: &Trail, walk: &Walk, out: &'o mut RawFrames) -> &'o [usize] {
-    let top = trail.top.get();
-    let n = walk.n.min(trail.len.get());
+    let (lo, hi) = (trail.lo.get(), trail.hi.get());
+    let n = walk.n.min(hi - lo);
     for (k, slot) in out.iter_mut().take(n).enumerate() {
-        slot.write(trail.at(top.wrapping_sub(k)).get().ret);
+        slot.write(trail.at(hi - 1 - k).ret);
     }
     // SAFETY: the first `n` (<= MAX_DEPTH) were written just above.
     unsafe { stack::captured(out, n) }
@@ -158,43 +167,45 @@ pub unsafe fn walk_from(trail: &Trail, mut fp: usize, limit: usize, depth: usize
     if max == 0 {
         return empty(seed, false);
     }
-    let (top, len) = (trail.top.get(), trail.len.get());
-    let fp_at = |below: usize| trail.at(top.wrapping_sub(below)).get().fp;
-    // Kept records below `fp` (from the innermost): not on the stack any more.
-    let mut below = 0;
-    while below < len && fp_at(below) < fp {
-        below += 1;
+    let (lo, hi) = (trail.lo.get(), trail.hi.get());
+    // Kept records at or above `fp`: `lo..above` (those further in are not on the
+    // stack any more).
+    let mut above = hi;
+    while above > lo && trail.at(above - 1).fp < fp {
+        above -= 1;
     }
-    // SAFETY: the records from `below` outward lie at or above `fp` (on the stack,
-    // at or above the stack pointer) and at most at `limit`.
-    let mut joint = below + unsafe { unchanged_from(trail, top.wrapping_sub(below), len - below) };
+    // SAFETY: the records `lo..above` lie at or above `fp` (on the stack, at or
+    // above the stack pointer) and at most at `limit`.
+    let unchanged = unsafe { unchanged_to(trail, lo, above) };
+    // The walk joins at the innermost unchanged record it reaches: `joint - 1`.
+    let mut joint = unchanged;
     // New frames, innermost first: (frame pointer, return address). Left
     // uninitialised: zeroing 1 KiB per walk would cost more than the walk.
     let mut new = [const { MaybeUninit::<(usize, usize)>::uninit() }; MAX_DEPTH];
     let (mut i, mut sum) = (0, 0u64);
     let last_next = loop {
-        if joint < len && fp >= fp_at(joint) {
+        if joint > lo && fp >= trail.at(joint - 1).fp {
             // Reached the unchanged records, or passed over some of them (frames
             // without frame pointers): join at the one at `fp`, if any.
-            while joint < len && fp_at(joint) < fp {
-                joint += 1;
+            while joint > lo && trail.at(joint - 1).fp < fp {
+                joint -= 1;
             }
-            if joint < len && fp_at(joint) == fp {
-                let want = (max - i).min(len - joint);
-                if joint + want < len || i + want == max || !trail.cut.get() {
-                    return join(trail, new_frames(&new, i), sum, joint, want, seed);
+            if joint > lo && trail.at(joint - 1).fp == fp {
+                let p = joint - 1;
+                let want = (max - i).min(p + 1 - lo);
+                if p + 1 - want > lo || i + want == max || !trail.cut.get() {
+                    return join(trail, new_frames(&new, i), sum, p, want, seed);
                 }
                 // The kept walk stopped at its depth and this one has room for more:
                 // take its records as new ones and walk on past them.
-                let pos = top.wrapping_sub(joint);
                 for k in 0..want {
-                    let r = trail.at(pos.wrapping_sub(k)).get();
+                    let r = trail.at(p - k);
                     new[i + k].write((r.fp, r.ret));
                     sum = sum.wrapping_add(hash_mix(r.ret).wrapping_mul(HASH_POW[i + k]));
                 }
                 i += want;
-                fp = trail.at(pos.wrapping_sub(want - 1)).get().next;
-                joint = len;
+                fp = trail.at(lo).next;
+                joint = lo;
             }
         }
         // SAFETY: fp lies on the stack between the stack pointer and `limit`:
@@ -227,65 +238,79 @@ fn new_frames(new: &[MaybeUninit<(usize, usize)>; MAX_DEPTH], n: usize) -> &[(us
     unsafe { std::slice::from_raw_parts(new.as_ptr().cast(), n.min(MAX_DEPTH)) }
 }
 
-/// Compares the `n` kept records from position `pos` outward with the stack's
-/// words at their addresses, from the outermost in, up to the first that differs,
-/// and returns how many lie inward of the unchanged ones: `n` when the outermost
-/// differs, 0 when none does. The loads do not depend on each other, and records
-/// are compared four at a time with one branch: a changed record costs at most a
-/// block of comparisons more than the frames the walk is spared.
+/// Compares the kept records `from..to` (outermost first) with the stack's words at
+/// their addresses, up to the first that differs, and returns its index (`to` when
+/// none does): every record before it is unchanged. Eight records at a time, each a
+/// 16-byte load from the stack and one from the trail, one branch per eight: the
+/// loads do not depend on each other.
 ///
 /// # Safety
 /// The records' addresses must be mapped (see [`walk_from`]).
 #[inline(always)]
-unsafe fn unchanged_from(trail: &Trail, pos: usize, n: usize) -> usize {
-    const BLOCK: usize = 4;
-    let mut end = n;
-    while end > 0 {
-        let start = end.saturating_sub(BLOCK);
-        // Bit j: record `start + j` differs.
-        let mut changed = 0u32;
-        for j in 0..BLOCK {
-            let k = (start + j).min(end - 1);
-            let r = trail.at(pos.wrapping_sub(k)).get();
-            // SAFETY: the caller's contract.
-            let (next, ret) = unsafe { stack::read_frame(r.fp) };
-            changed |= u32::from((next ^ r.next) | (ret ^ r.ret) != 0) << j;
+unsafe fn unchanged_to(trail: &Trail, from: usize, to: usize) -> usize {
+    const BLOCK: usize = 8;
+    let recs = &trail.recs[from.min(CAP)..to.min(CAP)];
+    for (b, block) in recs.chunks(BLOCK).enumerate() {
+        let mut diff = 0u64;
+        for r in block {
+            // SAFETY: the caller's contract for the stack; `next` and `ret` lie side
+            // by side in a `repr(C)` record.
+            diff |= unsafe { differs(r) };
         }
-        if changed != 0 {
-            // The outermost changed record of the block: the highest bit set (a
-            // short block repeats its last record in the bits above it).
-            return (start + (u32::BITS - changed.leading_zeros()) as usize).min(end);
+        if diff != 0 {
+            let first = block.iter().position(|r| unsafe { differs(r) } != 0);
+            return from + b * BLOCK + first.unwrap_or(0);
         }
-        end = start;
     }
-    0
+    to
+}
+
+/// The two words at a kept record's address xor the two it kept: 0 when unchanged.
+/// (Two 8-byte loads from the stack, not one of 16: the innermost frames were just
+/// written by a `call` and a `push`, 8 bytes each, and a load spanning two stores
+/// cannot take its data from them before they reach the cache.)
+///
+/// # Safety
+/// The record's address must be mapped.
+#[inline(always)]
+unsafe fn differs(r: &Cell<Record>) -> u64 {
+    let r = r.get();
+    // SAFETY: the caller's contract.
+    let (next, ret) = unsafe { stack::read_frame(r.fp) };
+    (next ^ r.next) as u64 | (ret ^ r.ret) as u64
 }
 
 /// Keeps `new` (innermost first, their hash sum `new_sum`) in front of the `want`
-/// kept records from `below` records outward of the innermost, and returns the walk
-/// of them all. The hash needs only the kept window's sum; the new records' ring
-/// sums, which the next walk may need, are computed apart from it.
+/// kept records from `p` outward, and returns the walk of them all. The hash needs
+/// only the kept window's sum; the new records' sums, which the next walk may need,
+/// are computed apart from it.
 #[inline(always)]
-fn join(trail: &Trail, new: &[(usize, usize)], new_sum: u64, below: usize, want: usize, seed: u64) -> Walk {
-    let pos = trail.top.get().wrapping_sub(below);
-    let (base, cut) = if below + want == trail.len.get() {
+fn join(trail: &Trail, new: &[(usize, usize)], new_sum: u64, p: usize, want: usize, seed: u64) -> Walk {
+    let outer = p + 1 - want;
+    let lo = trail.lo.get();
+    let (base, cut) = if outer == lo {
         (trail.base.get(), trail.cut.get())
     } else {
-        // Cut short: the record just outside is still in the ring (read before
-        // the new records may overwrite its slot).
-        (trail.at(pos.wrapping_sub(want)).get().sum, true)
+        (trail.at(outer - 1).sum, true)
     };
-    let joint = trail.at(pos).get();
-    let kept = joint.sum.wrapping_sub(HASH_POW[want].wrapping_mul(base));
+    let kept = trail.at(p).sum.wrapping_sub(HASH_POW[want].wrapping_mul(base));
+    let p = if p + new.len() < CAP {
+        p
+    } else {
+        // No room in front: move the kept records down to the start.
+        move_down(trail, outer, want)
+    };
+    let outer = p + 1 - want;
+    let joint = trail.at(p);
     let (mut sum, mut next) = (joint.sum, joint.fp);
     for (k, &(fp, ret)) in new.iter().enumerate().rev() {
         sum = hash_extend(sum, ret);
-        trail.at(pos.wrapping_add(new.len() - k)).set(Record { fp, next, ret, sum });
+        trail.set(p + new.len() - k, Record { fp, next, ret, sum });
         next = fp;
     }
     let n = new.len() + want;
-    trail.top.set(pos.wrapping_add(new.len()));
-    trail.len.set(n);
+    trail.lo.set(outer);
+    trail.hi.set(p + 1 + new.len());
     trail.base.set(base);
     trail.cut.set(cut);
     Walk {
@@ -295,18 +320,30 @@ fn join(trail: &Trail, new: &[(usize, usize)], new_sum: u64, below: usize, want:
     }
 }
 
+/// Moves the `want` records from `outer` in to the start of the trail, and returns
+/// where the innermost of them now is.
+#[cold]
+#[inline(never)]
+fn move_down(trail: &Trail, outer: usize, want: usize) -> usize {
+    for k in 0..want {
+        trail.set(k, trail.at(outer + k));
+    }
+    want - 1
+}
+
 /// Keeps `new` (innermost first; `last_next` the outermost frame's first word) as a
-/// walk of its own.
+/// walk of its own, from the start of the trail.
 #[inline(never)]
 fn restart(trail: &Trail, new: &[(usize, usize)], last_next: usize, cut: bool) {
-    let top = trail.top.get();
+    let n = new.len();
     let (mut sum, mut next) = (0, last_next);
     for (k, &(fp, ret)) in new.iter().enumerate().rev() {
         sum = hash_extend(sum, ret);
-        trail.at(top.wrapping_sub(k)).set(Record { fp, next, ret, sum });
+        trail.set(n - 1 - k, Record { fp, next, ret, sum });
         next = fp;
     }
-    trail.len.set(new.len());
+    trail.lo.set(0);
+    trail.hi.set(n);
     trail.base.set(0);
     trail.cut.set(cut);
 }
