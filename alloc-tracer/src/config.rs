@@ -70,9 +70,16 @@ impl Mode {
 
 /// Largest stack depth (frames of the program; the tracer walks two of its own more).
 pub const MAX_DEPTH: usize = crate::hot::stack::MAX_DEPTH - crate::hot::sites::OWN_FRAMES;
+const _: () = assert!(
+    MAX_DEPTH == 62,
+    "the depth range is spelled out in messages and docs"
+);
 
-/// Default stack depth.
-pub const DEFAULT_DEPTH: usize = 16;
+/// Default stack depth: enough for a synthesis stack to reach `main` or its thread's
+/// start (2 KiB PoRep: 31 frames at most). Past the first walk of a thread, the
+/// frames a walk shares with the one before are compared, not walked (`trail`), so
+/// depth costs little.
+pub const DEFAULT_DEPTH: usize = 48;
 /// Default mean interval between blocks followed to their free in `sites` mode.
 pub const DEFAULT_LIFETIME_INTERVAL: u64 = 64;
 /// Default mean interval, in bytes, of heap sampling in `sites` and `sample` modes
@@ -141,7 +148,7 @@ impl Settings {
                     return Err(Error::Setting {
                         name: "ALLOC_TRACE_DEPTH",
                         value: v.to_owned(),
-                        expected: "expected a depth from 1 to 30",
+                        expected: "expected a depth from 1 to 62",
                     });
                 }
             };

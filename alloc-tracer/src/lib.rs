@@ -53,7 +53,7 @@
 //! about 210 KiB (counters for 16 phases, one per request size up to 1 KiB), plus a
 //! site table in `sites` and `sample` modes.
 //!
-//! `ALLOC_TRACE_DEPTH` (default 16, at most 30) bounds stacks; `ALLOC_TRACE_LIFETIMES`
+//! `ALLOC_TRACE_DEPTH` (default 48, at most 62) bounds stacks; `ALLOC_TRACE_LIFETIMES`
 //! (default 64) follows one block in N to its free in `sites` mode; `sample:N` follows
 //! its sampled blocks. `ALLOC_TRACE_HEAP=BYTES` (default `1MiB` in `sites` and
 //! `sample:N`, off in `count` unless set; `0` turns it off) samples blocks by bytes

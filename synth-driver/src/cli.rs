@@ -68,7 +68,7 @@ struct TraceArgs {
     /// stack in N; temporaries among those, times N).
     #[arg(long, default_value = "off", value_parser = parse_mode, global = true)]
     trace: Mode,
-    /// Frames kept per call stack (1 to 30).
+    /// Frames kept per call stack (1 to 62).
     #[arg(long, default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = clap::value_parser!(u64).range(1..=alloc_tracer::MAX_DEPTH as u64), global = true)]
     depth: u64,
     /// Heap sampling: mean bytes between sampled bytes (e.g. 1MiB, 65536; 0 = off;

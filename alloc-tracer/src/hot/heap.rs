@@ -15,8 +15,8 @@ use super::door::{Door, SiteRef};
 use super::site_table::SiteMeta;
 use super::sites::OWN_FRAMES;
 use super::stack::raw_frames;
-use super::trail;
 use super::thread::{self, ThreadState};
+use super::trail;
 
 /// Counts a block of `usable` bytes against the heap countdown: true when the block
 /// is sampled (then [`sample_block`] must follow, once the block exists).

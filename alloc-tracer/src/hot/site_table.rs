@@ -83,7 +83,10 @@ const M: u64 = 0xd6e8_feb8_6659_fd93;
 /// seed and spreads every bit into the low ones that pick a table slot.
 #[inline(always)]
 pub fn hash(seed: u64, frames: &[usize]) -> u64 {
-    hash_finish(frames.iter().rev().fold(0, |sum, &f| hash_extend(sum, f)), seed)
+    hash_finish(
+        frames.iter().rev().fold(0, |sum, &f| hash_extend(sum, f)),
+        seed,
+    )
 }
 
 /// The hash of a site key: its frames seeded with the meta word less the depth
@@ -255,7 +258,9 @@ impl SiteTable {
 
     /// The key of `slot`, a slot of this table, into `out`; `None` if not published.
     pub fn key_of(&self, slot: &Slot, out: &mut Frames) -> Option<SiteMeta> {
-        let i = (slot as *const Slot).addr().wrapping_sub(self.slots.as_ptr().addr())
+        let i = (slot as *const Slot)
+            .addr()
+            .wrapping_sub(self.slots.as_ptr().addr())
             / size_of::<Slot>();
         Some(read_key(self.slots.get(i)?, self.frames.get(i)?, out)?)
     }

@@ -8,8 +8,8 @@ use super::door::{Door, SiteRef};
 use super::entry::no_tail_call;
 use super::site_table::{Lookup, SiteKey, SiteMeta, Slot, bump};
 use super::stack::{self, Frames, MAX_DEPTH};
-use super::trail::{self, Walk};
 use super::thread::{self, ThreadState};
+use super::trail::{self, Walk};
 use std::sync::atomic::Ordering::Relaxed;
 
 /// Return addresses of the tracer's own frames at the start of a stack, at most.

@@ -31,7 +31,7 @@
 //! sum of new inner frames in front of kept outer ones costs one step per new frame.
 
 use super::site_table::{HASH_POW, hash_extend, hash_finish, hash_mix};
-use super::stack::{self, MAX_DEPTH, RawFrames, Start, StackBounds};
+use super::stack::{self, MAX_DEPTH, RawFrames, StackBounds, Start};
 use std::cell::Cell;
 use std::mem::MaybeUninit;
 
@@ -119,7 +119,13 @@ impl Trail {
 /// on this thread), or zero; `trail` must be this thread's, only ever walked with
 /// these bounds.
 #[inline(always)]
-pub unsafe fn walk(trail: &Trail, skip: usize, depth: usize, bounds: StackBounds, seed: u64) -> Walk {
+pub unsafe fn walk(
+    trail: &Trail,
+    skip: usize,
+    depth: usize,
+    bounds: StackBounds,
+    seed: u64,
+) -> Walk {
     // SAFETY: forwarded contract.
     match unsafe { stack::start(skip, bounds) } {
         // SAFETY: `start` checked fp against the stack's bounds, which give `limit`.
@@ -162,7 +168,13 @@ pub fn frames<'o>(trail: &Trail, walk: &Walk, out: &'o mut RawFrames) -> &'o [us
 /// Every address from `fp` to `limit + 16` must be mapped, and every walk of `trail`
 /// before must have been over the same memory with the same `limit`.
 #[inline(always)]
-pub unsafe fn walk_from(trail: &Trail, mut fp: usize, limit: usize, depth: usize, seed: u64) -> Walk {
+pub unsafe fn walk_from(
+    trail: &Trail,
+    mut fp: usize,
+    limit: usize,
+    depth: usize,
+    seed: u64,
+) -> Walk {
     let max = depth.min(MAX_DEPTH);
     if max == 0 {
         return empty(seed, false);
@@ -285,7 +297,14 @@ unsafe fn differs(r: &Cell<Record>) -> u64 {
 /// only the kept window's sum; the new records' sums, which the next walk may need,
 /// are computed apart from it.
 #[inline(always)]
-fn join(trail: &Trail, new: &[(usize, usize)], new_sum: u64, p: usize, want: usize, seed: u64) -> Walk {
+fn join(
+    trail: &Trail,
+    new: &[(usize, usize)],
+    new_sum: u64,
+    p: usize,
+    want: usize,
+    seed: u64,
+) -> Walk {
     let outer = p + 1 - want;
     let lo = trail.lo.get();
     let (base, cut) = if outer == lo {
@@ -293,7 +312,10 @@ fn join(trail: &Trail, new: &[(usize, usize)], new_sum: u64, p: usize, want: usi
     } else {
         (trail.at(outer - 1).sum, true)
     };
-    let kept = trail.at(p).sum.wrapping_sub(HASH_POW[want].wrapping_mul(base));
+    let kept = trail
+        .at(p)
+        .sum
+        .wrapping_sub(HASH_POW[want].wrapping_mul(base));
     let p = if p + new.len() < CAP {
         p
     } else {
@@ -315,7 +337,10 @@ fn join(trail: &Trail, new: &[(usize, usize)], new_sum: u64, p: usize, want: usi
     trail.cut.set(cut);
     Walk {
         n,
-        hash: hash_finish(new_sum.wrapping_add(HASH_POW[new.len()].wrapping_mul(kept)), seed),
+        hash: hash_finish(
+            new_sum.wrapping_add(HASH_POW[new.len()].wrapping_mul(kept)),
+            seed,
+        ),
         foreign: false,
     }
 }
