@@ -69,15 +69,49 @@ pub unsafe fn alloc_without_stack<
         // a temporary's. (`count` keeps no latest block.)
         st.last_block.store(0, Relaxed);
     }
-    if HEAP && heap::due(st, r.usable()) {
+    if HEAP && heap::chunk_ran_out(st, r.usable()) {
         // SAFETY: forwarded contract.
-        return unsafe { alloc_heap_sampled::<A, D, ZEROED>(size, align, ctl, inner) };
+        return unsafe { alloc_heap_chunk_done::<A, D, ZEROED>(size, align, ctl, inner) };
     }
     if live::small_alloc(st, r.units as i16) {
         // SAFETY: forwarded contract.
         let ptr = unsafe { publish_then_alloc::<A, D, ZEROED>(size, align, inner) };
         no_tail_call();
         return ptr;
+    }
+    // SAFETY: forwarded contract.
+    unsafe { inner_alloc::<A, ZEROED>(inner, layout) }
+}
+
+/// `alloc_without_stack` when the heap countdown's chunk ran out, the allocation
+/// counted: either a heap-sampled allocation, which goes on to `alloc_heap_sampled`,
+/// or one like the others, with the next chunk set. Reached by a tail call, so that
+/// `alloc_without_stack` itself makes no call on its common path (a call there would
+/// give every allocation the frame it needs).
+///
+/// # Safety
+/// As for `alloc_without_stack`.
+#[cold]
+#[inline(never)]
+unsafe fn alloc_heap_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
+    size: usize,
+    align: usize,
+    ctl: Control,
+    inner: &A,
+) -> *mut u8 {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    let Some(st) = thread::current().recording_state() else {
+        // Not reached: `alloc_without_stack` found this thread recording.
+        // SAFETY: forwarded contract.
+        return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    };
+    if heap::due_after_chunk(st) {
+        // SAFETY: forwarded contract.
+        return unsafe { alloc_heap_sampled::<A, D, ZEROED>(size, align, ctl, inner) };
+    }
+    if live::small_alloc(st, SMALL_REQUESTS[size].units as i16) {
+        live::publish_overflow::<D>(st, Overflow::Up);
     }
     // SAFETY: forwarded contract.
     unsafe { inner_alloc::<A, ZEROED>(inner, layout) }

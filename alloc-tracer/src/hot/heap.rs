@@ -22,9 +22,24 @@ use super::trail;
 /// is sampled (then [`sample_block`] must follow, once the block exists).
 #[inline(always)]
 pub fn due(st: &ThreadState, usable: usize) -> bool {
+    chunk_ran_out(st, usable) && due_after_chunk(st)
+}
+
+/// The first half of [`due`], for a path that goes on in cold code when it is true
+/// (so that the common path needs no call, nor the frame a call needs): counts the
+/// block's bytes, and says whether the countdown's chunk ran out.
+#[inline(always)]
+pub fn chunk_ran_out(st: &ThreadState, usable: usize) -> bool {
     let left = st.heap_countdown.get().wrapping_sub(usable as i64);
     st.heap_countdown.set(left);
-    left <= 0 && countdown::heap_chunk_done(st, left.unsigned_abs())
+    left <= 0
+}
+
+/// The second half of [`due`], once [`chunk_ran_out`] said so: true when the block
+/// is sampled.
+#[inline(always)]
+pub fn due_after_chunk(st: &ThreadState) -> bool {
+    countdown::heap_chunk_done(st, st.heap_countdown.get().unsigned_abs())
 }
 
 /// Hands the sampled block at `ptr` (`usable` bytes of class `class`) to the cold
