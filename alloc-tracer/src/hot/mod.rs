@@ -61,7 +61,8 @@
 //! `caller` decides whose a call is (the program's, the tracer's own, a thread's
 //! first, or after thread exit); `live` keeps live and peak bytes; `heap` decides
 //! which blocks heap sampling samples (every recording path counts its bytes);
-//! `followed` is the table of followed blocks every free reads; `thread`, `control`, `site_table`, `stack`,
+//! `followed` is the table of followed blocks every free reads; `trail` walks stacks,
+//! reusing the frames a walk shares with the thread's previous one; `thread`, `control`, `site_table`, `stack`,
 //! `size_class` and `log_linear` hold the state and arithmetic these paths share.
 
 pub mod alloc;

@@ -262,7 +262,7 @@ impl SiteTable {
             .addr()
             .wrapping_sub(self.slots.as_ptr().addr())
             / size_of::<Slot>();
-        Some(read_key(self.slots.get(i)?, self.frames.get(i)?, out)?)
+        read_key(self.slots.get(i)?, self.frames.get(i)?, out)
     }
 
     /// The slot of a site already in the table: same hash and meta word (see

@@ -270,6 +270,7 @@ unsafe fn unchanged_to(trail: &Trail, from: usize, to: usize) -> usize {
             diff |= unsafe { differs(r) };
         }
         if diff != 0 {
+            // SAFETY: the same records, just compared above.
             let first = block.iter().position(|r| unsafe { differs(r) } != 0);
             return from + b * BLOCK + first.unwrap_or(0);
         }
