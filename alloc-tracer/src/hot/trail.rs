@@ -5,30 +5,31 @@
 //! from the frame before, about 1.4 ns a frame here. Consecutive allocations of a
 //! thread mostly share the outer part of their stacks (`main`, the prover's loops,
 //! a gadget) and differ in a few inner frames. So each thread keeps its previous
-//! walk's frame records, outermost to innermost: where each frame lies, the two
-//! words read there (the caller's frame pointer and the return address), and the
-//! hash sum of the frames from it outward. A new walk follows frame pointers as
-//! usual until it reaches the address of a kept record; then it compares every kept
-//! record it still needs with the two words now at that record's address. Those
-//! loads do not depend on each other, so the processor runs them side by side.
+//! walk's frame records, outermost first: where each frame lies, the two words read
+//! there (the caller's frame pointer and the return address), and the hash sum of
+//! the frames from it outward. A new walk first compares the kept records that still
+//! lie on the stack with the two words now at their addresses, from the outermost
+//! in, up to the first that changed. Those loads do not depend on each other, so the
+//! processor runs them side by side. Then it follows frame pointers from its start
+//! until it reaches one of the unchanged records, and takes the rest from the trail.
 //!
-//! **Exact.** A walk is a function of the words it reads. When every compared record
-//! is equal, a walk on from here would read exactly those words at exactly those
-//! addresses (each record's frame pointer is the next record's address) and stop
-//! where the kept walk stopped, so the kept frames and their hash sum are the new
-//! walk's, bit for bit. When some record differs, the walk goes on reading frames
-//! from where it is, and may join the kept records further out, past the outermost
-//! difference; a stack whose outer part did change is simply walked. Both are
-//! checked against a plain walk over stacks that change between walks in the tests
-//! below.
+//! **Exact.** A walk is a function of the words it reads. When the walk reaches an
+//! unchanged record, a walk on from there would read exactly the kept words at
+//! exactly the kept addresses (each record's first word is the next one's address)
+//! and stop where the kept walk stopped, so the kept frames and their hash sum are
+//! the new walk's, bit for bit. A stack whose outer part did change is walked as far
+//! as it must be. Both are checked against a plain walk, over stacks that change
+//! between walks, in the tests below.
 //!
-//! **Safe.** Every compared address lies between the walk's current frame (at or
-//! above the stack pointer) and the top of the thread's stack, because kept records
-//! only ever come from walks of this thread's stack under the same bounds, and their
-//! addresses rise from one record to the next.
+//! **Safe.** Every compared address lies between the walk's first frame (at or above
+//! the stack pointer) and the top of the thread's stack: kept records only ever come
+//! from walks of this thread's stack under the same bounds, and those below the
+//! walk's first frame are not compared.
 //!
-//! The hash sum of a stack is polynomial in its frames (`site_table::hash`), so the
-//! sum of new inner frames in front of kept outer ones costs one step per new frame.
+//! **Cost.** A compared record takes a handful of instructions, not a dependent
+//! load, so depth costs little once a thread's stacks share their outer part; the
+//! first walk of a thread, and one whose outer part changed, cost what a plain walk
+//! does, plus writing the records.
 
 use super::site_table::{HASH_POW, hash_extend, hash_finish, hash_mix};
 use super::stack::{self, MAX_DEPTH, RawFrames, StackBounds, Start};
@@ -475,6 +476,25 @@ mod tests {
             }
             assert!(walked > 10_000, "seed {seed}: only {walked} frames walked");
         }
+    }
+
+    #[test]
+    fn a_stack_that_keeps_growing_moves_the_kept_records_down() {
+        let trail = Trail::default();
+        let mut stack = FakeStack::new(11);
+        for _ in 0..300 {
+            stack.call();
+            // From the innermost frame: each walk joins the last one a frame in.
+            let fp = stack.addr(*stack.frames.last().unwrap());
+            // SAFETY: as in `check`.
+            let expected = unsafe { stack::plain_walk(fp, stack.limit(), MAX_DEPTH) };
+            // SAFETY: as in `check`.
+            let w = unsafe { walk_from(&trail, fp, stack.limit(), MAX_DEPTH, 7) };
+            let mut raw = stack::raw_frames();
+            assert_eq!(frames(&trail, &w, &mut raw), &expected[..]);
+            assert_eq!(w.hash, hash(7, &expected));
+        }
+        assert!(trail.hi.get() <= CAP);
     }
 
     #[test]
