@@ -129,9 +129,11 @@ pub fn hash_finish(sum: u64, seed: u64) -> u64 {
 }
 
 /// Counters of one (stack, phase, size class), in one cache line: a lookup touches
-/// this line only. The site's frames lie apart, in the table's `frames`, so that
-/// the slots of a table of thousands of sites stay dense (a miss in the site table
-/// was the largest single cost of `sites` mode when frames were kept in the slot).
+/// this line only. The site's frames lie apart, in the table's `frames` (read only
+/// when a site is inserted or reported), so that slots stay dense however deep the
+/// stacks. (The lookup's cache miss is still the largest single cost of `sites`
+/// mode on a synthesis, which streams far more data than the table between two
+/// lookups.)
 #[repr(C, align(64))]
 pub struct Slot {
     tag: AtomicU64,
@@ -159,8 +161,8 @@ pub fn bump(counter: &AtomicU64, n: u64) {
 
 impl Slot {
     /// Two keys with equal 64-bit hashes and meta words are taken to be the same
-    /// stack without comparing frames: comparing 16 frames costs more than the rest
-    /// of a lookup, and with a million distinct stacks the chance of any collision is
+    /// stack without comparing frames: comparing a stack's frames costs more than the
+    /// rest of a lookup, and with a million distinct stacks the chance of any collision is
     /// about 3e-8.
     #[inline(always)]
     fn matches(&self, key: &SiteKey<'_>) -> bool {

@@ -15,8 +15,8 @@
 //! what the thread's previous walk read. Only x86_64 and aarch64 are walked;
 //! elsewhere stacks are empty.
 
-/// The most frames a stack can hold (a power of two: `trail` indexes a ring of this
-/// many records); `ALLOC_TRACE_DEPTH` is capped to this less the tracer's own frames.
+/// The most frames a stack can hold; `ALLOC_TRACE_DEPTH` is capped to this less the
+/// tracer's own frames.
 pub const MAX_DEPTH: usize = 64;
 
 /// Raw return addresses, innermost first.
