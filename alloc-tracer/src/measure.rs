@@ -61,7 +61,7 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     let before = this_thread();
     let r = f();
     let peak_bytes = watch.map_or(0, |start| {
-        with_state(|st| live::watch_end::<Cold>(st, start)).unwrap_or(0)
+        this_state(|st| live::watch_end::<Cold>(st, start)).unwrap_or(0)
     });
     let after = this_thread();
     let grown = if stacks {
@@ -101,21 +101,15 @@ thread_local! {
 /// Allocations and reallocs per stack in this thread's site table (`sites` and
 /// `sample:N` modes; sampled counts in `sample:N`).
 fn this_thread_sites() -> HashMap<Vec<usize>, u64> {
-    thread::guarded(|| {
+    this_state(|st| {
         let mut out: HashMap<Vec<usize>, u64> = HashMap::new();
-        let st = thread::with_local(|l| l.state());
-        if st.is_null() || st == DEAD {
-            return out;
-        }
-        // SAFETY: a live state pointer of this thread, valid until its exit; its
-        // table is this thread's own, read between its allocations.
-        let st: &ThreadState = unsafe { &*st };
         st.table().for_each_site(|slot, _, frames| {
             let n = slot.allocs.load(Relaxed) + slot.reallocs.load(Relaxed);
             *out.entry(frames.to_vec()).or_default() += n;
         });
         out
     })
+    .unwrap_or_default()
 }
 
 /// The sites that allocated most during this thread's latest [`measure`], named as
@@ -187,13 +181,9 @@ fn difference(before: &PhaseTotals, after: &PhaseTotals) -> Measured {
     }
 }
 
-/// Runs `f` on this thread's state, made first if the thread has none yet (`None`
-/// after the thread's exit began).
-fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
-    if thread::with_local(|l| l.state()).is_null() {
-        // The thread's first recorded allocation makes its state.
-        drop(std::hint::black_box(Box::new(0u8)));
-    }
+/// Runs `f` on this thread's state, under the guard (`None` before the thread's
+/// first recorded call, or after its exit began).
+fn this_state<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
     thread::guarded(|| {
         let st = thread::with_local(|l| l.state());
         if st.is_null() || st == DEAD {
@@ -205,17 +195,18 @@ fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
     })
 }
 
+/// [`this_state`], the state made first if the thread has none yet.
+fn with_state<R>(f: impl FnOnce(&ThreadState) -> R) -> Option<R> {
+    if thread::with_local(|l| l.state()).is_null() {
+        // The thread's first recorded allocation makes its state.
+        drop(std::hint::black_box(Box::new(0u8)));
+    }
+    this_state(f)
+}
+
 /// This thread's totals over all phases (zeros before its first recorded call).
 fn this_thread() -> PhaseTotals {
-    thread::guarded(|| {
-        let st = thread::with_local(|l| l.state());
-        if st.is_null() || st == DEAD {
-            return PhaseTotals::default();
-        }
-        // SAFETY: a live state pointer of this thread, valid until its exit, and only
-        // its atomic counters are read.
-        registry::thread_totals(unsafe { &*st })
-    })
+    this_state(registry::thread_totals).unwrap_or_default()
 }
 
 /// Fails the test when a [`Measured`] field exceeds its budget, printing every

@@ -110,6 +110,22 @@ unsafe fn alloc_heap_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
         // SAFETY: forwarded contract.
         return unsafe { alloc_heap_sampled::<A, D, ZEROED>(size, align, ctl, inner) };
     }
+    // SAFETY: forwarded contract.
+    unsafe { count_live_then_alloc::<A, D, ZEROED>(st, size, layout, inner) }
+}
+
+/// The end of a cold path for a small allocation not sampled: counts its live
+/// bytes (publishing on overflow), then calls `A`.
+///
+/// # Safety
+/// As for `alloc_without_stack`; `layout` is the request's, of `size` bytes.
+#[inline(always)]
+unsafe fn count_live_then_alloc<A: GlobalAlloc, D: Door, const ZEROED: bool>(
+    st: &ThreadState,
+    size: usize,
+    layout: Layout,
+    inner: &A,
+) -> *mut u8 {
     if live::small_alloc(st, SMALL_REQUESTS[size].units as i16) {
         live::publish_overflow::<D>(st, Overflow::Up);
     }
@@ -154,11 +170,8 @@ unsafe fn alloc_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
         // SAFETY: forwarded contract.
         return unsafe { alloc_heap_sampled::<A, D, ZEROED>(size, align, ctl, inner) };
     }
-    if live::small_alloc(st, r.units as i16) {
-        live::publish_overflow::<D>(st, Overflow::Up);
-    }
     // SAFETY: forwarded contract.
-    unsafe { inner_alloc::<A, ZEROED>(inner, layout) }
+    unsafe { count_live_then_alloc::<A, D, ZEROED>(st, size, layout, inner) }
 }
 
 /// `alloc_without_stack` when the live-bytes counter overflowed upwards: publishes,
