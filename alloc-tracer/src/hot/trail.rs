@@ -31,22 +31,22 @@
 //! first walk of a thread, and one whose outer part changed, cost what a plain walk
 //! does, plus writing the records.
 
-use super::site_table::{HASH_POW, hash_extend, hash_finish, hash_mix};
+use super::site_table::{HASH_POW, hash_extend, hash_finish};
 use super::stack::{self, MAX_DEPTH, RawFrames, StackBounds, Start};
 use std::cell::Cell;
 use std::mem::MaybeUninit;
 
-/// One frame of a kept walk. `next` and `ret` lie side by side, as on the stack, so
-/// that one 16-byte load of each compares them.
+/// One frame of a kept walk. `next` and `ret` lie side by side and 16-byte
+/// aligned, as the stack holds them, so that one 16-byte load compares them.
 #[derive(Clone, Copy, Debug, Default)]
-#[repr(C)]
+#[repr(C, align(32))]
 struct Record {
-    /// Where the frame lies (its frame pointer).
-    fp: usize,
-    /// The first word there: the caller's frame pointer.
+    /// The first word at the frame: the caller's frame pointer.
     next: usize,
     /// The second: the return address into the caller.
     ret: usize,
+    /// Where the frame lies (its frame pointer).
+    fp: usize,
     /// Hash sum (`site_table::hash_extend`) of the frames from this one outward, down
     /// to where the sums start (see [`Trail::base`]).
     sum: u64,
@@ -55,6 +55,7 @@ struct Record {
 /// Records a trail holds: a kept walk of up to `MAX_DEPTH` frames, and room for as
 /// many new ones in front of it before it must move down.
 const CAP: usize = 2 * MAX_DEPTH;
+const _: () = assert!(CAP.is_power_of_two());
 
 /// A thread's previous walk: its records `lo..hi` of `recs`, outermost first. All
 /// zeros is an empty trail. Owner thread only.
@@ -98,15 +99,20 @@ impl Default for Trail {
 }
 
 impl Trail {
-    /// Record `i` (`i < CAP` by construction; clamped, never out of bounds).
+    /// Record `i` (`i < CAP` by construction; masked, never out of bounds).
     #[inline(always)]
     fn at(&self, i: usize) -> Record {
-        self.recs[i.min(CAP - 1)].get()
+        self.cell(i).get()
     }
 
     #[inline(always)]
     fn set(&self, i: usize, r: Record) {
-        self.recs[i.min(CAP - 1)].set(r);
+        self.cell(i).set(r);
+    }
+
+    #[inline(always)]
+    fn cell(&self, i: usize) -> &Cell<Record> {
+        &self.recs[i & (CAP - 1)]
     }
 }
 
@@ -195,7 +201,7 @@ pub unsafe fn walk_from(
     // New frames, innermost first: (frame pointer, return address). Left
     // uninitialised: zeroing 1 KiB per walk would cost more than the walk.
     let mut new = [const { MaybeUninit::<(usize, usize)>::uninit() }; MAX_DEPTH];
-    let (mut i, mut sum) = (0, 0u64);
+    let mut i = 0;
     let last_next = loop {
         if joint > lo && fp >= trail.at(joint - 1).fp {
             // Reached the unchanged records, or passed over some of them (frames
@@ -207,14 +213,13 @@ pub unsafe fn walk_from(
                 let p = joint - 1;
                 let want = (max - i).min(p + 1 - lo);
                 if p + 1 - want > lo || i + want == max || !trail.cut.get() {
-                    return join(trail, new_frames(&new, i), sum, p, want, seed);
+                    return join(trail, new_frames(&new, i), p, want, seed);
                 }
                 // The kept walk stopped at its depth and this one has room for more:
                 // take its records as new ones and walk on past them.
                 for k in 0..want {
                     let r = trail.at(p - k);
-                    new[i + k].write((r.fp, r.ret));
-                    sum = sum.wrapping_add(hash_mix(r.ret).wrapping_mul(HASH_POW[i + k]));
+                    new[(i + k) & (MAX_DEPTH - 1)].write((r.fp, r.ret));
                 }
                 i += want;
                 fp = trail.at(lo).next;
@@ -224,10 +229,8 @@ pub unsafe fn walk_from(
         // SAFETY: fp lies on the stack between the stack pointer and `limit`:
         // checked by `start` or by `follows` below.
         let (next, ret) = unsafe { stack::read_frame(fp) };
-        new[i].write((fp, ret));
-        // The sum of the new frames, term by term: the terms do not depend on each
-        // other, so they are computed while the walk waits for its next load.
-        sum = sum.wrapping_add(hash_mix(ret).wrapping_mul(HASH_POW[i]));
+        // (`i < max <= MAX_DEPTH`: the mask only spares a bounds check.)
+        new[i & (MAX_DEPTH - 1)].write((fp, ret));
         i += 1;
         if i == max || !stack::follows(fp, next, limit) {
             break next;
@@ -235,7 +238,7 @@ pub unsafe fn walk_from(
         fp = next;
     };
     let cut = i == max && stack::follows(fp, last_next, limit);
-    restart(trail, new_frames(&new, i), last_next, cut);
+    let sum = restart(trail, new_frames(&new, i), last_next, cut);
     Walk {
         n: i,
         hash: hash_finish(sum, seed),
@@ -253,9 +256,8 @@ fn new_frames(new: &[MaybeUninit<(usize, usize)>; MAX_DEPTH], n: usize) -> &[(us
 
 /// Compares the kept records `from..to` (outermost first) with the stack's words at
 /// their addresses, up to the first that differs, and returns its index (`to` when
-/// none does): every record before it is unchanged. Eight records at a time, each a
-/// 16-byte load from the stack and one from the trail, one branch per eight: the
-/// loads do not depend on each other.
+/// none does): every record before it is unchanged. Eight records at a time, one
+/// branch per eight: the loads do not depend on each other.
 ///
 /// # Safety
 /// The records' addresses must be mapped (see [`walk_from`]).
@@ -264,13 +266,8 @@ unsafe fn unchanged_to(trail: &Trail, from: usize, to: usize) -> usize {
     const BLOCK: usize = 8;
     let recs = &trail.recs[from.min(CAP)..to.min(CAP)];
     for (b, block) in recs.chunks(BLOCK).enumerate() {
-        let mut diff = 0u64;
-        for r in block {
-            // SAFETY: the caller's contract for the stack; `next` and `ret` lie side
-            // by side in a `repr(C)` record.
-            diff |= unsafe { differs(r) };
-        }
-        if diff != 0 {
+        // SAFETY: the caller's contract for the stack.
+        if unsafe { block_differs(block) } {
             // SAFETY: the same records, just compared above.
             let first = block.iter().position(|r| unsafe { differs(r) } != 0);
             return from + b * BLOCK + first.unwrap_or(0);
@@ -279,10 +276,50 @@ unsafe fn unchanged_to(trail: &Trail, from: usize, to: usize) -> usize {
     to
 }
 
+/// True when a record of `block` differs from the stack. On x86_64 each record is
+/// one 16-byte load from the stack and one from the trail (SSE2, part of x86_64's
+/// baseline): on the 48-frame `alloc_pair` stack that took 9 ns a walk off the two
+/// 8-byte loads of [`differs`]. (A 16-byte load that spans the two 8-byte stores of a
+/// `call` and a `push` still in the store buffer waits for them to reach the cache;
+/// measured, that costs less than the loads it saves.)
+///
+/// # Safety
+/// The records' addresses must be mapped.
+#[inline(always)]
+unsafe fn block_differs(block: &[Cell<Record>]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_load_si128, _mm_loadu_si128, _mm_movemask_epi8,
+            _mm_or_si128, _mm_setzero_si128, _mm_xor_si128,
+        };
+        // SAFETY (every intrinsic below): SSE2 is part of x86_64's baseline.
+        let mut diff = unsafe { _mm_setzero_si128() };
+        for r in block {
+            let r = r.as_ptr();
+            // SAFETY: the caller's contract for the stack (`read_frame`'s 16
+            // bytes); `next` and `ret` start the 32-byte-aligned `repr(C)` record.
+            unsafe {
+                let stack = _mm_loadu_si128((*r).fp as *const __m128i);
+                let kept = _mm_load_si128(r.cast::<__m128i>());
+                diff = _mm_or_si128(diff, _mm_xor_si128(stack, kept));
+            }
+        }
+        // SAFETY: SSE2, as above.
+        unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) != 0xffff }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut diff = 0u64;
+        for r in block {
+            // SAFETY: the caller's contract.
+            diff |= unsafe { differs(r) };
+        }
+        diff != 0
+    }
+}
+
 /// The two words at a kept record's address xor the two it kept: 0 when unchanged.
-/// (Two 8-byte loads from the stack, not one of 16: the innermost frames were just
-/// written by a `call` and a `push`, 8 bytes each, and a load spanning two stores
-/// cannot take its data from them before they reach the cache.)
 ///
 /// # Safety
 /// The record's address must be mapped.
@@ -294,19 +331,12 @@ unsafe fn differs(r: &Cell<Record>) -> u64 {
     (next ^ r.next) as u64 | (ret ^ r.ret) as u64
 }
 
-/// Keeps `new` (innermost first, their hash sum `new_sum`) in front of the `want`
-/// kept records from `p` outward, and returns the walk of them all. The hash needs
-/// only the kept window's sum; the new records' sums, which the next walk may need,
-/// are computed apart from it.
+/// Keeps `new` (innermost first) in front of the `want` kept records from `p`
+/// outward, and returns the walk of them all. Writing the new records extends the
+/// hash sums from `p`'s inward; the walk's hash is the innermost sum less what lies
+/// outside its window (`base`, times `K^n`).
 #[inline(always)]
-fn join(
-    trail: &Trail,
-    new: &[(usize, usize)],
-    new_sum: u64,
-    p: usize,
-    want: usize,
-    seed: u64,
-) -> Walk {
+fn join(trail: &Trail, new: &[(usize, usize)], p: usize, want: usize, seed: u64) -> Walk {
     let outer = p + 1 - want;
     let lo = trail.lo.get();
     let (base, cut) = if outer == lo {
@@ -314,10 +344,6 @@ fn join(
     } else {
         (trail.at(outer - 1).sum, true)
     };
-    let kept = trail
-        .at(p)
-        .sum
-        .wrapping_sub(HASH_POW[want].wrapping_mul(base));
     let p = if p + new.len() < CAP {
         p
     } else {
@@ -340,7 +366,7 @@ fn join(
     Walk {
         n,
         hash: hash_finish(
-            new_sum.wrapping_add(HASH_POW[new.len()].wrapping_mul(kept)),
+            sum.wrapping_sub(HASH_POW[n.min(MAX_DEPTH)].wrapping_mul(base)),
             seed,
         ),
         foreign: false,
@@ -359,9 +385,9 @@ fn move_down(trail: &Trail, outer: usize, want: usize) -> usize {
 }
 
 /// Keeps `new` (innermost first; `last_next` the outermost frame's first word) as a
-/// walk of its own, from the start of the trail.
+/// walk of its own, from the start of the trail, and returns its hash sum.
 #[inline(never)]
-fn restart(trail: &Trail, new: &[(usize, usize)], last_next: usize, cut: bool) {
+fn restart(trail: &Trail, new: &[(usize, usize)], last_next: usize, cut: bool) -> u64 {
     let n = new.len();
     let (mut sum, mut next) = (0, last_next);
     for (k, &(fp, ret)) in new.iter().enumerate().rev() {
@@ -373,6 +399,7 @@ fn restart(trail: &Trail, new: &[(usize, usize)], last_next: usize, cut: bool) {
     trail.hi.set(n);
     trail.base.set(0);
     trail.cut.set(cut);
+    sum
 }
 
 #[cfg(test)]
