@@ -196,6 +196,23 @@ pub unsafe fn walk_from(
     // SAFETY: the records `lo..above` lie at or above `fp` (on the stack, at or
     // above the stack pointer) and at most at `limit`.
     let unchanged = unsafe { unchanged_to(trail, lo, above) };
+    if unchanged == hi && hi > lo && trail.at(hi - 1).fp == fp {
+        // The kept walk starts here and nothing in it changed (about a quarter of
+        // a synthesis's walks): it is this walk, as `join` would find it with no
+        // new frames, unless it was cut shorter than this walk may go.
+        let n = hi - lo;
+        if n == max || (n < max && !trail.cut.get()) {
+            let sum = trail.at(hi - 1).sum;
+            return Walk {
+                n,
+                hash: hash_finish(
+                    sum.wrapping_sub(HASH_POW[n.min(MAX_DEPTH)].wrapping_mul(trail.base.get())),
+                    seed,
+                ),
+                foreign: false,
+            };
+        }
+    }
     // The walk joins at the innermost unchanged record it reaches: `joint - 1`.
     let mut joint = unchanged;
     // New frames, innermost first: (frame pointer, return address). Left
