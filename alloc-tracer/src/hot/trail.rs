@@ -219,8 +219,17 @@ pub unsafe fn walk_from(
     // uninitialised: zeroing 1 KiB per walk would cost more than the walk.
     let mut new = [const { MaybeUninit::<(usize, usize)>::uninit() }; MAX_DEPTH];
     let mut i = 0;
+    // The frame pointer of the record the walk joins next: `joint - 1`'s, or none.
+    let stop_at = |joint: usize| {
+        if joint > lo {
+            trail.at(joint - 1).fp
+        } else {
+            usize::MAX
+        }
+    };
+    let mut stop = stop_at(joint);
     let last_next = loop {
-        if joint > lo && fp >= trail.at(joint - 1).fp {
+        if fp >= stop {
             // Reached the unchanged records, or passed over some of them (frames
             // without frame pointers): join at the one at `fp`, if any.
             while joint > lo && trail.at(joint - 1).fp < fp {
@@ -242,6 +251,7 @@ pub unsafe fn walk_from(
                 fp = trail.at(lo).next;
                 joint = lo;
             }
+            stop = stop_at(joint);
         }
         // SAFETY: fp lies on the stack between the stack pointer and `limit`:
         // checked by `start` or by `follows` below.
