@@ -168,8 +168,9 @@ pub fn frames<'o>(trail: &Trail, walk: &Walk, out: &'o mut RawFrames) -> &'o [us
 ///
 /// First it compares the kept records that lie at or above `fp` with the stack, from
 /// the outermost in, up to the first that differs: every record outward of that one
-/// is unchanged. Then it walks from `fp` until it reaches one of those, and takes
-/// the rest from the trail.
+/// is unchanged. If the kept walk starts at `fp` and all of it is unchanged, that is
+/// the walk. Otherwise it walks from `fp` until it reaches one of the unchanged
+/// records, and takes the rest from the trail.
 ///
 /// # Safety
 /// Every address from `fp` to `limit + 16` must be mapped, and every walk of `trail`
