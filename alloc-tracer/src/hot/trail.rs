@@ -321,7 +321,7 @@ unsafe fn block_differs(block: &[Cell<Record>]) -> bool {
             __m128i, _mm_cmpeq_epi8, _mm_load_si128, _mm_loadu_si128, _mm_movemask_epi8,
             _mm_or_si128, _mm_setzero_si128, _mm_xor_si128,
         };
-        // SAFETY (every intrinsic below): SSE2 is part of x86_64's baseline.
+        // SAFETY: SSE2 is part of x86_64's baseline (for every intrinsic below).
         let mut diff = unsafe { _mm_setzero_si128() };
         for r in block {
             let r = r.as_ptr();
