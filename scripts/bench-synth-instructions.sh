@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Instructions the tracer adds to a real synthesis, counted by cachegrind (repeatable
-# to within a few hundredths of a per cent, unlike wall time on a shared 2-core VM):
+# to within about 0.1 %, unlike wall time on a shared 2-core VM):
 # 2 KiB PoRep partition 0 with the tracer off, in sites mode at depth 1 and at the
-# default depth, and in count mode. Prints a markdown table: the whole program's
+# default depth, and in count and sample:1000 modes, each without the timeline
+# sampler (see below). Prints a markdown table: the whole program's
 # instructions, those added per recorded allocation or realloc over `off`, and the
 # recording function's (`record_site`: the walk, the site lookup, the counters) per
 # call. Allocations are the `alloc_count + realloc_count` of a sites run's report.
@@ -23,10 +24,13 @@ run() {
     "$out/bin/synth-driver" "$@" --json porep --c1 "$c1" --partition 0 > /dev/null 2>&1
   cg_annotate "$out/$name.cg" > "$out/$name.txt"
 }
-run off --trace off
-run count --trace count
-run sites-depth-1 --trace sites --depth 1
-run sites --trace sites
+# No timeline: its sampler runs every 10 ms of wall time, so under cachegrind (about
+# 50 times slower) it would add instructions in proportion to the slowdown.
+run off --trace off --timeline-ms 0
+run count --trace count --timeline-ms 0
+run sample --trace sample:1000 --timeline-ms 0
+run sites-depth-1 --trace sites --depth 1 --timeline-ms 0
+run sites --trace sites --timeline-ms 0
 # The allocation count from a report of a run of its own (writing a report runs
 # instructions of its own, which the runs above leave out).
 rm -rf "$out/report-sites"
@@ -54,8 +58,8 @@ off, _ = counts("off")
 print(f"2 KiB PoRep partition 0, {allocs:,} allocations and reallocs recorded\n")
 print("| `--trace` | instructions | added per allocation | `record_site` per call |")
 print("|---|---:|---:|---:|")
-for name, label in [("off", "off"), ("count", "count"), ("sites-depth-1", "sites, depth 1"),
-                    ("sites", "sites, default depth")]:
+for name, label in [("off", "off"), ("count", "count"), ("sample", "sample:1000"),
+                    ("sites-depth-1", "sites, depth 1"), ("sites", "sites, default depth")]:
     total, record = counts(name)
     added = "" if name == "off" else f"{(total - off) / allocs:+,.0f}"
     per_call = f"{record / allocs:,.0f}" if record else ""
