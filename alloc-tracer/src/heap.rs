@@ -169,9 +169,8 @@ pub fn peak() -> Peak {
 /// About how many bytes the sampled blocks, their sites and the kept peak take.
 pub fn memory_bytes() -> u64 {
     let h = heap();
-    // Each site owns its frames on the heap (at most the depth).
-    let frames = control::load().depth() * size_of::<usize>();
-    let site = size_of::<SiteId>() + frames + size_of::<SiteLive>();
+    // Each site owns its frames on the heap.
+    let site = size_of::<SiteId>() + SiteId::max_frames_bytes() + size_of::<SiteLive>();
     (h.blocks.capacity() * (size_of::<(usize, Block)>() + 8)
         + h.live.capacity() * (size_of::<(Arc<SiteId>, SiteLive)>() + 8)
         + h.live.len() * site

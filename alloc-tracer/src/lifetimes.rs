@@ -46,8 +46,8 @@ pub(crate) fn skip_if_full() -> bool {
 
 /// About how many bytes the followed blocks and the ended lifetimes take.
 pub fn memory_bytes() -> u64 {
-    // Each entry also owns its site's frames on the heap (at most the depth).
-    let frames = crate::hot::control::load().depth() * size_of::<usize>();
+    // Each entry also owns its site's frames on the heap.
+    let frames = SiteId::max_frames_bytes();
     let followed = size_of::<(usize, Followed)>() + frames;
     let ended = size_of::<(SiteId, Lifetimes)>() + size_of::<[u64; LIFETIME_BUCKETS]>() + frames;
     FOLLOWING.load(Relaxed) * followed as u64 + (ENDED.len() * ended) as u64

@@ -83,6 +83,27 @@ pub unsafe fn alloc_without_stack<
     unsafe { inner_alloc::<A, ZEROED>(inner, layout) }
 }
 
+/// The start of each cold path that `alloc_without_stack` reaches by a tail call:
+/// the request's layout and this thread's state, which the caller found recording.
+/// `Err` (not reached) carries the block from `A`, allocated unrecorded.
+///
+/// # Safety
+/// As for `alloc_without_stack`.
+#[inline(always)]
+unsafe fn cold_state<'t, A: GlobalAlloc, const ZEROED: bool>(
+    size: usize,
+    align: usize,
+    inner: &A,
+) -> Result<(Layout, &'t ThreadState), *mut u8> {
+    // SAFETY: `size` and `align` are those of the caller's `Layout`.
+    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    match thread::current().recording_state() {
+        Some(st) => Ok((layout, st)),
+        // SAFETY: forwarded contract.
+        None => Err(unsafe { inner_alloc::<A, ZEROED>(inner, layout) }),
+    }
+}
+
 /// `alloc_without_stack` when the heap countdown's chunk ran out, the allocation
 /// counted: either a heap-sampled allocation, which goes on to `alloc_heap_sampled`,
 /// or one like the others, with the next chunk set. Reached by a tail call, so that
@@ -99,12 +120,10 @@ unsafe fn alloc_heap_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     ctl: Control,
     inner: &A,
 ) -> *mut u8 {
-    // SAFETY: `size` and `align` are those of the caller's `Layout`.
-    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
-    let Some(st) = thread::current().recording_state() else {
-        // Not reached: `alloc_without_stack` found this thread recording.
-        // SAFETY: forwarded contract.
-        return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    // SAFETY: forwarded contract.
+    let (layout, st) = match unsafe { cold_state::<A, ZEROED>(size, align, inner) } {
+        Ok(found) => found,
+        Err(ptr) => return ptr,
     };
     if heap::due_after_chunk(st) {
         // SAFETY: forwarded contract.
@@ -149,12 +168,10 @@ unsafe fn alloc_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     ctl: Control,
     inner: &A,
 ) -> *mut u8 {
-    // SAFETY: `size` and `align` are those of the caller's `Layout`.
-    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
-    let Some(st) = thread::current().recording_state() else {
-        // Not reached: `alloc_without_stack` found this thread recording.
-        // SAFETY: forwarded contract.
-        return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    // SAFETY: forwarded contract.
+    let (layout, st) = match unsafe { cold_state::<A, ZEROED>(size, align, inner) } {
+        Ok(found) => found,
+        Err(ptr) => return ptr,
     };
     let r = SMALL_REQUESTS[size];
     let heap = heap::due(st, r.usable());
@@ -213,12 +230,10 @@ unsafe fn alloc_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     overflowed: bool,
     heap: bool,
 ) -> *mut u8 {
-    // SAFETY: `size` and `align` are those of the caller's `Layout`.
-    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
-    let Some(st) = thread::current().recording_state() else {
-        // Not reached: `alloc_without_stack` found this thread recording.
-        // SAFETY: forwarded contract.
-        return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    // SAFETY: forwarded contract.
+    let (layout, st) = match unsafe { cold_state::<A, ZEROED>(size, align, inner) } {
+        Ok(found) => found,
+        Err(ptr) => return ptr,
     };
     if overflowed {
         // Before `A`: `take_back_refused` needs a counter that has not overflowed.
@@ -261,12 +276,10 @@ unsafe fn alloc_heap_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     ctl: Control,
     inner: &A,
 ) -> *mut u8 {
-    // SAFETY: `size` and `align` are those of the caller's `Layout`.
-    let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
-    let Some(st) = thread::current().recording_state() else {
-        // Not reached: the caller found this thread recording.
-        // SAFETY: forwarded contract.
-        return unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
+    // SAFETY: forwarded contract.
+    let (layout, st) = match unsafe { cold_state::<A, ZEROED>(size, align, inner) } {
+        Ok(found) => found,
+        Err(ptr) => return ptr,
     };
     let r = SMALL_REQUESTS[size];
     if live::small_alloc(st, r.units as i16) {

@@ -203,15 +203,7 @@ pub unsafe fn walk_from(
         // new frames, unless it was cut shorter than this walk may go.
         let n = hi - lo;
         if n == max || (n < max && !trail.cut.get()) {
-            let sum = trail.at(hi - 1).sum;
-            return Walk {
-                n,
-                hash: hash_finish(
-                    sum.wrapping_sub(HASH_POW[n.min(MAX_DEPTH)].wrapping_mul(trail.base.get())),
-                    seed,
-                ),
-                foreign: false,
-            };
+            return window(trail.at(hi - 1).sum, n, trail.base.get(), seed);
         }
     }
     // The walk joins at the innermost unchanged record it reaches: `joint - 1`.
@@ -361,8 +353,7 @@ unsafe fn differs(r: &Cell<Record>) -> u64 {
 
 /// Keeps `new` (innermost first) in front of the `want` kept records from `p`
 /// outward, and returns the walk of them all. Writing the new records extends the
-/// hash sums from `p`'s inward; the walk's hash is the innermost sum less what lies
-/// outside its window (`base`, times `K^n`).
+/// hash sums from `p`'s inward; the walk is their [`window`].
 #[inline(always)]
 fn join(trail: &Trail, new: &[(usize, usize)], p: usize, want: usize, seed: u64) -> Walk {
     let outer = p + 1 - want;
@@ -391,6 +382,14 @@ fn join(trail: &Trail, new: &[(usize, usize)], p: usize, want: usize, seed: u64)
     trail.hi.set(p + 1 + new.len());
     trail.base.set(base);
     trail.cut.set(cut);
+    window(sum, n, base, seed)
+}
+
+/// The walk of the `n` kept records whose innermost has hash sum `sum`, the sum
+/// just outside the outermost being `base`: its hash is the innermost sum less
+/// `K^n · base`.
+#[inline(always)]
+fn window(sum: u64, n: usize, base: u64, seed: u64) -> Walk {
     Walk {
         n,
         hash: hash_finish(
@@ -501,7 +500,13 @@ mod tests {
         let Some(&word) = stack.frames.iter().rev().nth(skip) else {
             return 0;
         };
-        let (fp, limit) = (stack.addr(word), stack.limit());
+        walks_match(trail, stack, stack.addr(word), depth)
+    }
+
+    /// Walks `stack` from the frame at `fp` both ways, checks that the trail walk is
+    /// the plain one, frames and hash, and returns how many frames it has.
+    fn walks_match(trail: &Trail, stack: &FakeStack, fp: usize, depth: usize) -> usize {
+        let limit = stack.limit();
         // SAFETY: every frame pointer the walks follow lies in `stack.mem`, below
         // `limit + 16`, and the trail was only ever walked over it.
         let expected = unsafe { stack::plain_walk(fp, limit, depth) };
@@ -541,13 +546,7 @@ mod tests {
             stack.call();
             // From the innermost frame: each walk joins the last one a frame in.
             let fp = stack.addr(*stack.frames.last().unwrap());
-            // SAFETY: as in `check`.
-            let expected = unsafe { stack::plain_walk(fp, stack.limit(), MAX_DEPTH) };
-            // SAFETY: as in `check`.
-            let w = unsafe { walk_from(&trail, fp, stack.limit(), MAX_DEPTH, 7) };
-            let mut raw = stack::raw_frames();
-            assert_eq!(frames(&trail, &w, &mut raw), &expected[..]);
-            assert_eq!(w.hash, hash(7, &expected));
+            walks_match(&trail, &stack, fp, MAX_DEPTH);
         }
         assert!(trail.hi.get() <= CAP);
     }
