@@ -12,6 +12,7 @@
 //! lifetimes (the door's `block_ended` ends both), so a free of a block not sampled
 //! never comes here.
 
+use crate::fast_hash::FastBuild;
 use crate::hot::clock;
 use crate::hot::control;
 use crate::registry::SiteId;
@@ -67,8 +68,8 @@ struct Block {
 
 #[derive(Default)]
 struct Heap {
-    blocks: HashMap<usize, Block>,
-    live: HashMap<Arc<SiteId>, SiteLive>,
+    blocks: HashMap<usize, Block, FastBuild>,
+    live: HashMap<Arc<SiteId>, SiteLive, FastBuild>,
     peak: Peak,
 }
 

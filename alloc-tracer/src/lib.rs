@@ -128,6 +128,7 @@ mod allocator;
 mod config;
 mod door;
 mod error;
+mod fast_hash;
 mod fork;
 mod heap;
 mod hot;
@@ -138,6 +139,7 @@ mod phase;
 mod registry;
 mod report;
 mod session;
+mod site_map;
 mod symbolize;
 mod timeline;
 

@@ -12,11 +12,12 @@
 //! lock. Heap sampling (`heap`) follows its blocks through the same table; the door
 //! counts each followed block in it once, and takes it out once.
 
+use crate::fast_hash::FastBuild;
 use crate::hot::clock;
 use crate::hot::log_linear::{LIFETIME_BUCKETS, LIFETIME_SUB_BITS, bucket};
-use crate::registry::{MAX_MERGED_SITES, SiteId};
+use crate::registry::SiteId;
+use crate::site_map::SiteMap;
 use alloc_tracer_format::manifest::MAX_FOLLOWED;
-use dashmap::DashMap;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex, MutexGuard};
@@ -59,8 +60,10 @@ struct Followed {
     class_bytes: u64,
 }
 
-static FOLLOWED: LazyLock<[Mutex<HashMap<usize, Followed>>; SHARDS]> =
-    LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
+type Blocks = HashMap<usize, Followed, FastBuild>;
+
+static FOLLOWED: LazyLock<[Mutex<Blocks>; SHARDS]> =
+    LazyLock::new(|| std::array::from_fn(|_| Mutex::new(Blocks::default())));
 
 /// What became of the followed blocks of one site.
 #[derive(Clone, Debug, Default)]
@@ -77,9 +80,9 @@ pub struct Lifetimes {
     pub live_bytes: u64,
 }
 
-static ENDED: LazyLock<DashMap<SiteId, Lifetimes>> = LazyLock::new(DashMap::new);
+static ENDED: LazyLock<SiteMap<Lifetimes>> = LazyLock::new(SiteMap::new);
 
-fn shard(ptr: usize) -> &'static Mutex<HashMap<usize, Followed>> {
+fn shard(ptr: usize) -> &'static Mutex<Blocks> {
     &FOLLOWED[(ptr >> 4) % SHARDS]
 }
 
@@ -124,24 +127,20 @@ pub(crate) fn end(ptr: *mut u8) -> bool {
     };
     FOLLOWING.fetch_sub(1, Relaxed);
     let ns = clock::now_ns().saturating_sub(f.birth_ns);
-    let site = if ENDED.len() >= MAX_MERGED_SITES && !ENDED.contains_key(&f.site) {
-        SiteId::folded(f.site.meta)
-    } else {
-        f.site
-    };
-    let mut e = ENDED.entry(site).or_default();
-    if e.buckets.is_empty() {
-        e.buckets = vec![0; LIFETIME_BUCKETS];
-    }
-    e.freed += 1;
-    e.total_ns += ns as u128;
-    e.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
+    ENDED.update(f.site, |e| {
+        if e.buckets.is_empty() {
+            e.buckets = vec![0; LIFETIME_BUCKETS];
+        }
+        e.freed += 1;
+        e.total_ns += ns as u128;
+        e.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
+    });
     true
 }
 
 /// Every lock of the followed blocks, held across a `fork()` (see `fork`).
 pub(crate) struct HeldForFork {
-    _followed: Vec<MutexGuard<'static, HashMap<usize, Followed>>>,
+    _followed: Vec<MutexGuard<'static, Blocks>>,
 }
 
 /// Takes every lock of the followed blocks: each shard of `FOLLOWED`, then each
@@ -151,10 +150,8 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
         .iter()
         .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()))
         .collect();
-    for shard in ENDED.shards() {
-        // Unlocked by `HeldForFork`'s drop.
-        std::mem::forget(shard.write());
-    }
+    // Unlocked by `HeldForFork`'s drop.
+    ENDED.lock_all();
     HeldForFork {
         _followed: followed,
     }
@@ -162,20 +159,14 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 
 impl Drop for HeldForFork {
     fn drop(&mut self) {
-        for shard in ENDED.shards() {
-            // SAFETY: `hold_for_fork` write-locked every shard and forgot the guards;
-            // this runs once per `hold_for_fork`.
-            unsafe { shard.force_unlock_write() };
-        }
+        // SAFETY: `hold_for_fork` locked them all; this runs once per `hold_for_fork`.
+        unsafe { ENDED.unlock_all() };
     }
 }
 
 /// Lifetimes of ended blocks and counts of live followed blocks, per site.
 pub fn snapshot() -> HashMap<SiteId, Lifetimes> {
-    let mut all: HashMap<SiteId, Lifetimes> = ENDED
-        .iter()
-        .map(|e| (e.key().clone(), e.value().clone()))
-        .collect();
+    let mut all: HashMap<SiteId, Lifetimes> = ENDED.entries().collect();
     for shard in FOLLOWED.iter() {
         let map = shard.lock().unwrap_or_else(|e| e.into_inner());
         for f in map.values() {

@@ -10,58 +10,15 @@ use crate::hot::caller;
 use crate::hot::control::MAX_PHASES;
 use crate::hot::live;
 use crate::hot::log_linear::SIZE_BUCKETS;
-use crate::hot::site_table::{SiteMeta, SiteTable, Slot};
+use crate::hot::site_table::{SiteTable, Slot};
 use crate::hot::size_class::{LAST_SMALL, NUM_CLASSES, SMALL_REQUESTS, class_bytes};
 use crate::hot::stack::MAX_DEPTH;
 use crate::hot::thread::{PhaseCounters, ThreadState};
-use dashmap::DashMap;
+use crate::site_map::SiteMap;
+pub use crate::site_map::{FOLDED_FRAME, SiteId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex, MutexGuard};
-
-/// A call site across threads: phase, size class and stack.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
-pub struct SiteId {
-    /// Phase id, class index and depth.
-    pub meta: SiteMeta,
-    /// Return addresses, innermost first.
-    pub frames: Box<[usize]>,
-}
-
-impl SiteId {
-    /// The id of the site whose slot key is `meta` and `frames`.
-    fn of_slot(meta: SiteMeta, frames: &[usize]) -> SiteId {
-        SiteId {
-            meta,
-            frames: frames[..meta.depth()].into(),
-        }
-    }
-    /// The most heap bytes a site's frames take at the depth in force: what the
-    /// tracer's memory estimates count for each site id they hold.
-    pub(crate) fn max_frames_bytes() -> usize {
-        crate::hot::control::load().depth() * size_of::<usize>()
-    }
-    /// Phase id of the site.
-    pub fn phase(&self) -> usize {
-        self.meta.phase()
-    }
-    /// Size-class index of the site.
-    pub fn class(&self) -> usize {
-        self.meta.class()
-    }
-    /// The site that stands for every site of `meta`'s phase and class folded past
-    /// a cap: one frame, [`FOLDED_FRAME`], which reports name as such.
-    pub fn folded(meta: SiteMeta) -> SiteId {
-        SiteId {
-            meta: SiteMeta::new(meta.phase(), meta.class(), 1),
-            frames: Box::new([FOLDED_FRAME]),
-        }
-    }
-}
-
-/// The return address of a folded site's one frame: no code lives there, and the
-/// symbolizer names it [`crate::symbolize::FOLDED_NAME`].
-pub const FOLDED_FRAME: usize = usize::MAX;
 
 /// Counters of one site.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -268,12 +225,12 @@ static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
 struct Merged {
     counts: Mutex<Counts>,
-    sites: DashMap<SiteId, SiteCounts>,
+    sites: SiteMap<SiteCounts>,
 }
 
 static MERGED: LazyLock<Merged> = LazyLock::new(|| Merged {
     counts: Mutex::new(Counts::default()),
-    sites: DashMap::new(),
+    sites: SiteMap::new(),
 });
 
 fn live() -> MutexGuard<'static, Vec<usize>> {
@@ -299,30 +256,17 @@ pub(crate) fn forget_latest_blocks() {
     }
 }
 
-/// Most sites (stack, phase, size class) the merged table keeps; sites past it are
-/// counted under their phase and class's folded site ([`SiteId::folded`]), so that
-/// per-site figures still sum to the totals.
-pub const MAX_MERGED_SITES: usize = 1 << 20;
-
-/// Distinct sites folded because the merged table was full.
-static FOLDED_SITES: AtomicU64 = AtomicU64::new(0);
-
 fn merge_table(table: &SiteTable) {
     table.for_each_site(|slot, meta, frames| {
-        let id = SiteId::of_slot(meta, frames);
-        let id = if MERGED.sites.len() >= MAX_MERGED_SITES && !MERGED.sites.contains_key(&id) {
-            FOLDED_SITES.fetch_add(1, Relaxed);
-            SiteId::folded(meta)
-        } else {
-            id
-        };
-        MERGED.sites.entry(id).or_default().add(&slot_counts(slot));
+        MERGED
+            .sites
+            .update(SiteId::of_slot(meta, frames), |c| c.add(&slot_counts(slot)));
     });
 }
 
-/// Distinct sites folded so far because the merged table was full.
+/// Sites folded so far because the merged table was full (see `site_map`).
 pub fn folded_sites() -> u64 {
-    FOLDED_SITES.load(Relaxed)
+    MERGED.sites.folded()
 }
 
 /// About how many bytes the tracer holds for the program: thread states and their
@@ -443,11 +387,7 @@ pub fn running_totals(phases: usize) -> (u64, u64) {
 /// Site counters of every thread, exited and live.
 pub fn sites() -> HashMap<SiteId, SiteCounts> {
     let live = live();
-    let mut all: HashMap<SiteId, SiteCounts> = MERGED
-        .sites
-        .iter()
-        .map(|e| (e.key().clone(), *e.value()))
-        .collect();
+    let mut all: HashMap<SiteId, SiteCounts> = MERGED.sites.entries().collect();
     for &p in live.iter() {
         // SAFETY: as in `counts`.
         let st = unsafe { &*(p as *const ThreadState) };
@@ -471,10 +411,8 @@ pub(crate) struct HeldForFork {
 pub(crate) fn hold_for_fork() -> HeldForFork {
     let live = live();
     let counts = MERGED.counts.lock().unwrap_or_else(|e| e.into_inner());
-    for shard in MERGED.sites.shards() {
-        // Unlocked by `HeldForFork`'s drop: a write guard cannot outlive the call.
-        std::mem::forget(shard.write());
-    }
+    // Unlocked by `HeldForFork`'s drop.
+    MERGED.sites.lock_all();
     HeldForFork {
         _live: live,
         _counts: counts,
@@ -483,12 +421,10 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 
 impl Drop for HeldForFork {
     fn drop(&mut self) {
-        for shard in MERGED.sites.shards() {
-            // SAFETY: `hold_for_fork` write-locked every shard and forgot the guards;
-            // this runs once per `hold_for_fork`, on the thread that took them (or
-            // the only thread of the forked child, its copy).
-            unsafe { shard.force_unlock_write() };
-        }
+        // SAFETY: `hold_for_fork` locked them all; this runs once per
+        // `hold_for_fork`, on the thread that took them (or the only thread of the
+        // forked child, its copy).
+        unsafe { MERGED.sites.unlock_all() };
     }
 }
 
