@@ -48,7 +48,7 @@ impl Door for Cold {
             return;
         }
         claim(ptr);
-        crate::lifetimes::follow(ptr, site_id(site), class_bytes);
+        crate::lifetimes::follow(ptr, site, class_bytes);
     }
 
     #[cold]

@@ -139,6 +139,7 @@ mod phase;
 mod registry;
 mod report;
 mod session;
+mod site_index;
 mod site_map;
 mod symbolize;
 mod timeline;

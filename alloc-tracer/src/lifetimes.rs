@@ -14,9 +14,10 @@
 
 use crate::fast_hash::FastBuild;
 use crate::hot::clock;
+use crate::hot::door::SiteRef;
 use crate::hot::log_linear::{LIFETIME_BUCKETS, LIFETIME_SUB_BITS, bucket};
-use crate::registry::SiteId;
-use crate::site_map::SiteMap;
+use crate::site_index;
+use crate::site_map::SiteId;
 use alloc_tracer_format::manifest::MAX_FOLLOWED;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -47,15 +48,16 @@ pub(crate) fn skip_if_full() -> bool {
 
 /// About how many bytes the followed blocks and the ended lifetimes take.
 pub fn memory_bytes() -> u64 {
-    // Each entry also owns its site's frames on the heap.
-    let frames = SiteId::max_frames_bytes();
-    let followed = size_of::<(usize, Followed)>() + frames;
-    let ended = size_of::<(SiteId, Lifetimes)>() + size_of::<[u64; LIFETIME_BUCKETS]>() + frames;
-    FOLLOWING.load(Relaxed) * followed as u64 + (ENDED.len() * ended) as u64
+    let followed = size_of::<(usize, Followed)>();
+    let per_site = size_of::<Lifetimes>() + size_of::<[u64; LIFETIME_BUCKETS]>();
+    FOLLOWING.load(Relaxed) * followed as u64
+        + (ended().len() * per_site) as u64
+        + site_index::memory_bytes()
 }
 
 struct Followed {
-    site: SiteId,
+    /// The site's number (`site_index`).
+    site: u32,
     birth_ns: u64,
     class_bytes: u64,
 }
@@ -80,7 +82,28 @@ pub struct Lifetimes {
     pub live_bytes: u64,
 }
 
-static ENDED: LazyLock<SiteMap<Lifetimes>> = LazyLock::new(SiteMap::new);
+impl Lifetimes {
+    fn add(&mut self, o: &Lifetimes) {
+        self.freed += o.freed;
+        self.total_ns += o.total_ns;
+        self.live += o.live;
+        self.live_bytes += o.live_bytes;
+        if self.buckets.len() < o.buckets.len() {
+            self.buckets.resize(o.buckets.len(), 0);
+        }
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+    }
+}
+
+/// Lifetimes of ended blocks, by site number.
+static ENDED: Mutex<Vec<Lifetimes>> = Mutex::new(Vec::new());
+
+fn ended() -> MutexGuard<'static, Vec<Lifetimes>> {
+    // Each update is complete before anything that can panic: poisoning is ignored.
+    ENDED.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn shard(ptr: usize) -> &'static Mutex<Blocks> {
     &FOLLOWED[(ptr >> 4) % SHARDS]
@@ -96,10 +119,10 @@ pub(crate) fn contains(ptr: usize) -> bool {
 
 /// Starts following the block at `ptr` (counted in the hot side's table by the
 /// caller). Cold, under the guard.
-pub(crate) fn follow(ptr: *mut u8, site: SiteId, class_bytes: u64) {
+pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
     let ptr = ptr as usize;
     let f = Followed {
-        site,
+        site: site_index::number(site),
         birth_ns: clock::now_ns(),
         class_bytes,
     };
@@ -127,53 +150,65 @@ pub(crate) fn end(ptr: *mut u8) -> bool {
     };
     FOLLOWING.fetch_sub(1, Relaxed);
     let ns = clock::now_ns().saturating_sub(f.birth_ns);
-    ENDED.update(f.site, |e| {
-        if e.buckets.is_empty() {
-            e.buckets = vec![0; LIFETIME_BUCKETS];
-        }
-        e.freed += 1;
-        e.total_ns += ns as u128;
-        e.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
-    });
+    let mut ended = ended();
+    let k = f.site as usize;
+    if ended.len() <= k {
+        ended.resize_with(k + 1, Lifetimes::default);
+    }
+    let e = &mut ended[k];
+    if e.buckets.is_empty() {
+        e.buckets = vec![0; LIFETIME_BUCKETS];
+    }
+    e.freed += 1;
+    e.total_ns += ns as u128;
+    e.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
     true
 }
 
 /// Every lock of the followed blocks, held across a `fork()` (see `fork`).
 pub(crate) struct HeldForFork {
+    // Fields drop in declaration order, releasing in the reverse of taking.
+    _sites: site_index::HeldForFork,
+    _ended: MutexGuard<'static, Vec<Lifetimes>>,
     _followed: Vec<MutexGuard<'static, Blocks>>,
 }
 
-/// Takes every lock of the followed blocks: each shard of `FOLLOWED`, then each
-/// shard of `ENDED` (never taken while a `FOLLOWED` shard is held elsewhere).
+/// Takes every lock of the followed blocks: each shard of `FOLLOWED`, then `ENDED`,
+/// then the site numbers' (none of them is taken while another is held).
 pub(crate) fn hold_for_fork() -> HeldForFork {
     let followed = FOLLOWED
         .iter()
         .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()))
         .collect();
-    // Unlocked by `HeldForFork`'s drop.
-    ENDED.lock_all();
+    let ended = ended();
     HeldForFork {
+        _sites: site_index::hold_for_fork(),
+        _ended: ended,
         _followed: followed,
-    }
-}
-
-impl Drop for HeldForFork {
-    fn drop(&mut self) {
-        // SAFETY: `hold_for_fork` locked them all; this runs once per `hold_for_fork`.
-        unsafe { ENDED.unlock_all() };
     }
 }
 
 /// Lifetimes of ended blocks and counts of live followed blocks, per site.
 pub fn snapshot() -> HashMap<SiteId, Lifetimes> {
-    let mut all: HashMap<SiteId, Lifetimes> = ENDED.entries().collect();
+    let mut by_number: HashMap<u32, Lifetimes, FastBuild> = ended()
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.freed != 0)
+        .map(|(k, l)| (k as u32, l.clone()))
+        .collect();
     for shard in FOLLOWED.iter() {
         let map = shard.lock().unwrap_or_else(|e| e.into_inner());
         for f in map.values() {
-            let e = all.entry(f.site.clone()).or_default();
+            let e = by_number.entry(f.site).or_default();
             e.live += 1;
             e.live_bytes += f.class_bytes;
         }
+    }
+    let (numbers, lifetimes): (Vec<u32>, Vec<Lifetimes>) = by_number.into_iter().unzip();
+    // Two numbers may name one site (a folded one): their figures add up.
+    let mut all: HashMap<SiteId, Lifetimes> = HashMap::new();
+    for (site, l) in site_index::sites(numbers).into_iter().zip(lifetimes) {
+        all.entry(site).or_default().add(&l);
     }
     all
 }

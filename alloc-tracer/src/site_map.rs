@@ -1,13 +1,11 @@
 //! Sites across threads: their id ([`SiteId`]), and a concurrent map from site to a
 //! value, capped in distinct sites, for the merged site counters of exited threads
-//! and flushed tables (`registry`) and the lifetimes of followed blocks
-//! (`lifetimes`).
+//! and flushed tables (`registry`).
 //!
 //! Past [`MAX_SITES`] distinct sites, a new one is counted under its phase and
 //! class's folded site ([`SiteId::folded`]), so that per-site figures still sum to
 //! the totals. The number of sites is kept in a counter: a `DashMap`'s `len` takes
-//! every shard's lock, which once per followed block cost more than the rest of its
-//! bookkeeping.
+//! every shard's lock.
 
 use crate::fast_hash::FastBuild;
 use crate::hot::site_table::SiteMeta;

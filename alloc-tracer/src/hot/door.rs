@@ -23,6 +23,9 @@ use super::thread::ThreadState;
 pub struct SiteRef<'a> {
     /// Phase, size class and depth.
     pub meta: SiteMeta,
+    /// The slot's key hash (`site_table::key_hash` of `meta` and `frames`): with
+    /// `meta`, what the cold side looks the site up by.
+    pub hash: u64,
     /// Return addresses, innermost first (`meta.depth()` of them).
     pub frames: &'a [usize],
 }

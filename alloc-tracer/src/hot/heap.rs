@@ -56,13 +56,16 @@ pub fn sample_block<D: Door>(
 ) {
     countdown::next_heap(st);
     let depth = ctl.depth() + OWN_FRAMES - 1;
+    // Seeded as the site tables seed their walks, so that the hash is the slot key's.
+    let seed = SiteMeta::new(ctl.phase(), class, 0);
     // SAFETY: `st.stack` is this thread's stack, found when its state was made, and
     // `st.trail` this thread's trail, only ever walked with those bounds.
-    let walk = unsafe { trail::walk(&st.trail, 1, depth, st.stack, 0) };
+    let walk = unsafe { trail::walk(&st.trail, 1, depth, st.stack, seed.bits()) };
     let mut raw = raw_frames();
     let frames = trail::frames(&st.trail, &walk, &mut raw);
     let site = SiteRef {
-        meta: SiteMeta::new(ctl.phase(), class, frames.len()),
+        meta: seed.with_depth(frames.len()),
+        hash: walk.hash,
         frames,
     };
     thread::guarded(|| D::heap_sampled(ptr, site, usable as u64));

@@ -258,13 +258,15 @@ impl SiteTable {
         }
     }
 
-    /// The key of `slot`, a slot of this table, into `out`; `None` if not published.
-    pub fn key_of(&self, slot: &Slot, out: &mut Frames) -> Option<SiteMeta> {
+    /// The key of `slot`, a slot of this table, into `out`, and its hash; `None` if
+    /// not published.
+    pub fn key_of(&self, slot: &Slot, out: &mut Frames) -> Option<(SiteMeta, u64)> {
         let i = (slot as *const Slot)
             .addr()
             .wrapping_sub(self.slots.as_ptr().addr())
             / size_of::<Slot>();
-        read_key(self.slots.get(i)?, self.frames.get(i)?, out)
+        let meta = read_key(self.slots.get(i)?, self.frames.get(i)?, out)?;
+        Some((meta, slot.tag.load(Relaxed)))
     }
 
     /// The slot of a site already in the table: same hash and meta word (see

@@ -6,7 +6,7 @@ use super::control::{self, Control, MODE_SITES};
 use super::countdown;
 use super::door::{Door, SiteRef};
 use super::entry::no_tail_call;
-use super::site_table::{Lookup, SiteKey, SiteMeta, Slot, bump};
+use super::site_table::{Lookup, SiteKey, SiteMeta, Slot, bump, key_hash};
 use super::stack::{self, Frames, MAX_DEPTH};
 use super::thread::{self, ThreadState};
 use super::trail::{self, Walk};
@@ -199,12 +199,16 @@ fn follow_block<D: Door>(
     let slot = st.last_slot.get();
     let mut frames: Frames = [0; MAX_DEPTH];
     // SAFETY: `last_slot` was set just before from this thread's current table.
-    let meta = st
-        .table()
-        .key_of(unsafe { &*slot }, &mut frames)
-        .unwrap_or(SiteMeta::new(ctl.phase(), class, 0));
+    let (meta, hash) = match st.table().key_of(unsafe { &*slot }, &mut frames) {
+        Some(key) => key,
+        None => {
+            let meta = SiteMeta::new(ctl.phase(), class, 0);
+            (meta, key_hash(meta, &[]))
+        }
+    };
     let site = SiteRef {
         meta,
+        hash,
         frames: &frames[..meta.depth()],
     };
     thread::guarded(|| D::block_followed(ptr, site, usable as u64));

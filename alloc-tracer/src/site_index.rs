@@ -1,0 +1,130 @@
+//! Numbers for the sites of followed blocks (cold side).
+//!
+//! A followed block keeps its site's number, not a copy of its stack, and its
+//! lifetime is added to its site's figures by that number: following a block then
+//! allocates nothing and never hashes or compares its stack again. A site is looked
+//! up by its slot's key, the stack's 64-bit hash and the meta word, as the hot path's
+//! site tables do (two stacks with equal hashes and meta words are taken to be the
+//! same; see `hot::site_table::Slot`), so its frames are copied once, when it is
+//! numbered. Past [`MAX_SITES`] distinct sites, a new site gets the number of its
+//! phase and class's folded site.
+
+use crate::fast_hash::FastBuild;
+use crate::hot::door::SiteRef;
+use crate::hot::site_table::SiteMeta;
+use crate::site_map::{MAX_SITES, SiteId};
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+#[derive(Default)]
+struct Numbered {
+    /// (stack hash, meta word) to number.
+    by_key: HashMap<(u64, u64), u32, FastBuild>,
+    /// The site of each number.
+    sites: Vec<SiteId>,
+}
+
+static NUMBERED: LazyLock<Mutex<Numbered>> = LazyLock::new(Mutex::default);
+
+fn numbered() -> MutexGuard<'static, Numbered> {
+    // A site is pushed before its key is inserted, so a panic between the two leaves
+    // an unused site, never a number without one: poisoning is ignored.
+    NUMBERED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The key of a folded site: no stack hashes to 0 (`site_table::hash_finish`).
+const FOLDED_HASH: u64 = 0;
+
+impl Numbered {
+    fn number(&mut self, key: (u64, u64), site: impl FnOnce() -> SiteId) -> u32 {
+        if let Some(&n) = self.by_key.get(&key) {
+            return n;
+        }
+        let n = self.sites.len() as u32;
+        self.sites.push(site());
+        self.by_key.insert(key, n);
+        n
+    }
+}
+
+/// The number of `site`, numbering it if new.
+pub(crate) fn number(site: SiteRef<'_>) -> u32 {
+    let mut n = numbered();
+    let key = (site.hash, site.meta.bits());
+    if let Some(&k) = n.by_key.get(&key) {
+        return k;
+    }
+    if n.sites.len() >= MAX_SITES {
+        let folded = SiteId::folded(site.meta);
+        return n.number((FOLDED_HASH, folded.meta.bits()), || folded);
+    }
+    n.number(key, || SiteId {
+        meta: site.meta,
+        frames: site.frames.into(),
+    })
+}
+
+/// The sites of `numbers` (a number never handed out stands for an empty site).
+pub(crate) fn sites(numbers: impl IntoIterator<Item = u32>) -> Vec<SiteId> {
+    let n = numbered();
+    numbers
+        .into_iter()
+        .map(|k| match n.sites.get(k as usize) {
+            Some(site) => site.clone(),
+            None => SiteId {
+                meta: SiteMeta::new(0, 0, 0),
+                frames: Box::new([]),
+            },
+        })
+        .collect()
+}
+
+/// About how many bytes the numbered sites take.
+pub(crate) fn memory_bytes() -> u64 {
+    let per_site = size_of::<SiteId>() + SiteId::max_frames_bytes() + 3 * size_of::<u64>();
+    (numbered().sites.len() * per_site) as u64
+}
+
+/// The lock of the numbered sites, held across a `fork()` (see `fork`).
+pub(crate) struct HeldForFork {
+    _numbered: MutexGuard<'static, Numbered>,
+}
+
+/// Takes the lock (never held while another lock of the tracer's is taken).
+pub(crate) fn hold_for_fork() -> HeldForFork {
+    HeldForFork {
+        _numbered: numbered(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_site_keeps_its_number_and_frames() {
+        let meta = SiteMeta::new(0, 5, 2);
+        let a = number(SiteRef {
+            meta,
+            hash: 0x1234_5679,
+            frames: &[10, 20],
+        });
+        let b = number(SiteRef {
+            meta,
+            hash: 0x1234_567b,
+            frames: &[10, 30],
+        });
+        // The same key again: its number, whatever frames come with it.
+        let again = number(SiteRef {
+            meta,
+            hash: 0x1234_5679,
+            frames: &[10, 20],
+        });
+        assert_ne!(a, b);
+        assert_eq!(a, again);
+        let sites = sites([a, b]);
+        assert_eq!(&*sites[0].frames, &[10, 20]);
+        assert_eq!(&*sites[1].frames, &[10, 30]);
+        assert_eq!(sites[1].meta, meta);
+    }
+}
