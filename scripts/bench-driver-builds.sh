@@ -31,19 +31,21 @@ bench_c1() {
 }
 
 # The whole of a benchmark of the default build on the 2 KiB sector: parses
-# [--rounds N] [--out DIR] from the script's arguments, builds, seals, and runs
-# scripts/bench_rounds.py's table TABLE. Usage: bench_default_build TABLE "$@"
+# [--rounds N] [--out DIR] from the script's arguments, passes any other argument on
+# to scripts/bench_rounds.py, builds, seals, and runs its table TABLE.
+# Usage: bench_default_build TABLE "$@"
 bench_default_build() {
   local table=$1 rounds=8 out=$CARGO_TARGET_DIR/bench
+  local extra=()
   shift
   while (($#)); do
     case $1 in
       --rounds) rounds=$2; shift 2 ;;
       --out) out=$2; shift 2 ;;
-      *) echo "usage: $0 [--rounds N] [--out DIR]" >&2; exit 2 ;;
+      *) extra+=("$1"); shift ;;
     esac
   done
   bench_builds "$out/bin"
   python3 scripts/bench_rounds.py "$table" --bin "$out/bin" --c1 "$(bench_c1)" \
-    --rounds "$rounds" --out "$out"
+    --rounds "$rounds" --out "$out" "${extra[@]}"
 }

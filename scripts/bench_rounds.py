@@ -6,8 +6,10 @@ Each round runs every configuration once, in fresh processes, in the given order
 even rounds and reversed in odd ones, so that a steady drift of the machine's speed
 weighs on every configuration alike. A configuration's figure is the median over
 rounds of its ratio to the baseline's run of the same round (synthesis seconds, as
-the driver prints them), with the medians of its synthesis time, wall time, peak RSS
-(getrusage of the process and the children it waited for) and report-writing time.
+the driver prints them), with the middle half of those ratios (first to third
+quartile: how far a round strays, on a machine whose speed moves by a few per cent)
+and the medians of its synthesis time, wall time, peak RSS (getrusage of the process
+and the children it waited for) and report-writing time.
 
 Standard library only.
 """
@@ -108,6 +110,14 @@ def median_or_none(values):
     return statistics.median(values) if values else None
 
 
+def quartiles(values):
+    """First and third quartile, or (None, None) under two values."""
+    if len(values) < 2:
+        return None, None
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[2]
+
+
 def summarize(configs: list, workloads: dict, runs: list, baseline: str) -> list:
     """One row per (workload, configuration): medians over rounds."""
     rows = []
@@ -120,6 +130,7 @@ def summarize(configs: list, workloads: dict, runs: list, baseline: str) -> list
                 ref = [y for y in runs if y.workload == name and y.config == base and y.round == x.round]
                 if ref:
                     ratios.append(x.synth_s / ref[0].synth_s)
+            q1, q3 = quartiles(ratios)
             rows.append({
                 "workload": name if not cfg.workload else " ".join(cfg.workload),
                 "config": cfg.name,
@@ -127,6 +138,8 @@ def summarize(configs: list, workloads: dict, runs: list, baseline: str) -> list
                 "baseline": base,
                 "rounds": len(ratios),
                 "synth_ratio_median": median_or_none(ratios),
+                "synth_ratio_q1": q1,
+                "synth_ratio_q3": q3,
                 "synth_s_median": median_or_none([x.synth_s for x in mine]),
                 "wall_s_median": median_or_none([x.wall_s for x in mine]),
                 "max_rss_mib_median": median_or_none([x.max_rss_mib for x in mine]),
@@ -144,6 +157,8 @@ def markdown(rows: list, baseline: str) -> str:
            "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
         ratio = fmt(r["synth_ratio_median"], ".3f") + "x"
+        if r["synth_ratio_q1"] is not None and r["config"] != r["baseline"]:
+            ratio += f" ({r['synth_ratio_q1']:.3f}-{r['synth_ratio_q3']:.3f})"
         if r["baseline"] != baseline:
             ratio += f" (/ {r['baseline']})"
         out.append(f"| {r['workload']} | {r['config']} | {r['build']} | {ratio} | "
@@ -175,7 +190,10 @@ def main() -> None:
     p.add_argument("--bin", type=Path, required=True, help="folder of the driver builds")
     p.add_argument("--c1", type=Path, required=True, help="the 2 KiB sector's c1.json")
     p.add_argument("--rounds", type=int, default=8)
-    p.add_argument("--sha-blocks", type=int, default=512, help="SHA-256 chain length (peers)")
+    p.add_argument("--sha-blocks", type=int, default=512,
+                   help="SHA-256 chain length (peers, and heap with --with-sha)")
+    p.add_argument("--with-sha", action="store_true",
+                   help="heap: the SHA-256 chain too, after the PoRep partition")
     p.add_argument("--small-blocks", type=int, default=4, help="SHA-256 chain of the Valgrind DHAT run")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--only", default="", help="comma-separated configurations to run (peers)")
@@ -197,6 +215,8 @@ def main() -> None:
                                   [traced, "--trace", mode, "--heap-sample", "1MiB"],
                                   baseline=f"{mode}, no heap sampling"))
         workloads = {"2 KiB PoRep partition 0": porep}
+        if a.with_sha:
+            workloads[f"SHA-256, {a.sha_blocks} blocks"] = ["sha256", "--blocks", str(a.sha_blocks)]
         baseline = "tracer off"
     else:
         untraced, dhat = str(a.bin / "synth-driver-untraced"), str(a.bin / "synth-driver-dhat")
@@ -238,7 +258,8 @@ def main() -> None:
             rows += summarize(small_configs, {"small": []}, small_runs, baseline)
 
     header = (f"{a.rounds} interleaved rounds on {os.uname().nodename} ({os.cpu_count()} CPUs); "
-              f"ratios: median over rounds of synthesis seconds / the baseline's in the same round")
+              f"ratios: median over rounds of synthesis seconds / the baseline's in the same round "
+              f"(in brackets, the middle half of the rounds' ratios)")
     table = write_outputs(a.out, a.table, rows, runs, header, baseline)
     print(table, end="")
     print(f"\n(written: {a.out}/{a.table}.md, {a.table}.csv, {a.table}-runs.csv)", file=sys.stderr)
