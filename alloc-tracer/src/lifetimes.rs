@@ -205,7 +205,7 @@ pub fn snapshot() -> HashMap<SiteId, Lifetimes> {
         }
     }
     let (numbers, lifetimes): (Vec<u32>, Vec<Lifetimes>) = by_number.into_iter().unzip();
-    // Two numbers may name one site (a folded one): their figures add up.
+    // Each key has one number; should two keys' sites be equal, their figures add up.
     let mut all: HashMap<SiteId, Lifetimes> = HashMap::new();
     for (site, l) in site_index::sites(numbers).into_iter().zip(lifetimes) {
         all.entry(site).or_default().add(&l);

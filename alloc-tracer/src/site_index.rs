@@ -45,23 +45,28 @@ impl Numbered {
         self.by_key.insert(key, n);
         n
     }
+
+    /// The number of `site`, numbering it if new, or its folded site's past `cap`
+    /// sites.
+    fn number_site(&mut self, site: SiteRef<'_>, cap: usize) -> u32 {
+        let key = (site.hash, site.meta.bits());
+        if let Some(&k) = self.by_key.get(&key) {
+            return k;
+        }
+        if self.sites.len() >= cap {
+            let folded = SiteId::folded(site.meta);
+            return self.number((FOLDED_HASH, folded.meta.bits()), || folded);
+        }
+        self.number(key, || SiteId {
+            meta: site.meta,
+            frames: site.frames.into(),
+        })
+    }
 }
 
 /// The number of `site`, numbering it if new.
 pub(crate) fn number(site: SiteRef<'_>) -> u32 {
-    let mut n = numbered();
-    let key = (site.hash, site.meta.bits());
-    if let Some(&k) = n.by_key.get(&key) {
-        return k;
-    }
-    if n.sites.len() >= MAX_SITES {
-        let folded = SiteId::folded(site.meta);
-        return n.number((FOLDED_HASH, folded.meta.bits()), || folded);
-    }
-    n.number(key, || SiteId {
-        meta: site.meta,
-        frames: site.frames.into(),
-    })
+    numbered().number_site(site, MAX_SITES)
 }
 
 /// The sites of `numbers` (a number never handed out stands for an empty site).
@@ -126,5 +131,27 @@ mod tests {
         assert_eq!(&*sites[0].frames, &[10, 20]);
         assert_eq!(&*sites[1].frames, &[10, 30]);
         assert_eq!(sites[1].meta, meta);
+    }
+
+    #[test]
+    fn past_the_cap_new_sites_share_their_folded_site() {
+        let mut n = Numbered::default();
+        let meta = SiteMeta::new(1, 7, 1);
+        let site = |hash: u64, frame: &'static [usize]| SiteRef {
+            meta,
+            hash,
+            frames: frame,
+        };
+        let a = n.number_site(site(11, &[1]), 1);
+        let b = n.number_site(site(13, &[2]), 1);
+        let c = n.number_site(site(15, &[3]), 1);
+        assert_eq!(
+            n.number_site(site(11, &[1]), 1),
+            a,
+            "a known site keeps its number"
+        );
+        assert_ne!(a, b);
+        assert_eq!(b, c, "both past the cap: the folded site's number");
+        assert_eq!(n.sites[b as usize], SiteId::folded(meta));
     }
 }
