@@ -1,8 +1,9 @@
 //! Numbers for the sites of followed blocks (cold side).
 //!
 //! A followed block keeps its site's number, not a copy of its stack, and its
-//! lifetime is added to its site's figures by that number: following a block then
-//! allocates nothing and never hashes or compares its stack again. A site is looked
+//! lifetime is added to its site's figures by that number: once its site is
+//! numbered, following a block copies no frames and never hashes or compares its
+//! stack again. A site is looked
 //! up by its slot's key, the stack's 64-bit hash and the meta word, as the hot path's
 //! site tables do (two stacks with equal hashes and meta words are taken to be the
 //! same; see `hot::site_table::Slot`), so its frames are copied once, when it is
