@@ -83,7 +83,8 @@ pub struct Lifetimes {
 }
 
 impl Lifetimes {
-    fn add(&mut self, o: &Lifetimes) {
+    /// Adds `o`'s figures to these (two sites that turned out to be one).
+    pub(crate) fn add(&mut self, o: &Lifetimes) {
         self.freed += o.freed;
         self.total_ns += o.total_ns;
         self.live += o.live;

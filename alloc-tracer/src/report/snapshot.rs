@@ -73,16 +73,7 @@ impl Snapshot {
                 }),
                 lifetimes: without_tracer_frames(lifetimes, &symbols, |a, b| {
                     let mut sum = a.clone();
-                    sum.freed += b.freed;
-                    sum.total_ns += b.total_ns;
-                    sum.live += b.live;
-                    sum.live_bytes += b.live_bytes;
-                    if sum.buckets.len() < b.buckets.len() {
-                        sum.buckets.resize(b.buckets.len(), 0);
-                    }
-                    for (x, y) in sum.buckets.iter_mut().zip(&b.buckets) {
-                        *x += y;
-                    }
+                    sum.add(b);
                     sum
                 }),
                 phases: crate::phase::phases(),
