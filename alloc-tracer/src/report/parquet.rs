@@ -12,11 +12,14 @@ use parquet::data_type::{BoolType, ByteArray, ByteArrayType, Int32Type, Int64Typ
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The values of one column, in the variant its declared type needs.
-pub enum Values {
+/// The values of one column, in the variant its declared type needs. Strings may be
+/// borrowed from the snapshot: the frames table repeats each frame's names once per
+/// site that holds it, and owned copies of them were most of a report's memory.
+pub enum Values<'a> {
     /// For `UInt64` columns.
     U64(Vec<u64>),
     /// For nullable `UInt64` columns.
@@ -30,12 +33,16 @@ pub enum Values {
     /// For `Boolean` columns.
     Bool(Vec<bool>),
     /// For `String` columns.
-    Str(Vec<String>),
+    Str(Vec<Cow<'a, str>>),
     /// For nullable `String` columns.
-    OptStr(Vec<Option<String>>),
+    OptStr(Vec<Option<Cow<'a, str>>>),
 }
 
-impl Values {
+/// Strings handed to the column writer at a time: each batch is copied into the
+/// writer's own byte arrays, so a batch, not the column, bounds that copy.
+const STRING_BATCH: usize = 4096;
+
+impl Values<'_> {
     fn len(&self) -> usize {
         match self {
             Values::U64(v) => v.len(),
@@ -87,8 +94,12 @@ fn levels<T: Clone>(v: &[Option<T>]) -> (Vec<i16>, Vec<T>) {
     (defs, present)
 }
 
+fn byte_array(s: &str) -> ByteArray {
+    ByteArray::from(s.as_bytes())
+}
+
 /// Writes `columns` (in the table's order) to `path`.
-pub fn write(path: &Path, table: &Table, columns: Vec<Values>) -> Result<(), Error> {
+pub fn write(path: &Path, table: &Table, columns: Vec<Values<'_>>) -> Result<(), Error> {
     let err = |cause: parquet::errors::ParquetError| Error::Parquet {
         path: path.to_owned(),
         cause,
@@ -153,13 +164,24 @@ pub fn write(path: &Path, table: &Table, columns: Vec<Values>) -> Result<(), Err
             }
             Values::Bool(v) => col.typed::<BoolType>().write_batch(&v, None, None),
             Values::Str(v) => {
-                let v: Vec<ByteArray> = v.iter().map(|s| ByteArray::from(s.as_bytes())).collect();
-                col.typed::<ByteArrayType>().write_batch(&v, None, None)
+                let w = col.typed::<ByteArrayType>();
+                v.chunks(STRING_BATCH)
+                    .try_for_each(|chunk| {
+                        let bytes: Vec<ByteArray> = chunk.iter().map(|s| byte_array(s)).collect();
+                        w.write_batch(&bytes, None, None).map(drop)
+                    })
+                    .map(|()| v.len())
             }
             Values::OptStr(v) => {
-                let (d, v) = levels(&v);
-                let v: Vec<ByteArray> = v.iter().map(|s| ByteArray::from(s.as_bytes())).collect();
-                col.typed::<ByteArrayType>().write_batch(&v, Some(&d), None)
+                let w = col.typed::<ByteArrayType>();
+                v.chunks(STRING_BATCH)
+                    .try_for_each(|chunk| {
+                        let defs: Vec<i16> = chunk.iter().map(|s| s.is_some() as i16).collect();
+                        let bytes: Vec<ByteArray> =
+                            chunk.iter().flatten().map(|s| byte_array(s)).collect();
+                        w.write_batch(&bytes, Some(&defs), None).map(drop)
+                    })
+                    .map(|()| v.len())
             }
         };
         written.map_err(err)?;
@@ -168,4 +190,76 @@ pub fn write(path: &Path, table: &Table, columns: Vec<Values>) -> Result<(), Err
     group.close().map_err(err)?;
     writer.close().map_err(err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::schema::{Column, ColumnType};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+
+    const STRINGS: Table = Table {
+        file: "strings.parquet",
+        columns: &[
+            Column {
+                name: "name",
+                ty: ColumnType::String,
+                nullable: false,
+            },
+            Column {
+                name: "file",
+                ty: ColumnType::String,
+                nullable: true,
+            },
+        ],
+    };
+
+    #[test]
+    fn string_columns_longer_than_a_batch_read_back_whole() {
+        // More rows than two batches, nulls in every batch, some strings borrowed.
+        let n = 2 * STRING_BATCH + 123;
+        let kept: Vec<String> = (0..n).map(|i| format!("borrowed {i}")).collect();
+        let names: Vec<Cow<'_, str>> = (0..n)
+            .map(|i| match i % 2 {
+                0 => Cow::Borrowed(kept[i].as_str()),
+                _ => Cow::Owned(format!("owned {i}")),
+            })
+            .collect();
+        let files: Vec<Option<Cow<'_, str>>> = (0..n)
+            .map(|i| (i % 7 != 3).then(|| Cow::Owned(format!("f{i}.rs"))))
+            .collect();
+        let dir = std::env::temp_dir().join(format!("alloc-tracer-strings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(STRINGS.file);
+        write(
+            &path,
+            &STRINGS,
+            vec![Values::Str(names), Values::OptStr(files)],
+        )
+        .unwrap();
+        let reader = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        let rows: Vec<_> = reader
+            .get_row_iter(None)
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(rows.len(), n);
+        for (i, row) in rows.iter().enumerate() {
+            let cols: Vec<_> = row.get_column_iter().map(|(_, v)| v.clone()).collect();
+            let name = if i % 2 == 0 {
+                format!("borrowed {i}")
+            } else {
+                format!("owned {i}")
+            };
+            assert_eq!(cols[0], Field::Str(name), "row {i}");
+            let file = if i % 7 == 3 {
+                Field::Null
+            } else {
+                Field::Str(format!("f{i}.rs"))
+            };
+            assert_eq!(cols[1], file, "row {i}");
+        }
+    }
 }

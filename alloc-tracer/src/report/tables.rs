@@ -10,6 +10,7 @@ use crate::hot::size_class::{NUM_CLASSES, class_bytes};
 use crate::lifetimes::Lifetimes;
 use crate::registry::{Counts, SiteCounts};
 use crate::symbolize::Frame;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -26,14 +27,13 @@ pub struct Context<'s> {
     pub lifetime_weight: u64,
 }
 
-impl Context<'_> {
+impl<'s> Context<'s> {
     /// The name of phase `id`.
-    pub fn phase_name(&self, id: usize) -> String {
-        self.snap
-            .phases
-            .get(id)
-            .map(|p| p.name.clone())
-            .unwrap_or_else(|| format!("phase {id}"))
+    pub fn phase_name(&self, id: usize) -> Cow<'s, str> {
+        match self.snap.phases.get(id) {
+            Some(p) => Cow::Borrowed(&p.name),
+            None => Cow::Owned(format!("phase {id}")),
+        }
     }
 }
 
@@ -86,9 +86,9 @@ pub fn write_sites(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
 }
 
 #[derive(Default)]
-struct SiteColumns {
+struct SiteColumns<'s> {
     site_id: Vec<u64>,
-    phase: Vec<String>,
+    phase: Vec<Cow<'s, str>>,
     class: Vec<u64>,
     allocs: Vec<u64>,
     reallocs: Vec<u64>,
@@ -103,12 +103,12 @@ struct SiteColumns {
     live_bytes: Vec<u64>,
 }
 
-impl SiteColumns {
+impl<'s> SiteColumns<'s> {
     fn with_capacity(_n: usize) -> Self {
         SiteColumns::default()
     }
 
-    fn into_values(self) -> Vec<Values> {
+    fn into_values(self) -> Vec<Values<'s>> {
         vec![
             Values::U64(self.site_id),
             Values::Str(self.phase),
@@ -171,8 +171,8 @@ pub fn write_frames(
             index.push(i as u32);
             stack_index.push(si as u32);
             address.push(a as u64);
-            function.push(f.function.clone());
-            file.push(f.file.clone());
+            function.push(Cow::Borrowed(f.function.as_str()));
+            file.push(f.file.as_deref().map(Cow::Borrowed));
             line.push(f.line);
             inlined.push(f.inlined);
         }
