@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Instructions the tracer adds to a real synthesis, counted by cachegrind (repeatable
+# Instructions the tracer adds to a real synthesis, counted by callgrind (repeatable
 # to within about 0.1 %, unlike wall time on a shared 2-core VM):
 # 2 KiB PoRep partition 0 with the tracer off, in sites mode at depth 1 and at the
 # default depth, and in count and sample:1000 modes, each without the timeline
-# sampler (see below). Prints a markdown table: the whole program's
-# instructions, those added per recorded allocation or realloc over `off`, and the
-# recording function's (`record_site`: the walk, the site lookup, the counters) per
-# call. Allocations are the `alloc_count + realloc_count` of a sites run's report.
-# Usage: scripts/bench-synth-instructions.sh   (needs valgrind; about 3 minutes here)
+# sampler (see below). Only the synthesis is counted: callgrind zeroes its counts
+# when the driver enters `prover::synthesize_reference` and dumps them when it
+# leaves (every thread's, the prover's workers included), so the driver's setup,
+# its untraced count of the circuit's shape and the report are left out. Prints a
+# markdown table: the synthesis' instructions, those added per recorded allocation
+# or realloc over `off`, and the recording function's (`record_site`: the walk,
+# the site lookup, the counters) per call. Allocations are the synthesize phase's
+# allocations and reallocs, from `analyzer info` on a sites run's report.
+# Usage: scripts/bench-synth-instructions.sh   (needs valgrind; about 12 minutes here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -20,11 +24,15 @@ run() {
   local name=$1
   shift
   rm -rf "$out/report-$name"
-  valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file="$out/$name.cg" \
+  local synthesis=synth_driver::prover::synthesize_reference
+  rm -f "$out/$name.cg" "$out/$name.cg".*
+  valgrind --tool=callgrind --zero-before="$synthesis" --dump-after="$synthesis" \
+    --callgrind-out-file="$out/$name.cg" \
     "$out/bin/synth-driver" "$@" --json porep --c1 "$c1" --partition 0 > /dev/null 2>&1
-  cg_annotate "$out/$name.cg" > "$out/$name.txt"
+  # Part 1 is the dump at the synthesis' end; the last part, the rest of the run.
+  callgrind_annotate --auto=no --threshold=100 "$out/$name.cg.1" > "$out/$name.txt"
 }
-# No timeline: its sampler runs every 10 ms of wall time, so under cachegrind (about
+# No timeline: its sampler runs every 10 ms of wall time, so under callgrind (about
 # 50 times slower) it would add instructions in proportion to the slowdown.
 run off --trace off --timeline-ms 0
 run count --trace count --timeline-ms 0
@@ -36,6 +44,7 @@ run sites --trace sites --timeline-ms 0
 rm -rf "$out/report-sites"
 "$out/bin/synth-driver" --trace sites --report "$out/report-sites" --json porep --c1 "$c1" \
   --partition 0 > /dev/null 2>&1
+cargo run -q --release -p analyzer -- info "$out/report-sites" --format json > "$out/report-sites.json"
 python3 - "$out" <<'EOF'
 import json, re, sys
 from pathlib import Path
@@ -47,16 +56,19 @@ def counts(name):
         if not m:
             continue
         n = int(m.group(1).replace(",", ""))
-        if m.group(2) == "PROGRAM TOTALS":
+        # callgrind_annotate names a function's object file after it, at times.
+        what = re.sub(r" \[[^\]]*\]$", "", m.group(2))
+        if what == "PROGRAM TOTALS":
             total = n
-        elif m.group(2).endswith("hot::sites::record_site"):
+        elif what.endswith("hot::sites::record_site"):
             record += n
     return total, record
-t = json.loads((out / "report-sites" / "manifest.json").read_text())["totals"]
-allocs = t["alloc_count"] + t["realloc_count"]
+# The analyzer's phase `alloc_count` counts allocations and reallocs.
+phases = json.loads((out / "report-sites.json").read_text())["phases"]
+allocs = next(p["alloc_count"] for p in phases if p["phase"] == "synthesize")
 off, _ = counts("off")
-print(f"2 KiB PoRep partition 0, {allocs:,} allocations and reallocs recorded\n")
-print("| `--trace` | instructions | added per allocation | `record_site` per call |")
+print(f"2 KiB PoRep partition 0, synthesis only: {allocs:,} allocations and reallocs recorded\n")
+print("| `--trace` | synthesis instructions | added per allocation | `record_site` per call |")
 print("|---|---:|---:|---:|")
 for name, label in [("off", "off"), ("count", "count"), ("sample", "sample:1000"),
                     ("sites-depth-1", "sites, depth 1"), ("sites", "sites, default depth")]:
