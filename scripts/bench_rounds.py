@@ -118,19 +118,28 @@ def quartiles(values):
     return q[0], q[2]
 
 
+def ratios_to(runs: list, mine: list, workload: str, base: str) -> list:
+    """Each of `mine`'s synthesis times over `base`'s in the same round."""
+    ratios = []
+    for x in mine:
+        ref = [y for y in runs if y.workload == workload and y.config == base and y.round == x.round]
+        if ref:
+            ratios.append(x.synth_s / ref[0].synth_s)
+    return ratios
+
+
 def summarize(configs: list, workloads: dict, runs: list, baseline: str) -> list:
-    """One row per (workload, configuration): medians over rounds."""
+    """One row per (workload, configuration): medians over rounds. A configuration
+    measured against a baseline of its own is also given its ratio to the table's."""
     rows = []
     for name in workloads:
         for cfg in configs:
             base = cfg.baseline or baseline
-            ratios = []
             mine = [x for x in runs if x.workload == name and x.config == cfg.name]
-            for x in mine:
-                ref = [y for y in runs if y.workload == name and y.config == base and y.round == x.round]
-                if ref:
-                    ratios.append(x.synth_s / ref[0].synth_s)
+            ratios = ratios_to(runs, mine, name, base)
+            to_table = ratios_to(runs, mine, name, baseline) if cfg.baseline else []
             q1, q3 = quartiles(ratios)
+            t1, t3 = quartiles(to_table)
             rows.append({
                 "workload": name if not cfg.workload else " ".join(cfg.workload),
                 "config": cfg.name,
@@ -140,6 +149,9 @@ def summarize(configs: list, workloads: dict, runs: list, baseline: str) -> list
                 "synth_ratio_median": median_or_none(ratios),
                 "synth_ratio_q1": q1,
                 "synth_ratio_q3": q3,
+                "table_baseline_ratio_median": median_or_none(to_table),
+                "table_baseline_ratio_q1": t1,
+                "table_baseline_ratio_q3": t3,
                 "synth_s_median": median_or_none([x.synth_s for x in mine]),
                 "wall_s_median": median_or_none([x.wall_s for x in mine]),
                 "max_rss_mib_median": median_or_none([x.max_rss_mib for x in mine]),
@@ -161,6 +173,11 @@ def markdown(rows: list, baseline: str) -> str:
             ratio += f" ({r['synth_ratio_q1']:.3f}-{r['synth_ratio_q3']:.3f})"
         if r["baseline"] != baseline:
             ratio += f" (/ {r['baseline']})"
+            if r["table_baseline_ratio_median"] is not None:
+                ratio += f"; {r['table_baseline_ratio_median']:.3f}x"
+                if r["table_baseline_ratio_q1"] is not None:
+                    ratio += f" ({r['table_baseline_ratio_q1']:.3f}-{r['table_baseline_ratio_q3']:.3f})"
+                ratio += f" / {baseline}"
         out.append(f"| {r['workload']} | {r['config']} | {r['build']} | {ratio} | "
                    f"{fmt(r['synth_s_median'], '.3f')} | {fmt(r['wall_s_median'], '.1f')} | "
                    f"{fmt(r['max_rss_mib_median'], '.0f')} | {fmt(r['report_s_median'], '.3f')} |")
