@@ -9,8 +9,9 @@
 //!
 //! The table never allocates: when it is half full the caller grows it in cold code
 //! (see `thread::grow_table`). Half, not three quarters: with linear probing a
-//! lookup on a synthesis took 2.0 probes at three quarters and 1.4 at half, and a
-//! probe that misses its slot is a branch the processor mispredicts.
+//! lookup on a synthesis took 2.0 probes at three quarters and 1.4 at half, and
+//! each probe past the first reads another slot's line and takes its branch the
+//! other way.
 
 use super::stack::{Frames, MAX_DEPTH};
 use std::sync::atomic::{
