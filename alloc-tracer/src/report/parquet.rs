@@ -94,6 +94,14 @@ fn levels<T: Clone>(v: &[Option<T>]) -> (Vec<i16>, Vec<T>) {
     (defs, present)
 }
 
+/// Hands `v` to `write` [`STRING_BATCH`] values at a time; returns how many there
+/// were.
+fn in_batches<T, E>(v: &[T], mut write: impl FnMut(&[T]) -> Result<usize, E>) -> Result<usize, E> {
+    v.chunks(STRING_BATCH)
+        .try_for_each(|chunk| write(chunk).map(drop))
+        .map(|()| v.len())
+}
+
 fn byte_array(s: &str) -> ByteArray {
     ByteArray::from(s.as_bytes())
 }
@@ -165,23 +173,19 @@ pub fn write(path: &Path, table: &Table, columns: Vec<Values<'_>>) -> Result<(),
             Values::Bool(v) => col.typed::<BoolType>().write_batch(&v, None, None),
             Values::Str(v) => {
                 let w = col.typed::<ByteArrayType>();
-                v.chunks(STRING_BATCH)
-                    .try_for_each(|chunk| {
-                        let bytes: Vec<ByteArray> = chunk.iter().map(|s| byte_array(s)).collect();
-                        w.write_batch(&bytes, None, None).map(drop)
-                    })
-                    .map(|()| v.len())
+                in_batches(&v, |chunk| {
+                    let bytes: Vec<ByteArray> = chunk.iter().map(|s| byte_array(s)).collect();
+                    w.write_batch(&bytes, None, None)
+                })
             }
             Values::OptStr(v) => {
                 let w = col.typed::<ByteArrayType>();
-                v.chunks(STRING_BATCH)
-                    .try_for_each(|chunk| {
-                        let defs: Vec<i16> = chunk.iter().map(|s| s.is_some() as i16).collect();
-                        let bytes: Vec<ByteArray> =
-                            chunk.iter().flatten().map(|s| byte_array(s)).collect();
-                        w.write_batch(&bytes, Some(&defs), None).map(drop)
-                    })
-                    .map(|()| v.len())
+                in_batches(&v, |chunk| {
+                    let defs: Vec<i16> = chunk.iter().map(|s| s.is_some() as i16).collect();
+                    let bytes: Vec<ByteArray> =
+                        chunk.iter().flatten().map(|s| byte_array(s)).collect();
+                    w.write_batch(&bytes, Some(&defs), None)
+                })
             }
         };
         written.map_err(err)?;
