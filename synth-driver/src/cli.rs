@@ -75,6 +75,10 @@ struct TraceArgs {
     /// 1 = every block). Default: 1MiB in sites and sample:N, off in count.
     #[arg(long, value_parser = parse_bytes, global = true)]
     heap_sample: Option<u64>,
+    /// Mean interval, in allocations, between blocks followed to their free for
+    /// lifetimes in sites mode (0 = none; sample:N follows its sampled blocks).
+    #[arg(long, default_value_t = alloc_tracer::DEFAULT_LIFETIME_INTERVAL, global = true)]
+    lifetimes: u64,
     /// Interval of the report's live-bytes timeline, in milliseconds (0 = none).
     #[arg(long, default_value_t = alloc_tracer::DEFAULT_TIMELINE_MS, global = true)]
     timeline_ms: u64,
@@ -309,6 +313,7 @@ impl Cli {
                 mode: self.trace.trace,
                 depth: self.trace.depth as usize,
                 heap_interval: self.trace.heap_sample,
+                lifetime_interval: self.trace.lifetimes,
                 timeline_ms: self.trace.timeline_ms,
                 report: self.trace.report,
                 top: self.trace.top,
@@ -493,6 +498,28 @@ mod tests {
                 assert_eq!(err.lines().count(), 1, "{args}: {err}");
             }
         }
+    }
+
+    #[test]
+    fn trace_settings_reach_the_job() {
+        let trace = |args| job(args).map(|j| (j.trace.depth, j.trace.lifetime_interval));
+        assert_eq!(
+            trace("--trace sites sha256"),
+            Ok((
+                alloc_tracer::DEFAULT_DEPTH,
+                alloc_tracer::DEFAULT_LIFETIME_INTERVAL
+            ))
+        );
+        assert_eq!(
+            trace("--trace sites --depth 16 --lifetimes 0 sha256"),
+            Ok((16, 0))
+        );
+        assert_eq!(trace("sha256 --lifetimes 256 --trace sites"), Ok((48, 256)));
+        assert!(
+            trace("--lifetimes -1 sha256")
+                .unwrap_err()
+                .contains("clap: ")
+        );
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct Trace {
     pub depth: usize,
     /// Heap sampling's mean interval in bytes (`None`: the mode's default).
     pub heap_interval: Option<u64>,
+    /// Mean allocations between blocks followed for lifetimes (0: none).
+    pub lifetime_interval: u64,
     /// The timeline's interval in milliseconds (0: none).
     pub timeline_ms: u64,
     /// Directory the report is written to at the end, if any.

@@ -34,8 +34,8 @@ pub fn run(job: Job) -> Result<()> {
         mode: trace.mode,
         depth: trace.depth,
         heap_interval: trace.heap_interval,
+        lifetime_interval: trace.lifetime_interval,
         timeline_ms: trace.timeline_ms,
-        ..Default::default()
     }
     .apply();
     let stdout = std::io::stdout();

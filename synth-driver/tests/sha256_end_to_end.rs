@@ -39,7 +39,43 @@ fn sha256_under_sites_names_linear_combination_frames() {
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(report.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["mode"], "sites");
+    assert_eq!(
+        manifest["lifetime_interval"],
+        alloc_tracer::DEFAULT_LIFETIME_INTERVAL
+    );
+    assert!(lifetime_rows(&manifest) > 0, "{manifest}");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn lifetimes_option_reaches_the_tracer() {
+    let dir = std::env::temp_dir().join(format!("synth-driver-lifetimes-{}", std::process::id()));
+    let report = dir.join("report");
+    let out = driver()
+        .args(["--trace", "sites", "--lifetimes", "0", "--json", "--report"])
+        .arg(&report)
+        .args(["sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["lifetime_interval"], 0);
+    assert_eq!(lifetime_rows(&manifest), 0, "{manifest}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Rows of the report's lifetimes table, as its manifest lists them.
+fn lifetime_rows(manifest: &serde_json::Value) -> u64 {
+    manifest["tables"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["file"] == "lifetimes.parquet"))
+        .and_then(|t| t["rows"].as_u64())
+        .expect("lifetimes.parquet in the manifest's tables")
 }
 
 #[test]
