@@ -5,6 +5,7 @@ use crate::config::{Mode, Settings};
 use crate::hot::control;
 use crate::hot::door::{Door, SiteRef};
 use crate::hot::followed;
+use crate::hot::stack::MAX_DEPTH;
 use crate::hot::thread::ThreadState;
 use crate::registry::{self, SiteId};
 use crate::session;
@@ -80,7 +81,7 @@ impl Door for Cold {
 fn site_id(site: SiteRef<'_>) -> SiteId {
     SiteId {
         meta: site.meta,
-        frames: site.frames.into(),
+        frames: site.frames(&mut [0; MAX_DEPTH]).into(),
     }
 }
 

@@ -13,6 +13,7 @@
 use crate::fast_hash::FastBuild;
 use crate::hot::door::SiteRef;
 use crate::hot::site_table::SiteMeta;
+use crate::hot::stack::MAX_DEPTH;
 use crate::site_map::{MAX_SITES, SiteId};
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, MutexGuard};
@@ -60,7 +61,7 @@ impl Numbered {
         }
         self.number(key, || SiteId {
             meta: site.meta,
-            frames: site.frames.into(),
+            frames: site.frames(&mut [0; MAX_DEPTH]).into(),
         })
     }
 }
@@ -106,6 +107,7 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hot::door::Stack;
 
     #[test]
     fn a_site_keeps_its_number_and_frames() {
@@ -113,18 +115,18 @@ mod tests {
         let a = number(SiteRef {
             meta,
             hash: 0x1234_5679,
-            frames: &[10, 20],
+            stack: Stack::Frames(&[10, 20]),
         });
         let b = number(SiteRef {
             meta,
             hash: 0x1234_567b,
-            frames: &[10, 30],
+            stack: Stack::Frames(&[10, 30]),
         });
         // The same key again: its number, whatever frames come with it.
         let again = number(SiteRef {
             meta,
             hash: 0x1234_5679,
-            frames: &[10, 20],
+            stack: Stack::Frames(&[10, 20]),
         });
         assert_ne!(a, b);
         assert_eq!(a, again);
@@ -141,7 +143,7 @@ mod tests {
         let site = |hash: u64, frame: &'static [usize]| SiteRef {
             meta,
             hash,
-            frames: frame,
+            stack: Stack::Frames(frame),
         };
         let a = n.number_site(site(11, &[1]), 1);
         let b = n.number_site(site(13, &[2]), 1);

@@ -15,19 +15,47 @@
 //! it is called with the re-entrancy guard set, so what it allocates is the
 //! tracer's own.
 
-use super::site_table::SiteMeta;
+use super::site_table::{SiteMeta, SiteTable, Slot};
+use super::stack::{Frames, MAX_DEPTH};
 use super::thread::ThreadState;
 
 /// A followed block's site, as the hot path knows it: the key of its slot.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct SiteRef<'a> {
     /// Phase, size class and depth.
     pub meta: SiteMeta,
-    /// The slot's key hash (`site_table::key_hash` of `meta` and `frames`): with
+    /// The slot's key hash (`site_table::key_hash` of `meta` and the frames): with
     /// `meta`, what the cold side looks the site up by.
     pub hash: u64,
-    /// Return addresses, innermost first (`meta.depth()` of them).
-    pub frames: &'a [usize],
+    /// Where its return addresses are.
+    pub stack: Stack<'a>,
+}
+
+/// Where a site's return addresses are, innermost first (`meta.depth()` of them).
+/// A slot's lie apart from it, in lines of their own: the cold side reads them only
+/// for a site it has not seen yet, so that following a block of a known site reads
+/// none of them.
+#[derive(Clone, Copy)]
+pub enum Stack<'a> {
+    /// Already read.
+    Frames(&'a [usize]),
+    /// Those of a slot of a thread's current site table.
+    Slot(&'a SiteTable, &'a Slot),
+}
+
+impl SiteRef<'_> {
+    /// The site's return addresses, copied into `out`.
+    pub fn frames<'o>(&self, out: &'o mut Frames) -> &'o [usize] {
+        let n = match self.stack {
+            Stack::Frames(f) => {
+                let n = f.len().min(MAX_DEPTH);
+                out[..n].copy_from_slice(&f[..n]);
+                n
+            }
+            Stack::Slot(table, slot) => table.frames_of(slot, out),
+        };
+        &out[..n]
+    }
 }
 
 /// What the hot path asks of the cold side.

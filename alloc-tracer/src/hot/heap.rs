@@ -11,7 +11,7 @@
 
 use super::control::Control;
 use super::countdown;
-use super::door::{Door, SiteRef};
+use super::door::{Door, SiteRef, Stack};
 use super::site_table::SiteMeta;
 use super::sites::OWN_FRAMES;
 use super::stack::raw_frames;
@@ -66,7 +66,7 @@ pub fn sample_block<D: Door>(
     let site = SiteRef {
         meta: seed.with_depth(frames.len()),
         hash: walk.hash,
-        frames,
+        stack: Stack::Frames(frames),
     };
     thread::guarded(|| D::heap_sampled(ptr, site, usable as u64));
 }

@@ -263,15 +263,24 @@ impl SiteTable {
         }
     }
 
-    /// The key of `slot`, a slot of this table, into `out`, and its hash; `None` if
-    /// not published.
-    pub fn key_of(&self, slot: &Slot, out: &mut Frames) -> Option<(SiteMeta, u64)> {
+    /// The meta word and hash of `slot`, a slot of this table; `None` if not
+    /// published. Reads the slot's own line only.
+    pub fn key(&self, slot: &Slot) -> Option<(SiteMeta, u64)> {
+        let tag = slot.tag.load(Acquire);
+        (tag != 0).then(|| (SiteMeta(slot.meta.load(Relaxed)), tag))
+    }
+
+    /// The frames of `slot`, a slot of this table, into `out`, and how many (0 if
+    /// it is not published).
+    pub fn frames_of(&self, slot: &Slot, out: &mut Frames) -> usize {
         let i = (slot as *const Slot)
             .addr()
             .wrapping_sub(self.slots.as_ptr().addr())
             / size_of::<Slot>();
-        let meta = read_key(self.slots.get(i)?, self.frames.get(i)?, out)?;
-        Some((meta, slot.tag.load(Relaxed)))
+        match (self.slots.get(i), self.frames.get(i)) {
+            (Some(slot), Some(frames)) => read_key(slot, frames, out).map_or(0, |m| m.depth()),
+            _ => 0,
+        }
     }
 
     /// The slot of a site already in the table: same hash and meta word (see

@@ -4,10 +4,10 @@
 
 use super::control::{self, Control, MODE_SITES};
 use super::countdown;
-use super::door::{Door, SiteRef};
+use super::door::{Door, SiteRef, Stack};
 use super::entry::no_tail_call;
 use super::site_table::{Lookup, SiteKey, SiteMeta, Slot, bump, key_hash};
-use super::stack::{self, Frames, MAX_DEPTH};
+use super::stack;
 use super::thread::{self, ThreadState};
 use super::trail::{self, Walk};
 use std::sync::atomic::Ordering::Relaxed;
@@ -196,20 +196,23 @@ fn follow_block<D: Door>(
     class: usize,
     interval: u64,
 ) {
-    let slot = st.last_slot.get();
-    let mut frames: Frames = [0; MAX_DEPTH];
+    let table = st.table();
     // SAFETY: `last_slot` was set just before from this thread's current table.
-    let (meta, hash) = match st.table().key_of(unsafe { &*slot }, &mut frames) {
-        Some(key) => key,
+    let slot = unsafe { &*st.last_slot.get() };
+    let site = match table.key(slot) {
+        Some((meta, hash)) => SiteRef {
+            meta,
+            hash,
+            stack: Stack::Slot(table, slot),
+        },
         None => {
             let meta = SiteMeta::new(ctl.phase(), class, 0);
-            (meta, key_hash(meta, &[]))
+            SiteRef {
+                meta,
+                hash: key_hash(meta, &[]),
+                stack: Stack::Frames(&[]),
+            }
         }
-    };
-    let site = SiteRef {
-        meta,
-        hash,
-        frames: &frames[..meta.depth()],
     };
     thread::guarded(|| D::block_followed(ptr, site, usable as u64));
     countdown::next_lifetime(st, interval);
