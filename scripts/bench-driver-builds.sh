@@ -5,8 +5,8 @@
 # next. The default build is built last, so target/release/synth-driver stays the
 # default one (cargo keeps each feature set's artifacts; switching back relinks
 # nothing). Also seals the 2 KiB sector the benchmarks synthesize, unless present.
-# Sourced by scripts/bench-allocators.sh, scripts/bench-heap.sh and
-# scripts/bench-peers.sh.
+# Sourced by scripts/bench-allocators.sh, scripts/bench-heap.sh,
+# scripts/bench-peers.sh and scripts/bench-sites.sh.
 set -euo pipefail
 bench_builds() {
   local bin=$1 peers=${2:-}

@@ -203,7 +203,7 @@ def write_outputs(out_dir: Path, stem: str, rows: list, runs: list, header: str,
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("table", choices=["allocators", "peers", "heap"])
+    p.add_argument("table", choices=["allocators", "peers", "heap", "sites"])
     p.add_argument("--bin", type=Path, required=True, help="folder of the driver builds")
     p.add_argument("--c1", type=Path, required=True, help="the 2 KiB sector's c1.json")
     p.add_argument("--rounds", type=int, default=8)
@@ -234,6 +234,23 @@ def main() -> None:
         workloads = {"2 KiB PoRep partition 0": porep}
         if a.with_sha:
             workloads[f"SHA-256, {a.sha_blocks} blocks"] = ["sha256", "--blocks", str(a.sha_blocks)]
+        baseline = "tracer off"
+    elif a.table == "sites":
+        # What each part of sites mode costs: the walk's depth, following blocks for
+        # lifetimes, heap sampling; each row against tracer off.
+        sites = [traced, "--trace", "sites"]
+        neither = ["--lifetimes", "0", "--heap-sample", "0"]
+        configs = [
+            Config("tracer off", "default", [traced, "--trace", "off"]),
+            Config("count", "default", [traced, "--trace", "count"]),
+            Config("sites (depth 48, lifetimes 1/64, heap 1 MiB)", "default", sites),
+            Config("sites, no lifetimes", "default", sites + ["--lifetimes", "0"]),
+            Config("sites, no heap sampling", "default", sites + ["--heap-sample", "0"]),
+            Config("sites, neither", "default", sites + neither),
+            Config("sites, depth 1", "default", sites + ["--depth", "1"]),
+            Config("sites, depth 1, neither", "default", sites + ["--depth", "1"] + neither),
+        ]
+        workloads = {"2 KiB PoRep partition 0": porep}
         baseline = "tracer off"
     else:
         untraced, dhat = str(a.bin / "synth-driver-untraced"), str(a.bin / "synth-driver-dhat")
