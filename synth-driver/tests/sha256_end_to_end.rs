@@ -36,8 +36,7 @@ fn sha256_under_sites_names_linear_combination_frames() {
         top.contains("lc.rs"),
         "top site is not bellpepper-core's lc.rs: {summary}"
     );
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(report.join("manifest.json")).unwrap()).unwrap();
+    let manifest = common::manifest(&report);
     assert_eq!(manifest["mode"], "sites");
     assert_eq!(
         manifest["lifetime_interval"],
@@ -51,19 +50,19 @@ fn sha256_under_sites_names_linear_combination_frames() {
 fn lifetimes_option_reaches_the_tracer() {
     let dir = std::env::temp_dir().join(format!("synth-driver-lifetimes-{}", std::process::id()));
     let report = dir.join("report");
-    let out = driver()
-        .args(["--trace", "sites", "--lifetimes", "0", "--json", "--report"])
-        .arg(&report)
-        .args(["sha256", "--blocks", "1"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(report.join("manifest.json")).unwrap()).unwrap();
+    common::run_json(&[
+        "--trace",
+        "sites",
+        "--lifetimes",
+        "0",
+        "--json",
+        "--report",
+        report.to_str().unwrap(),
+        "sha256",
+        "--blocks",
+        "1",
+    ]);
+    let manifest = common::manifest(&report);
     assert_eq!(manifest["lifetime_interval"], 0);
     assert_eq!(lifetime_rows(&manifest), 0, "{manifest}");
     let _ = std::fs::remove_dir_all(dir);

@@ -3,6 +3,7 @@
 // Each test file compiles this module on its own and uses part of it.
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::process::Command;
 
 /// The synth-driver binary of this build.
@@ -32,4 +33,9 @@ pub fn run_json_lines(args: &[&str]) -> Vec<serde_json::Value> {
         .filter(|l| l.starts_with(b"{"))
         .map(|l| serde_json::from_slice(l).unwrap())
         .collect()
+}
+
+/// The manifest of the report in `dir`.
+pub fn manifest(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
 }
