@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Interleaved rounds of synth-driver runs, and their tables: what
-scripts/bench-allocators.sh and scripts/bench-peers.sh run after building.
+scripts/bench-allocators.sh, bench-heap.sh, bench-peers.sh and bench-sites.sh run
+after building.
 
 Each round runs every configuration once, in fresh processes, in the given order in
 even rounds and reversed in odd ones, so that a steady drift of the machine's speed

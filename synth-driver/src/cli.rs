@@ -514,7 +514,10 @@ mod tests {
             trace("--trace sites --depth 16 --lifetimes 0 sha256"),
             Ok((16, 0))
         );
-        assert_eq!(trace("sha256 --lifetimes 256 --trace sites"), Ok((48, 256)));
+        assert_eq!(
+            trace("sha256 --lifetimes 256 --trace sites"),
+            Ok((alloc_tracer::DEFAULT_DEPTH, 256))
+        );
         assert!(
             trace("--lifetimes -1 sha256")
                 .unwrap_err()
