@@ -5,7 +5,6 @@ use crate::config::{Mode, Settings};
 use crate::hot::control;
 use crate::hot::door::{Door, SiteRef};
 use crate::hot::followed;
-use crate::hot::stack::MAX_DEPTH;
 use crate::hot::thread::ThreadState;
 use crate::registry::{self, SiteId};
 use crate::session;
@@ -68,20 +67,13 @@ impl Door for Cold {
     #[inline(never)]
     fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
         claim(ptr);
-        crate::heap::sample(ptr, site_id(site), class_bytes);
+        crate::heap::sample(ptr, SiteId::of_site(site), class_bytes);
     }
 
     #[cold]
     #[inline(never)]
     fn new_peak(live_bytes: i64) {
         crate::heap::new_peak(live_bytes);
-    }
-}
-
-fn site_id(site: SiteRef<'_>) -> SiteId {
-    SiteId {
-        meta: site.meta,
-        frames: site.frames(&mut [0; MAX_DEPTH]).into(),
     }
 }
 

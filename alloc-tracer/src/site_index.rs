@@ -13,7 +13,6 @@
 use crate::fast_hash::FastBuild;
 use crate::hot::door::SiteRef;
 use crate::hot::site_table::SiteMeta;
-use crate::hot::stack::MAX_DEPTH;
 use crate::site_map::{MAX_SITES, SiteId};
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, MutexGuard};
@@ -59,10 +58,7 @@ impl Numbered {
             let folded = SiteId::folded(site.meta);
             return self.number((FOLDED_HASH, folded.meta.bits()), || folded);
         }
-        self.number(key, || SiteId {
-            meta: site.meta,
-            frames: site.frames(&mut [0; MAX_DEPTH]).into(),
-        })
+        self.number(key, || SiteId::of_site(site))
     }
 }
 

@@ -8,7 +8,9 @@
 //! every shard's lock.
 
 use crate::fast_hash::FastBuild;
+use crate::hot::door::SiteRef;
 use crate::hot::site_table::SiteMeta;
+use crate::hot::stack::MAX_DEPTH;
 use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -28,6 +30,13 @@ impl SiteId {
         SiteId {
             meta,
             frames: frames[..meta.depth()].into(),
+        }
+    }
+    /// The id of a followed or heap-sampled block's site (its frames copied).
+    pub(crate) fn of_site(site: SiteRef<'_>) -> SiteId {
+        SiteId {
+            meta: site.meta,
+            frames: site.frames(&mut [0; MAX_DEPTH]).into(),
         }
     }
     /// The most heap bytes a site's frames take at the depth in force: what the
