@@ -252,7 +252,12 @@ pub unsafe fn walk_from(
         // (`i < max <= MAX_DEPTH`: the mask only spares a bounds check.)
         new[i & (MAX_DEPTH - 1)].write((fp, ret));
         i += 1;
-        if i == max || !stack::follows(fp, next, limit) {
+        // Two branches, each nearly always taken the same way, where one on both
+        // conditions made the compiler compute them into flags first.
+        if !stack::follows(fp, next, limit) {
+            break next;
+        }
+        if i == max {
             break next;
         }
         fp = next;
@@ -277,65 +282,64 @@ fn new_frames(new: &[MaybeUninit<(usize, usize)>; MAX_DEPTH], n: usize) -> &[(us
 /// Compares the kept records `from..to` (outermost first) with the stack's words at
 /// their addresses, up to the first that differs, and returns its index (`to` when
 /// none does): every record before it is unchanged. Eight records at a time, one
-/// branch per eight: the loads do not depend on each other.
+/// branch per eight (the loads do not depend on each other); then four, from the
+/// start of the eight that differed or of the last seven; then one at a time.
 ///
 /// # Safety
-/// The records' addresses must be mapped (see [`walk_from`]).
+/// The records' addresses must be mapped (see [`walk_from`]), and `to <= CAP`.
 #[inline(always)]
 unsafe fn unchanged_to(trail: &Trail, from: usize, to: usize) -> usize {
-    const BLOCK: usize = 8;
-    let recs = &trail.recs[from.min(CAP)..to.min(CAP)];
-    for (b, block) in recs.chunks(BLOCK).enumerate() {
-        // SAFETY: the caller's contract for the stack.
-        if unsafe { block_differs(block) } {
-            // SAFETY: the same records, just compared above.
-            let first = block.iter().position(|r| unsafe { differs(r) } != 0);
-            return from + b * BLOCK + first.unwrap_or(0);
-        }
+    let recs = trail.recs.as_ptr();
+    let mut i = from;
+    // SAFETY (all three loops): the records compared lie in `recs` (`i + 8`, `i + 4`
+    // or `i + 1` is at most `to <= CAP`); the stack's words are the caller's
+    // contract.
+    while i + 8 <= to && !unsafe { any_differ::<8>(recs.add(i)) } {
+        i += 8;
     }
-    to
+    if i + 4 <= to && !unsafe { any_differ::<4>(recs.add(i)) } {
+        i += 4;
+    }
+    while i < to && unsafe { differs(&*recs.add(i)) } == 0 {
+        i += 1;
+    }
+    i
 }
 
-/// True when a record of `block` differs from the stack. On x86_64 each record is
-/// one 16-byte load from the stack and one from the trail (SSE2, part of x86_64's
-/// baseline): on the 48-frame `alloc_pair` stack that took 9 ns a walk off the two
-/// 8-byte loads of [`differs`]. (A 16-byte load that spans the two 8-byte stores of a
-/// `call` and a `push` still in the store buffer waits for them to reach the cache;
-/// measured, that costs less than the loads it saves.)
+/// True when one of the `N` records from `first` differs from the stack. On x86_64
+/// each record is one 16-byte load from the stack and one from the trail (SSE2, part
+/// of x86_64's baseline): on the 48-frame `alloc_pair` stack that took 9 ns a walk
+/// off the two 8-byte loads of [`differs`]. (A 16-byte load that spans the two 8-byte
+/// stores of a `call` and a `push` still in the store buffer waits for them to reach
+/// the cache; measured, that costs less than the loads it saves.)
 ///
 /// # Safety
-/// The records' addresses must be mapped.
+/// The `N` records must lie in the trail, and their addresses be mapped.
 #[inline(always)]
-unsafe fn block_differs(block: &[Cell<Record>]) -> bool {
+unsafe fn any_differ<const N: usize>(first: *const Cell<Record>) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{
             __m128i, _mm_cmpeq_epi8, _mm_load_si128, _mm_loadu_si128, _mm_movemask_epi8,
             _mm_or_si128, _mm_setzero_si128, _mm_xor_si128,
         };
-        // SAFETY: SSE2 is part of x86_64's baseline (for every intrinsic below).
-        let mut diff = unsafe { _mm_setzero_si128() };
-        for r in block {
-            let r = r.as_ptr();
-            // SAFETY: the caller's contract for the stack (`read_frame`'s 16
-            // bytes); `next` and `ret` start the 32-byte-aligned `repr(C)` record.
-            unsafe {
+        // SAFETY: the caller's contract (`read_frame`'s 16 bytes at each record's
+        // address); `next` and `ret` start the 32-byte-aligned `repr(C)` record; SSE2
+        // is part of x86_64's baseline.
+        unsafe {
+            let mut all = _mm_setzero_si128();
+            for k in 0..N {
+                let r = (*first.add(k)).as_ptr();
                 let stack = _mm_loadu_si128((*r).fp as *const __m128i);
-                let kept = _mm_load_si128(r.cast::<__m128i>());
-                diff = _mm_or_si128(diff, _mm_xor_si128(stack, kept));
+                all = _mm_or_si128(all, _mm_xor_si128(stack, _mm_load_si128(r.cast())));
             }
+            _mm_movemask_epi8(_mm_cmpeq_epi8(all, _mm_setzero_si128())) != 0xffff
         }
-        // SAFETY: SSE2, as above.
-        unsafe { _mm_movemask_epi8(_mm_cmpeq_epi8(diff, _mm_setzero_si128())) != 0xffff }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let mut diff = 0u64;
-        for r in block {
-            // SAFETY: the caller's contract.
-            diff |= unsafe { differs(r) };
-        }
-        diff != 0
+        // SAFETY: the caller's contract.
+        (0..N).fold(0, |d, k| d | unsafe { differs(&*first.add(k)) }) != 0
     }
 }
 
@@ -372,9 +376,11 @@ fn join(trail: &Trail, new: &[(usize, usize)], p: usize, want: usize, seed: u64)
     let outer = p + 1 - want;
     let joint = trail.at(p);
     let (mut sum, mut next) = (joint.sum, joint.fp);
-    for (k, &(fp, ret)) in new.iter().enumerate().rev() {
+    // The new records go to `p + 1 ..= p + new.len()`, outermost first.
+    let front = &trail.recs[(p + 1).min(CAP)..(p + 1 + new.len()).min(CAP)];
+    for (slot, &(fp, ret)) in front.iter().zip(new.iter().rev()) {
         sum = hash_extend(sum, ret);
-        trail.set(p + new.len() - k, Record { fp, next, ret, sum });
+        slot.set(Record { fp, next, ret, sum });
         next = fp;
     }
     let n = new.len() + want;
