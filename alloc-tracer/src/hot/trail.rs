@@ -291,15 +291,16 @@ fn new_frames(new: &[MaybeUninit<(usize, usize)>; MAX_DEPTH], n: usize) -> &[(us
 unsafe fn unchanged_to(trail: &Trail, from: usize, to: usize) -> usize {
     let recs = trail.recs.as_ptr();
     let mut i = from;
-    // SAFETY (all three loops): the records compared lie in `recs` (`i + 8`, `i + 4`
-    // or `i + 1` is at most `to <= CAP`); the stack's words are the caller's
-    // contract.
+    // SAFETY: the records each loop compares lie in `recs` (`i + 8`, `i + 4` or
+    // `i + 1` is at most `to <= CAP`); the stack's words are the caller's contract.
     while i + 8 <= to && !unsafe { any_differ::<8>(recs.add(i)) } {
         i += 8;
     }
+    // SAFETY: as above.
     if i + 4 <= to && !unsafe { any_differ::<4>(recs.add(i)) } {
         i += 4;
     }
+    // SAFETY: as above.
     while i < to && unsafe { differs(&*recs.add(i)) } == 0 {
         i += 1;
     }
