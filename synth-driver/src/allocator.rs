@@ -26,7 +26,8 @@
 //! `--allocator`.
 //!
 //! The choice costs one load of a never-written-again byte and a well-predicted
-//! branch per call, the same for every allocator, so their timings compare fairly.
+//! branch per call, and no stack frame (see `dispatch!`); the system allocator
+//! also one jump. So the allocators' timings compare fairly.
 //!
 //! # Builds
 //!
@@ -125,12 +126,14 @@ static REQUESTED: AtomicU8 = AtomicU8::new(UNDECIDED);
 static CHOSEN: AtomicU8 = AtomicU8::new(UNDECIDED);
 
 /// The inner allocator, fixed at the first call.
-#[inline(always)]
 fn chosen() -> Inner {
-    match Inner::from_code(CHOSEN.load(Ordering::Relaxed)) {
-        Some(inner) => inner,
-        None => fix_choice(),
-    }
+    fixed().unwrap_or_else(fix_choice)
+}
+
+/// The inner allocator, if the first call has fixed it.
+#[inline(always)]
+fn fixed() -> Option<Inner> {
+    Inner::from_code(CHOSEN.load(Ordering::Relaxed))
 }
 
 /// Fixes the choice to what the command line asked for, or jemalloc. Several
@@ -193,23 +196,83 @@ pub fn name() -> &'static str {
 /// Calls `$method` of the chosen inner allocator. Every arm is sound for the same
 /// reason: the caller upholds `$method`'s contract, and a block reaches the
 /// allocator that made it, since the choice never changes once made.
+///
+/// Only jemalloc's and mimalloc's methods are inlined, because each ends in a tail
+/// call and needs no stack frame. The system allocator's aligned path keeps
+/// `posix_memalign`'s result on the stack, and the first call must call
+/// [`fix_choice`] before it calls the allocator. Either, inlined, would make every
+/// call set up a frame first, whichever allocator serves it. That is two frames an
+/// allocation when the tracer records it (its entry point, then this
+/// allocator, out of line). So those two paths are out of line (`out_of_line!`).
 macro_rules! dispatch {
     ($method:ident($($arg:expr),*)) => {
-        match chosen() {
-            Inner::Jemalloc => {
+        match fixed() {
+            Some(Inner::Jemalloc) => {
                 // SAFETY: see the macro's documentation.
                 unsafe { tikv_jemallocator::Jemalloc.$method($($arg),*) }
             }
-            Inner::System => {
-                // SAFETY: see the macro's documentation.
-                unsafe { System.$method($($arg),*) }
-            }
-            Inner::Mimalloc => {
+            Some(Inner::Mimalloc) => {
                 // SAFETY: see the macro's documentation.
                 unsafe { mimalloc::MiMalloc.$method($($arg),*) }
             }
+            Some(Inner::System) => {
+                // SAFETY: see the macro's documentation.
+                unsafe { system_calls::$method($($arg),*) }
+            }
+            None => {
+                // SAFETY: the caller's contract; `first_calls` fixes the choice
+                // before it calls `Dispatch` again, which then takes an arm above.
+                unsafe { first_calls::$method($($arg),*) }
+            }
         }
     };
+}
+
+/// For each `GlobalAlloc` method, the system allocator's out of line, and the
+/// first call's (see `dispatch!`). Plain functions, not closures: their
+/// arguments stay in registers and each is reached by a tail call.
+macro_rules! out_of_line {
+    ($($method:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?;)*) => {
+        #[cfg_attr(feature = "dhat-heap", allow(dead_code))]
+        mod system_calls {
+            use super::*;
+            $(
+                /// `System`'s method.
+                ///
+                /// # Safety
+                /// The method's `GlobalAlloc` contract.
+                #[inline(never)]
+                pub(super) unsafe fn $method($($arg: $ty),*) $(-> $ret)? {
+                    // SAFETY: forwarded contract.
+                    unsafe { System.$method($($arg),*) }
+                }
+            )*
+        }
+        #[cfg_attr(feature = "dhat-heap", allow(dead_code))]
+        mod first_calls {
+            use super::*;
+            $(
+                /// Fixes the choice, then makes the call.
+                ///
+                /// # Safety
+                /// The method's `GlobalAlloc` contract.
+                #[cold]
+                #[inline(never)]
+                pub(super) unsafe fn $method($($arg: $ty),*) $(-> $ret)? {
+                    fix_choice();
+                    // SAFETY: forwarded contract.
+                    unsafe { Dispatch.$method($($arg),*) }
+                }
+            )*
+        }
+    };
+}
+
+out_of_line! {
+    alloc(layout: Layout) -> *mut u8;
+    alloc_zeroed(layout: Layout) -> *mut u8;
+    dealloc(ptr: *mut u8, layout: Layout);
+    realloc(ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8;
 }
 
 /// A `GlobalAlloc` that forwards every call to the inner allocator chosen at start
