@@ -5,7 +5,7 @@
 # next. The default build is built last, so target/release/synth-driver stays the
 # default one (cargo keeps each feature set's artifacts; switching back relinks
 # nothing). Also seals the 2 KiB sector the benchmarks synthesize, unless present.
-# Sourced by scripts/bench-allocators.sh, scripts/bench-heap.sh,
+# Sourced by scripts/bench-allocators.sh, scripts/bench-heap.sh, scripts/bench-modes.sh,
 # scripts/bench-peers.sh and scripts/bench-sites.sh.
 set -euo pipefail
 bench_builds() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Interleaved rounds of synth-driver runs, and their tables: what
-scripts/bench-allocators.sh, bench-heap.sh, bench-peers.sh and bench-sites.sh run
-after building.
+scripts/bench-allocators.sh, bench-heap.sh, bench-modes.sh, bench-peers.sh and
+bench-sites.sh run after building.
 
 Each round runs every configuration once, in fresh processes, in the given order in
 even rounds and reversed in odd ones, so that a steady drift of the machine's speed
@@ -204,14 +204,14 @@ def write_outputs(out_dir: Path, stem: str, rows: list, runs: list, header: str,
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("table", choices=["allocators", "peers", "heap", "sites"])
+    p.add_argument("table", choices=["allocators", "peers", "heap", "modes", "sites"])
     p.add_argument("--bin", type=Path, required=True, help="folder of the driver builds")
     p.add_argument("--c1", type=Path, required=True, help="the 2 KiB sector's c1.json")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--sha-blocks", type=int, default=512,
-                   help="SHA-256 chain length (peers, and heap with --with-sha)")
+                   help="SHA-256 chain length (peers, and heap and modes with --with-sha)")
     p.add_argument("--with-sha", action="store_true",
-                   help="heap: the SHA-256 chain too, after the PoRep partition")
+                   help="heap, modes: the SHA-256 chain too, after the PoRep partition")
     p.add_argument("--small-blocks", type=int, default=4, help="SHA-256 chain of the Valgrind DHAT run")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--only", default="", help="comma-separated configurations to run (peers)")
@@ -223,6 +223,15 @@ def main() -> None:
         configs = [Config(x, "default", [traced, "--allocator", x]) for x in ("jemalloc", "system", "mimalloc")]
         workloads = {"2 KiB PoRep partition 0": porep}
         baseline = "jemalloc"
+    elif a.table == "modes":
+        # Each mode as a user runs it, its default settings, against tracer off.
+        configs = [Config("tracer off", "default", [traced, "--trace", "off"])]
+        configs += [Config(mode, "default", [traced, "--trace", mode])
+                    for mode in ("count", "sample:1000", "sites")]
+        workloads = {"2 KiB PoRep partition 0": porep}
+        if a.with_sha:
+            workloads[f"SHA-256, {a.sha_blocks} blocks"] = ["sha256", "--blocks", str(a.sha_blocks)]
+        baseline = "tracer off"
     elif a.table == "heap":
         # Each mode with heap sampling at 1 MiB against the same mode without it.
         configs = [Config("tracer off", "default", [traced, "--trace", "off"])]
