@@ -33,25 +33,31 @@ from pathlib import Path
 
 # A `perf report --sort sym -F sample,sym` line: samples, then `[.]` or `[k]`, then
 # the symbol.
-LINE = re.compile(r"^\s*(\d+)\s+\[[^\]]+\]\s+(.*)$")
+LINE = re.compile(r"^\s*(\d+)\s+\[([^\]]+)\]\s+(.*?)\s*$")
 
 
-def shares(data: Path, symbol: re.Pattern) -> tuple[int, int]:
-    """The samples of symbols matching `symbol`, and all samples, in a perf.data."""
+def samples_by_symbol(data: Path) -> dict[tuple[str, str], int]:
+    """The samples of each symbol in a perf.data, keyed by (`.` for user code or `k`
+    for the kernel, symbol); a symbol listed twice (two copies of one generic
+    function) is summed."""
     report = subprocess.run(
         ["perf", "report", "-i", str(data), "--no-children", "--sort", "sym",
          "--stdio", "-F", "sample,sym"],
         capture_output=True, text=True, check=True).stdout
-    matched = total = 0
+    found: dict[tuple[str, str], int] = {}
     for line in report.splitlines():
         m = LINE.match(line)
-        if not m:
-            continue
-        n = int(m.group(1))
-        total += n
-        if symbol.search(m.group(2)):
-            matched += n
-    return matched, total
+        if m:
+            key = (m.group(2), m.group(3))
+            found[key] = found.get(key, 0) + int(m.group(1))
+    return found
+
+
+def shares(data: Path, symbol: re.Pattern) -> tuple[int, int]:
+    """The samples of symbols matching `symbol`, and all samples, in a perf.data."""
+    found = samples_by_symbol(data)
+    matched = sum(n for (_, sym), n in found.items() if symbol.search(sym))
+    return matched, sum(found.values())
 
 
 def main() -> int:
