@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Where a tracer mode's added time goes: interleaved `perf record -e cpu-clock` runs
 of one binary with two sets of arguments (a baseline, such as `--trace off`, and the
-mode), and per symbol the median over rounds of its samples in each.
+mode), and per round the samples each symbol gains in the mode's run over the
+baseline's run of the same round.
 
-The difference, grouped: the tracer's own functions, the inner allocator, the
-kernel, and the rest of the program. Samples are counts at a fixed rate, so a
-group's added samples over the baseline's total is its share of the added time.
+The gains, grouped: the tracer's own functions, the inner allocator, the kernel, and
+the rest of the program, each over the round's baseline total (samples come at a
+fixed rate, so that is the time it adds), with the median over rounds.
 Callgrind shows that a mode adds instructions only inside the tracer's functions;
 this says whether it also slows the program's own code (cache or branch-predictor
 pollution), which an instruction count cannot show. Whole runs are sampled (setup
@@ -123,7 +124,7 @@ def main() -> int:
         med = statistics.median(added[g])
         share = f"{100 * med / total:.0f} %" if total > 0 else "n/a"
         print(f"| {g} | {med:+.3f}{quartiles(added[g])} | {share} |")
-    print(f"\nSymbols whose samples changed most (median per round, mode less base):")
+    print("\nSymbols whose samples changed most (median per round, mode less base):")
     keys = set().union(*base, *mode)
     change = {k: statistics.median(m.get(k, 0) - b.get(k, 0) for b, m in zip(base, mode))
               for k in keys}
