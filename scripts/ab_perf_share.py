@@ -25,6 +25,7 @@ Example (the recording function of sites mode, 2 KiB PoRep partition 0):
 
 import argparse
 import re
+import shlex
 import statistics
 import subprocess
 import sys
@@ -51,6 +52,18 @@ def samples_by_symbol(data: Path) -> dict[tuple[str, str], int]:
             key = (m.group(2), m.group(3))
             found[key] = found.get(key, 0) + int(m.group(1))
     return found
+
+
+def record(binary: str, args: list[str], freq: int, data: Path) -> None:
+    """Runs `binary` with `args` under `perf record -e cpu-clock` at `freq` samples a
+    second into `data`; exits with the run's stderr if it fails."""
+    run = subprocess.run(
+        ["perf", "record", "-q", "-F", str(freq), "-e", "cpu-clock", "-o", str(data),
+         binary, *args],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if run.returncode != 0:
+        sys.stderr.write(run.stderr[-2000:])
+        raise SystemExit(f"{binary} {shlex.join(args)} failed ({run.returncode})")
 
 
 def shares(data: Path, symbol: re.Pattern) -> tuple[int, int]:
@@ -81,14 +94,7 @@ def main() -> int:
         data = Path(tmp) / "perf.data"
         for r in range(a.runs):
             for name in ("A", "B") if r % 2 == 0 else ("B", "A"):
-                run = subprocess.run(
-                    ["perf", "record", "-q", "-F", str(a.freq), "-e", "cpu-clock",
-                     "-o", str(data), builds[name], *args],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                if run.returncode != 0:
-                    sys.stderr.write(run.stderr[-2000:])
-                    print(f"run {r + 1} of {name} failed ({run.returncode})", file=sys.stderr)
-                    return 1
+                record(builds[name], args, a.freq, data)
                 matched, total = shares(data, symbol)
                 if total == 0:
                     print(f"run {r + 1} of {name}: no samples", file=sys.stderr)

@@ -30,12 +30,11 @@ import argparse
 import re
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from ab_perf_share import samples_by_symbol
+from ab_perf_share import record, samples_by_symbol
 
 # Groups, first match wins; user-space symbols that match none are the program's.
 GROUPS = [
@@ -53,17 +52,6 @@ def group(kind: str, symbol: str) -> str:
         if pattern.search(symbol):
             return name
     return "program"
-
-
-def record(binary: str, args: list[str], freq: int, data: Path) -> dict[tuple[str, str], int]:
-    run = subprocess.run(
-        ["perf", "record", "-q", "-F", str(freq), "-e", "cpu-clock", "-o", str(data),
-         binary, *args],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if run.returncode != 0:
-        sys.stderr.write(run.stderr[-2000:])
-        raise SystemExit(f"{binary} {shlex.join(args)} failed ({run.returncode})")
-    return samples_by_symbol(data)
 
 
 def grouped(found: dict[tuple[str, str], int]) -> dict[str, int]:
@@ -106,7 +94,8 @@ def main() -> int:
         data = Path(tmp) / "perf.data"
         for r in range(a.rounds):
             for name in ("base", "mode") if r % 2 == 0 else ("mode", "base"):
-                found = record(a.binary, configs[name], a.freq, data)
+                record(a.binary, configs[name], a.freq, data)
+                found = samples_by_symbol(data)
                 runs[name].append(found)
                 print(f"round {r + 1} {name}: {sum(found.values())} samples", flush=True)
     base, mode = runs["base"], runs["mode"]
