@@ -27,11 +27,15 @@
 use crate::progress;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Acquire, Ordering::Release};
 use std::sync::{Mutex, MutexGuard};
 
 /// Where a signal writes its report; `None` without `--report`, or once the run
 /// has taken it to write its own.
 static REPORT: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// Set by the signal thread once its own code runs (see [`watch`]).
+static STARTED: AtomicBool = AtomicBool::new(false);
 
 /// Blocks SIGINT and SIGTERM in the calling thread and starts the thread that waits
 /// for them, which writes a report to `report` (if any) when one arrives.
@@ -43,14 +47,25 @@ pub fn watch(report: Option<PathBuf>) -> Result<()> {
     *lock() = report;
     let set = ffi::stop_signals();
     ffi::block(&set).context("blocking SIGINT and SIGTERM")?;
-    // The driver's own thread, not the program under study: its few allocations stay
-    // out of the report.
+    // The driver's own thread, not the program under study: its allocations stay out
+    // of the report. `untraced` cannot reach one of them: std's start-up of a named
+    // thread copies the name (for its stack-overflow message) on the new thread,
+    // before the closure runs. Waiting for the closure makes that copy happen here,
+    // before `run` turns the tracer on, in every run; left to the scheduler it landed
+    // in whatever phase was running when the thread started, now and then in the
+    // first iteration's count.
     alloc_tracer::untraced(|| {
         std::thread::Builder::new()
             .name("signals".into())
-            .spawn(move || wait(&set))
+            .spawn(move || {
+                STARTED.store(true, Release);
+                wait(&set)
+            })
     })
     .context("starting the thread that waits for SIGINT and SIGTERM")?;
+    while !STARTED.load(Acquire) {
+        std::thread::yield_now();
+    }
     Ok(())
 }
 
