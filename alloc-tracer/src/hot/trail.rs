@@ -66,7 +66,8 @@ pub struct Trail {
     /// One past the innermost (`lo`: none).
     hi: Cell<usize>,
     /// Hash sum of the record just outside the outermost kept one (0 when sums
-    /// start at it): the kept walk's own sum is `sum(hi - 1) - K^len · base`.
+    /// start at it, as they always do when `cut` is false): the kept walk's own sum
+    /// is `sum(hi - 1) - K^len · base`.
     base: Cell<u64>,
     /// True when the kept walk stopped at its depth, not at the stack's end: its
     /// outermost record's frame pointer leads further.
@@ -202,7 +203,10 @@ pub unsafe fn walk_from(
         // a synthesis's walks): it is this walk, as `join` would find it with no
         // new frames, unless it was cut shorter than this walk may go.
         let n = hi - lo;
-        if n == max || (n < max && !trail.cut.get()) {
+        if n <= max && !trail.cut.get() {
+            return whole(trail.at(hi - 1).sum, n, seed);
+        }
+        if n == max {
             return window(trail.at(hi - 1).sum, n, trail.base.get(), seed);
         }
     }
@@ -230,6 +234,11 @@ pub unsafe fn walk_from(
             }
             if joint > lo && trail.at(joint - 1).fp == fp {
                 let p = joint - 1;
+                if !trail.cut.get() && i + p + 1 - lo <= max && p + 1 + i <= CAP {
+                    // The common join: all of the kept walk from `p` out, which ended
+                    // at the stack's end, and room for the new records in front.
+                    return join_whole(trail, new_frames(&new, i), p, seed);
+                }
                 let want = (max - i).min(p + 1 - lo);
                 if p + 1 - want > lo || i + want == max || !trail.cut.get() {
                     return join(trail, new_frames(&new, i), p, want, seed);
@@ -375,21 +384,51 @@ fn join(trail: &Trail, new: &[(usize, usize)], p: usize, want: usize, seed: u64)
         move_down(trail, outer, want)
     };
     let outer = p + 1 - want;
-    let joint = trail.at(p);
-    let (mut sum, mut next) = (joint.sum, joint.fp);
-    // The new records go to `p + 1 ..= p + new.len()`, outermost first.
-    let front = &trail.recs[(p + 1).min(CAP)..(p + 1 + new.len()).min(CAP)];
-    for (slot, &(fp, ret)) in front.iter().zip(new.iter().rev()) {
-        sum = hash_extend(sum, ret);
-        slot.set(Record { fp, next, ret, sum });
-        next = fp;
-    }
+    let sum = keep_in_front(trail, new, p);
     let n = new.len() + want;
     trail.lo.set(outer);
     trail.hi.set(p + 1 + new.len());
     trail.base.set(base);
     trail.cut.set(cut);
     window(sum, n, base, seed)
+}
+
+/// Keeps `new` (innermost first) in front of the kept record `p` and all of the
+/// kept walk outward of it, which was not cut (so its sums start at its outermost
+/// record: `base` is 0); `p + 1 + new.len() <= CAP`. Returns the walk of them all.
+#[inline(always)]
+fn join_whole(trail: &Trail, new: &[(usize, usize)], p: usize, seed: u64) -> Walk {
+    debug_assert!(!trail.cut.get() && trail.base.get() == 0 && p + 1 + new.len() <= CAP);
+    let sum = keep_in_front(trail, new, p);
+    let hi = p + 1 + new.len();
+    trail.hi.set(hi);
+    whole(sum, hi - trail.lo.get(), seed)
+}
+
+/// Writes `new` (innermost first) to the records `p + 1 ..= p + new.len()` (which
+/// must lie in the trail), outermost first, extending the hash sums from record
+/// `p`'s, and returns the innermost one's sum.
+#[inline(always)]
+fn keep_in_front(trail: &Trail, new: &[(usize, usize)], p: usize) -> u64 {
+    let joint = trail.at(p);
+    let (mut sum, mut next) = (joint.sum, joint.fp);
+    for (k, &(fp, ret)) in new.iter().rev().enumerate() {
+        sum = hash_extend(sum, ret);
+        trail.set(p + 1 + k, Record { fp, next, ret, sum });
+        next = fp;
+    }
+    sum
+}
+
+/// The walk of the `n` kept records from the outermost, where the sums start,
+/// whose innermost has hash sum `sum`.
+#[inline(always)]
+fn whole(sum: u64, n: usize, seed: u64) -> Walk {
+    Walk {
+        n,
+        hash: hash_finish(sum, seed),
+        foreign: false,
+    }
 }
 
 /// The walk of the `n` kept records whose innermost has hash sum `sum`, the sum
