@@ -10,7 +10,9 @@
 # markdown table: the synthesis' instructions, those added per recorded allocation
 # or realloc over `off`, and the recording function's (`record_site`: the walk,
 # the site lookup, the counters) per call. Allocations are the synthesize phase's
-# allocations and reallocs, from `analyzer info` on a sites run's report.
+# allocations and reallocs, from `analyzer info` on a sites run's report. Then a
+# second table: where `record_site`'s instructions go at the default depth
+# (scripts/record_site_parts.py).
 # Usage: scripts/bench-synth-instructions.sh   (needs valgrind; about 12 minutes here)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,8 @@ out=$CARGO_TARGET_DIR/bench/synth-instructions
 mkdir -p "$out"
 bench_builds "$out/bin"
 c1=$(bench_c1)
+# Extra callgrind options for the next `run`.
+cg_extra=()
 run() {
   local name=$1
   shift
@@ -27,7 +31,7 @@ run() {
   local synthesis=synth_driver::prover::synthesize_reference
   rm -f "$out/$name.cg" "$out/$name.cg".*
   valgrind --tool=callgrind --zero-before="$synthesis" --dump-after="$synthesis" \
-    --callgrind-out-file="$out/$name.cg" \
+    --callgrind-out-file="$out/$name.cg" "${cg_extra[@]}" \
     "$out/bin/synth-driver" "$@" --json porep --c1 "$c1" --partition 0 > /dev/null 2>&1
   # Part 1 is the dump at the synthesis' end; the last part, the rest of the run.
   callgrind_annotate --auto=no --threshold=100 "$out/$name.cg.1" > "$out/$name.txt"
@@ -38,6 +42,8 @@ run off --trace off --timeline-ms 0
 run count --trace count --timeline-ms 0
 run sample --trace sample:1000 --timeline-ms 0
 run sites-depth-1 --trace sites --depth 1 --timeline-ms 0
+# Per instruction, for the second table (the counts are the same).
+cg_extra=(--dump-instr=yes)
 run sites --trace sites --timeline-ms 0
 # The allocation count from a report of a run of its own (writing a report runs
 # instructions of its own, which the runs above leave out).
@@ -77,3 +83,5 @@ for name, label in [("off", "off"), ("count", "count"), ("sample", "sample:1000"
     per_call = f"{record / allocs:,.0f}" if record else ""
     print(f"| {label} | {total / 1e9:.2f} G | {added} | {per_call} |")
 EOF
+echo
+python3 scripts/record_site_parts.py "$out/sites.cg.1" "$out/bin/synth-driver"
