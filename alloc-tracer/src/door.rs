@@ -57,7 +57,7 @@ impl Door for Cold {
         // Both, then the entry: a block may be followed for lifetimes and sampled
         // for the heap at once, holding one entry.
         let followed = crate::lifetimes::end(ptr);
-        let sampled = crate::heap::end(ptr);
+        let sampled = crate::heap::may_hold(ptr) && crate::heap::end(ptr);
         if followed || sampled {
             followed::release(ptr as usize);
         }
@@ -79,10 +79,12 @@ impl Door for Cold {
 
 /// Counts `ptr`, a block about to be followed or sampled, in the followed-block
 /// table, unless it is counted already (the same block followed for lifetimes and
-/// sampled for the heap: `block_ended` takes it out once).
+/// sampled for the heap: `block_ended` takes it out once). The table counts every
+/// followed and sampled block until it ends, so a block it cannot hold is in
+/// neither map, and nearly every claim skips both maps' locks.
 fn claim(ptr: *mut u8) {
     let p = ptr as usize;
-    if !crate::lifetimes::contains(p) && !crate::heap::contains(p) {
+    if !followed::maybe(ptr) || (!crate::lifetimes::contains(p) && !crate::heap::contains(p)) {
         followed::claim(p);
     }
 }

@@ -10,13 +10,15 @@
 //! Sampled blocks are few (one per mean bytes allocated), so one lock guards them
 //! all; frees find them through the hot side's table of followed blocks, shared with
 //! lifetimes (the door's `block_ended` ends both), so a free of a block not sampled
-//! never comes here.
+//! never comes here, nor, by a count of sampled blocks per hash slot read without
+//! the lock ([`may_hold`]), does nearly any end of a block followed for lifetimes.
 
 use crate::fast_hash::FastBuild;
 use crate::hot::clock;
 use crate::hot::control;
 use crate::registry::SiteId;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
 /// What the sampled blocks of one site say is live.
@@ -75,6 +77,25 @@ struct Heap {
 
 static HEAP: LazyLock<Mutex<Heap>> = LazyLock::new(Mutex::default);
 
+const FILTER_BITS: u32 = 12;
+
+/// Sampled blocks per slot, a slot picked by a hash of the block's address; changed
+/// under the lock, read without it ([`may_hold`]).
+static SAMPLED_AT: [AtomicU32; 1 << FILTER_BITS] = [const { AtomicU32::new(0) }; 1 << FILTER_BITS];
+
+fn filter_slot(ptr: usize) -> &'static AtomicU32 {
+    let i = (ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - FILTER_BITS);
+    &SAMPLED_AT[i as usize]
+}
+
+/// False when `ptr` is not a sampled block, without the lock: the end of a block
+/// followed only for lifetimes skips it. A sampled block's slot counts it from
+/// before its allocation returns until its end, and its free comes after the one
+/// and before the other.
+pub(crate) fn may_hold(ptr: *mut u8) -> bool {
+    filter_slot(ptr as usize).load(Relaxed) != 0
+}
+
 fn heap() -> MutexGuard<'static, Heap> {
     // Every mutation keeps the maps consistent before it can panic, so poisoning is
     // ignored.
@@ -112,10 +133,15 @@ pub(crate) fn sample(ptr: *mut u8, site: SiteId, class_bytes: u64) {
         blocks,
     };
     h.live.entry(b.site.clone()).or_default().add(&b);
-    if let Some(old) = h.blocks.insert(ptr as usize, b) {
+    match h.blocks.insert(ptr as usize, b) {
+        None => {
+            filter_slot(ptr as usize).fetch_add(1, Relaxed);
+        }
         // Not reached: a block is ended before its address can be handed out again.
-        if let Some(l) = h.live.get_mut(&old.site) {
-            l.sub(&old);
+        Some(old) => {
+            if let Some(l) = h.live.get_mut(&old.site) {
+                l.sub(&old);
+            }
         }
     }
 }
@@ -127,6 +153,7 @@ pub(crate) fn end(ptr: *mut u8) -> bool {
     let Some(b) = h.blocks.remove(&(ptr as usize)) else {
         return false;
     };
+    filter_slot(ptr as usize).fetch_sub(1, Relaxed);
     if let Some(l) = h.live.get_mut(&b.site) {
         l.sub(&b);
         if l.sampled == 0 {
@@ -191,6 +218,27 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hot::site_table::SiteMeta;
+
+    #[test]
+    fn a_sampled_block_is_seen_without_the_lock_until_it_ends() {
+        // Addresses of a range no real block has here (the map only keeps numbers),
+        // two of them sharing a filter slot.
+        let a = 0x5a00_0000_0000usize;
+        let b = (1..1 << 24)
+            .map(|k| a + k * 16)
+            .find(|&p| std::ptr::eq(filter_slot(p), filter_slot(a)))
+            .expect("a second address in the same slot");
+        let site = || SiteId::folded(SiteMeta::new(0, 0, 0));
+        assert!(!may_hold(a as *mut u8) && !may_hold(b as *mut u8));
+        sample(a as *mut u8, site(), 64);
+        sample(b as *mut u8, site(), 64);
+        assert!(end(a as *mut u8));
+        assert!(may_hold(b as *mut u8), "b is still sampled");
+        assert!(end(b as *mut u8));
+        assert!(!may_hold(a as *mut u8) && !may_hold(b as *mut u8));
+        assert!(!end(a as *mut u8), "ended once");
+    }
 
     #[test]
     fn weights_are_inverse_probabilities() {
