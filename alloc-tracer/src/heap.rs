@@ -88,8 +88,8 @@ fn filter_slot(ptr: usize) -> &'static AtomicU32 {
     &SAMPLED_AT[i as usize]
 }
 
-/// False when `ptr` is not a sampled block, without the lock: the end of a block
-/// followed only for lifetimes skips it. A sampled block's slot counts it from
+/// False only when `ptr` is not a sampled block, read without the lock: the end of
+/// a block followed only for lifetimes skips the lock. A sampled block's slot counts it from
 /// before its allocation returns until its end, and its free comes after the one
 /// and before the other.
 pub(crate) fn may_hold(ptr: *mut u8) -> bool {
