@@ -16,6 +16,7 @@
 use crate::fast_hash::FastBuild;
 use crate::hot::clock;
 use crate::hot::control;
+use crate::hot::followed;
 use crate::registry::SiteId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -84,8 +85,7 @@ const FILTER_BITS: u32 = 12;
 static SAMPLED_AT: [AtomicU32; 1 << FILTER_BITS] = [const { AtomicU32::new(0) }; 1 << FILTER_BITS];
 
 fn filter_slot(ptr: usize) -> &'static AtomicU32 {
-    let i = (ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - FILTER_BITS);
-    &SAMPLED_AT[i as usize]
+    &SAMPLED_AT[followed::address_hash(ptr, FILTER_BITS)]
 }
 
 /// False only when `ptr` is not a sampled block, read without the lock: the end of

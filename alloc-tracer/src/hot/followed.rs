@@ -46,7 +46,14 @@ const ONE: u64 = 1 << 32;
 
 #[inline(always)]
 fn index(ptr: usize) -> usize {
-    ((ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - TABLE_BITS)) as usize
+    address_hash(ptr, TABLE_BITS)
+}
+
+/// A hash of a block's address in `bits` bits (its top ones): the index of this
+/// table, and of any other table of blocks keyed the same way (`heap`'s filter).
+#[inline(always)]
+pub fn address_hash(ptr: usize, bits: u32) -> usize {
+    ((ptr as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
 }
 
 /// The address's fingerprint: its low 32 bits, odd (the lowest bit is an alignment
