@@ -76,8 +76,9 @@ fn occupied(i: usize) -> (&'static AtomicU64, u64) {
 pub fn maybe(ptr: *mut u8) -> bool {
     let ptr = ptr as usize;
     let i = index(ptr);
-    let (word, bit) = occupied(i);
-    if word.load(Relaxed) & bit == 0 {
+    // The word shifted by the bit's index, not masked with the bit: one bit test,
+    // where a mask takes a shift of its own and a test.
+    if (OCCUPIED[(i / 64) % (ENTRIES / 64)].load(Relaxed) >> (i % 64)) & 1 == 0 {
         return false;
     }
     let e = TABLE[i].load(Relaxed) as u32;

@@ -29,8 +29,11 @@ enum Pending {
     Publish,
     /// Stop following the block (the followed-block table says it may be followed).
     EndFollowing,
-    /// Both.
-    PublishAndEndFollowing,
+    /// Publish, then stop following the block if the table says it may be followed:
+    /// the table is read here, off the common path, so that the common path does not
+    /// compute its answer before the branch on the overflow (nor keep the overflow
+    /// in a register across it).
+    PublishThenMaybeEnd,
 }
 
 /// Free with recording, `STACKS` when the mode records stacks (and so temporaries),
@@ -96,8 +99,8 @@ unsafe fn finish_free<A: GlobalAlloc, D: Door, const FOLLOWS: bool>(
     overflowed: bool,
 ) {
     if overflowed {
-        let pending = if FOLLOWS && followed::maybe(ptr) {
-            Pending::PublishAndEndFollowing
+        let pending = if FOLLOWS {
+            Pending::PublishThenMaybeEnd
         } else {
             Pending::Publish
         };
@@ -239,10 +242,15 @@ unsafe fn dealloc_pending<A: GlobalAlloc, D: Door>(
 ) {
     // SAFETY: `size` and `align` are those of the caller's `Layout`.
     let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
+    let end = match pending {
+        Pending::Publish => false,
+        Pending::EndFollowing => true,
+        Pending::PublishThenMaybeEnd => followed::maybe(ptr),
+    };
     if pending != Pending::EndFollowing {
         live::publish_overflow::<D>(st, Overflow::Down);
     }
-    if pending != Pending::Publish {
+    if end {
         end_following::<D>(ptr);
     }
     // SAFETY: forwarded contract.

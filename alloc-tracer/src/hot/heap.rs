@@ -30,9 +30,12 @@ pub fn due(st: &ThreadState, usable: usize) -> bool {
 /// block's bytes, and says whether the countdown's chunk ran out.
 #[inline(always)]
 pub fn chunk_ran_out(st: &ThreadState, usable: usize) -> bool {
-    let left = st.heap_countdown.get().wrapping_sub(usable as i64);
-    st.heap_countdown.set(left);
-    left <= 0
+    let before = st.heap_countdown.get();
+    st.heap_countdown.set(before.wrapping_sub(usable as i64));
+    // `before - usable <= 0` (a chunk is at most `countdown::HEAP_CHUNK`, so the
+    // subtraction does not overflow), written as the comparison the subtraction's
+    // own flags give: one subtraction in memory and a branch, no separate test.
+    before <= usable as i64
 }
 
 /// The second half of [`due`], once [`chunk_ran_out`] said so: true when the block
