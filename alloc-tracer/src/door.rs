@@ -101,7 +101,7 @@ fn settings_from_env() {
     settings.publish_intervals();
     if control::init_mode(settings.mode.code(), settings.depth, settings.heap_on()) {
         if bad {
-            let msg = b"alloc-tracer: ignoring invalid ALLOC_TRACE* settings (expected ALLOC_TRACE=off|count|sites|sample:N, ALLOC_TRACE_DEPTH=1..30, ALLOC_TRACE_LIFETIMES=N, ALLOC_TRACE_HEAP=BYTES, ALLOC_TRACE_TIMELINE_MS=N); tracing is off\n";
+            let msg = b"alloc-tracer: ignoring invalid ALLOC_TRACE* settings (expected ALLOC_TRACE=off|count|sites|sample:N, ALLOC_TRACE_DEPTH=1..62, ALLOC_TRACE_LIFETIMES=N, ALLOC_TRACE_HEAP=BYTES, ALLOC_TRACE_TIMELINE_MS=N); tracing is off\n";
             // SAFETY: writes a static buffer to fd 2.
             unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
         }
