@@ -11,7 +11,7 @@
 //! phase and class's folded site.
 
 use crate::fast_hash::FastBuild;
-use crate::hot::door::SiteRef;
+use crate::hot::door::{SiteRef, Stack};
 use crate::hot::site_table::SiteMeta;
 use crate::site_map::{MAX_SITES, SiteId};
 use std::collections::HashMap;
@@ -62,9 +62,22 @@ impl Numbered {
     }
 }
 
-/// The number of `site`, numbering it if new.
+/// The number of `site`, numbering it if new. A site given by its slot in its
+/// thread's table (the thread following one of its blocks) keeps its number there,
+/// so that later blocks of the site take neither this lock nor a map lookup.
 pub(crate) fn number(site: SiteRef<'_>) -> u32 {
-    numbered().number_site(site, MAX_SITES)
+    let slot = match &site.stack {
+        Stack::Slot(_, slot) => Some(*slot),
+        Stack::Frames(_) => None,
+    };
+    if let Some(n) = slot.and_then(|s| s.site_number()) {
+        return n;
+    }
+    let n = numbered().number_site(site, MAX_SITES);
+    if let Some(s) = slot {
+        s.keep_site_number(n);
+    }
+    n
 }
 
 /// The sites of `numbers` (a number never handed out stands for an empty site).
@@ -103,7 +116,6 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hot::door::Stack;
 
     #[test]
     fn a_site_keeps_its_number_and_frames() {
@@ -130,6 +142,53 @@ mod tests {
         assert_eq!(&*sites[0].frames, &[10, 20]);
         assert_eq!(&*sites[1].frames, &[10, 30]);
         assert_eq!(sites[1].meta, meta);
+    }
+
+    #[test]
+    fn a_slot_keeps_its_sites_number_until_it_is_emptied() {
+        use crate::hot::site_table::{Lookup, SiteKey, SiteTable, key_hash};
+        let table = SiteTable::with_capacity(8);
+        let of_slot = |frames: &[usize]| {
+            let meta = SiteMeta::new(0, 4, frames.len());
+            let key = SiteKey {
+                meta,
+                frames,
+                hash: key_hash(meta, frames),
+            };
+            let Lookup::Slot(slot) = table.lookup(&key) else {
+                panic!("room for one site")
+            };
+            let site = SiteRef {
+                meta,
+                hash: key.hash,
+                stack: Stack::Slot(&table, slot),
+            };
+            (slot as *const _, number(site))
+        };
+        let (slot_a, a) = of_slot(&[0xa1, 0xa2]);
+        assert_eq!(
+            of_slot(&[0xa1, 0xa2]),
+            (slot_a, a),
+            "same slot, same number"
+        );
+        table.clear();
+        // The same slot published again, for another site: one whose hash picks the
+        // same slot of the eight.
+        let meta = SiteMeta::new(0, 4, 2);
+        let index = |frames: &[usize]| key_hash(meta, frames) & 7;
+        let other = (0..)
+            .map(|k| [0xb1, k])
+            .find(|f| index(f) == index(&[0xa1, 0xa2]))
+            .unwrap();
+        let (slot_b, b) = of_slot(&other);
+        assert_eq!(slot_b, slot_a);
+        let by_frames = number(SiteRef {
+            meta,
+            hash: key_hash(meta, &other),
+            stack: Stack::Frames(&other),
+        });
+        assert_eq!(b, by_frames, "the new site's own number");
+        assert_ne!(a, b);
     }
 
     #[test]

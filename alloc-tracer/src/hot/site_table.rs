@@ -153,6 +153,10 @@ pub struct Slot {
     pub bytes_allocated: AtomicU64,
     /// Blocks from here freed before their thread's next allocation.
     pub temporaries: AtomicU64,
+    /// The site's number among the sites of followed blocks, plus one; 0 until a
+    /// block of this slot's site is followed (see [`Slot::site_number`]). In the
+    /// line's spare word.
+    number: AtomicU64,
 }
 
 /// The frames of one slot's site.
@@ -165,6 +169,22 @@ pub fn bump(counter: &AtomicU64, n: u64) {
 }
 
 impl Slot {
+    /// The number the cold side gave this slot's site for its followed blocks, once
+    /// it has given one (`site_index`): following another block of the site then
+    /// needs no lookup of its key in a shared map. Owner thread only, as the slot's
+    /// counters; emptied with the slot.
+    pub fn site_number(&self) -> Option<u32> {
+        match self.number.load(Relaxed) {
+            0 => None,
+            n => Some((n - 1) as u32),
+        }
+    }
+
+    /// Keeps `number` as this slot's site's (see [`Slot::site_number`]).
+    pub fn keep_site_number(&self, number: u32) {
+        self.number.store(number as u64 + 1, Relaxed);
+    }
+
     /// Two keys with equal 64-bit hashes and meta words are taken to be the same
     /// stack without comparing frames: comparing a stack's frames costs more than the
     /// rest of a lookup, and with a million distinct stacks the chance of any collision is
@@ -182,9 +202,11 @@ impl Slot {
         self.tag.store(key.hash, Release);
     }
 
-    /// Copies the counters of `other` (the owner, while growing its table).
+    /// Copies the counters of `other`, and its site's number (the owner, while
+    /// growing its table).
     fn take_counts_from(&self, other: &Slot) {
         for (dst, src) in [
+            (&self.number, &other.number),
             (&self.allocs, &other.allocs),
             (&self.reallocs, &other.reallocs),
             (&self.bytes_requested, &other.bytes_requested),
@@ -356,6 +378,7 @@ impl SiteTable {
                 &slot.bytes_requested,
                 &slot.bytes_allocated,
                 &slot.temporaries,
+                &slot.number,
             ] {
                 counter.store(0, Relaxed);
             }
@@ -386,6 +409,7 @@ impl Slot {
             bytes_requested: AtomicU64::new(0),
             bytes_allocated: AtomicU64::new(0),
             temporaries: AtomicU64::new(0),
+            number: AtomicU64::new(0),
         }
     }
 }
