@@ -63,10 +63,16 @@ fn fingerprint(ptr: usize) -> u32 {
     ptr as u32 | 1
 }
 
+/// The word of [`OCCUPIED`] that holds entry `i`'s bit, bit `i % 64`.
+#[inline(always)]
+fn occupied_word(i: usize) -> &'static AtomicU64 {
+    &OCCUPIED[(i / 64) % (ENTRIES / 64)]
+}
+
 /// The word of [`OCCUPIED`] and the bit in it of entry `i`.
 #[inline(always)]
 fn occupied(i: usize) -> (&'static AtomicU64, u64) {
-    (&OCCUPIED[(i / 64) % (ENTRIES / 64)], 1 << (i % 64))
+    (occupied_word(i), 1 << (i % 64))
 }
 
 /// True when `ptr` may be a followed block. One relaxed load of a bit, and of the
@@ -78,7 +84,7 @@ pub fn maybe(ptr: *mut u8) -> bool {
     let i = index(ptr);
     // The word shifted by the bit's index, not masked with the bit: one bit test,
     // where a mask takes a shift of its own and a test.
-    if (OCCUPIED[(i / 64) % (ENTRIES / 64)].load(Relaxed) >> (i % 64)) & 1 == 0 {
+    if (occupied_word(i).load(Relaxed) >> (i % 64)) & 1 == 0 {
         return false;
     }
     let e = TABLE[i].load(Relaxed) as u32;
