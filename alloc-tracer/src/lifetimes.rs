@@ -49,9 +49,8 @@ pub(crate) fn skip_if_full() -> bool {
 /// About how many bytes the followed blocks and the ended lifetimes take.
 pub fn memory_bytes() -> u64 {
     let followed = size_of::<(usize, Followed)>();
-    let per_site = size_of::<Lifetimes>() + size_of::<[u64; LIFETIME_BUCKETS]>();
     FOLLOWING.load(Relaxed) * followed as u64
-        + (ended().len() * per_site) as u64
+        + (ended().capacity() * size_of::<Ended>()) as u64
         + site_index::memory_bytes()
 }
 
@@ -98,10 +97,28 @@ impl Lifetimes {
     }
 }
 
-/// Lifetimes of ended blocks, by site number.
-static ENDED: Mutex<Vec<Lifetimes>> = Mutex::new(Vec::new());
+/// What became of one site's ended blocks. The histogram lies in the record, not
+/// behind a pointer, so that an end's two writes (the sums, the lifetime's bucket)
+/// go to addresses known at once: the two cache misses an end pays overlap, where a
+/// bucket behind the record's pointer waits for the record's miss first.
+struct Ended {
+    freed: u64,
+    total_ns: u128,
+    buckets: [u64; LIFETIME_BUCKETS],
+}
 
-fn ended() -> MutexGuard<'static, Vec<Lifetimes>> {
+impl Ended {
+    const EMPTY: Ended = Ended {
+        freed: 0,
+        total_ns: 0,
+        buckets: [0; LIFETIME_BUCKETS],
+    };
+}
+
+/// Lifetimes of ended blocks, by site number.
+static ENDED: Mutex<Vec<Ended>> = Mutex::new(Vec::new());
+
+fn ended() -> MutexGuard<'static, Vec<Ended>> {
     // Each update is complete before anything that can panic: poisoning is ignored.
     ENDED.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -154,12 +171,9 @@ pub(crate) fn end(ptr: *mut u8) -> bool {
     let mut ended = ended();
     let k = f.site as usize;
     if ended.len() <= k {
-        ended.resize_with(k + 1, Lifetimes::default);
+        ended.resize_with(k + 1, || Ended::EMPTY);
     }
     let e = &mut ended[k];
-    if e.buckets.is_empty() {
-        e.buckets = vec![0; LIFETIME_BUCKETS];
-    }
     e.freed += 1;
     e.total_ns += ns as u128;
     e.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
@@ -170,7 +184,7 @@ pub(crate) fn end(ptr: *mut u8) -> bool {
 pub(crate) struct HeldForFork {
     // Fields drop in declaration order, releasing in the reverse of taking.
     _sites: site_index::HeldForFork,
-    _ended: MutexGuard<'static, Vec<Lifetimes>>,
+    _ended: MutexGuard<'static, Vec<Ended>>,
     _followed: Vec<MutexGuard<'static, Blocks>>,
 }
 
@@ -194,8 +208,16 @@ pub fn snapshot() -> HashMap<SiteId, Lifetimes> {
     let mut by_number: HashMap<u32, Lifetimes, FastBuild> = ended()
         .iter()
         .enumerate()
-        .filter(|(_, l)| l.freed != 0)
-        .map(|(k, l)| (k as u32, l.clone()))
+        .filter(|(_, e)| e.freed != 0)
+        .map(|(k, e)| {
+            let l = Lifetimes {
+                freed: e.freed,
+                total_ns: e.total_ns,
+                buckets: e.buckets.to_vec(),
+                ..Lifetimes::default()
+            };
+            (k as u32, l)
+        })
         .collect();
     for shard in FOLLOWED.iter() {
         let map = shard.lock().unwrap_or_else(|e| e.into_inner());
