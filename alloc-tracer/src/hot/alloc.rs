@@ -65,9 +65,6 @@ pub unsafe fn alloc_without_stack<
             // SAFETY: forwarded contract.
             return unsafe { alloc_chunk_done::<A, D, ZEROED>(size, align, ctl, inner) };
         }
-        // The latest block is now one without a site: freeing the one before is not
-        // a temporary's. (`count` keeps no latest block.)
-        st.last_block.store(0, Relaxed);
     }
     if HEAP && heap::chunk_ran_out(st, r.usable()) {
         // SAFETY: forwarded contract.
@@ -182,7 +179,6 @@ unsafe fn alloc_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
         // SAFETY: forwarded contract.
         return unsafe { alloc_sampled::<A, D, ZEROED>(size, align, ctl, inner, overflowed, heap) };
     }
-    st.last_block.store(0, Relaxed);
     if heap {
         // SAFETY: forwarded contract.
         return unsafe { alloc_heap_sampled::<A, D, ZEROED>(size, align, ctl, inner) };

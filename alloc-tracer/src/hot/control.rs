@@ -51,7 +51,24 @@ const HEAP: u64 = 1 << 23;
 /// Derived bit: blocks may be followed to their free (`STACKS`, or `HEAP` in a
 /// recording mode), so a free must look its block up in `followed`.
 pub const FOLLOWS: u64 = 1 << 28;
-const DERIVED: u64 = RECORDING | UNINIT | STACKS | NEEDS_WORK | COUNTS | COUNT_ONLY | FOLLOWS;
+/// Derived bit: mode is `sites`, so every allocation's stack is walked and every
+/// recorded free checks for a temporary on its common path (`sample` mode checks
+/// only its followed blocks' frees, on their cold path).
+pub const EVERY_STACK: u64 = 1 << 29;
+/// Derived bit: `FOLLOWS` without `EVERY_STACK` (`sample`, `count` with heap
+/// sampling): a recorded free looks its block up in `followed` and checks for
+/// nothing else. Its own bit, so that the free's entry reaches these modes' path
+/// with one test.
+pub const FOLLOWS_ONLY: u64 = 1 << 30;
+const DERIVED: u64 = RECORDING
+    | UNINIT
+    | STACKS
+    | NEEDS_WORK
+    | COUNTS
+    | COUNT_ONLY
+    | FOLLOWS
+    | EVERY_STACK
+    | FOLLOWS_ONLY;
 
 const PHASES_OFFSET: u64 = std::mem::offset_of!(super::thread::ThreadState, phases) as u64;
 const PHASE_STRIDE: u64 = size_of::<super::thread::PhaseCounters>() as u64;
@@ -86,8 +103,14 @@ const fn with_derived(w: u64) -> u64 {
         0
     };
     let count_only = if mode == MODE_COUNT { COUNT_ONLY } else { 0 };
+    let every_stack = if mode == MODE_SITES { EVERY_STACK } else { 0 };
     let follows = if stacks != 0 || (mode >= MODE_COUNT && w & HEAP != 0) {
         FOLLOWS
+    } else {
+        0
+    };
+    let follows_only = if follows != 0 && every_stack == 0 {
+        FOLLOWS_ONLY
     } else {
         0
     };
@@ -98,6 +121,8 @@ const fn with_derived(w: u64) -> u64 {
         | needs_work
         | counts
         | count_only
+        | every_stack
+        | follows_only
         | (phase_offset << OFFSET_SHIFT)
 }
 
@@ -162,12 +187,24 @@ impl Control {
     pub fn stacks(self) -> bool {
         self.has(STACKS)
     }
+    /// True in `sites` mode: every allocation's stack is walked, and every recorded
+    /// free checks whether it frees the thread's latest block (a temporary).
+    #[inline(always)]
+    pub fn every_stack(self) -> bool {
+        self.has(EVERY_STACK)
+    }
     /// True when blocks may be followed to their free: a recorded free must then
     /// look its block up in `followed` (`sites` and `sample` modes, and `count`
     /// with heap sampling).
     #[inline(always)]
     pub fn follows(self) -> bool {
         self.has(FOLLOWS)
+    }
+    /// True when blocks may be followed and not every stack is walked: `follows`
+    /// and not `every_stack`.
+    #[inline(always)]
+    pub fn follows_only(self) -> bool {
+        self.has(FOLLOWS_ONLY)
     }
     /// True when heap sampling is on.
     #[inline(always)]
@@ -307,7 +344,7 @@ mod tests {
         ));
         assert!(!w.recording());
         assert!(!w.alloc_needs_work());
-        assert!(w.stacks());
+        assert!(w.stacks() && w.every_stack() && !w.follows_only());
         let w = Control(with_derived(w.fields() & !(1 << 16)));
         assert!(w.recording() && w.alloc_needs_work() && !w.counts_without_walk());
         for mode in [MODE_COUNT, MODE_SAMPLE] {
@@ -315,15 +352,17 @@ mod tests {
             assert!(w.alloc_needs_work() && w.counts_without_walk());
             assert_eq!(w.count_only(), mode == MODE_COUNT);
             assert_eq!(w.stacks(), mode == MODE_SAMPLE);
+            assert!(!w.every_stack());
+            assert_eq!(w.follows_only(), mode == MODE_SAMPLE);
             assert_eq!(w.follows(), mode == MODE_SAMPLE);
             let heap = Control(with_derived(mode_fields(0, mode, 16, true)));
-            assert!(heap.heap() && heap.follows() && heap.depth() == 16);
+            assert!(heap.heap() && heap.follows() && heap.follows_only() && heap.depth() == 16);
             assert_eq!(heap.mode(), mode);
         }
         assert!(!Control(with_derived(mode_fields(0, MODE_OFF, 16, true))).follows());
         assert!(!Control(with_derived(MODE_UNINIT as u64)).counts_without_walk());
         let w = Control(with_derived(MODE_OFF as u64));
-        assert!(!w.recording() && !w.alloc_needs_work() && !w.stacks());
+        assert!(!w.recording() && !w.alloc_needs_work() && !w.stacks() && !w.every_stack());
         assert!(Control(with_derived(0)).alloc_needs_work());
         for phase in 0..MAX_PHASES as u64 {
             let w = Control(with_derived(MODE_COUNT as u64 | (phase << 24)));

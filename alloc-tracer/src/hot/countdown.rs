@@ -48,8 +48,17 @@ fn set_heap(st: &ThreadState, total: u64) {
         .set(if total == NEVER { NEVER } else { total - chunk });
 }
 
+/// The whole countdown to the next sampled stack: it falls by one at each
+/// allocation (a chunk's end passes the rest on whole), until drawn again.
+pub fn sample_left(st: &ThreadState) -> u64 {
+    st.sample_countdown.get() + st.sample_rest.get()
+}
+
 /// Draws every countdown under the intervals in force. Cold.
 pub fn redraw(st: &ThreadState) {
+    // A new draw may add up to what an earlier one did: the latest sampled block
+    // can no longer be told to be the latest allocation.
+    st.sampled_left.set(0);
     st.countdown_epoch.set(control::interval_epoch());
     next_sample(st);
     next_lifetime(st, control::lifetime_interval());

@@ -15,7 +15,7 @@
 use super::alloc::{alloc_recorded, alloc_without_stack};
 use super::control;
 use super::door::Door;
-use super::free::{FOLLOWED, NO_STACKS, UNFOLLOWED, WITH_STACKS, dealloc_recorded, end_following};
+use super::free::{EVERY_STACK, FOLLOWED, NO_STACKS, UNFOLLOWED, dealloc_recorded, end_following};
 use super::realloc::record_realloc;
 use std::alloc::{GlobalAlloc, Layout};
 
@@ -69,8 +69,9 @@ const HEAP: bool = true;
 /// heap sampling off never ends.)
 const NO_HEAP: bool = false;
 
-/// `dealloc`: the control word's test, then the recording function (with stacks,
-/// without stacks but looking up followed blocks, or neither), or `A`.
+/// `dealloc`: the control word's test, then the recording function (`sites` mode's,
+/// which checks every free for a temporary; one that looks up followed blocks only,
+/// as `sample` mode and heap sampling need; or neither), or `A`.
 ///
 /// # Safety
 /// The caller upholds `GlobalAlloc::dealloc`'s contract.
@@ -79,16 +80,18 @@ pub unsafe fn dealloc<A: GlobalAlloc, D: Door>(inner: &A, ptr: *mut u8, layout: 
     let ctl = control::load();
     if ctl.recording() {
         let (size, align) = (layout.size(), layout.align());
-        if ctl.stacks() {
-            // SAFETY: forwarded contract.
-            return unsafe {
-                dealloc_recorded::<A, D, WITH_STACKS, FOLLOWED>(ptr, size, align, ctl, inner)
-            };
-        }
-        if ctl.follows() {
+        // `sample` (and `count` with heap sampling) first: one test. `sites` mode's
+        // second test is nothing beside its walk.
+        if ctl.follows_only() {
             // SAFETY: forwarded contract.
             return unsafe {
                 dealloc_recorded::<A, D, NO_STACKS, FOLLOWED>(ptr, size, align, ctl, inner)
+            };
+        }
+        if ctl.every_stack() {
+            // SAFETY: forwarded contract.
+            return unsafe {
+                dealloc_recorded::<A, D, EVERY_STACK, FOLLOWED>(ptr, size, align, ctl, inner)
             };
         }
         // SAFETY: forwarded contract.

@@ -1,20 +1,23 @@
 //! Frees: what each mode records for `dealloc`.
 
 use super::caller::{Call, state};
-use super::control::Control;
+use super::control::{self, Control, MODE_SAMPLE};
+use super::countdown;
 use super::door::Door;
 use super::entry::{no_tail_call, small_request};
 use super::followed;
 use super::live::{self, LIVE_UNIT, Overflow};
 use super::site_table::bump;
 use super::size_class::{self, LAST_SMALL};
-use super::thread::{self, ThreadState};
+use super::thread::{self, PhaseCounters, ThreadState};
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::Ordering::Relaxed;
 
-/// For `dealloc_recorded`'s `STACKS`: the mode records stacks (`sites`, `sample`).
-pub const WITH_STACKS: bool = true;
-/// For `dealloc_recorded`'s `STACKS`: it does not (`count`).
+/// For `dealloc_recorded`'s `STACKS`: every allocation's stack is recorded
+/// (`sites`), so every free checks for a temporary.
+pub const EVERY_STACK: bool = true;
+/// For `dealloc_recorded`'s `STACKS`: not (`count`; `sample`, whose temporaries are
+/// sampled blocks, checked on the cold path their frees take as followed blocks).
 pub const NO_STACKS: bool = false;
 /// For `dealloc_recorded`'s `FOLLOWS`: blocks may be followed to their free
 /// (`control::Control::follows`), so the free looks its block up in `followed`.
@@ -36,8 +39,8 @@ enum Pending {
     PublishThenMaybeEnd,
 }
 
-/// Free with recording, `STACKS` when the mode records stacks (and so temporaries),
-/// `FOLLOWS` when blocks may be followed. Out of line; ends in a tail call to `A`, as
+/// Free with recording, `STACKS` when the mode records every stack (and so checks
+/// every free for a temporary), `FOLLOWS` when blocks may be followed. Out of line; ends in a tail call to `A`, as
 /// do its rare branches, so that its common path saves no registers.
 ///
 /// # Safety
@@ -128,12 +131,12 @@ unsafe fn finish_free<A: GlobalAlloc, D: Door, const FOLLOWS: bool>(
 
 /// Records a free of a block of class `class` and, if small, `units` live units (0
 /// for a large block, whose bytes the caller counts); true when the live-bytes
-/// counter overflowed downwards. `stacks`: `ctl.stacks()`, or a constant where the
-/// caller knows it.
+/// counter overflowed downwards. `every_stack`: `ctl.every_stack()`, or a constant
+/// where the caller knows it.
 #[inline(always)]
 fn record_free(
     ctl: Control,
-    stacks: bool,
+    every_stack: bool,
     st: &ThreadState,
     ptr: *mut u8,
     class: u8,
@@ -141,20 +144,45 @@ fn record_free(
 ) -> bool {
     let p = st.phase(ctl);
     bump(&p.freed[class as usize], 1);
-    // `count` mode (no stacks) does not keep the latest block: it hands the
-    // allocation to `A` by a tail call (`alloc::alloc_without_stack`). Nor does
-    // `sample` but for sampled blocks, so a temporary there is a sampled one.
-    if stacks && st.last_block.load(Relaxed) == ptr as usize {
-        bump(&p.temporaries, 1);
-        let slot = st.last_slot.get();
-        if !slot.is_null() {
-            // SAFETY: `last_slot` points into this thread's current table; it is
-            // reset whenever the table is grown or flushed.
-            bump(unsafe { &(*slot).temporaries }, 1);
-        }
-        st.last_block.store(0, Relaxed);
+    // `count` mode does not keep the latest block: it hands the allocation to `A`
+    // by a tail call (`alloc::alloc_without_stack`). `sample` keeps the latest
+    // sampled one, and checks it in `sampled_temporary`.
+    if every_stack && st.last_block.load(Relaxed) == ptr as usize {
+        count_temporary(st, p);
     }
     live::small_free(st, units)
+}
+
+/// Counts a free of the thread's latest block, a temporary, in the phase and the
+/// block's site, and forgets the block.
+#[inline(always)]
+fn count_temporary(st: &ThreadState, p: &PhaseCounters) {
+    bump(&p.temporaries, 1);
+    let slot = st.last_slot.get();
+    if !slot.is_null() {
+        // SAFETY: `last_slot` points into this thread's current table; it is
+        // reset whenever the table is grown or flushed.
+        bump(unsafe { &(*slot).temporaries }, 1);
+    }
+    st.last_block.store(0, Relaxed);
+}
+
+/// In `sample` mode, a free of a followed block (every sampled one is): a
+/// temporary if it is the latest sampled block and the thread allocated nothing
+/// since (`ThreadState::sampled_left`). On the free's cold path, before the block
+/// stops being followed. A sampled block that could not be followed (the
+/// lifetimes' cap; `followed_skipped` in the manifest) is not seen here.
+#[inline(always)]
+fn sampled_temporary(st: &ThreadState, ptr: *mut u8) {
+    let ctl = control::load();
+    if ctl.mode() != MODE_SAMPLE || st.last_block.load(Relaxed) != ptr as usize {
+        return;
+    }
+    if st.sampled_left.get() == countdown::sample_left(st) {
+        count_temporary(st, st.phase(ctl));
+    } else {
+        st.last_block.store(0, Relaxed);
+    }
 }
 
 /// Records a free of any size and alignment, and all that may follow it. Cold.
@@ -171,10 +199,11 @@ fn record_any_free<D: Door>(ctl: Control, st: &ThreadState, ptr: *mut u8, layout
     } else {
         units = (usable / LIVE_UNIT) as i16;
     }
-    if record_free(ctl, ctl.stacks(), st, ptr, class as u8, units) {
+    if record_free(ctl, ctl.every_stack(), st, ptr, class as u8, units) {
         live::publish_overflow::<D>(st, Overflow::Down);
     }
     if ctl.follows() && followed::maybe(ptr) {
+        sampled_temporary(st, ptr);
         end_following::<D>(ptr);
     }
 }
@@ -251,6 +280,7 @@ unsafe fn dealloc_pending<A: GlobalAlloc, D: Door>(
         live::publish_overflow::<D>(st, Overflow::Down);
     }
     if end {
+        sampled_temporary(st, ptr);
         end_following::<D>(ptr);
     }
     // SAFETY: forwarded contract.

@@ -52,8 +52,9 @@
 //!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, ↳ sites::record_site (walk)
 //!                                      └─ not small → alloc_any ↳ A (first: alloc_first)
 //! entry::dealloc ── off ────────────────────────────────→ A
-//!   └─ recording ─ free::dealloc_recorded ── small ─────→ A   (one copy per stacks / follows)
+//!   └─ recording ─ free::dealloc_recorded ── small ─────→ A   (one copy per every-stack / follows)
 //!                                      ├─ overflow / followed → dealloc_pending → A
+//!                                      │    (`sample`: a sampled block's temporary found here)
 //!                                      └─ large, aligned, unusual → dealloc_any → A
 //! entry::realloc ↳ A, then ↳ realloc::record_realloc ↳ sites (sites, sample)
 //! ```

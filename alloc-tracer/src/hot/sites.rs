@@ -23,8 +23,8 @@ pub const REALLOC: bool = true;
 /// The site of an allocation (or, `REALLOC`, a realloc) recorded after the inner
 /// allocator returned, and the thread's latest block, by mode: `count` keeps
 /// neither; `sites` records both; `sample` records both for the one allocation in N
-/// whose stack is sampled, and for any other forgets the latest block (temporaries
-/// are counted for sampled blocks only).
+/// whose stack is sampled (temporaries are counted for sampled blocks only; see
+/// `ThreadState::sampled_left`).
 #[inline(always)]
 pub fn site_and_latest<D: Door, const REALLOC: bool>(
     st: &ThreadState,
@@ -45,8 +45,6 @@ pub fn site_and_latest<D: Door, const REALLOC: bool>(
         st.last_block.store(ptr as usize, Relaxed);
         sample::<D, REALLOC>(st, ctl, ptr, size, usable, class);
         no_tail_call();
-    } else {
-        st.last_block.store(0, Relaxed);
     }
 }
 
@@ -100,6 +98,7 @@ pub fn sample<D: Door, const REALLOC: bool>(
     st.last_slot.set(slot);
     follow_block::<D>(st, ctl, ptr, usable, class, 0);
     countdown::next_sample(st);
+    st.sampled_left.set(countdown::sample_left(st));
 }
 
 #[inline(always)]

@@ -79,9 +79,9 @@ pub struct OwnCounters {
 pub struct ThreadState {
     // Owner-only fields, first: they share a cache line.
     /// The block of this thread's latest allocation, until freed or superseded, in
-    /// `sites` mode; in `sample` mode, only if that allocation was sampled (0 after
-    /// any other), so that temporaries are counted among sampled blocks. Not kept in
-    /// `count` mode. Written by the owner
+    /// `sites` mode; in `sample` mode, the latest sampled block, which is the latest
+    /// allocation while `sampled_left` says so, so that temporaries are counted among
+    /// sampled blocks. Not kept in `count` mode. Written by the owner
     /// with relaxed stores (plain moves), and cleared by the cold side from another
     /// thread when the mode changes or recording resumes (a block recorded before a
     /// stretch in `count` mode, which does not keep it, is no longer the latest).
@@ -101,6 +101,13 @@ pub struct ThreadState {
     pub sample_countdown: Cell<u64>,
     /// The rest of that countdown after this chunk.
     pub sample_rest: Cell<u64>,
+    /// `sample` mode: the whole countdown (`countdown::sample_left`) just after
+    /// `last_block` was sampled, or 0. Every allocation and realloc takes one from
+    /// it, so while it is unchanged the thread has allocated nothing since, and a
+    /// free of `last_block` is a temporary's: checked on the free's cold path, which
+    /// a sampled block's free takes anyway (it is followed), so that other frees
+    /// and allocations pay nothing for temporaries.
+    pub sampled_left: Cell<u64>,
     /// The size of the small request being handed to the inner allocator after it
     /// was recorded (`count` and `sample` modes), to take it back if refused.
     pub pending_size: Cell<usize>,
