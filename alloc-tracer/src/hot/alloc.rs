@@ -51,13 +51,14 @@ pub unsafe fn alloc_without_stack<
         _ => return unsafe { alloc_recorded::<A, D, ZEROED>(size, align, ctl, inner) },
     };
     let r = st.small_requests[size];
-    bump(&st.phase(ctl).small_allocs[size], 1);
     // `count`, or `sample` for all but one allocation in N: nothing to record once `A`
     // has returned, so `A` is reached by a tail call. The branch that publishes live
     // bytes makes a call instead, not a tail call: with a branch that needs a frame,
     // the compiler sets one up in that branch only, and the common path goes without
     // (see `free::dealloc_recorded`). The end of a sampling countdown's chunk goes on
-    // by a tail call too.
+    // by a tail call too, and so does the end of a heap countdown's; each counts the
+    // allocation itself, so that the common path counts it after them and has no
+    // use for the control word afterwards (else it keeps a copy for their calls).
     if SAMPLING {
         let left = st.sample_countdown.get().wrapping_sub(1);
         st.sample_countdown.set(left);
@@ -70,6 +71,7 @@ pub unsafe fn alloc_without_stack<
         // SAFETY: forwarded contract.
         return unsafe { alloc_heap_chunk_done::<A, D, ZEROED>(size, align, ctl, inner) };
     }
+    count_small_alloc(st, ctl, size);
     if live::small_alloc(st, r.units as i16) {
         // SAFETY: forwarded contract.
         let ptr = unsafe { publish_then_alloc::<A, D, ZEROED>(size, align, inner) };
@@ -101,8 +103,14 @@ unsafe fn cold_state<'t, A: GlobalAlloc, const ZEROED: bool>(
     }
 }
 
-/// `alloc_without_stack` when the heap countdown's chunk ran out, the allocation
-/// counted: either a heap-sampled allocation, which goes on to `alloc_heap_sampled`,
+/// Counts a small request of `size` bytes in the phase's per-size counter.
+#[inline(always)]
+fn count_small_alloc(st: &ThreadState, ctl: Control, size: usize) {
+    bump(&st.phase(ctl).small_allocs[size], 1);
+}
+
+/// `alloc_without_stack` when the heap countdown's chunk ran out: counts the
+/// allocation, then it is either a heap-sampled allocation, which goes on to `alloc_heap_sampled`,
 /// or one like the others, with the next chunk set. Reached by a tail call, so that
 /// `alloc_without_stack` itself makes no call on its common path (a call there would
 /// give every allocation the frame it needs).
@@ -122,6 +130,7 @@ unsafe fn alloc_heap_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
         Ok(found) => found,
         Err(ptr) => return ptr,
     };
+    count_small_alloc(st, ctl, size);
     if heap::due_after_chunk(st) {
         // SAFETY: forwarded contract.
         return unsafe { alloc_heap_sampled::<A, D, ZEROED>(size, align, ctl, inner) };
@@ -149,8 +158,8 @@ unsafe fn count_live_then_alloc<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     unsafe { inner_alloc::<A, ZEROED>(inner, layout) }
 }
 
-/// `alloc_without_stack` in `sample` mode when the countdown's chunk ran out, its
-/// small allocation counted: either the sampled allocation, which goes on to
+/// `alloc_without_stack` in `sample` mode when the countdown's chunk ran out: counts
+/// the small allocation, then it is either the sampled allocation, which goes on to
 /// `alloc_sampled` (by a tail call, like the one from `alloc_without_stack` it
 /// stands for), or one like the others, with the next chunk set. Its bytes count
 /// against the heap countdown here, as in `alloc_without_stack`.
@@ -170,6 +179,7 @@ unsafe fn alloc_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
         Ok(found) => found,
         Err(ptr) => return ptr,
     };
+    count_small_alloc(st, ctl, size);
     let r = SMALL_REQUESTS[size];
     let heap = heap::due(st, r.usable());
     if countdown::sample_chunk_done(st) {
