@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# What patching return addresses (so that a stack walk learns which frames returned
+# instead of comparing them) would cost per frame: builds and runs
+# scripts/return_patch_cost.c, which prints a markdown table. x86-64, a C compiler.
+# Usage: scripts/bench-return-patch.sh [ALLOCATIONS [ROUNDS]]   (default 2000000 15)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${CARGO_TARGET_DIR:-$PWD/target}/bench
+mkdir -p "$out"
+cc -O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+  -o "$out/return_patch_cost" scripts/return_patch_cost.c
+"$out/return_patch_cost" "$@"
