@@ -30,6 +30,11 @@ pub fn run(job: Job) -> Result<()> {
     }
     // Before anything starts a thread (progress bars, rayon, the prover's pools).
     signals::watch(trace.report.clone())?;
+    // Rayon's global pool, started here and every worker waited for: each worker
+    // allocates as it starts, on its own thread, whenever the scheduler runs it. Left
+    // to the prover's first parallel call, those allocations landed in the first
+    // synthesis's counts, or, on a loaded machine, after it.
+    rayon::broadcast(|_| ());
     Settings {
         mode: trace.mode,
         depth: trace.depth,
