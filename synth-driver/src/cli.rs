@@ -65,9 +65,18 @@ pub struct Cli {
 struct TraceArgs {
     /// What the tracer records: off (a pass-through, the baseline), count (totals,
     /// no temporaries), sites (every stack, temporaries exact) or sample:N (one
-    /// stack in N; temporaries among those, times N).
-    #[arg(long, default_value = "off", value_parser = parse_mode, global = true)]
-    trace: Mode,
+    /// stack in N; temporaries among those, times N). Several, comma-separated,
+    /// take turns iteration by iteration in one process, each with its own default
+    /// settings (as --variant does; not with several variants or --report): what
+    /// each mode costs, timed without the machine's drift over seconds.
+    #[arg(
+        long,
+        default_value = "off",
+        value_parser = parse_mode,
+        value_delimiter = ',',
+        global = true
+    )]
+    trace: Vec<Mode>,
     /// Frames kept per call stack (1 to 62).
     #[arg(long, default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = clap::value_parser!(u64).range(1..=alloc_tracer::MAX_DEPTH as u64), global = true)]
     depth: u64,
@@ -302,15 +311,17 @@ impl Cli {
             other => other.unwrap_or(Prover::Reference),
         };
         let report = self.trace.report.is_some();
-        check_variants(&self.variant, &work, prover, report)?;
-        if allocator::BUILD != Build::Traced && (self.trace.trace != Mode::Off || report) {
+        check_variants(&self.variant, &work, prover)?;
+        check_turns(&self.variant, &self.trace.trace, &work, report)?;
+        let traced = self.trace.trace.iter().any(|&m| m != Mode::Off);
+        if allocator::BUILD != Build::Traced && (traced || report) {
             bail!(
                 "this synth-driver was built without the tracer (feature untraced or dhat-heap): --trace and --report need the default build"
             );
         }
         Ok(Job {
             trace: Trace {
-                mode: self.trace.trace,
+                modes: self.trace.trace,
                 depth: self.trace.depth as usize,
                 heap_interval: self.trace.heap_sample,
                 lifetime_interval: self.trace.lifetimes,
@@ -331,9 +342,8 @@ impl Cli {
     }
 }
 
-/// Refuses variants that do not apply to `work` under `prover`, and several
-/// variants where they cannot take turns (no iterations) or would share a report.
-fn check_variants(variants: &[Variant], work: &Work, prover: Prover, report: bool) -> Result<()> {
+/// Refuses variants that do not apply to `work` under `prover`.
+fn check_variants(variants: &[Variant], work: &Work, prover: Prover) -> Result<()> {
     let command = work.command();
     for variant in variants {
         match variant {
@@ -351,12 +361,27 @@ fn check_variants(variants: &[Variant], work: &Work, prover: Prover, report: boo
             Variant::PooledEnforce => {}
         }
     }
-    if variants.len() > 1 && !work.synthesizes() {
-        bail!("several --variant values take turns by iteration; {command} has no iterations");
+    Ok(())
+}
+
+/// Refuses turns (several variants, or several modes) where they cannot be taken:
+/// work without iterations, a report that would mix them, or both lists at once.
+fn check_turns(variants: &[Variant], modes: &[Mode], work: &Work, report: bool) -> Result<()> {
+    let command = work.command();
+    let flag = match (variants.len() > 1, modes.len() > 1) {
+        (false, false) => return Ok(()),
+        (true, true) => {
+            bail!("several --variant and several --trace values: only one of them takes turns")
+        }
+        (true, false) => "--variant",
+        (false, true) => "--trace",
+    };
+    if !work.synthesizes() {
+        bail!("several {flag} values take turns by iteration; {command} has no iterations");
     }
-    if variants.len() > 1 && report {
+    if report {
         bail!(
-            "several --variant values with --report would mix them in one report; trace one variant per run"
+            "several {flag} values with --report would mix them in one report; give one per traced run"
         );
     }
     Ok(())
@@ -566,6 +591,33 @@ mod tests {
                 "--variant baseline,inplace-lc --report r sha256",
                 "mix them in one report",
             ),
+        ] {
+            let err = job(args).unwrap_err();
+            assert!(err.contains(want), "{args}: {err}");
+        }
+    }
+
+    #[test]
+    fn modes_take_turns_where_they_can() {
+        use Mode::{Count, Off, Sample, Sites};
+        let modes = |args| job(args).map(|j| j.trace.modes);
+        assert_eq!(modes("sha256"), Ok(vec![Off]));
+        assert_eq!(modes("--trace sites sha256"), Ok(vec![Sites]));
+        assert_eq!(
+            modes("--trace off,count,sample:1000,sites sha256 -i 8"),
+            Ok(vec![Off, Count, Sample(1000), Sites])
+        );
+        for (args, want) in [
+            (
+                "--trace off,count --variant baseline,inplace-lc sha256",
+                "only one of them takes turns",
+            ),
+            ("--trace off,sites --report r sha256", "mix them in one report"),
+            (
+                "--trace off,count seal --sector-size 2KiB --out x",
+                "seal has no iterations",
+            ),
+            ("--trace off,bogus sha256", "clap:"),
         ] {
             let err = job(args).unwrap_err();
             assert!(err.contains(want), "{args}: {err}");

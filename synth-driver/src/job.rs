@@ -28,8 +28,9 @@ pub struct Job {
 /// The tracer's settings for the run.
 #[derive(Debug, PartialEq)]
 pub struct Trace {
-    /// What the tracer records.
-    pub mode: Mode,
+    /// What the tracer records: one mode, or several taking turns by iteration
+    /// (never with several variants). Never empty.
+    pub modes: Vec<Mode>,
     /// Frames kept per call stack.
     pub depth: usize,
     /// Heap sampling's mean interval in bytes (`None`: the mode's default).

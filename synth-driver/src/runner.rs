@@ -35,18 +35,19 @@ pub fn run(job: Job) -> Result<()> {
     // to the prover's first parallel call, those allocations landed in the first
     // synthesis's counts, or, on a loaded machine, after it.
     rayon::broadcast(|_| ());
-    Settings {
-        mode: trace.mode,
+    let settings = Settings {
+        mode: trace.modes[0],
         depth: trace.depth,
         heap_interval: trace.heap_interval,
         lifetime_interval: trace.lifetime_interval,
         timeline_ms: trace.timeline_ms,
-    }
-    .apply();
+    };
+    settings.apply();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut runner = Runner {
-        trace: trace.mode,
+        settings,
+        modes: trace.modes,
         output,
         prover,
         variants,
@@ -153,10 +154,13 @@ impl Witness {
 
 /// Runs iterations of one circuit and prints each.
 struct Runner<'o> {
-    trace: Mode,
+    /// The tracer's settings in force at the start (those of `modes[0]`).
+    settings: Settings,
+    /// One mode, or several taking turns by iteration (see `turn_of`).
+    modes: Vec<Mode>,
     output: Output,
     prover: Prover,
-    /// One, or several taking turns by iteration (see `variant_of`).
+    /// One, or several taking turns by iteration (see `turn_of`).
     variants: Vec<Variant>,
     out: &'o mut dyn Write,
 }
@@ -231,7 +235,7 @@ impl Runner<'_> {
             aux: shape.aux,
             inputs: shape.inputs,
             synth_seconds: start.elapsed().as_secs_f64(),
-            trace: self.trace.name(),
+            trace: self.modes[0].name(),
             allocator: allocator::name(),
             allocs: None,
             temporaries: None,
@@ -243,23 +247,24 @@ impl Runner<'_> {
         .print(self.out, self.output)
     }
 
-    /// The variant of `iteration` and its round. With one variant every iteration is
-    /// a round; with several, each round runs each variant once, in the given order
-    /// in even rounds and reversed in odd ones, so that a steady drift of the
-    /// machine's speed weighs on every variant alike.
-    fn variant_of(&self, iteration: u64) -> (Variant, u64) {
-        let n = self.variants.len() as u64;
-        let (round, turn) = (iteration / n, (iteration % n) as usize);
-        let turn = if round % 2 == 0 {
-            turn
-        } else {
-            self.variants.len() - 1 - turn
-        };
-        (self.variants[turn], round)
+    /// The variant and mode of `iteration`, and its round. With one of each every
+    /// iteration is a round; with several variants (or several modes: never both),
+    /// each round runs each once, in the given order in even rounds and reversed in
+    /// odd ones, so that a steady drift of the machine's speed weighs on each alike.
+    fn turn_of(&self, iteration: u64) -> (Variant, Mode, u64) {
+        let n = self.variants.len().max(self.modes.len());
+        let (round, turn) = (iteration / n as u64, (iteration % n as u64) as usize);
+        let turn = if round % 2 == 0 { turn } else { n - 1 - turn };
+        let pick = |len: usize| if len == 1 { 0 } else { turn };
+        (
+            self.variants[pick(self.variants.len())],
+            self.modes[pick(self.modes.len())],
+            round,
+        )
     }
 
     /// `make(round, variant)` builds the circuit of an iteration (in the `setup`
-    /// phase; see `variant_of`); the chosen prover then synthesizes it (in the
+    /// phase; see `turn_of`); the chosen prover then synthesizes it (in the
     /// `synthesize` phase).
     fn iterations<C: bellperson::Circuit<blstrs::Scalar> + Send>(
         &mut self,
@@ -271,7 +276,16 @@ impl Runner<'_> {
         let progress = progress::Progress::new("synthesis", Some(iterations), true);
         let mut rows_synthesized = 0;
         for iteration in 0..iterations {
-            let (variant, round) = self.variant_of(iteration);
+            let (variant, mode, round) = self.turn_of(iteration);
+            if self.modes.len() > 1 {
+                // Each mode with its own defaults (heap sampling), as a run of it
+                // alone would have them.
+                Settings {
+                    mode,
+                    ..self.settings
+                }
+                .apply();
+            }
             let (circuit, shape) = {
                 let _setup = alloc_tracer::phase("setup");
                 // The stock prover keeps the shape to itself: count it on a circuit
@@ -308,7 +322,7 @@ impl Runner<'_> {
                             _ => None,
                         };
                         let o =
-                            mirror::synthesize(circuit, missing, self.trace != Mode::Off, pool)?;
+                            mirror::synthesize(circuit, missing, mode != Mode::Off, pool)?;
                         let shape = circuits::Shape {
                             rows: o.rows,
                             aux: o.aux,
@@ -322,7 +336,7 @@ impl Runner<'_> {
             };
             let synth_seconds = start.elapsed().as_secs_f64();
             let after = alloc_tracer::counts();
-            let traced = self.trace != Mode::Off;
+            let traced = mode != Mode::Off;
             let enforce = match (traced, self.prover) {
                 (true, Prover::Mirror) => enforce_allocs(&before, &after),
                 _ => None,
@@ -337,12 +351,12 @@ impl Runner<'_> {
                 aux: shape.aux,
                 inputs: shape.inputs,
                 synth_seconds,
-                trace: self.trace.name(),
+                trace: mode.name(),
                 allocator: allocator::name(),
                 allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
                 // Exact in `sites` mode; counted among sampled blocks in `sample:N`
                 // (times N, an estimate); not counted in `count` mode.
-                temporaries: match self.trace {
+                temporaries: match mode {
                     Mode::Sites => Some(1),
                     Mode::Sample(n) => Some(n),
                     Mode::Count | Mode::Off => None,
@@ -401,25 +415,51 @@ fn check_writable(dir: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn turns(variants: &[Variant], iterations: u64) -> Vec<(Variant, u64)> {
+    fn turns(variants: &[Variant], modes: &[Mode], iterations: u64) -> Vec<(Variant, Mode, u64)> {
         let mut sink = std::io::sink();
         let runner = Runner {
-            trace: Mode::Off,
+            settings: Settings::default(),
+            modes: modes.to_vec(),
             output: Output::Text,
             prover: Prover::Mirror,
             variants: variants.to_vec(),
             out: &mut sink,
         };
-        (0..iterations).map(|i| runner.variant_of(i)).collect()
+        (0..iterations).map(|i| runner.turn_of(i)).collect()
     }
 
     #[test]
     fn variants_take_turns_forth_and_back() {
         use Variant::{Baseline as A, InplaceLc as C, PooledEnforce as B};
+        let off = Mode::Off;
         assert_eq!(
-            turns(&[A, B, C], 7),
-            [(A, 0), (B, 0), (C, 0), (C, 1), (B, 1), (A, 1), (A, 2)]
+            turns(&[A, B, C], &[off], 7),
+            [
+                (A, off, 0),
+                (B, off, 0),
+                (C, off, 0),
+                (C, off, 1),
+                (B, off, 1),
+                (A, off, 1),
+                (A, off, 2)
+            ]
         );
-        assert_eq!(turns(&[B], 3), [(B, 0), (B, 1), (B, 2)]);
+        assert_eq!(turns(&[B], &[off], 2), [(B, off, 0), (B, off, 1)]);
+    }
+
+    #[test]
+    fn modes_take_turns_forth_and_back() {
+        use Mode::{Count, Off, Sample};
+        let a = Variant::Baseline;
+        assert_eq!(
+            turns(&[a], &[Off, Count, Sample(1000)], 5),
+            [
+                (a, Off, 0),
+                (a, Count, 0),
+                (a, Sample(1000), 0),
+                (a, Sample(1000), 1),
+                (a, Count, 1),
+            ]
+        );
     }
 }

@@ -186,3 +186,36 @@ fn several_variants_take_turns_on_the_same_seed() {
     assert!(stderr.contains("mix them in one report"), "{stderr}");
     assert!(!report.exists());
 }
+
+#[test]
+fn several_modes_take_turns_and_count_alike() {
+    let args = |trace: &'static str, iterations: &'static str| {
+        [
+            "--json",
+            "--trace",
+            trace,
+            "sha256",
+            "--blocks",
+            "1",
+            "--seed",
+            "3",
+            "--iterations",
+            iterations,
+        ]
+    };
+    let rows = run_json_lines(&args("off,count,sample:10,sites", "5"));
+    let modes: Vec<&str> = rows.iter().map(|r| r["trace"].as_str().unwrap()).collect();
+    assert_eq!(modes, ["off", "count", "sample:10", "sites", "sites"]);
+    // The mode switches lose nothing: every traced turn counts what a run of that
+    // mode alone counts, round by round (rounds 0 and 1 differ in their seed).
+    let alone = |trace| run_json_lines(&args(trace, "2"));
+    let count = alone("count");
+    let sites = alone("sites");
+    assert!(rows[0]["allocs"].is_null(), "{}", rows[0]);
+    assert_eq!(rows[1]["allocs"], count[0]["allocs"]);
+    assert_eq!(rows[2]["allocs"], count[0]["allocs"]);
+    assert_eq!(rows[3]["allocs"], sites[0]["allocs"]);
+    assert_eq!(rows[4]["allocs"], sites[1]["allocs"]);
+    assert_eq!(rows[3]["temporaries"], sites[0]["temporaries"]);
+    assert_eq!(rows[4]["temporaries"], sites[1]["temporaries"]);
+}
