@@ -41,13 +41,14 @@ built with `cargo build --workspace --release --all-targets` unless --no-build.
 import argparse
 import csv
 import json
-import math
 import os
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from order_stats import median_interval
 
 VARIANTS = ["inplace-lc", "pooled-enforce"]
 # What each variant's patch is, as `analyzer diff` is told.
@@ -60,24 +61,6 @@ def run(cmd, **kw):
     if r.returncode != 0:
         sys.exit(f"cost-model-check: {' '.join(map(str, cmd))} failed ({r.returncode}):\n{r.stderr}")
     return r
-
-
-def median_interval(xs, confidence=0.95):
-    """A distribution-free interval holding the median of the population the values
-    come from with at least `confidence`: the k-th smallest and k-th largest values,
-    k the largest rank with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2. With too
-    few values for that, the smallest and largest."""
-    xs = sorted(xs)
-    n = len(xs)
-    tail, k = 0.0, 0
-    while True:
-        # P(X <= k) for X ~ Binomial(n, 1/2).
-        tail += math.comb(n, k) / 2**n
-        if tail > (1 - confidence) / 2:
-            break
-        k += 1
-    k = max(k, 1)
-    return xs[k - 1], xs[n - k]
 
 
 def synth(driver, variants, blocks, trace, report=None, iterations=1, seed=0):

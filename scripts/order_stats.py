@@ -1,0 +1,23 @@
+"""Order statistics shared by the benchmark scripts: how well a median of noisy
+rounds is pinned down, without assuming how the rounds are distributed. Standard
+library only."""
+
+import math
+
+
+def median_interval(xs, confidence=0.95):
+    """A distribution-free interval holding the median of the population the values
+    come from with at least `confidence`: the k-th smallest and k-th largest values,
+    k the largest rank with P(Binomial(n, 1/2) < k) <= (1 - confidence) / 2. With too
+    few values for that, the smallest and largest."""
+    xs = sorted(xs)
+    n = len(xs)
+    tail, k = 0.0, 0
+    while True:
+        # P(X <= k) for X ~ Binomial(n, 1/2).
+        tail += math.comb(n, k) / 2**n
+        if tail > (1 - confidence) / 2:
+            break
+        k += 1
+    k = max(k, 1)
+    return xs[k - 1], xs[n - k]
