@@ -612,7 +612,10 @@ mod tests {
                 "--trace off,count --variant baseline,inplace-lc sha256",
                 "only one of them takes turns",
             ),
-            ("--trace off,sites --report r sha256", "mix them in one report"),
+            (
+                "--trace off,sites --report r sha256",
+                "mix them in one report",
+            ),
             (
                 "--trace off,count seal --sector-size 2KiB --out x",
                 "seal has no iterations",

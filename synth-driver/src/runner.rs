@@ -321,8 +321,7 @@ impl Runner<'_> {
                             }
                             _ => None,
                         };
-                        let o =
-                            mirror::synthesize(circuit, missing, mode != Mode::Off, pool)?;
+                        let o = mirror::synthesize(circuit, missing, mode != Mode::Off, pool)?;
                         let shape = circuits::Shape {
                             rows: o.rows,
                             aux: o.aux,
