@@ -128,7 +128,8 @@ def main():
         rows += summarize(name, modes, kept)
 
     a.out.mkdir(parents=True, exist_ok=True)
-    header = (f"Rounds inside {a.processes} processes per workload on {os.uname().nodename} "
+    procs = f"{a.processes} process" + ("es" if a.processes != 1 else "")
+    header = (f"Rounds inside {procs} per workload on {os.uname().nodename} "
               f"({os.cpu_count()} CPUs), each mode's synthesis over {modes[0]}'s in the same round"
               + (f"; synth-driver options {a.driver_options}" if options else "") + "\n\n")
     table = markdown(rows, modes[0])

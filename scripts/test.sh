@@ -43,6 +43,11 @@ export ALLOC_PROFILER_CALIBRATION="$reports/calibration.json"
 python3 scripts/cost-model-check.py --no-build --blocks 4 --runs 3 --out "$reports/cost-model" \
   --calibration "$ALLOC_PROFILER_CALIBRATION"
 export COST_MODEL_RESULTS="$reports/cost-model/results.csv"
+# The tracer's modes taking turns in one process (scripts/bench-mode-turns.sh's
+# method) in 3 rounds of a 1-block chain: that the script and the driver's turns
+# work together; the figures that count are in BENCHMARKS.md.
+python3 scripts/mode_turns.py --driver "$driver" --sha-blocks 1 --rounds 3 --processes 1 \
+  --out "$reports/mode-turns" > /dev/null
 rm -rf "$reports/plots" "$reports/notebooks"
 ALLOC_TRACER_REPORT="$report" \
   ALLOC_REPORT="$reports/porep-2k" \
