@@ -17,7 +17,7 @@ iteration also builds the circuit and counts its shape, untimed).
 
     scripts/mode_turns.py --driver BIN [--c1 C1] [--rounds N] [--processes P]
                           [--modes off,count,sample:1000,sites]
-                          [--driver-options '--heap-sample 0'] [--out DIR]
+                          [--driver-options='--heap-sample 0'] [--out DIR]
 
 Writes OUT/mode-turns.md, mode-turns.csv and mode-turns-rounds.csv. Standard library
 only.
