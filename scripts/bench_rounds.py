@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from order_stats import quartiles
+
 # How the driver and dhat-rs say how long their report took (stderr).
 REPORT_TIME = re.compile(r"written in ([0-9.]+) s")
 
@@ -109,14 +111,6 @@ def rounds(configs: list, workloads: dict, n: int, scratch: Path) -> list:
 def median_or_none(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
-
-
-def quartiles(values):
-    """First and third quartile, or (None, None) under two values."""
-    if len(values) < 2:
-        return None, None
-    q = statistics.quantiles(values, n=4, method="inclusive")
-    return q[0], q[2]
 
 
 def ratios_to(runs: list, mine: list, workload: str, base: str) -> list:

@@ -32,7 +32,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from order_stats import median_interval
+from order_stats import median_interval, quartiles
 
 
 def log(msg):
@@ -65,7 +65,7 @@ def summarize(workload, modes, rounds):
     for mode in modes:
         ratios = [r[mode] / r[base] for r in rounds]
         lo, hi = median_interval(ratios)
-        q = statistics.quantiles(ratios, n=4, method="inclusive")
+        q1, q3 = quartiles(ratios)
         rows.append({
             "workload": workload,
             "mode": mode,
@@ -73,8 +73,8 @@ def summarize(workload, modes, rounds):
             "ratio_median": statistics.median(ratios),
             "ratio_ci95_low": lo,
             "ratio_ci95_high": hi,
-            "ratio_q1": q[0],
-            "ratio_q3": q[2],
+            "ratio_q1": q1,
+            "ratio_q3": q3,
             "synth_s_median": statistics.median(r[mode] for r in rounds),
         })
     return rows

@@ -1,8 +1,9 @@
 """Order statistics shared by the benchmark scripts: how well a median of noisy
-rounds is pinned down, without assuming how the rounds are distributed. Standard
-library only."""
+rounds is pinned down, without assuming how the rounds are distributed, and how far
+the rounds stray (their quartiles). Standard library only."""
 
 import math
+import statistics
 
 
 def median_interval(xs, confidence=0.95):
@@ -21,3 +22,11 @@ def median_interval(xs, confidence=0.95):
         k += 1
     k = max(k, 1)
     return xs[k - 1], xs[n - k]
+
+
+def quartiles(values):
+    """First and third quartile, or (None, None) under two values."""
+    if len(values) < 2:
+        return None, None
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[2]
