@@ -2,7 +2,7 @@
 //! path hands over the rare work it must not do itself.
 
 use crate::config::{Mode, Settings};
-use crate::hot::control;
+use crate::hot::control::{self, Control};
 use crate::hot::door::{Door, SiteRef};
 use crate::hot::followed;
 use crate::hot::thread::ThreadState;
@@ -47,18 +47,27 @@ impl Door for Cold {
         if crate::lifetimes::skip_if_full() {
             return;
         }
-        claim(ptr);
-        crate::lifetimes::follow(ptr, site, class_bytes);
+        let p = ptr as usize;
+        followed::claim(p);
+        if crate::lifetimes::follow(ptr, site, class_bytes) {
+            followed::release(p);
+        }
+        // Frees stopped being recorded as this block began to be followed: dropped
+        // here or by `control_changed`.
+        if !frees_recorded(control::load()) && crate::lifetimes::forget(ptr) {
+            followed::release(p);
+        }
     }
 
     #[cold]
     #[inline(never)]
     fn block_ended(ptr: *mut u8) {
-        // Both, then the entry: a block may be followed for lifetimes and sampled
-        // for the heap at once, holding one entry.
-        let followed = crate::lifetimes::end(ptr);
-        let sampled = crate::heap::may_hold(ptr) && crate::heap::end(ptr);
-        if followed || sampled {
+        // A block followed for lifetimes and sampled for the heap at once holds
+        // two counts in its entry: each map that lets it go releases one.
+        if crate::lifetimes::end(ptr) {
+            followed::release(ptr as usize);
+        }
+        if crate::heap::may_hold(ptr) && crate::heap::end(ptr) {
             followed::release(ptr as usize);
         }
     }
@@ -66,8 +75,15 @@ impl Door for Cold {
     #[cold]
     #[inline(never)]
     fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
-        claim(ptr);
-        crate::heap::sample(ptr, SiteId::of_site(site), class_bytes);
+        let p = ptr as usize;
+        followed::claim(p);
+        if crate::heap::sample(ptr, SiteId::of_site(site), class_bytes) {
+            followed::release(p);
+        }
+        // As in `block_followed`.
+        if !frees_recorded(control::load()) && crate::heap::end(ptr) {
+            followed::release(p);
+        }
     }
 
     #[cold]
@@ -77,15 +93,30 @@ impl Door for Cold {
     }
 }
 
-/// Counts `ptr`, a block about to be followed or sampled, in the followed-block
-/// table, unless it is counted already (the same block followed for lifetimes and
-/// sampled for the heap: `block_ended` takes it out once). The table counts every
-/// followed and sampled block until it ends, so a block it cannot hold is in
-/// neither map, and nearly every claim skips both maps' locks.
-fn claim(ptr: *mut u8) {
-    let p = ptr as usize;
-    if !followed::maybe(ptr) || (!crate::lifetimes::contains(p) && !crate::heap::contains(p)) {
-        followed::claim(p);
+/// True when frees under the control word `c` end followed blocks: recording, in a
+/// mode that follows blocks.
+fn frees_recorded(c: Control) -> bool {
+    c.recording() && c.follows()
+}
+
+/// Called after the control word changed from `old` (a mode set, a pause): when
+/// frees ended followed blocks under `old` and do not now, drops every block
+/// followed for lifetimes or sampled for the heap, whose frees would go unseen (see
+/// `lifetimes::drop_all`).
+///
+/// A block that another thread begins to follow meanwhile (under the word it read
+/// before the change) is dropped either here or by that thread: it checks the word
+/// after putting the block in its map, under the map's lock. If it took the lock
+/// after this drop did, the change happened before its check, which sees it; if
+/// before, the drop finds the block. A free under the old word that ends a block
+/// meanwhile takes it out of its map under the same lock: one of the two finds it,
+/// and only that one releases its count.
+pub(crate) fn control_changed(old: Control) {
+    if frees_recorded(old) && !frees_recorded(control::load()) {
+        crate::hot::thread::guarded(|| {
+            crate::lifetimes::drop_all(followed::release);
+            crate::heap::drop_all(followed::release);
+        });
     }
 }
 

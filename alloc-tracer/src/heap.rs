@@ -113,14 +113,11 @@ pub fn weight(bytes: u64, mean: u64) -> (f64, f64) {
     (bytes as f64 / p, 1.0 / p)
 }
 
-/// True when `ptr` is a sampled block.
-pub(crate) fn contains(ptr: usize) -> bool {
-    heap().blocks.contains_key(&ptr)
-}
-
 /// Counts the block at `ptr` (counted in the hot side's table by the caller) live
-/// at `site`. Cold, under the guard.
-pub(crate) fn sample(ptr: *mut u8, site: SiteId, class_bytes: u64) {
+/// at `site`. True when a block sampled at the same address was replaced (not
+/// reached: a block is ended before its address can be handed out again), whose
+/// count in the table the caller then takes out. Cold, under the guard.
+pub(crate) fn sample(ptr: *mut u8, site: SiteId, class_bytes: u64) -> bool {
     let (bytes, blocks) = weight(class_bytes, control::heap_interval());
     let mut h = heap();
     let site = match h.live.get_key_value(&site) {
@@ -136,12 +133,13 @@ pub(crate) fn sample(ptr: *mut u8, site: SiteId, class_bytes: u64) {
     match h.blocks.insert(ptr as usize, b) {
         None => {
             filter_slot(ptr as usize).fetch_add(1, Relaxed);
+            false
         }
-        // Not reached: a block is ended before its address can be handed out again.
         Some(old) => {
             if let Some(l) = h.live.get_mut(&old.site) {
                 l.sub(&old);
             }
+            true
         }
     }
 }
@@ -161,6 +159,18 @@ pub(crate) fn end(ptr: *mut u8) -> bool {
         }
     }
     true
+}
+
+/// Stops counting every sampled block live and hands each address to `release`
+/// (which takes it out of the hot side's table): for when frees stop being recorded
+/// (see `lifetimes::drop_all`). The kept peak stays. Cold, under the guard.
+pub(crate) fn drop_all(mut release: impl FnMut(usize)) {
+    let mut h = heap();
+    for (ptr, _) in h.blocks.drain() {
+        filter_slot(ptr).fetch_sub(1, Relaxed);
+        release(ptr);
+    }
+    h.live.clear();
 }
 
 /// Live bytes reached `live_bytes`, a new kept peak: keeps what the sampled blocks

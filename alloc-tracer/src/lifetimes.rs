@@ -30,6 +30,15 @@ static FOLLOWING: AtomicU64 = AtomicU64::new(0);
 /// Blocks not followed because `MAX_FOLLOWED` were.
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
 
+/// Followed blocks dropped because recording of frees stopped (`drop_all`).
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+/// Followed blocks dropped because recording of frees stopped while they were
+/// followed ([`drop_all`]).
+pub fn dropped() -> u64 {
+    DROPPED.load(Relaxed)
+}
+
 /// Blocks that were due to be followed but were not, because
 /// [`MAX_FOLLOWED`] were followed at once (which bounds the memory lifetimes take).
 pub fn skipped() -> u64 {
@@ -77,6 +86,8 @@ pub struct Lifetimes {
     pub buckets: Vec<u64>,
     /// Followed blocks still live.
     pub live: u64,
+    /// Followed blocks dropped when recording of frees stopped ([`drop_all`]).
+    pub dropped: u64,
     /// Size-class bytes of the followed blocks still live.
     pub live_bytes: u64,
 }
@@ -87,6 +98,7 @@ impl Lifetimes {
         self.freed += o.freed;
         self.total_ns += o.total_ns;
         self.live += o.live;
+        self.dropped += o.dropped;
         self.live_bytes += o.live_bytes;
         if self.buckets.len() < o.buckets.len() {
             self.buckets.resize(o.buckets.len(), 0);
@@ -105,6 +117,8 @@ struct Ended {
     freed: u64,
     total_ns: u128,
     buckets: [u64; LIFETIME_BUCKETS],
+    /// Blocks of the site dropped while followed ([`drop_all`]).
+    dropped: u64,
 }
 
 impl Ended {
@@ -112,6 +126,7 @@ impl Ended {
         freed: 0,
         total_ns: 0,
         buckets: [0; LIFETIME_BUCKETS],
+        dropped: 0,
     };
 }
 
@@ -127,17 +142,12 @@ fn shard(ptr: usize) -> &'static Mutex<Blocks> {
     &FOLLOWED[(ptr >> 4) % SHARDS]
 }
 
-/// True when `ptr` is a followed block.
-pub(crate) fn contains(ptr: usize) -> bool {
-    shard(ptr)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .contains_key(&ptr)
-}
-
 /// Starts following the block at `ptr` (counted in the hot side's table by the
-/// caller). Cold, under the guard.
-pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
+/// caller). True when a block followed at the same address was replaced (not
+/// reached: a block stops being followed before its address can be handed out
+/// again), whose count in the table the caller then takes out. Cold, under the
+/// guard.
+pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) -> bool {
     let ptr = ptr as usize;
     let f = Followed {
         site: site_index::number(site),
@@ -151,6 +161,7 @@ pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
     if old.is_none() {
         FOLLOWING.fetch_add(1, Relaxed);
     }
+    old.is_some()
 }
 
 /// Ends following `ptr` if it is followed (it is being freed or moved); true when
@@ -169,15 +180,63 @@ pub(crate) fn end(ptr: *mut u8) -> bool {
     FOLLOWING.fetch_sub(1, Relaxed);
     let ns = clock::now_ns().saturating_sub(f.birth_ns);
     let mut ended = ended();
-    let k = f.site as usize;
-    if ended.len() <= k {
-        ended.resize_with(k + 1, || Ended::EMPTY);
-    }
-    let e = &mut ended[k];
+    let e = site_ended(&mut ended, f.site);
     e.freed += 1;
     e.total_ns += ns as u128;
     e.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
     true
+}
+
+/// The ended record of site number `site`, made if new.
+fn site_ended(ended: &mut Vec<Ended>, site: u32) -> &mut Ended {
+    let k = site as usize;
+    if ended.len() <= k {
+        ended.resize_with(k + 1, || Ended::EMPTY);
+    }
+    &mut ended[k]
+}
+
+/// Stops following `ptr` without a lifetime if it is followed, counting it dropped;
+/// true when it was (the caller releases its entry). For a block that began to be
+/// followed as recording of frees stopped (the door's `block_followed`), which
+/// [`drop_all`] may or may not have seen. Cold, under the guard.
+pub(crate) fn forget(ptr: *mut u8) -> bool {
+    let ptr = ptr as usize;
+    let Some(f) = shard(ptr)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&ptr)
+    else {
+        return false;
+    };
+    FOLLOWING.fetch_sub(1, Relaxed);
+    DROPPED.fetch_add(1, Relaxed);
+    site_ended(&mut ended(), f.site).dropped += 1;
+    true
+}
+
+/// Stops following every followed block, counting each dropped at its site, and
+/// hands each address to `release` (which takes it out of the hot side's table).
+/// For when frees stop being recorded (a pause, a switch to a mode that follows
+/// nothing): a block left followed would stay live in the report for good, and a
+/// free of another block at its address, once recording resumed, would end it with
+/// a lifetime that is not one. Cold, under the guard. Takes each shard, then
+/// `ENDED` inside it, the order `hold_for_fork` takes them in.
+pub(crate) fn drop_all(mut release: impl FnMut(usize)) {
+    for shard in FOLLOWED.iter() {
+        let mut blocks = shard.lock().unwrap_or_else(|e| e.into_inner());
+        if blocks.is_empty() {
+            continue;
+        }
+        let mut ended = ended();
+        let n = blocks.len() as u64;
+        for (ptr, f) in blocks.drain() {
+            site_ended(&mut ended, f.site).dropped += 1;
+            release(ptr);
+        }
+        FOLLOWING.fetch_sub(n, Relaxed);
+        DROPPED.fetch_add(n, Relaxed);
+    }
 }
 
 /// Every lock of the followed blocks, held across a `fork()` (see `fork`).
@@ -208,10 +267,11 @@ pub fn snapshot() -> HashMap<SiteId, Lifetimes> {
     let mut by_number: HashMap<u32, Lifetimes, FastBuild> = ended()
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.freed != 0)
+        .filter(|(_, e)| e.freed != 0 || e.dropped != 0)
         .map(|(k, e)| {
             let l = Lifetimes {
                 freed: e.freed,
+                dropped: e.dropped,
                 total_ns: e.total_ns,
                 buckets: e.buckets.to_vec(),
                 ..Lifetimes::default()

@@ -214,7 +214,12 @@ fn counts_equal_the_model() {
         return run_model();
     }
     let status = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "counts_equal_the_model", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "counts_equal_the_model",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD, "1")
         .status()
         .unwrap();

@@ -560,6 +560,10 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             "blocks not followed (65,536 followed at once)",
         ),
         (
+            d.followed_dropped,
+            "followed blocks dropped when recording of frees stopped",
+        ),
+        (
             d.stacks_at_depth_limit as u64,
             "stacks cut at the depth limit",
         ),

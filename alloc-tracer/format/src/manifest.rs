@@ -178,6 +178,12 @@ pub struct Dropped {
     /// undercount by that much. (Absent in reports written before it existed.)
     #[serde(default)]
     pub followed_skipped: u64,
+    /// Blocks followed for lifetimes when recording of frees stopped (a pause, or a
+    /// switch to `off` or to `count` without heap sampling): dropped, since their
+    /// frees would go unseen; they are neither freed nor live in the tables. (Absent
+    /// in reports written before it existed.)
+    #[serde(default)]
+    pub followed_dropped: u64,
     /// Distinct stacks, below the depth limit, that end before main or a thread's
     /// start (`site::is_stack_root`), or have no frames although the walk ran on the
     /// thread's stack: frames lost, usually to code built without frame pointers.

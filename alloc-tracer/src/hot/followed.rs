@@ -96,13 +96,19 @@ pub fn maybe(ptr: *mut u8) -> bool {
 }
 
 /// Counts `ptr`, a block about to be followed, in its entry. Cold side, once per
-/// followed block (a block followed for lifetimes and heap sampling at once is
-/// claimed once).
+/// map that holds the block (a block followed for lifetimes and sampled for the
+/// heap at once is claimed twice, and released once as each map lets it go, so that
+/// whoever takes it out of a map releases that count, with no other check). An
+/// entry whose blocks all have one fingerprint keeps it: a second count of the same
+/// block does not make it shared.
 pub fn claim(ptr: usize) {
     let i = index(ptr);
+    let fp = fingerprint(ptr) as u64;
     let _ = TABLE[i].fetch_update(SeqCst, SeqCst, |e| {
         Some(if e >> 32 == 0 {
-            ONE | fingerprint(ptr) as u64
+            ONE | fp
+        } else if e as u32 as u64 == fp {
+            e + ONE
         } else {
             ((e & !(u32::MAX as u64)) + ONE) | SHARED as u64
         })
@@ -112,7 +118,7 @@ pub fn claim(ptr: usize) {
 }
 
 /// Takes a block that stopped being followed out of its entry. Cold side, once per
-/// block claimed. An entry shared until now stays marked shared while any block
+/// claim. An entry shared until now stays marked shared while any block
 /// remains: which one is left is not known, and a shared entry only sends the frees
 /// that hash to it to the cold path.
 pub fn release(ptr: usize) {
@@ -163,5 +169,25 @@ mod tests {
         assert!(maybe(b as *mut u8), "b is still followed");
         release(b);
         assert!(!maybe(a as *mut u8) && !maybe(b as *mut u8));
+    }
+
+    #[test]
+    fn a_block_claimed_twice_keeps_its_fingerprint_until_released_twice() {
+        let a = 0x7e00_0000_2000usize;
+        let b = (1..1 << 24)
+            .map(|k| a + k * 16)
+            .find(|&p| index(p) == index(a))
+            .expect("a second address with the same index");
+        claim(a);
+        claim(a);
+        assert!(maybe(a as *mut u8), "a is followed");
+        assert!(
+            !maybe(b as *mut u8),
+            "not shared: b's free reads nothing more"
+        );
+        release(a);
+        assert!(maybe(a as *mut u8), "a is still held once");
+        release(a);
+        assert!(!maybe(a as *mut u8));
     }
 }

@@ -98,6 +98,7 @@ pub fn build(
             foreign_stack_walks: c.foreign_walks,
             folded_sites: crate::registry::folded_sites(),
             followed_skipped: crate::lifetimes::skipped(),
+            followed_dropped: crate::lifetimes::dropped(),
             stacks_ending_early: ends.early,
             stacks_ending_early_alloc_count: ends.early_allocs,
         },

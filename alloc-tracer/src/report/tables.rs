@@ -67,8 +67,9 @@ pub fn write_sites(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
         cols.allocated.push(c.bytes_allocated * weight);
         cols.temporaries.push(c.temporaries * weight);
         cols.sampled.push(c.allocs + c.reallocs);
-        let (freed, live, live_bytes) = life.map_or((0, 0, 0), |l| (l.freed, l.live, l.live_bytes));
-        cols.followed.push(freed + live);
+        let (freed, live, dropped, live_bytes) =
+            life.map_or((0, 0, 0, 0), |l| (l.freed, l.live, l.dropped, l.live_bytes));
+        cols.followed.push(freed + live + dropped);
         cols.freed.push(freed);
         cols.median.push(life.and_then(median_lifetime));
         cols.mean.push(
