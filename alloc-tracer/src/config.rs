@@ -191,7 +191,7 @@ impl Settings {
             crate::registry::forget_latest_blocks();
         }
         let old = control::set_mode(self.mode.code(), self.depth, self.heap_on());
-        crate::door::control_changed(old);
+        crate::unseen_frees::control_changed(old);
         // The calling thread takes up the new intervals at once (others within a
         // countdown chunk), so that what it does next is sampled as they say.
         if let Some(st) = crate::hot::thread::current().recording_state() {

@@ -2,7 +2,7 @@
 //! path hands over the rare work it must not do itself.
 
 use crate::config::{Mode, Settings};
-use crate::hot::control::{self, Control};
+use crate::hot::control;
 use crate::hot::door::{Door, SiteRef};
 use crate::hot::followed;
 use crate::hot::thread::ThreadState;
@@ -53,8 +53,8 @@ impl Door for Cold {
             followed::release(p);
         }
         // Frees stopped being recorded as this block began to be followed: dropped
-        // here or by `control_changed`.
-        if !frees_recorded(control::load()) && crate::lifetimes::forget(ptr) {
+        // here or by `unseen_frees::control_changed`.
+        if !crate::unseen_frees::recorded(control::load()) && crate::lifetimes::forget(ptr) {
             followed::release(p);
         }
     }
@@ -81,7 +81,7 @@ impl Door for Cold {
             followed::release(p);
         }
         // As in `block_followed`.
-        if !frees_recorded(control::load()) && crate::heap::end(ptr) {
+        if !crate::unseen_frees::recorded(control::load()) && crate::heap::end(ptr) {
             followed::release(p);
         }
     }
@@ -90,33 +90,6 @@ impl Door for Cold {
     #[inline(never)]
     fn new_peak(live_bytes: i64) {
         crate::heap::new_peak(live_bytes);
-    }
-}
-
-/// True when frees under the control word `c` end followed blocks: recording, in a
-/// mode that follows blocks.
-fn frees_recorded(c: Control) -> bool {
-    c.recording() && c.follows()
-}
-
-/// Called after the control word changed from `old` (a mode set, a pause): when
-/// frees ended followed blocks under `old` and do not now, drops every block
-/// followed for lifetimes or sampled for the heap, whose frees would go unseen (see
-/// `lifetimes::drop_all`).
-///
-/// A block that another thread begins to follow meanwhile (under the word it read
-/// before the change) is dropped either here or by that thread: it checks the word
-/// after putting the block in its map, under the map's lock. If it took the lock
-/// after this drop did, the change happened before its check, which sees it; if
-/// before, the drop finds the block. A free under the old word that ends a block
-/// meanwhile takes it out of its map under the same lock: one of the two finds it,
-/// and only that one releases its count.
-pub(crate) fn control_changed(old: Control) {
-    if frees_recorded(old) && !frees_recorded(control::load()) {
-        crate::hot::thread::guarded(|| {
-            crate::lifetimes::drop_all(followed::release);
-            crate::heap::drop_all(followed::release);
-        });
     }
 }
 

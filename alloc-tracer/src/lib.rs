@@ -144,6 +144,7 @@ mod site_index;
 mod site_map;
 mod symbolize;
 mod timeline;
+mod unseen_frees;
 
 pub use allocator::TracingAllocator;
 pub use config::{

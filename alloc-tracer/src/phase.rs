@@ -175,7 +175,7 @@ pub struct PauseGuard {
 /// Pauses recording; see [`PauseGuard`].
 pub fn pause() -> PauseGuard {
     let old = control::set_paused(true);
-    crate::door::control_changed(old);
+    crate::unseen_frees::control_changed(old);
     PauseGuard {
         was_paused: old.paused(),
     }
