@@ -114,9 +114,9 @@ pub fn weight(bytes: u64, mean: u64) -> (f64, f64) {
 }
 
 /// Counts the block at `ptr` (counted in the hot side's table by the caller) live
-/// at `site`. True when a block sampled at the same address was replaced (not
-/// reached: a block is ended before its address can be handed out again), whose
-/// count in the table the caller then takes out. Cold, under the guard.
+/// at `site`. True when a block sampled at the same address was replaced, whose
+/// count in the table the caller then takes out (rare: see `lifetimes::follow`).
+/// Cold, under the guard.
 pub(crate) fn sample(ptr: *mut u8, site: SiteId, class_bytes: u64) -> bool {
     let (bytes, blocks) = weight(class_bytes, control::heap_interval());
     let mut h = heap();

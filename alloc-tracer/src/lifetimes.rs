@@ -143,9 +143,10 @@ fn shard(ptr: usize) -> &'static Mutex<Blocks> {
 }
 
 /// Starts following the block at `ptr` (counted in the hot side's table by the
-/// caller). True when a block followed at the same address was replaced (not
-/// reached: a block stops being followed before its address can be handed out
-/// again), whose count in the table the caller then takes out. Cold, under the
+/// caller). True when a block followed at the same address was replaced, whose
+/// count in the table the caller then takes out: rare, as a block stops being
+/// followed before its address can be handed out again, unless its free went
+/// unseen (a free after its thread's state was merged at exit). Cold, under the
 /// guard.
 pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) -> bool {
     let ptr = ptr as usize;
