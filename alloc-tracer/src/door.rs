@@ -115,3 +115,41 @@ fn settings_from_env() {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hot::door::Stack;
+    use crate::hot::site_table::SiteMeta;
+    use crate::unseen_frees::recorded;
+
+    #[test]
+    fn a_block_followed_as_frees_stop_being_recorded_is_dropped_by_its_follower() {
+        // Unit tests choose no mode: frees are not recorded, as just after a switch
+        // to `off` that a follower did not see in time.
+        assert!(!recorded(control::load()));
+        let site = SiteRef {
+            meta: SiteMeta::new(0, 3, 0),
+            hash: 0x5151,
+            stack: Stack::Frames(&[]),
+        };
+        // Addresses no real block has here.
+        let (a, b) = (
+            0x5b00_0000_0040usize as *mut u8,
+            0x5b00_0000_0080usize as *mut u8,
+        );
+        let dropped = crate::lifetimes::dropped();
+        Cold::block_followed(a, site, 64);
+        Cold::heap_sampled(b, site, 64);
+        assert!(
+            !followed::maybe(a) && !followed::maybe(b),
+            "entries released"
+        );
+        assert!(
+            !crate::lifetimes::forget(a),
+            "not left in the lifetimes' map"
+        );
+        assert!(!crate::heap::end(b), "not left in the heap's map");
+        assert_eq!(crate::lifetimes::dropped(), dropped + 1);
+    }
+}
