@@ -170,15 +170,9 @@ pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) -> bool 
 /// inner allocator frees the block, so the address cannot be reused and followed
 /// again in between.
 pub(crate) fn end(ptr: *mut u8) -> bool {
-    let ptr = ptr as usize;
-    let Some(f) = shard(ptr)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&ptr)
-    else {
+    let Some(f) = take(ptr) else {
         return false;
     };
-    FOLLOWING.fetch_sub(1, Relaxed);
     let ns = clock::now_ns().saturating_sub(f.birth_ns);
     let mut ended = ended();
     let e = site_ended(&mut ended, f.site);
@@ -186,6 +180,17 @@ pub(crate) fn end(ptr: *mut u8) -> bool {
     e.total_ns += ns as u128;
     e.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
     true
+}
+
+/// Takes `ptr` out of the followed blocks, if it is one.
+fn take(ptr: *mut u8) -> Option<Followed> {
+    let ptr = ptr as usize;
+    let f = shard(ptr)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&ptr)?;
+    FOLLOWING.fetch_sub(1, Relaxed);
+    Some(f)
 }
 
 /// The ended record of site number `site`, made if new.
@@ -202,15 +207,9 @@ fn site_ended(ended: &mut Vec<Ended>, site: u32) -> &mut Ended {
 /// followed as recording of frees stopped (the door's `block_followed`), which
 /// [`drop_all`] may or may not have seen. Cold, under the guard.
 pub(crate) fn forget(ptr: *mut u8) -> bool {
-    let ptr = ptr as usize;
-    let Some(f) = shard(ptr)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&ptr)
-    else {
+    let Some(f) = take(ptr) else {
         return false;
     };
-    FOLLOWING.fetch_sub(1, Relaxed);
     DROPPED.fetch_add(1, Relaxed);
     site_ended(&mut ended(), f.site).dropped += 1;
     true
