@@ -67,6 +67,7 @@ fn exact_counts_per_site_and_in_total() {
     }
     .apply();
     // Totals over a window with nothing else allocating.
+    common::wait_until_quiet();
     let before = alloc_tracer::counts();
     plain_temporaries(N_PLAIN);
     let after = alloc_tracer::counts();

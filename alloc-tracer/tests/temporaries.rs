@@ -6,6 +6,8 @@
 //! after it. (`sampled_stacks.rs` checks
 //! the estimate at N = 8.) One test: the mode is process-wide state.
 
+mod common;
+
 use alloc_tracer::{Mode, Settings, TracingAllocator};
 use std::hint::black_box;
 
@@ -49,6 +51,8 @@ fn workload() {
 
 #[test]
 fn temporaries_by_mode() {
+    // Another thread's temporaries would count in the windows.
+    common::wait_until_quiet();
     counted_in_sites_and_sample_modes_only();
     a_stretch_in_count_mode_ends_the_latest_block();
     a_pause_ends_the_latest_block();

@@ -87,10 +87,56 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// Runs `work` and returns the change of the tracer's totals (over all phases) it
-/// saw: `d(|p| p.allocs)` is the allocations recorded meanwhile.
+/// saw: `d(|p| p.allocs)` is the allocations recorded meanwhile. Waits first until
+/// no other thread allocates ([`wait_until_quiet`]).
 pub fn change_during(work: impl FnOnce()) -> impl Fn(fn(&alloc_tracer::PhaseTotals) -> u64) -> u64 {
+    wait_until_quiet();
     let before = alloc_tracer::counts();
     work();
     let after = alloc_tracer::counts();
     move |f| after.total(f) - before.total(f)
+}
+
+/// Waits until the process's other threads stop allocating, so that a window of the
+/// tracer's process-wide totals opened next holds this thread's allocations alone.
+/// The test harness's main thread allocates for a moment after it starts a test's
+/// thread (its record of the running test, its channel's first wait), and a test
+/// that opens a window at once can count those (a window of `sampled_stacks` counted
+/// 1,002 allocations of 1,000 in 5 runs of 40 with a busy loop on its CPU). Quiet:
+/// the main thread is asleep (it waits for the test) and the totals did not move
+/// over 50 ms. Gives up after 5 s, leaving the window's check to fail if they move.
+pub fn wait_until_quiet() {
+    use std::time::{Duration, Instant};
+    let events = || {
+        let c = alloc_tracer::counts();
+        c.total(|p| p.allocs) + c.total(|p| p.frees) + c.total(|p| p.reallocs)
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut last = events();
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = events();
+        if (now == last && alloc_tracer::untraced(main_thread_asleep)) || Instant::now() > deadline
+        {
+            return;
+        }
+        last = now;
+    }
+}
+
+/// True when the process's main thread is asleep, or is this thread, or its state
+/// cannot be read (`/proc`).
+fn main_thread_asleep() -> bool {
+    let pid = std::process::id();
+    // SAFETY: gettid takes no arguments and cannot fail.
+    if unsafe { libc::gettid() } as u32 == pid {
+        return true;
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{pid}/stat")) else {
+        return true;
+    };
+    // The state follows the command's closing parenthesis.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next())
+        .is_none_or(|state| state == 'S')
 }
