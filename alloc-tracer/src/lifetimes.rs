@@ -146,7 +146,7 @@ fn shard(ptr: usize) -> &'static Mutex<Blocks> {
 /// caller). True when a block followed at the same address was replaced, whose
 /// count in the table the caller then takes out: rare, as a block stops being
 /// followed before its address can be handed out again, unless its free went
-/// unseen (made by a thread after its state was merged at exit). Cold, under the
+/// unseen (made under the guard: inside `alloc_tracer::untraced`). Cold, under the
 /// guard.
 pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) -> bool {
     let ptr = ptr as usize;

@@ -224,8 +224,17 @@ unsafe fn dealloc_unusual<A: GlobalAlloc, D: Door>(
 ) {
     // SAFETY: `size` and `align` are those of the caller's `Layout`.
     let layout = unsafe { Layout::from_size_align_unchecked(size, align) };
-    if let Some(st) = state::<D>(thread::current(), layout, Call::Free) {
-        record_any_free::<D>(ctl, st, ptr, layout);
+    match state::<D>(thread::current(), layout, Call::Free) {
+        Some(st) => record_any_free::<D>(ctl, st, ptr, layout),
+        // Not recorded: the tracer's own free (`end_following` returns at once), or a
+        // free after this thread's state was merged at its exit (its thread-local
+        // destructors' frees). A followed block freed there still stops being
+        // followed, before its address can be handed out again.
+        None => {
+            if ctl.follows() && followed::maybe(ptr) {
+                end_following::<D>(ptr);
+            }
+        }
     }
     // SAFETY: forwarded contract.
     unsafe { inner.dealloc(ptr, layout) }
