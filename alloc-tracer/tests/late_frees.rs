@@ -15,9 +15,12 @@ static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
 
 const N: usize = 200;
 
+/// Separate blocks, each followed.
+type Blocks = Vec<Box<[u8; 56]>>;
+
 thread_local! {
     /// Blocks freed by this thread-local's destructor at thread exit.
-    static KEPT: RefCell<Vec<Box<[u8; 56]>>> = const { RefCell::new(Vec::new()) };
+    static KEPT: RefCell<Blocks> = const { RefCell::new(Vec::new()) };
 }
 
 #[inline(never)]
