@@ -75,16 +75,8 @@ fn blocks_followed_across_mode_switches_end_or_are_dropped() {
         0,
         "every block was freed: none is followed"
     );
-    let functions = common::site_functions(&dir);
-    let sampled_live: u64 = common::read_table(&dir, "heap_end.parquet")
-        .iter()
-        .filter(|r| {
-            functions
-                .get(&common::u64_of(r, "site_id"))
-                .is_some_and(|fs| fs.iter().any(|f| f.contains("churn")))
-        })
-        .map(|r| common::u64_of(r, "sampled_count"))
-        .sum();
+    let sampled_live =
+        common::sum_for_function_in(&dir, "heap_end.parquet", "churn", "sampled_count");
     assert_eq!(
         sampled_live, 0,
         "every block was freed: none is sampled live"

@@ -91,15 +91,11 @@ fn followed_blocks_freed_after_the_thread_state_merged_end() {
     );
     assert_eq!(sum("followed_freed_count"), N as u64 + 1, "every one freed");
     assert_eq!(sum("live_bytes_estimate"), 0, "none is live");
-    let functions = common::site_functions(&dir);
-    let sampled_live: u64 = common::read_table(&dir, "heap_end.parquet")
-        .iter()
-        .filter(|r| {
-            functions
-                .get(&common::u64_of(r, "site_id"))
-                .is_some_and(|fs| fs.iter().any(|f| f.contains("kept_until_thread_exit")))
-        })
-        .map(|r| common::u64_of(r, "sampled_count"))
-        .sum();
+    let sampled_live = common::sum_for_function_in(
+        &dir,
+        "heap_end.parquet",
+        "kept_until_thread_exit",
+        "sampled_count",
+    );
     assert_eq!(sampled_live, 0, "none is sampled live");
 }

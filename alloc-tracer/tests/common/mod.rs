@@ -63,8 +63,14 @@ pub fn site_functions(dir: &Path) -> HashMap<u64, Vec<String>> {
 
 /// Sum of a `sites.parquet` column over the sites whose frames name `function`.
 pub fn sum_for_function(dir: &Path, function: &str, col: &str) -> u64 {
+    sum_for_function_in(dir, "sites.parquet", function, col)
+}
+
+/// Sum of a column of `table` (one with a `site_id` column: `sites.parquet`,
+/// `heap_end.parquet`, ...) over the sites whose frames name `function`.
+pub fn sum_for_function_in(dir: &Path, table: &str, function: &str, col: &str) -> u64 {
     let functions = site_functions(dir);
-    read_table(dir, "sites.parquet")
+    read_table(dir, table)
         .iter()
         .filter(|r| {
             functions
