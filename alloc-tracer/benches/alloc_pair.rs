@@ -214,6 +214,7 @@ fn configs() -> Vec<Config> {
         traced("sites, depth 16, lifetimes 1/64", Mode::Sites, 16, 64),
         traced("sites, depth 48, no lifetimes", Mode::Sites, 48, 0),
         traced("sites, depth 48, lifetimes 1/64", Mode::Sites, 48, 64),
+        traced("sites, depth 16, every block followed", Mode::Sites, 16, 1),
     ]
 }
 

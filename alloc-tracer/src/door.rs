@@ -44,10 +44,8 @@ impl Door for Cold {
     #[cold]
     #[inline(never)]
     fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
-        if crate::lifetimes::skip_if_full() {
-            return;
-        }
         let p = ptr as usize;
+        // Claimed first, released if its shard turns it away.
         followed::claim(p);
         if crate::lifetimes::follow(ptr, site, class_bytes) {
             followed::release(p);

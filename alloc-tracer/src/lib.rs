@@ -128,6 +128,7 @@
 mod allocator;
 mod config;
 mod door;
+mod ended;
 mod error;
 mod fast_hash;
 mod fork;

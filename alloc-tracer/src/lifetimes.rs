@@ -5,17 +5,22 @@
 //! allocation and free (~45 ns a pair here), so only sampled blocks are followed: one
 //! allocation in `lifetime_interval` (geometric intervals), or every sampled stack in
 //! `sample` mode. A free may happen on any thread, so followed blocks live in a global
-//! sharded map. Every free checks the hot side's table first (`hot::followed`): a
-//! relaxed load of one entry indexed by the pointer's hash, which counts the followed
-//! blocks hashed to it and holds their fingerprint; only when it may be the freed
-//! block's does the free take the cold path (the door's `block_ended`) and the shard
-//! lock. Heap sampling (`heap`) follows its blocks through the same table; the door
+//! map, in shards chosen by a hash of the address, each under its own lock and
+//! holding at most its share of [`MAX_FOLLOWED`]; no count shared by every shard is
+//! written, so threads following blocks in different shards write no common cache
+//! line. An ended block's lifetime goes to its site's record through `ended`, which
+//! buffers it per thread. Every free checks the hot side's table first
+//! (`hot::followed`): a relaxed load of one entry indexed by the pointer's hash,
+//! which counts the followed blocks hashed to it and holds their fingerprint; only
+//! when it may be the freed block's does the free take the cold path (the door's
+//! `block_ended`) and the shard lock. Heap sampling (`heap`) follows its blocks through the same table; the door
 //! counts each followed block in it once, and takes it out once.
 
+use crate::ended;
 use crate::fast_hash::FastBuild;
 use crate::hot::clock;
 use crate::hot::door::SiteRef;
-use crate::hot::log_linear::{LIFETIME_BUCKETS, LIFETIME_SUB_BITS, bucket};
+use crate::hot::followed::address_hash;
 use crate::site_index;
 use crate::site_map::SiteId;
 use alloc_tracer_format::manifest::MAX_FOLLOWED;
@@ -23,11 +28,13 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
-const SHARDS: usize = 16;
+const SHARD_BITS: u32 = 6;
+const SHARDS: usize = 1 << SHARD_BITS;
 
-/// Blocks followed now (at most `MAX_FOLLOWED`).
-static FOLLOWING: AtomicU64 = AtomicU64::new(0);
-/// Blocks not followed because `MAX_FOLLOWED` were.
+/// Blocks a shard follows at once, at most: its share of [`MAX_FOLLOWED`].
+const SHARD_CAP: usize = (MAX_FOLLOWED as usize) / SHARDS;
+
+/// Blocks not followed because their shard followed [`SHARD_CAP`].
 static SKIPPED: AtomicU64 = AtomicU64::new(0);
 
 /// Followed blocks dropped because recording of frees stopped (`drop_all`).
@@ -39,27 +46,17 @@ pub fn dropped() -> u64 {
     DROPPED.load(Relaxed)
 }
 
-/// Blocks that were due to be followed but were not, because
-/// [`MAX_FOLLOWED`] were followed at once (which bounds the memory lifetimes take).
+/// Blocks that were due to be followed but were not, because their shard followed
+/// its share of [`MAX_FOLLOWED`] at once (which bounds the memory lifetimes take).
 pub fn skipped() -> u64 {
     SKIPPED.load(Relaxed)
 }
 
-/// True when as many blocks as allowed are followed, counting the block the caller
-/// then skips.
-pub(crate) fn skip_if_full() -> bool {
-    let full = FOLLOWING.load(Relaxed) >= MAX_FOLLOWED;
-    if full {
-        SKIPPED.fetch_add(1, Relaxed);
-    }
-    full
-}
-
 /// About how many bytes the followed blocks and the ended lifetimes take.
 pub fn memory_bytes() -> u64 {
-    let followed = size_of::<(usize, Followed)>();
-    FOLLOWING.load(Relaxed) * followed as u64
-        + (ended().capacity() * size_of::<Ended>()) as u64
+    let followed: usize = shards().map(|s| lock(s).capacity()).sum();
+    (followed * (size_of::<(usize, Followed)>() + 1)) as u64
+        + ended::memory_bytes()
         + site_index::memory_bytes()
 }
 
@@ -72,8 +69,18 @@ struct Followed {
 
 type Blocks = HashMap<usize, Followed, FastBuild>;
 
-static FOLLOWED: LazyLock<[Mutex<Blocks>; SHARDS]> =
-    LazyLock::new(|| std::array::from_fn(|_| Mutex::new(Blocks::default())));
+/// A shard on cache lines of its own, so that threads taking neighbouring shards'
+/// locks do not move each other's lines.
+#[repr(align(128))]
+struct Shard(Mutex<Blocks>);
+
+static FOLLOWED: LazyLock<[Shard; SHARDS]> =
+    LazyLock::new(|| std::array::from_fn(|_| Shard(Mutex::new(Blocks::default()))));
+
+/// Every shard of `FOLLOWED`.
+fn shards() -> impl Iterator<Item = &'static Mutex<Blocks>> {
+    FOLLOWED.iter().map(|s| &s.0)
+}
 
 /// What became of the followed blocks of one site.
 #[derive(Clone, Debug, Default)]
@@ -109,45 +116,24 @@ impl Lifetimes {
     }
 }
 
-/// What became of one site's ended blocks. The histogram lies in the record, not
-/// behind a pointer, so that an end's two writes (the sums, the lifetime's bucket)
-/// go to addresses known at once: the two cache misses an end pays overlap, where a
-/// bucket behind the record's pointer waits for the record's miss first.
-struct Ended {
-    freed: u64,
-    total_ns: u128,
-    buckets: [u64; LIFETIME_BUCKETS],
-    /// Blocks of the site dropped while followed ([`drop_all`]).
-    dropped: u64,
-}
-
-impl Ended {
-    const EMPTY: Ended = Ended {
-        freed: 0,
-        total_ns: 0,
-        buckets: [0; LIFETIME_BUCKETS],
-        dropped: 0,
-    };
-}
-
-/// Lifetimes of ended blocks, by site number.
-static ENDED: Mutex<Vec<Ended>> = Mutex::new(Vec::new());
-
-fn ended() -> MutexGuard<'static, Vec<Ended>> {
-    // Each update is complete before anything that can panic: poisoning is ignored.
-    ENDED.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn shard(ptr: usize) -> &'static Mutex<Blocks> {
-    &FOLLOWED[(ptr >> 4) % SHARDS]
+    // Hashed: blocks of one size class, 64 bytes or more apart, would leave most
+    // shards unused if chosen by a few address bits.
+    &FOLLOWED[address_hash(ptr, SHARD_BITS)].0
+}
+
+fn lock(shard: &Mutex<Blocks>) -> MutexGuard<'_, Blocks> {
+    // Each update is complete before anything that can panic: poisoning is ignored.
+    shard.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Starts following the block at `ptr` (counted in the hot side's table by the
-/// caller). True when a block followed at the same address was replaced, whose
-/// count in the table the caller then takes out: rare, as a block stops being
-/// followed before its address can be handed out again, unless its free went
-/// unseen (made under the guard: inside `alloc_tracer::untraced`). Cold, under the
-/// guard.
+/// caller), unless its shard follows its share of [`MAX_FOLLOWED`] already (counted
+/// in [`skipped`]). True when the caller takes one count out of the table: the
+/// block's own, when skipped, or that of a block followed at the same address,
+/// which this one replaced: rare, as a block stops being followed before its
+/// address can be handed out again, unless its free went unseen (made under the
+/// guard: inside `alloc_tracer::untraced`). Cold, under the guard.
 pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) -> bool {
     let ptr = ptr as usize;
     let f = Followed {
@@ -155,14 +141,12 @@ pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) -> bool 
         birth_ns: clock::now_ns(),
         class_bytes,
     };
-    let old = shard(ptr)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(ptr, f);
-    if old.is_none() {
-        FOLLOWING.fetch_add(1, Relaxed);
+    let mut blocks = lock(shard(ptr));
+    if blocks.len() >= SHARD_CAP && !blocks.contains_key(&ptr) {
+        SKIPPED.fetch_add(1, Relaxed);
+        return true;
     }
-    old.is_some()
+    blocks.insert(ptr, f).is_some()
 }
 
 /// Ends following `ptr` if it is followed (it is being freed or moved); true when
@@ -173,33 +157,14 @@ pub(crate) fn end(ptr: *mut u8) -> bool {
     let Some(f) = take(ptr) else {
         return false;
     };
-    let ns = clock::now_ns().saturating_sub(f.birth_ns);
-    let mut ended = ended();
-    let e = site_ended(&mut ended, f.site);
-    e.freed += 1;
-    e.total_ns += ns as u128;
-    e.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
+    ended::add(f.site, clock::now_ns().saturating_sub(f.birth_ns));
     true
 }
 
 /// Takes `ptr` out of the followed blocks, if it is one.
 fn take(ptr: *mut u8) -> Option<Followed> {
     let ptr = ptr as usize;
-    let f = shard(ptr)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&ptr)?;
-    FOLLOWING.fetch_sub(1, Relaxed);
-    Some(f)
-}
-
-/// The ended record of site number `site`, made if new.
-fn site_ended(ended: &mut Vec<Ended>, site: u32) -> &mut Ended {
-    let k = site as usize;
-    if ended.len() <= k {
-        ended.resize_with(k + 1, || Ended::EMPTY);
-    }
-    &mut ended[k]
+    lock(shard(ptr)).remove(&ptr)
 }
 
 /// Stops following `ptr` without a lifetime if it is followed, counting it dropped;
@@ -211,7 +176,7 @@ pub(crate) fn forget(ptr: *mut u8) -> bool {
         return false;
     };
     DROPPED.fetch_add(1, Relaxed);
-    site_ended(&mut ended(), f.site).dropped += 1;
+    ended::add_dropped([f.site]);
     true
 }
 
@@ -220,22 +185,19 @@ pub(crate) fn forget(ptr: *mut u8) -> bool {
 /// For when frees stop being recorded (a pause, a switch to a mode that follows
 /// nothing): a block left followed would stay live in the report for good, and a
 /// free of another block at its address, once recording resumed, would end it with
-/// a lifetime that is not one. Cold, under the guard. Takes each shard, then
-/// `ENDED` inside it, the order `hold_for_fork` takes them in.
+/// a lifetime that is not one. Cold, under the guard. Takes each shard, then the
+/// ended records' lock inside it, the order `hold_for_fork` takes them in.
 pub(crate) fn drop_all(mut release: impl FnMut(usize)) {
-    for shard in FOLLOWED.iter() {
-        let mut blocks = shard.lock().unwrap_or_else(|e| e.into_inner());
+    for shard in shards() {
+        let mut blocks = lock(shard);
         if blocks.is_empty() {
             continue;
         }
-        let mut ended = ended();
-        let n = blocks.len() as u64;
-        for (ptr, f) in blocks.drain() {
-            site_ended(&mut ended, f.site).dropped += 1;
+        DROPPED.fetch_add(blocks.len() as u64, Relaxed);
+        ended::add_dropped(blocks.drain().map(|(ptr, f)| {
             release(ptr);
-        }
-        FOLLOWING.fetch_sub(n, Relaxed);
-        DROPPED.fetch_add(n, Relaxed);
+            f.site
+        }));
     }
 }
 
@@ -243,18 +205,16 @@ pub(crate) fn drop_all(mut release: impl FnMut(usize)) {
 pub(crate) struct HeldForFork {
     // Fields drop in declaration order, releasing in the reverse of taking.
     _sites: site_index::HeldForFork,
-    _ended: MutexGuard<'static, Vec<Ended>>,
+    _ended: ended::HeldForFork,
     _followed: Vec<MutexGuard<'static, Blocks>>,
 }
 
-/// Takes every lock of the followed blocks: each shard of `FOLLOWED`, then `ENDED`,
-/// then the site numbers' (none of them is taken while another is held).
+/// Takes every lock of the followed blocks: each shard of `FOLLOWED`, then the
+/// ended records' (`ended::hold_for_fork`), then the site numbers' (taken while
+/// none of the others is held).
 pub(crate) fn hold_for_fork() -> HeldForFork {
-    let followed = FOLLOWED
-        .iter()
-        .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()))
-        .collect();
-    let ended = ended();
+    let followed = shards().map(lock).collect();
+    let ended = ended::hold_for_fork();
     HeldForFork {
         _sites: site_index::hold_for_fork(),
         _ended: ended,
@@ -264,23 +224,23 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 
 /// Lifetimes of ended blocks and counts of live followed blocks, per site.
 pub fn snapshot() -> HashMap<SiteId, Lifetimes> {
-    let mut by_number: HashMap<u32, Lifetimes, FastBuild> = ended()
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.freed != 0 || e.dropped != 0)
-        .map(|(k, e)| {
-            let l = Lifetimes {
-                freed: e.freed,
-                dropped: e.dropped,
-                total_ns: e.total_ns,
-                buckets: e.buckets.to_vec(),
-                ..Lifetimes::default()
-            };
-            (k as u32, l)
-        })
-        .collect();
-    for shard in FOLLOWED.iter() {
-        let map = shard.lock().unwrap_or_else(|e| e.into_inner());
+    let mut by_number: HashMap<u32, Lifetimes, FastBuild> = ended::with_records(|r| {
+        r.iter()
+            .filter(|(_, e)| e.freed != 0 || e.dropped != 0)
+            .map(|(k, e)| {
+                let l = Lifetimes {
+                    freed: e.freed,
+                    dropped: e.dropped,
+                    total_ns: e.total_ns,
+                    buckets: e.buckets.to_vec(),
+                    ..Lifetimes::default()
+                };
+                (k, l)
+            })
+            .collect()
+    });
+    for shard in shards() {
+        let map = lock(shard);
         for f in map.values() {
             let e = by_number.entry(f.site).or_default();
             e.live += 1;
@@ -294,4 +254,56 @@ pub fn snapshot() -> HashMap<SiteId, Lifetimes> {
         all.entry(site).or_default().add(&l);
     }
     all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hot::door::Stack;
+    use crate::hot::site_table::SiteMeta;
+
+    #[test]
+    fn a_full_shard_turns_new_blocks_away_and_still_replaces_its_own() {
+        let site = SiteRef {
+            meta: SiteMeta::new(0, 5, 0),
+            hash: 0x7171,
+            stack: Stack::Frames(&[]),
+        };
+        // Addresses no real block has here, all in one shard: not the shard of the
+        // door's unit test's addresses, which follows a block while this runs.
+        let index = |p: usize| address_hash(p, SHARD_BITS);
+        let busy = [0x5b00_0000_0040usize, 0x5b00_0000_0080].map(index);
+        let target = (0..SHARDS).find(|k| !busy.contains(k)).unwrap();
+        let addresses: Vec<usize> = (0usize..)
+            .map(|k| 0x5c00_0000_0000 + k * 16)
+            .filter(|&p| index(p) == target)
+            .take(SHARD_CAP + 2)
+            .collect();
+        let before = skipped();
+        for &p in &addresses[..SHARD_CAP] {
+            assert!(
+                !follow(p as *mut u8, site, 64),
+                "followed, nothing replaced"
+            );
+        }
+        assert!(
+            follow(addresses[SHARD_CAP] as *mut u8, site, 64),
+            "turned away"
+        );
+        assert!(follow(addresses[SHARD_CAP + 1] as *mut u8, site, 64));
+        assert_eq!(skipped(), before + 2);
+        assert!(
+            take(addresses[SHARD_CAP] as *mut u8).is_none(),
+            "not followed"
+        );
+        // A block at an address already followed replaces it, full or not.
+        assert!(follow(addresses[0] as *mut u8, site, 64), "replaced");
+        assert_eq!(skipped(), before + 2);
+        for &p in &addresses[..SHARD_CAP] {
+            assert!(take(p as *mut u8).is_some());
+        }
+        // Room again.
+        assert!(!follow(addresses[SHARD_CAP] as *mut u8, site, 64));
+        assert!(take(addresses[SHARD_CAP] as *mut u8).is_some());
+    }
 }

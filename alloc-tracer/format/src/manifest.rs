@@ -173,8 +173,9 @@ pub struct Dropped {
     /// written before it existed.)
     #[serde(default)]
     pub folded_sites: u64,
-    /// Blocks due to be followed to their free for lifetimes but not, because
-    /// [`MAX_FOLLOWED`] were followed at once: lifetimes and live-bytes estimates
+    /// Blocks due to be followed to their free for lifetimes but not, because the
+    /// shard of the tracer's map their address falls in held its share of
+    /// [`MAX_FOLLOWED`] at once: lifetimes and live-bytes estimates
     /// undercount by that much. (Absent in reports written before it existed.)
     #[serde(default)]
     pub followed_skipped: u64,

@@ -1,0 +1,212 @@
+//! Cold path: the lifetimes of followed blocks that ended, per site.
+//!
+//! Every end of a followed block adds its lifetime to its site's record. Threads
+//! that run the same code end blocks of the same sites, so records written in place
+//! by every thread would move their cache lines, and the lock over them, from core
+//! to core at each end: measured with every block followed, two threads took two to
+//! three times one thread's time an end. So an end is written to a buffer of its
+//! thread's own (a stripe: one per thread, round robin, shared only past
+//! [`STRIPES`] threads), and a full buffer is added to the records at once, under
+//! their lock, once every [`BUFFER`] ends. Readers ([`with_records`]) first add
+//! every buffer, so they see every end.
+
+use crate::hot::log_linear::{LIFETIME_BUCKETS, LIFETIME_SUB_BITS, bucket};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
+
+/// What became of one site's ended blocks. The histogram lies in the record, not
+/// behind a pointer, so that adding a lifetime writes to addresses known at once.
+pub(crate) struct Ended {
+    pub freed: u64,
+    pub total_ns: u128,
+    pub buckets: [u64; LIFETIME_BUCKETS],
+    /// Blocks of the site dropped while followed (`lifetimes::drop_all`).
+    pub dropped: u64,
+}
+
+impl Ended {
+    const EMPTY: Ended = Ended {
+        freed: 0,
+        total_ns: 0,
+        buckets: [0; LIFETIME_BUCKETS],
+        dropped: 0,
+    };
+
+    fn add_lifetime(&mut self, ns: u64) {
+        self.freed += 1;
+        self.total_ns += ns as u128;
+        self.buckets[bucket(ns, LIFETIME_SUB_BITS)] += 1;
+    }
+}
+
+/// Per-site records, by site number.
+pub(crate) struct Records(Vec<Ended>);
+
+impl Records {
+    /// The record of site number `site`, made if new.
+    pub(crate) fn site(&mut self, site: u32) -> &mut Ended {
+        let k = site as usize;
+        if self.0.len() <= k {
+            self.0.resize_with(k + 1, || Ended::EMPTY);
+        }
+        &mut self.0[k]
+    }
+
+    /// The records with their site numbers.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u32, &Ended)> {
+        self.0.iter().enumerate().map(|(k, e)| (k as u32, e))
+    }
+}
+
+static RECORDS: Mutex<Records> = Mutex::new(Records(Vec::new()));
+
+fn records() -> MutexGuard<'static, Records> {
+    // Each update is complete before anything that can panic: poisoning is ignored.
+    RECORDS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Stripes of buffered ends.
+const STRIPES: usize = 64;
+
+/// Ends a stripe holds before they are added to the records.
+const BUFFER: usize = 128;
+
+/// Ends not yet added to the records: (site number, lifetime in ns).
+struct Buffer {
+    len: usize,
+    ends: [(u32, u64); BUFFER],
+}
+
+impl Buffer {
+    /// Adds the buffered ends to `records` and empties the buffer.
+    fn drain_into(&mut self, records: &mut Records) {
+        for &(site, ns) in &self.ends[..self.len] {
+            records.site(site).add_lifetime(ns);
+        }
+        self.len = 0;
+    }
+}
+
+/// A stripe on cache lines of its own, so that neighbours' writes do not move them.
+#[repr(align(128))]
+struct Stripe(Mutex<Buffer>);
+
+static BUFFERS: [Stripe; STRIPES] = [const {
+    Stripe(Mutex::new(Buffer {
+        len: 0,
+        ends: [(0, 0); BUFFER],
+    }))
+}; STRIPES];
+
+/// The next stripe to hand to a thread that has none.
+static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's stripe (`usize::MAX` until its first end). A constant
+    /// initializer and no destructor: reading it never allocates.
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+fn stripe() -> &'static Mutex<Buffer> {
+    let k = STRIPE
+        .try_with(|s| {
+            if s.get() == usize::MAX {
+                s.set(NEXT_STRIPE.fetch_add(1, Relaxed) % STRIPES);
+            }
+            s.get()
+        })
+        // A thread whose thread-locals are gone shares the first stripe.
+        .unwrap_or(0);
+    &BUFFERS[k].0
+}
+
+fn lock(stripe: &Mutex<Buffer>) -> MutexGuard<'_, Buffer> {
+    // As for the records: poisoning is ignored.
+    stripe.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Adds a lifetime of `ns` to site number `site`: to this thread's buffer, which
+/// goes to the records when full. Cold, under the guard; takes the stripe's lock,
+/// then, once every [`BUFFER`] ends, the records'.
+pub(crate) fn add(site: u32, ns: u64) {
+    let mut b = lock(stripe());
+    let n = b.len;
+    b.ends[n] = (site, ns);
+    b.len = n + 1;
+    if b.len == BUFFER {
+        b.drain_into(&mut records());
+    }
+}
+
+/// Counts one block dropped while followed (`lifetimes::drop_all`) for each site
+/// number in `sites`. Takes the records' lock.
+pub(crate) fn add_dropped(sites: impl IntoIterator<Item = u32>) {
+    let mut r = records();
+    for site in sites {
+        r.site(site).dropped += 1;
+    }
+}
+
+/// Runs `f` on the records with every buffered end added. Takes each stripe's lock,
+/// then the records', as [`add`] does.
+pub(crate) fn with_records<R>(f: impl FnOnce(&mut Records) -> R) -> R {
+    for s in &BUFFERS {
+        lock(&s.0).drain_into(&mut records());
+    }
+    f(&mut records())
+}
+
+/// About how many bytes the records and buffers take.
+pub(crate) fn memory_bytes() -> u64 {
+    (records().0.capacity() * size_of::<Ended>() + size_of_val(&BUFFERS)) as u64
+}
+
+/// Every lock of the ended lifetimes, held across a `fork()` (see `fork`).
+pub(crate) struct HeldForFork {
+    // Fields drop in declaration order, releasing in the reverse of taking.
+    _records: MutexGuard<'static, Records>,
+    _stripes: Vec<MutexGuard<'static, Buffer>>,
+}
+
+/// Takes every stripe's lock, then the records' (the order [`add`] takes them in).
+pub(crate) fn hold_for_fork() -> HeldForFork {
+    let stripes = BUFFERS.iter().map(|s| lock(&s.0)).collect();
+    HeldForFork {
+        _records: records(),
+        _stripes: stripes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_buffered_end_reaches_the_records() {
+        // Site numbers far above any other test's, on threads of their own, so that
+        // stripes fill and drain at different points.
+        let base = 1_000_000u32;
+        let threads: Vec<_> = (0..3u32)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for i in 0..(BUFFER as u64 * 2 + 7) {
+                        add(base + t, 1_000 + i);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        with_records(|r| {
+            for t in 0..3u32 {
+                let e = r.site(base + t);
+                let n = BUFFER as u64 * 2 + 7;
+                assert_eq!(e.freed, n, "thread {t}");
+                assert_eq!(e.total_ns, (0..n).map(|i| 1_000 + i as u128).sum::<u128>());
+                assert_eq!(e.buckets.iter().sum::<u64>(), n);
+            }
+        });
+    }
+}
