@@ -215,6 +215,16 @@ fn configs() -> Vec<Config> {
         traced("sites, depth 48, no lifetimes", Mode::Sites, 48, 0),
         traced("sites, depth 48, lifetimes 1/64", Mode::Sites, 48, 64),
         traced("sites, depth 16, every block followed", Mode::Sites, 16, 1),
+        Config {
+            name: "sites, depth 16, every block heap-sampled",
+            allocator: Allocator::Traced(Settings {
+                mode: Mode::Sites,
+                depth: 16,
+                lifetime_interval: 0,
+                heap_interval: Some(1),
+                ..Default::default()
+            }),
+        },
     ]
 }
 

@@ -6,7 +6,7 @@ use crate::hot::control;
 use crate::hot::door::{Door, SiteRef};
 use crate::hot::followed;
 use crate::hot::thread::ThreadState;
-use crate::registry::{self, SiteId};
+use crate::registry;
 use crate::session;
 
 /// The tracer's implementation of the door: settings, the registry of thread
@@ -75,7 +75,7 @@ impl Door for Cold {
     fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
         let p = ptr as usize;
         followed::claim(p);
-        if crate::heap::sample(ptr, SiteId::of_site(site), class_bytes) {
+        if crate::heap::sample(ptr, crate::site_index::number(site), class_bytes) {
             followed::release(p);
         }
         // As in `block_followed`.

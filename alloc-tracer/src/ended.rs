@@ -5,14 +5,12 @@
 //! by every thread would move their cache lines, and the lock over them, from core
 //! to core at each end: measured with every block followed, two threads took two to
 //! three times one thread's time an end. So an end is written to a buffer of its
-//! thread's own (a stripe: one per thread, round robin, shared only past
-//! [`STRIPES`] threads), and a full buffer is added to the records at once, under
-//! their lock, once every [`BUFFER`] ends. Readers ([`with_records`]) first add
-//! every buffer, so they see every end.
+//! thread's own (its `stripe`), and a full buffer is added to the records at once,
+//! under their lock, once every [`BUFFER`] ends. Readers ([`with_records`]) first
+//! add every buffer, so they see every end.
 
 use crate::hot::log_linear::{LIFETIME_BUCKETS, LIFETIME_SUB_BITS, bucket};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use crate::stripe::{self, Padded, STRIPES};
 use std::sync::{Mutex, MutexGuard};
 
 /// What became of one site's ended blocks. The histogram lies in the record, not
@@ -66,9 +64,6 @@ fn records() -> MutexGuard<'static, Records> {
     RECORDS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Stripes of buffered ends.
-const STRIPES: usize = 64;
-
 /// Ends a stripe holds before they are added to the records.
 const BUFFER: usize = 128;
 
@@ -88,38 +83,13 @@ impl Buffer {
     }
 }
 
-/// A stripe on cache lines of its own, so that neighbours' writes do not move them.
-#[repr(align(128))]
-struct Stripe(Mutex<Buffer>);
-
-static BUFFERS: [Stripe; STRIPES] = [const {
-    Stripe(Mutex::new(Buffer {
+/// Each thread's buffer, by its stripe.
+static BUFFERS: [Padded<Mutex<Buffer>>; STRIPES] = [const {
+    Padded(Mutex::new(Buffer {
         len: 0,
         ends: [(0, 0); BUFFER],
     }))
 }; STRIPES];
-
-/// The next stripe to hand to a thread that has none.
-static NEXT_STRIPE: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// This thread's stripe (`usize::MAX` until its first end). A constant
-    /// initializer and no destructor: reading it never allocates.
-    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
-}
-
-fn stripe() -> &'static Mutex<Buffer> {
-    let k = STRIPE
-        .try_with(|s| {
-            if s.get() == usize::MAX {
-                s.set(NEXT_STRIPE.fetch_add(1, Relaxed) % STRIPES);
-            }
-            s.get()
-        })
-        // A thread whose thread-locals are gone shares the first stripe.
-        .unwrap_or(0);
-    &BUFFERS[k].0
-}
 
 fn lock(stripe: &Mutex<Buffer>) -> MutexGuard<'_, Buffer> {
     // As for the records: poisoning is ignored.
@@ -130,7 +100,7 @@ fn lock(stripe: &Mutex<Buffer>) -> MutexGuard<'_, Buffer> {
 /// goes to the records when full. Cold, under the guard; takes the stripe's lock,
 /// then, once every [`BUFFER`] ends, the records'.
 pub(crate) fn add(site: u32, ns: u64) {
-    let mut b = lock(stripe());
+    let mut b = lock(&BUFFERS[stripe::index()].0);
     let n = b.len;
     b.ends[n] = (site, ns);
     b.len = n + 1;

@@ -143,6 +143,7 @@ mod report;
 mod session;
 mod site_index;
 mod site_map;
+mod stripe;
 mod symbolize;
 mod timeline;
 mod unseen_frees;

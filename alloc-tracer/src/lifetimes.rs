@@ -23,6 +23,7 @@ use crate::hot::door::SiteRef;
 use crate::hot::followed::address_hash;
 use crate::site_index;
 use crate::site_map::SiteId;
+use crate::stripe::Padded;
 use alloc_tracer_format::manifest::MAX_FOLLOWED;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -69,13 +70,9 @@ struct Followed {
 
 type Blocks = HashMap<usize, Followed, FastBuild>;
 
-/// A shard on cache lines of its own, so that threads taking neighbouring shards'
-/// locks do not move each other's lines.
-#[repr(align(128))]
-struct Shard(Mutex<Blocks>);
-
-static FOLLOWED: LazyLock<[Shard; SHARDS]> =
-    LazyLock::new(|| std::array::from_fn(|_| Shard(Mutex::new(Blocks::default()))));
+/// The shards, each on cache lines of its own.
+static FOLLOWED: LazyLock<[Padded<Mutex<Blocks>>; SHARDS]> =
+    LazyLock::new(|| std::array::from_fn(|_| Padded(Mutex::new(Blocks::default()))));
 
 /// Every shard of `FOLLOWED`.
 fn shards() -> impl Iterator<Item = &'static Mutex<Blocks>> {

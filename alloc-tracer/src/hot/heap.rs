@@ -64,6 +64,20 @@ pub fn sample_block<D: Door>(
     // SAFETY: `st.stack` is this thread's stack, found when its state was made, and
     // `st.trail` this thread's trail, only ever walked with those bounds.
     let walk = unsafe { trail::walk(&st.trail, 1, depth, st.stack, seed.bits()) };
+    // The site's slot in this thread's table, if its stacks are counted there (as
+    // every allocation's are in `sites` mode): the slot keeps the site's number, so
+    // that numbering it takes no lock.
+    let table = st.table();
+    let meta = seed.with_depth(walk.n);
+    if let Some(slot) = table.find(walk.hash, meta) {
+        let site = SiteRef {
+            meta,
+            hash: walk.hash,
+            stack: Stack::Slot(table, slot),
+        };
+        thread::guarded(|| D::heap_sampled(ptr, site, usable as u64));
+        return;
+    }
     let mut raw = raw_frames();
     let frames = trail::frames(&st.trail, &walk, &mut raw);
     let site = SiteRef {

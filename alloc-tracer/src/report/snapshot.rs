@@ -45,10 +45,8 @@ impl Snapshot {
             let sites = crate::registry::sites();
             let lifetimes = crate::lifetimes::snapshot();
             let mut peak = crate::heap::peak();
-            let heap_peak: HashMap<SiteId, SiteLive> = std::mem::take(&mut peak.sites)
-                .into_iter()
-                .map(|(id, l)| ((*id).clone(), l))
-                .collect();
+            let heap_peak: HashMap<SiteId, SiteLive> =
+                std::mem::take(&mut peak.sites).into_iter().collect();
             let heap_end = crate::heap::live_now();
             let symbols = symbolize::resolve_all(
                 sites
