@@ -56,10 +56,10 @@ impl Snapshot {
                     .chain(heap_end.keys())
                     .flat_map(|id| id.frames.iter().copied()),
             );
-            let add_live = |a: &SiteLive, b: &SiteLive| SiteLive {
-                sampled: a.sampled + b.sampled,
-                bytes: a.bytes + b.bytes,
-                blocks: a.blocks + b.blocks,
+            let add_live = |a: &SiteLive, b: &SiteLive| {
+                let mut sum = *a;
+                sum.add(b);
+                sum
             };
             Snapshot {
                 settings: Settings::current(),
