@@ -151,17 +151,31 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hot::door::{SiteRef, Stack};
+    use crate::hot::site_table::SiteMeta;
+    use crate::site_index;
 
     #[test]
     fn every_buffered_end_reaches_the_records() {
-        // Site numbers far above any other test's, on threads of their own, so that
-        // stripes fill and drain at different points.
-        let base = 1_000_000u32;
-        let threads: Vec<_> = (0..3u32)
+        // Sites of this test's own, numbered as real ones are (records are indexed
+        // by number: a number far above the others would make a record for every
+        // number below it), each ended on a thread of its own, so that stripes fill
+        // and drain at different points.
+        let sites: Vec<u32> = (0..3u64)
             .map(|t| {
+                site_index::number(SiteRef {
+                    meta: SiteMeta::new(0, 3, 0),
+                    hash: 0xe7de_d000 + t,
+                    stack: Stack::Frames(&[]),
+                })
+            })
+            .collect();
+        let threads: Vec<_> = sites
+            .iter()
+            .map(|&site| {
                 std::thread::spawn(move || {
                     for i in 0..(BUFFER as u64 * 2 + 7) {
-                        add(base + t, 1_000 + i);
+                        add(site, 1_000 + i);
                     }
                 })
             })
@@ -170,8 +184,8 @@ mod tests {
             t.join().unwrap();
         }
         with_records(|r| {
-            for t in 0..3u32 {
-                let e = r.site(base + t);
+            for (t, &site) in sites.iter().enumerate() {
+                let e = r.site(site);
                 let n = BUFFER as u64 * 2 + 7;
                 assert_eq!(e.freed, n, "thread {t}");
                 assert_eq!(e.total_ns, (0..n).map(|i| 1_000 + i as u128).sum::<u128>());
