@@ -227,6 +227,14 @@ pub unsafe fn walk_from(
     let mut stop = stop_at(joint);
     let last_next = loop {
         if fp >= stop {
+            if fp == stop && !trail.cut.get() && i + joint - lo <= max && joint + i <= CAP {
+                // The common join, tested first so that it skips the search below:
+                // the walk reached the innermost unchanged record itself (`stop` is
+                // its address, `joint > lo`), all of the kept walk from there out
+                // ended at the stack's end, and there is room for the new records in
+                // front.
+                return join_whole(trail, new_frames(&new, i), joint - 1, seed);
+            }
             // Reached the unchanged records, or passed over some of them (frames
             // without frame pointers): join at the one at `fp`, if any.
             while joint > lo && trail.at(joint - 1).fp < fp {
@@ -235,8 +243,7 @@ pub unsafe fn walk_from(
             if joint > lo && trail.at(joint - 1).fp == fp {
                 let p = joint - 1;
                 if !trail.cut.get() && i + p + 1 - lo <= max && p + 1 + i <= CAP {
-                    // The common join: all of the kept walk from `p` out, which ended
-                    // at the stack's end, and room for the new records in front.
+                    // As above, at a record the walk reached by passing over others.
                     return join_whole(trail, new_frames(&new, i), p, seed);
                 }
                 let want = (max - i).min(p + 1 - lo);
