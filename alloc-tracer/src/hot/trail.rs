@@ -210,6 +210,12 @@ pub unsafe fn walk_from(
             return window(trail.at(hi - 1).sum, n, trail.base.get(), seed);
         }
     }
+    if unchanged < above && !trail.cut.get() && above - lo <= max && trail.at(above - 1).fp == fp {
+        // SAFETY: the records `unchanged..above` lie at or above `fp`, as above.
+        if let Some(walk) = unsafe { one_return_changed(trail, unchanged, above, seed) } {
+            return walk;
+        }
+    }
     // The walk joins at the innermost unchanged record it reaches: `joint - 1`.
     let mut joint = unchanged;
     // New frames, innermost first: (frame pointer, return address). Left
@@ -285,6 +291,41 @@ pub unsafe fn walk_from(
         hash: hash_finish(sum, seed),
         foreign: false,
     }
+}
+
+/// The walk when the kept walk starts where this one does and only the return
+/// address of its outermost changed record `k` changed: a call from another place in
+/// the same caller, everything inward of it called again as before (half of a
+/// synthesis's walks). The record's first word must be the kept one, and every record
+/// from `k + 1` to `above` (the innermost, at the walk's start) unchanged; then the
+/// walk is the kept one with that return address, as a plain walk would read it, and
+/// only the hash sums from `k` inward are made again. The kept walk must not be cut
+/// and must fit the walk's depth. `None` when the stack is not like that.
+///
+/// # Safety
+/// The records `k..above` must lie at or above the walk's start (see [`walk_from`]).
+#[inline(always)]
+unsafe fn one_return_changed(trail: &Trail, k: usize, above: usize, seed: u64) -> Option<Walk> {
+    let lo = trail.lo.get();
+    let r = trail.at(k);
+    // SAFETY: the caller's contract.
+    let (next, ret) = unsafe { stack::read_frame(r.fp) };
+    // SAFETY: as above.
+    if next != r.next || unsafe { unchanged_to(trail, k + 1, above) } != above {
+        return None;
+    }
+    // Not cut: the sums start at the outermost record (`base` 0).
+    let mut sum = if k > lo { trail.at(k - 1).sum } else { 0 };
+    sum = hash_extend(sum, ret);
+    trail.set(k, Record { ret, sum, ..r });
+    for j in k + 1..above {
+        let mut q = trail.at(j);
+        sum = hash_extend(sum, q.ret);
+        q.sum = sum;
+        trail.set(j, q);
+    }
+    trail.hi.set(above);
+    Some(whole(sum, above - lo, seed))
 }
 
 /// The first `n` new frames.
@@ -602,6 +643,36 @@ mod tests {
             walks_match(&trail, &stack, fp, MAX_DEPTH);
         }
         assert!(trail.hi.get() <= CAP);
+    }
+
+    #[test]
+    fn a_call_from_another_place_keeps_the_frames_inward_of_it() {
+        let trail = Trail::default();
+        let mut stack = FakeStack::new(5);
+        for _ in 0..12 {
+            stack.call();
+        }
+        let inner = stack.addr(*stack.frames.last().unwrap());
+        assert_eq!(walks_match(&trail, &stack, inner, MAX_DEPTH), 12);
+        for round in 0..8 {
+            // The frame `round` out from the innermost is called from another place in
+            // the same caller: its return address changes, its first word and every
+            // frame inward of it stay.
+            let w = stack.frames[stack.frames.len() - 1 - round];
+            stack.mem[w + 1] = 0x2000 + round;
+            walks_match(&trail, &stack, inner, MAX_DEPTH);
+            // The same stack again, taken whole from the kept sums.
+            walks_match(&trail, &stack, inner, MAX_DEPTH);
+            // A new frame in front of the innermost kept record, joined at its sum.
+            stack.call();
+            walks_match(
+                &trail,
+                &stack,
+                stack.addr(*stack.frames.last().unwrap()),
+                MAX_DEPTH,
+            );
+            stack.ret();
+        }
     }
 
     #[test]
