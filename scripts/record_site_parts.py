@@ -24,7 +24,8 @@ FUNCTION = "hot::sites::record_site"
 PARTS = [
     ("comparing the kept frames with the stack", ("unchanged_to", "any_differ", "differs")),
     ("writing the new records and hash sums",
-     ("keep_in_front", "join_whole", "join", "restart", "move_down", "window", "whole")),
+     ("keep_in_front", "join_whole", "join", "restart", "move_down", "window", "whole",
+      "one_return_changed")),
     ("finding where the walk starts", ("start",)),
     ("the site lookup", ("find", "new_site")),
     ("walking the new frames, finding where they join the kept ones", ("walk_from",)),
