@@ -569,6 +569,10 @@ mod tests {
             self.mem[word + 1] = ret;
             self.frames.push(word);
         }
+        /// The innermost frame's address.
+        fn innermost(&self) -> usize {
+            self.addr(*self.frames.last().unwrap())
+        }
         /// Returns from the innermost function (its words stay, as on a real stack).
         fn ret(&mut self) {
             self.frames.pop();
@@ -639,7 +643,7 @@ mod tests {
         for _ in 0..300 {
             stack.call();
             // From the innermost frame: each walk joins the last one a frame in.
-            let fp = stack.addr(*stack.frames.last().unwrap());
+            let fp = stack.innermost();
             walks_match(&trail, &stack, fp, MAX_DEPTH);
         }
         assert!(trail.hi.get() <= CAP);
@@ -652,7 +656,7 @@ mod tests {
         for _ in 0..12 {
             stack.call();
         }
-        let inner = stack.addr(*stack.frames.last().unwrap());
+        let inner = stack.innermost();
         assert_eq!(walks_match(&trail, &stack, inner, MAX_DEPTH), 12);
         for round in 0..8 {
             // The frame `round` out from the innermost is called from another place in
@@ -665,12 +669,7 @@ mod tests {
             walks_match(&trail, &stack, inner, MAX_DEPTH);
             // A new frame in front of the innermost kept record, joined at its sum.
             stack.call();
-            walks_match(
-                &trail,
-                &stack,
-                stack.addr(*stack.frames.last().unwrap()),
-                MAX_DEPTH,
-            );
+            walks_match(&trail, &stack, stack.innermost(), MAX_DEPTH);
             stack.ret();
         }
     }
@@ -686,7 +685,7 @@ mod tests {
         // Change the outermost frame's return address: the same walk must see it.
         let outer = stack.frames[stack.frames.len() - 32];
         stack.mem[outer + 1] = 0x9999;
-        let fp = stack.addr(*stack.frames.last().unwrap());
+        let fp = stack.innermost();
         // SAFETY: as in `check`.
         let w = unsafe { walk_from(&trail, fp, stack.limit(), 32, 7) };
         let mut raw = stack::raw_frames();
