@@ -17,8 +17,9 @@ machines without hardware counters).
 
 Usage:
   scripts/ab_perf_share.py [--runs N] [--symbol REGEX] [--freq HZ] BIN_A BIN_B -- ARGS...
-Example (the recording function of sites mode, 2 KiB PoRep partition 0):
-  scripts/ab_perf_share.py --symbol 'hot::sites::record_site' \\
+Example (the recording function of sites mode, the walk inlined in it, 2 KiB PoRep
+partition 0):
+  scripts/ab_perf_share.py --symbol 'hot::alloc::alloc_recorded' \\
       old/synth-driver target/release/synth-driver -- \\
       --trace sites --json porep --c1 sectors/2k/c1.json --partition 0
 """
@@ -76,7 +77,7 @@ def shares(data: Path, symbol: re.Pattern) -> tuple[int, int]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=4, help="runs of each build (default 4)")
-    p.add_argument("--symbol", default=r"hot::sites::record_site",
+    p.add_argument("--symbol", default=r"hot::alloc::alloc_recorded",
                    help="regular expression for the function's symbol")
     p.add_argument("--freq", type=int, default=4000, help="samples a second (default 4000)")
     p.add_argument("a", help="build A (the baseline)")

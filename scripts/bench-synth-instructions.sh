@@ -8,9 +8,10 @@
 # leaves (every thread's, the prover's workers included), so the driver's setup,
 # its untraced count of the circuit's shape and the report are left out. Prints a
 # markdown table: the synthesis' instructions, those added per recorded allocation
-# or realloc over `off`, and the recording function's (`record_site`: the walk,
-# the site lookup, the counters) per call. Allocations are the synthesize phase's
-# allocations and reallocs, from `analyzer info` on a sites run's report. Then a
+# or realloc over `off`, and of those `record_site`'s (the walk, the site lookup,
+# the counters; inlined into the recording functions). Allocations are the
+# synthesize phase's allocations and reallocs, from `analyzer info` on a sites
+# run's report. Then a
 # second table: where `record_site`'s instructions go at the default depth
 # (scripts/record_site_parts.py).
 # Usage: scripts/bench-synth-instructions.sh   (needs valgrind; about 12 minutes here)
@@ -41,9 +42,10 @@ run() {
 run off --trace off --timeline-ms 0
 run count --trace count --timeline-ms 0
 run sample --trace sample:1000 --timeline-ms 0
-run sites-depth-1 --trace sites --depth 1 --timeline-ms 0
-# Per instruction, for the second table (the counts are the same).
+# Per instruction, for `record_site`'s part, which is inlined (the counts are the
+# same).
 cg_extra=(--dump-instr=yes)
+run sites-depth-1 --trace sites --depth 1 --timeline-ms 0
 run sites --trace sites --timeline-ms 0
 # The allocation count from a report of a run of its own (writing a report runs
 # instructions of its own, which the runs above leave out).
@@ -54,9 +56,11 @@ cargo run -q --release -p analyzer -- info "$out/report-sites" --format json > "
 python3 - "$out" <<'EOF'
 import json, re, sys
 from pathlib import Path
+sys.path.insert(0, "scripts")
+import record_site_parts
 out = Path(sys.argv[1])
 def counts(name):
-    total, record = 0, 0
+    total = 0
     for line in (out / f"{name}.txt").read_text().splitlines():
         m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$", line)
         if not m:
@@ -66,15 +70,17 @@ def counts(name):
         what = re.sub(r" \[[^\]]*\]$", "", m.group(2))
         if what == "PROGRAM TOTALS":
             total = n
-        elif what.endswith("hot::sites::record_site"):
-            record += n
+    record = 0
+    if name.startswith("sites"):
+        record = sum(record_site_parts.parts(str(out / f"{name}.cg.1"),
+                                             str(out / "bin/synth-driver")).values())
     return total, record
 # The analyzer's phase `alloc_count` counts allocations and reallocs.
 phases = json.loads((out / "report-sites.json").read_text())["phases"]
 allocs = next(p["alloc_count"] for p in phases if p["phase"] == "synthesize")
 off, _ = counts("off")
 print(f"2 KiB PoRep partition 0, synthesis only: {allocs:,} allocations and reallocs recorded\n")
-print("| `--trace` | synthesis instructions | added per allocation | `record_site` per call |")
+print("| `--trace` | synthesis instructions | added per allocation | of which `record_site` |")
 print("|---|---:|---:|---:|")
 for name, label in [("off", "off"), ("count", "count"), ("sample", "sample:1000"),
                     ("sites-depth-1", "sites, depth 1"), ("sites", "sites, default depth")]:
@@ -82,6 +88,7 @@ for name, label in [("off", "off"), ("count", "count"), ("sample", "sample:1000"
     added = "" if name == "off" else f"{(total - off) / allocs:+,.0f}"
     per_call = f"{record / allocs:,.0f}" if record else ""
     print(f"| {label} | {total / 1e9:.2f} G | {added} | {per_call} |")
+print(allocs, file=open(out / "allocs.txt", "w"))
 EOF
 echo
-python3 scripts/record_site_parts.py "$out/sites.cg.1" "$out/bin/synth-driver"
+python3 scripts/record_site_parts.py "$out/sites.cg.1" "$out/bin/synth-driver" "$(cat "$out/allocs.txt")"

@@ -1,22 +1,31 @@
 #!/usr/bin/env python3
 """Where `record_site`'s instructions go: a callgrind profile made with
-`--dump-instr=yes`, its per-instruction counts for `hot::sites::record_site`, and
-for each instruction the functions inlined at it (`addr2line -i`), grouped into the
+`--dump-instr=yes`, the per-instruction counts of the recording functions
+`record_site` is inlined into (`alloc_recorded`, `alloc_any`, `record_first_alloc`,
+`record_realloc`), and for each instruction the functions inlined at it
+(`addr2line -i`). The instructions inlined from `record_site` are grouped into the
 parts of a sites-mode recording: finding where the walk starts, comparing the kept
 frames, walking the new ones, writing their records and hashes, the site lookup, and
-the rest (entry and exit, the counters). Prints a markdown table of instructions per
-call. Used by scripts/bench-synth-instructions.sh.
+the rest (the counters, the lifetime countdown). Prints a markdown table of
+instructions per recorded allocation or realloc.
+Used by scripts/bench-synth-instructions.sh.
 
 Standard library only; needs binutils' `addr2line`.
 
-Usage: scripts/record_site_parts.py CALLGRIND_FILE BINARY
+Usage: scripts/record_site_parts.py CALLGRIND_FILE BINARY CALLS
+CALLS: the recorded allocations and reallocs in the profile (one walk each in
+`sites` mode). Callgrind's own count of calls into the recording functions is not
+it: they are reached by jumps as well as calls.
 """
 
 import re
 import subprocess
 import sys
 
-FUNCTION = "hot::sites::record_site"
+# The functions `record_site` is inlined into.
+HOSTS = ("hot::alloc::alloc_recorded", "hot::alloc::alloc_any",
+         "hot::alloc::record_first_alloc", "hot::realloc::record_realloc")
+INLINED = "record_site"
 
 # Parts, by the innermost inlined function that names one (first match wins).
 # `addr2line -i` names inlined functions without their paths; within
@@ -30,16 +39,14 @@ PARTS = [
     ("the site lookup", ("find", "new_site")),
     ("walking the new frames, finding where they join the kept ones", ("walk_from",)),
 ]
-REST = "entry and exit, the counters, the lifetime countdown"
+REST = "the counters, the lifetime countdown"
 
 
-def self_costs(path: str) -> tuple[dict[int, int], int]:
-    """Self instructions of each address of FUNCTION (every compiled copy), and the
-    calls made to it."""
+def self_costs(path: str) -> dict[int, int]:
+    """Self instructions of each address of the HOSTS (every compiled copy)."""
     names: dict[str, str] = {}
     costs: dict[int, int] = {}
-    calls = 0
-    inside = skip_call = calling = False
+    inside = skip_call = False
     prev = [0, 0]
     positions = 1
     for line in open(path):
@@ -52,14 +59,10 @@ def self_costs(path: str) -> tuple[dict[int, int], int]:
             if m.group(3):
                 names[m.group(2)] = m.group(3)
             if m.group(1) == "fn":
-                inside = names[m.group(2)].endswith(FUNCTION)
-            else:
-                calling = names[m.group(2)].endswith(FUNCTION)
+                inside = names[m.group(2)].endswith(HOSTS)
             continue
         if line.startswith("calls="):
             skip_call = True  # the next cost line is the call's inclusive cost
-            if calling:
-                calls += int(line.split("=")[1].split()[0])
             continue
         if not line or not (line[0].isdigit() or line[0] in "+-*"):
             continue
@@ -74,7 +77,7 @@ def self_costs(path: str) -> tuple[dict[int, int], int]:
             continue
         if inside and len(tokens) > positions:
             costs[prev[0]] = costs.get(prev[0], 0) + int(tokens[positions])
-    return costs, calls
+    return costs
 
 
 def enclosing_fn(location: str) -> str | None:
@@ -119,29 +122,42 @@ def inline_chains(binary: str, addresses: list[int]) -> dict[int, list[str]]:
     return chains
 
 
+def bare(name: str) -> str:
+    """A function's name without generics or path."""
+    return re.sub(r"<.*", "", name).split("::")[-1]
+
+
 def part_of(chain: list[str]) -> str:
     for name in chain:
-        bare = re.sub(r"<.*", "", name).split("::")[-1]  # no generics, no path
         for part, functions in PARTS:
-            if bare in functions:
+            if bare(name) in functions:
                 return part
     return REST
 
 
-def main() -> None:
-    path, binary = sys.argv[1], sys.argv[2]
-    costs, calls = self_costs(path)
-    if not costs or not calls:
-        sys.exit(f"{path}: no instructions of {FUNCTION} (made with --dump-instr=yes?)")
+def parts(path: str, binary: str) -> dict[str, int]:
+    """Instructions inlined from `record_site` in the profile at `path`, by part."""
+    costs = self_costs(path)
+    if not costs:
+        sys.exit(f"{path}: no instructions of {', '.join(HOSTS)} (made with --dump-instr=yes?)")
     chains = inline_chains(binary, sorted(costs))
-    parts = {part: 0 for part, _ in PARTS} | {REST: 0}
+    found = {part: 0 for part, _ in PARTS} | {REST: 0}
     for address, n in costs.items():
-        parts[part_of(chains.get(address, []))] += n
-    total = sum(parts.values())
-    print(f"`record_site`, {calls:,} calls: {total / calls:,.0f} instructions a call\n")
-    print("| part | instructions a call | share |")
+        chain = chains.get(address, [])
+        if any(bare(name) == INLINED for name in chain):
+            found[part_of(chain)] += n
+    return found
+
+
+def main() -> None:
+    path, binary, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    found = parts(path, binary)
+    total = sum(found.values())
+    print(f"`record_site`, inlined in the recording functions, over {calls:,} recorded "
+          f"allocations and reallocs: {total / calls:,.0f} instructions each\n")
+    print("| part | instructions an allocation | share |")
     print("|---|---:|---:|")
-    for part, n in sorted(parts.items(), key=lambda kv: -kv[1]):
+    for part, n in sorted(found.items(), key=lambda kv: -kv[1]):
         print(f"| {part} | {n / calls:,.0f} | {100 * n / total:.0f} % |")
 
 

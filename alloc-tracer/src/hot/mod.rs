@@ -49,7 +49,7 @@
 //!   │                                      ├─ chunk done ─→ alloc_chunk_done ── other ─→ A
 //!   │                                      │        └─ 1 in N ─→ alloc_sampled ↳ A, ↳ sites::sample
 //!   │                                      └─ other ─→ alloc_recorded
-//!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, ↳ sites::record_site (walk)
+//!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, then sites::record_site (walk, inlined)
 //!                                      └─ not small → alloc_any ↳ A (first: alloc_first)
 //! entry::dealloc ── off ────────────────────────────────→ A
 //!   └─ recording ─ free::dealloc_recorded ── small ─────→ A   (one copy per every-stack / follows)

@@ -59,9 +59,11 @@ pub fn sample_due(st: &ThreadState) -> bool {
 }
 
 /// Every call in `sites` mode: the stack, its site's counters, and now and then a
-/// block followed to its free. Called, never jumped to, from the function whose
-/// frame the walk passes over (see `entry::no_tail_call`).
-#[inline(never)]
+/// block followed to its free. Inlined into the recording function (`alloc_recorded`,
+/// `alloc_any`, `record_first_alloc`, `record_realloc`), which has a frame of its own
+/// anyway for its call to `A`; the walk starts at that frame. (Out of line, its own
+/// call, frame and saved registers cost 32 instructions an allocation more.)
+#[inline(always)]
 fn record_site<D: Door, const REALLOC: bool>(
     st: &ThreadState,
     ctl: Control,
@@ -70,7 +72,7 @@ fn record_site<D: Door, const REALLOC: bool>(
     usable: usize,
     class: usize,
 ) {
-    let slot = site_slot::<D>(st, ctl, class);
+    let slot = site_slot::<D, 0>(st, ctl, class);
     count_in_slot::<REALLOC>(slot, size, usable);
     st.last_slot.set(slot);
     let left = st.lifetime_countdown.get().wrapping_sub(1);
@@ -81,7 +83,8 @@ fn record_site<D: Door, const REALLOC: bool>(
 }
 
 /// A sampled call in `sample` mode: stack, site counters, and the block followed.
-/// Called like `record_site`, never jumped to.
+/// Out of line (it is rare), called from the recording function, never jumped to:
+/// its walk passes over its own frame.
 #[cold]
 #[inline(never)]
 pub fn sample<D: Door, const REALLOC: bool>(
@@ -92,7 +95,7 @@ pub fn sample<D: Door, const REALLOC: bool>(
     usable: usize,
     class: usize,
 ) {
-    let slot = site_slot::<D>(st, ctl, class);
+    let slot = site_slot::<D, 1>(st, ctl, class);
     count_in_slot::<REALLOC>(slot, size, usable);
     bump(&st.phase(ctl).sampled, 1);
     st.last_slot.set(slot);
@@ -115,20 +118,22 @@ fn count_in_slot<const REALLOC: bool>(slot: &Slot, size: usize, usable: usize) {
     bump(&slot.bytes_allocated, usable as u64);
 }
 
-/// Walks the stack and returns its slot in this thread's table.
+/// Walks the stack and returns its slot in this thread's table. `SKIP`: frames of
+/// the tracer's to pass over before the recording function's (0 when this is
+/// inlined into it, 1 from a function it calls).
 #[inline(always)]
-fn site_slot<D: Door>(st: &ThreadState, ctl: Control, class: usize) -> &Slot {
+fn site_slot<D: Door, const SKIP: usize>(st: &ThreadState, ctl: Control, class: usize) -> &Slot {
     let seed = SiteMeta::new(ctl.phase(), class, 0);
-    // The innermost return addresses are the tracer's own: the one into the
+    // The innermost return addresses are the tracer's own: from a function the
     // recording function (`alloc_recorded`, `alloc_sampled`, `alloc_any` or
-    // `record_realloc`), always, so it is walked over here; and the one into the
-    // allocator entry point, unless that entry was inlined into the program's code
-    // or reached the recording function by a jump, so it is kept and the report
-    // drops it if it is all tracer.
+    // `record_realloc`) called, the one into it, walked over here (`SKIP`); and the
+    // one into the allocator entry point, unless that entry was inlined into the
+    // program's code or reached the recording function by a jump, so it is kept and
+    // the report drops it if it is all tracer.
     let depth = ctl.depth() + OWN_FRAMES - 1;
     // SAFETY: `st.stack` is this thread's stack, found when its state was made, and
     // `st.trail` this thread's trail, only ever walked with those bounds.
-    let walk = unsafe { trail::walk(&st.trail, 1, depth, st.stack, seed.bits()) };
+    let walk = unsafe { trail::walk(&st.trail, SKIP, depth, st.stack, seed.bits()) };
     if walk.foreign {
         foreign_walk(st);
     }
