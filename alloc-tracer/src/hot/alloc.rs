@@ -439,9 +439,10 @@ fn record_any_alloc<D: Door>(ctl: Control, ptr: *mut u8, layout: Layout) {
 
 /// Records an allocation, its counts and large bytes aside (the caller's), its site
 /// and heap sample as the mode says, and returns `ptr`: inlined into
-/// `alloc_recorded` or `alloc_any`, whose frame is the one the stack walks pass
-/// over. `units`: the live units of a small block (0 for a large one, whose bytes
-/// the caller counts).
+/// `alloc_recorded` or `alloc_any`, whose frame is where the stack walks start (the
+/// return address in it is into the allocator entry point or the program).
+/// `units`: the live units of a small block (0 for a large one, whose bytes the
+/// caller counts).
 #[inline(always)]
 fn record_alloc<D: Door>(
     st: &ThreadState,

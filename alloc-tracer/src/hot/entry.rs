@@ -171,9 +171,10 @@ pub fn small_request(size: usize, align: usize) -> bool {
 #[inline(always)]
 pub fn unlikely_path() {}
 
-/// Keeps the call before it from becoming a tail call. The stack walk passes over
-/// exactly one frame of the tracer's, the recording function's: a stack part reached
-/// by a jump instead of a call would make it pass over one of the program's.
+/// Keeps the call before it from becoming a tail call. A walk made in a function the
+/// recording function calls passes over that function's own frame, one: reached by a
+/// jump instead of a call, it would pass over the frame of the recording function's
+/// caller instead, one of the program's.
 #[inline(always)]
 pub fn no_tail_call() {
     // SAFETY: an empty instruction sequence: no memory access, no effect.

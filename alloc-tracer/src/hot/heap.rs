@@ -47,7 +47,8 @@ pub fn due_after_chunk(st: &ThreadState) -> bool {
 
 /// Hands the sampled block at `ptr` (`usable` bytes of class `class`) to the cold
 /// side with its stack, and draws the next countdown. Called, never jumped to, from
-/// the recording function, whose frame the walk passes over (as `sites` does).
+/// the recording function: its walk passes over its own frame and starts at the
+/// recording function's, as `sites`' inlined walk does.
 #[cold]
 #[inline(never)]
 pub fn sample_block<D: Door>(
