@@ -11,9 +11,8 @@
 # or realloc over `off`, and of those `record_site`'s (the walk, the site lookup,
 # the counters; inlined into the recording functions). Allocations are the
 # synthesize phase's allocations and reallocs, from `analyzer info` on a sites
-# run's report. Then a
-# second table: where `record_site`'s instructions go at the default depth
-# (scripts/record_site_parts.py).
+# run's report. Then a second table: where `record_site`'s instructions go at the
+# default depth (scripts/record_site_parts.py).
 # Usage: scripts/bench-synth-instructions.sh   (needs valgrind; about 12 minutes here)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -62,7 +62,7 @@ pub fn sample_due(st: &ThreadState) -> bool {
 /// block followed to its free. Inlined into the recording function (`alloc_recorded`,
 /// `alloc_any`, `record_first_alloc`, `record_realloc`), which has a frame of its own
 /// anyway for its call to `A`; the walk starts at that frame. (Out of line, its own
-/// call, frame and saved registers cost 32 instructions an allocation more.)
+/// call, frame and saved registers cost about 30 instructions an allocation more.)
 #[inline(always)]
 fn record_site<D: Door, const REALLOC: bool>(
     st: &ThreadState,
