@@ -73,11 +73,14 @@ pub mod control;
 pub mod countdown;
 pub mod door;
 pub mod entry;
+#[cfg(test)]
+pub mod fake_stack;
 pub mod followed;
 pub mod free;
 pub mod heap;
 pub mod live;
 pub mod log_linear;
+pub mod predict;
 pub mod realloc;
 pub mod site_table;
 pub mod sites;

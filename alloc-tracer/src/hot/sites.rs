@@ -6,8 +6,9 @@ use super::control::{self, Control, MODE_SITES};
 use super::countdown;
 use super::door::{Door, SiteRef, Stack};
 use super::entry::no_tail_call;
+use super::predict;
 use super::site_table::{Lookup, SiteKey, SiteMeta, Slot, bump, key_hash};
-use super::stack;
+use super::stack::{self, MAX_DEPTH, Start};
 use super::thread::{self, ThreadState};
 use super::trail::{self, Walk};
 use std::sync::atomic::Ordering::Relaxed;
@@ -120,7 +121,9 @@ fn count_in_slot<const REALLOC: bool>(slot: &Slot, size: usize, usable: usize) {
 
 /// Walks the stack and returns its slot in this thread's table. `SKIP`: frames of
 /// the tracer's to pass over before the recording function's (0 when this is
-/// inlined into it, 1 from a function it calls).
+/// inlined into it, 1 from a function it calls). Where this is inlined (`SKIP` 0,
+/// every call in `sites` mode) the predictor's guess comes first: the site that
+/// followed the thread's latest one, taken when the stack still holds its walk.
 #[inline(always)]
 fn site_slot<D: Door, const SKIP: usize>(st: &ThreadState, ctl: Control, class: usize) -> &Slot {
     let seed = SiteMeta::new(ctl.phase(), class, 0);
@@ -130,18 +133,38 @@ fn site_slot<D: Door, const SKIP: usize>(st: &ThreadState, ctl: Control, class: 
     // one into the allocator entry point, unless that entry was inlined into the
     // program's code or reached the recording function by a jump, so it is kept and
     // the report drops it if it is all tracer.
-    let depth = ctl.depth() + OWN_FRAMES - 1;
-    // SAFETY: `st.stack` is this thread's stack, found when its state was made, and
-    // `st.trail` this thread's trail, only ever walked with those bounds.
-    let walk = unsafe { trail::walk(&st.trail, SKIP, depth, st.stack, seed.bits()) };
+    let depth = (ctl.depth() + OWN_FRAMES - 1).min(MAX_DEPTH);
+    let key = predict::key(seed.bits(), depth);
+    // SAFETY: `st.stack` is this thread's stack, found when its state was made.
+    let (walk, fp) = match unsafe { stack::start(SKIP, st.stack) } {
+        Start::Frames { fp, limit } => {
+            if SKIP == 0 {
+                // SAFETY: `fp` is where this walk starts, under the thread's bounds,
+                // which every walk the predictor kept was made with.
+                if let Some(slot) = unsafe { st.predictor.guess(fp, key) } {
+                    return slot;
+                }
+            }
+            // SAFETY: `start` checked `fp` against the stack's bounds, which give
+            // `limit`; `st.trail` is this thread's, only ever walked with them.
+            let walk = unsafe { trail::walk_from(&st.trail, fp, limit, depth, seed.bits()) };
+            (walk, fp)
+        }
+        Start::Empty => (trail::empty(seed.bits(), false), 0),
+        Start::Foreign => (trail::empty(seed.bits(), true), 0),
+    };
     if walk.foreign {
         foreign_walk(st);
     }
     let meta = seed.with_depth(walk.n);
-    match st.table().find(walk.hash, meta) {
+    let slot = match st.table().find(walk.hash, meta) {
         Some(slot) => slot,
         None => new_site::<D>(st, &walk, meta),
+    };
+    if SKIP == 0 {
+        st.predictor.learn(slot, &st.trail, &walk, fp, key);
     }
+    slot
 }
 
 /// Counts a walk that found the stack pointer off this thread's stack.
@@ -179,6 +202,7 @@ fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'
             D::table_full(st);
         }
         st.last_slot.set(std::ptr::null());
+        st.predictor.reset();
         if let Lookup::Slot(slot) = st.table().lookup(&key) {
             break slot;
         }

@@ -130,6 +130,9 @@ pub struct ThreadState {
     pub stack: super::stack::StackBounds,
     /// This thread's latest stack walk, which the next one reuses.
     pub trail: super::trail::Trail,
+    /// The walks of this thread's sites and the order they came in: the next
+    /// site, guessed and checked before any walk.
+    pub predictor: super::predict::Predictor,
     /// Stack walks that found the stack pointer outside `stack` (a signal handler on
     /// its own stack, a coroutine): recorded without frames.
     pub foreign_walks: AtomicU64,
@@ -362,6 +365,7 @@ impl ThreadState {
         self.retired_len.set(n + 1);
         // The last block's slot moved; temporaries are then credited to the phase only.
         self.last_slot.set(ptr::null());
+        self.predictor.reset();
         true
     }
 
@@ -371,7 +375,7 @@ impl ThreadState {
     /// memory, from any thread under the registry lock (the owner's `retired` list is
     /// not read).
     pub fn table_bytes(&self) -> usize {
-        2 * SiteTable::bytes(self.table().capacity())
+        2 * SiteTable::bytes(self.table().capacity()) + self.predictor.bytes()
     }
 
     /// Frees the current and retired tables.
@@ -393,6 +397,8 @@ impl ThreadState {
             }
         }
         self.retired_len.set(0);
+        // SAFETY: the owner does not record into this state again.
+        unsafe { self.predictor.free() };
     }
 
     /// The next value of this thread's xorshift64* generator.

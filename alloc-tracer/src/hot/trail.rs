@@ -144,7 +144,7 @@ pub unsafe fn walk(
 }
 
 #[inline(always)]
-fn empty(seed: u64, foreign: bool) -> Walk {
+pub fn empty(seed: u64, foreign: bool) -> Walk {
     Walk {
         n: 0,
         hash: hash_finish(0, seed),
@@ -162,6 +162,15 @@ pub fn frames<'o>(trail: &Trail, walk: &Walk, out: &'o mut RawFrames) -> &'o [us
     }
     // SAFETY: the first `n` (<= MAX_DEPTH) were written just above.
     unsafe { stack::captured(out, n) }
+}
+
+/// Frame `k` (`k < walk.n`) of `walk`, the latest walk of `trail`, innermost
+/// first: where it lies and its two words.
+#[inline(always)]
+pub fn frame(trail: &Trail, walk: &Walk, k: usize) -> (usize, usize, usize) {
+    debug_assert!(k < walk.n && k < trail.hi.get() - trail.lo.get());
+    let r = trail.at(trail.hi.get().wrapping_sub(1 + k));
+    (r.fp, r.next, r.ret)
 }
 
 /// The walk from the frame at `fp`, which lies on the current thread's stack at or
@@ -526,70 +535,8 @@ fn restart(trail: &Trail, new: &[(usize, usize)], last_next: usize, cut: bool) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hot::fake_stack::FakeStack;
     use crate::hot::site_table::hash;
-
-    /// A stack of the test's own: frames in a word array, outermost at the top.
-    struct FakeStack {
-        mem: Vec<usize>,
-        /// Word index of each frame, outermost first.
-        frames: Vec<usize>,
-        rng: u64,
-    }
-
-    impl FakeStack {
-        fn new(seed: u64) -> FakeStack {
-            FakeStack {
-                mem: vec![0; 1 << 12],
-                frames: Vec::new(),
-                rng: seed | 1,
-            }
-        }
-        fn rand(&mut self, n: u64) -> u64 {
-            self.rng ^= self.rng << 13;
-            self.rng ^= self.rng >> 7;
-            self.rng ^= self.rng << 17;
-            self.rng % n
-        }
-        fn addr(&self, word: usize) -> usize {
-            self.mem.as_ptr() as usize + word * size_of::<usize>()
-        }
-        fn limit(&self) -> usize {
-            self.addr(self.mem.len() - 2)
-        }
-        /// Calls a function: a frame below the innermost one, of 2 to 5 words, from
-        /// one of a few call sites (so that equal records recur at equal addresses).
-        fn call(&mut self) {
-            let size = 2 + self.rand(4) as usize;
-            let (word, next) = match self.frames.last() {
-                Some(&w) => (w - size, self.addr(w)),
-                None => (self.mem.len() - 2, 0),
-            };
-            let ret = 0x1000 + self.rand(3) as usize;
-            self.mem[word] = next;
-            self.mem[word + 1] = ret;
-            self.frames.push(word);
-        }
-        /// The innermost frame's address.
-        fn innermost(&self) -> usize {
-            self.addr(*self.frames.last().unwrap())
-        }
-        /// Returns from the innermost function (its words stay, as on a real stack).
-        fn ret(&mut self) {
-            self.frames.pop();
-        }
-        /// A frame without a frame pointer: its first word is garbage.
-        fn break_a_frame(&mut self) {
-            let pick = self.rand(self.frames.len() as u64 + 1) as usize;
-            let (how, up) = (self.rand(3), 1 + self.rand(6) as usize);
-            if let Some(&w) = self.frames.get(pick) {
-                self.mem[w] = match how {
-                    0 => 0,
-                    1 => self.addr(w) - 8,
-                    _ => self.addr(w + up),
-                };
-            }
-        }
-    }
 
     /// Walks `stack` from its innermost frame (or one further out) both ways and
     /// checks that the trail walk is the plain one.

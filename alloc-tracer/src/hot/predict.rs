@@ -1,0 +1,557 @@
+//! The next site, guessed from the one before and checked against the stack.
+//!
+//! A synthesis allocates in the same order again and again (each gadget, each
+//! constraint, the same calls), so the site that followed a site last time nearly
+//! always follows it again: 92 % of `sites` mode's allocations on a 2 KiB PoRep
+//! partition and on a SHA-256 chain. Each thread keeps, for each site it met (up to
+//! [`ENTRIES`], by the slot's address), the walk that found it (where it started, and
+//! the two words read at each frame) and the site that came next. An allocation
+//! first checks the site that followed the thread's latest one: if the stack holds
+//! every word of that walk at its address, the slot is that site's, with no walk,
+//! no hash and no lookup. Failing that, it checks the latest kept walk that started
+//! at the same frame with the same first return address (the successor guessed
+//! wrong mostly because this allocation comes from elsewhere). Otherwise `trail`
+//! walks as usual and the walk is kept here.
+//!
+//! **Exact.** A walk is a function of the words it reads, of where it starts, of the
+//! stack's top and of its depth. The kept walk was made on this thread (same top),
+//! from the same frame and at the same depth (both checked); if each word it read
+//! is still at its address, a walk now reads the same words at the same addresses
+//! (each frame's first word is the next frame's address) and stops where it stopped,
+//! its last frame's words included. So it finds the kept walk's frames and slot.
+//! Entries are forgotten when the slots move or empty (`reset`).
+//!
+//! **Safe.** The addresses compared are those a walk from the same frame checked
+//! against the same stack bounds: at or above that frame (at or above the stack
+//! pointer) and at most the top of the stack.
+//!
+//! **Cost.** A hit compares the frames, four instructions each, loads that do not
+//! depend on each other; a miss walks as before and writes the kept walk (misses are
+//! one allocation in twelve on a synthesis).
+
+use super::site_table::Slot;
+use super::stack::MAX_DEPTH;
+use super::trail::{self, Trail, Walk};
+use std::alloc::Layout;
+use std::cell::Cell;
+use std::ptr::null_mut;
+use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+
+/// Sites a thread keeps walks of; a site whose place is taken is walked again.
+pub const ENTRIES: usize = 2048;
+/// Places in the index by first frame (see [`Predictor::second_guess`]).
+const STARTS: usize = 4096;
+const _: () = assert!(ENTRIES.is_power_of_two() && STARTS.is_power_of_two());
+
+/// The two words read at a frame, side by side and 16-byte aligned, as the stack
+/// holds them, so that one 16-byte load compares them.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct Words {
+    /// The caller's frame pointer: where the next frame lies.
+    next: usize,
+    /// The return address into the caller.
+    ret: usize,
+}
+
+/// One site's kept walk and the site that followed it.
+#[repr(C, align(64))]
+struct Entry {
+    /// The site's slot (null: an empty entry).
+    slot: *const Slot,
+    /// The entry of the site that came next last time (null: none yet).
+    then: *mut Entry,
+    /// Where the walk started (0 in an empty or forgotten entry, and never a
+    /// frame's address).
+    fp: usize,
+    /// The walk's key: its seed (phase, size class) and depth; see [`key`].
+    key: u64,
+    /// Frames walked, at least 1.
+    n: usize,
+    /// The words read at each frame, innermost first; the first `n` count.
+    words: [Words; MAX_DEPTH],
+}
+
+/// What a predictor allocates: the kept walks, by slot, and an index of them by
+/// where they start.
+#[repr(C)]
+struct Kept {
+    entries: [Entry; ENTRIES],
+    starts: [*mut Entry; STARTS],
+}
+
+/// A thread's kept walks. All zeros is an empty one. Owner thread only.
+pub struct Predictor {
+    /// Allocated at the first walk kept (null before). Atomic only so that the cold
+    /// side may ask [`Predictor::bytes`] from another thread.
+    kept: AtomicPtr<Kept>,
+    /// The entry of the thread's latest site, if it has one.
+    latest: Cell<*mut Entry>,
+    /// `latest`'s `then`: the guess for the next allocation.
+    guess: Cell<*mut Entry>,
+    /// The entry the index by first frame offered last and whose words the stack
+    /// did not hold (null: none since the latest walk was kept).
+    tried: Cell<*mut Entry>,
+    /// Resets so far, in the bits above the walk key's (see [`key`]): mixed into
+    /// every key, so that a reset forgets every entry without touching them.
+    epoch: Cell<u64>,
+}
+
+impl Default for Predictor {
+    fn default() -> Predictor {
+        Predictor {
+            kept: AtomicPtr::new(null_mut()),
+            latest: Cell::new(null_mut()),
+            guess: Cell::new(null_mut()),
+            tried: Cell::new(null_mut()),
+            epoch: Cell::new(0),
+        }
+    }
+}
+
+/// The key of a walk: the hash seed (phase and size class) and the walk's depth,
+/// which `SiteMeta::new` leaves clear above bit 32. The predictor adds its epoch
+/// above bit 48.
+#[inline(always)]
+pub fn key(seed: u64, depth: usize) -> u64 {
+    seed ^ (depth as u64) << 40
+}
+
+/// One reset, in a key's epoch bits.
+const EPOCH: u64 = 1 << 48;
+
+impl Predictor {
+    /// The guessed site when the stack from `fp` holds its walk's words, for a walk
+    /// of key `key`; else `None`.
+    ///
+    /// # Safety
+    /// `fp` must be where a walk of this thread's stack starts, from `stack::start`
+    /// with the bounds every walk kept here was made with.
+    #[inline(always)]
+    pub unsafe fn guess(&self, fp: usize, key: u64) -> Option<&Slot> {
+        let key = key ^ self.epoch.get();
+        let e = self.guess.get();
+        // SAFETY: the caller's contract.
+        if !e.is_null() && unsafe { holds(e, fp, key) } {
+            // SAFETY: as in `hit`.
+            return Some(unsafe { self.hit(e) });
+        }
+        // SAFETY: the caller's contract.
+        unsafe { self.second_guess(fp, key) }
+    }
+
+    /// When the site that followed last time is not the one (about one allocation
+    /// in eleven on a synthesis, nearly always because this one starts elsewhere):
+    /// the site whose walk was the latest kept to start at `fp` with the same first
+    /// frame, found by those.
+    ///
+    /// # Safety
+    /// As for [`Predictor::guess`].
+    #[inline(never)]
+    unsafe fn second_guess(&self, fp: usize, key: u64) -> Option<&Slot> {
+        let kept = self.kept.load(Relaxed);
+        if kept.is_null() {
+            return None;
+        }
+        // SAFETY: `fp` starts a walk: its two words are mapped.
+        let (_, ret) = unsafe { super::stack::read_frame(fp) };
+        // SAFETY: the index lies in `starts`; its entries in `entries`.
+        let e = unsafe { (*kept).starts[start_index(fp, ret, key)] };
+        // SAFETY: the caller's contract.
+        if !e.is_null() && unsafe { holds(e, fp, key) } {
+            // The site that followed the latest one this time.
+            self.follows_latest(e);
+            // SAFETY: as in `hit`.
+            return Some(unsafe { self.hit(e) });
+        }
+        self.tried.set(e);
+        None
+    }
+
+    /// Takes entry `e`, which held the stack's words, as the thread's latest site.
+    ///
+    /// # Safety
+    /// `e` must be a non-null entry of `kept`.
+    #[inline(always)]
+    unsafe fn hit(&self, e: *mut Entry) -> &Slot {
+        self.latest.set(e);
+        // SAFETY: the caller's contract; an entry's slot stays valid until `reset`,
+        // which empties every entry.
+        unsafe {
+            self.guess.set((*e).then);
+            &*(*e).slot
+        }
+    }
+
+    /// Keeps `walk`, the latest walk of `trail`, which started at `fp` with key
+    /// `key` and found `slot`; and `slot` as the site after the latest. A walk of no
+    /// frames keeps nothing and forgets the latest site.
+    #[inline(never)]
+    pub fn learn(&self, slot: &Slot, trail: &Trail, walk: &Walk, fp: usize, key: u64) {
+        let key = key ^ self.epoch.get();
+        let tried = self.tried.replace(null_mut());
+        let kept = self.kept();
+        let n = walk.n.min(MAX_DEPTH);
+        if n == 0 || kept.is_null() {
+            self.latest.set(null_mut());
+            self.guess.set(null_mut());
+            return;
+        }
+        let slot_ptr = std::ptr::from_ref(slot);
+        let index = (slot_ptr as usize >> 6) & (ENTRIES - 1);
+        // SAFETY: `kept` is this predictor's, only this thread touches it, and
+        // `index` is below `ENTRIES`.
+        let (e, starts) = unsafe { (&raw mut (*kept).entries[index], &mut (*kept).starts) };
+        // SAFETY: as above.
+        let entry = unsafe { &mut *e };
+        if entry.slot != slot_ptr {
+            entry.slot = slot_ptr;
+            entry.then = null_mut();
+            entry.fp = 0;
+        }
+        // A walk kept for this slot from here is still good unless it was checked
+        // just now and failed (the guesses were `guess` and `tried`): any walk that
+        // reads its words finds this slot.
+        if entry.fp != fp || entry.key != key || entry.n != n || e == self.guess.get() || e == tried
+        {
+            entry.fp = fp;
+            entry.key = key;
+            entry.n = n;
+            let mut expected = fp;
+            for (k, w) in entry.words.iter_mut().take(n).enumerate() {
+                let (at, next, ret) = trail::frame(trail, walk, k);
+                debug_assert_eq!(at, expected);
+                expected = next;
+                *w = Words { next, ret };
+            }
+        }
+        starts[start_index(fp, entry.words[0].ret, key)] = e;
+        self.follows_latest(e);
+        self.latest.set(e);
+        self.guess.set(entry.then);
+    }
+
+    /// Keeps entry `e` as the one after the latest.
+    #[inline(always)]
+    fn follows_latest(&self, e: *mut Entry) {
+        let latest = self.latest.get();
+        if !latest.is_null() {
+            // SAFETY: non-null entries lie in `kept`; only this thread touches them.
+            unsafe { (*latest).then = e };
+        }
+    }
+
+    /// Forgets every kept walk: the slots they lead to moved or were emptied. A
+    /// new epoch makes every kept key differ; once in 65,536 resets, when the
+    /// epochs wrap around, the entries are emptied too.
+    #[cold]
+    pub fn reset(&self) {
+        self.latest.set(null_mut());
+        self.guess.set(null_mut());
+        self.tried.set(null_mut());
+        let epoch = self.epoch.get().wrapping_add(EPOCH);
+        self.epoch.set(epoch);
+        let kept = self.kept.load(Relaxed);
+        if epoch == 0 && !kept.is_null() {
+            // SAFETY: all zeros is empty entries and an empty index; only this
+            // thread touches them.
+            unsafe { kept.write_bytes(0, 1) };
+        }
+    }
+
+    /// Bytes the kept walks take (0 before the first).
+    pub fn bytes(&self) -> usize {
+        if self.kept.load(Relaxed).is_null() {
+            0
+        } else {
+            size_of::<Kept>()
+        }
+    }
+
+    /// Frees the kept walks; a later `learn` allocates them anew.
+    ///
+    /// # Safety
+    /// Owner thread only, as every call.
+    pub unsafe fn free(&self) {
+        let kept = self.kept.swap(null_mut(), Relaxed);
+        self.latest.set(null_mut());
+        self.guess.set(null_mut());
+        if !kept.is_null() {
+            // SAFETY: allocated in `allocate` with this layout.
+            unsafe { std::alloc::dealloc(kept.cast(), Layout::new::<Kept>()) };
+        }
+    }
+
+    /// The kept walks, allocated at the first call; null if that failed.
+    #[inline(always)]
+    fn kept(&self) -> *mut Kept {
+        let kept = self.kept.load(Relaxed);
+        if !kept.is_null() {
+            return kept;
+        }
+        self.allocate()
+    }
+
+    /// Allocates the kept walks, zeroed (all empty), under the re-entrancy guard.
+    #[cold]
+    #[inline(never)]
+    fn allocate(&self) -> *mut Kept {
+        // SAFETY: `Kept` is not zero-sized.
+        let kept = super::thread::guarded(|| unsafe {
+            std::alloc::alloc_zeroed(Layout::new::<Kept>()).cast::<Kept>()
+        });
+        self.kept.store(kept, Relaxed);
+        kept
+    }
+}
+
+/// Where the index by first frame keeps the latest walk from `fp` whose first
+/// frame's return address is `ret`, of key `key`.
+#[inline(always)]
+fn start_index(fp: usize, ret: usize, key: u64) -> usize {
+    let h = (fp as u64 ^ (ret as u64).rotate_left(29) ^ key).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> (64 - STARTS.trailing_zeros())) as usize
+}
+
+/// True when entry `e` kept a walk from `fp` of key `key` (epoch included) and the
+/// stack still holds its words.
+///
+/// # Safety
+/// `e` must be an entry of a predictor's `kept`, and `fp` start a walk of this
+/// thread's stack under the bounds every kept walk was made with.
+#[inline(always)]
+unsafe fn holds(e: *const Entry, fp: usize, key: u64) -> bool {
+    // SAFETY: the caller's contract; only this thread touches the entry.
+    let entry = unsafe { &*e };
+    // SAFETY: the entry's walk started at `fp` on this stack, so its addresses are
+    // mapped.
+    entry.fp == fp && entry.key == key && unsafe { same_words(entry) }
+}
+
+/// True when the stack holds every word of the entry's walk at its address (the
+/// first frame at `fp`, each next one where the frame before says). One
+/// accumulated difference, one branch: a hit compares them all anyway.
+///
+/// # Safety
+/// The entry's addresses must be mapped (see [`Predictor::guess`]).
+#[inline(always)]
+unsafe fn same_words(entry: &Entry) -> bool {
+    let n = entry.n.min(MAX_DEPTH);
+    let w = entry.words.as_ptr();
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_load_si128, _mm_loadu_si128, _mm_movemask_epi8,
+            _mm_or_si128, _mm_setzero_si128, _mm_xor_si128,
+        };
+        // SAFETY: `k < n <= MAX_DEPTH` for every element read; the stack's 16 bytes
+        // at each address are the caller's contract; `Words` is 16-byte aligned;
+        // SSE2 is part of x86_64's baseline.
+        unsafe {
+            let one = |at: usize, k: usize| {
+                _mm_xor_si128(
+                    _mm_loadu_si128(at as *const __m128i),
+                    _mm_load_si128(w.add(k).cast()),
+                )
+            };
+            let mut all = one(entry.fp, 0);
+            let mut k = 1;
+            while k + 4 <= n {
+                let a = _mm_or_si128(one((*w.add(k - 1)).next, k), one((*w.add(k)).next, k + 1));
+                let b = _mm_or_si128(
+                    one((*w.add(k + 1)).next, k + 2),
+                    one((*w.add(k + 2)).next, k + 3),
+                );
+                all = _mm_or_si128(all, _mm_or_si128(a, b));
+                k += 4;
+            }
+            while k < n {
+                all = _mm_or_si128(all, one((*w.add(k - 1)).next, k));
+                k += 1;
+            }
+            _mm_movemask_epi8(_mm_cmpeq_epi8(all, _mm_setzero_si128())) == 0xffff
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut at = entry.fp;
+        let mut d = 0;
+        for k in 0..n {
+            // SAFETY: as above.
+            let (next, ret) = unsafe { super::stack::read_frame(at) };
+            // SAFETY: `k < n <= MAX_DEPTH`.
+            let kept = unsafe { *w.add(k) };
+            d |= (next ^ kept.next) | (ret ^ kept.ret);
+            at = kept.next;
+        }
+        d == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hot::fake_stack::FakeStack;
+    use crate::hot::site_table::{Lookup, SiteKey, SiteMeta, SiteTable, key_hash};
+    use crate::hot::stack;
+
+    /// A thread's walking parts over a fake stack: the trail, the predictor and a
+    /// site table; counts the allocations the guess answered.
+    struct Walker {
+        trail: Trail,
+        predictor: Predictor,
+        table: Box<SiteTable>,
+        guessed: usize,
+        walked: usize,
+    }
+
+    impl Walker {
+        fn new() -> Walker {
+            Walker {
+                trail: Trail::default(),
+                predictor: Predictor::default(),
+                table: SiteTable::with_capacity(1 << 14),
+                guessed: 0,
+                walked: 0,
+            }
+        }
+
+        /// The slot of the stack from `fp`, as `sites::site_slot` finds it (the
+        /// guess, else a walk kept afterwards), checked against the slot of a plain
+        /// walk's frames.
+        fn site(
+            &mut self,
+            stack: &FakeStack,
+            fp: usize,
+            depth: usize,
+            class: usize,
+        ) -> *const Slot {
+            let limit = stack.limit();
+            // SAFETY: every frame pointer the walks follow lies in `stack.mem`, below
+            // `limit + 16`, and the trail and predictor only ever walked it.
+            let expected = unsafe { stack::plain_walk(fp, limit, depth) };
+            let seed = SiteMeta::new(0, class, 0);
+            let meta = seed.with_depth(expected.len());
+            let want = self.slot_of(meta, &expected);
+            let key = key(seed.bits(), depth);
+            // SAFETY: as above.
+            if let Some(slot) = unsafe { self.predictor.guess(fp, key) } {
+                assert!(std::ptr::eq(slot, want), "a guess found another site");
+                self.guessed += 1;
+                return want;
+            }
+            // SAFETY: as above.
+            let walk = unsafe { trail::walk_from(&self.trail, fp, limit, depth, seed.bits()) };
+            assert_eq!(walk.hash, key_hash(meta, &expected));
+            // SAFETY: `want` lies in `self.table`, which outlives this call.
+            self.predictor
+                .learn(unsafe { &*want }, &self.trail, &walk, fp, key);
+            self.walked += 1;
+            want
+        }
+
+        fn slot_of(&self, meta: SiteMeta, frames: &[usize]) -> *const Slot {
+            let key = SiteKey {
+                meta,
+                frames,
+                hash: key_hash(meta, frames),
+            };
+            match self.table.lookup(&key) {
+                Lookup::Slot(slot) => slot,
+                Lookup::Full => panic!("test table full"),
+            }
+        }
+    }
+
+    impl Drop for Walker {
+        fn drop(&mut self) {
+            // SAFETY: the predictor is not used again.
+            unsafe { self.predictor.free() };
+        }
+    }
+
+    #[test]
+    fn a_guess_is_the_site_a_walk_finds_however_the_stack_changed() {
+        for seed in 1..=30 {
+            let mut w = Walker::new();
+            let mut stack = FakeStack::new(seed);
+            for _ in 0..20 {
+                stack.call();
+            }
+            for step in 0..3_000 {
+                // Mostly the same few calls again and again, as in a synthesis; now and
+                // then a frame further out called from elsewhere or broken.
+                match stack.rand(12) {
+                    0..=3 if stack.frames.len() < 40 => stack.call(),
+                    4..=7 if stack.frames.len() > 2 => stack.ret(),
+                    8 => {
+                        let pick = stack.rand(stack.frames.len() as u64) as usize;
+                        let word = stack.frames[pick];
+                        stack.mem[word + 1] = 0x1000 + stack.rand(3) as usize;
+                    }
+                    9 if step % 40 == 0 => stack.break_a_frame(),
+                    _ => {}
+                }
+                let skip = stack.rand(2) as usize;
+                let Some(&word) = stack.frames.iter().rev().nth(skip) else {
+                    continue;
+                };
+                let depth = [1, 3, 16, 49, MAX_DEPTH][stack.rand(5) as usize];
+                let class = stack.rand(2) as usize;
+                w.site(&stack, stack.addr(word), depth, class);
+            }
+            assert!(
+                w.guessed > 300 && w.walked > 300,
+                "seed {seed}: {} guessed, {} walked",
+                w.guessed,
+                w.walked
+            );
+        }
+    }
+
+    #[test]
+    fn a_frame_changed_far_out_is_never_guessed_through() {
+        let mut w = Walker::new();
+        let mut stack = FakeStack::new(9);
+        for _ in 0..30 {
+            stack.call();
+        }
+        let fp = stack.innermost();
+        let first = w.site(&stack, fp, MAX_DEPTH, 0);
+        assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), first);
+        assert_eq!(w.guessed, 1);
+        // The outermost frame called from another place: every word the walk reads
+        // is the same but one, 30 frames out.
+        let outer = stack.frames[0];
+        let was = stack.mem[outer + 1];
+        stack.mem[outer + 1] = 0x7777;
+        let other = w.site(&stack, fp, MAX_DEPTH, 0);
+        assert_ne!(other, first);
+        // Back as it was: the first site again, guessed (it followed the other).
+        stack.mem[outer + 1] = was;
+        assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), first);
+        // The walk cut at 8 frames does not see the change: another key, its own site.
+        stack.mem[outer + 1] = 0x7777;
+        let cut = w.site(&stack, fp, 8, 0);
+        assert!(cut != first && cut != other);
+        // And another size class at the same stack is another site.
+        assert!(w.site(&stack, fp, MAX_DEPTH, 1) != other);
+    }
+
+    #[test]
+    fn after_a_reset_nothing_is_guessed() {
+        let mut w = Walker::new();
+        let mut stack = FakeStack::new(4);
+        for _ in 0..10 {
+            stack.call();
+        }
+        let fp = stack.innermost();
+        w.site(&stack, fp, MAX_DEPTH, 0);
+        w.site(&stack, fp, MAX_DEPTH, 0);
+        assert_eq!(w.guessed, 1);
+        w.predictor.reset();
+        w.site(&stack, fp, MAX_DEPTH, 0);
+        assert_eq!((w.guessed, w.walked), (1, 2));
+        assert!(w.predictor.bytes() > 0);
+    }
+}
