@@ -8,8 +8,8 @@
 # leaves (every thread's, the prover's workers included), so the driver's setup,
 # its untraced count of the circuit's shape and the report are left out. Prints a
 # markdown table: the synthesis' instructions, those added per recorded allocation
-# or realloc over `off`, and of those `record_site`'s (the walk, the site lookup,
-# the counters; inlined into the recording functions). Allocations are the
+# or realloc over `off`, and of those `record_site`'s (the guess, the walk, the site
+# lookup, the counters; inlined into the recording functions). Allocations are the
 # synthesize phase's allocations and reallocs, from `analyzer info` on a sites
 # run's report. Then a second table: where `record_site`'s instructions go at the
 # default depth (scripts/record_site_parts.py).

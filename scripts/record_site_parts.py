@@ -2,11 +2,13 @@
 """Where `record_site`'s instructions go: a callgrind profile made with
 `--dump-instr=yes`, the per-instruction counts of the recording functions
 `record_site` is inlined into (`alloc_recorded`, `alloc_any`, `record_first_alloc`,
-`record_realloc`), and for each instruction the functions inlined at it
-(`addr2line -i`). The instructions inlined from `record_site` are grouped into the
-parts of a sites-mode recording: finding where the walk starts, comparing the kept
-frames, walking the new ones, writing their records and hashes, the site lookup, and
-the rest (the counters, the lifetime countdown). Prints a markdown table of
+`record_realloc`) and of the predictor's functions it calls (`second_guess`,
+`learn`), and for each instruction the functions inlined at it (`addr2line -i`).
+The instructions inlined from `record_site`, and those of the functions it calls,
+are grouped into the parts of a sites-mode recording: finding where the walk starts,
+checking the guessed site's kept walk, comparing the kept frames, walking the new
+ones, writing their records and hashes, the site lookup, keeping walks for the
+guess, and the rest (the counters, the lifetime countdown). Prints a markdown table of
 instructions per recorded allocation or realloc.
 Used by scripts/bench-synth-instructions.sh.
 
@@ -24,13 +26,19 @@ import sys
 
 # The functions `record_site` is inlined into.
 HOSTS = ("hot::alloc::alloc_recorded", "hot::alloc::alloc_any",
-         "hot::alloc::record_first_alloc", "hot::realloc::record_realloc")
+         "hot::alloc::record_first_alloc", "hot::realloc::record_realloc",
+         "hot::predict::Predictor::second_guess", "hot::predict::Predictor::learn")
 INLINED = "record_site"
+# Out-of-line functions only `record_site` calls: all of their instructions count.
+CALLED = ("second_guess", "learn")
 
 # Parts, by the innermost inlined function that names one (first match wins).
 # `addr2line -i` names inlined functions without their paths; within
 # `record_site` these names are unambiguous.
 PARTS = [
+    ("keeping walks for the guess", ("learn", "follows_latest")),
+    ("the guess: checking a kept walk against the stack",
+     ("guess", "second_guess", "holds", "same_words", "hit")),
     ("comparing the kept frames with the stack", ("unchanged_to", "any_differ", "differs")),
     ("writing the new records and hash sums",
      ("keep_in_front", "join_whole", "join", "restart", "move_down", "window", "whole",
@@ -144,7 +152,7 @@ def parts(path: str, binary: str) -> dict[str, int]:
     found = {part: 0 for part, _ in PARTS} | {REST: 0}
     for address, n in costs.items():
         chain = chains.get(address, [])
-        if any(bare(name) == INLINED for name in chain):
+        if any(bare(name) == INLINED or bare(name) in CALLED for name in chain):
             found[part_of(chain)] += n
     return found
 

@@ -49,7 +49,7 @@
 //!   │                                      ├─ chunk done ─→ alloc_chunk_done ── other ─→ A
 //!   │                                      │        └─ 1 in N ─→ alloc_sampled ↳ A, ↳ sites::sample
 //!   │                                      └─ other ─→ alloc_recorded
-//!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, then sites::record_site (walk, inlined)
+//!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, then sites::record_site (guess or walk, inlined)
 //!                                      └─ not small → alloc_any ↳ A (first: alloc_first)
 //! entry::dealloc ── off ────────────────────────────────→ A
 //!   └─ recording ─ free::dealloc_recorded ── small ─────→ A   (one copy per every-stack / follows)
@@ -62,8 +62,10 @@
 //! `caller` decides whose a call is (the program's, the tracer's own, a thread's
 //! first, or after thread exit); `live` keeps live and peak bytes; `heap` decides
 //! which blocks heap sampling samples (every recording path counts its bytes);
-//! `followed` is the table of followed blocks every free reads; `trail` walks stacks,
-//! reusing the frames a walk shares with the thread's previous one; `thread`, `control`, `site_table`, `stack`,
+//! `followed` is the table of followed blocks every free reads; `predict` guesses a
+//! `sites` allocation's site from the one before and checks the guess against the
+//! stack; `trail` walks stacks, reusing the frames a walk shares with the thread's
+//! previous one; `thread`, `control`, `site_table`, `stack`,
 //! `size_class` and `log_linear` hold the state and arithmetic these paths share.
 
 pub mod alloc;

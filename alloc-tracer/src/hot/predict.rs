@@ -25,9 +25,9 @@
 //! against the same stack bounds: at or above that frame (at or above the stack
 //! pointer) and at most the top of the stack.
 //!
-//! **Cost.** A hit compares the frames, four instructions each, loads that do not
-//! depend on each other; a miss walks as before and writes the kept walk (misses are
-//! one allocation in twelve on a synthesis).
+//! **Cost.** A hit compares the frames, about four instructions each, loads that do
+//! not depend on each other; a miss walks as before and keeps the walk (about one
+//! allocation in 25 on a SHA-256 chain, once the second guess is in).
 
 use super::site_table::Slot;
 use super::stack::MAX_DEPTH;
