@@ -371,9 +371,9 @@ impl ThreadState {
 
     /// At most how many bytes this thread's site tables take, current and retired:
     /// each table is twice the one it replaced, so the retired ones hold fewer slots
-    /// together than the current one. For the cold side's account of the tracer's
-    /// memory, from any thread under the registry lock (the owner's `retired` list is
-    /// not read).
+    /// together than the current one; and the predictor's kept walks. For the cold
+    /// side's account of the tracer's memory, from any thread under the registry lock
+    /// (the owner's `retired` list is not read).
     pub fn table_bytes(&self) -> usize {
         2 * SiteTable::bytes(self.table().capacity()) + self.predictor.bytes()
     }
