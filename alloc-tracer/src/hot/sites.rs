@@ -202,6 +202,7 @@ fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'
             D::table_full(st);
         }
         st.last_slot.set(std::ptr::null());
+        // Grown or emptied, the table's slots moved: every kept walk leads nowhere.
         st.predictor.reset();
         if let Lookup::Slot(slot) = st.table().lookup(&key) {
             break slot;

@@ -365,7 +365,6 @@ impl ThreadState {
         self.retired_len.set(n + 1);
         // The last block's slot moved; temporaries are then credited to the phase only.
         self.last_slot.set(ptr::null());
-        self.predictor.reset();
         true
     }
 
