@@ -18,6 +18,14 @@ impl FakeStack {
             rng: seed | 1,
         }
     }
+    /// A stack of `frames` calls.
+    pub fn with_frames(seed: u64, frames: usize) -> FakeStack {
+        let mut stack = FakeStack::new(seed);
+        for _ in 0..frames {
+            stack.call();
+        }
+        stack
+    }
     pub fn rand(&mut self, n: u64) -> u64 {
         self.rng ^= self.rng << 13;
         self.rng ^= self.rng >> 7;

@@ -474,10 +474,7 @@ mod tests {
     fn a_guess_is_the_site_a_walk_finds_however_the_stack_changed() {
         for seed in 1..=30 {
             let mut w = Walker::new();
-            let mut stack = FakeStack::new(seed);
-            for _ in 0..20 {
-                stack.call();
-            }
+            let mut stack = FakeStack::with_frames(seed, 20);
             for step in 0..3_000 {
                 // Mostly the same few calls again and again, as in a synthesis; now and
                 // then a frame further out called from elsewhere or broken.
@@ -512,10 +509,7 @@ mod tests {
     #[test]
     fn a_frame_changed_far_out_is_never_guessed_through() {
         let mut w = Walker::new();
-        let mut stack = FakeStack::new(9);
-        for _ in 0..30 {
-            stack.call();
-        }
+        let mut stack = FakeStack::with_frames(9, 30);
         let fp = stack.innermost();
         let first = w.site(&stack, fp, MAX_DEPTH, 0);
         assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), first);
@@ -541,10 +535,7 @@ mod tests {
     #[test]
     fn after_a_reset_nothing_is_guessed() {
         let mut w = Walker::new();
-        let mut stack = FakeStack::new(4);
-        for _ in 0..10 {
-            stack.call();
-        }
+        let stack = FakeStack::with_frames(4, 10);
         let fp = stack.innermost();
         w.site(&stack, fp, MAX_DEPTH, 0);
         w.site(&stack, fp, MAX_DEPTH, 0);

@@ -599,10 +599,7 @@ mod tests {
     #[test]
     fn a_call_from_another_place_keeps_the_frames_inward_of_it() {
         let trail = Trail::default();
-        let mut stack = FakeStack::new(5);
-        for _ in 0..12 {
-            stack.call();
-        }
+        let mut stack = FakeStack::with_frames(5, 12);
         let inner = stack.innermost();
         assert_eq!(walks_match(&trail, &stack, inner, MAX_DEPTH), 12);
         for round in 0..8 {
@@ -624,10 +621,7 @@ mod tests {
     #[test]
     fn a_changed_outer_frame_is_seen() {
         let trail = Trail::default();
-        let mut stack = FakeStack::new(3);
-        for _ in 0..40 {
-            stack.call();
-        }
+        let mut stack = FakeStack::with_frames(3, 40);
         assert_eq!(check(&trail, &mut stack, 32), 32);
         // Change the outermost frame's return address: the same walk must see it.
         let outer = stack.frames[stack.frames.len() - 32];
