@@ -25,9 +25,9 @@
 //! against the same stack bounds: at or above that frame (at or above the stack
 //! pointer) and at most the top of the stack.
 //!
-//! **Cost.** A hit compares the frames, about four instructions each, loads that do
-//! not depend on each other; a miss walks as before and keeps the walk (about one
-//! allocation in 25 on a SHA-256 chain, once the second guess is in).
+//! **Cost.** A hit compares the frames, two loads and five instructions each, the
+//! loads of one frame not waiting on another's; a miss walks as before and keeps the
+//! walk (about one allocation in 25 on a SHA-256 chain, once the second guess is in).
 
 use super::site_table::Slot;
 use super::stack::MAX_DEPTH;
@@ -332,6 +332,11 @@ unsafe fn holds(e: *const Entry, fp: usize, key: u64) -> bool {
 /// first frame at `fp`, each next one where the frame before says). One
 /// accumulated difference, one branch: a hit compares them all anyway.
 ///
+/// Two loads a frame on x86_64: the kept words, 16 bytes, and the stack's 16 bytes
+/// at the address the kept words before them hold, taken from the register they were
+/// loaded into (a third load of that address from memory, which the compiler would
+/// otherwise make, cost 0.013x of a SHA-256 synthesis; BENCHMARKS.md).
+///
 /// # Safety
 /// The entry's addresses must be mapped (see [`Predictor::guess`]).
 #[inline(always)]
@@ -344,29 +349,42 @@ unsafe fn same_words(entry: &Entry) -> bool {
             __m128i, _mm_cmpeq_epi8, _mm_load_si128, _mm_loadu_si128, _mm_movemask_epi8,
             _mm_or_si128, _mm_setzero_si128, _mm_xor_si128,
         };
-        // SAFETY: `k < n <= MAX_DEPTH` for every element read; the stack's 16 bytes
-        // at each address are the caller's contract; `Words` is 16-byte aligned;
-        // SSE2 is part of x86_64's baseline.
+        // SAFETY: `k < n <= MAX_DEPTH` for every kept element read, and `Words` is
+        // 16-byte aligned; frame 0 lies at `fp`, each next frame at the address the
+        // kept words before it hold, and the stack's 16 bytes there are the
+        // caller's contract; SSE2 is part of x86_64's baseline.
         unsafe {
-            let one = |at: usize, k: usize| {
-                _mm_xor_si128(
-                    _mm_loadu_si128(at as *const __m128i),
-                    _mm_load_si128(w.add(k).cast()),
+            // The difference at frame `k`, and frame `k`'s kept words, given those of
+            // frame `k - 1`, whose first word is frame `k`'s address.
+            let step = |before: __m128i, k: usize| {
+                let kept = _mm_load_si128(w.add(k).cast());
+                let at: usize;
+                // The low 8 bytes of an XMM register moved to a general one; in
+                // assembly so that the compiler keeps it a move and does not load the
+                // word from memory a second time.
+                std::arch::asm!("movq {at}, {before}", before = in(xmm_reg) before,
+                    at = out(reg) at, options(pure, nomem, nostack, preserves_flags));
+                (
+                    _mm_xor_si128(_mm_loadu_si128(at as *const __m128i), kept),
+                    kept,
                 )
             };
-            let mut all = one(entry.fp, 0);
+            let mut before = _mm_load_si128(w.cast());
+            let mut all = _mm_xor_si128(_mm_loadu_si128(entry.fp as *const __m128i), before);
             let mut k = 1;
             while k + 4 <= n {
-                let a = _mm_or_si128(one((*w.add(k - 1)).next, k), one((*w.add(k)).next, k + 1));
-                let b = _mm_or_si128(
-                    one((*w.add(k + 1)).next, k + 2),
-                    one((*w.add(k + 2)).next, k + 3),
-                );
-                all = _mm_or_si128(all, _mm_or_si128(a, b));
+                let (a, b1) = step(before, k);
+                let (b, b2) = step(b1, k + 1);
+                let (c, b3) = step(b2, k + 2);
+                let (d, b4) = step(b3, k + 3);
+                all = _mm_or_si128(all, _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d)));
+                before = b4;
                 k += 4;
             }
             while k < n {
-                all = _mm_or_si128(all, one((*w.add(k - 1)).next, k));
+                let (a, b1) = step(before, k);
+                all = _mm_or_si128(all, a);
+                before = b1;
                 k += 1;
             }
             _mm_movemask_epi8(_mm_cmpeq_epi8(all, _mm_setzero_si128())) == 0xffff
