@@ -488,11 +488,13 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     writeln!(out, "command   {}", i.command_line.join(" "))?;
     writeln!(
         out,
-        "host      {} ({}, {} cores), {} threads recorded",
+        "host      {} ({}, {} core{}), {} thread{} recorded",
         or_unknown(&i.host),
         or_unknown(&i.cpu),
         i.cores,
-        i.threads
+        if i.cores == 1 { "" } else { "s" },
+        i.threads,
+        if i.threads == 1 { "" } else { "s" }
     )?;
     writeln!(
         out,

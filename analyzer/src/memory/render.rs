@@ -37,7 +37,7 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     let what = if h.moment == "peak" {
         "at the kept peak"
     } else {
-        "live at the end of the run"
+        "at the end of the run"
     };
     match (h.live_bytes, h.time_s, &h.phase) {
         (Some(live), Some(t), Some(phase)) => writeln!(
@@ -64,6 +64,13 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         bytes(h.heap_interval as f64),
         bytes(h.estimated_bytes as f64)
     )?;
+    if h.sites.is_empty() && h.categories.is_empty() {
+        // Empty tables would read as a failure; say what they mean instead.
+        return writeln!(
+            out,
+            "no sampled block was live then: a block of fewer bytes than the interval is sampled only now and then (a smaller ALLOC_TRACE_HEAP, synth-driver --heap-sample, samples more)"
+        );
+    }
     writeln!(out)?;
     writeln!(
         out,
@@ -109,6 +116,21 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_moment_with_no_sampled_block_says_so_instead_of_empty_tables() {
+        let h = Held {
+            moment: "end".into(),
+            live_bytes: Some(31_000),
+            heap_interval: 65_536,
+            ..Held::default()
+        };
+        let mut out = Vec::new();
+        table(&mut out, &h).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("no sampled block was live then"), "{text}");
+        assert!(!text.contains("rank"), "{text}");
+    }
 
     #[test]
     fn bytes_in_binary_units() {
