@@ -120,6 +120,9 @@ pub struct SiteCost {
     pub name: String,
     /// Where that frame was reached from (see `naming::callers`).
     pub callers: String,
+    /// For sites listed whose name and callers read the same: the first frame further
+    /// out that tells them apart (`naming::distinctions`); empty otherwise.
+    pub distinction: String,
     /// Category (first rule that claims the site).
     pub category: String,
     /// Allocations.
@@ -261,17 +264,23 @@ pub fn estimate(
     }
     let mut ranked: Vec<(&u64, &(Nanos, usize, bool))> = costs.iter().collect();
     ranked.sort_by(|a, b| b.1.0.total().total_cmp(&a.1.0.total()).then(a.0.cmp(b.0)));
-    let sites = ranked
+    let listed: Vec<_> = ranked.into_iter().take(limit).collect();
+    let stacks: Vec<_> = listed
+        .iter()
+        .map(|(site_id, _)| frames_of(&report.frames, **site_id))
+        .collect();
+    let sites = listed
         .into_iter()
-        .take(limit)
+        .zip(naming::distinctions(&stacks))
         .enumerate()
-        .map(|(i, (&site_id, &(n, cat, _)))| {
+        .map(|(i, ((&site_id, &(n, cat, _)), distinction))| {
             let (alloc_count, realloc_count, temporary_count) = counts[&site_id];
             SiteCost {
                 rank: i + 1,
                 site_id,
                 name: naming::site_name(frames_of(&report.frames, site_id)),
                 callers: naming::callers(frames_of(&report.frames, site_id), crate::rank::CALLERS),
+                distinction,
                 category: categories::category_name(rules, cat).to_owned(),
                 alloc_count,
                 realloc_count,

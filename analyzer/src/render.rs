@@ -100,6 +100,7 @@ struct CostCsvRow<'a> {
     site_id: Option<u64>,
     name: Option<&'a str>,
     callers: Option<&'a str>,
+    distinction: Option<&'a str>,
     category: &'a str,
     sites: Option<usize>,
     alloc_count: u64,
@@ -135,6 +136,7 @@ impl<'a> From<&'a SiteCost> for CostCsvRow<'a> {
             site_id: Some(s.site_id),
             name: Some(&s.name),
             callers: Some(&s.callers),
+            distinction: Some(&s.distinction),
             category: &s.category,
             sites: None,
             alloc_count: s.alloc_count,
@@ -349,7 +351,7 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
                     seconds(s.indirect_s),
                     seconds(s.total_s),
                     opt_pct(s.phase_share),
-                    with_callers(&s.name, &s.callers),
+                    naming::with_distinction(&with_callers(&s.name, &s.callers), &s.distinction),
                     s.category
                 )?;
             }
@@ -673,6 +675,7 @@ mod tests {
             site_id: 2,
             name: "f (a.rs:1)".into(),
             callers: "g (b.rs:2)".into(),
+            distinction: "via h (c.rs:3)".into(),
             category: "cat".into(),
             alloc_count: 3,
             realloc_count: 4,
