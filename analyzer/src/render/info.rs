@@ -1,0 +1,190 @@
+//! `info` and `calibrate`: what a report is, and what a calibration measured.
+
+use super::{Format, seconds};
+use crate::calibrate::Calibration;
+use crate::info::Info;
+use std::io::{self, Write};
+
+/// Writes a report's description.
+pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
+    if format != Format::Table {
+        serde_json::to_writer_pretty(&mut *out, i)?;
+        return writeln!(out);
+    }
+    let or_unknown = |s: &str| {
+        if s.is_empty() {
+            "unknown".to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    writeln!(out, "report    {}", i.report)?;
+    writeln!(
+        out,
+        "mode      {} (each stack stands for {} allocation{}; {}), {} frames per stack",
+        i.mode,
+        i.sample_interval,
+        if i.sample_interval == 1 { "" } else { "s" },
+        if i.lifetime_interval == 0 {
+            "no lifetimes followed".to_owned()
+        } else {
+            format!("1 block in {} followed to its free", i.lifetime_interval)
+        },
+        i.stack_depth
+    )?;
+    writeln!(out, "command   {}", i.command_line.join(" "))?;
+    writeln!(
+        out,
+        "host      {} ({}, {} core{}), {} thread{} recorded",
+        or_unknown(&i.host),
+        or_unknown(&i.cpu),
+        i.cores,
+        if i.cores == 1 { "" } else { "s" },
+        i.threads,
+        if i.threads == 1 { "" } else { "s" }
+    )?;
+    writeln!(
+        out,
+        "run       {}{}",
+        seconds(i.duration_s),
+        i.incomplete.as_deref().map_or(String::new(), |why| format!(
+            ", incomplete: written on {why}"
+        ))
+    )?;
+    writeln!(
+        out,
+        "totals    {} allocations, {} reallocs, {:.1} MiB requested, {} temporaries, peak {:.1} MiB live (within {:.1} MiB)",
+        i.alloc_count,
+        i.realloc_count,
+        i.bytes_requested as f64 / MIB,
+        i.temporary_count,
+        i.peak_live_bytes as f64 / MIB,
+        i.peak_live_bytes_error_bytes as f64 / MIB
+    )?;
+    writeln!(
+        out,
+        "heap      {}",
+        match (&i.heap_peak, i.heap_interval) {
+            (_, 0) => "sampling off (ALLOC_TRACE_HEAP)".to_owned(),
+            (Some(p), n) => format!(
+                "sampled every {:.1} MiB; kept peak {:.1} MiB at {} in {} (`analyzer peak`)",
+                n as f64 / MIB,
+                p.live_bytes as f64 / MIB,
+                seconds(p.time_ns as f64 * 1e-9),
+                p.phase
+            ),
+            (None, n) => format!("sampled every {:.1} MiB; no peak kept", n as f64 / MIB),
+        }
+    )?;
+    if !i.labels.is_empty() {
+        let labels: Vec<String> = i.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        writeln!(out, "labels    {}", labels.join(", "))?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<24} {:>10} {:>12} {:>14} {:>12} {:>8}",
+        "phase", "wall", "allocs", "bytes", "temps", "sites"
+    )?;
+    for p in &i.phases {
+        writeln!(
+            out,
+            "{:<24} {:>10} {:>12} {:>14} {:>12} {:>8}",
+            p.phase,
+            seconds(p.wall_s),
+            p.alloc_count,
+            p.bytes_requested,
+            p.temporary_count,
+            p.sites
+        )?;
+    }
+    writeln!(out, "(main: the run's time outside the named phases)")?;
+    writeln!(out)?;
+    let d = &i.dropped;
+    let dropped: Vec<String> = [
+        (d.late_alloc_count, "allocations after their thread's exit"),
+        (d.late_free_count, "frees after their thread's exit"),
+        (
+            d.followed_skipped,
+            "blocks not followed (65,536 followed at once)",
+        ),
+        (
+            d.followed_dropped,
+            "followed blocks dropped when recording of frees stopped",
+        ),
+        (
+            d.stacks_at_depth_limit as u64,
+            "stacks cut at the depth limit",
+        ),
+        (
+            d.foreign_stack_walks,
+            "allocations off the thread's stack (no frames)",
+        ),
+        (d.folded_sites, "sites past the tracer's cap, folded"),
+        (
+            d.stacks_ending_early,
+            "stacks ending before main or a thread's start",
+        ),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .chain(
+        d.phases_merged
+            .then(|| "phases past the 15th merged".to_owned()),
+    )
+    .collect();
+    writeln!(
+        out,
+        "dropped   {}",
+        if dropped.is_empty() {
+            "nothing".to_owned()
+        } else {
+            dropped.join("; ")
+        }
+    )?;
+    let tables: Vec<String> = i
+        .tables
+        .iter()
+        .map(|t| format!("{} ({} rows)", t.file, t.rows))
+        .collect();
+    writeln!(out, "tables    {}", tables.join(", "))
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// Writes a summary of a calibration (the JSON file holds everything).
+pub fn calibration(out: &mut dyn Write, c: &Calibration) -> io::Result<()> {
+    use crate::calibrate::Pattern;
+    writeln!(
+        out,
+        "host {} ({}, {} cores), {}",
+        c.host, c.cpu, c.cores, c.allocator
+    )?;
+    writeln!(
+        out,
+        "{:>10} {:>10} {:>10} {:>10}  ns per malloc+free pair (median of {})",
+        "size", "temporary", "batch", "scattered", c.repetitions
+    )?;
+    let mut sizes: Vec<u64> = c.pairs.iter().map(|p| p.size_bytes).collect();
+    sizes.dedup();
+    for size in sizes {
+        writeln!(
+            out,
+            "{:>10} {:>10.1} {:>10.1} {:>10.1}",
+            size,
+            c.pair_ns(size, Pattern::Temporary),
+            c.pair_ns(size, Pattern::Batch),
+            c.pair_ns(size, Pattern::Scattered)
+        )?;
+    }
+    writeln!(out, "memcpy {:.1} bytes/ns", c.copy_bytes_per_ns)?;
+    for o in &c.operations {
+        writeln!(
+            out,
+            "{}: {:.1} ns per event, {:.1} ns beyond the allocator ({})",
+            o.name, o.ns, o.beyond_allocator_ns, o.what
+        )?;
+    }
+    Ok(())
+}

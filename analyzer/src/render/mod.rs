@@ -1,0 +1,220 @@
+//! Rendering results for people (aligned tables) and programs (JSON, CSV).
+//!
+//! JSON and CSV are written from the same serde rows, so a CSV column has the name,
+//! and its cells the values, of the JSON field it comes from. `top` and `categories`
+//! are written here, `cost` and `diff` in `cost_diff`, `info` and `calibrate` in
+//! `info` (`peak` and `leaks` in `memory::render`).
+
+mod cost_diff;
+mod info;
+
+pub use cost_diff::{cost, diff};
+pub use info::{calibration, info};
+
+use crate::categories::CategoryTotals;
+use crate::naming;
+use crate::rank::RankedSite;
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned text.
+    Table,
+    /// A JSON array of objects.
+    Json,
+    /// CSV with a header row.
+    Csv,
+}
+
+pub(crate) fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// Seconds with a precision that suits their size.
+pub(crate) fn seconds(s: f64) -> String {
+    // Rounding leftovers (and -0) print as 0.
+    let s = if s.abs() < 5e-11 { 0.0 } else { s };
+    let a = s.abs();
+    if a >= 10.0 {
+        format!("{s:.1} s")
+    } else if a >= 0.1 {
+        format!("{s:.2} s")
+    } else if a >= 1e-4 {
+        format!("{:.2} ms", s * 1e3)
+    } else {
+        format!("{:.1} us", s * 1e6)
+    }
+}
+
+/// A site's name followed by its callers, if any.
+pub(crate) fn with_callers(name: &str, callers: &str) -> String {
+    if callers.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{name} < {callers}")
+    }
+}
+
+pub(crate) fn opt_pct(x: Option<f64>) -> String {
+    x.map_or("-".to_owned(), pct)
+}
+
+/// Writes `rows` as CSV: a header row of their field names, then one record per row.
+/// Without rows, the header alone (the field names of `T::default()`), so that a
+/// reader still sees the columns.
+pub(crate) fn csv_rows<T: Serialize + Default>(out: &mut dyn Write, rows: &[T]) -> io::Result<()> {
+    let mut w = csv::Writer::from_writer(&mut *out);
+    let mut empty = true;
+    for row in rows {
+        w.serialize(row).map_err(csv_error)?;
+        empty = false;
+    }
+    w.flush()?;
+    drop(w);
+    if empty {
+        // csv writes a header only along with a record: keep the header's line.
+        let mut probe = csv::Writer::from_writer(Vec::new());
+        probe.serialize(T::default()).map_err(csv_error)?;
+        let text = probe.into_inner().map_err(|e| e.into_error())?;
+        let header = text.split_inclusive(|&b| b == b'\n').next().unwrap_or(&[]);
+        out.write_all(header)?;
+    }
+    Ok(())
+}
+
+/// The I/O error inside a CSV error as itself (a closed pipe must stay one: the CLI
+/// exits quietly on it).
+fn csv_error(e: csv::Error) -> io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        other => io::Error::other(format!("CSV: {other:?}")),
+    }
+}
+
+/// Writes ranked sites.
+pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, sites)?;
+            writeln!(out)
+        }
+        Format::Csv => csv_rows(out, sites),
+        Format::Table => {
+            // A column of site counts only when rows are groups of sites.
+            let grouped = sites.iter().any(|s| s.sites != 1);
+            let count = |n: &dyn std::fmt::Display| {
+                if grouped {
+                    format!(" {n:>6}")
+                } else {
+                    String::new()
+                }
+            };
+            writeln!(
+                out,
+                "{:>4} {:>12} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  site",
+                "rank",
+                "allocs",
+                "share",
+                "bytes",
+                "temps",
+                "class",
+                "lifetime",
+                "cost",
+                count(&"sites")
+            )?;
+            for s in sites {
+                writeln!(
+                    out,
+                    "{:>4} {:>12} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  {}",
+                    s.rank,
+                    s.alloc_count.saturating_add(s.realloc_count),
+                    pct(s.share),
+                    s.bytes_requested,
+                    format!("{:.0}%", 100.0 * s.temporary_share),
+                    s.main_size_class_bytes,
+                    s.lifetime_ns_median
+                        .map_or("-".to_owned(), |v| format!("{v} ns")),
+                    s.cost_s.map_or("-".to_owned(), seconds),
+                    count(&s.sites),
+                    naming::with_distinction(&with_callers(&s.name, &s.callers), &s.distinction)
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Writes category totals.
+pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) -> io::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, cats)?;
+            writeln!(out)
+        }
+        Format::Csv => csv_rows(out, cats),
+        Format::Table => {
+            writeln!(
+                out,
+                "{:<40} {:>6} {:>12} {:>7} {:>14} {:>12}  top site",
+                "category", "sites", "allocs", "share", "bytes", "temporaries"
+            )?;
+            for c in cats {
+                writeln!(
+                    out,
+                    "{:<40} {:>6} {:>12} {:>7} {:>14} {:>12}  {}",
+                    c.category,
+                    c.sites,
+                    c.alloc_count.saturating_add(c.realloc_count),
+                    pct(c.share),
+                    c.bytes_requested,
+                    c.temporary_count,
+                    c.top_site
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// A serde row as a JSON object.
+    pub(super) fn object(row: impl Serialize) -> serde_json::Map<String, Value> {
+        match serde_json::to_value(row).unwrap() {
+            Value::Object(m) => m,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn csv_without_rows_is_the_header_of_the_json_fields() {
+        let mut out = Vec::new();
+        sites(&mut out, &[], Format::Csv).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        let mut header: Vec<&str> = text.trim_end().split(',').collect();
+        header.sort_unstable();
+        let json = object(RankedSite::default());
+        assert_eq!(header, json.keys().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_closed_pipe_stays_a_broken_pipe_through_csv() {
+        struct Closed;
+        impl Write for Closed {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let e = sites(&mut Closed, &[RankedSite::default()], Format::Csv).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
+    }
+}
