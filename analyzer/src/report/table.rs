@@ -1,0 +1,282 @@
+//! One table of a report read into a polars frame, checked before and after its rows
+//! are decoded, a panic of the parquet reader turned into an error; and its columns
+//! as plain vectors.
+
+use crate::Error;
+use alloc_tracer_format::manifest::Manifest;
+use alloc_tracer_format::schema;
+use polars::prelude::*;
+use std::cell::Cell;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Once;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The bytes of a report file. Anything but a regular file is refused: reading a
+/// FIFO blocks until some writer comes, and a device may never end.
+pub(super) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let not_regular = |t: std::fs::FileType| Error::Corrupt {
+        path: path.to_owned(),
+        reason: format!("not a regular file ({})", file_kind(t)),
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Should the file become a FIFO between the check and the open, the open must
+    // not wait for a writer; the check on the open file below then refuses it.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let mut f = options.open(path).map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
+    if !meta.is_file() {
+        return Err(not_regular(meta.file_type()));
+    }
+    // Read whole rather than mapped: a mapped file that shrinks under the reader
+    // kills it with SIGBUS, which nothing can catch.
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(io)?;
+    Ok(bytes)
+}
+
+/// What a file that is not a regular file is, in words.
+pub(super) fn file_kind(t: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "a regular file"
+    }
+}
+
+/// `text` on one line: its runs of whitespace, line breaks included, as one space.
+pub(super) fn one_line(text: impl std::fmt::Display) -> String {
+    text.to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Reads `columns` of `table` in `dir` into rows, checking first that the file
+/// holds the rows `manifest` lists for it (if it lists the table), that the columns
+/// are there with the schema's types, and that their page headers are sound (see
+/// `pages`). Every failure, a panic of the parquet reader included, is
+/// [`Error::Corrupt`] naming the file.
+pub(crate) fn read<T>(
+    dir: &Path,
+    manifest: &Manifest,
+    table: &schema::Table,
+    columns: &[&str],
+    rows: impl Fn(&DataFrame) -> Result<Vec<T>, String>,
+) -> Result<Vec<T>, Error> {
+    let path = dir.join(table.file);
+    let listed = manifest
+        .tables
+        .iter()
+        .find(|t| t.file == table.file)
+        .map(|t| t.rows);
+    let bytes = read_file(&path)?;
+    let wanted: Vec<&schema::Column> = table
+        .columns
+        .iter()
+        .filter(|c| columns.contains(&c.name))
+        .collect();
+    let df = contained(|| {
+        let mut reader = ParquetReader::new(std::io::Cursor::new(bytes.as_slice()));
+        let metadata = reader.get_metadata().map_err(one_line)?.clone();
+        if let Some(listed) = listed.filter(|n| *n != metadata.num_rows) {
+            return Err(format!(
+                "{} rows, the manifest says {listed}",
+                metadata.num_rows
+            ));
+        }
+        let in_groups = metadata
+            .row_groups
+            .iter()
+            .map(|g| g.num_rows())
+            .fold(0usize, usize::saturating_add);
+        if in_groups != metadata.num_rows {
+            return Err(format!(
+                "row groups of {in_groups} rows in all, the footer says {}",
+                metadata.num_rows
+            ));
+        }
+        let found = reader.schema().map_err(one_line)?;
+        for c in &wanted {
+            let Some(field) = found.get(c.name) else {
+                return Err(format!(
+                    "no column `{}` (the schema's {})",
+                    c.name,
+                    c.ty.polars_name()
+                ));
+            };
+            let ty = DataType::from_arrow_field(field);
+            if ty != dtype(c.ty) {
+                return Err(format!(
+                    "column `{}` is {ty:?}, the schema says {}",
+                    c.name,
+                    c.ty.polars_name()
+                ));
+            }
+        }
+        for group in &metadata.row_groups {
+            for c in &wanted {
+                for chunk in group.columns_under_root_iter(c.name).into_iter().flatten() {
+                    crate::pages::check_chunk(
+                        &bytes,
+                        chunk.byte_range(),
+                        chunk.num_values(),
+                        group.num_rows(),
+                    )
+                    .map_err(|e| format!("column `{}`: {e}", c.name))?;
+                }
+            }
+        }
+        let df = reader
+            .with_columns(Some(wanted.iter().map(|c| c.name.to_owned()).collect()))
+            .finish()
+            .map_err(one_line)?;
+        for c in wanted.iter().filter(|c| !c.nullable) {
+            let nulls = df.column(c.name).map_err(one_line)?.null_count();
+            if nulls > 0 {
+                return Err(format!(
+                    "column `{}` has {nulls} nulls, the schema says it has none",
+                    c.name
+                ));
+            }
+        }
+        rows(&df)
+    });
+    df.map_err(|reason| Error::Corrupt { path, reason })
+}
+
+/// The polars type of a schema column type.
+fn dtype(t: schema::ColumnType) -> DataType {
+    match t {
+        schema::ColumnType::UInt64 => DataType::UInt64,
+        schema::ColumnType::Int64 => DataType::Int64,
+        schema::ColumnType::UInt32 => DataType::UInt32,
+        schema::ColumnType::Boolean => DataType::Boolean,
+        schema::ColumnType::String => DataType::String,
+    }
+}
+
+thread_local! {
+    /// Whether this thread is inside [`contained`].
+    static CONTAINING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// How many threads are inside [`contained`].
+static CONTAINED: AtomicUsize = AtomicUsize::new(0);
+
+/// Runs `read`, a read of damaged bytes by polars, turning a panic into an error.
+///
+/// polars' parquet decoder trusts the sizes and offsets in data pages: damaged pages
+/// make it index out of bounds or unwrap an error, on this thread or on one of its
+/// worker threads (named `polars-N`, or after `POLARS_THREAD_NAME`), whose panic
+/// rayon carries back here. The hook installed once below keeps those panics quiet,
+/// so that the user sees the one-line error and not a backtrace; any other panic
+/// goes to the hook that was there before.
+fn contained<T>(read: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let workers = format!(
+            "{}-",
+            std::env::var("POLARS_THREAD_NAME").unwrap_or_else(|_| "polars".to_owned())
+        );
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let containing = CONTAINING.try_with(Cell::get).unwrap_or(false)
+                || (CONTAINED.load(Ordering::Relaxed) > 0
+                    && std::thread::current()
+                        .name()
+                        .is_some_and(|n| n.starts_with(&workers)));
+            if !containing {
+                previous(info);
+            }
+        }));
+    });
+    CONTAINED.fetch_add(1, Ordering::Relaxed);
+    CONTAINING.set(true);
+    // Unwind safety: what `read` touches is its own or read-only, and nothing it
+    // built survives a panic but the message.
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read));
+    CONTAINING.set(false);
+    CONTAINED.fetch_sub(1, Ordering::Relaxed);
+    result.unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("no message");
+        Err(one_line(format!("the parquet reader failed: {message}")))
+    })
+}
+
+/// The values of column `name`, one per row of `df`: a damaged file can give a
+/// column fewer values than the frame has rows.
+fn values<T>(
+    df: &DataFrame,
+    name: &str,
+    get: impl FnOnce(&polars::prelude::Column) -> PolarsResult<Vec<T>>,
+) -> Result<Vec<T>, String> {
+    let v = df.column(name).and_then(get).map_err(one_line)?;
+    if v.len() != df.height() {
+        return Err(format!(
+            "column `{name}` has {} values for {} rows",
+            v.len(),
+            df.height()
+        ));
+    }
+    Ok(v)
+}
+
+pub(crate) fn i64s(df: &DataFrame, name: &str) -> Result<Vec<i64>, String> {
+    values(df, name, |c| {
+        Ok(c.i64()?.iter().map(|v| v.unwrap_or(0)).collect())
+    })
+}
+
+pub(crate) fn u64s(df: &DataFrame, name: &str) -> Result<Vec<u64>, String> {
+    values(df, name, |c| {
+        Ok(c.u64()?.iter().map(|v| v.unwrap_or(0)).collect())
+    })
+}
+
+pub(super) fn opt_u64s(df: &DataFrame, name: &str) -> Result<Vec<Option<u64>>, String> {
+    values(df, name, |c| Ok(c.u64()?.iter().collect()))
+}
+
+pub(super) fn u32s(df: &DataFrame, name: &str) -> Result<Vec<u32>, String> {
+    values(df, name, |c| {
+        Ok(c.u32()?.iter().map(|v| v.unwrap_or(0)).collect())
+    })
+}
+
+pub(super) fn opt_u32s(df: &DataFrame, name: &str) -> Result<Vec<Option<u32>>, String> {
+    values(df, name, |c| Ok(c.u32()?.iter().collect()))
+}
+
+pub(crate) fn strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>, String> {
+    values(df, name, |c| {
+        Ok(c.str()?.iter().map(|v| v.map(str::to_owned)).collect())
+    })
+}
