@@ -1,0 +1,234 @@
+//! Reports in the formats other tools read: folded stacks (flamegraph.pl, inferno,
+//! speedscope) and flame graph SVGs (inferno) here; pprof's protobuf profile in
+//! `pprof`; the named-sites table (parquet) in `named_sites`.
+
+mod named_sites;
+mod pprof;
+
+pub use named_sites::{NamedSite, named_sites, named_sites_parquet};
+pub use pprof::{InUse, pprof, pprof_protobuf};
+
+use crate::naming::{self, without_generics};
+use crate::rank::frames_of;
+use crate::report::{FrameRow, Report};
+use alloc_tracer_format::site;
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, Write};
+
+/// What a stack's weight is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Weight {
+    /// Allocations and reallocs.
+    Count,
+    /// Requested bytes.
+    Bytes,
+    /// Temporaries (blocks freed before their thread's next allocation).
+    Temporaries,
+}
+
+impl Weight {
+    fn of(self, row: &crate::report::SiteRow) -> u64 {
+        match self {
+            Weight::Count => row.calls(),
+            Weight::Bytes => row.bytes_requested,
+            Weight::Temporaries => row.temporary_count,
+        }
+    }
+
+    /// What a unit of the weight is, for titles and tooltips.
+    fn unit(self) -> &'static str {
+        match self {
+            Weight::Count => "allocations",
+            Weight::Bytes => "bytes",
+            Weight::Temporaries => "temporaries",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Weight::Count => "Allocations by count",
+            Weight::Bytes => "Allocations by requested bytes",
+            Weight::Temporaries => "Temporaries",
+        }
+    }
+}
+
+/// Which frames of a stack a folded line keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Frames {
+    /// Every frame the report has (what other tools expect of folded stacks).
+    All,
+    /// For people reading a flame graph: from the site's naming frame out (the
+    /// allocator and standard-library frames inside it folded into it), and stacks
+    /// that do not reach `main` or a thread's start under one root,
+    /// [`CUT_SHORT`], instead of each rooted in whatever frame it was cut at.
+    Readable,
+}
+
+/// The root of stacks cut short (at the depth limit, or by frames without frame
+/// pointers) in [`Frames::Readable`] stacks.
+pub const CUT_SHORT: &str = "[stack cut short]";
+
+/// Folded stacks: one line per distinct stack, `outer;...;inner weight`, sorted.
+/// Frame names are functions without generic arguments (so `f::<T>` is `f`; `;`
+/// would split a frame, so it becomes `:`).
+pub fn folded(report: &Report, by: Weight, phase: Option<&str>) -> Vec<String> {
+    folded_frames(report, by, phase, Frames::All)
+}
+
+/// [`folded`], keeping `which` frames of each stack.
+pub fn folded_frames(
+    report: &Report,
+    by: Weight,
+    phase: Option<&str>,
+    which: Frames,
+) -> Vec<String> {
+    let mut weights: BTreeMap<String, u64> = BTreeMap::new();
+    let mut stacks: HashMap<u64, String> = HashMap::new();
+    for row in report.rows(phase) {
+        let w = by.of(row);
+        if w == 0 {
+            continue;
+        }
+        let stack = stacks
+            .entry(row.site_id)
+            .or_insert_with(|| folded_stack(frames_of(&report.frames, row.site_id), which));
+        let sum = weights.entry(stack.clone()).or_default();
+        *sum = sum.saturating_add(w);
+    }
+    weights
+        .into_iter()
+        .map(|(stack, w)| format!("{stack} {w}"))
+        .collect()
+}
+
+/// One stack in the folded format, outermost frame first, without its weight,
+/// keeping `which` of its frames.
+pub fn folded_stack(frames: &[FrameRow], which: Frames) -> String {
+    let mut frames = frames;
+    let mut root = None;
+    if which == Frames::Readable {
+        frames = &frames[naming::naming_index(frames).unwrap_or(0)..];
+        if frames
+            .last()
+            .is_some_and(|f| !site::is_stack_root(&without_generics(&f.function)))
+        {
+            root = Some(CUT_SHORT.to_owned());
+        }
+    }
+    let names: Vec<String> = root
+        .into_iter()
+        .chain(frames.iter().rev().map(|f| {
+            without_generics(&f.function)
+                .trim_end_matches("::")
+                .replace(';', ":")
+        }))
+        .collect();
+    if names.is_empty() {
+        "(no frames)".to_owned()
+    } else {
+        names.join(";")
+    }
+}
+
+/// The report's name in titles: its folder's name.
+pub fn report_name(report: &Report) -> String {
+    report.dir.file_name().map_or_else(
+        || report.dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+/// `, phase P` or `, all phases`, for titles.
+pub fn phase_words(phase: Option<&str>) -> String {
+    phase.map_or(", all phases".to_owned(), |p| format!(", phase {p}"))
+}
+
+/// A flame graph SVG (inferno) of the [`Frames::Readable`] folded stacks, titled with
+/// the report and phase.
+pub fn flamegraph(
+    report: &Report,
+    by: Weight,
+    phase: Option<&str>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let lines = folded_frames(report, by, phase, Frames::Readable);
+    if lines.is_empty() {
+        return Err(nothing_to_draw());
+    }
+    let title = format!(
+        "{}: {}{}",
+        by.title(),
+        report_name(report),
+        phase_words(phase)
+    );
+    readable_flamegraph(&lines, title, by.unit(), out)
+}
+
+/// A flame graph SVG (inferno) of [`Frames::Readable`] folded lines, its subtitle
+/// saying how they were folded.
+pub fn readable_flamegraph(
+    lines: &[String],
+    title: String,
+    unit: &str,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title;
+    opts.subtitle = Some(format!(
+        "allocator frames folded into the first frame outside them; stacks that end \
+         before main or a thread's start under {CUT_SHORT}"
+    ));
+    opts.count_name = unit.to_owned();
+    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+        .map_err(io::Error::other)
+}
+
+fn nothing_to_draw() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "no allocations to draw (a phase without allocations, or a count-mode report without sites?)",
+    )
+}
+
+/// A differential flame graph SVG (inferno's): the change's stacks, widths the
+/// change's weights, each frame red where the change has more than the base and
+/// blue where it has fewer (stacks only in the base have no width, so they do not
+/// show). Stacks are matched by their functions, which do not depend on where a
+/// crate's source came from.
+pub fn flamegraph_diff(
+    base: &Report,
+    change: &Report,
+    by: Weight,
+    phase: Option<&str>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let text = |r: &Report| {
+        let mut t = folded_frames(r, by, phase, Frames::Readable).join("\n");
+        t.push('\n');
+        t
+    };
+    let (a, b) = (text(base), text(change));
+    if a.trim().is_empty() && b.trim().is_empty() {
+        return Err(nothing_to_draw());
+    }
+    let mut merged = Vec::new();
+    inferno::differential::from_readers(
+        inferno::differential::Options::default(),
+        a.as_bytes(),
+        b.as_bytes(),
+        &mut merged,
+    )?;
+    let merged = String::from_utf8(merged).map_err(io::Error::other)?;
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = format!(
+        "{}: {} against {}{}",
+        by.title(),
+        report_name(change),
+        report_name(base),
+        phase_words(phase)
+    );
+    opts.subtitle = Some("widths: the change; red: more than the base, blue: fewer".to_owned());
+    opts.count_name = by.unit().to_owned();
+    inferno::flamegraph::from_lines(&mut opts, merged.lines(), out).map_err(io::Error::other)
+}
