@@ -64,11 +64,17 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         bytes(h.heap_interval as f64),
         bytes(h.estimated_bytes as f64)
     )?;
-    if h.sites.is_empty() && h.categories.is_empty() {
-        // Empty tables would read as a failure; say what they mean instead.
+    // Empty tables would read as a failure; say what they mean instead.
+    if h.estimated_bytes == 0 {
         return writeln!(
             out,
             "no sampled block was live then: a block of fewer bytes than the interval is sampled only now and then (a smaller ALLOC_TRACE_HEAP, synth-driver --heap-sample, samples more)"
+        );
+    }
+    if h.sites.is_empty() {
+        return writeln!(
+            out,
+            "none of the sampled blocks live then was allocated in the phase asked for"
         );
     }
     writeln!(out)?;
@@ -129,6 +135,16 @@ mod tests {
         table(&mut out, &h).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("no sampled block was live then"), "{text}");
+        assert!(!text.contains("rank"), "{text}");
+        // Sampled blocks live, none of them in the phase asked for.
+        let h = Held {
+            estimated_bytes: 1 << 20,
+            ..h
+        };
+        let mut out = Vec::new();
+        table(&mut out, &h).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("none of the sampled blocks"), "{text}");
         assert!(!text.contains("rank"), "{text}");
     }
 
