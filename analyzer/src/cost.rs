@@ -271,15 +271,16 @@ pub fn estimate(
         .collect();
     let sites = listed
         .into_iter()
+        .zip(&stacks)
         .zip(naming::distinctions(&stacks))
         .enumerate()
-        .map(|(i, ((&site_id, &(n, cat, _)), distinction))| {
+        .map(|(i, (((&site_id, &(n, cat, _)), frames), distinction))| {
             let (alloc_count, realloc_count, temporary_count) = counts[&site_id];
             SiteCost {
                 rank: i + 1,
                 site_id,
-                name: naming::site_name(frames_of(&report.frames, site_id)),
-                callers: naming::callers(frames_of(&report.frames, site_id), crate::rank::CALLERS),
+                name: naming::site_name(frames),
+                callers: naming::callers(frames, crate::rank::CALLERS),
                 distinction,
                 category: categories::category_name(rules, cat).to_owned(),
                 alloc_count,
