@@ -1,6 +1,8 @@
 //! Allocation budgets: limits per phase, read from TOML, checked against a report
-//! (`analyzer check`), and conditions on a diff (`analyzer diff --fail-if`). Both
-//! return the breaches as data; the CLI prints one line per breach and exits 1.
+//! (`analyzer check`), and conditions on a diff (`analyzer diff --fail-if`). `check`
+//! returns every limit it checked with the report's figure, and `diff` the conditions
+//! that hold; the CLI prints the checked limits as a table, then one line per breach,
+//! and exits 1 when there is one.
 //!
 //! A budget file:
 //!
@@ -18,8 +20,9 @@
 //!
 //! Counts are the report's (sampled counts times the sample interval in `sample`
 //! mode); the peak is the manifest's, exact to within its
-//! `peak_live_bytes_error_bytes`. Allocations per constraint row are not a limit: reports do not record the
-//! number of rows.
+//! `peak_live_bytes_error_bytes`. `allocs_per_row` divides by the report's `rows`
+//! label, which synth-driver records (a program of its own states it with
+//! `alloc_tracer::label`).
 
 use crate::Error;
 use crate::categories::{self, Category};
@@ -63,6 +66,19 @@ pub struct PhaseLimits {
     pub site: BTreeMap<String, SiteLimit>,
 }
 
+impl PhaseLimits {
+    /// How many limits these are.
+    fn count(&self) -> usize {
+        [self.allocs, self.bytes, self.temporaries]
+            .iter()
+            .filter(|l| l.is_some())
+            .count()
+            + usize::from(self.allocs_per_row.is_some())
+            + self.category.len()
+            + self.site.len()
+    }
+}
+
 /// A category's limit.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,9 +95,9 @@ pub struct SiteLimit {
     pub allocs: u64,
 }
 
-/// A limit exceeded.
+/// A limit checked, with the report's figure: a breach when the figure is over it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Breach {
+pub struct Checked {
     /// The phase, or `None` for a whole-run limit.
     pub phase: Option<String>,
     /// What was limited, as the budget file names it (`allocs`,
@@ -93,17 +109,38 @@ pub struct Breach {
     pub budget: f64,
 }
 
-impl fmt::Display for Breach {
-    /// One line: `phase synthesize: allocs 120000 > 110000 (+9.1%)`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Checked {
+    /// Whether the report's figure is over the budget's.
+    pub fn over(&self) -> bool {
+        self.found > self.budget
+    }
+
+    /// Where the limit applies and what it limits: `phase synthesize: allocs`,
+    /// `run: peak_live_bytes`.
+    pub fn name(&self) -> String {
         match &self.phase {
-            Some(p) => write!(f, "phase {p}: ")?,
-            None => write!(f, "run: ")?,
+            Some(p) => format!("phase {p}: {}", self.limit),
+            None => format!("run: {}", self.limit),
         }
+    }
+}
+
+/// Whole numbers without a fraction, shares with three decimals.
+pub fn figure(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+impl fmt::Display for Checked {
+    /// One line, for a breach: `phase synthesize: allocs 120000 > 110000 (+9.1%)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "{} {} > {}",
-            self.limit,
+            self.name(),
             figure(self.found),
             figure(self.budget)
         )?;
@@ -111,15 +148,6 @@ impl fmt::Display for Breach {
             write!(f, " ({:+.1}%)", (self.found / self.budget - 1.0) * 100.0)?;
         }
         Ok(())
-    }
-}
-
-/// Whole numbers without a fraction, shares with three decimals.
-fn figure(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{x:.0}")
-    } else {
-        format!("{x:.3}")
     }
 }
 
@@ -141,6 +169,14 @@ pub fn parse(text: &str, path: &Path) -> Result<Budget, Error> {
             None => message,
         })
     })?;
+    let limits: usize = budget.phase.values().map(PhaseLimits::count).sum::<usize>()
+        + usize::from(budget.peak_live_bytes.is_some());
+    if limits == 0 {
+        return Err(bad(
+            "it sets no limit, so every report would pass (see docs/budget.example.toml)"
+                .to_owned(),
+        ));
+    }
     for (phase, limits) in &budget.phase {
         for (name, c) in &limits.category {
             if !(0.0..=1.0).contains(&c.share) {
@@ -159,30 +195,31 @@ pub fn parse(text: &str, path: &Path) -> Result<Budget, Error> {
     Ok(budget)
 }
 
-/// Checks `report` against `budget`; categories are `rules`' names (plus
-/// [`categories::UNMATCHED`]). A phase or category the budget names that the report or
-/// the rules lack is an error (a misspelt name would otherwise pass forever).
+/// Checks `report` against `budget`: every limit the budget sets, with the report's
+/// figure (the run's peak first; then each phase by name: allocations, bytes,
+/// temporaries, allocations per row, categories and sites by name); those [`Checked::over`] are the breaches. Categories are `rules`' names
+/// (plus [`categories::UNMATCHED`]). A phase or category the budget names that the
+/// report or the rules lack is an error (a misspelt name would otherwise pass
+/// forever).
 pub fn check(
     budget: &Budget,
     report: &Report,
     rules: &[Category],
     path: &Path,
-) -> Result<Vec<Breach>, Error> {
+) -> Result<Vec<Checked>, Error> {
     let bad = |reason: String| Error::Budget {
         path: path.to_owned(),
         reason,
     };
-    let mut breaches = Vec::new();
+    let mut checked = Vec::new();
     if let Some(max) = budget.peak_live_bytes {
         let peak = report.manifest.totals.peak_live_bytes.max(0) as u64;
-        if peak > max {
-            breaches.push(Breach {
-                phase: None,
-                limit: "peak_live_bytes".into(),
-                found: peak as f64,
-                budget: max as f64,
-            });
-        }
+        checked.push(Checked {
+            phase: None,
+            limit: "peak_live_bytes".into(),
+            found: peak as f64,
+            budget: max as f64,
+        });
     }
     for (phase, limits) in &budget.phase {
         if !report.sites.iter().any(|r| &r.phase == phase)
@@ -197,14 +234,12 @@ pub fn check(
             )));
         }
         let mut push = |limit: String, found: f64, budget: f64| {
-            if found > budget {
-                breaches.push(Breach {
-                    phase: Some(phase.clone()),
-                    limit,
-                    found,
-                    budget,
-                });
-            }
+            checked.push(Checked {
+                phase: Some(phase.clone()),
+                limit,
+                found,
+                budget,
+            });
         };
         let rows = || report.rows(Some(phase));
         // Phase totals from `phases.parquet`: exact in every mode (the sites table
@@ -282,7 +317,7 @@ pub fn check(
             }
         }
     }
-    Ok(breaches)
+    Ok(checked)
 }
 
 /// What a `--fail-if` condition compares.

@@ -890,7 +890,7 @@ site."demo.rs:21".allocs = 12
 "#;
 
 #[test]
-fn check_within_budget_exits_0_silently() {
+fn check_within_budget_exits_0_with_every_limit_and_its_headroom() {
     let b = budget_file("pass", FIXTURE_BUILD_BUDGET);
     let r = fixture();
     let out = analyzer(&[
@@ -905,7 +905,41 @@ fn check_within_budget_exits_0_silently() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+    assert!(out.stderr.is_empty());
+    // Every limit is the fixture's own figure (the peak's and the zero share's aside).
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "limit                                                         report         budget    used\n\
+         run: peak_live_bytes                                               0        1000000    0.0%\n\
+         phase build: allocs                                            85726          85726  100.0%\n\
+         phase build: bytes                                           2793080        2793080  100.0%\n\
+         phase build: temporaries                                       80357          80357  100.0%\n\
+         phase build: category.\"density trackers\".share                     0              0       -\n\
+         phase build: category.\"other (no rule matched)\".share              1              1  100.0%\n\
+         phase build: site.\"demo.rs:21\".allocs                             12             12  100.0%\n\
+         7 limits checked, all within budget\n"
+    );
+    // The same limits for programs, the over column false throughout.
+    let out = analyzer(&[
+        "check",
+        r.to_str().unwrap(),
+        "--budget",
+        b.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "phase,limit,found,budget,over\n\
+         ,peak_live_bytes,0.0,1000000.0,false\n\
+         build,allocs,85726.0,85726.0,false\n\
+         build,bytes,2793080.0,2793080.0,false\n\
+         build,temporaries,80357.0,80357.0,false\n\
+         build,\"category.\"\"density trackers\"\".share\",0.0,0.0,false\n\
+         build,\"category.\"\"other (no rule matched)\"\".share\",1.0,1.0,false\n\
+         build,\"site.\"\"demo.rs:21\"\".allocs\",12.0,12.0,false\n"
+    );
 }
 
 #[test]
@@ -924,9 +958,31 @@ fn check_over_budget_exits_1_with_one_line_per_breach() {
         r.to_str().unwrap(),
         "--budget",
         b.to_str().unwrap(),
+        "--format",
+        "json",
     ]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(out.stdout.is_empty());
+    // Every limit on standard output, the breaches marked.
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let over: Vec<(&str, bool)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["limit"].as_str().unwrap(), r["over"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        over,
+        [
+            ("peak_live_bytes", false),
+            ("allocs", true),
+            ("bytes", true),
+            ("temporaries", true),
+            ("category.\"density trackers\".share", false),
+            ("category.\"other (no rule matched)\".share", true),
+            ("site.\"demo.rs:21\".allocs", true),
+        ]
+    );
+    // And one line each on standard error, after the data.
     assert_eq!(
         String::from_utf8(out.stderr).unwrap(),
         "analyzer: over budget: phase build: allocs 85726 > 85725 (+0.0%)\n\
@@ -934,6 +990,37 @@ fn check_over_budget_exits_1_with_one_line_per_breach() {
          analyzer: over budget: phase build: temporaries 80357 > 80356 (+0.0%)\n\
          analyzer: over budget: phase build: category.\"other (no rule matched)\".share 1 > 0.900 (+11.1%)\n\
          analyzer: over budget: phase build: site.\"demo.rs:21\".allocs 12 > 11 (+9.1%)\n"
+    );
+    // The table marks them and counts them.
+    let out = analyzer(&[
+        "check",
+        r.to_str().unwrap(),
+        "--budget",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let marked: Vec<&str> = table
+        .lines()
+        .filter(|l| l.ends_with("  over budget"))
+        .map(|l| l.split("  ").next().unwrap())
+        .collect();
+    assert_eq!(
+        marked,
+        [
+            "phase build: allocs",
+            "phase build: bytes",
+            "phase build: temporaries",
+            "phase build: category.\"other (no rule matched)\".share",
+            "phase build: site.\"demo.rs:21\".allocs",
+        ]
+    );
+    assert!(
+        table.contains("phase build: allocs                                            85726          85725  100.0%  over budget\n")
+    );
+    assert!(
+        table.ends_with("\n7 limits checked, 5 over budget\n"),
+        "{table}"
     );
 }
 
@@ -961,6 +1048,11 @@ fn bad_budget_files_exit_2_with_one_line() {
             "no-phase",
             "[phase.synthesise]\nallocs = 1\n",
             "phase synthesise is not in the report",
+        ),
+        (
+            "no-limit",
+            "[phase.build]\n",
+            "it sets no limit, so every report would pass",
         ),
         (
             "no-category",

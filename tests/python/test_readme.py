@@ -115,6 +115,7 @@ def test_ci_gate_snippet(synthesis_report):
     r = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
+    assert r.stdout.endswith(" limits checked, all within budget\n"), r.stdout
 
 
 def test_analyzer_commands(synthesis_report, tmp_path):

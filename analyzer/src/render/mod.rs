@@ -3,11 +3,13 @@
 //! JSON and CSV are written from the same serde rows, so a CSV column has the name,
 //! and its cells the values, of the JSON field it comes from. `top` and `categories`
 //! are written here, `cost` and `diff` in `cost_diff`, `info` and `calibrate` in
-//! `info` (`peak` and `leaks` in `memory::render`).
+//! `info`, `check` in `check` (`peak` and `leaks` in `memory::render`).
 
+mod check;
 mod cost_diff;
 mod info;
 
+pub use check::checked;
 pub use cost_diff::{cost, diff};
 pub use info::{calibration, info};
 

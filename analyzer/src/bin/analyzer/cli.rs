@@ -187,8 +187,9 @@ enum Command {
     },
     /// Checks a report against a budget file (TOML: limits per phase on allocations,
     /// requested bytes, temporaries, a category's share and a site's allocations, and
-    /// the run's peak live bytes; see docs/budget.example.toml): exit 0 within
-    /// budget, 1 with one line per breach.
+    /// the run's peak live bytes; see docs/budget.example.toml). Prints every limit
+    /// with the report's figure and the share of the limit it uses; exits 0 within
+    /// budget, 1 with one line per breach on standard error.
     Check {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
@@ -199,6 +200,9 @@ enum Command {
         /// built-in analyzer/src/default_categories.toml).
         #[arg(long)]
         rules: Option<PathBuf>,
+        /// Output format of the limits; data goes to standard output.
+        #[arg(long, value_enum, default_value = "table")]
+        format: FormatArg,
     },
     /// A flame graph (SVG) of the allocating stacks, allocator frames folded into the
     /// first frame outside them; or, with --diff, a differential one of two reports.
@@ -473,10 +477,12 @@ impl Command {
                 report,
                 budget,
                 rules,
+                format,
             } => Job::Check(CheckJob {
                 report,
                 budget,
                 rules,
+                format: format.into(),
             }),
             Command::Flamegraph {
                 report,

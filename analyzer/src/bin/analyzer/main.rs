@@ -110,6 +110,7 @@ struct CheckJob {
     report: PathBuf,
     budget: PathBuf,
     rules: Option<PathBuf>,
+    format: Format,
 }
 
 /// What a flame graph draws.
@@ -198,7 +199,7 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Calibrate(job) => job.run(&mut out)?,
         Job::Cost(job) => job.run(&mut out)?,
         Job::Diff(job) => breaches = job.run(&mut out)?,
-        Job::Check(job) => breaches = job.run()?,
+        Job::Check(job) => breaches = job.run(&mut out)?,
         Job::Flamegraph(job) => job.run()?,
         Job::Held(job) => job.run(&mut out)?,
         Job::Timeline(job) => job.run()?,
@@ -365,15 +366,20 @@ impl DiffJob {
 }
 
 impl CheckJob {
-    /// Returns the breaches of the budget.
-    fn run(self) -> Result<Vec<String>> {
+    /// Writes every limit checked; returns the breaches of the budget.
+    fn run(self, out: &mut dyn Write) -> Result<Vec<String>> {
         let text = std::fs::read_to_string(&self.budget)
             .with_context(|| format!("{}", self.budget.display()))?;
         let b = budget::parse(&text, &self.budget)?;
         let rules = rules(self.rules.as_deref())?;
         let r = report::load(&self.report)?;
-        let breaches = budget::check(&b, &r, &rules, &self.budget)?;
-        Ok(breaches.iter().map(|b| b.to_string()).collect())
+        let checked = budget::check(&b, &r, &rules, &self.budget)?;
+        render::checked(out, &checked, self.format)?;
+        Ok(checked
+            .iter()
+            .filter(|c| c.over())
+            .map(|c| c.to_string())
+            .collect())
     }
 }
 

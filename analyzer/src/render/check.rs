@@ -1,0 +1,82 @@
+//! `analyzer check`'s answer: every limit of the budget with the report's figure and
+//! how much of the limit it uses, so that a CI log shows the headroom of a passing run
+//! as well as what a failing one exceeded.
+
+use super::{Format, csv_rows};
+use crate::budget::{self, Checked};
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// One checked limit, as JSON and CSV write it.
+#[derive(Default, Serialize)]
+struct Row<'a> {
+    /// The phase, or null (empty in CSV) for a whole-run limit.
+    phase: Option<&'a str>,
+    /// The limit as the budget file names it.
+    limit: &'a str,
+    /// The report's figure.
+    found: f64,
+    /// The budget's.
+    budget: f64,
+    /// Whether the figure is over the budget.
+    over: bool,
+}
+
+/// The share of the limit the report uses (`-` for a limit of 0).
+fn used(c: &Checked) -> String {
+    if c.budget > 0.0 {
+        format!("{:.1}%", 100.0 * c.found / c.budget)
+    } else {
+        "-".to_owned()
+    }
+}
+
+/// Writes the checked limits.
+pub fn checked(out: &mut dyn Write, checked: &[Checked], format: Format) -> io::Result<()> {
+    let rows: Vec<Row> = checked
+        .iter()
+        .map(|c| Row {
+            phase: c.phase.as_deref(),
+            limit: &c.limit,
+            found: c.found,
+            budget: c.budget,
+            over: c.over(),
+        })
+        .collect();
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, &rows)?;
+            writeln!(out)
+        }
+        Format::Csv => csv_rows(out, &rows),
+        Format::Table => {
+            let names: Vec<String> = checked.iter().map(Checked::name).collect();
+            let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+            let width = width.max("limit".len());
+            writeln!(
+                out,
+                "{:<width$} {:>14} {:>14} {:>7}",
+                "limit", "report", "budget", "used"
+            )?;
+            for (c, name) in checked.iter().zip(&names) {
+                writeln!(
+                    out,
+                    "{name:<width$} {:>14} {:>14} {:>7}{}",
+                    budget::figure(c.found),
+                    budget::figure(c.budget),
+                    used(c),
+                    if c.over() { "  over budget" } else { "" }
+                )?;
+            }
+            let over = checked.iter().filter(|c| c.over()).count();
+            let limits = match checked.len() {
+                1 => "1 limit".to_owned(),
+                n => format!("{n} limits"),
+            };
+            match over {
+                0 => writeln!(out, "{limits} checked, all within budget"),
+                n => writeln!(out, "{limits} checked, {n} over budget"),
+            }
+        }
+    }
+}
