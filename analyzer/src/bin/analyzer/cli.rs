@@ -1,11 +1,12 @@
 //! The command line: clap's types, turned once into the plain jobs of `main` (so that
 //! no command reads clap's types, and defaults are resolved in one place).
 
+use crate::cost_jobs::{CalibrateJob, CheckJob, CostJob, DiffJob};
 use crate::measure::Effort;
 use crate::memory_jobs::{HeldJob, TimelineJob};
 use crate::{
-    CalibrateJob, CategoriesJob, CheckJob, CostInputs, CostJob, DiffJob, ExportAs, ExportJob,
-    FlameBy, FlamegraphJob, FlamegraphOf, InfoJob, Job, Selection, TopJob,
+    CategoriesJob, CostInputs, ExportAs, ExportJob, FlameBy, FlamegraphJob, FlamegraphOf, InfoJob,
+    Job, Selection, TopJob,
 };
 use analyzer::calibrate;
 use analyzer::diff::Measured;

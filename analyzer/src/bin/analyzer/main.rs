@@ -2,18 +2,21 @@
 //! reports, and exports them to flame graphs, folded stacks and pprof.
 //!
 //! `cli` turns the command line into one [`Job`]; [`run`] hands it to the function
-//! for its command; `measure` is `analyzer calibrate`'s measurement. Everything else
+//! for its command (those that price and gate in `cost_jobs`, the memory commands in
+//! `memory_jobs`); `measure` is `analyzer calibrate`'s measurement. Everything else
 //! is the library.
 
 mod cli;
+mod cost_jobs;
 mod measure;
 mod memory_jobs;
 
-use analyzer::calibrate::{self, Calibration};
+use cost_jobs::{CalibrateJob, CheckJob, CostJob, DiffJob, calibration, stored_calibration};
+
 use analyzer::export::{self, Weight};
 use analyzer::rank::{self, GroupBy, RankBy};
 use analyzer::render::{self, Format};
-use analyzer::{budget, categories, cost, diff, info, report};
+use analyzer::{categories, cost, info, report};
 use anyhow::{Context, Result};
 use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
@@ -79,38 +82,6 @@ struct TopJob {
 struct CategoriesJob {
     selection: Selection,
     rules: Option<PathBuf>,
-}
-
-struct CalibrateJob {
-    out: PathBuf,
-    effort: measure::Effort,
-    json: bool,
-}
-
-struct CostJob {
-    selection: Selection,
-    inputs: CostInputs,
-    limit: usize,
-}
-
-struct DiffJob {
-    base: PathBuf,
-    change: PathBuf,
-    phase: Option<String>,
-    format: Format,
-    inputs: CostInputs,
-    measured: diff::Measured,
-    recycled: bool,
-    limit: usize,
-    /// `--fail-if` conditions, parsed by `run` (a bad one exits 2, like a bad file).
-    fail_if: Vec<String>,
-}
-
-struct CheckJob {
-    report: PathBuf,
-    budget: PathBuf,
-    rules: Option<PathBuf>,
-    format: Format,
 }
 
 /// What a flame graph draws.
@@ -282,107 +253,6 @@ impl CategoriesJob {
     }
 }
 
-impl CalibrateJob {
-    fn run(self, out: &mut dyn Write) -> Result<()> {
-        let c = measure_now(self.effort);
-        c.store(&self.out)?;
-        if self.json {
-            serde_json::to_writer_pretty(&mut *out, &c)?;
-            writeln!(out)?;
-        } else {
-            render::calibration(out, &c)?;
-        }
-        eprintln!("analyzer: calibration stored at {}", self.out.display());
-        Ok(())
-    }
-}
-
-impl CostJob {
-    fn run(self, out: &mut dyn Write) -> Result<()> {
-        let rules = rules(self.inputs.rules.as_deref())?;
-        let s = self.selection;
-        let r = report::load(&s.report)?;
-        let phase = r.check_phase(s.phase.as_deref())?;
-        let cal = calibration(self.inputs.calibration.as_deref())?;
-        for c in &rules {
-            if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
-                && cal.operation(op).is_none()
-            {
-                eprintln!(
-                    "analyzer: category '{}' names operation '{op}', which the calibration does not have; its indirect cost counts as 0",
-                    c.name
-                );
-            }
-        }
-        let est = cost::estimate(&r, &cal, &rules, phase, self.limit);
-        if !est.host_matches {
-            eprintln!(
-                "analyzer: the calibration was measured on {} ({}), the report taken on {} ({})",
-                est.calibration_host.0,
-                est.calibration_host.1,
-                est.report_host.0,
-                est.report_host.1
-            );
-        }
-        Ok(render::cost(out, &est, s.format)?)
-    }
-}
-
-impl DiffJob {
-    /// Writes the diff; returns the `--fail-if` conditions that hold.
-    fn run(self, out: &mut dyn Write) -> Result<Vec<String>> {
-        let conditions = self
-            .fail_if
-            .iter()
-            .map(|c| budget::parse_condition(c))
-            .collect::<Result<Vec<_>, _>>()?;
-        let rules = rules(self.inputs.rules.as_deref())?;
-        let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
-        let phase = a.check_phase(self.phase.as_deref())?;
-        b.check_phase(phase)?;
-        let cal = calibration(self.inputs.calibration.as_deref())?;
-        if self.recycled && cal.operation(calibrate::RECYCLE).is_none() {
-            anyhow::bail!(
-                "--recycled: the calibration has no `recycle` operation (made by an older \
-                 analyzer); run `analyzer calibrate` again"
-            );
-        }
-        let d = diff::diff(
-            &a,
-            &b,
-            diff::Pricing {
-                cal: Some(&cal),
-                recycled: self.recycled,
-            },
-            &rules,
-            phase,
-            self.measured,
-            self.limit,
-        );
-        render::diff(out, &d, self.format)?;
-        let failed = budget::evaluate(&conditions, &d)?;
-        Ok(failed.iter().map(|f| f.to_string()).collect())
-    }
-}
-
-impl CheckJob {
-    /// Writes every limit checked; returns the breaches of the budget.
-    fn run(self, out: &mut dyn Write) -> Result<Vec<String>> {
-        let text = std::fs::read_to_string(&self.budget)
-            .with_context(|| format!("{}", self.budget.display()))?;
-        let b = budget::parse(&text, &self.budget)?;
-        let rules = rules(self.rules.as_deref())?;
-        let r = report::load(&self.report)?;
-        let checked = budget::check(&b, &r, &rules, &self.budget)?;
-        render::checked(out, &checked, self.format)?;
-        Ok(checked
-            .iter()
-            .filter(|c| c.over())
-            .map(|c| c.to_string())
-            .collect())
-    }
-}
-
 impl FlamegraphJob {
     fn run(self) -> Result<()> {
         let mut svg = Vec::new();
@@ -445,54 +315,6 @@ fn rules(path: Option<&Path>) -> Result<Vec<categories::Category>> {
         }
         None => categories::default_rules(),
     })
-}
-
-/// The calibration given, else the stored one, if any: for commands that show costs
-/// when they can but do not need them.
-fn stored_calibration(path: Option<&Path>) -> Result<Option<Calibration>> {
-    if let Some(p) = path {
-        return Ok(Some(Calibration::load(p)?));
-    }
-    let stored = calibrate::default_path();
-    if stored.exists() {
-        return Ok(Some(Calibration::load(&stored)?));
-    }
-    Ok(None)
-}
-
-/// The calibration to price with: the file given, else the stored one, else a fresh
-/// measurement of this machine (stored for next time).
-fn calibration(path: Option<&Path>) -> Result<Calibration> {
-    if let Some(c) = stored_calibration(path)? {
-        return Ok(c);
-    }
-    let stored = calibrate::default_path();
-    eprintln!(
-        "analyzer: no calibration at {}; measuring this machine now ({}, once)",
-        stored.display(),
-        measure::FULL_DURATION
-    );
-    let c = measure_now(measure::Effort::FULL);
-    if let Err(e) = c.store(&stored) {
-        eprintln!("analyzer: could not store the calibration ({e}); using it for this run only");
-    }
-    Ok(c)
-}
-
-/// Measures a calibration, with a progress bar on a terminal (indicatif draws
-/// nothing when standard error is not one).
-fn measure_now(effort: measure::Effort) -> Calibration {
-    let bar = indicatif::ProgressBar::new(effort.repetitions.max(1) as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "analyzer: calibrating [{bar:30}] pass {pos} of {len}, {elapsed} so far",
-        )
-        .expect("the template is valid")
-        .progress_chars("=> "),
-    );
-    let c = measure::run(effort, |_| bar.inc(1));
-    bar.finish_and_clear();
-    c
 }
 
 /// Where binary or text output goes: the file given, or standard output.

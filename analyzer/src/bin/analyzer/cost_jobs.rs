@@ -1,0 +1,195 @@
+//! The commands that price and gate: `calibrate`, `cost`, `diff` (with its
+//! `--fail-if` conditions) and `check`, and the calibration they price with.
+
+use crate::{CostInputs, Selection, measure, rules};
+use analyzer::calibrate::{self, Calibration};
+use analyzer::render::{self, Format};
+use analyzer::{budget, cost, diff, report};
+use anyhow::{Context, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// `analyzer calibrate`: measures this machine and stores the calibration.
+pub(crate) struct CalibrateJob {
+    pub(crate) out: PathBuf,
+    pub(crate) effort: measure::Effort,
+    pub(crate) json: bool,
+}
+
+/// `analyzer cost`.
+pub(crate) struct CostJob {
+    pub(crate) selection: Selection,
+    pub(crate) inputs: CostInputs,
+    pub(crate) limit: usize,
+}
+
+/// `analyzer diff`, and its `--fail-if` gate.
+pub(crate) struct DiffJob {
+    pub(crate) base: PathBuf,
+    pub(crate) change: PathBuf,
+    pub(crate) phase: Option<String>,
+    pub(crate) format: Format,
+    pub(crate) inputs: CostInputs,
+    pub(crate) measured: diff::Measured,
+    pub(crate) recycled: bool,
+    pub(crate) limit: usize,
+    /// `--fail-if` conditions, parsed by `run` (a bad one exits 2, like a bad file).
+    pub(crate) fail_if: Vec<String>,
+}
+
+/// `analyzer check`: a report against a budget file.
+pub(crate) struct CheckJob {
+    pub(crate) report: PathBuf,
+    pub(crate) budget: PathBuf,
+    pub(crate) rules: Option<PathBuf>,
+    pub(crate) format: Format,
+}
+
+impl CalibrateJob {
+    pub(crate) fn run(self, out: &mut dyn Write) -> Result<()> {
+        let c = measure_now(self.effort);
+        c.store(&self.out)?;
+        if self.json {
+            serde_json::to_writer_pretty(&mut *out, &c)?;
+            writeln!(out)?;
+        } else {
+            render::calibration(out, &c)?;
+        }
+        eprintln!("analyzer: calibration stored at {}", self.out.display());
+        Ok(())
+    }
+}
+
+impl CostJob {
+    pub(crate) fn run(self, out: &mut dyn Write) -> Result<()> {
+        let rules = rules(self.inputs.rules.as_deref())?;
+        let s = self.selection;
+        let r = report::load(&s.report)?;
+        let phase = r.check_phase(s.phase.as_deref())?;
+        let cal = calibration(self.inputs.calibration.as_deref())?;
+        for c in &rules {
+            if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
+                && cal.operation(op).is_none()
+            {
+                eprintln!(
+                    "analyzer: category '{}' names operation '{op}', which the calibration does not have; its indirect cost counts as 0",
+                    c.name
+                );
+            }
+        }
+        let est = cost::estimate(&r, &cal, &rules, phase, self.limit);
+        if !est.host_matches {
+            eprintln!(
+                "analyzer: the calibration was measured on {} ({}), the report taken on {} ({})",
+                est.calibration_host.0,
+                est.calibration_host.1,
+                est.report_host.0,
+                est.report_host.1
+            );
+        }
+        Ok(render::cost(out, &est, s.format)?)
+    }
+}
+
+impl DiffJob {
+    /// Writes the diff; returns the `--fail-if` conditions that hold.
+    pub(crate) fn run(self, out: &mut dyn Write) -> Result<Vec<String>> {
+        let conditions = self
+            .fail_if
+            .iter()
+            .map(|c| budget::parse_condition(c))
+            .collect::<Result<Vec<_>, _>>()?;
+        let rules = rules(self.inputs.rules.as_deref())?;
+        let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
+        let phase = a.check_phase(self.phase.as_deref())?;
+        b.check_phase(phase)?;
+        let cal = calibration(self.inputs.calibration.as_deref())?;
+        if self.recycled && cal.operation(calibrate::RECYCLE).is_none() {
+            anyhow::bail!(
+                "--recycled: the calibration has no `recycle` operation (made by an older \
+                 analyzer); run `analyzer calibrate` again"
+            );
+        }
+        let d = diff::diff(
+            &a,
+            &b,
+            diff::Pricing {
+                cal: Some(&cal),
+                recycled: self.recycled,
+            },
+            &rules,
+            phase,
+            self.measured,
+            self.limit,
+        );
+        render::diff(out, &d, self.format)?;
+        let failed = budget::evaluate(&conditions, &d)?;
+        Ok(failed.iter().map(|f| f.to_string()).collect())
+    }
+}
+
+impl CheckJob {
+    /// Writes every limit checked; returns the breaches of the budget.
+    pub(crate) fn run(self, out: &mut dyn Write) -> Result<Vec<String>> {
+        let text = std::fs::read_to_string(&self.budget)
+            .with_context(|| format!("{}", self.budget.display()))?;
+        let b = budget::parse(&text, &self.budget)?;
+        let rules = rules(self.rules.as_deref())?;
+        let r = report::load(&self.report)?;
+        let checked = budget::check(&b, &r, &rules, &self.budget)?;
+        render::checked(out, &checked, self.format)?;
+        Ok(checked
+            .iter()
+            .filter(|c| c.over())
+            .map(|c| c.to_string())
+            .collect())
+    }
+}
+
+/// The calibration given, else the stored one, if any: for commands that show costs
+/// when they can but do not need them.
+pub(crate) fn stored_calibration(path: Option<&Path>) -> Result<Option<Calibration>> {
+    if let Some(p) = path {
+        return Ok(Some(Calibration::load(p)?));
+    }
+    let stored = calibrate::default_path();
+    if stored.exists() {
+        return Ok(Some(Calibration::load(&stored)?));
+    }
+    Ok(None)
+}
+
+/// The calibration to price with: the file given, else the stored one, else a fresh
+/// measurement of this machine (stored for next time).
+pub(crate) fn calibration(path: Option<&Path>) -> Result<Calibration> {
+    if let Some(c) = stored_calibration(path)? {
+        return Ok(c);
+    }
+    let stored = calibrate::default_path();
+    eprintln!(
+        "analyzer: no calibration at {}; measuring this machine now ({}, once)",
+        stored.display(),
+        measure::FULL_DURATION
+    );
+    let c = measure_now(measure::Effort::FULL);
+    if let Err(e) = c.store(&stored) {
+        eprintln!("analyzer: could not store the calibration ({e}); using it for this run only");
+    }
+    Ok(c)
+}
+
+/// Measures a calibration, with a progress bar on a terminal (indicatif draws
+/// nothing when standard error is not one).
+fn measure_now(effort: measure::Effort) -> Calibration {
+    let bar = indicatif::ProgressBar::new(effort.repetitions.max(1) as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "analyzer: calibrating [{bar:30}] pass {pos} of {len}, {elapsed} so far",
+        )
+        .expect("the template is valid")
+        .progress_chars("=> "),
+    );
+    let c = measure::run(effort, |_| bar.inc(1));
+    bar.finish_and_clear();
+    c
+}
