@@ -44,7 +44,7 @@
 //! |---|---|---|
 //! | `off` (default) | nothing: pure pass-through | one load and one test per call |
 //! | `count` | totals per phase, size-class and requested-size histograms, live and peak bytes | a few thread-local counter updates per call, no stack |
-//! | `sites` | `count` + temporaries + every allocation's call stack | a frame-pointer walk and a hash per allocation |
+//! | `sites` | `count` + temporaries + every allocation's call stack | a check of the guessed site's kept stack against the stack per allocation (two loads a frame); a frame-pointer walk of the frames that changed and a hash when the guess fails |
 //! | `sample:N` | `count` + one allocation in N (geometric intervals) with its stack, and temporaries among those | `count`'s, plus a countdown; one walk in N |
 //!
 //! What each mode costs per malloc+free pair, in nanoseconds and instructions, and

@@ -1,8 +1,9 @@
 //! `synth-driver`: runs real bellperson circuit synthesis under alloc-tracer, the way
 //! the Groth16 prover does it, and prints the tracer's summary.
 //!
-//! Commands: offline sealing (`seal`), Filecoin PoRep partitions from a C1 output or
-//! blank (`porep`), and scalable chains of the gadgets PoRep is made of (`sha256`,
+//! Commands: offline sealing (`seal`), Filecoin PoRep partitions (`porep`: from a C1
+//! output, from synthetic vanilla proofs of any sector size, blank, or rows counted
+//! only), and scalable chains of the gadgets PoRep is made of (`sha256`,
 //! `poseidon`). Provers: stock bellperson (`reference`) or the driver's replica of
 //! its `ProvingAssignment` with introspection (`mirror`). Patch variants
 //! (`--variant`) keep the constraint system and change allocations; see

@@ -44,7 +44,8 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n  \
     analyzer export reports/porep-2k --format parquet -o porep-2k-sites.parquet\n\n\
     Costs use a calibration of this machine's allocator, stored at\n  \
-    $ALLOC_PROFILER_CALIBRATION or ~/.cache/alloc-profiler/calibration.json;\n  \
+    $ALLOC_PROFILER_CALIBRATION, else $XDG_CACHE_HOME/alloc-profiler/calibration.json,\n  \
+    else ~/.cache/alloc-profiler/calibration.json;\n  \
     `analyzer calibrate` writes it (about 15 s). `cost`, `diff` and `top --by cost`\n  \
     measure it on first use; `top` shows costs only when one is stored.\n\n\
     EXIT STATUS: 0 on success; 1 when `check` or `diff --fail-if` finds a breach (one\n  \
@@ -125,7 +126,8 @@ enum Command {
     /// around temporaries, Rust's vector growth path and a recycling pool's take and
     /// return cost on this machine, and stores it.
     Calibrate {
-        /// Where to store it (default: $ALLOC_PROFILER_CALIBRATION or
+        /// Where to store it (default: $ALLOC_PROFILER_CALIBRATION, else
+        /// $XDG_CACHE_HOME/alloc-profiler/calibration.json, else
         /// ~/.cache/alloc-profiler/calibration.json).
         #[arg(long, short)]
         out: Option<PathBuf>,
@@ -187,8 +189,8 @@ enum Command {
         fail_if: Vec<String>,
     },
     /// Checks a report against a budget file (TOML: limits per phase on allocations,
-    /// requested bytes, temporaries, a category's share and a site's allocations, and
-    /// the run's peak live bytes; see docs/budget.example.toml). Prints every limit
+    /// requested bytes, temporaries, allocations per row, a category's share and a
+    /// site's allocations, and the run's peak live bytes; see docs/budget.example.toml). Prints every limit
     /// with the report's figure and the share of the limit it uses; exits 0 within
     /// budget, 1 with one line per breach on standard error.
     Check {
