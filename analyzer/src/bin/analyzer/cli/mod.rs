@@ -1,21 +1,23 @@
 //! The command line: clap's types, turned once into the plain jobs of `main` (so that
-//! no command reads clap's types, and defaults are resolved in one place).
+//! no command reads clap's types, and defaults are resolved in one place); the value
+//! arguments' enums in `values`.
+
+mod values;
 
 use crate::cost_jobs::{CalibrateJob, CheckJob, CostJob, DiffJob};
 use crate::measure::Effort;
 use crate::memory_jobs::{HeldJob, TimelineJob};
 use crate::{
-    CategoriesJob, CostInputs, ExportAs, ExportJob, FlameBy, FlamegraphJob, FlamegraphOf, InfoJob,
-    Job, Selection, TopJob,
+    CategoriesJob, CostInputs, ExportAs, ExportJob, FlamegraphJob, FlamegraphOf, InfoJob, Job,
+    Selection, TopJob,
 };
 use analyzer::calibrate;
 use analyzer::diff::Measured;
-use analyzer::export::Weight;
 use analyzer::memory::Moment;
-use analyzer::rank::{GroupBy, RankBy};
 use analyzer::render::Format;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+use values::{ByArg, ExportFormat, FlameArg, FormatArg, GroupByArg, InfoFormatArg, WeightArg};
 
 /// Parses the command line into a job; clap's error (or help, or version) otherwise.
 pub(crate) fn parse() -> Result<Job, clap::Error> {
@@ -285,110 +287,6 @@ enum Command {
         #[arg(long, short)]
         out: Option<PathBuf>,
     },
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum FormatArg {
-    Table,
-    Json,
-    Csv,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum InfoFormatArg {
-    Table,
-    Json,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ByArg {
-    Count,
-    Bytes,
-    Temporaries,
-    Cost,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum WeightArg {
-    Count,
-    Bytes,
-    Temporaries,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum GroupByArg {
-    Site,
-    Function,
-    Line,
-    Category,
-}
-
-impl From<GroupByArg> for GroupBy {
-    fn from(g: GroupByArg) -> GroupBy {
-        match g {
-            GroupByArg::Site => GroupBy::Site,
-            GroupByArg::Function => GroupBy::Function,
-            GroupByArg::Line => GroupBy::Line,
-            GroupByArg::Category => GroupBy::Category,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum FlameArg {
-    Count,
-    Bytes,
-    Temporaries,
-    PeakBytes,
-}
-
-impl From<FlameArg> for FlameBy {
-    fn from(f: FlameArg) -> FlameBy {
-        match f {
-            FlameArg::Count => FlameBy::Allocated(Weight::Count),
-            FlameArg::Bytes => FlameBy::Allocated(Weight::Bytes),
-            FlameArg::Temporaries => FlameBy::Allocated(Weight::Temporaries),
-            FlameArg::PeakBytes => FlameBy::PeakBytes,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ExportFormat {
-    Folded,
-    Pprof,
-    Parquet,
-}
-
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::Table => Format::Table,
-            FormatArg::Json => Format::Json,
-            FormatArg::Csv => Format::Csv,
-        }
-    }
-}
-
-impl From<ByArg> for RankBy {
-    fn from(by: ByArg) -> RankBy {
-        match by {
-            ByArg::Count => RankBy::Count,
-            ByArg::Bytes => RankBy::Bytes,
-            ByArg::Temporaries => RankBy::Temporaries,
-            ByArg::Cost => RankBy::Cost,
-        }
-    }
-}
-
-impl From<WeightArg> for Weight {
-    fn from(w: WeightArg) -> Weight {
-        match w {
-            WeightArg::Count => Weight::Count,
-            WeightArg::Bytes => Weight::Bytes,
-            WeightArg::Temporaries => Weight::Temporaries,
-        }
-    }
 }
 
 impl From<Common> for Selection {

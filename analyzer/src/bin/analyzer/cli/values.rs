@@ -1,0 +1,112 @@
+//! The command line's value arguments (`--format`, `--by`, `--group-by`, ...) and
+//! their conversion into the library's types.
+
+use crate::FlameBy;
+use analyzer::export::Weight;
+use analyzer::rank::{GroupBy, RankBy};
+use analyzer::render::Format;
+use clap::ValueEnum;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum FormatArg {
+    Table,
+    Json,
+    Csv,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum InfoFormatArg {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum ByArg {
+    Count,
+    Bytes,
+    Temporaries,
+    Cost,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum WeightArg {
+    Count,
+    Bytes,
+    Temporaries,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum GroupByArg {
+    Site,
+    Function,
+    Line,
+    Category,
+}
+
+impl From<GroupByArg> for GroupBy {
+    fn from(g: GroupByArg) -> GroupBy {
+        match g {
+            GroupByArg::Site => GroupBy::Site,
+            GroupByArg::Function => GroupBy::Function,
+            GroupByArg::Line => GroupBy::Line,
+            GroupByArg::Category => GroupBy::Category,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum FlameArg {
+    Count,
+    Bytes,
+    Temporaries,
+    PeakBytes,
+}
+
+impl From<FlameArg> for FlameBy {
+    fn from(f: FlameArg) -> FlameBy {
+        match f {
+            FlameArg::Count => FlameBy::Allocated(Weight::Count),
+            FlameArg::Bytes => FlameBy::Allocated(Weight::Bytes),
+            FlameArg::Temporaries => FlameBy::Allocated(Weight::Temporaries),
+            FlameArg::PeakBytes => FlameBy::PeakBytes,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum ExportFormat {
+    Folded,
+    Pprof,
+    Parquet,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Json => Format::Json,
+            FormatArg::Csv => Format::Csv,
+        }
+    }
+}
+
+impl From<ByArg> for RankBy {
+    fn from(by: ByArg) -> RankBy {
+        match by {
+            ByArg::Count => RankBy::Count,
+            ByArg::Bytes => RankBy::Bytes,
+            ByArg::Temporaries => RankBy::Temporaries,
+            ByArg::Cost => RankBy::Cost,
+        }
+    }
+}
+
+impl From<WeightArg> for Weight {
+    fn from(w: WeightArg) -> Weight {
+        match w {
+            WeightArg::Count => Weight::Count,
+            WeightArg::Bytes => Weight::Bytes,
+            WeightArg::Temporaries => Weight::Temporaries,
+        }
+    }
+}
