@@ -23,6 +23,7 @@ struct Held {
     // Fields drop in declaration order, releasing in the reverse of taking.
     _session: MutexGuard<'static, Option<std::path::PathBuf>>,
     _phases: MutexGuard<'static, Vec<crate::phase::PhaseTime>>,
+    _allocator_name: MutexGuard<'static, Option<&'static str>>,
     _labels: MutexGuard<'static, std::collections::BTreeMap<String, String>>,
     _timeline: crate::timeline::HeldForFork,
     _heap: crate::heap::HeldForFork,
@@ -52,6 +53,8 @@ extern "C" fn prepare() {
         let heap = crate::heap::hold_for_fork();
         let timeline = crate::timeline::hold_for_fork();
         let labels = crate::labels::hold_for_fork();
+        // A leaf: never held while another lock is taken.
+        let allocator_name = crate::report::manifest::hold_for_fork();
         let phases = crate::phase::hold_for_fork();
         let session = crate::session::hold_for_fork();
         let _ = HELD.try_with(|h| {
@@ -62,6 +65,7 @@ extern "C" fn prepare() {
                 _heap: heap,
                 _timeline: timeline,
                 _labels: labels,
+                _allocator_name: allocator_name,
                 _registry: registry,
             })
         });

@@ -1,7 +1,8 @@
 //! fork() while other threads record in `sites` mode, every block followed to its
-//! free: each child allocates, frees, starts a thread and enters a phase, and must
-//! finish. Without fork handlers, a child inherits a tracer lock held by another
-//! thread and hangs. One test: the mode is process-wide.
+//! free, and one names the allocator again and again: each child allocates, frees,
+//! starts a thread, enters a phase and names the allocator, and must finish. Without
+//! fork handlers, a child inherits a tracer lock held by another thread and hangs.
+//! One test: the mode is process-wide.
 
 use alloc_tracer::{Mode, Settings, TracingAllocator};
 use std::hint::black_box;
@@ -32,6 +33,9 @@ fn child() -> i32 {
     if t.join().is_err() {
         return 3;
     }
+    // Takes the name's lock, which the thread naming it in the parent may have held
+    // at the fork.
+    alloc_tracer::set_allocator_name("jemalloc");
     let c = alloc_tracer::counts();
     if c.total(|p| p.allocs) == 0 { 4 } else { 0 }
 }
@@ -55,6 +59,11 @@ fn forked_children_never_hang() {
                 }
             });
         }
+        s.spawn(|| {
+            while !stop.load(Relaxed) {
+                alloc_tracer::set_allocator_name("jemalloc");
+            }
+        });
         for _ in 0..CHILDREN {
             // SAFETY: the child runs only `child` (allocating, a thread, a phase)
             // and ends with `_exit`, never returning into the test harness.

@@ -11,7 +11,7 @@ use alloc_tracer_format::manifest::{
     Dropped, HeapPeak, Manifest, RequestedPercentiles, TOOL, TableInfo, Totals, TracerOwn,
 };
 use alloc_tracer_format::schema::SCHEMA_VERSION;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// What the columns' weights mean, in the manifest's words.
 const WEIGHTS: &str = "alloc_count, realloc_count, bytes_* and temporary_count in sites.parquet, and temporary_count in phases.parquet and these totals, are sampled counts x sample_interval; followed_* counts are raw, live_bytes_estimate is scaled by lifetime_interval";
@@ -135,6 +135,14 @@ pub fn set_allocator_name(name: &'static str) {
 /// The inner allocator's name, if the program gave one.
 pub fn allocator_name() -> Option<&'static str> {
     *ALLOCATOR_NAME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The name's lock, for `fork`'s handlers: a child must not inherit it held by a
+/// thread that is not there, or its reports would wait for it forever.
+pub(crate) fn hold_for_fork() -> MutexGuard<'static, Option<&'static str>> {
+    ALLOCATOR_NAME
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
 }
