@@ -183,8 +183,8 @@ impl Settings {
     /// thread's latest block (briefly taking the registry lock), since `count` mode
     /// does not keep it up to date. A switch to a mode that follows no block (`off`,
     /// or `count` without heap sampling) drops the blocks followed for lifetimes
-    /// and sampled for the heap: their frees would go unseen (the report counts them
-    /// in `dropped.followed_dropped`).
+    /// and sampled for the heap: their frees would go unseen (the report counts those
+    /// followed for lifetimes in `dropped.followed_dropped`).
     pub fn apply(self) {
         self.publish_intervals();
         if Settings::current().mode != self.mode {

@@ -3,9 +3,10 @@
 //!
 //! The standard maps' SipHash resists collisions chosen by whoever supplies the
 //! keys. Here nobody chooses them: the addresses come from the allocator and the
-//! compiled program. What SipHash costs does count: a followed block is looked up
-//! several times between its allocation and its free, once by its 48-frame stack,
-//! and sites mode follows one allocation in 64. This hasher takes one multiply a
+//! compiled program. What SipHash costs does count: a followed block is looked up by
+//! its address at its allocation and at its free, its site by the stack's hash and
+//! meta word when it is numbered, and sites mode follows one allocation in 64. This
+//! hasher takes one multiply a
 //! word and mixes at the end, so that the low bits (the bucket) and the high bits
 //! (hashbrown's tag byte) both depend on every input bit, 16-byte-aligned addresses
 //! included.

@@ -166,7 +166,8 @@ pub fn phases() -> Vec<PhaseTime> {
 /// paused region leaves allocated or frees. Resuming forgets every thread's latest
 /// block: a block allocated before the pause is not a temporary when freed after it.
 /// Pausing drops the blocks followed for lifetimes and sampled for the heap, whose
-/// frees would go unseen (`dropped.followed_dropped` in the report).
+/// frees would go unseen (those followed for lifetimes counted in
+/// `dropped.followed_dropped` in the report).
 #[must_use = "recording resumes when the guard is dropped"]
 pub struct PauseGuard {
     was_paused: bool,

@@ -2,7 +2,8 @@
 //! threads merge into.
 //!
 //! Every function here runs under the re-entrancy guard (its allocations are the
-//! tracer's own) and may block on the registry lock; none runs per allocation. The
+//! tracer's own), but `forget_latest_blocks`, which allocates nothing, and may block
+//! on the registry lock; none runs per allocation. The
 //! lock makes thread exit, table flushes and snapshots mutually exclusive, so a
 //! snapshot counts every thread exactly once: either live (read in place) or merged.
 
@@ -264,7 +265,8 @@ fn merge_table(table: &SiteTable) {
     });
 }
 
-/// Sites folded so far because the merged table was full (see `site_map`).
+/// Sites folded so far because the merged table was full, once per thread table
+/// merged (see `SiteMap::folded`).
 pub fn folded_sites() -> u64 {
     MERGED.sites.folded()
 }

@@ -37,7 +37,7 @@ pub struct Point {
 
 /// Most points kept: past it every other point is dropped and the sampler keeps one
 /// tick in twice as many, so a run of any length keeps a bounded, even timeline
-/// (about 2.7 hours at 10 ms before the first halving).
+/// (about 2.9 hours at 10 ms before the first halving).
 const MAX_POINTS: usize = 1 << 20;
 
 struct Timeline {

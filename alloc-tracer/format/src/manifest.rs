@@ -168,9 +168,11 @@ pub struct Dropped {
     /// counted, with no frames. (Absent in reports written before it existed.)
     #[serde(default)]
     pub foreign_stack_walks: u64,
-    /// Distinct sites (stack, phase, size class) past the tracer's cap on its merged
-    /// tables, counted under one folded site per phase and class. (Absent in reports
-    /// written before it existed.)
+    /// Sites (stack, phase, size class) past the tracer's cap on its merged tables,
+    /// counted under one folded site per phase and class; a site counts once per
+    /// thread table merged into its folded site (a thread's flush or exit), so one
+    /// recorded by several threads counts several times. (Absent in reports written
+    /// before it existed.)
     #[serde(default)]
     pub folded_sites: u64,
     /// Blocks due to be followed to their free for lifetimes but not, because the

@@ -17,15 +17,17 @@ use std::sync::atomic::Ordering::Relaxed;
 
 /// Allocation in mode `count` or (`SAMPLING`) `sample`, mode read, recording, for
 /// everything but a sampled stack; `HEAP`: small blocks count against the heap
-/// countdown (`count` mode without heap sampling skips it). Out of line, so that the entry point stays a load,
-/// two tests and a jump. A small request (`small_request`, nearly all of them) is
-/// recorded, then handed to `A` by a tail call: nothing is done after `A` returns, so
-/// this function saves no register and sets up no frame, and a request `A` refuses
-/// stays counted. In `sample` mode the one allocation in N whose stack is sampled
-/// goes on to `alloc_sampled`, which calls `A` and records the site; a block heap
-/// sampling samples goes on to `alloc_heap_sampled`; anything not small, the
-/// thread's first call and the tracer's own go to `alloc_recorded`; all by tail
-/// calls.
+/// countdown (`count` mode without heap sampling skips it). Out of line, so that the
+/// entry point stays a load, two tests and a jump. A small request (`small_request`,
+/// nearly all of them) is recorded, then handed to `A` by a tail call: nothing is
+/// done after `A` returns, so this function saves no register and sets up no frame,
+/// and a request `A` refuses stays counted. When the sample countdown's chunk runs
+/// out (`sample` mode) the allocation goes on to `alloc_chunk_done`, which finds
+/// whether it is the one in N whose stack is sampled (then `alloc_sampled` calls `A`
+/// and records the site); when the heap countdown's does, to
+/// `alloc_heap_chunk_done`, which finds whether heap sampling samples it (then
+/// `alloc_heap_sampled`); anything not small, the thread's first call and the
+/// tracer's own go to `alloc_recorded`; all by tail calls.
 ///
 /// # Safety
 /// The caller upholds `GlobalAlloc::alloc`'s contract for the layout of `size` and
@@ -266,7 +268,7 @@ unsafe fn alloc_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     ptr
 }
 
-/// `alloc_without_stack` (or `alloc_chunk_done`) for a small block that heap
+/// `alloc_heap_chunk_done` (or `alloc_chunk_done`) for a small block that heap
 /// sampling samples, its allocation counted: counts its live bytes, calls `A`, then
 /// hands the block to heap sampling, or on a null return takes the counters back.
 /// Reached by a tail call, so that the stack walk finds one frame of the tracer's,
@@ -304,8 +306,9 @@ unsafe fn alloc_heap_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     ptr
 }
 
-/// Takes back what `alloc_without_stack` recorded (`pending_size`, `pending_ctl`)
-/// for a small request that `A` refused; returns null.
+/// Takes back the counts of a small request that `A` refused, recorded before the
+/// call by `alloc_chunk_done` or `alloc_heap_sampled`, which left its size and
+/// control word in `pending_size` and `pending_ctl`; returns null.
 #[cold]
 #[inline(never)]
 fn take_back_refused<D: Door>() -> *mut u8 {

@@ -127,9 +127,11 @@ const fn with_derived(w: u64) -> u64 {
 }
 
 static CONTROL: AtomicU64 = AtomicU64::new(with_derived(0));
-/// Mean interval, in allocations, between sampled stacks (`sample` mode) and between
-/// blocks followed to their free (lifetimes, `sites` and `sample` modes).
+/// Mean interval, in allocations, between sampled stacks (`sample` mode, which
+/// follows each sampled block to its free).
 static SAMPLE_INTERVAL: AtomicU64 = AtomicU64::new(0);
+/// Mean interval, in allocations, between blocks followed to their free for
+/// lifetimes (`sites` mode; 0: none).
 static LIFETIME_INTERVAL: AtomicU64 = AtomicU64::new(0);
 /// Mean interval, in bytes, between sampled bytes of heap sampling (0: off).
 static HEAP_INTERVAL: AtomicU64 = AtomicU64::new(0);

@@ -6,8 +6,8 @@
 //! [`HEAP_CHUNK`] bytes (a plain subtraction from a thread-local field), and comes
 //! here only when it reaches 0. Here the
 //! rest of the countdown, if any, becomes the next chunk; and when the intervals
-//! changed since the countdowns were drawn (`control::interval_epoch`), both are
-//! redrawn under the new ones. So a new interval, or following blocks again after
+//! changed since the countdowns were drawn (`control::interval_epoch`), all three
+//! are redrawn under the new ones. So a new interval, or following blocks again after
 //! none were followed, takes effect on every thread within `CHUNK` of its
 //! allocations, without any other thread writing this one's state. The geometric
 //! distribution has no memory, so redrawing at any moment keeps the estimates

@@ -10,8 +10,8 @@
 //! out of the hot path only here, and the hot path's rules (no allocation, no lock,
 //! no I/O on the recording path) are the whole story of what it does.
 //!
-//! Every call is rare (once per process, per thread, per table growth or per
-//! followed block) and made from a `#[cold]` branch. Unless a method says otherwise,
+//! Every call is rare (once per process, per thread, per full table, per followed or
+//! heap-sampled block, per new peak) and made from a `#[cold]` branch. Unless a method says otherwise,
 //! it is called with the re-entrancy guard set, so what it allocates is the
 //! tracer's own.
 

@@ -149,8 +149,8 @@ mod tests {
 
     #[test]
     fn blocks_sharing_an_entry_are_all_seen_until_the_last_ends() {
-        // Addresses 4 GiB apart share index and fingerprint; these share the index
-        // only: find two by search.
+        // Two addresses that share the index (the top bits of the address times a
+        // constant), found by search.
         let a = 0x7f00_0000_1000usize;
         let b = (1..1 << 24)
             .map(|k| a + k * 16)

@@ -40,8 +40,9 @@ enum Pending {
 }
 
 /// Free with recording, `STACKS` when the mode records every stack (and so checks
-/// every free for a temporary), `FOLLOWS` when blocks may be followed. Out of line; ends in a tail call to `A`, as
-/// do its rare branches, so that its common path saves no registers.
+/// every free for a temporary), `FOLLOWS` when blocks may be followed. Out of line;
+/// ends in a tail call to `A`, as do its rare branches but one (no thread state: a
+/// call to `dealloc_unusual`), so that its common path saves no registers.
 ///
 /// # Safety
 /// The caller upholds `GlobalAlloc::dealloc`'s contract for the layout of `size` and
@@ -88,8 +89,9 @@ pub unsafe fn dealloc_recorded<A: GlobalAlloc, D: Door, const STACKS: bool, cons
     unsafe { finish_free::<A, D, FOLLOWS>(inner, st, ptr, layout, overflowed) }
 }
 
-/// The end of a recorded free: live bytes to publish (`overflowed`) or the lifetime
-/// table when due (cold, tail calls), else the tail call to `A`.
+/// The end of a recorded free: live bytes to publish (`overflowed`), or a block that
+/// may be followed (for lifetimes or heap sampling: `followed::maybe`) to end, both
+/// cold, by tail calls; else the tail call to `A`.
 ///
 /// # Safety
 /// As for `dealloc_recorded`.

@@ -10,9 +10,10 @@
 //!    happen in `#[cold]` functions that set the guard first; the tracer's own
 //!    allocations then pass straight through and are counted apart (`caller`).
 //! 2. **Never block** and never take a lock on the recording path. The cold paths
-//!    above may take the registry or a shard lock (once per thread, per table growth,
-//!    per sampled block), never one a recording thread could be waiting on while
-//!    holding it.
+//!    above may take the cold side's locks (the registry's once per thread and per
+//!    full table flushed; a shard's, a stripe's and the site numbers' per followed or
+//!    heap-sampled block; the kept peak's per new peak), never one a recording
+//!    thread could be waiting on while holding it.
 //! 3. **Never do I/O, symbolize or panic.** No `unwrap`, no indexing that can fail
 //!    (indices are clamped by construction), no formatting.
 //! 4. **No shared atomic read-modify-write per call.** Counters are per thread,
@@ -29,7 +30,8 @@
 //!    result (see the crate's "What is exact").
 //! 6. **One door out.** Nothing here names a module outside `hot/` but through the
 //!    [`door::Door`] trait, whose `#[cold]` methods the cold side implements (first
-//!    allocation, thread start and exit, table full, block followed and ended).
+//!    allocation, thread start and exit, table full, block followed and ended, block
+//!    heap-sampled, new peak).
 //!    Every static the recording path writes lives here; cold code may read these
 //!    types and call their public functions, never the reverse.
 //!
@@ -44,10 +46,14 @@
 //! ```text
 //! entry::alloc ── off ──────────────────────────────────→ A
 //!   ├─ count ── alloc::alloc_without_stack ── small ────→ A
+//!   │                                      ├─ heap chunk done ─→ alloc_heap_chunk_done ── other ─→ A
+//!   │                                      │        └─ heap-sampled ─→ alloc_heap_sampled ↳ A, ↳ heap::sample_block
 //!   │                                      └─ other ─→ alloc_recorded
 //!   ├─ sample ─ alloc::alloc_without_stack ── small ────→ A
 //!   │                                      ├─ chunk done ─→ alloc_chunk_done ── other ─→ A
-//!   │                                      │        └─ 1 in N ─→ alloc_sampled ↳ A, ↳ sites::sample
+//!   │                                      │        ├─ 1 in N ─→ alloc_sampled ↳ A, ↳ sites::sample
+//!   │                                      │        └─ heap-sampled ─→ alloc_heap_sampled
+//!   │                                      ├─ heap chunk done ─→ alloc_heap_chunk_done (as in count)
 //!   │                                      └─ other ─→ alloc_recorded
 //!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, then sites::record_site (guess or walk, inlined)
 //!                                      └─ not small → alloc_any ↳ A (first: alloc_first)
@@ -55,9 +61,13 @@
 //!   └─ recording ─ free::dealloc_recorded ── small ─────→ A   (one copy per every-stack / follows)
 //!                                      ├─ overflow / followed → dealloc_pending → A
 //!                                      │    (`sample`: a sampled block's temporary found here)
-//!                                      └─ large, aligned, unusual → dealloc_any → A
-//! entry::realloc ↳ A, then ↳ realloc::record_realloc ↳ sites (sites, sample)
+//!                                      ├─ large or over-aligned → dealloc_any → A
+//!                                      └─ no thread state ↳ dealloc_unusual ↳ A
+//! entry::realloc ── a followed block ↳ end_following; then ↳ A, then ↳ realloc::record_realloc ↳ sites (sites, sample)
 //! ```
+//!
+//! (`count` mode without heap sampling runs a copy of `alloc_without_stack` without
+//! the heap countdown.)
 //!
 //! `caller` decides whose a call is (the program's, the tracer's own, a thread's
 //! first, or after thread exit); `live` keeps live and peak bytes; `heap` decides

@@ -133,7 +133,8 @@ impl Predictor {
         let e = self.guess.get();
         // SAFETY: the caller's contract.
         if !e.is_null() && unsafe { holds(e, fp, key) } {
-            // SAFETY: as in `hit`.
+            // SAFETY: `e` is a non-null entry of `kept`, its key (the current
+            // epoch's) found by `holds`.
             return Some(unsafe { self.hit(e) });
         }
         // SAFETY: the caller's contract.
@@ -161,7 +162,8 @@ impl Predictor {
         if !e.is_null() && unsafe { holds(e, fp, key) } {
             // The site that followed the latest one this time.
             self.follows_latest(e);
-            // SAFETY: as in `hit`.
+            // SAFETY: `e` is a non-null entry of `kept`, its key (the current
+            // epoch's) found by `holds`.
             return Some(unsafe { self.hit(e) });
         }
         self.tried.set(e);
@@ -171,12 +173,14 @@ impl Predictor {
     /// Takes entry `e`, which held the stack's words, as the thread's latest site.
     ///
     /// # Safety
-    /// `e` must be a non-null entry of `kept`.
+    /// `e` must be a non-null entry of `kept` whose key [`holds`] found of the
+    /// current epoch.
     #[inline(always)]
     unsafe fn hit(&self, e: *mut Entry) -> &Slot {
         self.latest.set(e);
-        // SAFETY: the caller's contract; an entry's slot stays valid until `reset`,
-        // which empties every entry.
+        // SAFETY: the caller's contract: `e`'s key is of the current epoch, so `e` was
+        // kept since the latest `reset` (which starts a new epoch whenever the slots
+        // move or empty), and its slot is still in the thread's table.
         unsafe {
             self.guess.set((*e).then);
             &*(*e).slot

@@ -62,7 +62,8 @@ pub fn sample_due(st: &ThreadState) -> bool {
 /// Every call in `sites` mode: the stack, its site's counters, and now and then a
 /// block followed to its free. Inlined into the recording function (`alloc_recorded`,
 /// `alloc_any`, `record_first_alloc`, `record_realloc`), which has a frame of its own
-/// anyway for its call to `A`; the walk starts at that frame. (Out of line, its own
+/// anyway (for its call to `A`, or, in the last two, as an out-of-line function
+/// called after `A` returned); the walk starts at that frame. (Out of line, its own
 /// call, frame and saved registers cost about 30 instructions an allocation more.)
 #[inline(always)]
 fn record_site<D: Door, const REALLOC: bool>(

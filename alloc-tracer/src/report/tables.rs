@@ -290,8 +290,8 @@ pub fn write_lifetimes(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
     let (snap, site_ids) = (cx.snap, cx.site_ids);
     let mut rows = vec![];
     for (id, l) in &snap.lifetimes {
-        // A followed block's stack is in the site table unless the table was
-        // flushed and cleared meanwhile; site ids exist for every stack seen.
+        // Every stack in the site tables has a site id; one whose site was folded
+        // past the tracer's cap is not there, and its lifetimes are left out.
         let Some(&site) = site_ids.get(&*id.frames) else {
             continue;
         };
