@@ -36,6 +36,15 @@ fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
     Ok(summary)
 }
 
+/// Fails, as writing a report there would, when `dir` (`%p` and `%t` expanded) is
+/// neither absent, nor an empty folder, nor a report of this tracer's holding
+/// nothing else: for programs that check where their report goes before a long run
+/// rather than learn it at the end. Writing checks again.
+pub fn check_report_dir(dir: &Path) -> Result<(), Error> {
+    let dir = crate::hot::thread::guarded(|| expand_path(dir));
+    report::directory::check_replaceable(&dir)
+}
+
 /// `path` with `%p` replaced by the process id, `%t` by when tracing started (Unix
 /// seconds) and `%%` by `%`.
 pub fn expand_path(path: &Path) -> PathBuf {

@@ -108,7 +108,8 @@ enum Command {
         /// 2KiB or 8MiB (larger sizes work but take hours and hundreds of GiB).
         #[arg(long, value_parser = porep::parse_sector_size)]
         sector_size: (u64, RegisteredSealProof),
-        /// Directory for c1.json and the sector's files.
+        /// Directory for c1.json and the sector's files: new, empty, or an earlier
+        /// seal's output (which is replaced); any other folder is refused.
         #[arg(long)]
         out: PathBuf,
         /// Seed of the sector's data, ticket and challenge seed.

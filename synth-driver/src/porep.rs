@@ -90,8 +90,44 @@ struct CurioC1 {
     sector_size: u64,
 }
 
+/// The file that marks a folder as `seal`'s output, which a later `seal` may write
+/// over.
+const SEALED_MARK: &str = ".synth-driver-seal";
+
+/// Refuses `out` unless it is absent, empty, or an earlier `seal`'s output (marked
+/// by [`SEALED_MARK`]): sealing writes `c1.json` and `sector/` there, over whatever
+/// had those names.
+fn check_seal_folder(out: &Path) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(out) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("--out {}", out.display())),
+    };
+    if !meta.is_dir() {
+        anyhow::bail!("--out {}: exists and is not a folder", out.display());
+    }
+    if out.join(SEALED_MARK).is_file() {
+        return Ok(());
+    }
+    let first = std::fs::read_dir(out)
+        .with_context(|| format!("--out {}", out.display()))?
+        .next()
+        .transpose()
+        .with_context(|| format!("--out {}", out.display()))?;
+    match first {
+        None => Ok(()),
+        Some(entry) => anyhow::bail!(
+            "--out {}: holds {} and is not an earlier seal's output; not writing over it \
+             (choose a new or empty folder)",
+            out.display(),
+            entry.file_name().to_string_lossy()
+        ),
+    }
+}
+
 /// Seals a sector of random data fully offline (piece, pre-commit 1 and 2, commit
 /// phase 1; no Groth parameters) and writes `out/c1.json` in Curio's format.
+/// `out` must be absent, empty or an earlier seal's output, which this replaces.
 /// `progress` is told each step as it starts.
 pub fn seal_sector(
     proof: RegisteredSealProof,
@@ -100,6 +136,14 @@ pub fn seal_sector(
     seed: u64,
     progress: &mut dyn FnMut(&str),
 ) -> Result<PathBuf> {
+    check_seal_folder(out)?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let mark = out.join(SEALED_MARK);
+    std::fs::write(
+        &mark,
+        b"written by synth-driver seal: a later seal may replace this folder's contents\n",
+    )
+    .with_context(|| format!("writing {}", mark.display()))?;
     let work = out.join("sector");
     let cache = work.join("cache");
     std::fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;

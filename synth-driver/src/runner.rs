@@ -43,8 +43,13 @@ pub fn run(job: Job) -> Result<()> {
         timeline_ms: trace.timeline_ms,
     };
     settings.apply();
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // With a report to write, a reader that goes away (`| head`) does not end the
+    // run before its report: what is printed after is dropped.
+    let mut out = KeepGoing {
+        inner: std::io::stdout().lock(),
+        on_broken_pipe: trace.report.is_some(),
+        gone: false,
+    };
     let mut runner = Runner {
         settings,
         modes: trace.modes,
@@ -383,6 +388,45 @@ impl Runner<'_> {
     }
 }
 
+/// Standard output that, once its reader is gone (a broken pipe) and
+/// `on_broken_pipe` says so, drops whatever is written after, so that the run goes
+/// on; otherwise the broken pipe is the writer's error, which ends the run.
+struct KeepGoing<W: Write> {
+    inner: W,
+    on_broken_pipe: bool,
+    gone: bool,
+}
+
+impl<W: Write> KeepGoing<W> {
+    fn outcome<T>(&mut self, r: std::io::Result<T>, dropped: T) -> std::io::Result<T> {
+        match r {
+            Err(e) if self.on_broken_pipe && e.kind() == std::io::ErrorKind::BrokenPipe => {
+                self.gone = true;
+                Ok(dropped)
+            }
+            r => r,
+        }
+    }
+}
+
+impl<W: Write> Write for KeepGoing<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.gone {
+            return Ok(buf.len());
+        }
+        let r = self.inner.write(buf);
+        self.outcome(r, buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.gone {
+            return Ok(());
+        }
+        let r = self.inner.flush();
+        self.outcome(r, ())
+    }
+}
+
 /// Allocations made in the `enforce` phase between two snapshots.
 fn enforce_allocs(before: &alloc_tracer::Counts, after: &alloc_tracer::Counts) -> Option<u64> {
     let id = alloc_tracer::phases()
@@ -391,8 +435,12 @@ fn enforce_allocs(before: &alloc_tracer::Counts, after: &alloc_tracer::Counts) -
     Some(after.phases.get(id)?.allocs - before.phases.get(id)?.allocs)
 }
 
-/// Fails early, with a one-line error, when the report could not be written later.
+/// Fails early, with a one-line error, when the report could not be written later:
+/// its folder's parent cannot be made or written, or the folder is something the
+/// tracer would refuse to replace (a file, or a folder holding more than a report).
+/// `%p` and `%t` are expanded first, as the tracer expands them.
 fn check_writable(dir: &Path) -> Result<()> {
+    let dir = &alloc_tracer::expand_path(dir);
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -407,7 +455,7 @@ fn check_writable(dir: &Path) -> Result<()> {
     std::fs::write(&probe, b"")
         .with_context(|| format!("report directory {}: not writable", dir.display()))?;
     let _ = std::fs::remove_file(probe);
-    Ok(())
+    alloc_tracer::check_report_dir(dir).map_err(|e| anyhow::anyhow!("report directory {e}"))
 }
 
 #[cfg(test)]

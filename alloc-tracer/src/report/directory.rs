@@ -123,7 +123,7 @@ impl Drop for Staging {
 
 /// Refuses `dir` unless it is absent, an empty folder, or a report folder that
 /// alloc-tracer wrote and that holds only report files.
-fn check_replaceable(dir: &Path) -> Result<(), Error> {
+pub fn check_replaceable(dir: &Path) -> Result<(), Error> {
     let refuse = |why: &str| Error::NotReplaced {
         path: dir.to_owned(),
         why: why.to_owned(),

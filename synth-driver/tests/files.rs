@@ -1,0 +1,146 @@
+//! The driver never writes over files that are not its own, and learns before a run,
+//! not after it, that its report could not be written.
+
+mod common;
+
+use common::driver;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::Stdio;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("synth-driver-files-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Exit code 2, one line on stderr naming `what`, nothing on stdout (no iteration
+/// ran).
+fn refused_before_the_run(out: &std::process::Output, what: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(what), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn a_report_folder_that_would_be_refused_is_refused_before_the_run() {
+    let dir = scratch("report");
+    let mine = dir.join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("notes.txt"), "mine").unwrap();
+    let out = driver()
+        .args(["--trace", "count", "--report"])
+        .arg(&mine)
+        .args(["sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    refused_before_the_run(&out, "holds notes.txt besides report files");
+    assert_eq!(
+        std::fs::read_to_string(mine.join("notes.txt")).unwrap(),
+        "mine"
+    );
+
+    let file = dir.join("afile");
+    std::fs::write(&file, "mine").unwrap();
+    let out = driver()
+        .args(["--trace", "count", "--report"])
+        .arg(&file)
+        .args(["sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    refused_before_the_run(&out, "exists and is not a folder");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}
+
+#[test]
+fn a_report_path_with_the_process_id_is_checked_expanded() {
+    let dir = scratch("percent");
+    let out = driver()
+        .args(["--trace", "count", "--report"])
+        .arg(dir.join("%p").join("r"))
+        .args(["sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(names[0].parse::<u32>().is_ok(), "{names:?}");
+    assert!(dir.join(&names[0]).join("r/manifest.json").is_file());
+}
+
+#[test]
+fn seal_writes_only_where_it_sealed_before() {
+    let dir = scratch("seal");
+    // A folder of the user's: refused, its files untouched.
+    let theirs = dir.join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::write(theirs.join("c1.json"), "precious").unwrap();
+    let out = driver()
+        .args(["seal", "--sector-size", "2KiB", "--out"])
+        .arg(&theirs)
+        .output()
+        .unwrap();
+    refused_before_the_run(&out, "is not an earlier seal's output");
+    assert_eq!(
+        std::fs::read_to_string(theirs.join("c1.json")).unwrap(),
+        "precious"
+    );
+    // A new folder, then the same folder again: its own output, replaced.
+    let ours = dir.join("ours");
+    for _ in 0..2 {
+        let out = driver()
+            .args(["seal", "--sector-size", "2KiB", "--out"])
+            .arg(&ours)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(ours.join("c1.json").is_file());
+    }
+}
+
+#[test]
+fn a_reader_that_goes_away_does_not_cost_the_report() {
+    let dir = scratch("pipe");
+    let report = dir.join("report");
+    let mut child = driver()
+        .args(["--json", "--trace", "count", "--report"])
+        .arg(&report)
+        .args(["sha256", "--blocks", "8", "-i", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read the first iteration's line, then close the pipe, as `| head -1` does.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with('{'), "{first}");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest = common::manifest(&report);
+    assert_eq!(manifest["labels"]["iterations"], "4", "{manifest}");
+}
