@@ -28,7 +28,7 @@ use crate::categories::{self, Category};
 use crate::naming;
 use crate::rank::frames_of;
 use crate::report::{Report, SiteRow};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Rows whose median followed lifetime is at least this are priced as scattered.
 pub const SCATTERED_AFTER_NS: u64 = 100_000;
@@ -188,21 +188,22 @@ pub struct CostReport {
 
 /// Cost per site (all sites in `phase`, or only those in `only`), with each site's
 /// category index and whether its blocks came through Rust's growth path
-/// ([`grown`]).
+/// ([`grown`]); ordered by site id, so that sums over it come out the same every
+/// time.
 pub fn per_site(
     report: &Report,
     cal: &Calibration,
     rules: &[Category],
     phase: Option<&str>,
     only: Option<&HashSet<u64>>,
-) -> HashMap<u64, (Nanos, usize, bool)> {
+) -> BTreeMap<u64, (Nanos, usize, bool)> {
     let op_ns: Vec<Indirect> = rules
         .iter()
         .map(|c| Indirect::of(c, cal))
         .chain([Indirect::None])
         .collect();
     let growth_ns = cal.operation(VEC_GROWTH).map_or(0.0, |o| o.ns);
-    let mut out: HashMap<u64, (Nanos, usize, bool)> = HashMap::new();
+    let mut out: BTreeMap<u64, (Nanos, usize, bool)> = BTreeMap::new();
     for row in report
         .rows(phase)
         .filter(|r| only.is_none_or(|o| o.contains(&r.site_id)))

@@ -22,7 +22,7 @@ use crate::cost;
 use crate::naming::{self, loose_key, stack_key};
 use crate::rank::frames_of;
 use crate::report::Report;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One side's totals.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -146,10 +146,15 @@ pub const LOW_MATCH_SHARE: f64 = 0.8;
 /// The prefix of keys matched with lines ignored.
 const LOOSE_PREFIX: &str = "(lines ignored)\n";
 
+/// The sites under one key: summed, and named by the one with most allocations
+/// (the first by key among equals: the maps are ordered, so a diff reads the same
+/// every time).
 #[derive(Default, Clone)]
 struct Acc {
     /// The site with most allocations under this key (its frames name the row).
     site_id: u64,
+    /// That site's allocations and reallocs.
+    lead_allocs: u64,
     allocs: u64,
     bytes: u64,
     cost_ns: Option<f64>,
@@ -161,8 +166,9 @@ struct Acc {
 
 impl Acc {
     fn merge(&mut self, o: &Acc) {
-        if o.allocs > self.allocs || self.name.is_empty() {
+        if o.lead_allocs > self.lead_allocs || self.name.is_empty() {
             self.site_id = o.site_id;
+            self.lead_allocs = o.lead_allocs;
             self.name.clone_from(&o.name);
             self.callers.clone_from(&o.callers);
             self.category = o.category;
@@ -180,11 +186,12 @@ impl Acc {
 /// where both sides have it. Returns both sides under common keys and how many keys
 /// matched only with lines ignored.
 fn pair_up(
-    a: HashMap<String, Acc>,
-    b: HashMap<String, Acc>,
-) -> (HashMap<String, Acc>, HashMap<String, Acc>, usize) {
-    let (mut x, mut y) = (HashMap::new(), HashMap::new());
-    let (mut left_a, mut left_b): (HashMap<String, Acc>, HashMap<String, Acc>) = Default::default();
+    a: BTreeMap<String, Acc>,
+    b: BTreeMap<String, Acc>,
+) -> (BTreeMap<String, Acc>, BTreeMap<String, Acc>, usize) {
+    let (mut x, mut y) = (BTreeMap::new(), BTreeMap::new());
+    let (mut left_a, mut left_b): (BTreeMap<String, Acc>, BTreeMap<String, Acc>) =
+        Default::default();
     for (k, acc) in a {
         if b.contains_key(&k) {
             x.insert(k, acc);
@@ -219,10 +226,10 @@ fn by_key(
     cal: Option<&Calibration>,
     rules: &[Category],
     phase: Option<&str>,
-) -> HashMap<String, Acc> {
+) -> BTreeMap<String, Acc> {
     let costs = cal.map(|c| cost::per_site(report, c, rules, phase, None));
     let mut keys: HashMap<u64, String> = HashMap::new();
-    let mut out: HashMap<String, Acc> = HashMap::new();
+    let mut out: BTreeMap<String, Acc> = BTreeMap::new();
     for row in report.rows(phase) {
         let key = keys
             .entry(row.site_id)
@@ -230,9 +237,10 @@ fn by_key(
             .clone();
         let fresh = !out.contains_key(&key);
         let a = out.entry(key).or_default();
-        if fresh {
+        if fresh || row.calls() > a.lead_allocs {
             let frames = frames_of(&report.frames, row.site_id);
             a.site_id = row.site_id;
+            a.lead_allocs = row.calls();
             a.name = naming::site_name(frames);
             a.callers = naming::callers(frames, crate::rank::CALLERS);
             a.category = categories::classify(rules, frames);
@@ -349,7 +357,7 @@ pub fn diff(
         }
     }
     let total =
-        |m: &HashMap<String, Acc>| m.values().map(|s| s.allocs).fold(0, u64::saturating_add);
+        |m: &BTreeMap<String, Acc>| m.values().map(|s| s.allocs).fold(0, u64::saturating_add);
     let (base_total, change_total) = (total(&a), total(&b));
     let (a, b, by_loose) = pair_up(a, b);
     let empty = Acc::default();
@@ -433,7 +441,7 @@ pub fn diff(
         })
         .collect();
     let share = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
-    let side = |r: &Report, m: &HashMap<String, Acc>, given: Option<f64>| Side {
+    let side = |r: &Report, m: &BTreeMap<String, Acc>, given: Option<f64>| Side {
         report: r.dir.display().to_string(),
         alloc_count: m.values().map(|s| s.allocs).fold(0, u64::saturating_add),
         bytes_requested: m.values().map(|s| s.bytes).fold(0, u64::saturating_add),

@@ -1125,6 +1125,28 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
     );
 }
 
+/// A report against itself: the same sites priced and summed in the same order on
+/// both sides, so the predicted change is exactly zero and `cost>+0s` never holds,
+/// in every process (each has its own hash seeds; sums in hash order differed in
+/// their last bits from one process to the next, and the gate failed at random).
+#[test]
+fn a_report_against_itself_predicts_exactly_no_change() {
+    let r = memory_fixture();
+    let r = r.to_str().unwrap();
+    for _ in 0..8 {
+        let out = analyzer(&["diff", r, r, "--format", "json", "--fail-if", "cost>+0s"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(d["predicted_change_s"], 0.0, "{d}");
+        assert_eq!(d["base"]["cost_s"], d["change"]["cost_s"]);
+    }
+}
+
 /// `allocs_per_row` divides by the report's `rows` label: within and over budget on a
 /// copy of the fixture labelled with 85 726 / 4 rows, and a bad budget (exit 2) on a
 /// report without the label.

@@ -18,7 +18,7 @@ use analyzer::rank::{self, GroupBy, RankBy};
 use analyzer::render::{self, Format};
 use analyzer::{categories, cost, info, report};
 use anyhow::{Context, Result};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -215,7 +215,7 @@ impl TopJob {
         } else {
             stored_calibration(self.inputs.calibration.as_deref())?
         };
-        let seconds = |m: HashMap<u64, (cost::Nanos, usize, bool)>| -> HashMap<u64, f64> {
+        let seconds = |m: BTreeMap<u64, (cost::Nanos, usize, bool)>| -> HashMap<u64, f64> {
             m.into_iter()
                 .map(|(site, (n, _, _))| (site, n.total() * 1e-9))
                 .collect()
