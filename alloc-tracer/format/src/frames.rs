@@ -36,32 +36,52 @@ pub fn is_plumbing(function: &str, file: Option<&str>) -> bool {
 }
 
 /// A function name without generic arguments: `Vec<T>::push<u8>` -> `Vec::push`. A
-/// qualified path `<Type as Trait>::f` keeps its type, without the brackets.
+/// qualified path `<Type as Trait>::f` keeps its type, without the brackets. The `>`
+/// of `->` (a return type, as in `F: FnOnce() -> T`) closes no bracket.
 pub fn without_generics(name: &str) -> String {
-    if let Some(inner) = name.strip_prefix('<') {
-        let mut depth = 1usize;
-        if let Some(end) = inner.find(|c| {
-            match c {
-                '<' => depth += 1,
-                '>' => depth -= 1,
-                _ => {}
-            }
+    if name.starts_with('<') {
+        let mut depth = 0i64;
+        if let Some((end, _)) = brackets(name).find(|&(_, step)| {
+            depth += step;
             depth == 0
         }) {
-            return without_generics(&inner[..end]) + &without_generics(&inner[end + 1..]);
+            return without_generics(&name[1..end]) + &without_generics(&name[end + 1..]);
         }
     }
     let mut out = String::with_capacity(name.len());
-    let mut depth = 0usize;
-    for c in name.chars() {
-        match c {
-            '<' => depth += 1,
-            '>' if depth > 0 => depth -= 1,
-            _ if depth == 0 => out.push(c),
-            _ => {}
+    let mut depth = 0i64;
+    let mut steps = brackets(name).peekable();
+    for (i, c) in name.char_indices() {
+        if let Some(&(at, step)) = steps.peek()
+            && at == i
+        {
+            steps.next();
+            // An unmatched `>` stays, as text.
+            if step > 0 || depth > 0 {
+                depth += step;
+                continue;
+            }
+        }
+        if depth == 0 {
+            out.push(c);
         }
     }
     out
+}
+
+/// The generic brackets of `name`: each `<` (+1) and `>` (-1) by byte offset, but the
+/// `>` of `->`.
+fn brackets(name: &str) -> impl Iterator<Item = (usize, i64)> + '_ {
+    let mut prev = '\0';
+    name.char_indices().filter_map(move |(i, c)| {
+        let step = match c {
+            '<' => Some((i, 1)),
+            '>' if prev != '-' => Some((i, -1)),
+            _ => None,
+        };
+        prev = c;
+        step
+    })
 }
 
 /// The last component of a source path.
@@ -90,6 +110,29 @@ mod tests {
             "alloc::vec::Vec::push"
         );
         assert_eq!(without_generics("main"), "main");
+        assert_eq!(
+            without_generics("<T as core::convert::Into<U>>::into"),
+            "T as core::convert::Into::into"
+        );
+    }
+
+    #[test]
+    fn a_return_type_arrow_closes_no_bracket() {
+        // A function pointer's return type in a generic argument (a frame of a
+        // 2 KiB PoRep report, shortened).
+        assert_eq!(
+            without_generics(
+                "call_once<std::sync::poison::rwlock::RwLock<std::collections::hash::map::HashMap<u64, u8>>, spin::relax::Spin, fn() -> std::sync::poison::rwlock::RwLock<std::collections::hash::map::HashMap<u64, u8>>>"
+            ),
+            "call_once"
+        );
+        assert_eq!(
+            without_generics("<F as core::ops::FnOnce<()>>::call_once<fn() -> u8>"),
+            "F as core::ops::FnOnce::call_once"
+        );
+        // Outside brackets an arrow is text, as is a `>` that closes nothing.
+        assert_eq!(without_generics("a -> b"), "a -> b");
+        assert_eq!(without_generics("a > b"), "a > b");
     }
 
     #[test]
