@@ -143,10 +143,49 @@ impl Calibration {
                 });
             }
         }
-        serde_json::from_value(value).map_err(|e| crate::Error::Corrupt {
+        let c: Calibration = serde_json::from_value(value).map_err(|e| crate::Error::Corrupt {
             path: path.to_owned(),
             reason: e.to_string(),
-        })
+        })?;
+        c.check().map_err(|reason| crate::Error::Corrupt {
+            path: path.to_owned(),
+            reason,
+        })?;
+        Ok(c)
+    }
+
+    /// Refuses figures no measurement gives, which would price with NaN or
+    /// infinity (and a cost gate comparing NaN never fails): a copy rate that is not
+    /// finite and above zero, a time that is not finite and at least zero, no pairs.
+    fn check(&self) -> Result<(), String> {
+        if !(self.copy_bytes_per_ns.is_finite() && self.copy_bytes_per_ns > 0.0) {
+            return Err(format!(
+                "copy_bytes_per_ns is {}, not a rate above zero",
+                self.copy_bytes_per_ns
+            ));
+        }
+        if self.pairs.is_empty() {
+            return Err("no pairs".to_owned());
+        }
+        let times = self
+            .pairs
+            .iter()
+            .map(|p| (format!("the pair of {} bytes", p.size_bytes), p.ns))
+            .chain(self.operations.iter().flat_map(|o| {
+                [
+                    (format!("operation {}", o.name), o.ns),
+                    (
+                        format!("operation {}'s beyond_allocator_ns", o.name),
+                        o.beyond_allocator_ns,
+                    ),
+                ]
+            }));
+        for (what, ns) in times {
+            if !(ns.is_finite() && ns >= 0.0) {
+                return Err(format!("{what} takes {ns} ns"));
+            }
+        }
+        Ok(())
     }
 
     /// Writes the calibration as JSON (through a temporary file, then a rename).

@@ -601,6 +601,36 @@ fn bad_input_is_one_line_naming_the_file() {
         ],
         "calibration.json",
     );
+    // Figures no measurement gives (priced, they made NaN costs, and a cost gate
+    // comparing NaN never failed).
+    let fixture_calibration = std::fs::read_to_string(calibration()).unwrap();
+    for (field, bad, expected) in [
+        (
+            "copy_bytes_per_ns",
+            "0.0",
+            "copy_bytes_per_ns is 0, not a rate above zero",
+        ),
+        ("ns", "-1.0", "takes -1 ns"),
+    ] {
+        let at = fixture_calibration.find(&format!("\"{field}\": ")).unwrap();
+        let start = at + field.len() + 4;
+        let end = start + fixture_calibration[start..].find([',', '\n']).unwrap();
+        let text = format!(
+            "{}{bad}{}",
+            &fixture_calibration[..start],
+            &fixture_calibration[end..]
+        );
+        std::fs::write(&bad_calibration, text).unwrap();
+        assert_one_line_error(
+            &[
+                "cost",
+                r,
+                "--calibration",
+                bad_calibration.to_str().unwrap(),
+            ],
+            expected,
+        );
+    }
     assert_one_line_error(
         &[
             "export",
