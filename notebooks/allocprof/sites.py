@@ -60,7 +60,9 @@ def site_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
         sums.join(main, on="site_id", how="left")
         .with_columns(pl.col("main_size_class_bytes").fill_null(0))
         .with_columns(
-            temporary_share=ratio(pl.col("temporary_count"), pl.col("alloc_count")),
+            temporary_share=ratio(
+                pl.col("temporary_count"), pl.col("alloc_count") + pl.col("realloc_count")
+            ),
             share=ratio(pl.col("alloc_count") + pl.col("realloc_count"), pl.lit(total)),
         )
         .sort("site_id")

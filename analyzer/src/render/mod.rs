@@ -36,8 +36,8 @@ pub(crate) fn pct(x: f64) -> String {
 
 /// Seconds with a precision that suits their size.
 pub(crate) fn seconds(s: f64) -> String {
-    // Rounding leftovers (and -0) print as 0.
-    let s = if s.abs() < 5e-11 { 0.0 } else { s };
+    // What rounds to zero in the finest unit (0.1 us), and -0, prints as 0.
+    let s = if s.abs() < 5e-8 { 0.0 } else { s };
     let a = s.abs();
     if a >= 10.0 {
         format!("{s:.1} s")
@@ -203,6 +203,16 @@ mod tests {
         header.sort_unstable();
         let json = object(RankedSite::default());
         assert_eq!(header, json.keys().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn seconds_that_round_to_zero_print_as_zero() {
+        // A sum's rounding leftover of either sign, and anything under 0.05 us.
+        for s in [5.55e-17, -5.55e-17, -0.0, 4.9e-8, -4.9e-8] {
+            assert_eq!(seconds(s), "0.0 us", "{s}");
+        }
+        assert_eq!(seconds(-5e-7), "-0.5 us");
+        assert_eq!(seconds(0.25), "0.25 s");
     }
 
     #[test]
