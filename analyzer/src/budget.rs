@@ -178,6 +178,14 @@ pub fn parse(text: &str, path: &Path) -> Result<Budget, Error> {
         ));
     }
     for (phase, limits) in &budget.phase {
+        if let Some(x) = limits
+            .allocs_per_row
+            .filter(|x| !(x.is_finite() && *x >= 0.0))
+        {
+            return Err(bad(format!(
+                "phase {phase}: allocs_per_row {x} is not a number of allocations"
+            )));
+        }
         for (name, c) in &limits.category {
             if !(0.0..=1.0).contains(&c.share) {
                 return Err(bad(format!(
@@ -211,6 +219,27 @@ pub fn check(
         path: path.to_owned(),
         reason,
     };
+    // A run cut short passes any budget it had not reached yet.
+    if let Some(why) = &report.manifest.incomplete {
+        return Err(bad(format!(
+            "the report {} is incomplete (written on {why}): its counts cover part of the \
+             run, and a budget is for whole runs",
+            report.dir.display()
+        )));
+    }
+    // Category shares and site totals come from the sites table, which `count` mode
+    // leaves empty: every share and total would read 0 and pass.
+    let per_site = budget
+        .phase
+        .values()
+        .any(|l| !l.category.is_empty() || !l.site.is_empty());
+    if per_site && report.manifest.mode == "count" {
+        return Err(bad(format!(
+            "category and site limits need the report's sites, and {} was written in \
+             `count` mode, which records none (trace in `sites` or `sample:N`)",
+            report.dir.display()
+        )));
+    }
     let mut checked = Vec::new();
     if let Some(max) = budget.peak_live_bytes {
         let peak = report.manifest.totals.peak_live_bytes.max(0) as u64;

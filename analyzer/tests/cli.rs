@@ -1085,6 +1085,11 @@ fn bad_budget_files_exit_2_with_one_line() {
             "it sets no limit, so every report would pass",
         ),
         (
+            "nan",
+            "[phase.build]\nallocs_per_row = nan\n",
+            "allocs_per_row NaN is not a number of allocations",
+        ),
+        (
             "no-category",
             "[phase.build]\ncategory.\"nope\".share = 0.5\n",
             "category \"nope\" is not one of the rules' categories",
@@ -1097,6 +1102,42 @@ fn bad_budget_files_exit_2_with_one_line() {
         &["check", r, "--budget", "/no/such/budget.toml"],
         "/no/such/budget.toml",
     );
+    // Reports whose figures would pass whatever the limits: a run cut short, and
+    // category and site limits over a `count` report (no sites recorded).
+    let manifest = std::fs::read_to_string(fixture().join("manifest.json")).unwrap();
+    let pass = budget_file("pass-again", FIXTURE_BUILD_BUDGET);
+    for (name, edit, expected) in [
+        (
+            "incomplete",
+            (
+                "\"mode\": \"sites\",",
+                "\"mode\": \"sites\",\n  \"incomplete\": \"SIGINT\",",
+            ),
+            "is incomplete (written on SIGINT)",
+        ),
+        (
+            "count-mode",
+            ("\"mode\": \"sites\",", "\"mode\": \"count\","),
+            "was written in `count` mode",
+        ),
+    ] {
+        let dir = copy_fixture(name);
+        assert!(manifest.contains(edit.0));
+        std::fs::write(
+            dir.join("manifest.json"),
+            manifest.replacen(edit.0, edit.1, 1),
+        )
+        .unwrap();
+        assert_one_line_error(
+            &[
+                "check",
+                dir.to_str().unwrap(),
+                "--budget",
+                pass.to_str().unwrap(),
+            ],
+            expected,
+        );
+    }
 }
 
 #[test]
