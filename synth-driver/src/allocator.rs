@@ -306,9 +306,11 @@ unsafe impl GlobalAlloc for Dispatch {
 }
 
 /// The allocator a raw argument list asks for: the value of the last
-/// `--allocator NAME` or `--allocator=NAME` before a `--` (clap too keeps the last);
-/// `None` when there is none or its value names no allocator (clap then refuses
-/// the value).
+/// `--allocator NAME` or `--allocator=NAME` before a `--`; `None` when there is none
+/// or its value names no allocator (clap then refuses the value). Where clap takes
+/// the flag twice (once before the subcommand and once after) it too keeps the
+/// last; twice on one side it refuses the command line, so the choice made here
+/// never runs.
 #[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
 fn scan<'a>(args: impl IntoIterator<Item = &'a [u8]>) -> Option<Inner> {
     let mut args = args.into_iter();

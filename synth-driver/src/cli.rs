@@ -94,8 +94,10 @@ struct TraceArgs {
     /// Write the tracer's report (parquet tables and manifest.json) to this directory.
     #[arg(long, global = true)]
     report: Option<PathBuf>,
-    /// Sites listed in the printed summary.
-    #[arg(long, default_value_t = 10, global = true)]
+    /// Sites listed in the printed summary, at most 10 (the tracer's summary keeps
+    /// 10; `analyzer top` ranks every site).
+    #[arg(long, default_value_t = alloc_tracer::SUMMARY_SITES, global = true,
+          value_parser = parse_top)]
     top: usize,
 }
 
@@ -205,8 +207,9 @@ const NO_INPUT: &str =
 
 impl PorepArgs {
     /// The one input these flags describe, or why they describe none. Flags that
-    /// the input does not use (`--seed` with `--c1`, `--partition` with
-    /// `--sector-size`) are accepted and ignored.
+    /// the input does not use and whose default changes nothing (`--seed` with
+    /// `--c1`) are accepted and ignored; a partition other than 0 with
+    /// `--sector-size` is refused (those inputs build partition 0).
     fn input(self) -> Result<PorepInput> {
         let PorepArgs {
             c1,
@@ -235,7 +238,14 @@ impl PorepArgs {
                 }
                 return Ok(PorepInput::C1 { path, partition });
             }
-            (None, Some((_, proof))) => proof,
+            (None, Some((_, proof))) => {
+                if partition != 0 {
+                    bail!(
+                        "--partition {partition} goes with --c1; --sector-size builds partition 0"
+                    );
+                }
+                proof
+            }
         };
         Ok(match (count_only, blank, synthetic) {
             (_, true, true) => bail!("--blank and --synthetic exclude each other"),
@@ -291,10 +301,13 @@ impl Cli {
                 seed,
                 iterations,
             },
-            Command::Porep { input, iterations } => Work::Porep {
-                input: input.input()?,
-                iterations,
-            },
+            Command::Porep { input, iterations } => {
+                let input = input.input()?;
+                if matches!(input, PorepInput::CountOnly { .. }) && iterations > 1 {
+                    bail!("--count-only counts once; --iterations {iterations} does not apply");
+                }
+                Work::Porep { input, iterations }
+            }
         };
         let blank = matches!(
             work,
@@ -366,7 +379,8 @@ fn check_variants(variants: &[Variant], work: &Work, prover: Prover) -> Result<(
 }
 
 /// Refuses turns (several variants, or several modes) where they cannot be taken:
-/// work without iterations, a report that would mix them, or both lists at once.
+/// work without iterations, fewer iterations than values (some would never run), a
+/// report that would mix them, or both lists at once.
 fn check_turns(variants: &[Variant], modes: &[Mode], work: &Work, report: bool) -> Result<()> {
     let command = work.command();
     let flag = match (variants.len() > 1, modes.len() > 1) {
@@ -385,11 +399,35 @@ fn check_turns(variants: &[Variant], modes: &[Mode], work: &Work, report: bool) 
             "several {flag} values with --report would mix them in one report; give one per traced run"
         );
     }
+    let values = variants.len().max(modes.len()) as u64;
+    if work.iterations() < values {
+        bail!(
+            "{values} {flag} values take turns by iteration, and --iterations {} runs fewer: \
+             give at least {values}",
+            work.iterations()
+        );
+    }
     Ok(())
 }
 
+/// A `--trace` value. (The tracer's own parser, made for `ALLOC_TRACE`, takes an
+/// empty value for `off` and names the variable in its errors.)
 fn parse_mode(s: &str) -> Result<Mode, String> {
-    Mode::parse(s).map_err(|e| e.to_string())
+    const EXPECTED: &str = "expected off, count, sites or sample:N (N >= 1)";
+    if s.trim().is_empty() {
+        return Err(format!("an empty mode: {EXPECTED}"));
+    }
+    Mode::parse(s).map_err(|_| EXPECTED.to_owned())
+}
+
+fn parse_top(s: &str) -> Result<usize, String> {
+    let most = alloc_tracer::SUMMARY_SITES;
+    match s.parse::<usize>() {
+        Ok(n) if n <= most => Ok(n),
+        _ => Err(format!(
+            "the summary lists 0 to {most} sites (`analyzer top` ranks them all)"
+        )),
+    }
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -455,7 +493,7 @@ mod tests {
                 },
             ),
             (
-                "porep --sector-size 2048 --blank --partition 1",
+                "porep --sector-size 2048 --blank --partition 0",
                 PorepInput::Blank {
                     proof: P2K,
                     seed: 0,
@@ -516,6 +554,14 @@ mod tests {
                 "--blank and --synthetic",
             ),
             ("porep --sector-size 3KiB --blank", "clap: "),
+            (
+                "porep --sector-size 2KiB --synthetic --partition 7",
+                "--partition 7 goes with --c1; --sector-size builds partition 0",
+            ),
+            (
+                "porep --sector-size 2KiB --count-only -i 3",
+                "--count-only counts once; --iterations 3 does not apply",
+            ),
         ];
         for (args, want) in cases {
             let err = porep_input(args).unwrap_err();
@@ -622,6 +668,16 @@ mod tests {
                 "seal has no iterations",
             ),
             ("--trace off,bogus sha256", "clap:"),
+            ("--trace , sha256", "an empty mode"),
+            (
+                "--trace sample:0 sha256",
+                "expected off, count, sites or sample:N",
+            ),
+            (
+                "--trace off,count sha256",
+                "2 --trace values take turns by iteration, and --iterations 1 runs fewer",
+            ),
+            ("--top 11 sha256", "the summary lists 0 to 10 sites"),
         ] {
             let err = job(args).unwrap_err();
             assert!(err.contains(want), "{args}: {err}");

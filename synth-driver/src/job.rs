@@ -208,6 +208,20 @@ impl Work {
         }
     }
 
+    /// The iterations it synthesizes (0 for work that synthesizes nothing).
+    pub fn iterations(&self) -> u64 {
+        match self {
+            Work::Sha256 { iterations, .. }
+            | Work::Poseidon { iterations, .. }
+            | Work::Porep { iterations, .. }
+                if self.synthesizes() =>
+            {
+                *iterations
+            }
+            _ => 0,
+        }
+    }
+
     /// Whether the work synthesizes circuits (with a prover, over iterations).
     pub fn synthesizes(&self) -> bool {
         !matches!(

@@ -69,7 +69,7 @@ impl IterationReport {
         let r = self;
         write!(
             out,
-            "{} [{}] iteration {}: {} rows, {} aux, {} inputs, synthesis {:.3} s (prover {}, variant {}, trace {}, allocator {})",
+            "{} [{}] iteration {}: {} rows, {} aux, {} inputs, synthesis {:.3} s (variant {}, trace {}, allocator {}",
             r.circuit,
             r.prover,
             r.iteration,
@@ -77,11 +77,18 @@ impl IterationReport {
             r.aux,
             r.inputs,
             r.synth_seconds,
-            r.prover,
             r.variant,
             r.trace,
             r.allocator
         )?;
+        // A witness not the circuit's own is said, as JSON says it.
+        if r.witness != "real" {
+            write!(out, ", witness: {}", r.witness)?;
+        }
+        if let Some(n) = r.substituted_values {
+            write!(out, ", {n} values substituted")?;
+        }
+        write!(out, ")")?;
         if let Some(a) = r.allocs {
             write!(out, ", {a} allocations")?;
         }
@@ -117,9 +124,16 @@ pub fn print_summary(
     Ok(())
 }
 
-/// Prints the path of a sealed sector's C1 output, the one thing `seal` prints.
-pub fn print_sealed(out: &mut dyn Write, c1: &std::path::Path) -> Result<()> {
-    writeln!(out, "{}", c1.display())?;
+/// Prints the path of a sealed sector's C1 output, the one thing `seal` prints: as
+/// is, or with `--json` as an object (`{"c1": PATH}`).
+pub fn print_sealed(out: &mut dyn Write, c1: &std::path::Path, output: Output) -> Result<()> {
+    match output {
+        Output::Json => {
+            serde_json::to_writer(&mut *out, &serde_json::json!({ "c1": c1 }))?;
+            writeln!(out)?;
+        }
+        Output::Text => writeln!(out, "{}", c1.display())?,
+    }
     Ok(())
 }
 
@@ -159,11 +173,22 @@ mod tests {
     fn text_line() {
         let want = format!(
             "sha256 --blocks 2 [mirror] iteration 1: 52000 rows, 51000 aux, 2 inputs, \
-             synthesis 0.250 s (prover mirror, variant baseline, trace count, allocator system), \
+             synthesis 0.250 s (variant baseline, trace count, allocator system), \
              900000 allocations, 104000 in enforce (2.00 per constraint), abc digest {}\n",
             "ab".repeat(32)
         );
         assert_eq!(printed(&report(), Output::Text), want);
+        let blank = IterationReport {
+            witness: "blank",
+            substituted_values: Some(7),
+            ..report()
+        };
+        assert!(
+            printed(&blank, Output::Text)
+                .contains("(variant baseline, trace count, allocator system, witness: blank, 7 values substituted)"),
+            "{}",
+            printed(&blank, Output::Text)
+        );
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub fn run(job: Job) -> Result<()> {
             seed,
         } => {
             let c1 = seal(proof, sector_size, &out, seed)?;
-            output::print_sealed(runner.out, &c1)?;
+            output::print_sealed(runner.out, &c1, output)?;
         }
         Work::Sha256 {
             blocks,

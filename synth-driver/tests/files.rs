@@ -115,6 +115,15 @@ fn seal_writes_only_where_it_sealed_before() {
         );
         assert!(ours.join("c1.json").is_file());
     }
+    // With --json, its one line is JSON too.
+    let out = driver()
+        .args(["--json", "seal", "--sector-size", "2KiB", "--out"])
+        .arg(&ours)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(printed["c1"], ours.join("c1.json").to_str().unwrap());
 }
 
 #[test]

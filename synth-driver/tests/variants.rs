@@ -185,6 +185,24 @@ fn several_variants_take_turns_on_the_same_seed() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("mix them in one report"), "{stderr}");
     assert!(!report.exists());
+    // Nor fewer iterations than variants: the last would never run.
+    let out = driver()
+        .args([
+            "--variant",
+            "baseline,inplace-lc",
+            "sha256",
+            "--blocks",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .contains("2 --variant values take turns by iteration, and --iterations 1 runs fewer"),
+        "{stderr}"
+    );
 }
 
 #[test]

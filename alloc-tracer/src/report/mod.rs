@@ -23,8 +23,8 @@ use std::path::Path;
 pub use summary::{ReportSummary, TopSite};
 use tables::Context;
 
-/// Sites listed in a [`ReportSummary`].
-const SUMMARY_SITES: usize = 10;
+/// Sites listed in a [`ReportSummary`] (its `top`).
+pub const SUMMARY_SITES: usize = 10;
 
 /// Writes a report directory at `dir`, atomically: files go to a temporary sibling
 /// directory that is renamed into place. An existing report at `dir` is replaced;
