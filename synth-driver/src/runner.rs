@@ -207,6 +207,7 @@ impl Runner<'_> {
                 porep::with_tree_shape!(c1.registered_proof.sector_size(), Tree => {
                     self.iterations(&label, iterations, Witness::Real, |_, _| {
                         porep::partition_circuit::<Tree>(&c1, partition)
+                            .with_context(|| path.display().to_string())
                     })
                 })
             }

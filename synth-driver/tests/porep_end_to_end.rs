@@ -288,12 +288,67 @@ fn bad_c1_files_are_one_line_errors() {
             "unknown sector size",
         ),
     ];
+    let mut cases = cases;
+    // Well-formed files whose contents do not fit together (edited by hand): the
+    // proof library panicked on some, and built a circuit of the wrong size from
+    // others. Each is the sealed C1 output, decoded to its plain JSON, with one edit.
+    let wrapper: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sealed_2kib()).unwrap()).unwrap();
+    use base64::Engine;
+    let plain: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(wrapper["Phase1Out"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let edits: [(&str, fn(&mut serde_json::Value), &str); 4] = [
+        (
+            "replica",
+            |c| c["replica_id"] = serde_json::json!(vec![255u8; 32]),
+            "replica_id is not a field element",
+        ),
+        (
+            "size",
+            |c| c["registered_proof"] = "StackedDrg8MiBV1_1".into(),
+            "its vanilla proofs are of a 2048-byte sector",
+        ),
+        (
+            "challenges",
+            |c| {
+                let partition = &mut c["vanilla_proofs"]["StackedDrg2KiBV1"][0];
+                partition.as_array_mut().unwrap().truncate(1);
+            },
+            "partition 0 holds 1 vanilla proofs",
+        ),
+        (
+            "parents",
+            |c| {
+                let proof = &mut c["vanilla_proofs"]["StackedDrg2KiBV1"][0][0];
+                proof["replica_column_proofs"]["drg_parents"] = serde_json::json!([]);
+            },
+            "0 DRG and 8 expander parents",
+        ),
+    ];
+    for (name, edit, expected) in edits {
+        let mut c1 = plain.clone();
+        edit(&mut c1);
+        let path = dir.join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::to_vec(&c1).unwrap()).unwrap();
+        cases.push((
+            vec!["porep".into(), "--c1".into(), path.display().to_string()],
+            expected,
+        ));
+    }
     for (args, expected) in cases {
         let out = driver().args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(expected), "{args:?}: {stderr}");
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        // Clap's usage errors add a line of help; the driver's own are one line.
+        if !stderr.starts_with("error: ") {
+            assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        }
     }
 }
 
