@@ -260,7 +260,7 @@ pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
     let comm_r = as_safe_commitment::<<Tree::Hasher as Hasher>::Domain, _>(&c1.comm_r, "comm_r")?;
     let comm_d = DefaultPieceDomain::try_from_bytes(&c1.comm_d).context("comm_d")?;
     let replica_bytes: [u8; 32] = c1.replica_id.into();
-    let replica_id: blstrs::Scalar = Option::from(blstrs::Scalar::from_repr_vartime(replica_bytes))
+    let replica_id = blstrs::Scalar::from_repr_vartime(replica_bytes)
         .context("replica_id is not a field element")?;
     let public_inputs = PublicInputs::<<Tree::Hasher as Hasher>::Domain, _> {
         replica_id: replica_id.into(),

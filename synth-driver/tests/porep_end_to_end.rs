@@ -301,7 +301,8 @@ fn bad_c1_files_are_one_line_errors() {
             .unwrap(),
     )
     .unwrap();
-    let edits: [(&str, fn(&mut serde_json::Value), &str); 4] = [
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit, &str); 4] = [
         (
             "replica",
             |c| c["replica_id"] = serde_json::json!(vec![255u8; 32]),
