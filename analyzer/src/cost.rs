@@ -148,8 +148,10 @@ pub struct CategoryCost {
     pub category: String,
     /// Sites in it.
     pub sites: usize,
-    /// Allocations and reallocs.
+    /// Allocations (as a site's `alloc_count`).
     pub alloc_count: u64,
+    /// Reallocs.
+    pub realloc_count: u64,
     /// Seconds inside the allocator.
     pub direct_s: f64,
     /// Indirect seconds (estimate).
@@ -254,13 +256,17 @@ pub fn estimate(
         c.1 = c.1.saturating_add(row.realloc_count);
         c.2 = c.2.saturating_add(row.temporary_count);
     }
-    let mut cats: Vec<(usize, u64, Nanos)> = vec![(0, 0, Nanos::default()); rules.len() + 1];
+    // Per category: sites, allocations, reallocs, cost.
+    let mut cats: Vec<(usize, u64, u64, Nanos)> =
+        vec![(0, 0, 0, Nanos::default()); rules.len() + 1];
     let mut all = Nanos::default();
     for (site, (n, cat, _)) in &costs {
         let (a, r, _) = counts[site];
-        cats[*cat].0 += 1;
-        cats[*cat].1 = cats[*cat].1.saturating_add(a.saturating_add(r));
-        cats[*cat].2.add(*n);
+        let c = &mut cats[*cat];
+        c.0 += 1;
+        c.1 = c.1.saturating_add(a);
+        c.2 = c.2.saturating_add(r);
+        c.3.add(*n);
         all.add(*n);
     }
     let mut ranked: Vec<(&u64, &(Nanos, usize, bool))> = costs.iter().collect();
@@ -307,10 +313,11 @@ pub fn estimate(
         categories: cats
             .into_iter()
             .enumerate()
-            .map(|(i, (sites, alloc_count, n))| CategoryCost {
+            .map(|(i, (sites, alloc_count, realloc_count, n))| CategoryCost {
                 category: categories::category_name(rules, i).to_owned(),
                 sites,
                 alloc_count,
+                realloc_count,
                 direct_s: n.direct * 1e-9,
                 indirect_s: n.indirect() * 1e-9,
                 total_s: n.total() * 1e-9,

@@ -13,7 +13,8 @@ pub struct PhaseInfo {
     pub phase: String,
     /// Wall time in seconds; for `main`, the run's time outside the named phases.
     pub wall_s: f64,
-    /// Allocations and reallocs (from the sites table; what `--phase` selects).
+    /// Allocations and reallocs, from `phases.parquet` (exact in every mode; in
+    /// `count` mode the sites table, which `--phase` selects from, is empty).
     pub alloc_count: u64,
     /// Requested bytes.
     pub bytes_requested: u64,
@@ -50,7 +51,8 @@ pub struct Info {
     pub incomplete: Option<String>,
     /// Threads that recorded anything.
     pub threads: u64,
-    /// Allocations over all phases.
+    /// Allocations over all phases, reallocs not counted (`realloc_count`; a phase's
+    /// `alloc_count` counts both).
     pub alloc_count: u64,
     /// Reallocs over all phases.
     pub realloc_count: u64,
