@@ -756,6 +756,15 @@ fn info_describes_the_report() {
         assert!(text.lines().any(|l| l.starts_with(line)), "{line}: {text}");
     }
     assert!(text.lines().any(|l| l.starts_with("build ")), "{text}");
+    // A sampling interval below a MiB in the unit that suits it (it read 0.0 MiB).
+    let m = memory_fixture();
+    let out = analyzer(&["info", m.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("heap      sampled every 4.0 KiB;")),
+        "{text}"
+    );
 }
 
 /// A copy of the fixture whose site 0 allocates `factor` times as often.

@@ -4,22 +4,9 @@
 //! sites); CSV is its sites, one row each, with their category.
 
 use super::Held;
+pub use crate::render::bytes;
 use crate::render::{Format, csv_rows, pct, with_callers};
 use std::io::{self, Write};
-
-/// Bytes in the unit that suits their size (binary units, as the tracer prints).
-pub fn bytes(b: f64) -> String {
-    let a = b.abs();
-    if a >= (1u64 << 30) as f64 {
-        format!("{:.2} GiB", b / (1u64 << 30) as f64)
-    } else if a >= (1u64 << 20) as f64 {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
-    } else if a >= 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else {
-        format!("{b:.0} B")
-    }
-}
 
 /// Writes what holds memory at one moment.
 pub fn held(out: &mut dyn Write, h: &Held, format: Format) -> io::Result<()> {

@@ -67,13 +67,13 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         match (&i.heap_peak, i.heap_interval) {
             (_, 0) => "sampling off (ALLOC_TRACE_HEAP)".to_owned(),
             (Some(p), n) => format!(
-                "sampled every {:.1} MiB; kept peak {:.1} MiB at {} in {} (`analyzer peak`)",
-                n as f64 / MIB,
+                "sampled every {}; kept peak {:.1} MiB at {} in {} (`analyzer peak`)",
+                super::bytes(n as f64),
                 p.live_bytes as f64 / MIB,
                 seconds(p.time_ns as f64 * 1e-9),
                 p.phase
             ),
-            (None, n) => format!("sampled every {:.1} MiB; no peak kept", n as f64 / MIB),
+            (None, n) => format!("sampled every {}; no peak kept", super::bytes(n as f64)),
         }
     )?;
     if !i.labels.is_empty() {

@@ -34,6 +34,20 @@ pub(crate) fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
+/// Bytes in the unit that suits their size (binary units, as the tracer prints).
+pub fn bytes(b: f64) -> String {
+    let a = b.abs();
+    if a >= (1u64 << 30) as f64 {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    } else if a >= (1u64 << 20) as f64 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else if a >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
 /// Seconds with a precision that suits their size.
 pub(crate) fn seconds(s: f64) -> String {
     // What rounds to zero in the finest unit (0.1 us), and -0, prints as 0.
