@@ -109,9 +109,12 @@ pub fn run(job: Job) -> Result<()> {
         let mut summary = alloc_tracer::write_report(dir)
             .with_context(|| format!("writing the report to {}", dir.display()))?;
         let seconds = start.elapsed().as_secs_f64();
-        drop(finishing);
         summary.top.truncate(trace.top);
+        // Still held: a signal now waits for the whole summary before it ends the
+        // process (it cut the summary off mid-line).
         output::print_summary(runner.out, &summary, seconds, output)?;
+        runner.out.flush()?;
+        drop(finishing);
     }
     Ok(())
 }

@@ -69,8 +69,8 @@ pub fn watch(report: Option<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// Held while the run writes its complete report: a signal from then on writes none,
-/// and one arriving during the write waits for it to finish.
+/// Held while the run writes its complete report and prints its summary: a signal
+/// from then on writes none, and one arriving meanwhile waits for both to finish.
 pub struct Finishing {
     _report: MutexGuard<'static, Option<PathBuf>>,
 }
