@@ -237,8 +237,14 @@ pub fn top_grouped(
                 )
             }
             GroupBy::Line => {
+                // Keyed by the crate path too: one file name and line in two crates
+                // are two lines.
                 let name = naming::site_name(frames);
-                (name.clone(), name)
+                let file = naming::naming_frame(frames)
+                    .and_then(|f| f.file.as_deref())
+                    .map(naming::crate_path)
+                    .unwrap_or_default();
+                (format!("{name}@{file}"), name)
             }
             GroupBy::Function | GroupBy::Site => match naming::naming_frame(frames) {
                 Some(f) => {
@@ -299,13 +305,13 @@ pub fn top_grouped(
             g
         })
         .collect();
-    // Two functions of one name in files of one name, in different crates: name them
-    // by their crate paths.
+    // Two functions (or lines) of one name in files of one name, in different crates:
+    // name them by their crate paths.
     let mut seen: HashMap<String, usize> = HashMap::new();
     for r in &rows {
         *seen.entry(r.name.clone()).or_default() += 1;
     }
-    if group == GroupBy::Function {
+    if matches!(group, GroupBy::Function | GroupBy::Line) {
         for r in &mut rows {
             if seen[&r.name] > 1
                 && let Some(f) = naming::naming_frame(frames_of(&report.frames, r.site_id))
@@ -324,7 +330,59 @@ pub fn top_grouped(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::SiteRow;
+    use crate::report::{FrameRow, SiteRow};
+
+    /// A site of `n` allocations at `line` of `file`, in function `new`.
+    fn site(site_id: u64, file: &str, n: u64) -> (SiteRow, FrameRow) {
+        (
+            SiteRow {
+                site_id,
+                phase: "p".into(),
+                size_class_bytes: 160,
+                alloc_count: n,
+                realloc_count: 0,
+                bytes_requested: 0,
+                bytes_allocated: 0,
+                temporary_count: 0,
+                lifetime_ns_median: None,
+                followed_freed_count: 0,
+            },
+            FrameRow {
+                site_id,
+                ..FrameRow::test("new", file, Some(42))
+            },
+        )
+    }
+
+    #[test]
+    fn one_line_in_two_crates_is_two_lines() {
+        let (sites, frames) = [
+            site(0, "/r/crate-a-1.0.0/src/mod.rs", 3),
+            site(1, "/r/crate-b-1.0.0/src/mod.rs", 5),
+            site(2, "/r/crate-b-1.0.0/src/mod.rs", 7),
+        ]
+        .into_iter()
+        .unzip();
+        let report = Report {
+            dir: "r".into(),
+            manifest: Default::default(),
+            sites,
+            frames,
+            phases: vec![],
+        };
+        for group in [GroupBy::Line, GroupBy::Function] {
+            let rows = top_grouped(&report, RankBy::Count, 10, None, None, group, &[]);
+            let got: Vec<(u64, &str)> = rows
+                .iter()
+                .map(|r| (r.alloc_count, r.distinction.as_str()))
+                .collect();
+            assert_eq!(
+                got,
+                [(12, "crate-b/src/mod.rs"), (3, "crate-a/src/mod.rs")],
+                "{group:?}"
+            );
+        }
+    }
 
     #[test]
     fn temporaries_are_a_share_of_allocations_and_reallocs() {
