@@ -255,7 +255,8 @@ pub fn held(
         a.bytes = a.bytes.saturating_add(r.live_bytes_estimate);
         a.blocks = a.blocks.saturating_add(r.live_blocks_estimate);
         a.sampled = a.sampled.saturating_add(r.sampled_count);
-        *a.classes.entry(r.size_class_bytes).or_default() += r.live_bytes_estimate;
+        let class = a.classes.entry(r.size_class_bytes).or_default();
+        *class = class.saturating_add(r.live_bytes_estimate);
     }
     let whole = live_bytes
         .filter(|b| *b > 0)
