@@ -98,7 +98,8 @@ const SEALED_MARK: &str = ".synth-driver-seal";
 /// by [`SEALED_MARK`]): sealing writes `c1.json` and `sector/` there, over whatever
 /// had those names.
 fn check_seal_folder(out: &Path) -> Result<()> {
-    let meta = match std::fs::symlink_metadata(out) {
+    // A link to a folder (on a larger disk, say) is that folder.
+    let meta = match std::fs::metadata(out) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e).with_context(|| format!("--out {}", out.display())),
