@@ -328,6 +328,11 @@ impl Cli {
         check_variants(&self.variant, &work, prover)?;
         check_turns(&self.variant, &self.trace.trace, &work, report)?;
         let traced = self.trace.trace.iter().any(|&m| m != Mode::Off);
+        if report && !traced {
+            bail!(
+                "--report with --trace off would write a report of nothing: give --trace count, sites or sample:N"
+            );
+        }
         if allocator::BUILD != Build::Traced && (traced || report) {
             bail!(
                 "this synth-driver was built without the tracer (feature untraced or dhat-heap): --trace and --report need the default build"
@@ -678,6 +683,10 @@ mod tests {
                 "2 --trace values take turns by iteration, and --iterations 1 runs fewer",
             ),
             ("--top 11 sha256", "the summary lists 0 to 10 sites"),
+            (
+                "--report r sha256",
+                "--report with --trace off would write a report of nothing",
+            ),
         ] {
             let err = job(args).unwrap_err();
             assert!(err.contains(want), "{args}: {err}");

@@ -82,13 +82,20 @@ fn bad_input_is_one_line_and_exit_code_2() {
     let out = driver().args(["sha256", "--blocks", "0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = driver()
-        .args(["--report", "/proc/no/such/dir", "sha256"])
+        .args([
+            "--trace",
+            "count",
+            "--report",
+            "/proc/no/such/dir",
+            "sha256",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with("synth-driver: "), "{stderr}");
+    assert!(stderr.contains("/proc/no/such/dir"), "{stderr}");
 }
 
 #[test]
