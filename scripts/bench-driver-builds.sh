@@ -6,7 +6,8 @@
 # default one (cargo keeps each feature set's artifacts; switching back relinks
 # nothing). Also seals the 2 KiB sector the benchmarks synthesize, unless present.
 # Sourced by scripts/bench-allocators.sh, scripts/bench-heap.sh, scripts/bench-modes.sh,
-# scripts/bench-peers.sh and scripts/bench-sites.sh.
+# scripts/bench-mode-turns.sh, scripts/bench-peers.sh, scripts/bench-sites.sh and
+# scripts/bench-synth-instructions.sh.
 set -euo pipefail
 bench_builds() {
   local bin=$1 peers=${2:-}

@@ -11,7 +11,7 @@
 # and dhat-rs's, as they print it). Prints the markdown table and writes it, a CSV
 # of it and a CSV of every run under OUT (default $CARGO_TARGET_DIR/bench).
 # Installs heaptrack and valgrind from Debian packages when missing.
-# Usage: scripts/bench-peers.sh [--rounds N] [--sha-blocks N] [--only CONFIG,...] [--out DIR]
+# Usage: scripts/bench-peers.sh [--rounds N] [--sha-blocks N] [--small-blocks N] [--only CONFIG,...] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"

@@ -5,8 +5,9 @@ once per round (the order reversed every other round), each with its own default
 settings, so the runs a round compares lie seconds apart at most, where rounds of
 fresh processes lie tens of seconds apart on a VM whose speed drifts over seconds.
 
-Rounds are spread over --processes processes (so that no one process's memory
-layout sets the figure), each after a warm-up round that is not counted. A mode's
+Each of --processes processes runs --rounds rounds (--porep-rounds for PoRep), so
+that no one process's memory layout sets the figure, each after a warm-up round that
+is not counted: rounds times processes in all. A mode's
 figure is the median over rounds of its synthesis time over the `off` run's of the
 same round, with a distribution-free 95 % interval of that median (order statistics:
 no assumption on how rounds scatter) and the middle half of the rounds' ratios.

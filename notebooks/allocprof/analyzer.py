@@ -25,7 +25,8 @@ class AnalyzerError(Exception):
 
 
 def binary() -> Path:
-    """The analyzer binary: $ANALYZER, else `release/analyzer` under $CARGO_TARGET_DIR
+    """The analyzer binary: $ANALYZER, else the newest `release/analyzer` under
+    $CARGO_TARGET_DIR, /var/tmp/alloc-profiler/target (where scripts/test.sh builds)
     or this repository's `target/`, else `analyzer` on PATH."""
     given = os.environ.get("ANALYZER")
     if given:
@@ -33,11 +34,11 @@ def binary() -> Path:
         if not path.is_file():
             raise AnalyzerError(f"ANALYZER={given}: no such file")
         return path
-    targets = [os.environ.get("CARGO_TARGET_DIR"), ROOT / "target"]
-    for target in filter(None, targets):
-        path = Path(target) / "release" / "analyzer"
-        if path.is_file():
-            return path
+    targets = [os.environ.get("CARGO_TARGET_DIR"), "/var/tmp/alloc-profiler/target", ROOT / "target"]
+    built = [p for t in filter(None, targets) if (p := Path(t) / "release" / "analyzer").is_file()]
+    if built:
+        # An older build would answer for code that has changed since.
+        return max(built, key=lambda p: p.stat().st_mtime)
     on_path = shutil.which("analyzer")
     if on_path:
         return Path(on_path)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from allocprof.overview import phases
 from allocprof.report import Report
 from allocprof.sites import category_totals
 
@@ -43,11 +44,12 @@ def totals_deltas(base: Report, change: Report) -> pl.DataFrame:
 
 
 def phase_deltas(base: Report, change: Report) -> pl.DataFrame:
-    """Per phase: allocations, temporaries and wall time in both reports."""
-    cols = ["alloc_count", "realloc_count", "temporary_count", "wall_ns"]
+    """Per phase: allocations, temporaries and wall time in both reports (`main`'s
+    wall time, the run's outside the named phases, as `analyzer info` gives it)."""
+    cols = ["alloc_count", "realloc_count", "temporary_count", "wall_s"]
 
     def side(r: Report, prefix: str) -> pl.DataFrame:
-        return r.phases.select("phase", *[pl.col(c).alias(f"{prefix}_{c}") for c in cols])
+        return phases(r).select("phase", *[pl.col(c).alias(f"{prefix}_{c}") for c in cols])
 
     out = side(base, "base").join(side(change, "change"), on="phase", how="full", coalesce=True)
     out = out.with_columns([pl.col(c).fill_null(0) for c in out.columns if c != "phase"])
@@ -56,11 +58,14 @@ def phase_deltas(base: Report, change: Report) -> pl.DataFrame:
 
 def category_deltas(base: Report, change: Report, phase: str | None = None) -> pl.DataFrame:
     """Per category with sites on either side (the analyzer's order): both sides'
-    totals and deltas."""
-    cols = list(MEASURES) + ["sites"]
+    totals and deltas; `count` is allocations plus reallocs, what `analyzer diff`'s
+    category rows count."""
+    cols = list(MEASURES) + ["count", "sites"]
 
     def side(r: Report, prefix: str) -> pl.DataFrame:
-        t = category_totals(r, phase)
+        t = category_totals(r, phase).with_columns(
+            count=pl.col("alloc_count") + pl.col("realloc_count")
+        )
         return t.select(
             "category",
             pl.col("category_index").alias(f"{prefix}_index"),
@@ -149,6 +154,10 @@ def site_deltas(
         "change_site_id",
         "base_alloc_count",
         "change_alloc_count",
+        "base_realloc_count",
+        "change_realloc_count",
+        "base_temporary_count",
+        "change_temporary_count",
         "delta_count",
         "delta_alloc_count",
         "delta_realloc_count",
@@ -158,7 +167,7 @@ def site_deltas(
     )
 
 
-def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "alloc_count") -> pl.DataFrame:
+def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "count") -> pl.DataFrame:
     """Steps of a waterfall from the baseline total to the change's: one row per
     category with a non-zero delta (label, start, delta), between a `baseline` and a
     `change` bar."""
@@ -183,9 +192,12 @@ def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "alloc_coun
 
 
 def matched_share(deltas: pl.DataFrame) -> float:
-    """The share of the baseline's allocations at sites found in both reports, from
-    every row of `site_deltas` (limit=None): below most, the per-site rows are churn of
-    unmatched stacks rather than per-site change."""
-    total = deltas["base_alloc_count"].sum()
-    both = deltas.filter(pl.col("status") == "both")["base_alloc_count"].sum()
+    """The share of the baseline's allocations and reallocs at sites found in both
+    reports by stack key, from every row of `site_deltas` (limit=None): below most,
+    the per-site rows are churn of unmatched stacks rather than per-site change.
+    (`analyzer diff` matches the rest again with line numbers ignored, so its
+    `matched_alloc_share` can be higher.)"""
+    calls = pl.col("base_alloc_count") + pl.col("base_realloc_count")
+    total = deltas.select(calls.sum()).item()
+    both = deltas.filter(pl.col("status") == "both").select(calls.sum()).item()
     return float(both / total) if total else 1.0

@@ -30,9 +30,10 @@ def totals(report: Report) -> pl.DataFrame:
 
 
 def phases(report: Report) -> pl.DataFrame:
-    """phases.parquet with wall time in seconds (`main`: outside the named phases), allocations per second of the phase,
-    and the temporaries' share of its allocations (null in `count` mode, which does
-    not count temporaries: its temporary_count is 0)."""
+    """phases.parquet with wall time in seconds (`main`: outside the named phases),
+    allocations and reallocs per second of the phase, and the temporaries' share of
+    its allocations and reallocs (null in `count` mode, which does not count
+    temporaries: its temporary_count is 0), as the analyzer counts them."""
     counted = report.manifest.get("mode") != "count"
     # Wall times as `analyzer info` gives them: `main`'s is the run's time outside the
     # named phases (the tracer does not time it).
@@ -40,12 +41,13 @@ def phases(report: Report) -> pl.DataFrame:
         [(p["phase"], p["wall_s"]) for p in analyzer.info(report.dir)["phases"]],
         schema={"phase": pl.String, "wall_s": pl.Float64}, orient="row",
     )
+    calls = pl.col("alloc_count") + pl.col("realloc_count")
     return report.phases.join(walls, on="phase", how="left").with_columns(
         allocs_per_s=pl.when(pl.col("wall_s") > 0)
-        .then(pl.col("alloc_count") / pl.col("wall_s"))
+        .then(calls / pl.col("wall_s"))
         .otherwise(None),
-        temporary_share=pl.when(pl.lit(counted) & (pl.col("alloc_count") > 0))
-        .then(pl.col("temporary_count") / pl.col("alloc_count"))
+        temporary_share=pl.when(pl.lit(counted) & (calls > 0))
+        .then(pl.col("temporary_count") / calls)
         .otherwise(pl.lit(0.0 if counted else None, dtype=pl.Float64)),
     ).sort("phase_id")
 
@@ -100,13 +102,14 @@ def temporaries(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Temporaries (blocks freed before their thread's next allocation) per category,
     and the `limit` sites with most of them (named, with their category)."""
+    calls = pl.col("alloc_count") + pl.col("realloc_count")
     per_category = category_totals(report, phase).select(
         "category",
         "alloc_count",
+        "realloc_count",
         "temporary_count",
-        temporary_share=pl.when(pl.col("alloc_count") > 0)
-        .then(pl.col("temporary_count") / pl.col("alloc_count"))
-        .otherwise(0.0),
+        # Of allocations and reallocs, as `analyzer top --group-by category`.
+        temporary_share=pl.when(calls > 0).then(pl.col("temporary_count") / calls).otherwise(0.0),
     )
     top = top_sites(report, by="temporaries", limit=limit, phase=phase)
     top = with_categories(report, top).select(

@@ -25,7 +25,7 @@ def _phase_rows(report: Report, phase: str | None) -> pl.DataFrame:
 def site_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
     """One row per site over the rows of `phase` (all phases if None): alloc_count,
     realloc_count, bytes_requested, bytes_allocated, temporary_count, temporary_share
-    (temporaries / allocations), share (of allocations + reallocs in the selection),
+    (temporaries / (allocations + reallocs)), share (of allocations + reallocs in the selection),
     main_size_class_bytes (the class with most allocations + reallocs) and
     lifetime_ns_median (of that class's row). Not named: see `top_sites`."""
     rows = _phase_rows(report, phase).with_row_index("row").with_columns(

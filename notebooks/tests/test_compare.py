@@ -3,7 +3,6 @@
 import polars as pl
 
 from allocprof import compare
-from allocprof.sites import site_totals
 
 
 def test_a_report_against_itself_changes_nothing(report):
@@ -28,9 +27,20 @@ def test_deltas_add_up_to_the_difference_of_totals(base_and_change, analyzer):
     assert shown == [c for c in order if c in shown]
     sd = compare.site_deltas(base, change, limit=None)
     assert sd["delta_alloc_count"].sum() == expected
-    # Every site of each side is in exactly one row.
-    assert sd["base_site_id"].drop_nulls().n_unique() <= site_totals(base).height
-    assert set(sd["status"]) <= {"both", "added", "removed"}
+    # Every site of each side counts in exactly one row, one row per stack key: the
+    # rows' sums are the sides' totals, and a row is on the sides its status says.
+    assert sd["key"].n_unique() == sd.height
+    for side, r in (("base", base), ("change", change)):
+        for m in ("alloc_count", "realloc_count", "temporary_count"):
+            assert sd[f"{side}_{m}"].sum() == int(r.sites[m].sum()), (side, m)
+    calls = {s: pl.col(f"{s}_alloc_count") + pl.col(f"{s}_realloc_count") for s in ("base", "change")}
+    on_side = sd.select(
+        "status", base=calls["base"] > 0, change=calls["change"] > 0
+    ).unique().sort("status")
+    for row in on_side.iter_rows(named=True):
+        assert (row["base"], row["change"]) == {
+            "both": (True, True), "removed": (True, False), "added": (False, True)
+        }[row["status"]], row
     top = compare.site_deltas(base, change, limit=5)
     assert top.height == min(5, sd.height)
     assert top["name"].null_count() == 0
@@ -55,6 +65,24 @@ def test_phase_deltas_cover_both_sides(base_and_change):
     ph = compare.phase_deltas(base, change)
     assert set(ph["phase"]) == set(base.phases["phase"]) | set(change.phases["phase"])
     assert ph.filter(pl.col("phase") == "synthesize").height == 1
+
+
+def test_category_counts_are_analyzer_diffs(base_and_change, analyzer, fixture_calibration):
+    """A category's count (allocations and reallocs) on each side, and its delta, are
+    those of `analyzer diff`'s category rows."""
+    base, change = base_and_change
+    d = analyzer("diff", base.dir, change.dir, "--calibration", fixture_calibration)
+    want = {
+        c["category"]: (c["base_alloc_count"], c["change_alloc_count"], c["delta_alloc_count"])
+        for c in d["categories"]
+    }
+    cat = compare.category_deltas(base, change)
+    got = {
+        r["category"]: (r["base_count"], r["change_count"], r["delta_count"])
+        for r in cat.iter_rows(named=True)
+        if r["base_count"] or r["change_count"]
+    }
+    assert got == {k: v for k, v in want.items() if v[0] or v[1]}
 
 
 def test_stacks_match_as_analyzer_diff_matches_them(base_and_change, analyzer, fixture_calibration):

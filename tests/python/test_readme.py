@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -111,7 +112,11 @@ def test_ci_gate_snippet(synthesis_report):
     assert "--trace sites --report reports/porep-2k porep --c1 reports/sector-2k/c1.json --partition 0" in job
     (check,) = re.findall(r"run: (target/release/analyzer check .*)", job)
     binary = Path(os.environ.get("ANALYZER") or TARGET / "release" / "analyzer")
-    command = on(synthesis_report, check).replace("target/release/analyzer", str(binary))
+    # Paths quoted for the shell: a checkout or report path may hold a space.
+    assert PLACEHOLDER in check
+    command = check.replace(PLACEHOLDER, shlex.quote(str(synthesis_report))).replace(
+        "target/release/analyzer", shlex.quote(str(binary))
+    )
     r = subprocess.run(["bash", "-c", command], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
@@ -130,9 +135,9 @@ def test_analyzer_commands(synthesis_report, tmp_path):
     assert {"info", "top", "categories", "cost", "diff", "flamegraph", "export"} <= subcommands
     binary = Path(os.environ.get("ANALYZER") or TARGET / "release" / "analyzer")
     for command in commands:
-        line = command.replace("cargo run --release -p analyzer --", str(binary))
+        line = command.replace("cargo run --release -p analyzer --", shlex.quote(str(binary)))
         for placeholder in (PLACEHOLDER, "reports/base", "reports/patched"):
-            line = line.replace(placeholder, str(synthesis_report))
+            line = line.replace(placeholder, shlex.quote(str(synthesis_report)))
         r = subprocess.run(["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True)
         assert r.returncode == 0, f"{command}: {r.stderr}"
         outputs = re.findall(r"-o (\S+)", line)
