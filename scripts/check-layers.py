@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CRATE_PATH = re.compile(r"\bcrate::(\{[^}]*\}|\w+)")
+CRATE_PATH = re.compile(r"\bcrate::(\{|\w+)")
 
 
 def code_only(text: str) -> str:
@@ -27,18 +27,43 @@ def code_only(text: str) -> str:
     return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
 
 
+def group_heads(group: str) -> set[str]:
+    """The first path segment of each item of a `use` group's inside (`a::b, c::{d,
+    e}, f` gives a, c and f): commas inside nested braces separate no items."""
+    heads, depth, start = set(), 0, 0
+    for i, c in enumerate(group + ","):
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            name = re.match(r"\s*(\w+)", group[start:i])
+            if name:
+                heads.add(name.group(1))
+            start = i + 1
+    return heads
+
+
 def targets(text: str) -> set[str]:
     out = set()
-    for m in CRATE_PATH.finditer(code_only(text)):
-        part = m.group(1)
-        if part.startswith("{"):
-            for item in part[1:-1].split(","):
-                name = re.match(r"\s*(\w+)", item)
-                if name:
-                    out.add(name.group(1))
-        else:
-            out.add(part)
+    code = code_only(text)
+    for m in CRATE_PATH.finditer(code):
+        if m.group(1) != "{":
+            out.add(m.group(1))
+            continue
+        # The group runs to its matching brace, nested groups included.
+        depth, end = 0, m.start(1)
+        for end in range(m.start(1), len(code)):
+            depth += {"{": 1, "}": -1}.get(code[end], 0)
+            if depth == 0:
+                break
+        out |= group_heads(code[m.start(1) + 1 : end])
     return out
+
+
+def shown(path: Path) -> Path:
+    """`path` relative to the repository when inside it."""
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def module_of(src: Path, file: Path) -> str | None:
@@ -61,7 +86,7 @@ def check(src: Path) -> list[str]:
                 edges[m].add(t)
                 if m == "hot" and src.parent.name == "alloc-tracer":
                     problems.append(
-                        f"{f.relative_to(ROOT)}: the hot path names crate::{t}; "
+                        f"{shown(f)}: the hot path names crate::{t}; "
                         "reach the cold side through hot::door::Door instead"
                     )
     # Depth-first search for a cycle.
@@ -87,7 +112,7 @@ def check(src: Path) -> list[str]:
             cycle = visit(m)
             if cycle:
                 problems.append(
-                    f"{src.relative_to(ROOT)}: modules import each other in a cycle: "
+                    f"{shown(src)}: modules import each other in a cycle: "
                     + " -> ".join(cycle)
                 )
                 break
