@@ -328,6 +328,17 @@ impl Cli {
         check_variants(&self.variant, &work, prover)?;
         check_turns(&self.variant, &self.trace.trace, &work, report)?;
         let traced = self.trace.trace.iter().any(|&m| m != Mode::Off);
+        if traced
+            && matches!(
+                work,
+                Work::Porep {
+                    input: PorepInput::CountOnly { .. },
+                    ..
+                }
+            )
+        {
+            bail!("--count-only counts rows untraced, with no prover: --trace does not apply");
+        }
         if report && !traced {
             bail!(
                 "--report with --trace off would write a report of nothing: give --trace count, sites or sample:N"
@@ -686,6 +697,10 @@ mod tests {
             (
                 "--report r sha256",
                 "--report with --trace off would write a report of nothing",
+            ),
+            (
+                "--trace sites porep --sector-size 2KiB --count-only",
+                "--count-only counts rows untraced",
             ),
         ] {
             let err = job(args).unwrap_err();
