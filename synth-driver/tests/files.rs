@@ -5,8 +5,8 @@ mod common;
 
 use common::driver;
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
 
 fn scratch(name: &str) -> PathBuf {
     let dir =
@@ -16,9 +16,29 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// The driver tracing a one-block chain in `count` mode with its report at `report`.
+fn traced_to(report: &Path) -> Output {
+    driver()
+        .args(["--trace", "count", "--report"])
+        .arg(report)
+        .args(["sha256", "--blocks", "1"])
+        .output()
+        .unwrap()
+}
+
+/// The driver sealing a 2 KiB sector into `out`, after `options`.
+fn seal_into(out: &Path, options: &[&str]) -> Output {
+    driver()
+        .args(options)
+        .args(["seal", "--sector-size", "2KiB", "--out"])
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
 /// Exit code 2, one line on stderr naming `what`, nothing on stdout (no iteration
 /// ran).
-fn refused_before_the_run(out: &std::process::Output, what: &str) {
+fn refused_before_the_run(out: &Output, what: &str) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -36,12 +56,7 @@ fn a_report_folder_that_would_be_refused_is_refused_before_the_run() {
     let mine = dir.join("mine");
     std::fs::create_dir(&mine).unwrap();
     std::fs::write(mine.join("notes.txt"), "mine").unwrap();
-    let out = driver()
-        .args(["--trace", "count", "--report"])
-        .arg(&mine)
-        .args(["sha256", "--blocks", "1"])
-        .output()
-        .unwrap();
+    let out = traced_to(&mine);
     refused_before_the_run(&out, "holds notes.txt besides report files");
     assert_eq!(
         std::fs::read_to_string(mine.join("notes.txt")).unwrap(),
@@ -50,12 +65,7 @@ fn a_report_folder_that_would_be_refused_is_refused_before_the_run() {
 
     let file = dir.join("afile");
     std::fs::write(&file, "mine").unwrap();
-    let out = driver()
-        .args(["--trace", "count", "--report"])
-        .arg(&file)
-        .args(["sha256", "--blocks", "1"])
-        .output()
-        .unwrap();
+    let out = traced_to(&file);
     refused_before_the_run(&out, "exists and is not a folder");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
 }
@@ -63,12 +73,7 @@ fn a_report_folder_that_would_be_refused_is_refused_before_the_run() {
 #[test]
 fn a_report_path_with_the_process_id_is_checked_expanded() {
     let dir = scratch("percent");
-    let out = driver()
-        .args(["--trace", "count", "--report"])
-        .arg(dir.join("%p").join("r"))
-        .args(["sha256", "--blocks", "1"])
-        .output()
-        .unwrap();
+    let out = traced_to(&dir.join("%p").join("r"));
     assert!(
         out.status.success(),
         "{}",
@@ -90,11 +95,7 @@ fn seal_writes_only_where_it_sealed_before() {
     let theirs = dir.join("theirs");
     std::fs::create_dir(&theirs).unwrap();
     std::fs::write(theirs.join("c1.json"), "precious").unwrap();
-    let out = driver()
-        .args(["seal", "--sector-size", "2KiB", "--out"])
-        .arg(&theirs)
-        .output()
-        .unwrap();
+    let out = seal_into(&theirs, &[]);
     refused_before_the_run(&out, "is not an earlier seal's output");
     assert_eq!(
         std::fs::read_to_string(theirs.join("c1.json")).unwrap(),
@@ -103,11 +104,7 @@ fn seal_writes_only_where_it_sealed_before() {
     // A new folder, then the same folder again: its own output, replaced.
     let ours = dir.join("ours");
     for _ in 0..2 {
-        let out = driver()
-            .args(["seal", "--sector-size", "2KiB", "--out"])
-            .arg(&ours)
-            .output()
-            .unwrap();
+        let out = seal_into(&ours, &[]);
         assert!(
             out.status.success(),
             "{}",
@@ -116,11 +113,7 @@ fn seal_writes_only_where_it_sealed_before() {
         assert!(ours.join("c1.json").is_file());
     }
     // With --json, its one line is JSON too.
-    let out = driver()
-        .args(["--json", "seal", "--sector-size", "2KiB", "--out"])
-        .arg(&ours)
-        .output()
-        .unwrap();
+    let out = seal_into(&ours, &["--json"]);
     assert!(out.status.success());
     let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(printed["c1"], ours.join("c1.json").to_str().unwrap());
