@@ -1,12 +1,13 @@
 """Comparing two reports (a baseline and a change): per-phase, per-category and
 per-site deltas.
 
-Site ids are per report, so sites are matched by the analyzer's stack key (its
-`stack_key` column: the source-level call stack, what `analyzer diff` matches first):
-two reports of one build, or of builds whose frames did not move, match site for site;
-a stack that exists on one side only is `removed` or `added`. `key="name"` matches by
-site name instead (coarser, robust to line moves). Deltas are change minus baseline:
-negative means the change allocates less.
+Site ids are per report, so sites are matched as `analyzer diff` matches them: by
+the analyzer's stack key (its `stack_key` column: the source-level call stack), then
+the stacks left on each side by the same key with line numbers ignored (a patch that
+moved code within its files): status `both` and `moved`. Two reports of one build
+match site for site; a stack found on one side only is `removed` or `added`.
+`key="name"` matches by site name instead (coarser). Deltas are change minus
+baseline: negative means the change allocates less.
 """
 
 from __future__ import annotations
@@ -18,6 +19,12 @@ from allocprof.report import Report
 from allocprof.sites import category_totals
 
 MEASURES = ("alloc_count", "realloc_count", "bytes_requested", "temporary_count")
+
+#: Statuses of rows found in both reports: by whole stack, and with lines ignored.
+MATCHED = ("both", "moved")
+
+#: The key prefix of rows matched with line numbers ignored (as `analyzer diff`'s).
+LOOSE_PREFIX = "(lines ignored)\n"
 
 
 def _delta_columns(measures) -> list[pl.Expr]:
@@ -97,15 +104,46 @@ def _keyed_sites(r: Report, phase: str | None, key: str) -> pl.DataFrame:
     return (
         rows.sort("site_id")
         .group_by(pl.col(key_column).alias("key"), maintain_order=True)
-        .agg(
-            pl.col("site_id").first(),
-            pl.col("name").first(),
-            pl.col("callers").first(),
-            pl.col("distinction").first(),
-            pl.col("category").first(),
-            *[pl.col(m).sum() for m in MEASURES],
-        )
+        .agg(*_summed(pl.col("site_id")))
     )
+
+
+def _summed(order: pl.Expr) -> list[pl.Expr]:
+    """A group's labels, from its lowest site id (`order` sorted), and its sums."""
+    first = lambda c: pl.col(c).sort_by(order).first()  # noqa: E731
+    return [
+        pl.col("site_id").min(),
+        *[first(c) for c in ("name", "callers", "distinction", "category")],
+        *[pl.col(m).sum() for m in MEASURES],
+    ]
+
+
+def _loose(key: pl.Expr) -> pl.Expr:
+    """A stack key without its line numbers (`function@path:line` per line becomes
+    `function@path`), the analyzer's `loose_key`."""
+    return key.str.replace_all(r":[0-9]*\n", "\n")
+
+
+def _match_ignoring_lines(b: pl.DataFrame, c: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Both sides' rows by stack key, with the stacks found on one side only that share
+    a key with lines ignored replaced, on each side, by one row under that key
+    (prefixed with LOOSE_PREFIX), as `analyzer diff` pairs them."""
+    b_only = b.filter(~pl.col("key").is_in(c["key"].to_list())).with_columns(loose=_loose(pl.col("key")))
+    c_only = c.filter(~pl.col("key").is_in(b["key"].to_list())).with_columns(loose=_loose(pl.col("key")))
+    shared = b_only.select("loose").unique().join(c_only.select("loose").unique(), on="loose")
+
+    def side(df: pl.DataFrame, only: pl.DataFrame) -> pl.DataFrame:
+        moved = only.join(shared, on="loose")
+        summed = (
+            moved.group_by("loose")
+            .agg(*_summed(pl.col("site_id")))
+            .with_columns(key=pl.lit(LOOSE_PREFIX) + pl.col("loose"))
+            .drop("loose")
+            .select(df.columns)
+        )
+        return pl.concat([df.filter(~pl.col("key").is_in(moved["key"].to_list())), summed])
+
+    return side(b, b_only), side(c, c_only)
 
 
 def site_deltas(
@@ -116,9 +154,13 @@ def site_deltas(
     limit: int | None = 20,
 ) -> pl.DataFrame:
     """The sites whose allocations + reallocs changed most (by absolute delta), with
-    both sides' figures, the category, a name and a status (both, removed, added)."""
+    both sides' figures, the category, a name and a status: `both`, `moved` (matched
+    with line numbers ignored, summed per side; `key="stack"` only), `removed` or
+    `added`."""
     b = _keyed_sites(base, phase, key)
     c = _keyed_sites(change, phase, key)
+    if key == "stack":
+        b, c = _match_ignoring_lines(b, c)
     rename = lambda df, p: df.rename({x: f"{p}_{x}" for x in df.columns if x != "key"})  # noqa: E731
     out = rename(b, "base").join(rename(c, "change"), on="key", how="full", coalesce=True)
     out = (
@@ -127,6 +169,8 @@ def site_deltas(
             .then(pl.lit("added"))
             .when(pl.col("change_site_id").is_null())
             .then(pl.lit("removed"))
+            .when(pl.col("key").str.starts_with(LOOSE_PREFIX))
+            .then(pl.lit("moved"))
             .otherwise(pl.lit("both")),
             name=pl.coalesce("base_name", "change_name"),
             callers=pl.coalesce("base_callers", "change_callers"),
@@ -193,11 +237,10 @@ def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "count") ->
 
 def matched_share(deltas: pl.DataFrame) -> float:
     """The share of the baseline's allocations and reallocs at sites found in both
-    reports by stack key, from every row of `site_deltas` (limit=None): below most,
-    the per-site rows are churn of unmatched stacks rather than per-site change.
-    (`analyzer diff` matches the rest again with line numbers ignored, so its
-    `matched_alloc_share` can be higher.)"""
+    reports (status `both` or `moved`), from every row of `site_deltas` (limit=None):
+    `analyzer diff`'s `matched_alloc_share`. Below most, the per-site rows are churn
+    of unmatched stacks rather than per-site change."""
     calls = pl.col("base_alloc_count") + pl.col("base_realloc_count")
     total = deltas.select(calls.sum()).item()
-    both = deltas.filter(pl.col("status") == "both").select(calls.sum()).item()
+    both = deltas.filter(pl.col("status").is_in(MATCHED)).select(calls.sum()).item()
     return float(both / total) if total else 1.0

@@ -113,12 +113,13 @@ def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str):
 def site_deltas(deltas: pl.DataFrame, matched_share: float, title: str, limit: int = 20,
                 low_share: float = 0.8):
     """Per-site changes of the sites found in both reports (rows of
-    compare.site_deltas with status `both`), largest first, green fewer and red more;
+    compare.site_deltas with status `both` or `moved`), largest first, green fewer and red more;
     the stacks found in one report only drawn apart, as two totals (churn: the same
     code under other frames, or code the change added or removed), and a warning in
     the title when under `low_share` of the baseline's allocations matched."""
-    both = deltas.filter((pl.col("status") == "both") & (pl.col("delta_count") != 0)).head(limit)
-    churn = deltas.filter(pl.col("status") != "both")
+    matched = pl.col("status").is_in(["both", "moved"])
+    both = deltas.filter(matched & (pl.col("delta_count") != 0)).head(limit)
+    churn = deltas.filter(~matched)
     removed = churn.filter(pl.col("status") == "removed")
     added = churn.filter(pl.col("status") == "added")
     fig, (ax, bx) = plt.subplots(

@@ -1,7 +1,11 @@
 """Comparing two reports."""
 
-import polars as pl
+import shutil
 
+import polars as pl
+import pytest
+
+import allocprof
 from allocprof import compare
 
 
@@ -86,11 +90,41 @@ def test_category_counts_are_analyzer_diffs(base_and_change, analyzer, fixture_c
 
 
 def test_stacks_match_as_analyzer_diff_matches_them(base_and_change, analyzer, fixture_calibration):
-    """The stacks found on both sides are those `analyzer diff` matches by whole stack
-    (it then matches some of the rest with lines ignored, which this does not)."""
+    """The stacks found on both sides, by whole stack and with lines ignored, and the
+    matched share, are those of `analyzer diff`."""
     base, change = base_and_change
     d = analyzer("diff", base.dir, change.dir, "--calibration", fixture_calibration)
     sd = compare.site_deltas(base, change, limit=None)
     both = sd.filter(pl.col("status") == "both").height
-    assert both == d["sites_matched"] - d["sites_matched_ignoring_lines"]
+    assert both == d["sites_matched_by_path"]
     assert both > 0
+    assert sd.filter(pl.col("status") == "moved").height == d["sites_matched_ignoring_lines"]
+    assert compare.matched_share(sd) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
+
+
+def test_code_moved_within_its_file_matches_with_lines_ignored(
+    report, tmp_path, analyzer, fixture_calibration
+):
+    """A change that only moved the code of one file down a line: its stacks through
+    that file match the baseline's with lines ignored (`moved`, unchanged counts),
+    every row as `analyzer diff` pairs them, and every allocation matched."""
+    moved_dir = tmp_path / "moved"
+    shutil.copytree(report.dir, moved_dir)
+    frames = pl.read_parquet(moved_dir / "frames.parquet")
+    own = frames.filter(~pl.col("file").str.starts_with("/rustc/"))
+    file = own.group_by("file").agg(pl.col("site_id").n_unique()).sort("site_id").row(-1)[0]
+    frames.with_columns(
+        line=pl.when(pl.col("file") == file).then(pl.col("line") + 1).otherwise(pl.col("line"))
+    ).write_parquet(moved_dir / "frames.parquet")
+    d = analyzer("diff", report.dir, moved_dir, "--calibration", fixture_calibration)
+    assert d["sites_matched_ignoring_lines"] > 0, file
+    sd = compare.site_deltas(report, allocprof.load(moved_dir), limit=None)
+    status = dict(sd.group_by("status").len().iter_rows())
+    assert status.get("moved", 0) == d["sites_matched_ignoring_lines"]
+    assert status.get("both", 0) == d["sites_matched_by_path"]
+    assert status.get("removed", 0) == d["sites_gone"]
+    assert status.get("added", 0) == d["sites_new"]
+    matched = sd.filter(pl.col("status").is_in(compare.MATCHED))
+    assert (matched["delta_count"] == 0).all()
+    assert compare.matched_share(sd) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
+    assert compare.matched_share(sd) == 1.0
