@@ -17,6 +17,7 @@
 //! incomplete, when there is one to write ([`signals`]).
 
 mod allocator;
+mod c1_shape;
 mod circuits;
 mod cli;
 mod inplace;

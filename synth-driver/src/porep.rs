@@ -1,6 +1,7 @@
 //! Filecoin PoRep: sealing a small sector offline, reading C1 outputs, and building the
 //! StackedCircuit of one partition the way filecoin-proofs' commit phase 2 does.
 
+use crate::c1_shape;
 use anyhow::{Context, Result, bail};
 use base64::Engine;
 use ff::PrimeField;
@@ -270,7 +271,7 @@ pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
         seed: Some(c1.seed),
     };
     let public_params = public_params::<Tree>(c1.registered_proof)?;
-    check_partition(c1, &public_params.vanilla_params, proofs, partition)?;
+    c1_shape::check_partition(c1, &public_params.vanilla_params, proofs, partition)?;
     let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
         StackedDrg<'_, Tree, DefaultPieceHasher>,
         _,
@@ -282,62 +283,6 @@ pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
         Some(partition),
     )?;
     Ok(circuit)
-}
-
-/// Refuses a partition whose vanilla proofs do not have the shape of the C1
-/// output's registered proof (a file edited or assembled by hand): the circuit would
-/// be built from them regardless, of the wrong size, or the proof library would
-/// panic on them.
-fn check_partition<Tree: 'static + MerkleTreeTrait>(
-    c1: &SealCommitPhase1Output,
-    params: &storage_proofs_porep::stacked::PublicParams<Tree>,
-    proofs: &[storage_proofs_porep::stacked::Proof<Tree, DefaultPieceHasher>],
-    partition: usize,
-) -> Result<()> {
-    let proof = c1.registered_proof;
-    let of_size = vanilla_sector_size(&c1.vanilla_proofs);
-    if of_size != u64::from(proof.sector_size()) {
-        bail!(
-            "registered_proof {proof:?} is for {} bytes, and its vanilla proofs are of a \
-             {of_size}-byte sector",
-            u64::from(proof.sector_size())
-        );
-    }
-    let challenges = params.challenges.num_challenges_per_partition();
-    if proofs.len() != challenges {
-        bail!(
-            "partition {partition} holds {} vanilla proofs, and {proof:?} challenges {challenges} \
-             a partition",
-            proofs.len()
-        );
-    }
-    for (i, p) in proofs.iter().enumerate() {
-        let (layers, drg, exp) = (
-            p.labeling_proofs.len(),
-            p.replica_column_proofs.drg_parents.len(),
-            p.replica_column_proofs.exp_parents.len(),
-        );
-        if layers != params.num_layers || drg == 0 || exp == 0 {
-            bail!(
-                "partition {partition}, vanilla proof {i}: {layers} labeling proofs ({proof:?} \
-                 has {} layers), {drg} DRG and {exp} expander parents",
-                params.num_layers
-            );
-        }
-    }
-    Ok(())
-}
-
-/// The sector size the vanilla proofs of a C1 output were made for.
-fn vanilla_sector_size(proofs: &filecoin_proofs_api::seal::VanillaSealProof) -> u64 {
-    use filecoin_proofs_api::seal::VanillaSealProof::*;
-    match proofs {
-        StackedDrg2KiBV1(_) => 2 << 10,
-        StackedDrg8MiBV1(_) => 8 << 20,
-        StackedDrg512MiBV1(_) => 512 << 20,
-        StackedDrg32GiBV1(_) => 32 << 30,
-        StackedDrg64GiBV1(_) => 64 << 30,
-    }
 }
 
 /// The compound public parameters of a sector size, as commit phase 2 sets them up.
@@ -434,6 +379,7 @@ pub fn synthetic_circuit<Tree: 'static + MerkleTreeTrait>(
     let proofs: Vec<storage_proofs_porep::stacked::Proof<Tree, DefaultPieceHasher>> =
         serde_json::from_value(Value::Array(proofs))
             .context("synthetic vanilla proofs do not deserialize")?;
+    c1_shape::check_proofs(proof, vp, &proofs, 0).context("synthetic vanilla proofs")?;
     let comm_r = <Tree::Hasher as Hasher>::Domain::from(field(rng));
     let comm_d =
         DefaultPieceDomain::try_from_bytes(field(rng).to_repr().as_ref()).context("comm_d")?;

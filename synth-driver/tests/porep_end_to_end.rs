@@ -302,7 +302,7 @@ fn bad_c1_files_are_one_line_errors() {
     )
     .unwrap();
     type Edit = fn(&mut serde_json::Value);
-    let edits: [(&str, Edit, &str); 4] = [
+    let edits: [(&str, Edit, &str); 7] = [
         (
             "replica",
             |c| c["replica_id"] = serde_json::json!(vec![255u8; 32]),
@@ -328,6 +328,36 @@ fn bad_c1_files_are_one_line_errors() {
                 proof["replica_column_proofs"]["drg_parents"] = serde_json::json!([]);
             },
             "0 DRG and 8 expander parents",
+        ),
+        (
+            "path",
+            |c| {
+                let proof = &mut c["vanilla_proofs"]["StackedDrg2KiBV1"][0][1];
+                let path = &mut proof["comm_r_last_proof"]["data"]["Single"]["path"]["path"];
+                path.as_array_mut().unwrap().pop();
+            },
+            "vanilla proof 1: comm_r_last_proof has a path of 1 levels, where a tree over 64 \
+             leaves has 2",
+        ),
+        (
+            "column",
+            |c| {
+                let proof = &mut c["vanilla_proofs"]["StackedDrg2KiBV1"][0][0];
+                let parent = &mut proof["replica_column_proofs"]["exp_parents"][3];
+                let path = &mut parent["inclusion_proof"]["data"]["Single"]["path"]["path"];
+                path.as_array_mut().unwrap().pop();
+            },
+            "expander parent 3's inclusion proof has a path of 1 levels",
+        ),
+        (
+            "hashes",
+            |c| {
+                let proof = &mut c["vanilla_proofs"]["StackedDrg2KiBV1"][0][0];
+                let level = &mut proof["comm_d_proofs"]["data"]["Single"]["path"]["path"][2];
+                let hash = level["hashes"][0].clone();
+                level["hashes"].as_array_mut().unwrap().push(hash);
+            },
+            "comm_d_proofs has 2 hashes and position",
         ),
     ];
     for (name, edit, expected) in edits {
