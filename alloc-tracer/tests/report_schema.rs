@@ -76,6 +76,7 @@ fn workload() -> Vec<Vec<u8>> {
 
 #[test]
 fn report_matches_the_documented_schema() {
+    let started = std::time::Instant::now();
     Settings {
         mode: Mode::Sites,
         depth: 16,
@@ -101,7 +102,9 @@ fn report_matches_the_documented_schema() {
     let still_live = black_box(vec![2u8; 4096]);
     let root = common::scratch("schema");
     let dir = root.join("report");
+    let ran = started.elapsed().as_secs_f64();
     alloc_tracer::write_report(&dir).unwrap();
+    let writing = started.elapsed().as_secs_f64() - ran;
     drop(still_live);
 
     // The document and the code agree.
@@ -123,6 +126,13 @@ fn report_matches_the_documented_schema() {
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join(schema::MANIFEST)).unwrap()).unwrap();
     assert_eq!(manifest["schema_version"], schema::SCHEMA_VERSION);
+    // The run ends when the report is taken: the time symbolizing and writing take
+    // (the first report's symbols: tens of milliseconds) is not the run's.
+    let duration = manifest["duration_s"].as_f64().unwrap();
+    assert!(
+        duration >= 0.02 && duration <= ran + writing / 2.0,
+        "duration_s {duration}: the run took {ran} s, writing its report {writing} s"
+    );
     for key in [
         "command_line",
         "host",

@@ -60,9 +60,10 @@ pub fn build(
         peak_live_bytes: live::peak_bytes(),
         peak_live_bytes_error_bytes: c.threads * LIVE_PUBLISH_BYTES as u64,
     };
-    let end_unix = crate::hot::clock::unix_seconds();
+    // The run ends where the snapshot read it, before symbolizing and writing.
+    let end_unix = snap.taken_unix_s;
     let start_ns = crate::hot::clock::start_ns();
-    let duration_s = crate::hot::clock::now_ns().saturating_sub(start_ns) as f64 / 1e9;
+    let duration_s = snap.taken_ns.saturating_sub(start_ns) as f64 / 1e9;
     Manifest {
         schema_version: SCHEMA_VERSION,
         tool: TOOL.into(),

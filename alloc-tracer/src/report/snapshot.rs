@@ -36,13 +36,27 @@ pub struct Snapshot {
     pub labels: std::collections::BTreeMap<String, String>,
     /// Symbols of every return address in `sites`, `lifetimes` and the heap tables.
     pub symbols: HashMap<usize, Vec<Frame>>,
+    /// When the recorder was read (`clock::now_ns`), before symbolizing: the end of
+    /// the run the report covers.
+    pub taken_ns: u64,
+    /// The same moment in Unix seconds.
+    pub taken_unix_s: f64,
 }
 
 impl Snapshot {
-    /// Reads the recorder and symbolizes. Runs under the re-entrancy guard.
+    /// Reads the recorder, then symbolizes. Runs under the re-entrancy guard. The
+    /// run's end, its phase times and its timeline are read first, so that none of
+    /// them counts the time symbolizing takes (tens of milliseconds to seconds).
     pub fn take() -> Snapshot {
         crate::hot::thread::guarded(|| {
+            let taken_ns = crate::hot::clock::now_ns();
+            let taken_unix_s = crate::hot::clock::unix_seconds();
+            let settings = Settings::current();
+            let phases = crate::phase::phases();
+            let timeline = crate::timeline::points();
+            let labels = crate::labels::all();
             let sites = crate::registry::sites();
+            let counts = Box::new(crate::registry::counts());
             let lifetimes = crate::lifetimes::snapshot();
             let mut peak = crate::heap::peak();
             let heap_peak: HashMap<SiteId, SiteLive> =
@@ -62,8 +76,8 @@ impl Snapshot {
                 sum
             };
             Snapshot {
-                settings: Settings::current(),
-                counts: Box::new(crate::registry::counts()),
+                settings,
+                counts,
                 sites: without_tracer_frames(sites, &symbols, |a, b| {
                     let mut sum = *a;
                     sum.add(b);
@@ -74,13 +88,15 @@ impl Snapshot {
                     sum.add(b);
                     sum
                 }),
-                phases: crate::phase::phases(),
+                phases,
                 heap_peak: without_tracer_frames(heap_peak, &symbols, add_live),
                 peak,
                 heap_end: without_tracer_frames(heap_end, &symbols, add_live),
-                timeline: crate::timeline::points(),
-                labels: crate::labels::all(),
+                timeline,
+                labels,
                 symbols,
+                taken_ns,
+                taken_unix_s,
             }
         })
     }
