@@ -92,23 +92,40 @@ impl Door for Cold {
 }
 
 /// Decides the mode at the first allocation, from the environment, and arms the
-/// exit report. Cold, once. Allocation-free on the success path; on a bad setting it writes one line to
-/// standard error (with `write(2)`, which does not allocate) and stays off.
+/// exit report when `ALLOC_TRACE_REPORT` is set (whatever the mode: the program may
+/// choose one in code). Cold, once. Allocation-free on the success path; a bad
+/// setting is named in one line on standard error (pieces written with `write(2)`,
+/// which does not allocate or lock) and tracing stays off.
 fn settings_from_env() {
     let settings = Settings::from_env();
     let (settings, bad) = match settings {
-        Ok(s) => (s, false),
-        Err(_) => (Settings::default(), true),
+        Ok(s) => (s, None),
+        Err(e) => (Settings::default(), Some(e)),
     };
     settings.publish_intervals();
     if control::init_mode(settings.mode.code(), settings.depth, settings.heap_on()) {
-        if bad {
-            let msg = b"alloc-tracer: ignoring invalid ALLOC_TRACE* settings (expected ALLOC_TRACE=off|count|sites|sample:N, ALLOC_TRACE_DEPTH=1..62, ALLOC_TRACE_LIFETIMES=N, ALLOC_TRACE_HEAP=BYTES, ALLOC_TRACE_TIMELINE_MS=N); tracing is off\n";
-            // SAFETY: writes a static buffer to fd 2.
-            unsafe { libc::write(2, msg.as_ptr().cast(), msg.len()) };
+        if let Some(crate::Error::Setting {
+            name,
+            value,
+            expected,
+        }) = &bad
+        {
+            let pieces: [&[u8]; 7] = [
+                b"alloc-tracer: ignoring invalid ",
+                name.as_bytes(),
+                b"=",
+                value.as_bytes(),
+                b" (",
+                expected.as_bytes(),
+                b"); tracing is off\n",
+            ];
+            for piece in pieces {
+                // SAFETY: writes a live buffer of its length to fd 2.
+                unsafe { libc::write(2, piece.as_ptr().cast(), piece.len()) };
+            }
         }
+        session::arm_exit_report();
         if settings.mode != Mode::Off {
-            session::arm_exit_report();
             crate::timeline::start();
         }
     }

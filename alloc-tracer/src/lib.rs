@@ -59,7 +59,9 @@
 //! `sample:N`, off in `count` unless set; `0` turns it off) samples blocks by bytes
 //! for the live-heap tables: which sites hold the memory at the peak and at the end.
 //! `ALLOC_TRACE_TIMELINE_MS` (default 10, `0` none) samples live bytes over time.
-//! `ALLOC_TRACE_REPORT=DIR` writes a report at normal process exit.
+//! `ALLOC_TRACE_REPORT=DIR` writes a report at normal process exit, whether the mode
+//! came from `ALLOC_TRACE` or from [`Settings::apply`] (if tracing never came on, it
+//! writes none and says so on standard error, unless `ALLOC_TRACE` chose `off`).
 //!
 //! # What is exact and what is estimated
 //!

@@ -147,6 +147,18 @@ extern "C" fn report_at_exit() {
         if forked && !setting.to_string_lossy().contains("%p") {
             return;
         }
+        if !crate::timeline::started() {
+            // Tracing never came on: nothing to report. Unless the mode was chosen
+            // (`ALLOC_TRACE=off`, or a bad value already named), say why there is none.
+            if std::env::var_os("ALLOC_TRACE").is_none() {
+                eprintln!(
+                    "alloc-tracer: ALLOC_TRACE_REPORT is set, but tracing was never on \
+                     (set ALLOC_TRACE=count, sites or sample:N, or call Settings::apply): \
+                     no report written"
+                );
+            }
+            return;
+        }
         let dir = expand_path(&setting);
         let already = crate::hot::thread::guarded(|| {
             LAST_WRITTEN

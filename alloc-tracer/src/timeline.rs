@@ -72,6 +72,13 @@ pub fn interval_ms() -> u64 {
     INTERVAL_MS.load(Relaxed)
 }
 
+/// True once [`start`] has run: tracing was on at some point in this process (the
+/// timeline starts with the first mode other than `off`, from the environment or
+/// `Settings::apply`).
+pub(crate) fn started() -> bool {
+    STARTED.is_completed()
+}
+
 /// Starts the sampler thread, once per process. Allocation-free.
 ///
 /// The thread starts with every signal blocked (a new thread inherits its creator's

@@ -200,8 +200,7 @@ fn further_signals_while_writing_are_ignored() {
 
 /// The tracer's exit hook, set to the same folder spelled another way, writes no
 /// second report over the incomplete one; set to another folder, it writes none
-/// there either (a report of an interrupted run would claim it finished). The hook
-/// is armed only when `ALLOC_TRACE` turns tracing on before `--trace` does.
+/// there either (a report of an interrupted run would claim it finished).
 #[test]
 fn exit_hook_writes_no_report_of_an_interrupted_run() {
     let dir = scratch("hook");
