@@ -35,7 +35,8 @@ pub fn is_plumbing(function: &str, file: Option<&str>) -> bool {
         || file.is_some_and(|file| PLUMBING_FILES.iter().any(|p| file.contains(p)))
 }
 
-/// A function name without generic arguments: `Vec<T>::push<u8>` -> `Vec::push`. A
+/// A function name without generic arguments: `Vec<T>::push<u8>` -> `Vec::push`,
+/// `f::<T>` -> `f`. A
 /// qualified path `<Type as Trait>::f` keeps its type, without the brackets. The `>`
 /// of `->` (a return type, as in `F: FnOnce() -> T`) closes no bracket.
 pub fn without_generics(name: &str) -> String {
@@ -58,6 +59,10 @@ pub fn without_generics(name: &str) -> String {
             steps.next();
             // An unmatched `>` stays, as text.
             if step > 0 || depth > 0 {
+                // A turbofish's `::` goes with its arguments (`f::<T>` is `f`).
+                if step > 0 && depth == 0 && out.ends_with("::") {
+                    out.truncate(out.len() - 2);
+                }
                 depth += step;
                 continue;
             }
@@ -110,6 +115,14 @@ mod tests {
             "alloc::vec::Vec::push"
         );
         assert_eq!(without_generics("main"), "main");
+        assert_eq!(
+            without_generics("test::__rust_begin_short_backtrace::<fn(), ()>"),
+            "test::__rust_begin_short_backtrace"
+        );
+        assert_eq!(
+            without_generics("core::ptr::drop_in_place::<u8>::{closure#0}"),
+            "core::ptr::drop_in_place::{closure#0}"
+        );
         assert_eq!(
             without_generics("<T as core::convert::Into<U>>::into"),
             "T as core::convert::Into::into"
