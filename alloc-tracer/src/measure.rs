@@ -51,13 +51,15 @@ pub struct Measured {
 /// ```
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
+    // First: on a thread with no state yet, this makes it by an allocation, which
+    // must not count as the closure's.
+    let watch = with_state(live::watch_start);
     let stacks = crate::hot::control::load().stacks();
     let sites_before = if stacks {
         this_thread_sites()
     } else {
         HashMap::new()
     };
-    let watch = with_state(live::watch_start);
     let before = this_thread();
     let r = f();
     let peak_bytes = watch.map_or(0, |start| {
@@ -121,16 +123,22 @@ pub fn last_top_sites() -> Vec<(String, u64)> {
         let grown = LAST_SITES.with(|l| l.borrow().clone());
         let symbols =
             crate::symbolize::resolve_all(grown.iter().flat_map(|(s, _)| s.iter().copied()));
-        grown
+        // Without the tracer's frames further out too (`measure` itself, which would
+        // read as every site's caller).
+        let stacks: Vec<Vec<crate::symbolize::Frame>> = grown
             .iter()
-            .map(|(stack, n)| {
-                let frames: Vec<crate::symbolize::Frame> =
-                    crate::report::snapshot::user_frames(stack, &symbols)
-                        .into_iter()
-                        .map(|(_, _, f)| f.clone())
-                        .collect();
-                (crate::report::summary::site_name(&frames), *n)
+            .map(|(stack, _)| {
+                crate::report::snapshot::user_frames(stack, &symbols)
+                    .into_iter()
+                    .map(|(_, _, f)| f)
+                    .filter(|f| !crate::report::summary::is_tracer(f))
+                    .cloned()
+                    .collect()
             })
+            .collect();
+        crate::report::summary::site_names(&stacks)
+            .into_iter()
+            .zip(grown.iter().map(|(_, n)| *n))
             .collect()
     })
 }

@@ -1,5 +1,5 @@
 //! In `sites` mode a failed `assert_allocs!` names the sites that allocated most
-//! during the measured closure, as reports name them. One test in its own binary:
+//! during the measured closure, as reports name them. Tests in their own binary:
 //! the mode is process-wide.
 
 use alloc_tracer::{Mode, Settings, TracingAllocator, assert_allocs, measure};
@@ -19,6 +19,66 @@ fn allocates_a_lot() {
 #[inline(never)]
 fn allocates_a_little() {
     black_box(vec![1u8; 10]);
+}
+
+/// One allocation. Its callers call it in a loop of unknown length (not unrolled
+/// into several call sites) and do something after each call (no tail call, which
+/// would leave the caller's frame off the stack).
+#[inline(never)]
+fn helper() {
+    black_box(Box::new([7u64; 3]));
+}
+
+#[inline(never)]
+fn caller_a() {
+    for _ in 0..black_box(2) {
+        helper();
+        black_box(());
+    }
+}
+
+#[inline(never)]
+fn caller_b() {
+    for _ in 0..black_box(4) {
+        helper();
+        black_box(());
+    }
+    black_box(());
+}
+
+#[test]
+fn sites_that_read_the_same_are_told_apart() {
+    Settings {
+        mode: Mode::Sites,
+        ..Default::default()
+    }
+    .apply();
+    let ((), m) = measure(|| {
+        caller_a();
+        caller_b();
+    });
+    assert_eq!(m.allocs, 6);
+    let failed = std::panic::catch_unwind(|| assert_allocs!(m, allocs <= 1)).unwrap_err();
+    let text = failed.downcast_ref::<String>().cloned().unwrap_or_default();
+    let sites: Vec<&str> = text
+        .split("most allocations at: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"))
+        .split("; ")
+        .collect();
+    // One helper, reached from two callers in this file: a report tells them apart
+    // by the first frame where their stacks differ, and so does the message.
+    assert_eq!(sites.len(), 2, "{text}");
+    assert!(
+        sites[0].starts_with("4 at helper") && sites[0].contains("[via caller_b"),
+        "{text}"
+    );
+    assert!(
+        sites[1].starts_with("2 at helper") && sites[1].contains("[via caller_a"),
+        "{text}"
+    );
+    // The tracer's own `measure` is no one's caller.
+    assert!(!text.contains("measure ("), "{text}");
 }
 
 #[test]
