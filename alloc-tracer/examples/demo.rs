@@ -7,8 +7,8 @@ use alloc_tracer::{Mode, Session, Settings, TracingAllocator};
 use std::hint::black_box;
 
 #[global_allocator]
-static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
-    TracingAllocator::new(tikv_jemallocator::Jemalloc);
+static GLOBAL: TracingAllocator<alloc_tracer::Jemalloc> =
+    TracingAllocator::new(alloc_tracer::Jemalloc);
 
 /// Builds a list of short vectors: one long-lived Vec growing, many temporaries.
 #[inline(never)]

@@ -18,8 +18,8 @@
 //!
 //! ```no_run
 //! #[global_allocator]
-//! static GLOBAL: alloc_tracer::TracingAllocator<tikv_jemallocator::Jemalloc> =
-//!     alloc_tracer::TracingAllocator::new(tikv_jemallocator::Jemalloc);
+//! static GLOBAL: alloc_tracer::TracingAllocator<alloc_tracer::Jemalloc> =
+//!     alloc_tracer::TracingAllocator::new(alloc_tracer::Jemalloc);
 //!
 //! fn main() {
 //!     alloc_tracer::Settings { mode: alloc_tracer::Mode::Sites, ..Default::default() }.apply();
@@ -122,7 +122,8 @@
 //!
 //! * Stacks are walked on x86_64 and aarch64 only; frames compiled without frame
 //!   pointers are skipped or end the walk.
-//! * Phases are process-wide (one current phase for all threads); at most 15 names.
+//! * Phases are process-wide (one current phase for all threads); at most 15 names,
+//!   `main` among them (14 of the program's own; later ones count as `(other phases)`).
 //! * Only one `TracingAllocator` should be the global allocator; all state is static.
 
 #![warn(missing_docs)]

@@ -4,7 +4,8 @@
 //! Phases are process-wide: the current phase is one field of the control word that
 //! every allocation on every thread reads, so a phase set by the thread driving the
 //! work also covers the rayon workers it starts. Phases nest; leaving one restores
-//! the one before. Up to 15 names can be told apart; later names are counted under
+//! the one before. Up to 15 names can be told apart, `main` (outside every phase)
+//! among them: 14 of the program's own; later names are counted under
 //! `(other phases)`.
 
 use crate::hot::control::{self, MAX_PHASES};

@@ -13,7 +13,7 @@
 //! * Sites shown together that would read the same are told apart by a
 //!   **distinction** ([`distinctions`]): the first frame further out where their
 //!   stacks differ (`[via sha256 (sha256.rs:57)]`), or a number (`[#2]`) when their
-//!   frames read the same throughout.
+//!   frames read the same from the naming frame outward (they differ inward of it).
 //! * The **crate path** of a source file is `<crate>/<path inside the crate>`
 //!   ([`crate_path`]): the same whether the crate came from the registry, a vendored
 //!   folder, a path dependency or a git checkout, so that a `[patch.crates-io]` build

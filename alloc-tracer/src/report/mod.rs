@@ -200,6 +200,7 @@ fn write_snapshot(
         stacks: stacks.len(),
         site_rows: sites_rows,
         allocs: manifest.totals.alloc_count,
+        reallocs: manifest.totals.realloc_count,
         bytes_requested: manifest.totals.bytes_requested,
         temporaries: manifest.totals.temporary_count,
         top,

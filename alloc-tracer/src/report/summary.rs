@@ -86,6 +86,9 @@ pub struct ReportSummary {
     pub site_rows: usize,
     /// Allocations counted (all phases).
     pub allocs: u64,
+    /// Reallocs counted (all phases): sites' counts and shares are of allocations and
+    /// reallocs together.
+    pub reallocs: u64,
     /// Requested bytes (all phases).
     pub bytes_requested: u64,
     /// Temporaries (all phases).
@@ -106,12 +109,14 @@ impl fmt::Display for ReportSummary {
                 100.0 * a as f64 / b as f64
             }
         };
+        // What a site's count is of: its allocations and reallocs.
+        let calls = self.allocs.saturating_add(self.reallocs);
         writeln!(f, "alloc-tracer report: {}", self.dir.display())?;
         // `count` mode does not count temporaries: say so rather than print 0 %.
         let temporaries = if self.mode == "count" {
             "temporaries not counted".to_owned()
         } else {
-            format!("{:.0} % temporaries", pct(self.temporaries, self.allocs))
+            format!("{:.0} % temporaries", pct(self.temporaries, calls))
         };
         let over = self
             .allocator
@@ -143,7 +148,7 @@ impl fmt::Display for ReportSummary {
                 f,
                 "  {:>12} {:>5.1}% {:>5.0}% {:>9.0}  {}",
                 s.allocs,
-                pct(s.allocs, self.allocs),
+                pct(s.allocs, calls),
                 pct(s.temporaries, s.allocs),
                 s.bytes_requested as f64 / s.allocs.max(1) as f64,
                 s.name
@@ -164,6 +169,33 @@ mod tests {
             line: None,
             inlined: false,
         }
+    }
+
+    #[test]
+    fn shares_are_of_allocations_and_reallocs() {
+        // One site made every allocation and realloc: all of them, not 125 %.
+        let summary = ReportSummary {
+            dir: "r".into(),
+            mode: "sites".into(),
+            allocator: None,
+            stacks: 1,
+            site_rows: 1,
+            allocs: 80,
+            reallocs: 20,
+            bytes_requested: 800,
+            temporaries: 50,
+            top: vec![TopSite {
+                site_id: 0,
+                name: "f".into(),
+                allocs: 100,
+                bytes_requested: 800,
+                temporaries: 50,
+            }],
+            setup_warning: None,
+        };
+        let text = summary.to_string();
+        assert!(text.contains("50 % temporaries"), "{text}");
+        assert!(text.contains("100.0%"), "{text}");
     }
 
     #[test]
