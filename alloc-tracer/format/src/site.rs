@@ -44,12 +44,14 @@ pub const CALLERS: usize = 2;
 /// Whether a frame after a site's naming frame says where that frame was reached
 /// from: it is not plumbing, has a source file, is not in the naming frame's own file
 /// (so that a container's helpers, like LinearCombination's, do not hide who called
-/// it), and is not the C runtime's.
+/// it), and is not the C runtime's (`__libc_*`, or where a process or thread starts:
+/// [`is_stack_root`]).
 pub fn is_caller(function: &str, file: Option<&str>, naming_file: Option<&str>) -> bool {
     !is_plumbing(function, file)
         && file.is_some()
         && file != naming_file
         && !function.starts_with("__libc")
+        && !is_stack_root(function)
 }
 
 /// The position of the naming frame: the first frame outside plumbing, else the
@@ -387,6 +389,13 @@ mod tests {
             Some("libc_start_call_main.h"),
             lc
         ));
+        // Where a thread starts says nothing of who called.
+        assert!(!is_caller(
+            "start_thread",
+            Some("./nptl/pthread_create.c"),
+            lc
+        ));
+        assert!(!is_caller("clone3", Some("clone3.S"), lc));
     }
 
     #[test]
