@@ -767,6 +767,45 @@ fn info_describes_the_report() {
     );
 }
 
+#[test]
+fn top_of_a_count_report_says_why_it_has_no_sites() {
+    use polars::prelude::*;
+    // A `count` report: the fixture with no site rows and its mode changed.
+    let dir = copy_fixture("count-top");
+    let path = dir.join("sites.parquet");
+    let mut df = ParquetReader::new(std::fs::File::open(&path).unwrap())
+        .finish()
+        .unwrap()
+        .head(Some(0));
+    ParquetWriter::new(std::fs::File::create(&path).unwrap())
+        .finish(&mut df)
+        .unwrap();
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    manifest["mode"] = "count".into();
+    for t in manifest["tables"].as_array_mut().unwrap() {
+        if t["file"] == "sites.parquet" {
+            t["rows"] = 0.into();
+        }
+    }
+    std::fs::write(
+        dir.join("manifest.json"),
+        serde_json::to_vec(&manifest).unwrap(),
+    )
+    .unwrap();
+    let out = analyzer(&["top", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no sites to rank: a count-mode report records no sites"),
+        "{stderr}"
+    );
+    // The fixture itself has sites: nothing to explain.
+    let out = analyzer(&["top", fixture().to_str().unwrap()]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("no sites to rank"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// A copy of the fixture whose site 0 allocates `factor` times as often.
 fn fixture_with_site_0_times(name: &str, factor: u64) -> PathBuf {
     use polars::prelude::*;

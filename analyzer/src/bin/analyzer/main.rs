@@ -238,6 +238,17 @@ impl TopJob {
             }
             (None, group) => rank::top_grouped(&r, self.by, self.limit, phase, None, group, &rules),
         };
+        if sites.is_empty() {
+            // An empty table is an answer; say why it is empty.
+            let why = if r.manifest.mode == "count" {
+                "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)"
+            } else if phase.is_some() {
+                "no allocations in this phase"
+            } else {
+                "no allocations recorded"
+            };
+            eprintln!("analyzer: {}: no sites to rank: {why}", dir.display());
+        }
         Ok(render::sites(out, &sites, format)?)
     }
 }
