@@ -45,13 +45,14 @@ pub const CALLERS: usize = 2;
 /// from: it is not plumbing, has a source file, is not in the naming frame's own file
 /// (so that a container's helpers, like LinearCombination's, do not hide who called
 /// it), and is not the C runtime's (`__libc_*`, or where a process or thread starts:
-/// [`is_stack_root`]).
+/// [`is_stack_root`], but for `main`, which names the program's own `main` too; the C
+/// runtime's has no source file).
 pub fn is_caller(function: &str, file: Option<&str>, naming_file: Option<&str>) -> bool {
     !is_plumbing(function, file)
         && file.is_some()
         && file != naming_file
         && !function.starts_with("__libc")
-        && !is_stack_root(function)
+        && (function == "main" || !is_stack_root(function))
 }
 
 /// The position of the naming frame: the first frame outside plumbing, else the
@@ -396,6 +397,8 @@ mod tests {
             lc
         ));
         assert!(!is_caller("clone3", Some("clone3.S"), lc));
+        // The program's own `main` is one.
+        assert!(is_caller("main", Some("/r/src/main.rs"), lc));
     }
 
     #[test]
