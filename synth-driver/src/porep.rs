@@ -271,7 +271,10 @@ pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
         seed: Some(c1.seed),
     };
     let public_params = public_params::<Tree>(c1.registered_proof)?;
-    c1_shape::check_partition(c1, &public_params.vanilla_params, proofs, partition)?;
+    // The driver's own check, not the prover's work: kept out of the report.
+    alloc_tracer::untraced(|| {
+        c1_shape::check_partition(c1, &public_params.vanilla_params, proofs, partition)
+    })?;
     let circuit = <StackedCompound<Tree, DefaultPieceHasher> as CompoundProof<
         StackedDrg<'_, Tree, DefaultPieceHasher>,
         _,
@@ -379,7 +382,8 @@ pub fn synthetic_circuit<Tree: 'static + MerkleTreeTrait>(
     let proofs: Vec<storage_proofs_porep::stacked::Proof<Tree, DefaultPieceHasher>> =
         serde_json::from_value(Value::Array(proofs))
             .context("synthetic vanilla proofs do not deserialize")?;
-    c1_shape::check_proofs(proof, vp, &proofs, 0).context("synthetic vanilla proofs")?;
+    alloc_tracer::untraced(|| c1_shape::check_proofs(proof, vp, &proofs, 0))
+        .context("synthetic vanilla proofs")?;
     let comm_r = <Tree::Hasher as Hasher>::Domain::from(field(rng));
     let comm_d =
         DefaultPieceDomain::try_from_bytes(field(rng).to_repr().as_ref()).context("comm_d")?;
