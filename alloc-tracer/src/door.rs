@@ -104,19 +104,24 @@ fn settings_from_env() {
     };
     settings.publish_intervals();
     if control::init_mode(settings.mode.code(), settings.depth, settings.heap_on()) {
-        if let Some(crate::Error::Setting {
-            name,
-            value,
-            expected,
-        }) = &bad
-        {
-            let pieces: [&[u8]; 7] = [
+        let (name, value, expected): (&[u8], &[u8], &[u8]) = match &bad {
+            None => (b"", b"", b""),
+            Some(crate::Error::Setting {
+                name,
+                value,
+                expected,
+            }) => (name.as_bytes(), value.as_bytes(), expected.as_bytes()),
+            // `from_env` makes no other error; should it, the line stays true.
+            Some(_) => (b"ALLOC_TRACE*", b"...", b"see the crate documentation"),
+        };
+        if bad.is_some() {
+            let pieces = [
                 b"alloc-tracer: ignoring invalid ",
-                name.as_bytes(),
+                name,
                 b"=",
-                value.as_bytes(),
+                value,
                 b" (",
-                expected.as_bytes(),
+                expected,
                 b"); tracing is off\n",
             ];
             for piece in pieces {
