@@ -157,7 +157,8 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
                 "{:<40} {:>12} {:>10} {:>10} {:>10} {:>7}",
                 "category", "allocs", "direct", "indirect", "saves", "of phase"
             )?;
-            for k in &c.categories {
+            let (shown, left) = super::used_categories(&c.categories, |k| k.sites > 0);
+            for k in shown {
                 writeln!(
                     out,
                     "{:<40} {:>12} {:>10} {:>10} {:>10} {:>7}",
@@ -168,6 +169,9 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
                     seconds(k.total_s),
                     opt_pct(k.phase_share)
                 )?;
+            }
+            if let Some(left) = left {
+                writeln!(out, "{left}")?;
             }
             writeln!(out)?;
             writeln!(
@@ -259,7 +263,10 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
                 "{:<40} {:>12} {:>12} {:>12} {:>10}",
                 "category", "base", "change", "delta", "cost"
             )?;
-            for c in &d.categories {
+            let (shown, left) = super::used_categories(&d.categories, |c| {
+                c.base_alloc_count > 0 || c.change_alloc_count > 0
+            });
+            for c in shown {
                 writeln!(
                     out,
                     "{:<40} {:>12} {:>12} {:>+12} {:>10}",
@@ -269,6 +276,9 @@ pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
                     c.delta_alloc_count,
                     opt_s(c.delta_cost_s)
                 )?;
+            }
+            if let Some(left) = left {
+                writeln!(out, "{left}")?;
             }
             writeln!(out)?;
             writeln!(

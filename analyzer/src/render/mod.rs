@@ -73,6 +73,26 @@ pub(crate) fn with_callers(name: &str, callers: &str) -> String {
     }
 }
 
+/// The rows of a category table worth a line (those `used` accepts: with sites or
+/// allocations), and a line after them for the others, if any: a program other than
+/// a bellperson prover matches none of most built-in rules, and a dozen zero rows
+/// would hide its one or two. JSON and CSV keep every row.
+pub(crate) fn used_categories<T>(
+    rows: &[T],
+    used: impl Fn(&T) -> bool,
+) -> (Vec<&T>, Option<String>) {
+    let shown: Vec<&T> = rows.iter().filter(|r| used(r)).collect();
+    let left = rows.len() - shown.len();
+    let note = (left > 0).then(|| {
+        format!(
+            "({left} more {} with nothing in {}: --format json lists every one)",
+            if left == 1 { "category" } else { "categories" },
+            if left == 1 { "it" } else { "them" }
+        )
+    });
+    (shown, note)
+}
+
 pub(crate) fn opt_pct(x: Option<f64>) -> String {
     x.map_or("-".to_owned(), pct)
 }
@@ -176,7 +196,8 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
                 "{:<40} {:>6} {:>12} {:>7} {:>14} {:>12}  top site",
                 "category", "sites", "allocs", "share", "bytes", "temporaries"
             )?;
-            for c in cats {
+            let (shown, left) = used_categories(cats, |c| c.sites > 0);
+            for c in shown {
                 writeln!(
                     out,
                     "{:<40} {:>6} {:>12} {:>7} {:>14} {:>12}  {}",
@@ -188,6 +209,9 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
                     c.temporary_count,
                     c.top_site
                 )?;
+            }
+            if let Some(left) = left {
+                writeln!(out, "{left}")?;
             }
             Ok(())
         }
