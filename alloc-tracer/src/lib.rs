@@ -188,7 +188,11 @@ pub fn size_class_of(size: usize, align: usize) -> usize {
 
 /// Runs `f` with recording of this thread's allocations suppressed, as the tracer's
 /// own (reports count them in the manifest's `tracer.alloc_count`, not in the
-/// tables); for test and benchmark harnesses that must not disturb the counts.
+/// tables); for test and benchmark harnesses that must not disturb the counts. Its
+/// frees are not recorded either: a block allocated outside `f` and freed inside
+/// stays live in the report's live bytes, peak and heap tables (and the free of one
+/// allocated inside and freed outside counts against bytes never counted), so make
+/// and free each block on one side.
 pub fn untraced<R>(f: impl FnOnce() -> R) -> R {
     hot::thread::guarded(f)
 }

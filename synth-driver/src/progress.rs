@@ -107,7 +107,9 @@ impl Progress {
     /// What is being done now. Off a terminal the line goes to stderr as it is.
     pub fn step(&self, line: String) {
         if self.ticker.is_some() {
-            alloc_tracer::untraced(|| self.bar.set_message(line));
+            // The bar frees its messages untraced: it gets a copy made untraced, and
+            // `line` is freed here, as traced as it was made.
+            alloc_tracer::untraced(|| self.bar.set_message(line.clone()));
         } else {
             eprintln!("{line}");
         }

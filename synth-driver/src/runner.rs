@@ -298,9 +298,13 @@ impl Runner<'_> {
             let (circuit, shape) = {
                 let _setup = alloc_tracer::phase("setup");
                 // The stock prover keeps the shape to itself: count it on a circuit
-                // of its own, before the one that is synthesized.
+                // of its own, before the one that is synthesized, made and freed
+                // untraced (a block made traced and freed untraced would stay live
+                // in the report for good).
                 let shape = match self.prover {
-                    Prover::Reference => Some(circuits::shape(make(round, variant)?)?),
+                    Prover::Reference => Some(alloc_tracer::untraced(|| {
+                        make(round, variant).and_then(circuits::shape)
+                    })?),
                     Prover::Mirror => None,
                 };
                 (make(round, variant)?, shape)
