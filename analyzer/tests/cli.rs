@@ -76,6 +76,21 @@ fn memory_at_the_peak_and_the_end() {
         &["peak", r, "--limit", "3", "--format", "json"],
     );
     snapshot("leaks.csv", &["leaks", r, "--format", "csv"]);
+    // What the sites account for, in a phase and in all: their bytes' sum (the kept
+    // peak's one sampled block is `main`'s, none is `build`'s).
+    for (phase, blocks) in [(None, 1), (Some("main"), 1), (Some("build"), 0)] {
+        let mut args = vec!["peak", r, "--format", "json"];
+        args.extend(phase.iter().flat_map(|p| ["--phase", *p]));
+        let out = analyzer(&args);
+        let peak: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let sites = peak["sites"].as_array().unwrap();
+        let sum: u64 = sites
+            .iter()
+            .map(|s| s["live_bytes"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sites.len(), blocks, "{phase:?}");
+        assert_eq!(peak["estimated_bytes"].as_u64().unwrap(), sum, "{phase:?}");
+    }
     let dir = std::env::temp_dir().join(format!("analyzer-memory-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // The timeline: the report's name and mode in the title, the kept peak labelled

@@ -238,8 +238,15 @@ pub fn held(
         }),
         Moment::End => (Some(m.totals.live_bytes_end), None, None),
     };
+    let in_phase = |r: &&HeapRow| phase.is_none_or(|p| r.phase == p);
+    // What every sampled block accounts for, and those of the phase asked for.
+    let all_bytes = rows
+        .iter()
+        .map(|r| r.live_bytes_estimate)
+        .fold(0, u64::saturating_add);
     let estimated_bytes = rows
         .iter()
+        .filter(in_phase)
         .map(|r| r.live_bytes_estimate)
         .fold(0, u64::saturating_add);
     #[derive(Default)]
@@ -250,7 +257,7 @@ pub fn held(
         classes: HashMap<u64, u64>,
     }
     let mut by_site: HashMap<u64, Acc> = HashMap::new();
-    for r in rows.iter().filter(|r| phase.is_none_or(|p| r.phase == p)) {
+    for r in rows.iter().filter(in_phase) {
         let a = by_site.entry(r.site_id).or_default();
         a.bytes = a.bytes.saturating_add(r.live_bytes_estimate);
         a.blocks = a.blocks.saturating_add(r.live_blocks_estimate);
@@ -260,7 +267,7 @@ pub fn held(
     }
     let whole = live_bytes
         .filter(|b| *b > 0)
-        .map_or(estimated_bytes as f64, |b| b as f64);
+        .map_or(all_bytes as f64, |b| b as f64);
     let share = |b: u64| if whole > 0.0 { b as f64 / whole } else { 0.0 };
     let mut sites: Vec<HeldSite> = by_site
         .into_iter()
