@@ -78,18 +78,18 @@ struct TraceArgs {
     )]
     trace: Vec<Mode>,
     /// Frames kept per call stack (1 to 62).
-    #[arg(long, default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = clap::value_parser!(u64).range(1..=alloc_tracer::MAX_DEPTH as u64), global = true)]
+    #[arg(long, env = "ALLOC_TRACE_DEPTH", default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = clap::value_parser!(u64).range(1..=alloc_tracer::MAX_DEPTH as u64), global = true)]
     depth: u64,
     /// Heap sampling: mean bytes between sampled bytes (e.g. 1MiB, 65536; 0 = off;
     /// 1 = every block). Default: 1MiB in sites and sample:N, off in count.
-    #[arg(long, value_parser = parse_bytes, global = true)]
+    #[arg(long, env = "ALLOC_TRACE_HEAP", value_parser = parse_bytes, global = true)]
     heap_sample: Option<u64>,
     /// Mean interval, in allocations, between blocks followed to their free for
     /// lifetimes in sites mode (0 = none; sample:N follows its sampled blocks).
-    #[arg(long, default_value_t = alloc_tracer::DEFAULT_LIFETIME_INTERVAL, global = true)]
+    #[arg(long, env = "ALLOC_TRACE_LIFETIMES", default_value_t = alloc_tracer::DEFAULT_LIFETIME_INTERVAL, global = true)]
     lifetimes: u64,
     /// Interval of the report's live-bytes timeline, in milliseconds (0 = none).
-    #[arg(long, default_value_t = alloc_tracer::DEFAULT_TIMELINE_MS, global = true)]
+    #[arg(long, env = "ALLOC_TRACE_TIMELINE_MS", default_value_t = alloc_tracer::DEFAULT_TIMELINE_MS, global = true)]
     timeline_ms: u64,
     /// Write the tracer's report (parquet tables and manifest.json) to this directory.
     #[arg(long, global = true)]

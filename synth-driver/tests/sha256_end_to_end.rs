@@ -69,6 +69,36 @@ fn lifetimes_option_reaches_the_tracer() {
 }
 
 #[test]
+fn the_tracers_variables_set_what_their_options_do() {
+    // ALLOC_TRACE_HEAP and friends are the options' defaults; an option given wins.
+    let dir = std::env::temp_dir().join(format!("synth-driver-env-{}", std::process::id()));
+    for (i, (extra, heap, timeline)) in [(&[][..], 65536, 50), (&["--heap-sample", "0"][..], 0, 50)]
+        .into_iter()
+        .enumerate()
+    {
+        let report = dir.join(format!("report-{i}"));
+        let out = driver()
+            .env("ALLOC_TRACE_HEAP", "64KiB")
+            .env("ALLOC_TRACE_TIMELINE_MS", "50")
+            .env("ALLOC_TRACE_DEPTH", "7")
+            .env("ALLOC_TRACE_LIFETIMES", "0")
+            .args(["--trace", "sites", "--json", "--report"])
+            .arg(&report)
+            .args(extra)
+            .args(["sha256", "--blocks", "1"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let m = common::manifest(&report);
+        assert_eq!(m["heap_interval"], heap, "{extra:?}");
+        assert_eq!(m["timeline_interval_ms"], timeline);
+        assert_eq!(m["stack_depth"], 7);
+        assert_eq!(m["lifetime_interval"], 0);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn the_driver_leaves_nothing_of_its_own_live() {
     // The stock prover's shape is counted on a circuit of its own: made and freed
     // untraced. Made traced and freed untraced, its message bits (32 KiB at 64
