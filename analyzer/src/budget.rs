@@ -206,8 +206,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Budget, Error> {
 /// Checks `report` against `budget`: every limit the budget sets, with the report's
 /// figure (the run's peak first; then each phase by name: allocations, bytes,
 /// temporaries, allocations per row, categories and sites by name); those [`Checked::over`] are the breaches. Categories are `rules`' names
-/// (plus [`categories::UNMATCHED`]). A phase or category the budget names that the
-/// report or the rules lack is an error (a misspelt name would otherwise pass
+/// (plus [`categories::UNMATCHED`]). A phase, category or site the budget names that
+/// the report or the rules lack is an error (a misspelt name would otherwise pass
 /// forever).
 pub fn check(
     budget: &Budget,
@@ -334,6 +334,15 @@ pub fn check(
                     .or_insert_with(|| naming::site_name(frames_of(&report.frames, r.site_id)));
             }
             for (fragment, s) in &limits.site {
+                // A fragment no site's name holds is a typo, or a site the code no
+                // longer has: either way its limit checks nothing.
+                if !names.values().any(|n| n.contains(fragment.as_str())) {
+                    return Err(bad(format!(
+                        "phase {phase}: site \"{fragment}\" is in no site's name (`analyzer \
+                         top --phase {phase}` shows them; a site the code no longer has \
+                         comes out of the budget)"
+                    )));
+                }
                 let found = rows()
                     .filter(|r| names[&r.site_id].contains(fragment.as_str()))
                     .map(|r| r.calls())
@@ -489,8 +498,10 @@ pub fn evaluate(conditions: &[Condition], diff: &Diff) -> Result<Vec<Failed>, Er
                 diff.base.temporary_count as f64,
                 diff.change.temporary_count as f64,
             ),
+            // With `--recycled`, the change pays for recycling what it no longer
+            // allocates, as the diff's predicted change does.
             Metric::Cost => match (diff.base.cost_s, diff.change.cost_s) {
-                (Some(b), Some(c)) => (b, c),
+                (Some(b), Some(c)) => (b, c + diff.recycling_s.unwrap_or(0.0)),
                 _ => {
                     return Err(Error::Condition {
                         text: c.text.clone(),
@@ -662,6 +673,22 @@ mod tests {
                 "cost>+5ms: 10.000 ms -> 16.000 ms (+60.0%)"
             ]
         );
+        // Priced with `--recycled`: the change also pays for recycling what it no
+        // longer allocates (3 ms), as the diff's predicted change says.
+        let recycled = Diff {
+            recycling_s: Some(0.003),
+            ..diff(side(1000, 0, Some(0.010)), side(500, 0, Some(0.005)))
+        };
+        let fails = |text: &str| {
+            !evaluate(&[parse_condition(text).unwrap()], &recycled)
+                .unwrap()
+                .is_empty()
+        };
+        assert!(
+            fails("cost>-2.5ms"),
+            "10 ms -> 5 ms + 3 ms recycling is -2 ms"
+        );
+        assert!(!fails("cost>-1.5ms"));
         let unpriced = diff(side(1, 1, None), side(1, 1, None));
         assert!(evaluate(&[parse_condition("cost>+1ms").unwrap()], &unpriced).is_err());
         let from_zero = diff(side(0, 0, None), side(1, 0, None));

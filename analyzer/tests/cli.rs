@@ -783,6 +783,40 @@ fn info_describes_the_report() {
 }
 
 #[test]
+fn diff_says_when_the_reports_differ_beyond_a_patch() {
+    // Of another mode and of a larger circuit: the same sites, other figures.
+    let edit = |name: &str, mode: &str, rows: &str| {
+        let dir = copy_fixture(name);
+        let mut m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+        m["mode"] = mode.into();
+        m["labels"]["rows"] = rows.into();
+        std::fs::write(dir.join("manifest.json"), serde_json::to_vec(&m).unwrap()).unwrap();
+        dir
+    };
+    let (a, b) = (
+        edit("diff-a", "sites", "1000"),
+        edit("diff-b", "sample:100", "2000"),
+    );
+    let out = analyzer(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("different modes (sites and sample:100)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("different sizes (rows 1000 and 2000)"),
+        "{stderr}"
+    );
+    let out = analyzer(&["diff", a.to_str().unwrap(), a.to_str().unwrap()]);
+    assert!(out.stderr.is_empty(), "{out:?}");
+    for d in [a, b] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
 fn top_of_a_count_report_says_why_it_has_no_sites() {
     use polars::prelude::*;
     // A `count` report: the fixture with no site rows and its mode changed.
@@ -818,6 +852,11 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
     // The fixture itself has sites: nothing to explain.
     let out = analyzer(&["top", fixture().to_str().unwrap()]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no sites to rank"));
+    // A diff would read every figure of it as 0 (and a gate would pass): refused.
+    assert_one_line_error(
+        &["diff", fixture().to_str().unwrap(), dir.to_str().unwrap()],
+        "was written in `count` mode, which records no sites",
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -1156,6 +1195,11 @@ fn bad_budget_files_exit_2_with_one_line() {
             "no-category",
             "[phase.build]\ncategory.\"nope\".share = 0.5\n",
             "category \"nope\" is not one of the rules' categories",
+        ),
+        (
+            "no-site",
+            "[phase.build]\nsite.\"buidl\".allocs = 100\n",
+            "site \"buidl\" is in no site's name",
         ),
     ] {
         let b = budget_file(name, text);

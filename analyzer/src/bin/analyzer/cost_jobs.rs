@@ -91,6 +91,40 @@ impl CostJob {
     }
 }
 
+/// Refuses a diff that would compare nothing: a `count` report records no sites
+/// (its site rows are empty, so every figure reads as zero and a gate passes). Says
+/// on stderr what makes two reports' figures differ beyond the patch: another mode
+/// (sampled figures are estimates) or another circuit (the driver's `rows` label).
+fn comparable(a: &report::Report, b: &report::Report) -> Result<()> {
+    for r in [a, b] {
+        if r.manifest.mode == "count" {
+            anyhow::bail!(
+                "{} was written in `count` mode, which records no sites: diff compares \
+                 sites (trace with sites or sample:N; `analyzer info` gives a count \
+                 report's totals)",
+                r.dir.display()
+            );
+        }
+    }
+    let (ma, mb) = (&a.manifest, &b.manifest);
+    if ma.mode != mb.mode {
+        eprintln!(
+            "analyzer: the reports were written in different modes ({} and {}): sampled \
+             figures are estimates, so small differences may be sampling noise",
+            ma.mode, mb.mode
+        );
+    }
+    if let (Some(ra), Some(rb)) = (ma.labels.get("rows"), mb.labels.get("rows"))
+        && ra != rb
+    {
+        eprintln!(
+            "analyzer: the reports are of circuits of different sizes (rows {ra} and \
+             {rb}): their differences are not a patch's alone"
+        );
+    }
+    Ok(())
+}
+
 impl DiffJob {
     /// Writes the diff; returns the `--fail-if` conditions that hold.
     pub(crate) fn run(self, out: &mut dyn Write) -> Result<Vec<String>> {
@@ -101,6 +135,7 @@ impl DiffJob {
             .collect::<Result<Vec<_>, _>>()?;
         let rules = rules(self.inputs.rules.as_deref())?;
         let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
+        comparable(&a, &b)?;
         let phase = a.check_phase(self.phase.as_deref())?;
         b.check_phase(phase)?;
         let cal = calibration(self.inputs.calibration.as_deref())?;
