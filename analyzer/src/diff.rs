@@ -528,6 +528,7 @@ mod tests {
             phases: vec![PhaseRow {
                 phase: "p".into(),
                 wall_ns: 1_000_000_000,
+                entry_count: 1,
                 alloc_count: 0,
                 realloc_count: 0,
                 bytes_requested: 0,

@@ -783,6 +783,54 @@ fn info_describes_the_report() {
 }
 
 #[test]
+fn a_phase_never_timed_has_no_wall_time() {
+    use polars::prelude::*;
+    // `combine` entered only by quick guards (as the mirror prover's `enforce`): the
+    // tracer writes 0 entries and 0 ns, which is no measure of its time.
+    let dir = copy_fixture("untimed");
+    let path = dir.join("phases.parquet");
+    let mut df = ParquetReader::new(std::fs::File::open(&path).unwrap())
+        .finish()
+        .unwrap();
+    let quick: Vec<bool> = df
+        .column("phase")
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .map(|p| p == Some("combine"))
+        .collect();
+    assert!(quick.contains(&true));
+    for name in ["entry_count", "wall_ns"] {
+        let values: Vec<u64> = df
+            .column(name)
+            .unwrap()
+            .u64()
+            .unwrap()
+            .into_no_null_iter()
+            .zip(&quick)
+            .map(|(v, &q)| if q { 0 } else { v })
+            .collect();
+        df.replace(name, Column::new(name.into(), values)).unwrap();
+    }
+    ParquetWriter::new(std::fs::File::create(&path).unwrap())
+        .finish(&mut df)
+        .unwrap();
+    let d = dir.to_str().unwrap();
+    let cost = analyzer(&["cost", d, "--phase", "combine", "--format", "json"]);
+    let cost: serde_json::Value = serde_json::from_slice(&cost.stdout).unwrap();
+    assert!(cost["phase_wall_s"].is_null(), "{cost}");
+    let diff = analyzer(&["diff", d, d, "--phase", "combine", "--format", "json"]);
+    let diff: serde_json::Value = serde_json::from_slice(&diff.stdout).unwrap();
+    assert!(diff["measured_change_s"].is_null(), "{diff}");
+    // A timed phase keeps its time.
+    let cost = analyzer(&["cost", d, "--phase", "build", "--format", "json"]);
+    let cost: serde_json::Value = serde_json::from_slice(&cost.stdout).unwrap();
+    assert!(cost["phase_wall_s"].as_f64().unwrap() > 0.0, "{cost}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn diff_says_when_the_reports_differ_beyond_a_patch() {
     // Of another mode and of a larger circuit: the same sites, other figures.
     let edit = |name: &str, mode: &str, rows: &str| {

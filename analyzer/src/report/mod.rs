@@ -98,6 +98,9 @@ pub struct PhaseRow {
     pub phase: String,
     /// Time inside the phase, nested phases included.
     pub wall_ns: u64,
+    /// Times the phase was entered by a timed guard (0 for one entered only by the
+    /// tracer's quick guards, which keep no time).
+    pub entry_count: u64,
     /// Allocations (exact in every mode, like the other counts here).
     pub alloc_count: u64,
     /// Reallocs.
@@ -134,7 +137,8 @@ impl Report {
 
     /// Wall time of `phase` in seconds, or of the whole traced run when `None`.
     /// `main`, the time outside any named phase, is the run's time less the named
-    /// phases' (the tracer does not time it).
+    /// phases' (the tracer does not time it). `None` for a phase never timed (entered
+    /// only by quick guards, as the mirror prover's `enforce`): its 0 is no measure.
     pub fn wall_s(&self, phase: Option<&str>) -> Option<f64> {
         match phase {
             Some(MAIN_PHASE) => Some(self.outside_phases_s()),
@@ -142,6 +146,7 @@ impl Report {
                 .phases
                 .iter()
                 .find(|r| r.phase == p)
+                .filter(|r| r.entry_count > 0)
                 .map(|r| r.wall_ns as f64 * 1e-9),
             None => Some(self.manifest.duration_s),
         }
@@ -292,6 +297,7 @@ const FRAME_COLUMNS: &[&str] = &[
 /// The columns of `phases.parquet` the analyzer reads.
 const PHASE_COLUMNS: &[&str] = &[
     "phase",
+    "entry_count",
     "wall_ns",
     "alloc_count",
     "realloc_count",
@@ -329,6 +335,7 @@ fn site_rows(df: &DataFrame) -> Result<Vec<SiteRow>, String> {
 fn phase_rows(df: &DataFrame) -> Result<Vec<PhaseRow>, String> {
     let phase = strings(df, "phase")?;
     let wall = u64s(df, "wall_ns")?;
+    let entries = u64s(df, "entry_count")?;
     let allocs = u64s(df, "alloc_count")?;
     let reallocs = u64s(df, "realloc_count")?;
     let requested = u64s(df, "bytes_requested")?;
@@ -337,6 +344,7 @@ fn phase_rows(df: &DataFrame) -> Result<Vec<PhaseRow>, String> {
         .map(|i| PhaseRow {
             phase: phase[i].clone().unwrap_or_default(),
             wall_ns: wall[i],
+            entry_count: entries[i],
             alloc_count: allocs[i],
             realloc_count: reallocs[i],
             bytes_requested: requested[i],
