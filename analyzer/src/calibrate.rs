@@ -121,9 +121,9 @@ impl Calibration {
 
     /// Reads a stored calibration, checking its version.
     pub fn load(path: &Path) -> Result<Calibration, crate::Error> {
-        let text = std::fs::read(path).map_err(|source| crate::Error::Io {
+        let text = std::fs::read(path).map_err(|cause| crate::Error::Io {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         let value: serde_json::Value =
             serde_json::from_slice(&text).map_err(|e| crate::Error::Corrupt {
@@ -190,9 +190,9 @@ impl Calibration {
 
     /// Writes the calibration as JSON (through a temporary file, then a rename).
     pub fn store(&self, path: &Path) -> Result<(), crate::Error> {
-        let io = |source| crate::Error::Io {
+        let io = |cause| crate::Error::Io {
             path: path.to_owned(),
-            source,
+            cause,
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io)?;

@@ -6,12 +6,13 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A file or directory is missing or unreadable.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
-        /// What the OS said.
-        source: std::io::Error,
+        /// What the OS said: in the message, and not a `source()`, so that a chain
+        /// printed whole (`{:#}`) says it once.
+        cause: std::io::Error,
     },
     /// The report was written with a schema version this analyzer does not know.
     #[error("{}: schema version {found}, this analyzer reads version {supported}", path.display())]

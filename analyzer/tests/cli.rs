@@ -783,6 +783,37 @@ fn info_describes_the_report() {
 }
 
 #[test]
+fn errors_say_each_cause_once_and_times_must_be_times() {
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    let out = analyzer(&["diff", r, "/no/such/change"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.matches("no such report directory").count(),
+        1,
+        "{stderr}"
+    );
+    let out = analyzer(&["cost", r, "--calibration", "/no/such/calibration.json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("No such file").count(), 1, "{stderr}");
+    for bad in ["-1", "nan", "0", "inf"] {
+        let out = analyzer(&[
+            "diff",
+            r,
+            r,
+            &format!("--base-seconds={bad}"),
+            "--change-seconds=1",
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("is not a time in seconds above 0"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
 fn a_phase_never_timed_has_no_wall_time() {
     use polars::prelude::*;
     // `combine` entered only by quick guards (as the mirror prover's `enforce`): the

@@ -232,7 +232,7 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
         Err(_) => {
             return Err(Error::Io {
                 path: dir.to_owned(),
-                source: std::io::Error::new(
+                cause: std::io::Error::new(
                     std::io::ErrorKind::NotFound,
                     "no such report directory",
                 ),

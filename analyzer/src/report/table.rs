@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// The bytes of a report file. Anything but a regular file is refused: reading a
 /// FIFO blocks until some writer comes, and a device may never end.
 pub(super) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
-    let io = |source| Error::Io {
+    let io = |cause| Error::Io {
         path: path.to_owned(),
-        source,
+        cause,
     };
     let not_regular = |t: std::fs::FileType| Error::Corrupt {
         path: path.to_owned(),

@@ -169,10 +169,10 @@ enum Command {
         cost: CostArgs,
         /// Measured wall time of the baseline (seconds, e.g. a median of untraced
         /// runs); with --change-seconds it replaces the traced runs' phase times.
-        #[arg(long, requires = "change_seconds")]
+        #[arg(long, requires = "change_seconds", value_parser = values::seconds)]
         base_seconds: Option<f64>,
         /// Measured wall time of the changed build (seconds).
-        #[arg(long, requires = "base_seconds")]
+        #[arg(long, requires = "base_seconds", value_parser = values::seconds)]
         change_seconds: Option<f64>,
         /// The change recycles blocks (a pool, a free list) instead of allocating
         /// them: each allocation it removes still costs a take and a return, at the

@@ -110,3 +110,11 @@ impl From<WeightArg> for Weight {
         }
     }
 }
+
+/// A wall time given on the command line: seconds, finite and above zero.
+pub(super) fn seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 => Ok(s),
+        _ => Err(format!("{text:?} is not a time in seconds above 0")),
+    }
+}
