@@ -931,6 +931,12 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
     // The fixture itself has sites: nothing to explain.
     let out = analyzer(&["top", fixture().to_str().unwrap()]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no sites to rank"));
+    // `info` does not speak of stacks or temporaries it never had.
+    let info = analyzer(&["info", dir.to_str().unwrap()]);
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(info.contains("mode      count (totals"), "{info}");
+    assert!(info.contains("temporaries not counted"), "{info}");
+    assert!(!info.contains("stands for"), "{info}");
     // A diff would read every figure of it as 0 (and a gate would pass): refused.
     assert_one_line_error(
         &["diff", fixture().to_str().unwrap(), dir.to_str().unwrap()],

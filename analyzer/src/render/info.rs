@@ -19,19 +19,27 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         }
     };
     writeln!(out, "report    {}", i.report)?;
-    writeln!(
-        out,
-        "mode      {} (each stack stands for {} allocation{}; {}), {} frames per stack",
-        i.mode,
-        i.sample_interval,
-        if i.sample_interval == 1 { "" } else { "s" },
-        if i.lifetime_interval == 0 {
-            "no lifetimes followed".to_owned()
-        } else {
-            format!("1 block in {} followed to its free", i.lifetime_interval)
-        },
-        i.stack_depth
-    )?;
+    let count = i.mode == "count";
+    if count {
+        writeln!(
+            out,
+            "mode      count (totals, live bytes and phases; no stacks, no temporaries)"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "mode      {} (each stack stands for {} allocation{}; {}), {} frames per stack",
+            i.mode,
+            i.sample_interval,
+            if i.sample_interval == 1 { "" } else { "s" },
+            if i.lifetime_interval == 0 {
+                "no lifetimes followed".to_owned()
+            } else {
+                format!("1 block in {} followed to its free", i.lifetime_interval)
+            },
+            i.stack_depth
+        )?;
+    }
     writeln!(out, "command   {}", i.command_line.join(" "))?;
     writeln!(
         out,
@@ -53,11 +61,15 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "totals    {} allocations, {} reallocs, {:.1} MiB requested, {} temporaries, peak {:.1} MiB live (within {:.1} MiB)",
+        "totals    {} allocations, {} reallocs, {:.1} MiB requested, {}, peak {:.1} MiB live (within {:.2} MiB)",
         i.alloc_count,
         i.realloc_count,
         i.bytes_requested as f64 / MIB,
-        i.temporary_count,
+        if count {
+            "temporaries not counted".to_owned()
+        } else {
+            format!("{} temporaries", i.temporary_count)
+        },
         i.peak_live_bytes as f64 / MIB,
         i.peak_live_bytes_error_bytes as f64 / MIB
     )?;
