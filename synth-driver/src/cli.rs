@@ -395,8 +395,9 @@ fn check_variants(variants: &[Variant], work: &Work, prover: Prover) -> Result<(
 }
 
 /// Refuses turns (several variants, or several modes) where they cannot be taken:
-/// work without iterations, fewer iterations than values (some would never run), a
-/// report that would mix them, or both lists at once.
+/// work without iterations, fewer iterations than values (some would never run) or
+/// not a multiple of them (a last round short), a report that would mix them, or both
+/// lists at once.
 fn check_turns(variants: &[Variant], modes: &[Mode], work: &Work, report: bool) -> Result<()> {
     let command = work.command();
     let flag = match (variants.len() > 1, modes.len() > 1) {
@@ -421,6 +422,16 @@ fn check_turns(variants: &[Variant], modes: &[Mode], work: &Work, report: bool) 
             "{values} {flag} values take turns by iteration, and --iterations {} runs fewer: \
              give at least {values}",
             work.iterations()
+        );
+    }
+    // A last round cut short leaves runs no other value's run pairs with.
+    let n = work.iterations();
+    if n % values != 0 {
+        bail!(
+            "{values} {flag} values take turns by iteration, and --iterations {n} leaves the \
+             last round short: give a multiple of {values} (--iterations {} or {})",
+            n - n % values,
+            n - n % values + values
         );
     }
     Ok(())
@@ -692,6 +703,11 @@ mod tests {
             (
                 "--trace off,count sha256",
                 "2 --trace values take turns by iteration, and --iterations 1 runs fewer",
+            ),
+            (
+                "--trace off,count sha256 -i 3",
+                "--iterations 3 leaves the last round short: give a multiple of 2 \
+                 (--iterations 2 or 4)",
             ),
             ("--top 11 sha256", "the summary lists 0 to 10 sites"),
             (

@@ -221,9 +221,21 @@ fn several_modes_take_turns_and_count_alike() {
             iterations,
         ]
     };
-    let rows = run_json_lines(&args("off,count,sample:10,sites", "5"));
+    let rows = run_json_lines(&args("off,count,sample:10,sites", "8"));
     let modes: Vec<&str> = rows.iter().map(|r| r["trace"].as_str().unwrap()).collect();
-    assert_eq!(modes, ["off", "count", "sample:10", "sites", "sites"]);
+    assert_eq!(
+        modes,
+        [
+            "off",
+            "count",
+            "sample:10",
+            "sites",
+            "sites",
+            "sample:10",
+            "count",
+            "off"
+        ]
+    );
     // The mode switches lose nothing: every traced turn counts what a run of that
     // mode alone counts, round by round (rounds 0 and 1 differ in their seed).
     let alone = |trace| run_json_lines(&args(trace, "2"));
