@@ -426,7 +426,7 @@ fn check_turns(variants: &[Variant], modes: &[Mode], work: &Work, report: bool) 
     }
     // A last round cut short leaves runs no other value's run pairs with.
     let n = work.iterations();
-    if n % values != 0 {
+    if !n.is_multiple_of(values) {
         bail!(
             "{values} {flag} values take turns by iteration, and --iterations {n} leaves the \
              last round short: give a multiple of {values} (--iterations {} or {})",
