@@ -273,7 +273,8 @@ enum Command {
         /// (the named-sites table: one row per site and phase).
         #[arg(long, value_enum)]
         format: ExportFormat,
-        /// Weight of a folded stack (pprof carries all three).
+        /// Weight of a folded stack (pprof carries all three, and the bytes and blocks
+        /// live at the kept peak: inuse_space, inuse_objects).
         #[arg(long, value_enum, default_value = "count")]
         by: WeightArg,
         /// Only allocations made in this phase (e.g. synthesize).
