@@ -194,7 +194,9 @@ enum Command {
     /// requested bytes, temporaries, allocations per row, a category's share and a
     /// site's allocations, and the run's peak live bytes; see docs/budget.example.toml). Prints every limit
     /// with the report's figure and the share of the limit it uses; exits 0 within
-    /// budget, 1 with one line per breach on standard error.
+    /// budget, 1 with one line per breach on standard error, 2 when the budget or
+    /// the report cannot be checked (a bad file, a name the report lacks, a run cut
+    /// short).
     Check {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
