@@ -814,6 +814,22 @@ fn errors_say_each_cause_once_and_times_must_be_times() {
 }
 
 #[test]
+fn leaks_of_a_stopped_run_say_so() {
+    let dir = copy_fixture("stopped");
+    let path = dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    m["incomplete"] = "SIGINT".into();
+    std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+    let out = analyzer(&["leaks", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the run was stopped (SIGINT)"), "{stderr}");
+    let out = analyzer(&["leaks", fixture().to_str().unwrap()]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("stopped"));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn a_phase_never_timed_has_no_wall_time() {
     use polars::prelude::*;
     // `combine` entered only by quick guards (as the mirror prover's `enforce`): the

@@ -23,6 +23,14 @@ impl HeldJob {
         let r = report::load(&s.report)?;
         let phase = r.check_phase(s.phase.as_deref())?;
         let m = memory::load(&r)?;
+        if let (Some(why), memory::Moment::End) = (&r.manifest.incomplete, self.moment) {
+            // What was live when the run was stopped, not what it failed to free.
+            eprintln!(
+                "analyzer: {}: the run was stopped ({why}): \"the end\" is where it stopped, \
+                 and what is live then is not a leak",
+                s.report.display()
+            );
+        }
         let held = memory::held(&r, &m, self.moment, &rules, phase, self.limit);
         Ok(memory::render::held(out, &held, s.format)?)
     }
