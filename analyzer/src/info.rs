@@ -13,9 +13,12 @@ pub struct PhaseInfo {
     pub phase: String,
     /// Wall time in seconds; for `main`, the run's time outside the named phases.
     pub wall_s: f64,
-    /// Allocations and reallocs, from `phases.parquet` (exact in every mode; in
-    /// `count` mode the sites table, which `--phase` selects from, is empty).
+    /// Allocations, from `phases.parquet` (exact in every mode; in `count` mode the
+    /// sites table, which `--phase` selects from, is empty). Named as the report's
+    /// totals name them: reallocs apart.
     pub alloc_count: u64,
+    /// Reallocs.
+    pub realloc_count: u64,
     /// Requested bytes.
     pub bytes_requested: u64,
     /// Temporaries.
@@ -89,9 +92,10 @@ pub fn info(report: &Report) -> Info {
             // empty in `count` mode and weighted in `sample:N`).
             let sites: std::collections::HashSet<u64> =
                 report.rows(Some(p)).map(|r| r.site_id).collect();
-            let (mut allocs, mut bytes, mut temps) = (0u64, 0u64, 0u64);
+            let (mut allocs, mut reallocs, mut bytes, mut temps) = (0u64, 0u64, 0u64, 0u64);
             for r in report.phases.iter().filter(|r| r.phase == p) {
-                allocs = allocs.saturating_add(r.calls());
+                allocs = allocs.saturating_add(r.alloc_count);
+                reallocs = reallocs.saturating_add(r.realloc_count);
                 bytes = bytes.saturating_add(r.bytes_requested);
                 temps = temps.saturating_add(r.temporary_count);
             }
@@ -99,6 +103,7 @@ pub fn info(report: &Report) -> Info {
                 phase: p.to_owned(),
                 wall_s: report.wall_s(Some(p)).unwrap_or(0.0),
                 alloc_count: allocs,
+                realloc_count: reallocs,
                 bytes_requested: bytes,
                 temporary_count: temps,
                 sites: sites.len(),

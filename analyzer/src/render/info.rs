@@ -95,16 +95,17 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "{:<24} {:>10} {:>12} {:>14} {:>12} {:>8}",
-        "phase", "wall", "allocs", "bytes", "temps", "sites"
+        "{:<24} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8}",
+        "phase", "wall", "allocs", "reallocs", "bytes", "temps", "sites"
     )?;
     for p in &i.phases {
         writeln!(
             out,
-            "{:<24} {:>10} {:>12} {:>14} {:>12} {:>8}",
+            "{:<24} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8}",
             p.phase,
             seconds(p.wall_s),
             p.alloc_count,
+            p.realloc_count,
             p.bytes_requested,
             p.temporary_count,
             p.sites
