@@ -232,7 +232,7 @@ pub fn held(
         Moment::Peak => m.heap_peak.as_ref().map_or((None, None, None), |p| {
             (
                 Some(p.live_bytes),
-                Some(p.time_ns as f64 * 1e-9),
+                Some(p.time_ns as f64 / 1e9),
                 Some(p.phase.clone()),
             )
         }),

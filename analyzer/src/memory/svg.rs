@@ -12,7 +12,7 @@ use std::io;
 fn spans(memory: &Memory) -> Vec<(String, f64, f64)> {
     let mut spans: Vec<(String, f64, f64)> = vec![];
     for p in &memory.timeline {
-        let t = p.time_ns as f64 * 1e-9;
+        let t = p.time_ns as f64 / 1e9;
         match spans.last_mut() {
             Some(last) if last.0 == p.phase => last.2 = t,
             Some(last) => {
@@ -51,8 +51,8 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     let t_end = memory
         .timeline
         .last()
-        .map_or(1.0, |p| p.time_ns as f64 * 1e-9)
-        .max(peak.map_or(0.0, |p| p.time_ns as f64 * 1e-9))
+        .map_or(1.0, |p| p.time_ns as f64 / 1e9)
+        .max(peak.map_or(0.0, |p| p.time_ns as f64 / 1e9))
         .max(1e-3);
     let y_top = top / scale * 1.12;
     let name = report.dir.file_name().map_or_else(
@@ -130,13 +130,13 @@ fn draw(
             memory
                 .timeline
                 .iter()
-                .map(|p| (p.time_ns as f64 * 1e-9, p.live_bytes as f64 / scale)),
+                .map(|p| (p.time_ns as f64 / 1e9, p.live_bytes as f64 / scale)),
             BLUE.stroke_width(2),
         ))?
         .label("live bytes")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BLUE.stroke_width(2)));
     if let Some(p) = peak {
-        let (t, y) = (p.time_ns as f64 * 1e-9, p.live_bytes as f64 / scale);
+        let (t, y) = (p.time_ns as f64 / 1e9, p.live_bytes as f64 / scale);
         chart.draw_series(std::iter::once(Circle::new((t, y), 5, RED.filled())))?;
         let label = format!(
             "peak {} at {t:.2} s ({})",

@@ -82,7 +82,7 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
                 "sampled every {}; kept peak {:.1} MiB at {} in {} (`analyzer peak`)",
                 super::bytes(n as f64),
                 p.live_bytes as f64 / MIB,
-                seconds(p.time_ns as f64 * 1e-9),
+                seconds(p.time_ns as f64 / 1e9),
                 p.phase
             ),
             (None, n) => format!("sampled every {}; no peak kept", super::bytes(n as f64)),

@@ -147,7 +147,7 @@ impl Report {
                 .iter()
                 .find(|r| r.phase == p)
                 .filter(|r| r.entry_count > 0)
-                .map(|r| r.wall_ns as f64 * 1e-9),
+                .map(|r| r.wall_ns as f64 / 1e9),
             None => Some(self.manifest.duration_s),
         }
     }
@@ -161,7 +161,7 @@ impl Report {
             .filter(|r| r.phase != MAIN_PHASE)
             .map(|r| r.wall_ns)
             .fold(0, u64::saturating_add);
-        (self.manifest.duration_s - named as f64 * 1e-9).max(0.0)
+        (self.manifest.duration_s - named as f64 / 1e9).max(0.0)
     }
 
     /// The phases the report names, in its order (`phases.parquet`), then any that
