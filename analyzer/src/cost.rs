@@ -67,8 +67,9 @@ pub enum Indirect {
     None,
     /// A calibrated operation, nanoseconds per allocation beyond the allocator.
     PerAllocation(f64),
-    /// `indirect = "copy"`: the requested bytes are written once more (a clone copies
-    /// what it clones), at the calibrated memcpy rate.
+    /// `indirect = "copy"`: the requested bytes of its allocations are written once
+    /// more (a clone copies what it clones), at the calibrated memcpy rate; its
+    /// reallocs pay their own copy already.
     Copy,
 }
 
@@ -104,7 +105,12 @@ pub fn row_cost(cal: &Calibration, row: &SiteRow, indirect: Indirect) -> Nanos {
         operation: match indirect {
             Indirect::None => 0.0,
             Indirect::PerAllocation(ns) => row.calls() as f64 * ns,
-            Indirect::Copy => row.bytes_requested as f64 / cal.copy_bytes_per_ns,
+            // A clone copies what it allocates; a realloc's copy is `copies` above.
+            Indirect::Copy => {
+                let calls = row.calls().max(1) as f64;
+                row.bytes_requested as f64 * (row.alloc_count as f64 / calls)
+                    / cal.copy_bytes_per_ns
+            }
         },
     }
 }
@@ -416,5 +422,10 @@ mod tests {
         let mut r = row(10, 0, 10, None);
         r.bytes_requested = 800;
         assert_eq!(row_cost(&c, &r, Indirect::Copy).operation, 100.0);
+        // A realloc row of a copy category is no clone: only its realloc copy.
+        let mut r = row(0, 4, 0, None);
+        r.bytes_requested = 800;
+        let n = row_cost(&c, &r, Indirect::Copy);
+        assert_eq!((n.copies, n.operation), (4.0 * 80.0 / 8.0, 0.0));
     }
 }
