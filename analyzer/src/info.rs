@@ -11,8 +11,12 @@ use alloc_tracer_format::manifest::{Dropped, TableInfo};
 pub struct PhaseInfo {
     /// Phase name.
     pub phase: String,
-    /// Wall time in seconds; for `main`, the run's time outside the named phases.
+    /// Wall time in seconds; for `main`, the run's time outside the named phases;
+    /// 0 for a phase never timed.
     pub wall_s: f64,
+    /// Whether the tracer timed the phase (false for one entered only by quick
+    /// guards, as the mirror prover's `enforce`, whose 0 is no measure).
+    pub timed: bool,
     /// Allocations, from `phases.parquet` (exact in every mode; in `count` mode the
     /// sites table, which `--phase` selects from, is empty). Named as the report's
     /// totals name them: reallocs apart.
@@ -102,6 +106,7 @@ pub fn info(report: &Report) -> Info {
             PhaseInfo {
                 phase: p.to_owned(),
                 wall_s: report.wall_s(Some(p)).unwrap_or(0.0),
+                timed: report.wall_s(Some(p)).is_some(),
                 alloc_count: allocs,
                 realloc_count: reallocs,
                 bytes_requested: bytes,

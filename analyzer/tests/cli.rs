@@ -881,6 +881,19 @@ fn a_phase_never_timed_has_no_wall_time() {
     let diff = analyzer(&["diff", d, d, "--phase", "combine", "--format", "json"]);
     let diff: serde_json::Value = serde_json::from_slice(&diff.stdout).unwrap();
     assert!(diff["measured_change_s"].is_null(), "{diff}");
+    let info = analyzer(&["info", d, "--format", "json"]);
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let timed: Vec<(&str, bool)> = info["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["phase"].as_str().unwrap(), p["timed"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(timed, [("main", true), ("build", true), ("combine", false)]);
+    let table = analyzer(&["info", d]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    let combine = table.lines().find(|l| l.starts_with("combine ")).unwrap();
+    assert_eq!(combine.split_whitespace().nth(1), Some("-"), "{table}");
     // A timed phase keeps its time.
     let cost = analyzer(&["cost", d, "--phase", "build", "--format", "json"]);
     let cost: serde_json::Value = serde_json::from_slice(&cost.stdout).unwrap();

@@ -103,7 +103,11 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             out,
             "{:<24} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8}",
             p.phase,
-            seconds(p.wall_s),
+            if p.timed {
+                seconds(p.wall_s)
+            } else {
+                "-".to_owned()
+            },
             p.alloc_count,
             p.realloc_count,
             p.bytes_requested,
@@ -111,7 +115,10 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             p.sites
         )?;
     }
-    writeln!(out, "(main: the run's time outside the named phases)")?;
+    writeln!(
+        out,
+        "(main: the run's time outside the named phases; -: a phase the tracer did not time)"
+    )?;
     writeln!(out)?;
     let d = &i.dropped;
     let dropped: Vec<String> = [
