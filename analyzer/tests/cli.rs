@@ -971,6 +971,22 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
     // The fixture itself has sites: nothing to explain.
     let out = analyzer(&["top", fixture().to_str().unwrap()]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no sites to rank"));
+    // Nor does an export: written, empty, and said to be.
+    let pb = dir.join("count.pb.gz");
+    let out = analyzer(&[
+        "export",
+        dir.to_str().unwrap(),
+        "--format",
+        "pprof",
+        "-o",
+        pb.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no sites to export: a count-mode report"),
+        "{stderr}"
+    );
     // `info` does not speak of stacks or temporaries it never had.
     let info = analyzer(&["info", dir.to_str().unwrap()]);
     let info = String::from_utf8_lossy(&info.stdout);

@@ -240,14 +240,11 @@ impl TopJob {
         };
         if sites.is_empty() {
             // An empty table is an answer; say why it is empty.
-            let why = if r.manifest.mode == "count" {
-                "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)"
-            } else if phase.is_some() {
-                "no allocations in this phase"
-            } else {
-                "no allocations recorded"
-            };
-            eprintln!("analyzer: {}: no sites to rank: {why}", dir.display());
+            eprintln!(
+                "analyzer: {}: no sites to rank: {}",
+                dir.display(),
+                no_sites(&r, phase)
+            );
         }
         Ok(render::sites(out, &sites, format)?)
     }
@@ -290,10 +287,29 @@ impl FlamegraphJob {
     }
 }
 
+/// Why a report has no site rows (in `phase`, if given).
+fn no_sites(r: &report::Report, phase: Option<&str>) -> &'static str {
+    if r.manifest.mode == "count" {
+        "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)"
+    } else if phase.is_some() {
+        "no allocations in this phase"
+    } else {
+        "no allocations recorded"
+    }
+}
+
 impl ExportJob {
     fn run(self) -> Result<()> {
         let r = report::load(&self.report)?;
         let phase = r.check_phase(self.phase.as_deref())?;
+        if r.rows(phase).next().is_none() {
+            // An empty export is written all the same: say why it is empty.
+            eprintln!(
+                "analyzer: {}: no sites to export: {}",
+                self.report.display(),
+                no_sites(&r, phase)
+            );
+        }
         let binary = !matches!(self.format, ExportAs::Folded(_));
         let mut w = output(self.out.as_deref(), binary)?;
         match self.format {
