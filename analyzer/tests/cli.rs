@@ -573,6 +573,31 @@ fn copy_fixture(name: &str) -> PathBuf {
     dir
 }
 
+/// Edits the manifest of a copied report.
+fn edit_manifest(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut m);
+    std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+}
+
+/// Rewrites one table of a copied report.
+fn edit_table(
+    dir: &Path,
+    file: &str,
+    edit: impl FnOnce(polars::prelude::DataFrame) -> polars::prelude::DataFrame,
+) {
+    use polars::prelude::*;
+    let path = dir.join(file);
+    let df = ParquetReader::new(std::fs::File::open(&path).unwrap())
+        .finish()
+        .unwrap();
+    let mut df = edit(df);
+    ParquetWriter::new(std::fs::File::create(&path).unwrap())
+        .finish(&mut df)
+        .unwrap();
+}
+
 fn assert_one_line_error(args: &[&str], expected: &str) {
     let out = analyzer(args);
     assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -827,10 +852,7 @@ fn errors_say_each_cause_once_and_times_must_be_times() {
 #[test]
 fn leaks_of_a_stopped_run_say_so() {
     let dir = copy_fixture("stopped");
-    let path = dir.join("manifest.json");
-    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    m["incomplete"] = "SIGINT".into();
-    std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+    edit_manifest(&dir, |m| m["incomplete"] = "SIGINT".into());
     let out = analyzer(&["leaks", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -846,34 +868,30 @@ fn a_phase_never_timed_has_no_wall_time() {
     // `combine` entered only by quick guards (as the mirror prover's `enforce`): the
     // tracer writes 0 entries and 0 ns, which is no measure of its time.
     let dir = copy_fixture("untimed");
-    let path = dir.join("phases.parquet");
-    let mut df = ParquetReader::new(std::fs::File::open(&path).unwrap())
-        .finish()
-        .unwrap();
-    let quick: Vec<bool> = df
-        .column("phase")
-        .unwrap()
-        .str()
-        .unwrap()
-        .iter()
-        .map(|p| p == Some("combine"))
-        .collect();
-    assert!(quick.contains(&true));
-    for name in ["entry_count", "wall_ns"] {
-        let values: Vec<u64> = df
-            .column(name)
+    edit_table(&dir, "phases.parquet", |mut df| {
+        let quick: Vec<bool> = df
+            .column("phase")
             .unwrap()
-            .u64()
+            .str()
             .unwrap()
-            .into_no_null_iter()
-            .zip(&quick)
-            .map(|(v, &q)| if q { 0 } else { v })
+            .iter()
+            .map(|p| p == Some("combine"))
             .collect();
-        df.replace(name, Column::new(name.into(), values)).unwrap();
-    }
-    ParquetWriter::new(std::fs::File::create(&path).unwrap())
-        .finish(&mut df)
-        .unwrap();
+        assert!(quick.contains(&true));
+        for name in ["entry_count", "wall_ns"] {
+            let values: Vec<u64> = df
+                .column(name)
+                .unwrap()
+                .u64()
+                .unwrap()
+                .into_no_null_iter()
+                .zip(&quick)
+                .map(|(v, &q)| if q { 0 } else { v })
+                .collect();
+            df.replace(name, Column::new(name.into(), values)).unwrap();
+        }
+        df
+    });
     let d = dir.to_str().unwrap();
     let cost = analyzer(&["cost", d, "--phase", "combine", "--format", "json"]);
     let cost: serde_json::Value = serde_json::from_slice(&cost.stdout).unwrap();
@@ -906,11 +924,10 @@ fn diff_says_when_the_reports_differ_beyond_a_patch() {
     // Of another mode and of a larger circuit: the same sites, other figures.
     let edit = |name: &str, mode: &str, rows: &str| {
         let dir = copy_fixture(name);
-        let mut m: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
-        m["mode"] = mode.into();
-        m["labels"]["rows"] = rows.into();
-        std::fs::write(dir.join("manifest.json"), serde_json::to_vec(&m).unwrap()).unwrap();
+        edit_manifest(&dir, |m| {
+            m["mode"] = mode.into();
+            m["labels"]["rows"] = rows.into();
+        });
         dir
     };
     let (a, b) = (
@@ -937,30 +954,17 @@ fn diff_says_when_the_reports_differ_beyond_a_patch() {
 
 #[test]
 fn top_of_a_count_report_says_why_it_has_no_sites() {
-    use polars::prelude::*;
     // A `count` report: the fixture with no site rows and its mode changed.
     let dir = copy_fixture("count-top");
-    let path = dir.join("sites.parquet");
-    let mut df = ParquetReader::new(std::fs::File::open(&path).unwrap())
-        .finish()
-        .unwrap()
-        .head(Some(0));
-    ParquetWriter::new(std::fs::File::create(&path).unwrap())
-        .finish(&mut df)
-        .unwrap();
-    let mut manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
-    manifest["mode"] = "count".into();
-    for t in manifest["tables"].as_array_mut().unwrap() {
-        if t["file"] == "sites.parquet" {
-            t["rows"] = 0.into();
+    edit_table(&dir, "sites.parquet", |df| df.head(Some(0)));
+    edit_manifest(&dir, |m| {
+        m["mode"] = "count".into();
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["file"] == "sites.parquet" {
+                t["rows"] = 0.into();
+            }
         }
-    }
-    std::fs::write(
-        dir.join("manifest.json"),
-        serde_json::to_vec(&manifest).unwrap(),
-    )
-    .unwrap();
+    });
     let out = analyzer(&["top", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1005,31 +1009,27 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
 fn fixture_with_site_0_times(name: &str, factor: u64) -> PathBuf {
     use polars::prelude::*;
     let dir = copy_fixture(name);
-    let path = dir.join("sites.parquet");
-    let mut df = ParquetReader::new(std::fs::File::open(&path).unwrap())
-        .finish()
-        .unwrap();
-    let ids: Vec<u64> = df
-        .column("site_id")
-        .unwrap()
-        .u64()
-        .unwrap()
-        .into_no_null_iter()
-        .collect();
-    let counts: Vec<u64> = df
-        .column("alloc_count")
-        .unwrap()
-        .u64()
-        .unwrap()
-        .into_no_null_iter()
-        .zip(&ids)
-        .map(|(n, &id)| if id == 0 { n * factor } else { n })
-        .collect();
-    df.replace("alloc_count", Column::new("alloc_count".into(), counts))
-        .unwrap();
-    ParquetWriter::new(std::fs::File::create(&path).unwrap())
-        .finish(&mut df)
-        .unwrap();
+    edit_table(&dir, "sites.parquet", |mut df| {
+        let ids: Vec<u64> = df
+            .column("site_id")
+            .unwrap()
+            .u64()
+            .unwrap()
+            .into_no_null_iter()
+            .collect();
+        let counts: Vec<u64> = df
+            .column("alloc_count")
+            .unwrap()
+            .u64()
+            .unwrap()
+            .into_no_null_iter()
+            .zip(&ids)
+            .map(|(n, &id)| if id == 0 { n * factor } else { n })
+            .collect();
+        df.replace("alloc_count", Column::new("alloc_count".into(), counts))
+            .unwrap();
+        df
+    });
     dir
 }
 
