@@ -46,6 +46,19 @@ fn caller_b() {
     black_box(());
 }
 
+/// The message of a failed budget check.
+fn failure_of(check: impl FnOnce() + std::panic::UnwindSafe) -> String {
+    let failed = std::panic::catch_unwind(check).unwrap_err();
+    failed.downcast_ref::<String>().cloned().unwrap_or_default()
+}
+
+/// The sites a failure message names, as it lists them.
+fn named_sites(text: &str) -> &str {
+    text.split("most allocations at: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"))
+}
+
 #[test]
 fn sites_that_read_the_same_are_told_apart() {
     Settings {
@@ -58,14 +71,8 @@ fn sites_that_read_the_same_are_told_apart() {
         caller_b();
     });
     assert_eq!(m.allocs, 6);
-    let failed = std::panic::catch_unwind(|| assert_allocs!(m, allocs <= 1)).unwrap_err();
-    let text = failed.downcast_ref::<String>().cloned().unwrap_or_default();
-    let sites: Vec<&str> = text
-        .split("most allocations at: ")
-        .nth(1)
-        .unwrap_or_else(|| panic!("{text}"))
-        .split("; ")
-        .collect();
+    let text = failure_of(|| assert_allocs!(m, allocs <= 1));
+    let sites: Vec<&str> = named_sites(&text).split("; ").collect();
     // One helper, reached from two callers in this file: a report tells them apart
     // by the first frame where their stacks differ, and so does the message.
     assert_eq!(sites.len(), 2, "{text}");
@@ -97,13 +104,9 @@ fn a_failed_budget_names_the_sites() {
         allocates_a_little();
     });
     assert_eq!(m.allocs, 101);
-    let failed = std::panic::catch_unwind(|| assert_allocs!(m, allocs <= 50)).unwrap_err();
-    let text = failed.downcast_ref::<String>().cloned().unwrap_or_default();
+    let text = failure_of(|| assert_allocs!(m, allocs <= 50));
     assert!(text.contains("allocs = 101 (budget 50)"), "{text}");
-    let sites = text
-        .split("most allocations at: ")
-        .nth(1)
-        .unwrap_or_else(|| panic!("{text}"));
+    let sites = named_sites(&text);
     let first = sites.split("; ").next().unwrap();
     assert!(
         first.starts_with("100 at ") && first.contains("allocates_a_lot"),
