@@ -177,31 +177,6 @@ impl Settings {
         Ok(s)
     }
 
-    /// Makes these settings current. Every thread redraws its countdowns to its next
-    /// sampled stack and next followed block under the new intervals within 1024 of
-    /// its allocations (`hot::countdown`); a change of mode also forgets every
-    /// thread's latest block (briefly taking the registry lock), since `count` mode
-    /// does not keep it up to date. A switch to a mode that follows no block (`off`,
-    /// or `count` without heap sampling) drops the blocks followed for lifetimes
-    /// and sampled for the heap: their frees would go unseen (the report counts those
-    /// followed for lifetimes in `dropped.followed_dropped`).
-    pub fn apply(self) {
-        self.publish_intervals();
-        if Settings::current().mode != self.mode {
-            crate::registry::forget_latest_blocks();
-        }
-        let old = control::set_mode(self.mode.code(), self.depth, self.heap_on());
-        crate::unseen_frees::control_changed(old);
-        // The calling thread takes up the new intervals at once (others within a
-        // countdown chunk), so that what it does next is sampled as they say.
-        if let Some(st) = crate::hot::thread::current().recording_state() {
-            crate::hot::countdown::redraw(st);
-        }
-        if self.mode != Mode::Off {
-            crate::timeline::start();
-        }
-    }
-
     /// Publishes the sampling, lifetime, heap and timeline intervals and marks the
     /// start of tracing: what choosing settings does first, from the API or the
     /// environment.

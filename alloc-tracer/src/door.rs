@@ -1,13 +1,11 @@
 //! The cold side of the hot path's door (`hot::door::Door`): where the recording
 //! path hands over the rare work it must not do itself.
 
-use crate::config::{Mode, Settings};
 use crate::hot::control;
 use crate::hot::door::{Door, SiteRef};
 use crate::hot::followed;
 use crate::hot::thread::ThreadState;
 use crate::registry;
-use crate::session;
 
 /// The tracer's implementation of the door: settings, the registry of thread
 /// states, followed blocks (lifetimes and heap sampling) and kept peaks.
@@ -17,8 +15,7 @@ impl Door for Cold {
     #[cold]
     #[inline(never)]
     fn first_allocation() {
-        crate::fork::arm();
-        settings_from_env();
+        crate::start::first_allocation();
     }
 
     #[cold]
@@ -88,51 +85,6 @@ impl Door for Cold {
     #[inline(never)]
     fn new_peak(live_bytes: i64) {
         crate::heap::new_peak(live_bytes);
-    }
-}
-
-/// Decides the mode at the first allocation, from the environment, and arms the
-/// exit report when `ALLOC_TRACE_REPORT` is set (whatever the mode: the program may
-/// choose one in code). Cold, once. Allocation-free on the success path; a bad
-/// setting is named in one line on standard error (pieces written with `write(2)`,
-/// which does not allocate or lock) and tracing stays off.
-fn settings_from_env() {
-    let settings = Settings::from_env();
-    let (settings, bad) = match settings {
-        Ok(s) => (s, None),
-        Err(e) => (Settings::default(), Some(e)),
-    };
-    settings.publish_intervals();
-    if control::init_mode(settings.mode.code(), settings.depth, settings.heap_on()) {
-        let (name, value, expected): (&[u8], &[u8], &[u8]) = match &bad {
-            None => (b"", b"", b""),
-            Some(crate::Error::Setting {
-                name,
-                value,
-                expected,
-            }) => (name.as_bytes(), value.as_bytes(), expected.as_bytes()),
-            // `from_env` makes no other error; should it, the line stays true.
-            Some(_) => (b"ALLOC_TRACE*", b"...", b"see the crate documentation"),
-        };
-        if bad.is_some() {
-            let pieces = [
-                b"alloc-tracer: ignoring invalid ",
-                name,
-                b"=",
-                value,
-                b" (",
-                expected,
-                b"); tracing is off\n",
-            ];
-            for piece in pieces {
-                // SAFETY: writes a live buffer of its length to fd 2.
-                unsafe { libc::write(2, piece.as_ptr().cast(), piece.len()) };
-            }
-        }
-        session::arm_exit_report();
-        if settings.mode != Mode::Off {
-            crate::timeline::start();
-        }
     }
 }
 

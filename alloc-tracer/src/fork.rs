@@ -7,7 +7,10 @@
 //! `pthread_atfork` handlers: before the fork the forking thread takes every lock of
 //! the cold side, in the order the code takes them elsewhere; after it, parent and
 //! child each release their copy. The recording path takes no lock, so threads keep
-//! allocating meanwhile.
+//! allocating meanwhile. A report being written holds a `flock` on its folder's
+//! parent through a descriptor, and a lock lasts until every copy of it is closed:
+//! the child closes its copies (never unlocking), so that its own report there does
+//! not wait forever.
 //!
 //! What the child inherits is a copy of the parent's counters: a report written by
 //! the child counts what the parent recorded before the fork too. Its exit report
@@ -21,6 +24,7 @@ use std::sync::Once;
 /// Every cold lock, held by the forking thread from `prepare` to `parent`/`child`.
 struct Held {
     // Fields drop in declaration order, releasing in the reverse of taking.
+    report_locks: MutexGuard<'static, Vec<std::os::fd::RawFd>>,
     _session: MutexGuard<'static, Option<std::path::PathBuf>>,
     _phases: MutexGuard<'static, Vec<crate::phase::PhaseTime>>,
     _allocator_name: MutexGuard<'static, Option<&'static str>>,
@@ -42,7 +46,7 @@ pub fn arm() {
     ARMED.call_once(|| {
         // SAFETY: the three handlers are plain `extern "C"` functions that never
         // unwind (they only take and drop locks, under the re-entrancy guard).
-        unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };
+        unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(child)) };
     });
 }
 
@@ -57,8 +61,11 @@ extern "C" fn prepare() {
         let allocator_name = crate::report::manifest::hold_for_fork();
         let phases = crate::phase::hold_for_fork();
         let session = crate::session::hold_for_fork();
+        // A leaf too: held only to open a folder and list it.
+        let report_locks = crate::report::directory::hold_for_fork();
         let _ = HELD.try_with(|h| {
             *h.borrow_mut() = Some(Held {
+                report_locks,
                 _session: session,
                 _phases: phases,
                 _lifetimes: lifetimes,
@@ -72,9 +79,22 @@ extern "C" fn prepare() {
     });
 }
 
-/// After the fork, in the parent and in the child alike.
+/// After the fork, in the parent.
 extern "C" fn release() {
     crate::hot::thread::guarded(|| {
         let _ = HELD.try_with(|h| h.borrow_mut().take());
     });
+}
+
+/// After the fork, in the child: closes its copies of the report folders' locks
+/// (`report::directory`), then releases like the parent.
+extern "C" fn child() {
+    crate::hot::thread::guarded(|| {
+        let _ = HELD.try_with(|h| {
+            if let Some(held) = h.borrow_mut().as_mut() {
+                crate::report::directory::close_in_child(&mut held.report_locks);
+            }
+        });
+    });
+    release();
 }

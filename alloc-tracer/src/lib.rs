@@ -1,6 +1,7 @@
 //! An exact, cheap allocation tracer: a [`GlobalAlloc`](std::alloc::GlobalAlloc)
-//! wrapper, normally over tikv-jemallocator, that counts every allocation of a
-//! program, attributes it to its call stack, and writes a parquet report.
+//! wrapper, normally over tikv-jemallocator, that counts every allocation a Rust
+//! program makes through its global allocator, attributes it to its call stack, and
+//! writes a parquet report.
 //!
 //! # Why
 //!
@@ -58,7 +59,8 @@
 //! its sampled blocks. `ALLOC_TRACE_HEAP=BYTES` (default `1MiB` in `sites` and
 //! `sample:N`, off in `count` unless set; `0` turns it off) samples blocks by bytes
 //! for the live-heap tables: which sites hold the memory at the peak and at the end.
-//! `ALLOC_TRACE_TIMELINE_MS` (default 10, `0` none) samples live bytes over time.
+//! `ALLOC_TRACE_TIMELINE_MS` (default 10, `0` none) samples live bytes over time, from
+//! a thread of the tracer's own (none is started with `0`).
 //! `ALLOC_TRACE_REPORT=DIR` writes a report at normal process exit, whether the mode
 //! came from `ALLOC_TRACE` or from [`Settings::apply`] (if tracing never came on, it
 //! writes none and says so on standard error, unless `ALLOC_TRACE` chose `off`).
@@ -146,6 +148,7 @@ mod report;
 mod session;
 mod site_index;
 mod site_map;
+mod start;
 mod stripe;
 mod symbolize;
 mod timeline;
@@ -175,7 +178,8 @@ pub use symbolize::Frame;
 pub use tikv_jemallocator::Jemalloc;
 
 /// Every counter so far, summed over live and exited threads. Allocation-free for
-/// the caller (the tracer's own work runs under its re-entrancy guard).
+/// the caller (the tracer's own work runs under its re-entrancy guard); the value
+/// is about 35 KiB, returned on the stack.
 pub fn counts() -> Counts {
     hot::thread::guarded(registry::counts)
 }

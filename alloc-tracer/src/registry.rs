@@ -69,6 +69,17 @@ pub struct PhaseTotals {
 }
 
 impl PhaseTotals {
+    const ZERO: PhaseTotals = PhaseTotals {
+        allocs: 0,
+        frees: 0,
+        reallocs: 0,
+        bytes_requested: 0,
+        bytes_allocated: 0,
+        bytes_freed: 0,
+        temporaries: 0,
+        sampled: 0,
+    };
+
     /// Adds one thread's counters of one phase, deriving counts and small-block
     /// bytes from its per-class counts.
     fn add_live(&mut self, c: &PhaseCounters) {
@@ -136,23 +147,27 @@ pub struct Counts {
 
 impl Default for Counts {
     fn default() -> Self {
-        Counts {
-            phases: [PhaseTotals::default(); MAX_PHASES],
-            classes: [[0; NUM_CLASSES]; MAX_PHASES],
-            moved: [0; NUM_CLASSES],
-            requested: [0; SIZE_BUCKETS],
-            own_allocs: 0,
-            own_bytes: 0,
-            own_classes: [0; NUM_CLASSES],
-            late_allocs: 0,
-            late_frees: 0,
-            threads: 0,
-            foreign_walks: 0,
-        }
+        Counts::ZERO
     }
 }
 
 impl Counts {
+    /// All zeros, built at compile time: a static of it needs no initialising code,
+    /// which would build its tens of kilobytes on some thread's stack.
+    const ZERO: Counts = Counts {
+        phases: [PhaseTotals::ZERO; MAX_PHASES],
+        classes: [[0; NUM_CLASSES]; MAX_PHASES],
+        moved: [0; NUM_CLASSES],
+        requested: [0; SIZE_BUCKETS],
+        own_allocs: 0,
+        own_bytes: 0,
+        own_classes: [0; NUM_CLASSES],
+        late_allocs: 0,
+        late_frees: 0,
+        threads: 0,
+        foreign_walks: 0,
+    };
+
     fn add_live(&mut self, st: &ThreadState) {
         for (p, c) in st.phases.iter().enumerate() {
             self.phases[p].add_live(c);
@@ -224,15 +239,11 @@ pub(crate) fn thread_totals(st: &ThreadState) -> PhaseTotals {
 /// Live thread states, as addresses (a `*mut` is not `Send`).
 static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
-struct Merged {
-    counts: Mutex<Counts>,
-    sites: SiteMap<SiteCounts>,
-}
-
-static MERGED: LazyLock<Merged> = LazyLock::new(|| Merged {
-    counts: Mutex::new(Counts::default()),
-    sites: SiteMap::new(),
-});
+/// Exited threads' counts. Not lazy: an exiting thread may be the first to reach
+/// it, on a stack too small for a `Counts` (tens of kilobytes) built in place.
+static MERGED_COUNTS: Mutex<Counts> = Mutex::new(Counts::ZERO);
+/// Exited threads' and emptied tables' sites.
+static MERGED_SITES: LazyLock<SiteMap<SiteCounts>> = LazyLock::new(SiteMap::new);
 
 fn live() -> MutexGuard<'static, Vec<usize>> {
     // A panic while holding the lock cannot leave the list inconsistent (push and
@@ -259,16 +270,14 @@ pub(crate) fn forget_latest_blocks() {
 
 fn merge_table(table: &SiteTable) {
     table.for_each_site(|slot, meta, frames| {
-        MERGED
-            .sites
-            .update(SiteId::of_slot(meta, frames), |c| c.add(&slot_counts(slot)));
+        MERGED_SITES.update(SiteId::of_slot(meta, frames), |c| c.add(&slot_counts(slot)));
     });
 }
 
 /// Sites folded so far because the merged table was full, once per thread table
 /// merged (see `SiteMap::folded`).
 pub fn folded_sites() -> u64 {
-    MERGED.sites.folded()
+    MERGED_SITES.folded()
 }
 
 /// About how many bytes the tracer holds for the program: thread states and their
@@ -282,7 +291,7 @@ pub fn memory_bytes() -> u64 {
         bytes += (size_of::<ThreadState>() + st.table_bytes()) as u64;
     }
     let entry = size_of::<(SiteId, SiteCounts)>() + MAX_DEPTH * size_of::<usize>() / 2;
-    bytes + (MERGED.sites.len() * entry) as u64
+    bytes + (MERGED_SITES.len() * entry) as u64
 }
 
 fn slot_counts(slot: &Slot) -> SiteCounts {
@@ -310,8 +319,7 @@ pub(crate) unsafe fn retire(state: *mut ThreadState) {
     let st = unsafe { Box::from_raw(state) };
     // What the thread had not published yet, so that exited threads leave no drift.
     live::publish_at_exit(live::unpublished_bytes(&st));
-    MERGED
-        .counts
+    MERGED_COUNTS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .add_live(&st);
@@ -332,8 +340,7 @@ pub(crate) fn flush_table(st: &ThreadState) {
 /// Counters of every thread, exited and live.
 pub fn counts() -> Counts {
     let live = live();
-    let mut c = MERGED
-        .counts
+    let mut c = MERGED_COUNTS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
@@ -360,7 +367,7 @@ pub fn running_totals(phases: usize) -> (u64, u64) {
     let live = live();
     let mut t = PhaseTotals::default();
     {
-        let merged = MERGED.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let merged = MERGED_COUNTS.lock().unwrap_or_else(|e| e.into_inner());
         for p in &merged.phases[..phases] {
             t.allocs += p.allocs + p.reallocs;
             t.bytes_allocated += p.bytes_allocated;
@@ -389,7 +396,7 @@ pub fn running_totals(phases: usize) -> (u64, u64) {
 /// Site counters of every thread, exited and live.
 pub fn sites() -> HashMap<SiteId, SiteCounts> {
     let live = live();
-    let mut all: HashMap<SiteId, SiteCounts> = MERGED.sites.entries().collect();
+    let mut all: HashMap<SiteId, SiteCounts> = MERGED_SITES.entries().collect();
     for &p in live.iter() {
         // SAFETY: as in `counts`.
         let st = unsafe { &*(p as *const ThreadState) };
@@ -412,9 +419,9 @@ pub(crate) struct HeldForFork {
 /// Takes every registry lock, in the order the registry's own functions take them.
 pub(crate) fn hold_for_fork() -> HeldForFork {
     let live = live();
-    let counts = MERGED.counts.lock().unwrap_or_else(|e| e.into_inner());
+    let counts = MERGED_COUNTS.lock().unwrap_or_else(|e| e.into_inner());
     // Unlocked by `HeldForFork`'s drop.
-    MERGED.sites.lock_all();
+    MERGED_SITES.lock_all();
     HeldForFork {
         _live: live,
         _counts: counts,
@@ -426,7 +433,7 @@ impl Drop for HeldForFork {
         // SAFETY: `hold_for_fork` locked them all; this runs once per
         // `hold_for_fork`, on the thread that took them (or the only thread of the
         // forked child, its copy).
-        unsafe { MERGED.sites.unlock_all() };
+        unsafe { MERGED_SITES.unlock_all() };
     }
 }
 

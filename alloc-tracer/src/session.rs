@@ -7,8 +7,8 @@
 use crate::Error;
 use crate::report::{self, ReportSummary};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock};
 
 /// The last directory a report was written to, so that the exit hook does not write
 /// the same report twice.
@@ -28,7 +28,22 @@ pub fn write_incomplete_report(dir: &Path, why: &str) -> Result<ReportSummary, E
 
 fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
     // The tracer's own work: its allocations are not the program's.
-    let dir = crate::hot::thread::guarded(|| expand_path(dir));
+    write_expanded(crate::hot::thread::guarded(|| expand_path(dir)), incomplete)
+}
+
+/// `path`, `%p` and `%t` expanded, taken from `base` when relative.
+fn in_dir(base: Option<&PathBuf>, path: &Path) -> PathBuf {
+    crate::hot::thread::guarded(|| {
+        let path = expand_path(path);
+        match base {
+            Some(b) => b.join(path),
+            None => path,
+        }
+    })
+}
+
+/// [`write`] to a path already expanded.
+fn write_expanded(dir: PathBuf, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
     let summary = report::write(&dir, incomplete)?;
     crate::hot::thread::guarded(|| {
         *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(same_file(&dir));
@@ -92,44 +107,95 @@ pub(crate) fn hold_for_fork() -> std::sync::MutexGuard<'static, Option<PathBuf>>
 /// still leaves a report. With `panic = "abort"`, or on `std::process::exit` or a
 /// signal, guards do not run; the `ALLOC_TRACE_REPORT` exit hook still covers
 /// `process::exit` (it runs from `atexit`), nothing covers abort or signals.
+///
+/// A forked child that drops its copy of the guard writes no report unless the path
+/// holds `%p` (it says so on standard error), so that it never replaces its
+/// parent's; [`Session::finish`], called on purpose, writes one anyway.
 #[must_use = "the report is written when the session is dropped"]
 pub struct Session {
     dir: Option<PathBuf>,
+    /// The working directory when the guard was made, for a relative `dir`.
+    base: Option<PathBuf>,
+    /// The process that made the guard.
+    pid: u32,
 }
 
 impl Session {
-    /// A session that reports to `dir`.
+    /// A session that reports to `dir`, a relative path taken from the working
+    /// directory now (a program that changes directory still reports there).
     pub fn new(dir: impl Into<PathBuf>) -> Session {
+        let dir = dir.into();
         Session {
-            dir: Some(dir.into()),
+            base: dir
+                .is_relative()
+                .then(std::env::current_dir)
+                .and_then(Result::ok),
+            dir: Some(dir),
+            pid: std::process::id(),
         }
     }
 
     /// Writes the report now and returns what was written.
     pub fn finish(mut self) -> Result<ReportSummary, Error> {
         let dir = self.dir.take().expect("dir is only taken here or in drop");
-        write_report(&dir)
+        write_expanded(in_dir(self.base.as_ref(), &dir), None)
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Some(dir) = self.dir.take()
-            && let Err(e) = write_report(&dir)
-        {
+        let Some(dir) = self.dir.take() else {
+            return;
+        };
+        if self.pid != std::process::id() && !holds_pid(&dir) {
+            say_in_child(&format!(
+                "alloc-tracer: a forked child's session writes no report to {} \
+                 (its parent's; put %p in the path for one per process)\n",
+                dir.display()
+            ));
+            return;
+        }
+        if let Err(e) = write_expanded(in_dir(self.base.as_ref(), &dir), None) {
             eprintln!("alloc-tracer: report not written: {e}");
         }
     }
 }
 
+/// Writes `line` to standard error with `write(2)`: in a forked child, std's lock of
+/// standard error may be held by a thread that did not come along.
+fn say_in_child(line: &str) {
+    // SAFETY: writes a live buffer of its length to fd 2.
+    unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+}
+
+/// True when `path` holds a `%p` that [`expand_path`] expands (not `%%p`).
+fn holds_pid(path: &Path) -> bool {
+    let Some(text) = path.to_str() else {
+        return false;
+    };
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '%' && chars.next() == Some('p') {
+            return true;
+        }
+    }
+    false
+}
+
 /// The process that armed the exit hook: a child forked from it inherits the hook.
 static ARMED_BY: AtomicU32 = AtomicU32::new(0);
+/// The working directory when the exit hook was armed: a relative
+/// `ALLOC_TRACE_REPORT` lies there, wherever the program moved since.
+static ARMED_IN: OnceLock<PathBuf> = OnceLock::new();
 
 /// Registers the exit hook when `ALLOC_TRACE_REPORT` is set. Runs once, under the
 /// guard, from the first allocation.
 pub(crate) fn arm_exit_report() {
     if crate::config::getenv(c"ALLOC_TRACE_REPORT").is_some() {
         ARMED_BY.store(std::process::id(), Relaxed);
+        if let Ok(cwd) = std::env::current_dir() {
+            let _ = ARMED_IN.set(cwd);
+        }
         // SAFETY: `report_at_exit` is a plain `extern "C" fn()` that never unwinds
         // (errors are printed, panics are caught).
         unsafe { libc::atexit(report_at_exit) };
@@ -144,7 +210,12 @@ extern "C" fn report_at_exit() {
         // A forked child shares its parent's setting: it writes a report of its own
         // only where the path tells the two apart.
         let forked = ARMED_BY.load(Relaxed) != std::process::id();
-        if forked && !setting.to_string_lossy().contains("%p") {
+        if forked && !holds_pid(&setting) {
+            say_in_child(&format!(
+                "alloc-tracer: a forked child writes no report at exit to {} (its \
+                 parent's; put %p in ALLOC_TRACE_REPORT for one per process)\n",
+                setting.display()
+            ));
             return;
         }
         if !crate::timeline::started() {
@@ -159,7 +230,7 @@ extern "C" fn report_at_exit() {
             }
             return;
         }
-        let dir = expand_path(&setting);
+        let dir = in_dir(ARMED_IN.get(), &setting);
         let already = crate::hot::thread::guarded(|| {
             LAST_WRITTEN
                 .lock()
@@ -170,7 +241,7 @@ extern "C" fn report_at_exit() {
         if already {
             return;
         }
-        match write_report(&dir) {
+        match write_expanded(dir, None) {
             Ok(s) => eprintln!("alloc-tracer: report written to {}", s.dir.display()),
             Err(e) => eprintln!("alloc-tracer: report not written: {e}"),
         }

@@ -7,16 +7,19 @@
 //! slowed but for the cache lines the sampler reads.
 //!
 //! The sampler is a bare `pthread` started when tracing starts (at the first
-//! allocation, or `Settings::apply`): creating it allocates nothing through the
-//! global allocator, so it is safe from inside the first allocation, and it runs
-//! with the re-entrancy guard set, so what it allocates is the tracer's own. A forked
-//! child has no sampler: its timeline stops at the fork.
+//! allocation, or `Settings::apply`) with an interval other than 0: creating it
+//! allocates nothing through the global allocator, so it is safe from inside the
+//! first allocation, and it runs with the re-entrancy guard set, so what it
+//! allocates is the tracer's own. With `ALLOC_TRACE_TIMELINE_MS=0` no thread is
+//! started, so a traced program stays single-threaded if it was (which
+//! `unshare(CLONE_NEWUSER)`, for one, requires). A forked child has no sampler: its
+//! timeline stops at the fork.
 
 use crate::hot::clock;
 use crate::hot::control;
 use crate::hot::live;
 use crate::hot::thread::with_local;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard, Once};
 use std::time::Duration;
 
@@ -56,7 +59,9 @@ static TIMELINE: Mutex<Timeline> = Mutex::new(Timeline {
 pub const DEFAULT_INTERVAL_MS: u64 = 10;
 
 static INTERVAL_MS: AtomicU64 = AtomicU64::new(DEFAULT_INTERVAL_MS);
-static STARTED: Once = Once::new();
+/// Set once tracing has been on (a mode other than `off` chosen).
+static STARTED: AtomicBool = AtomicBool::new(false);
+static SAMPLER: Once = Once::new();
 
 fn timeline() -> MutexGuard<'static, Timeline> {
     TIMELINE.lock().unwrap_or_else(|e| e.into_inner())
@@ -76,17 +81,22 @@ pub fn interval_ms() -> u64 {
 /// timeline starts with the first mode other than `off`, from the environment or
 /// `Settings::apply`).
 pub(crate) fn started() -> bool {
-    STARTED.is_completed()
+    STARTED.load(Relaxed)
 }
 
-/// Starts the sampler thread, once per process. Allocation-free.
+/// Marks tracing as started and, unless the interval is 0, starts the sampler
+/// thread, once per process. Allocation-free.
 ///
 /// The thread starts with every signal blocked (a new thread inherits its creator's
 /// mask; the creator's is restored at once): a signal sent to the process is then
 /// never delivered to it, so the program's own handling (a thread that waits for
 /// SIGINT with the signal blocked everywhere else, say) works as without the tracer.
 pub(crate) fn start() {
-    STARTED.call_once(|| {
+    STARTED.store(true, Relaxed);
+    if interval_ms() == 0 {
+        return;
+    }
+    SAMPLER.call_once(|| {
         // SAFETY: the sigset_t values are initialised by sigfillset and by
         // pthread_sigmask before they are read; a zeroed `pthread_t` is a valid place
         // for `pthread_create` to write to; `run` is an `extern "C"` function that

@@ -1,5 +1,6 @@
-//! The report writer never destroys what it did not write, lets concurrent writers
-//! take turns, and leaves nothing behind when a write fails. One test: it forks, and
+//! The report writer never destroys what it did not write (not even a folder made
+//! while it writes), lets concurrent writers take turns, and leaves nothing behind
+//! when a write fails. One test: it forks, and
 //! the mode is process-wide.
 
 use alloc_tracer::{Mode, Settings, TracingAllocator, write_report};
@@ -207,7 +208,46 @@ fn writes_only_its_own_reports() {
         strays(&failing, &[])
     );
 
-    for d in [root, shared, failing] {
+    // A folder another program makes and fills while a report is written there,
+    // after the writer checked the destination (its staging folder exists), is never
+    // replaced: the program's file stays, whatever the write answers.
+    let racing = scratch("racing");
+    let mut raced = 0;
+    for i in 0..50 {
+        let dest = racing.join(format!("out{i}"));
+        let staging = format!(".out{i}.tmp-");
+        let d = dest.clone();
+        let writer = std::thread::spawn(move || write_report(&d).map(|_| ()));
+        let mut made = false;
+        while !writer.is_finished() {
+            if strays(&racing, &[]).iter().any(|n| n.starts_with(&staging)) {
+                made = std::fs::create_dir(&dest).is_ok();
+                if made {
+                    std::fs::write(dest.join("mine.txt"), b"the program's").unwrap();
+                }
+                break;
+            }
+        }
+        let result = writer.join().unwrap();
+        if made {
+            raced += 1;
+            assert!(
+                dest.join("mine.txt").exists(),
+                "write {i} replaced the program's folder ({result:?})"
+            );
+        }
+    }
+    assert!(
+        raced > 0,
+        "no folder was made during a write: nothing tested"
+    );
+    let left: Vec<String> = strays(&racing, &[])
+        .into_iter()
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    for d in [root, shared, failing, racing] {
         std::fs::remove_dir_all(d).unwrap();
     }
 }

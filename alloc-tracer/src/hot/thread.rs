@@ -5,8 +5,11 @@
 //! destructor (a plain `fs:`-relative access, no lazy-init check). The state itself is
 //! created by the thread's first recorded allocation, in cold code, under the guard;
 //! a second thread-local, which does have a destructor, merges and frees it when the
-//! thread exits. The main thread never runs thread-local destructors, so the report
-//! also reads the states of live threads (see `registry`).
+//! thread exits (or a pthread key's destructor, for a thread that made its state
+//! after its thread-locals' destructors ran). A report also reads the states of
+//! threads still running (see `registry`). The main thread's destructors run only
+//! if it calls `exit` (returning from `main` does), before the `atexit` handlers:
+//! what those allocate afterwards counts as late.
 
 use super::control::MAX_PHASES;
 use super::door::Door;
@@ -275,22 +278,59 @@ struct ExitHook {
 
 impl Drop for ExitHook {
     fn drop(&mut self) {
-        let Some(exited) = self.exited.get() else {
-            return;
-        };
-        with_local(|local| {
-            let state = local.state();
-            if state.is_null() || state == DEAD {
-                return;
-            }
-            local.set_guard(true);
-            // SAFETY: `state` came from `Box::into_raw` in `init` on this thread and was
-            // passed to the door's `thread_started`; it is handed over only here, once,
-            // and after this the thread is marked DEAD and never touches it again.
-            unsafe { exited(state) };
-            local.set_state(DEAD);
-            local.set_guard(false);
-        });
+        if let Some(exited) = self.exited.get() {
+            with_local(|local| exit_state(local, exited));
+        }
+    }
+}
+
+/// The door's `thread_exited`, for [`exit_by_key`] (one door per program).
+static EXITED: std::sync::OnceLock<unsafe fn(*mut ThreadState)> = std::sync::OnceLock::new();
+/// A pthread key whose value is the thread's state until it is handed over: the
+/// net under the exit hook. A state made after the thread's thread-local destructors
+/// ran (its first call a free in some pthread key's destructor, say) registers the
+/// hook too late for it to run; pthread key destructors still run after that, in
+/// rounds, and this one hands the state over.
+/// `None` if the key could not be made (the process ran out of keys).
+static EXIT_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> = std::sync::OnceLock::new();
+
+/// Hands `local`'s state, if live, to `exited` and marks the thread DEAD. Once per
+/// thread, from whichever of the exit hook and the key's destructor comes first.
+fn exit_state(local: &Local, exited: unsafe fn(*mut ThreadState)) {
+    let state = local.state();
+    if state.is_null() || state == DEAD {
+        return;
+    }
+    local.set_guard(true);
+    if let Some(&Some(key)) = EXIT_KEY.get() {
+        // SAFETY: a key made by `pthread_key_create`; a null value runs no destructor.
+        unsafe { libc::pthread_setspecific(key, ptr::null()) };
+    }
+    // SAFETY: `state` came from `Box::into_raw` in `init` on this thread and was
+    // passed to the door's `thread_started`; it is handed over only here, once,
+    // and after this the thread is marked DEAD and never touches it again.
+    unsafe { exited(state) };
+    local.set_state(DEAD);
+    local.set_guard(false);
+}
+
+/// The exit key's destructor: the thread exits with its state not handed over.
+extern "C" fn exit_by_key(_state: *mut libc::c_void) {
+    if let Some(&exited) = EXITED.get() {
+        with_local(|local| exit_state(local, exited));
+    }
+}
+
+/// Sets the exit key of this thread to its new `state`, making the key first.
+fn set_exit_key(state: *mut ThreadState) {
+    let key = EXIT_KEY.get_or_init(|| {
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: `key` is written by the call; `exit_by_key` never unwinds.
+        (unsafe { libc::pthread_key_create(&mut key, Some(exit_by_key)) } == 0).then_some(key)
+    });
+    if let Some(key) = *key {
+        // SAFETY: a key made by `pthread_key_create` above.
+        unsafe { libc::pthread_setspecific(key, state.cast()) };
     }
 }
 
@@ -447,9 +487,11 @@ pub fn init<D: Door>(local: &Local) -> *mut ThreadState {
     super::countdown::redraw(st);
     local.set_state(state);
     // Registering the destructor may allocate (it does not with glibc); the guard
-    // makes that harmless. A thread already tearing down its thread-locals keeps its
-    // state registered, and the report still reads it.
+    // makes that harmless. A thread already past its thread-locals' destructors
+    // hands its state over from the exit key's instead.
     let _ = EXIT_HOOK.try_with(|h| h.exited.set(Some(D::thread_exited)));
+    let _ = EXITED.set(D::thread_exited);
+    set_exit_key(state);
     D::thread_started(state);
     local.set_guard(was);
     state

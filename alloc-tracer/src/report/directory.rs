@@ -1,6 +1,7 @@
 //! Writing a report folder safely: the files go to a temporary sibling folder that
 //! is synced and renamed into place, under a lock on the parent folder, replacing an
-//! earlier report but never anything else.
+//! earlier report but never anything else, even a folder made or filled at the
+//! last moment by another program (see [`Staging::commit`]).
 //!
 //! A folder is replaced only when its manifest says alloc-tracer wrote it and it
 //! holds nothing but report files (`schema::is_report_file`); anything else is
@@ -13,9 +14,10 @@ use super::schema;
 use crate::Error;
 use alloc_tracer_format::manifest::TOOL;
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// The `Error::Io` for `path`.
 pub fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
@@ -36,7 +38,7 @@ pub struct Staging {
     name: String,
     tmp: PathBuf,
     /// The parent folder, `flock`ed for as long as this writer stages.
-    _lock: File,
+    _lock: FolderLock,
     committed: bool,
 }
 
@@ -78,15 +80,56 @@ impl Staging {
         &self.tmp
     }
 
-    /// Syncs the staged files and moves the report into place. An old report is
-    /// moved aside first, since rename cannot replace a non-empty folder, and
-    /// removed after.
+    /// Syncs the staged files and moves the report into place, replacing nothing
+    /// that was not checked where it lies at that moment: the staging folder takes
+    /// the destination's name only while no folder has it (`RENAME_NOREPLACE`), or
+    /// trades places with the folder there (`RENAME_EXCHANGE`), which is then
+    /// checked again where it went and traded back if it may not be replaced (a
+    /// program or another tool filled it since `new`). On a filesystem without
+    /// those renames, the old report is moved aside, then removed.
     pub fn commit(mut self) -> Result<(), Error> {
         for entry in std::fs::read_dir(&self.tmp).map_err(io(&self.tmp))? {
             let path = entry.map_err(io(&self.tmp))?.path();
             sync(&path)?;
         }
         sync(&self.tmp)?;
+        let replaced = match rename2(&self.tmp, &self.dir, libc::RENAME_NOREPLACE) {
+            Ok(()) => false,
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                check_replaceable(&self.dir)?;
+                match rename2(&self.tmp, &self.dir, libc::RENAME_EXCHANGE) {
+                    Ok(()) => {}
+                    Err(e) if unsupported(&e) => return self.commit_aside(),
+                    Err(e) => return Err(io(&self.dir)(e)),
+                }
+                // `tmp` now holds what was at the destination.
+                if let Err(refused) = check_replaceable(&self.tmp) {
+                    rename2(&self.tmp, &self.dir, libc::RENAME_EXCHANGE).map_err(io(&self.dir))?;
+                    return Err(match refused {
+                        Error::NotReplaced { why, .. } => Error::NotReplaced {
+                            path: self.dir.clone(),
+                            why,
+                        },
+                        other => other,
+                    });
+                }
+                true
+            }
+            Err(e) if unsupported(&e) => return self.commit_aside(),
+            Err(e) => return Err(io(&self.dir)(e)),
+        };
+        self.committed = true;
+        sync(&self.parent)?;
+        if replaced {
+            std::fs::remove_dir_all(&self.tmp).map_err(io(&self.tmp))?;
+        }
+        Ok(())
+    }
+
+    /// `commit` where the filesystem has no `renameat2` flags: an old report is
+    /// moved aside first, since rename cannot replace a non-empty folder, and
+    /// removed after.
+    fn commit_aside(mut self) -> Result<(), Error> {
         let old = self.parent.join(format!(
             ".{}.old-{}-{}",
             self.name,
@@ -111,6 +154,37 @@ impl Staging {
         }
         Ok(())
     }
+}
+
+/// `renameat2(from, to, flags)` for paths.
+fn rename2(from: &Path, to: &Path, flags: libc::c_uint) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+    };
+    let (from, to) = (c(from)?, c(to)?);
+    // SAFETY: two NUL-terminated paths, relative to the working directory.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            flags,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// True when `renameat2`'s flags are not supported (an old kernel, or a
+/// filesystem without them).
+fn unsupported(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS))
 }
 
 impl Drop for Staging {
@@ -163,12 +237,57 @@ pub fn check_replaceable(dir: &Path) -> Result<(), Error> {
     }
 }
 
+/// The descriptors of the folders this process holds (or waits for) a report lock
+/// on. A `flock` lasts until every descriptor on it is closed, and a forked child
+/// holds copies of them all: it closes its copies ([`close_in_child`]), else its own
+/// report in the same folder would wait forever, and the parent's next ones until
+/// the child exits.
+static LOCKED: Mutex<Vec<RawFd>> = Mutex::new(Vec::new());
+
+fn locked() -> MutexGuard<'static, Vec<RawFd>> {
+    LOCKED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An open folder in [`LOCKED`] while it lives.
+struct FolderLock(File);
+
+impl Drop for FolderLock {
+    fn drop(&mut self) {
+        // Closed (by the field's drop) after leaving the list, so that no child
+        // forked meanwhile closes a number reused by then.
+        let fd = self.0.as_raw_fd();
+        locked().retain(|&f| f != fd);
+    }
+}
+
+/// The lock of [`LOCKED`], held across a `fork()` (see `fork`), so that the list the
+/// child receives is complete and none of its descriptors is being closed.
+pub(crate) fn hold_for_fork() -> MutexGuard<'static, Vec<RawFd>> {
+    locked()
+}
+
+/// In a forked child, with [`hold_for_fork`]'s guard: closes the child's copies of
+/// the report locks' descriptors (never unlocking them: that would release the
+/// parent's lock too).
+pub(crate) fn close_in_child(held: &mut Vec<RawFd>) {
+    for fd in held.drain(..) {
+        // SAFETY: a descriptor the parent held open at the fork; the child's copy
+        // is owned by no `File` that runs here (its owner was another thread).
+        unsafe { libc::close(fd) };
+    }
+}
+
 /// Opens `folder` and takes an exclusive `flock` on it, waiting for other writers.
-fn lock_folder(folder: &Path) -> Result<File, Error> {
-    let f = File::open(folder).map_err(io(folder))?;
+fn lock_folder(folder: &Path) -> Result<FolderLock, Error> {
+    let f = {
+        let mut list = locked();
+        let f = File::open(folder).map_err(io(folder))?;
+        list.push(f.as_raw_fd());
+        FolderLock(f)
+    };
     loop {
         // SAFETY: `flock` on a file descriptor this function owns.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+        if unsafe { libc::flock(f.0.as_raw_fd(), libc::LOCK_EX) } == 0 {
             return Ok(f);
         }
         let e = std::io::Error::last_os_error();

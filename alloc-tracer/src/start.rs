@@ -1,0 +1,94 @@
+//! Starting to trace: the setup the program's first allocation makes (the fork
+//! handlers, the settings from the environment, the exit report, the timeline), and
+//! choosing settings in code, which makes that setup first if no allocation has yet.
+
+use crate::config::{Mode, Settings};
+use crate::hot::control::{self, MODE_UNINIT};
+use crate::session;
+
+/// What the first allocation of the process sets up (the door's
+/// `first_allocation`), under the re-entrancy guard. Also run by
+/// [`Settings::apply`] before any allocation.
+pub(crate) fn first_allocation() {
+    crate::fork::arm();
+    settings_from_env();
+}
+
+/// Decides the mode at the first allocation, from the environment, and arms the
+/// exit report when `ALLOC_TRACE_REPORT` is set (whatever the mode: the program may
+/// choose one in code). Cold, once. Allocation-free on the success path; a bad
+/// setting is named in one line on standard error (pieces written with `write(2)`,
+/// which does not allocate or lock) and tracing stays off.
+fn settings_from_env() {
+    let settings = Settings::from_env();
+    let (settings, bad) = match settings {
+        Ok(s) => (s, None),
+        Err(e) => (Settings::default(), Some(e)),
+    };
+    settings.publish_intervals();
+    if control::init_mode(settings.mode.code(), settings.depth, settings.heap_on()) {
+        let (name, value, expected): (&[u8], &[u8], &[u8]) = match &bad {
+            None => (b"", b"", b""),
+            Some(crate::Error::Setting {
+                name,
+                value,
+                expected,
+            }) => (name.as_bytes(), value.as_bytes(), expected.as_bytes()),
+            // `from_env` makes no other error; should it, the line stays true.
+            Some(_) => (b"ALLOC_TRACE*", b"...", b"see the crate documentation"),
+        };
+        if bad.is_some() {
+            let pieces = [
+                b"alloc-tracer: ignoring invalid ",
+                name,
+                b"=",
+                value,
+                b" (",
+                expected,
+                b"); tracing is off\n",
+            ];
+            for piece in pieces {
+                // SAFETY: writes a live buffer of its length to fd 2.
+                unsafe { libc::write(2, piece.as_ptr().cast(), piece.len()) };
+            }
+        }
+        session::arm_exit_report();
+        if settings.mode != Mode::Off {
+            crate::timeline::start();
+        }
+    }
+}
+
+impl Settings {
+    /// Makes these settings current. Every thread redraws its countdowns to its next
+    /// sampled stack and next followed block under the new intervals within 1024 of
+    /// its allocations (`hot::countdown`); a change of mode also forgets every
+    /// thread's latest block (briefly taking the registry lock), since `count` mode
+    /// does not keep it up to date. A switch to a mode that follows no block (`off`,
+    /// or `count` without heap sampling) drops the blocks followed for lifetimes
+    /// and sampled for the heap: their frees would go unseen (the report counts those
+    /// followed for lifetimes in `dropped.followed_dropped`).
+    ///
+    /// Called before the program's first allocation, it first makes the setup that
+    /// allocation would have made: the fork handlers, the environment's settings
+    /// (which these then replace) and the `ALLOC_TRACE_REPORT` exit hook.
+    pub fn apply(self) {
+        if control::load().mode() == MODE_UNINIT {
+            crate::hot::thread::guarded(first_allocation);
+        }
+        self.publish_intervals();
+        if Settings::current().mode != self.mode {
+            crate::registry::forget_latest_blocks();
+        }
+        let old = control::set_mode(self.mode.code(), self.depth, self.heap_on());
+        crate::unseen_frees::control_changed(old);
+        // The calling thread takes up the new intervals at once (others within a
+        // countdown chunk), so that what it does next is sampled as they say.
+        if let Some(st) = crate::hot::thread::current().recording_state() {
+            crate::hot::countdown::redraw(st);
+        }
+        if self.mode != Mode::Off {
+            crate::timeline::start();
+        }
+    }
+}
