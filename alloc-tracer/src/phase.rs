@@ -27,8 +27,12 @@ pub struct PhaseTime {
     pub entries: u64,
     /// When it was first entered (monotonic ns), if ever.
     pub first_start_ns: Option<u64>,
-    /// Total time inside it, nested phases included.
+    /// Total time inside it, nested phases included, and of its entries still open
+    /// the time so far.
     pub total_ns: u64,
+    /// Entries open now (timed guards not dropped yet), and the sum of their starts.
+    open: u64,
+    open_starts_ns: u64,
 }
 
 static PHASES: Mutex<Vec<PhaseTime>> = Mutex::new(Vec::new());
@@ -99,6 +103,8 @@ pub fn phase(name: &str) -> PhaseGuard {
         let t = &mut p[id];
         t.entries += 1;
         t.first_start_ns.get_or_insert(start_ns);
+        t.open += 1;
+        t.open_starts_ns = t.open_starts_ns.wrapping_add(start_ns);
         id
     });
     let previous = control::set_phase(id).phase();
@@ -116,6 +122,8 @@ impl Drop for PhaseGuard {
         with_phases(|p| {
             if let Some(t) = p.get_mut(self.id) {
                 t.total_ns += elapsed;
+                t.open = t.open.saturating_sub(1);
+                t.open_starts_ns = t.open_starts_ns.wrapping_sub(self.start_ns);
             }
         });
     }
@@ -157,9 +165,24 @@ impl Drop for QuickPhaseGuard {
 }
 
 /// Every phase so far, indexed by phase id (id 0 is `"main"`, in force outside any
-/// phase guard).
+/// phase guard); a phase's open entries count up to now.
 pub fn phases() -> Vec<PhaseTime> {
-    with_phases(|p| p.clone())
+    phases_at(crate::hot::clock::now_ns())
+}
+
+/// [`phases`], open entries counted up to `now_ns` (monotonic, not before any
+/// open entry's start): a report's phases as of its end.
+pub(crate) fn phases_at(now_ns: u64) -> Vec<PhaseTime> {
+    with_phases(|p| {
+        p.iter()
+            .map(|t| PhaseTime {
+                total_ns: t.total_ns + (t.open.wrapping_mul(now_ns)).wrapping_sub(t.open_starts_ns),
+                open: 0,
+                open_starts_ns: 0,
+                ..t.clone()
+            })
+            .collect()
+    })
 }
 
 /// Stops recording until the returned guard is dropped (nests). Allocations and frees
@@ -190,5 +213,40 @@ impl Drop for PauseGuard {
             crate::registry::forget_latest_blocks();
         }
         control::set_paused(self.was_paused);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn time_of(name: &str) -> (u64, u64) {
+        let p = phases();
+        let t = p.iter().find(|t| t.name == name).unwrap();
+        (t.entries, t.total_ns)
+    }
+
+    #[test]
+    fn an_open_phase_counts_its_time_so_far() {
+        let pause = std::time::Duration::from_millis(20);
+        let outer = phase("open-outer");
+        std::thread::sleep(pause);
+        {
+            let _inner = phase("open-inner");
+            std::thread::sleep(pause);
+            let (entries, ns) = time_of("open-outer");
+            assert_eq!(entries, 1);
+            assert!(ns >= 2 * pause.as_nanos() as u64, "{ns} ns");
+            assert!(time_of("open-inner").1 >= pause.as_nanos() as u64);
+        }
+        drop(outer);
+        let (_, closed) = time_of("open-outer");
+        std::thread::sleep(pause);
+        assert_eq!(
+            time_of("open-outer").1,
+            closed,
+            "a closed phase's time stays"
+        );
+        assert!(time_of("open-inner").1 < closed);
     }
 }

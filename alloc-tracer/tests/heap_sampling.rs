@@ -74,6 +74,24 @@ fn heap_tables_match_known_blocks() {
     let root = common::scratch("heap_sampling");
     every_block_exactly(&root.join("mean1"));
     estimates_at_one_mib(&root.join("mean1mib"));
+    cut_stacks_counted(&root.join("depth2"));
+}
+
+/// In `count` mode the heap tables hold the report's only stacks: those cut at the
+/// depth limit are counted in the manifest like any site's.
+fn cut_stacks_counted(dir: &Path) {
+    Settings {
+        mode: Mode::Count,
+        heap_interval: Some(1),
+        depth: 2,
+        ..Default::default()
+    }
+    .apply();
+    let end = end_blocks();
+    alloc_tracer::write_report(dir).unwrap();
+    drop(end);
+    let m = manifest(dir);
+    assert!(m.dropped.stacks_at_depth_limit > 0, "{:?}", m.dropped);
 }
 
 fn every_block_exactly(dir: &Path) {

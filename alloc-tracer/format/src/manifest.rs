@@ -127,13 +127,14 @@ pub struct Totals {
 /// Percentiles of requested sizes, from the requested-size histogram.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct RequestedPercentiles {
-    /// Median request, bytes.
+    /// Median request, bytes (the floor of its requested-size bucket, as below).
     pub p50: u64,
     /// 90th percentile, bytes.
     pub p90: u64,
     /// 99th percentile, bytes.
     pub p99: u64,
-    /// Largest request, bytes (bucket floor).
+    /// Largest request, bytes, down to the floor of its bucket (buckets are under
+    /// 3.2 % wide; exact up to 64 bytes and at powers of two).
     pub max: u64,
 }
 

@@ -2,7 +2,7 @@
 //! then `1 << SUB_BITS` buckets per power of two. Used for requested sizes (5 bits:
 //! buckets under 3.2 % wide, like an HDR histogram with two significant digits) and
 //! for lifetimes (2 bits). Recording is one counter increment; the report turns the
-//! counts into an `hdrhistogram::Histogram` where one is wanted.
+//! counts into percentiles (bucket floors) where they are wanted.
 
 /// Sub-bucket bits of the requested-size histogram.
 pub const SIZE_SUB_BITS: u32 = 5;

@@ -148,24 +148,57 @@ pub(crate) fn hold_for_fork() -> MutexGuard<'static, Option<&'static str>> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Percentiles of requested sizes from an HDR histogram built from the buckets.
+/// Percentiles of requested sizes, each the floor of the requested-size bucket it
+/// falls in (log-linear buckets, a few per cent wide), and the floor of the highest
+/// bucket used.
 fn requested_percentiles(c: &Counts) -> RequestedPercentiles {
-    let Ok(mut h) = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 1 << 48, 2) else {
+    let total: u64 = c.requested.iter().sum();
+    let Some(last) = c.requested.iter().rposition(|&n| n > 0) else {
         return RequestedPercentiles::default();
     };
-    for (b, &n) in c.requested.iter().enumerate() {
-        if n > 0 {
-            let v = log_linear::bucket_low(b, SIZE_SUB_BITS).max(1);
-            h.saturating_record_n(v, n);
-        }
-    }
-    if h.is_empty() {
-        return RequestedPercentiles::default();
-    }
+    let floor = |b: usize| log_linear::bucket_low(b, SIZE_SUB_BITS);
+    let at = |q: f64| {
+        let want = ((q * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        let b = c
+            .requested
+            .iter()
+            .position(|&n| {
+                seen += n;
+                seen >= want
+            })
+            .unwrap_or(last);
+        floor(b)
+    };
     RequestedPercentiles {
-        p50: h.value_at_quantile(0.5),
-        p90: h.value_at_quantile(0.9),
-        p99: h.value_at_quantile(0.99),
-        max: h.max(),
+        p50: at(0.5),
+        p90: at(0.9),
+        p99: at(0.99),
+        max: floor(last),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requested_percentiles_are_bucket_floors_and_max_the_largest_request() {
+        let mut c = Counts::default();
+        c.requested[log_linear::size_bucket(64)] += 98;
+        c.requested[log_linear::size_bucket(1000)] += 1;
+        c.requested[log_linear::size_bucket(2 << 20)] += 1;
+        let p = requested_percentiles(&c);
+        let floor = |size| log_linear::bucket_low(log_linear::size_bucket(size), SIZE_SUB_BITS);
+        assert_eq!(
+            (p.p50, p.p90, p.p99, p.max),
+            (64, 64, floor(1000), 2 << 20),
+            "{p:?}"
+        );
+        assert!(floor(1000) <= 1000 && floor(1000) > 960);
+        assert_eq!(
+            requested_percentiles(&Counts::default()),
+            RequestedPercentiles::default()
+        );
     }
 }

@@ -40,7 +40,9 @@ pub fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Erro
 /// walk ran on the thread's own stack (frames were lost: in a program built without
 /// frame pointers every walk finds none). Walks off the thread's stack (counted
 /// apart, as foreign walks) also give empty stacks, so their count is taken off the
-/// empty stacks' allocations. The folded site is neither.
+/// empty stacks' allocations. The folded site is neither. Over every stack of the
+/// report: heap sampling's stacks of no counted allocation too (in `count` mode,
+/// the only ones).
 fn stack_ends(snap: &Snapshot, stacks: &[(&[usize], u64)], weight: u64) -> manifest::StackEnds {
     let mut ends = manifest::StackEnds::default();
     let (mut empty, mut empty_allocs) = (0, 0);
@@ -158,7 +160,7 @@ fn write_snapshot(
             rows,
         })
         .collect();
-    let ends = stack_ends(snap, &stacks, weight);
+    let ends = stack_ends(snap, &every_stack, weight);
     let manifest = manifest::build(snap, tables, ends, incomplete);
     let manifest_path = tmp.join(schema::MANIFEST);
     std::fs::write(&manifest_path, manifest.to_json()).map_err(io(&manifest_path))?;

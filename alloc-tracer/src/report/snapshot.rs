@@ -52,7 +52,7 @@ impl Snapshot {
             let taken_ns = crate::hot::clock::now_ns();
             let taken_unix_s = crate::hot::clock::unix_seconds();
             let settings = Settings::current();
-            let phases = crate::phase::phases();
+            let phases = crate::phase::phases_at(taken_ns);
             let timeline = crate::timeline::points();
             let labels = crate::labels::all();
             let sites = crate::registry::sites();
