@@ -267,6 +267,14 @@ fn delta(a: u64, b: u64) -> i64 {
     i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
 }
 
+/// Seconds rounded to whole nanoseconds: differences of float sums carry noise far
+/// below that (a report against itself differs by 1e-17 s, not 0), which would read
+/// as a saving.
+fn to_ns(s: f64) -> f64 {
+    // `+ 0.0` turns a rounded -0.0 into 0.0.
+    (s * 1e9).round() / 1e9 + 0.0
+}
+
 /// `n` as a signed amount, clamped.
 fn signed(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -355,6 +363,9 @@ pub fn diff(
             *t += r;
             *recycling_s.get_or_insert(0.0) += r;
         }
+        if let Some(t) = c.delta_cost_s.as_mut() {
+            *t = to_ns(*t);
+        }
     }
     let total =
         |m: &BTreeMap<String, Acc>| m.values().map(|s| s.allocs).fold(0, u64::saturating_add);
@@ -399,8 +410,10 @@ pub fn diff(
         };
         let (x, y) = (x.unwrap_or(&empty), y.unwrap_or(&empty));
         let d_cost = cal.map(|_| {
-            (y.cost_ns.unwrap_or(0.0) - x.cost_ns.unwrap_or(0.0)) * 1e-9
-                + recycling(x.allocs, y.allocs).unwrap_or(0.0)
+            to_ns(
+                (y.cost_ns.unwrap_or(0.0) - x.cost_ns.unwrap_or(0.0)) * 1e-9
+                    + recycling(x.allocs, y.allocs).unwrap_or(0.0),
+            )
         });
         if x.allocs != y.allocs || x.bytes != y.bytes {
             sites.push((
@@ -462,9 +475,12 @@ pub fn diff(
         predicted_change_s: base_side
             .cost_s
             .zip(change_side.cost_s)
-            .map(|(x, y)| y - x + recycling_s.unwrap_or(0.0)),
+            .map(|(x, y)| to_ns(y - x + recycling_s.unwrap_or(0.0))),
         recycling_s,
-        measured_change_s: base_side.wall_s.zip(change_side.wall_s).map(|(x, y)| y - x),
+        measured_change_s: base_side
+            .wall_s
+            .zip(change_side.wall_s)
+            .map(|(x, y)| to_ns(y - x)),
         wall_source: if given {
             "given (--base-seconds, --change-seconds)".to_owned()
         } else {

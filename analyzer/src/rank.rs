@@ -226,6 +226,10 @@ pub fn top_grouped(
     let mut groups: HashMap<String, (RankedSite, u64, String)> = HashMap::new();
     let mut sites = site_totals(report, phase);
     sites.sort_by_key(|s| s.site_id);
+    let total = sites
+        .iter()
+        .map(|s| s.alloc_count.saturating_add(s.realloc_count))
+        .fold(0, u64::saturating_add);
     for s in sites {
         let frames = frames_of(&report.frames, s.site_id);
         let (key, label) = match group {
@@ -289,7 +293,6 @@ pub fn top_grouped(
         g.bytes_requested = g.bytes_requested.saturating_add(s.bytes_requested);
         g.bytes_allocated = g.bytes_allocated.saturating_add(s.bytes_allocated);
         g.temporary_count = g.temporary_count.saturating_add(s.temporary_count);
-        g.share += s.share;
         if let Some(c) = cost {
             *g.cost_s.get_or_insert(0.0) += c;
         }
@@ -298,10 +301,11 @@ pub fn top_grouped(
         .into_values()
         .map(|(mut g, _, label)| {
             g.name = label;
-            g.temporary_share = ratio(
-                g.temporary_count,
-                g.alloc_count.saturating_add(g.realloc_count),
-            );
+            let calls = g.alloc_count.saturating_add(g.realloc_count);
+            g.temporary_share = ratio(g.temporary_count, calls);
+            // From the counts, not a sum of the sites' shares: a float sum of shares
+            // comes to 1.0000000000000002.
+            g.share = ratio(calls, total);
             g
         })
         .collect();

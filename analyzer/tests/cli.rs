@@ -952,10 +952,9 @@ fn diff_says_when_the_reports_differ_beyond_a_patch() {
     }
 }
 
-#[test]
-fn top_of_a_count_report_says_why_it_has_no_sites() {
-    // A `count` report: the fixture with no site rows and its mode changed.
-    let dir = copy_fixture("count-top");
+/// A `count` report: a copy of the fixture with no site rows and its mode changed.
+fn count_copy(name: &str) -> PathBuf {
+    let dir = copy_fixture(name);
     edit_table(&dir, "sites.parquet", |df| df.head(Some(0)));
     edit_manifest(&dir, |m| {
         m["mode"] = "count".into();
@@ -965,6 +964,12 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
             }
         }
     });
+    dir
+}
+
+#[test]
+fn top_of_a_count_report_says_why_it_has_no_sites() {
+    let dir = count_copy("count-top");
     let out = analyzer(&["top", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1003,6 +1008,89 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
         "was written in `count` mode, which records no sites",
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    // A run cut short passes any gate on growth: a gate refuses it; a plain diff
+    // says so.
+    let cut = copy_fixture("incomplete-gate");
+    edit_manifest(&cut, |m| m["incomplete"] = "SIGINT".into());
+    let cut = cut.to_str().unwrap();
+    assert_one_line_error(
+        &["diff", r, cut, "--fail-if", "allocs>+0"],
+        "is incomplete (written on SIGINT)",
+    );
+    let out = analyzer(&["diff", r, cut]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is incomplete"));
+
+    // A failed export leaves the file it would have replaced as it was.
+    let dir = std::env::temp_dir().join(format!("analyzer-keep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kept = dir.join("sites.parquet");
+    std::fs::write(&kept, b"an earlier export").unwrap();
+    let out = analyzer(&[
+        "export",
+        r,
+        "--format",
+        "parquet",
+        "--rules",
+        dir.join("no-such-rules.toml").to_str().unwrap(),
+        "-o",
+        kept.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(std::fs::read(&kept).unwrap(), b"an earlier export");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "a temporary file stayed"
+    );
+
+    // A count report priced or put in categories: empty, and said to be.
+    let count = count_copy("count-cost");
+    for cmd in ["cost", "categories"] {
+        let out = analyzer(&[cmd, count.to_str().unwrap()]);
+        assert!(out.status.success(), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("a count-mode report records no sites"),
+            "{cmd}: {stderr}"
+        );
+    }
+
+    // A negative number is a bad value, not an unknown argument.
+    let out = analyzer(&["top", r, "--limit", "-1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("invalid value '-1' for '--limit"),
+        "{stderr}"
+    );
+
+    // Group shares are ratios of counts: all sites in one group make exactly 1.
+    let out = analyzer(&["top", r, "--group-by", "category", "--format", "json"]);
+    let groups: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let shares: Vec<f64> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["share"].as_f64().unwrap())
+        .collect();
+    assert!(shares.iter().all(|s| *s <= 1.0), "{shares:?}");
+
+    // `peak --limit 0`: no sites shown, the categories still.
+    let m = memory_fixture();
+    let out = analyzer(&["peak", m.to_str().unwrap(), "--limit", "0"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("other (no rule matched)"), "{text}");
+    assert!(!text.contains("none of the sampled blocks"), "{text}");
+    for d in [dir, count, PathBuf::from(cut)] {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }
 
 /// A copy of the fixture whose site 0 allocates `factor` times as often.
@@ -1205,13 +1293,13 @@ fn check_within_budget_exits_0_with_every_limit_and_its_headroom() {
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
         "phase,limit,found,budget,over\n\
-         ,peak_live_bytes,0.0,1000000.0,false\n\
-         build,allocs,85726.0,85726.0,false\n\
-         build,bytes,2793080.0,2793080.0,false\n\
-         build,temporaries,80357.0,80357.0,false\n\
-         build,\"category.\"\"density trackers\"\".share\",0.0,0.0,false\n\
-         build,\"category.\"\"other (no rule matched)\"\".share\",1.0,1.0,false\n\
-         build,\"site.\"\"demo.rs:21\"\".allocs\",12.0,12.0,false\n"
+         ,peak_live_bytes,0,1000000,false\n\
+         build,allocs,85726,85726,false\n\
+         build,bytes,2793080,2793080,false\n\
+         build,temporaries,80357,80357,false\n\
+         build,\"category.\"\"density trackers\"\".share\",0,0,false\n\
+         build,\"category.\"\"other (no rule matched)\"\".share\",1,1,false\n\
+         build,\"site.\"\"demo.rs:21\"\".allocs\",12,12,false\n"
     );
 }
 

@@ -196,8 +196,11 @@ pub struct Held {
     pub phase: Option<String>,
     /// Heap sampling's mean interval in bytes (0: off).
     pub heap_interval: u64,
-    /// The sum of the estimates over every site (before `--phase` and `--limit`).
+    /// The sum of the estimates over the sites of the phase asked for (every phase
+    /// without `--phase`), before `--limit`.
     pub estimated_bytes: u64,
+    /// The same over every phase: 0 when no sampled block was live then at all.
+    pub estimated_bytes_all_phases: u64,
     /// Categories, largest first.
     pub categories: Vec<HeldCategory>,
     /// Sites, largest first (at most the limit).
@@ -342,6 +345,7 @@ pub fn held(
         phase: at_phase,
         heap_interval: m.heap_interval,
         estimated_bytes,
+        estimated_bytes_all_phases: all_bytes,
         categories,
         sites,
     }

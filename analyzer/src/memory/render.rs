@@ -52,13 +52,13 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         bytes(h.estimated_bytes as f64)
     )?;
     // Empty tables would read as a failure; say what they mean instead.
-    if h.estimated_bytes == 0 {
+    if h.estimated_bytes_all_phases == 0 {
         return writeln!(
             out,
             "no sampled block was live then: a block of fewer bytes than the interval is sampled only now and then (a smaller ALLOC_TRACE_HEAP, synth-driver --heap-sample, samples more)"
         );
     }
-    if h.sites.is_empty() {
+    if h.estimated_bytes == 0 {
         return writeln!(
             out,
             "none of the sampled blocks live then was allocated in the phase asked for"
@@ -79,6 +79,9 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             c.sites,
             c.category
         )?;
+    }
+    if h.sites.is_empty() {
+        return Ok(());
     }
     writeln!(out)?;
     writeln!(
@@ -125,7 +128,7 @@ mod tests {
         assert!(!text.contains("rank"), "{text}");
         // Sampled blocks live, none of them in the phase asked for.
         let h = Held {
-            estimated_bytes: 1 << 20,
+            estimated_bytes_all_phases: 1 << 20,
             ..h
         };
         let mut out = Vec::new();
@@ -133,6 +136,25 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("none of the sampled blocks"), "{text}");
         assert!(!text.contains("rank"), "{text}");
+        // Sites of that phase live, none shown (`--limit 0`): their categories.
+        let h = Held {
+            estimated_bytes: 1 << 20,
+            categories: vec![super::super::HeldCategory {
+                category: "gadget vectors".into(),
+                live_bytes: 1 << 20,
+                share: 1.0,
+                sites: 3,
+            }],
+            ..h
+        };
+        let mut out = Vec::new();
+        table(&mut out, &h).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("gadget vectors"), "{text}");
+        assert!(
+            !text.contains("none of the sampled") && !text.contains("rank"),
+            "{text}"
+        );
     }
 
     #[test]

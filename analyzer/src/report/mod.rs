@@ -161,7 +161,9 @@ impl Report {
             .filter(|r| r.phase != MAIN_PHASE)
             .map(|r| r.wall_ns)
             .fold(0, u64::saturating_add);
-        (self.manifest.duration_s - named as f64 / 1e9).max(0.0)
+        // In whole nanoseconds, so that the figure is as exact as its parts.
+        let duration_ns = (self.manifest.duration_s * 1e9).round() as u64;
+        duration_ns.saturating_sub(named) as f64 / 1e9
     }
 
     /// The phases the report names, in its order (`phases.parquet`), then any that

@@ -77,16 +77,9 @@ impl CostJob {
                 );
             }
         }
+        warn_if_other_host(&cal, &r);
+        no_sites_note(&r, phase, "to price");
         let est = cost::estimate(&r, &cal, &rules, phase, self.limit);
-        if !est.host_matches {
-            eprintln!(
-                "analyzer: the calibration was measured on {} ({}), the report taken on {} ({})",
-                est.calibration_host.0,
-                est.calibration_host.1,
-                est.report_host.0,
-                est.report_host.1
-            );
-        }
         Ok(render::cost(out, &est, s.format)?)
     }
 }
@@ -95,11 +88,11 @@ impl CostJob {
 /// (its site rows are empty, so every figure reads as zero and a gate passes). Says
 /// on stderr what makes two reports' figures differ beyond the patch: another mode
 /// (sampled figures are estimates) or another circuit (the driver's `rows` label).
-fn comparable(a: &report::Report, b: &report::Report) -> Result<()> {
+pub(crate) fn comparable(a: &report::Report, b: &report::Report) -> Result<()> {
     for r in [a, b] {
         if r.manifest.mode == "count" {
             anyhow::bail!(
-                "{} was written in `count` mode, which records no sites: diff compares \
+                "{} was written in `count` mode, which records no sites: a diff compares \
                  sites (trace with sites or sample:N; `analyzer info` gives a count \
                  report's totals)",
                 r.dir.display()
@@ -136,9 +129,27 @@ impl DiffJob {
         let rules = rules(self.inputs.rules.as_deref())?;
         let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
         comparable(&a, &b)?;
+        for r in [&a, &b] {
+            if let Some(why) = &r.manifest.incomplete {
+                // A run cut short allocated less: it passes any gate on growth.
+                if !conditions.is_empty() {
+                    anyhow::bail!(
+                        "the report {} is incomplete (written on {why}): its counts cover \
+                         part of the run, and --fail-if gates whole runs",
+                        r.dir.display()
+                    );
+                }
+                eprintln!(
+                    "analyzer: the report {} is incomplete (written on {why}): its counts \
+                     cover part of the run",
+                    r.dir.display()
+                );
+            }
+        }
         let phase = a.check_phase(self.phase.as_deref())?;
         b.check_phase(phase)?;
         let cal = calibration(self.inputs.calibration.as_deref())?;
+        warn_if_other_host(&cal, &b);
         if self.recycled && cal.operation(calibrate::RECYCLE).is_none() {
             anyhow::bail!(
                 "--recycled: the calibration has no `recycle` operation (made by an older \
@@ -178,6 +189,31 @@ impl CheckJob {
             .filter(|c| c.over())
             .map(|c| c.to_string())
             .collect())
+    }
+}
+
+/// Says on standard error when `cal` was measured on another machine than the one
+/// `r` was taken on: its prices are that machine's.
+pub(crate) fn warn_if_other_host(cal: &Calibration, r: &report::Report) {
+    let host = r.host();
+    if host != (cal.host.clone(), cal.cpu.clone()) {
+        eprintln!(
+            "analyzer: the calibration was measured on {} ({}), the report taken on {} ({}): \
+             its prices are the calibration host's",
+            cal.host, cal.cpu, host.0, host.1
+        );
+    }
+}
+
+/// Says on standard error why `r` has no site rows to work on (`what`: "to rank",
+/// ...), when it has none: an empty answer is an answer, but not a silent one.
+pub(crate) fn no_sites_note(r: &report::Report, phase: Option<&str>, what: &str) {
+    if r.rows(phase).next().is_none() {
+        eprintln!(
+            "analyzer: {}: no sites {what}: {}",
+            r.dir.display(),
+            crate::no_sites(r, phase)
+        );
     }
 }
 

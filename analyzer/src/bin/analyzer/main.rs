@@ -238,12 +238,19 @@ impl TopJob {
             }
             (None, group) => rank::top_grouped(&r, self.by, self.limit, phase, None, group, &rules),
         };
+        if let Some(cal) = &cal {
+            cost_jobs::warn_if_other_host(cal, &r);
+        }
         if sites.is_empty() {
             // An empty table is an answer; say why it is empty.
             eprintln!(
                 "analyzer: {}: no sites to rank: {}",
                 dir.display(),
-                no_sites(&r, phase)
+                if self.limit == 0 {
+                    "--limit 0 shows none"
+                } else {
+                    no_sites(&r, phase)
+                }
             );
         }
         Ok(render::sites(out, &sites, format)?)
@@ -256,6 +263,7 @@ impl CategoriesJob {
         let s = self.selection;
         let r = report::load(&s.report)?;
         let phase = r.check_phase(s.phase.as_deref())?;
+        cost_jobs::no_sites_note(&r, phase, "to put in categories");
         let cats = categories::totals(&r, &rules, phase);
         Ok(render::categories(out, &cats, s.format)?)
     }
@@ -275,6 +283,7 @@ impl FlamegraphJob {
             }
             (FlamegraphOf::Diff { base, change }, FlameBy::Allocated(by)) => {
                 let (a, b) = (report::load(base)?, report::load(change)?);
+                cost_jobs::comparable(&a, &b)?;
                 let phase = a.check_phase(self.phase.as_deref())?;
                 b.check_phase(phase)?;
                 export::flamegraph_diff(&a, &b, by, phase, &mut svg)?;
@@ -283,7 +292,7 @@ impl FlamegraphJob {
                 anyhow::bail!("--by peak-bytes draws one report; it does not combine with --diff")
             }
         }
-        std::fs::write(&self.out, svg).with_context(|| format!("{}", self.out.display()))
+        write_file(&self.out, &svg)
     }
 }
 
@@ -302,16 +311,17 @@ impl ExportJob {
     fn run(self) -> Result<()> {
         let r = report::load(&self.report)?;
         let phase = r.check_phase(self.phase.as_deref())?;
-        if r.rows(phase).next().is_none() {
-            // An empty export is written all the same: say why it is empty.
-            eprintln!(
-                "analyzer: {}: no sites to export: {}",
-                self.report.display(),
-                no_sites(&r, phase)
+        // An empty export is written all the same: say why it is empty.
+        cost_jobs::no_sites_note(&r, phase, "to export");
+        let binary = !matches!(self.format, ExportAs::Folded(_));
+        if binary && self.out.is_none() && std::io::stdout().is_terminal() {
+            anyhow::bail!(
+                "refusing to write binary output (pprof, parquet) to a terminal: give -o FILE"
             );
         }
-        let binary = !matches!(self.format, ExportAs::Folded(_));
-        let mut w = output(self.out.as_deref(), binary)?;
+        // Made whole before anything is written, so that a failure (a bad rules file,
+        // a damaged table) leaves an existing output file as it was.
+        let mut w = Vec::new();
         match self.format {
             ExportAs::Folded(by) => {
                 for line in export::folded(&r, by, phase) {
@@ -328,7 +338,14 @@ impl ExportJob {
                 export::named_sites_parquet(&rows, &mut w)?;
             }
         }
-        Ok(w.flush()?)
+        match &self.out {
+            Some(path) => write_file(path, &w),
+            None => {
+                let mut stdout = std::io::stdout().lock();
+                stdout.write_all(&w)?;
+                Ok(stdout.flush()?)
+            }
+        }
     }
 }
 
@@ -344,19 +361,16 @@ fn rules(path: Option<&Path>) -> Result<Vec<categories::Category>> {
     })
 }
 
-/// Where binary or text output goes: the file given, or standard output.
-fn output(path: Option<&Path>, binary: bool) -> Result<Box<dyn Write>> {
-    match path {
-        Some(p) => Ok(Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("{}", p.display()))?,
-        ))),
-        None => {
-            if binary && std::io::stdout().is_terminal() {
-                anyhow::bail!(
-                    "refusing to write binary output (pprof, parquet) to a terminal: give -o FILE"
-                );
-            }
-            Ok(Box::new(std::io::BufWriter::new(std::io::stdout())))
-        }
+/// Writes `bytes` to `path` through a temporary file beside it, renamed into place:
+/// a reader never sees half of it, and a failed write leaves what was there.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path
+        .file_name()
+        .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
+    written.with_context(|| format!("{}", path.display()))
 }

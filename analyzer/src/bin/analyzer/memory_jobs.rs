@@ -4,7 +4,7 @@
 use crate::{Selection, rules};
 use analyzer::memory::{self, Moment};
 use analyzer::report;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -32,6 +32,14 @@ impl HeldJob {
             );
         }
         let held = memory::held(&r, &m, self.moment, &rules, phase, self.limit);
+        if held.heap_interval == 0 && s.format != analyzer::render::Format::Table {
+            // The table says so in its text; JSON and CSV would be empty without a word.
+            eprintln!(
+                "analyzer: {}: heap sampling was off in this run: no sites hold sampled \
+                 memory (rerun with ALLOC_TRACE_HEAP=1MiB, synth-driver --heap-sample 1MiB)",
+                s.report.display()
+            );
+        }
         Ok(memory::render::held(out, &held, s.format)?)
     }
 }
@@ -47,7 +55,7 @@ impl TimelineJob {
         let r = report::load(&self.report)?;
         let m = memory::load(&r)?;
         let svg = memory::svg::timeline(&r, &m)?;
-        std::fs::write(&self.out, svg).with_context(|| format!("{}", self.out.display()))
+        crate::write_file(&self.out, svg.as_bytes())
     }
 }
 

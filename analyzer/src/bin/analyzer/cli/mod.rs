@@ -102,7 +102,7 @@ enum Command {
         #[arg(long, value_enum, default_value = "site")]
         group_by: GroupByArg,
         /// Rows to show.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
     },
     /// What a report is: mode, intervals, command line, host, phases (wall time,
@@ -149,7 +149,7 @@ enum Command {
         #[command(flatten)]
         cost: CostArgs,
         /// Sites to show.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
     },
     /// Compares two reports (baseline, then changed build): sites matched by their
@@ -169,10 +169,10 @@ enum Command {
         cost: CostArgs,
         /// Measured wall time of the baseline (seconds, e.g. a median of untraced
         /// runs); with --change-seconds it replaces the traced runs' phase times.
-        #[arg(long, requires = "change_seconds", value_parser = values::seconds)]
+        #[arg(long, requires = "change_seconds", value_parser = values::seconds, allow_negative_numbers = true)]
         base_seconds: Option<f64>,
         /// Measured wall time of the changed build (seconds).
-        #[arg(long, requires = "base_seconds", value_parser = values::seconds)]
+        #[arg(long, requires = "base_seconds", value_parser = values::seconds, allow_negative_numbers = true)]
         change_seconds: Option<f64>,
         /// The change recycles blocks (a pool, a free list) instead of allocating
         /// them: each allocation it removes still costs a take and a return, at the
@@ -180,7 +180,7 @@ enum Command {
         #[arg(long)]
         recycled: bool,
         /// Sites to show.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
         /// Exit 1 when the change grows beyond this: METRIC>THRESHOLD with METRIC
         /// allocs or temporaries (a count or %), bytes (B, KiB, MiB, GiB or %) or
@@ -242,7 +242,7 @@ enum Command {
         #[arg(long)]
         rules: Option<PathBuf>,
         /// Sites to show.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
     },
     /// What was still live when the report was written (leaks, and data kept to the
@@ -255,7 +255,7 @@ enum Command {
         #[arg(long)]
         rules: Option<PathBuf>,
         /// Sites to show.
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
     },
     /// A plot (SVG) of live bytes over time, phases shaded and the kept peak marked.
