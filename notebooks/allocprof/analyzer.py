@@ -12,6 +12,7 @@ import io
 import os
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -59,6 +60,9 @@ def named_sites(report_dir: str | os.PathLike, rules: str | os.PathLike | None =
     if out.returncode != 0:
         message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
         raise AnalyzerError(message)
+    # What the analyzer says of an answer it gives (why a table is empty, say).
+    for line in out.stderr.decode(errors="replace").splitlines():
+        warnings.warn(line, stacklevel=2)
     return pl.read_parquet(io.BytesIO(out.stdout))
 
 

@@ -66,12 +66,16 @@ def held_sites(h: dict, limit: int = 15) -> pl.DataFrame:
 
 
 def scale(reports: list[Report], phase: str = "synthesize") -> pl.DataFrame:
-    """One row per report: the rows it synthesized (its `rows` label), allocations in
-    `phase`, peak live bytes, and both per row."""
+    """One row per report: the rows it synthesized (its `rows` label, over all its
+    iterations), allocations in `phase`, peak live bytes, and both per row: allocations
+    over every row, the peak over one iteration's rows (each iteration's circuit is
+    freed before the next, so the peak is one iteration's)."""
     out = []
     for r in reports:
         m = r.manifest
-        rows = int(m.get("labels", {}).get("rows", 0))
+        labels = m.get("labels", {})
+        rows = int(labels.get("rows", 0))
+        rows_once = rows // max(int(labels.get("iterations", 1)), 1)
         ph = r.phases.filter(pl.col("phase") == phase)
         allocs = int(ph["alloc_count"].sum() + ph["realloc_count"].sum()) if ph.height else 0
         peak = int(m["totals"]["peak_live_bytes"])
@@ -82,7 +86,7 @@ def scale(reports: list[Report], phase: str = "synthesize") -> pl.DataFrame:
             "allocs": allocs,
             "peak_gib": peak / GIB,
             "allocs_per_row": allocs / rows if rows else None,
-            "peak_bytes_per_row": peak / rows if rows else None,
+            "peak_bytes_per_row": peak / rows_once if rows_once else None,
             "synthesis_s": float(ph["wall_ns"].sum()) / 1e9 if ph.height else None,
         })
     return pl.DataFrame(out)

@@ -45,7 +45,10 @@ class Report:
             path = self.dir / f"{name}.parquet"
             if not path.is_file():
                 raise ReportError(f"{path}: missing")
-            self._tables[name] = pl.read_parquet(path)
+            try:
+                self._tables[name] = pl.read_parquet(path)
+            except Exception as e:  # polars' errors do not name the file
+                raise ReportError(f"{path}: {e}") from e
         return self._tables[name]
 
     @property

@@ -18,8 +18,16 @@ RANK_KEYS = {
 
 
 def _phase_rows(report: Report, phase: str | None) -> pl.DataFrame:
+    """The site rows of `phase` (all if None). A phase the report does not name is an
+    error, as in the analyzer (`--phase`): a typo would otherwise read as an empty
+    phase."""
     rows = report.sites
-    return rows if phase is None else rows.filter(pl.col("phase") == phase)
+    if phase is None:
+        return rows
+    known = set(report.phases["phase"].to_list()) | set(rows["phase"].unique().to_list())
+    if phase not in known:
+        raise ValueError(f"{report.dir}: no phase {phase!r} (phases: {', '.join(sorted(known))})")
+    return rows.filter(pl.col("phase") == phase)
 
 
 def site_totals(report: Report, phase: str | None = None) -> pl.DataFrame:

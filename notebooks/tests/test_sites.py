@@ -47,3 +47,9 @@ def test_site_totals_add_up_to_the_table(any_report):
 def test_unknown_ranking_is_refused(report):
     with pytest.raises(ValueError):
         top_sites(report, by="speed")
+
+
+def test_a_phase_the_report_does_not_name_is_refused(report):
+    # As the analyzer's --phase: a typo must not read as an empty phase.
+    with pytest.raises(ValueError, match="no phase 'Synthesize'"):
+        top_sites(report, phase="Synthesize")
