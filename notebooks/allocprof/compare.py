@@ -238,9 +238,9 @@ def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "count") ->
 def matched_share(deltas: pl.DataFrame) -> float:
     """The share of the baseline's allocations and reallocs at sites found in both
     reports (status `both` or `moved`), from every row of `site_deltas` (limit=None):
-    `analyzer diff`'s `matched_alloc_share`. Below most, the per-site rows are churn
+    `analyzer diff`'s `matched_alloc_share` (0 for an empty baseline, as there). Below most, the per-site rows are churn
     of unmatched stacks rather than per-site change."""
     calls = pl.col("base_alloc_count") + pl.col("base_realloc_count")
     total = deltas.select(calls.sum()).item()
     both = deltas.filter(pl.col("status").is_in(MATCHED)).select(calls.sum()).item()
-    return float(both / total) if total else 1.0
+    return float(both / total) if total else 0.0
