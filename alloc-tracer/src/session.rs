@@ -204,7 +204,9 @@ pub(crate) fn arm_exit_report() {
 
 extern "C" fn report_at_exit() {
     let _ = std::panic::catch_unwind(|| {
-        let Some(setting) = std::env::var_os("ALLOC_TRACE_REPORT").map(PathBuf::from) else {
+        // Read with the C library's getenv, not std's: std's environment lock may be
+        // held, in a forked child, by a thread that did not come along.
+        let Some(setting) = crate::config::getenv(c"ALLOC_TRACE_REPORT").map(PathBuf::from) else {
             return;
         };
         // A forked child shares its parent's setting: it writes a report of its own
@@ -221,7 +223,7 @@ extern "C" fn report_at_exit() {
         if !crate::timeline::started() {
             // Tracing never came on: nothing to report. Unless the mode was chosen
             // (`ALLOC_TRACE=off`, or a bad value already named), say why there is none.
-            if std::env::var_os("ALLOC_TRACE").is_none() {
+            if crate::config::getenv(c"ALLOC_TRACE").is_none() {
                 eprintln!(
                     "alloc-tracer: ALLOC_TRACE_REPORT is set, but tracing was never on \
                      (set ALLOC_TRACE=count, sites or sample:N, or call Settings::apply): \

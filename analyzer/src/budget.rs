@@ -428,6 +428,8 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
         (Metric::Bytes, "MiB") => 1024.0 * 1024.0,
         (Metric::Bytes, "GiB") => 1024.0 * 1024.0 * 1024.0,
         (Metric::Cost, "s") => 1.0,
+        // No growth at all needs no unit.
+        (Metric::Cost, "") if number == 0.0 => 1.0,
         (Metric::Cost, "ms") => 1e-3,
         (Metric::Cost, "us") => 1e-6,
         (Metric::Cost, "ns") => 1e-9,
@@ -594,6 +596,11 @@ mod tests {
         assert_eq!(
             c("cost>+5ms").unwrap(),
             (Metric::Cost, Threshold::Absolute(5e-3))
+        );
+        // No growth at all, like temporaries>+0, needs no unit.
+        assert_eq!(
+            c("cost>+0").unwrap(),
+            (Metric::Cost, Threshold::Absolute(0.0))
         );
         assert_eq!(
             c("allocs>-1_000").unwrap(),

@@ -58,8 +58,8 @@ pub struct Info {
     pub incomplete: Option<String>,
     /// Threads that recorded anything.
     pub threads: u64,
-    /// Allocations over all phases, reallocs not counted (`realloc_count`; a phase's
-    /// `alloc_count` counts both).
+    /// Allocations over all phases, reallocs not counted (`realloc_count`), as in
+    /// each phase's `alloc_count`.
     pub alloc_count: u64,
     /// Reallocs over all phases.
     pub realloc_count: u64,

@@ -1049,6 +1049,26 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
         1,
         "a temporary file stayed"
     );
+    // Written through a link, the link stays (and so would `/dev/null`, a FIFO):
+    // only a regular file is replaced by a renamed one.
+    let link = dir.join("latest.parquet");
+    std::os::unix::fs::symlink(&kept, &link).unwrap();
+    let out = analyzer(&[
+        "export",
+        r,
+        "--format",
+        "parquet",
+        "-o",
+        link.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_ne!(std::fs::read(&kept).unwrap(), b"an earlier export");
 
     // A count report priced or put in categories: empty, and said to be.
     let count = count_copy("count-cost");

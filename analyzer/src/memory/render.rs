@@ -29,8 +29,9 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     match (h.live_bytes, h.time_s, &h.phase) {
         (Some(live), Some(t), Some(phase)) => writeln!(
             out,
-            "{what}: {} live at {t:.2} s, phase {phase}",
-            bytes(live as f64)
+            "{what}: {} live at {}, phase {phase}",
+            bytes(live as f64),
+            crate::render::seconds(t)
         )?,
         (Some(live), _, _) => writeln!(out, "{what}: {} live", bytes(live as f64))?,
         _ => writeln!(out, "{what}: no peak kept (live bytes never reached 1 MiB)")?,

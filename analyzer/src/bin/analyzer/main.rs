@@ -361,9 +361,19 @@ fn rules(path: Option<&Path>) -> Result<Vec<categories::Category>> {
     })
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it, renamed into place:
-/// a reader never sees half of it, and a failed write leaves what was there.
-fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes `bytes` to `path`, a whole output made before anything is written: a
+/// regular file (or a new one) through a temporary file beside it, renamed into
+/// place, so that a reader never sees half of it and a failed write leaves what was
+/// there; anything else (`/dev/null`, a FIFO, a link) is written to as it is, never
+/// replaced.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let regular = match std::fs::symlink_metadata(path) {
+        Ok(m) => m.file_type().is_file(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    };
+    if !regular {
+        return std::fs::write(path, bytes).with_context(|| format!("{}", path.display()));
+    }
     let name = path
         .file_name()
         .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
