@@ -1082,6 +1082,16 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
         );
     }
 
+    // An option the format does not read is refused, not ignored.
+    assert_one_line_error(
+        &["export", r, "--format", "folded", "--rules", "x.toml"],
+        "--rules names the categories of --format parquet",
+    );
+    assert_one_line_error(
+        &["export", r, "--format", "pprof", "--by", "bytes"],
+        "--by weights folded stacks",
+    );
+
     // A negative number is a bad value, not an unknown argument.
     let out = analyzer(&["top", r, "--limit", "-1"]);
     assert_eq!(out.status.code(), Some(2));

@@ -123,6 +123,9 @@ struct ExportJob {
     phase: Option<String>,
     format: ExportAs,
     out: Option<PathBuf>,
+    /// An option given that this format does not read, refused before any work:
+    /// silently ignored, it would read as applied.
+    unused: Option<&'static str>,
 }
 
 fn main() -> ExitCode {
@@ -309,6 +312,9 @@ fn no_sites(r: &report::Report, phase: Option<&str>) -> &'static str {
 
 impl ExportJob {
     fn run(self) -> Result<()> {
+        if let Some(why) = self.unused {
+            anyhow::bail!("{why}");
+        }
         let r = report::load(&self.report)?;
         let phase = r.check_phase(self.phase.as_deref())?;
         // An empty export is written all the same: say why it is empty.

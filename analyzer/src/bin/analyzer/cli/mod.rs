@@ -275,15 +275,15 @@ enum Command {
         /// (the named-sites table: one row per site and phase).
         #[arg(long, value_enum)]
         format: ExportFormat,
-        /// Weight of a folded stack (pprof carries all three, and the bytes and blocks
-        /// live at the kept peak: inuse_space, inuse_objects).
-        #[arg(long, value_enum, default_value = "count")]
-        by: WeightArg,
+        /// Weight of a folded stack, `count` by default (pprof carries all three,
+        /// and the bytes and blocks live at the kept peak: inuse_space, inuse_objects).
+        #[arg(long, value_enum)]
+        by: Option<WeightArg>,
         /// Only allocations made in this phase (e.g. synthesize).
         #[arg(long)]
         phase: Option<String>,
-        /// Category rules for the named-sites table (TOML, the format of the built-in
-        /// analyzer/src/default_categories.toml).
+        /// Category rules for the named-sites table, `--format parquet` (TOML, the
+        /// format of the built-in analyzer/src/default_categories.toml).
         #[arg(long)]
         rules: Option<PathBuf>,
         /// File to write (default: standard output).
@@ -438,8 +438,19 @@ impl Command {
             } => Job::Export(ExportJob {
                 report,
                 phase,
+                unused: match format {
+                    ExportFormat::Folded | ExportFormat::Pprof if rules.is_some() => Some(
+                        "--rules names the categories of --format parquet; folded stacks and \
+                         pprof profiles carry none",
+                    ),
+                    ExportFormat::Pprof | ExportFormat::Parquet if by.is_some() => Some(
+                        "--by weights folded stacks; pprof profiles and the named-sites table \
+                         carry every weight",
+                    ),
+                    _ => None,
+                },
                 format: match format {
-                    ExportFormat::Folded => ExportAs::Folded(by.into()),
+                    ExportFormat::Folded => ExportAs::Folded(by.unwrap_or(WeightArg::Count).into()),
                     ExportFormat::Pprof => ExportAs::Pprof,
                     ExportFormat::Parquet => ExportAs::NamedSites { rules },
                 },
