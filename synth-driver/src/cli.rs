@@ -68,9 +68,12 @@ struct TraceArgs {
     /// stack in N; temporaries among those, times N). Several, comma-separated,
     /// take turns iteration by iteration in one process, each with its own default
     /// settings (as --variant does; not with several variants or --report): what
-    /// each mode costs, timed without the machine's drift over seconds.
+    /// each mode costs, timed without the machine's drift over seconds. Default:
+    /// ALLOC_TRACE (which the tracer reads at the first allocation, so a --trace that
+    /// differs from it is refused), else off.
     #[arg(
         long,
+        env = "ALLOC_TRACE",
         default_value = "off",
         value_parser = parse_mode,
         value_delimiter = ',',
@@ -169,7 +172,8 @@ enum Command {
 #[derive(Args, Debug)]
 struct PorepArgs {
     /// Curio's c1.json, or the plain JSON of filecoin-proofs-api's
-    /// SealCommitPhase1Output. Any sector size.
+    /// SealCommitPhase1Output. Any sector size; a 32 GiB partition peaks near
+    /// 20 GiB of memory (452 MiB at 2 KiB; docs/memory.md).
     #[arg(long)]
     c1: Option<PathBuf>,
     /// Sector size of a partition with no C1 output (with --count-only, --blank or
@@ -324,6 +328,7 @@ impl Cli {
             None if blank => Prover::Mirror,
             other => other.unwrap_or(Prover::Reference),
         };
+        check_trace_env(&self.trace.trace)?;
         let report = self.trace.report.is_some();
         check_variants(&self.variant, &work, prover)?;
         check_turns(&self.variant, &self.trace.trace, &work, report)?;
@@ -439,6 +444,23 @@ fn check_turns(variants: &[Variant], modes: &[Mode], work: &Work, report: bool) 
 
 /// A `--trace` value. (The tracer's own parser, made for `ALLOC_TRACE`, takes an
 /// empty value for `off` and names the variable in its errors.)
+/// Refuses a `--trace` other than `ALLOC_TRACE`, when that is set to a mode: the
+/// tracer took it at the program's first allocation, so the report would hold the
+/// start in one mode and the rest in another.
+fn check_trace_env(modes: &[Mode]) -> Result<()> {
+    let Ok(env) = std::env::var("ALLOC_TRACE") else {
+        return Ok(());
+    };
+    match Mode::parse(env.trim()) {
+        Ok(m) if modes != [m] => bail!(
+            "ALLOC_TRACE={env} and --trace {} differ: the tracer took ALLOC_TRACE at the \
+             program's start; unset it, or give the same mode",
+            modes.iter().map(|m| m.name()).collect::<Vec<_>>().join(",")
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn parse_mode(s: &str) -> Result<Mode, String> {
     const EXPECTED: &str = "expected off, count, sites or sample:N (N >= 1)";
     if s.trim().is_empty() {

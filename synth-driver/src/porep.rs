@@ -222,21 +222,33 @@ pub fn read_c1(path: &Path) -> Result<SealCommitPhase1Output> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let value: serde_json::Value = serde_json::from_slice(&bytes)
         .with_context(|| format!("{}: not JSON (truncated or corrupt?)", path.display()))?;
-    let plain = if value.get("Phase1Out").is_some() {
+    let (plain, claimed) = if value.get("Phase1Out").is_some() {
         let wrapper: CurioC1 = serde_json::from_value(value)
             .with_context(|| format!("{}: not a Curio c1.json", path.display()))?;
-        base64::engine::general_purpose::STANDARD
+        let plain = base64::engine::general_purpose::STANDARD
             .decode(wrapper.phase1_out.trim())
-            .with_context(|| format!("{}: Phase1Out is not base64", path.display()))?
+            .with_context(|| format!("{}: Phase1Out is not base64", path.display()))?;
+        (plain, Some(wrapper.sector_size))
     } else {
-        bytes
+        (bytes, None)
     };
-    serde_json::from_slice(&plain).with_context(|| {
+    let c1: SealCommitPhase1Output = serde_json::from_slice(&plain).with_context(|| {
         format!(
             "{}: not a SealCommitPhase1Output (corrupt or another version?)",
             path.display()
         )
-    })
+    })?;
+    // The wrapper's own size and its proof's: a file edited or put together by hand
+    // could say one and hold the other.
+    let proof_size = u64::from(c1.registered_proof.sector_size());
+    if let Some(claimed) = claimed.filter(|&c| c != proof_size) {
+        bail!(
+            "{}: its SectorSize says {claimed} bytes, its proof ({:?}) is of {proof_size}",
+            path.display(),
+            c1.registered_proof
+        );
+    }
+    Ok(c1)
 }
 
 /// Partitions in the C1 output's proof.

@@ -27,6 +27,9 @@ pub fn run(job: Job) -> Result<()> {
     } = job;
     if let Some(dir) = &trace.report {
         check_writable(dir)?;
+        if let Work::Seal { out, .. } = &work {
+            check_apart(dir, out)?;
+        }
     }
     // Before anything starts a thread (progress bars, rayon, the prover's pools).
     signals::watch(trace.report.clone())?;
@@ -309,7 +312,12 @@ impl Runner<'_> {
                 };
                 (make(round, variant)?, shape)
             };
-            progress::ROWS.store(0, std::sync::atomic::Ordering::Relaxed);
+            // The mirror prover publishes its rows as it synthesizes; the stock prover
+            // publishes none, so the progress line keeps the rows its shape counted
+            // (the circuit's size), not a count stuck at 0.
+            if shape.is_none() {
+                progress::ROWS.store(0, std::sync::atomic::Ordering::Relaxed);
+            }
             let before = alloc_tracer::counts();
             let start = Instant::now();
             let (shape, digest, substituted) = {
@@ -447,6 +455,22 @@ fn enforce_allocs(before: &alloc_tracer::Counts, after: &alloc_tracer::Counts) -
 /// its folder's parent cannot be made or written, or the folder is something the
 /// tracer would refuse to replace (a file, or a folder holding more than a report).
 /// `%p` and `%t` are expanded first, as the tracer expands them.
+/// Refuses a report folder that holds the sealed sector's folder or lies inside it:
+/// the report would be refused after the seal (a report folder holds nothing else),
+/// or the seal's folder would hold the report.
+fn check_apart(report: &Path, out: &Path) -> Result<()> {
+    let whole = |p: &Path| std::path::absolute(alloc_tracer::expand_path(p)).unwrap_or_default();
+    let (report, out) = (whole(report), whole(out));
+    if out.starts_with(&report) || report.starts_with(&out) {
+        anyhow::bail!(
+            "--report {} and --out {} overlap: give the report a folder of its own",
+            report.display(),
+            out.display()
+        );
+    }
+    Ok(())
+}
+
 fn check_writable(dir: &Path) -> Result<()> {
     let dir = &alloc_tracer::expand_path(dir);
     let parent = match dir.parent() {

@@ -89,6 +89,51 @@ fn a_report_path_with_the_process_id_is_checked_expanded() {
 }
 
 #[test]
+fn a_report_folder_over_the_sealed_sector_is_refused_before_the_seal() {
+    let dir = scratch("overlap");
+    let report = dir.join("nest");
+    let out = seal_into(
+        &report.join("sector"),
+        &["--trace", "count", "--report", report.to_str().unwrap()],
+    );
+    refused_before_the_run(&out, "overlap: give the report a folder of its own");
+    assert!(!report.join("sector").exists());
+}
+
+#[test]
+fn alloc_trace_in_the_environment_is_the_mode() {
+    let dir = scratch("env");
+    // The tracer takes ALLOC_TRACE at the first allocation: another --trace would
+    // make a report of two modes.
+    let out = driver()
+        .env("ALLOC_TRACE", "sites")
+        .args(["--trace", "count", "sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    refused_before_the_run(&out, "ALLOC_TRACE=sites and --trace count differ");
+    // Alone, it is --trace's default: the exit hook's report is of the synthesis.
+    let hook = dir.join("hook");
+    let out = driver()
+        .env("ALLOC_TRACE", "count")
+        .env("ALLOC_TRACE_REPORT", &hook)
+        .args(["sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest = common::manifest(&hook);
+    assert_eq!(manifest["mode"], "count");
+    let alloc_count = manifest["totals"]["alloc_count"].as_u64().unwrap();
+    assert!(
+        alloc_count > 100_000,
+        "{alloc_count} allocations: not the synthesis"
+    );
+}
+
+#[test]
 fn seal_writes_only_where_it_sealed_before() {
     let dir = scratch("seal");
     // A folder of the user's: refused, its files untouched.

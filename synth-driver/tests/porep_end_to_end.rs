@@ -370,6 +370,15 @@ fn bad_c1_files_are_one_line_errors() {
             expected,
         ));
     }
+    // A Curio wrapper whose SectorSize is not its proof's.
+    let mut claims_32g = wrapper.clone();
+    claims_32g["SectorSize"] = 34_359_738_368u64.into();
+    let path = dir.join("claims-32g.json");
+    std::fs::write(&path, serde_json::to_vec(&claims_32g).unwrap()).unwrap();
+    cases.push((
+        vec!["porep".into(), "--c1".into(), path.display().to_string()],
+        "its SectorSize says 34359738368 bytes, its proof (StackedDrg2KiBV1_1) is of 2048",
+    ));
     for (args, expected) in cases {
         let out = driver().args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
