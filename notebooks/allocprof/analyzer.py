@@ -9,6 +9,7 @@ table is made on first use by running the analyzer binary, found as `binary` say
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -48,49 +49,42 @@ def binary() -> Path:
     )
 
 
+def _run(*args: str | os.PathLike) -> bytes:
+    """Runs the analyzer with `args`; returns its standard output. A failure raises
+    AnalyzerError with its message; what it says of an answer it gives (why a table is
+    empty, that heap sampling was off) becomes a warning."""
+    out = subprocess.run([str(binary()), *map(str, args)], capture_output=True)
+    if out.returncode != 0:
+        message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
+        raise AnalyzerError(message)
+    for line in out.stderr.decode(errors="replace").splitlines():
+        warnings.warn(line, stacklevel=3)
+    return out.stdout
+
+
 def named_sites(report_dir: str | os.PathLike, rules: str | os.PathLike | None = None) -> pl.DataFrame:
     """`analyzer export REPORT --format parquet [--rules RULES]`, read: one row per
     (site, phase) with site_id, phase, name, callers, category, category_index,
     stack_key and the counts (docs/report-schema.md, "Derived: the named-sites
     table")."""
-    args = [str(binary()), "export", str(report_dir), "--format", "parquet"]
-    if rules is not None:
-        args += ["--rules", str(rules)]
-    out = subprocess.run(args, capture_output=True)
-    if out.returncode != 0:
-        message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
-        raise AnalyzerError(message)
-    # What the analyzer says of an answer it gives (why a table is empty, say).
-    for line in out.stderr.decode(errors="replace").splitlines():
-        warnings.warn(line, stacklevel=2)
-    return pl.read_parquet(io.BytesIO(out.stdout))
+    rules_args = [] if rules is None else ["--rules", rules]
+    return pl.read_parquet(io.BytesIO(_run("export", report_dir, "--format", "parquet", *rules_args)))
 
 
 def info(report_dir: str | os.PathLike) -> dict:
     """`analyzer info REPORT --format json`, parsed: mode, phases (with `main`'s wall
     time as the run's time outside the named phases), threads, peak, dropped."""
-    import json
+    return json.loads(_run("info", report_dir, "--format", "json"))
 
-    out = subprocess.run([str(binary()), "info", str(report_dir), "--format", "json"],
-                         capture_output=True)
-    if out.returncode != 0:
-        message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
-        raise AnalyzerError(message)
-    return json.loads(out.stdout)
+
+#: The analyzer's command for each moment `held` answers for.
+MOMENTS = {"peak": "peak", "end": "leaks"}
 
 
 def held(report_dir: str | os.PathLike, moment: str = "peak") -> dict:
     """`analyzer peak REPORT --format json` (`moment` "peak") or `analyzer leaks`
     ("end"), every site: what holds the live bytes then, by site and category, as
     heap sampling estimates them, with the moment's exact live bytes."""
-    import json
-
-    command = {"peak": "peak", "end": "leaks"}[moment]
-    out = subprocess.run(
-        [str(binary()), command, str(report_dir), "--format", "json", "--limit", "1000000"],
-        capture_output=True,
-    )
-    if out.returncode != 0:
-        message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
-        raise AnalyzerError(message)
-    return json.loads(out.stdout)
+    if moment not in MOMENTS:
+        raise ValueError(f"moment {moment!r}: one of {', '.join(MOMENTS)}")
+    return json.loads(_run(MOMENTS[moment], report_dir, "--format", "json", "--limit", "1000000"))

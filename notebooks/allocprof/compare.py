@@ -27,6 +27,17 @@ MATCHED = ("both", "moved")
 LOOSE_PREFIX = "(lines ignored)\n"
 
 
+def _with_sites(*reports: Report) -> None:
+    """Refuses a `count` report, as `analyzer diff` does: it records no sites, so
+    every site of the other report would read as added or removed."""
+    for r in reports:
+        if r.manifest.get("mode") == "count":
+            raise ValueError(
+                f"{r.dir} was written in `count` mode, which records no sites: a comparison "
+                "of sites needs reports traced in `sites` or `sample:N`"
+            )
+
+
 def _delta_columns(measures) -> list[pl.Expr]:
     return [
         (pl.col(f"change_{m}").cast(pl.Int64) - pl.col(f"base_{m}").cast(pl.Int64)).alias(
@@ -67,6 +78,7 @@ def category_deltas(base: Report, change: Report, phase: str | None = None) -> p
     """Per category with sites on either side (the analyzer's order): both sides'
     totals and deltas; `count` is allocations plus reallocs, what `analyzer diff`'s
     category rows count."""
+    _with_sites(base, change)
     cols = list(MEASURES) + ["count", "sites"]
 
     def side(r: Report, prefix: str) -> pl.DataFrame:
@@ -157,6 +169,7 @@ def site_deltas(
     both sides' figures, the category, a name and a status: `both`, `moved` (matched
     with line numbers ignored, summed per side; `key="stack"` only), `removed` or
     `added`."""
+    _with_sites(base, change)
     b = _keyed_sites(base, phase, key)
     c = _keyed_sites(change, phase, key)
     if key == "stack":

@@ -1,5 +1,6 @@
 """Comparing two reports."""
 
+import json
 import shutil
 
 import polars as pl
@@ -128,3 +129,16 @@ def test_code_moved_within_its_file_matches_with_lines_ignored(
     assert (matched["delta_count"] == 0).all()
     assert compare.matched_share(sd) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
     assert compare.matched_share(sd) == 1.0
+
+
+def test_a_count_report_is_refused(report, tmp_path):
+    # As `analyzer diff`: it records no sites, so every site would read as added.
+    count_dir = tmp_path / "count"
+    shutil.copytree(report.dir, count_dir)
+    manifest = json.loads((count_dir / "manifest.json").read_text())
+    manifest["mode"] = "count"
+    (count_dir / "manifest.json").write_text(json.dumps(manifest))
+    count = allocprof.load(count_dir)
+    for f in (compare.site_deltas, compare.category_deltas):
+        with pytest.raises(ValueError, match="`count` mode"):
+            f(count, report)

@@ -121,7 +121,9 @@ impl Staging {
         self.committed = true;
         sync(&self.parent)?;
         if replaced {
-            std::fs::remove_dir_all(&self.tmp).map_err(io(&self.tmp))?;
+            // The report is in place: an old one left behind (a hidden folder beside
+            // it) is no reason to say it was not written.
+            let _ = std::fs::remove_dir_all(&self.tmp);
         }
         Ok(())
     }
@@ -150,7 +152,8 @@ impl Staging {
         self.committed = true;
         sync(&self.parent)?;
         if replacing {
-            std::fs::remove_dir_all(&old).map_err(io(&old))?;
+            // As in `commit`.
+            let _ = std::fs::remove_dir_all(&old);
         }
         Ok(())
     }
