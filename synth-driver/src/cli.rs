@@ -24,17 +24,22 @@ use std::path::PathBuf;
     synth-driver --prover mirror --variant inplace-lc --trace count sha256 --blocks 64\n  \
     synth-driver --prover mirror --variant pooled-enforce porep --sector-size 2KiB --synthetic\n  \
     synth-driver --json porep --sector-size 32GiB --synthetic --count-only\n  \
-    synth-driver poseidon --hashes 10000 --arity 8"
+    synth-driver poseidon --hashes 10000 --arity 8\n\n\
+    EXIT STATUS: 0 on success (and when the reader of standard output goes away);\n  \
+    2 on a usage error or a failed run (one line on standard error); 130 or 143\n  \
+    when SIGINT or SIGTERM stops a run (with --report, after writing the report,\n  \
+    marked incomplete)."
 )]
 pub struct Cli {
     #[command(flatten)]
     trace: TraceArgs,
-    /// Print one JSON object per iteration instead of text.
+    /// Print JSON instead of text: one object per iteration (seal: {"c1": PATH}).
     #[arg(long, global = true)]
     json: bool,
     /// reference: stock bellperson (create_proof_batch, stopped right after
     /// synthesis). mirror: the driver's replica of bellperson's ProvingAssignment,
     /// which adds an `enforce` phase around enforce closures and a digest of a/b/c.
+    /// Default: reference (mirror with --blank).
     #[arg(long, global = true, value_enum)]
     prover: Option<Prover>,
     /// Patch variant for A/B comparisons: same constraint system (same a/b/c digest
@@ -94,7 +99,10 @@ struct TraceArgs {
     /// Interval of the report's live-bytes timeline, in milliseconds (0 = none).
     #[arg(long, env = "ALLOC_TRACE_TIMELINE_MS", default_value_t = alloc_tracer::DEFAULT_TIMELINE_MS, global = true)]
     timeline_ms: u64,
-    /// Write the tracer's report (parquet tables and manifest.json) to this directory.
+    /// Write the tracer's report (parquet tables and manifest.json) to this directory,
+    /// with --trace other than off: new, empty, or an earlier report (replaced); any
+    /// other folder is refused before the run. %p and %t expand to the process id
+    /// and the start time.
     #[arg(long, global = true)]
     report: Option<PathBuf>,
     /// Sites listed in the printed summary, at most 10 (the tracer's summary keeps
@@ -114,7 +122,8 @@ enum Command {
         #[arg(long, value_parser = porep::parse_sector_size)]
         sector_size: (u64, RegisteredSealProof),
         /// Directory for c1.json and the sector's files: new, empty, or an earlier
-        /// seal's output (which is replaced); any other folder is refused.
+        /// seal's output (its files are written over; files this seal does not make
+        /// stay); any other folder is refused.
         #[arg(long)]
         out: PathBuf,
         /// Seed of the sector's data, ticket and challenge seed.
@@ -197,9 +206,10 @@ struct PorepArgs {
     /// any size, without sealing; the output says `witness: synthetic`).
     #[arg(long)]
     synthetic: bool,
-    /// Seed of the substituted values (--blank) or synthetic proofs (--synthetic).
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// Seed of the substituted values (--blank) or synthetic proofs (--synthetic);
+    /// default 0.
+    #[arg(long)]
+    seed: Option<u64>,
     /// Partition to synthesize (--c1).
     #[arg(long, default_value_t = 0)]
     partition: usize,
@@ -210,10 +220,10 @@ const NO_INPUT: &str =
     "porep needs --c1 FILE, or --sector-size SIZE with --count-only, --blank or --synthetic";
 
 impl PorepArgs {
-    /// The one input these flags describe, or why they describe none. Flags that
-    /// the input does not use and whose default changes nothing (`--seed` with
-    /// `--c1`) are accepted and ignored; a partition other than 0 with
-    /// `--sector-size` is refused (those inputs build partition 0).
+    /// The one input these flags describe, or why they describe none. A flag the
+    /// input does not use is refused (`--seed` with `--c1`, whose values are the
+    /// file's; a partition other than 0 with `--sector-size`, whose inputs build
+    /// partition 0): accepted, it would read as applied.
     fn input(self) -> Result<PorepInput> {
         let PorepArgs {
             c1,
@@ -240,6 +250,11 @@ impl PorepArgs {
                 if let Some(flag) = flag {
                     bail!("{flag} goes with --sector-size, not --c1");
                 }
+                if seed.is_some() {
+                    bail!(
+                        "--seed goes with --blank or --synthetic: a C1 output's values are its own"
+                    );
+                }
                 return Ok(PorepInput::C1 { path, partition });
             }
             (None, Some((_, proof))) => {
@@ -251,6 +266,12 @@ impl PorepArgs {
                 proof
             }
         };
+        if seed.is_some() && !blank && !synthetic {
+            bail!(
+                "--seed goes with --blank or --synthetic: --count-only alone counts the blank circuit"
+            );
+        }
+        let seed = seed.unwrap_or(0);
         Ok(match (count_only, blank, synthetic) {
             (_, true, true) => bail!("--blank and --synthetic exclude each other"),
             (true, true, false) => bail!(
@@ -328,21 +349,25 @@ impl Cli {
             None if blank => Prover::Mirror,
             other => other.unwrap_or(Prover::Reference),
         };
+        let count_only = matches!(
+            work,
+            Work::Porep {
+                input: PorepInput::CountOnly { .. },
+                ..
+            }
+        );
+        if self.prover.is_some() && (count_only || matches!(work, Work::Seal { .. })) {
+            bail!("--prover chooses who synthesizes; seal and --count-only synthesize nothing");
+        }
         check_trace_env(&self.trace.trace)?;
         let report = self.trace.report.is_some();
         check_variants(&self.variant, &work, prover)?;
         check_turns(&self.variant, &self.trace.trace, &work, report)?;
         let traced = self.trace.trace.iter().any(|&m| m != Mode::Off);
-        if traced
-            && matches!(
-                work,
-                Work::Porep {
-                    input: PorepInput::CountOnly { .. },
-                    ..
-                }
-            )
-        {
-            bail!("--count-only counts rows untraced, with no prover: --trace does not apply");
+        if count_only && (traced || report) {
+            bail!(
+                "--count-only counts rows untraced, with no prover: --trace and --report do not apply"
+            );
         }
         if report && !traced {
             bail!(
@@ -528,7 +553,7 @@ mod tests {
                 },
             ),
             (
-                "porep --c1 c1.json --partition 3 --seed 9",
+                "porep --c1 c1.json --partition 3",
                 PorepInput::C1 {
                     path: "c1.json".into(),
                     partition: 3,
@@ -589,6 +614,14 @@ mod tests {
             (
                 "porep --c1 c1.json --synthetic",
                 "--synthetic goes with --sector-size",
+            ),
+            (
+                "porep --c1 c1.json --seed 9",
+                "--seed goes with --blank or --synthetic",
+            ),
+            (
+                "porep --sector-size 2KiB --count-only --seed 9",
+                "--seed goes with --blank or --synthetic",
             ),
             (
                 "porep --sector-size 2KiB --blank --synthetic",
@@ -739,6 +772,19 @@ mod tests {
             (
                 "--trace sites porep --sector-size 2KiB --count-only",
                 "--count-only counts rows untraced",
+            ),
+            // Not the advice to add --trace, which --count-only refuses in turn.
+            (
+                "--report r porep --sector-size 2KiB --count-only",
+                "--trace and --report do not apply",
+            ),
+            (
+                "--prover mirror porep --sector-size 2KiB --count-only",
+                "seal and --count-only synthesize nothing",
+            ),
+            (
+                "--prover mirror seal --sector-size 2KiB --out s",
+                "seal and --count-only synthesize nothing",
             ),
         ] {
             let err = job(args).unwrap_err();
