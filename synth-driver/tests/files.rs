@@ -101,6 +101,22 @@ fn a_report_folder_over_the_sealed_sector_is_refused_before_the_seal() {
 }
 
 #[test]
+fn an_unwritable_parent_cache_is_named_before_the_seal() {
+    let dir = scratch("parents");
+    let out = driver()
+        .env("FIL_PROOFS_PARENT_CACHE", "/proc/no-such-folder")
+        .args(["seal", "--sector-size", "2KiB", "--out"])
+        .arg(dir.join("sector"))
+        .output()
+        .unwrap();
+    refused_before_the_run(
+        &out,
+        "/proc/no-such-folder (FIL_PROOFS_PARENT_CACHE) cannot be written",
+    );
+    assert!(!dir.join("sector").exists());
+}
+
+#[test]
 fn alloc_trace_in_the_environment_is_the_mode() {
     let dir = scratch("env");
     // The tracer takes ALLOC_TRACE at the first allocation: another --trace would
