@@ -105,11 +105,11 @@ struct TraceArgs {
     /// and the start time.
     #[arg(long, global = true)]
     report: Option<PathBuf>,
-    /// Sites listed in the printed summary, at most 10 (the tracer's summary keeps
-    /// 10; `analyzer top` ranks every site).
-    #[arg(long, default_value_t = alloc_tracer::SUMMARY_SITES, global = true,
-          value_parser = parse_top)]
-    top: usize,
+    /// Sites listed in the summary printed after the --report is written, at most
+    /// 10, the default (the tracer's summary keeps 10; `analyzer top` ranks every
+    /// site).
+    #[arg(long, global = true, value_parser = parse_top)]
+    top: Option<usize>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -369,6 +369,9 @@ impl Cli {
                 "--count-only counts rows untraced, with no prover: --trace and --report do not apply"
             );
         }
+        if self.trace.top.is_some() && !report {
+            bail!("--top lists sites of the summary printed with --report: give --report DIR");
+        }
         if report && !traced {
             bail!(
                 "--report with --trace off would write a report of nothing: give --trace count, sites or sample:N"
@@ -387,7 +390,7 @@ impl Cli {
                 lifetime_interval: self.trace.lifetimes,
                 timeline_ms: self.trace.timeline_ms,
                 report: self.trace.report,
-                top: self.trace.top,
+                top: self.trace.top.unwrap_or(alloc_tracer::SUMMARY_SITES),
             },
             output: if self.json {
                 Output::Json
@@ -765,6 +768,10 @@ mod tests {
                  (--iterations 2 or 4)",
             ),
             ("--top 11 sha256", "the summary lists 0 to 10 sites"),
+            (
+                "--top 3 --trace sites sha256",
+                "--top lists sites of the summary printed with --report",
+            ),
             (
                 "--report r sha256",
                 "--report with --trace off would write a report of nothing",
