@@ -176,13 +176,13 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             writeln!(out)?;
             writeln!(
                 out,
-                "{:>4} {:>12} {:>10} {:>10} {:>10} {:>7}  site (removing it saves ~saves)",
+                "{:>4} {:>12} {:>10} {:>10} {:>10} {:>7}  site {{category}} (removing it saves ~saves)",
                 "rank", "allocs", "direct", "indirect", "saves", "of phase"
             )?;
             for s in &c.sites {
                 writeln!(
                     out,
-                    "{:>4} {:>12} {:>10} {:>10} {:>10} {:>7}  {} [{}]",
+                    "{:>4} {:>12} {:>10} {:>10} {:>10} {:>7}  {} {{{}}}",
                     s.rank,
                     s.alloc_count.saturating_add(s.realloc_count),
                     seconds(s.direct_s),
