@@ -208,6 +208,23 @@ fn writes_only_its_own_reports() {
         strays(&failing, &[])
     );
 
+    // What writers killed mid-write left beside a report goes with the next write
+    // there; what a running process (pid 1) stages stays.
+    let abandoned = scratch("abandoned");
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    child.wait().unwrap();
+    let dead = child.id();
+    let leftovers = [
+        format!(".report.tmp-{dead}-0"),
+        format!(".report.old-{dead}-3"),
+        ".report.tmp-1-0".to_owned(),
+    ];
+    for l in &leftovers {
+        std::fs::create_dir_all(abandoned.join(l).join("inside")).unwrap();
+    }
+    write_report(&abandoned.join("report")).unwrap();
+    assert_eq!(strays(&abandoned, &["report"]), [".report.tmp-1-0"]);
+
     // A folder another program makes and fills while a report is written there,
     // after the writer checked the destination (its staging folder exists), is never
     // replaced: the program's file stays, whatever the write answers.
@@ -247,7 +264,7 @@ fn writes_only_its_own_reports() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 
-    for d in [root, shared, failing, racing] {
+    for d in [root, shared, failing, racing, abandoned] {
         std::fs::remove_dir_all(d).unwrap();
     }
 }

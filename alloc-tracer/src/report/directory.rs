@@ -64,6 +64,7 @@ impl Staging {
         if std::fs::symlink_metadata(&tmp).is_ok() {
             std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
         }
+        remove_left_by_the_dead(&parent, &name);
         std::fs::create_dir(&tmp).map_err(io(&tmp))?;
         Ok(Staging {
             dir: dir.to_owned(),
@@ -194,6 +195,47 @@ impl Drop for Staging {
     fn drop(&mut self) {
         if !self.committed {
             let _ = std::fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
+/// Removes the staging and set-aside folders of `name` (`.NAME.tmp-PID-N`,
+/// `.NAME.old-PID-N`) that writers killed while writing left beside it: those whose
+/// process no longer runs. Under the parent's lock, so no live writer's is touched;
+/// a folder whose pid now names another process stays.
+fn remove_left_by_the_dead(parent: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(rest) = file_name
+            .to_str()
+            .and_then(|f| f.strip_prefix(&format!(".{name}.")))
+        else {
+            continue;
+        };
+        let Some(pid_n) = rest
+            .strip_prefix("tmp-")
+            .or_else(|| rest.strip_prefix("old-"))
+        else {
+            continue;
+        };
+        let Some((pid, n)) = pid_n.split_once('-') else {
+            continue;
+        };
+        let (Ok(pid), true) = (
+            pid.parse::<libc::pid_t>(),
+            n.bytes().all(|b| b.is_ascii_digit()),
+        ) else {
+            continue;
+        };
+        // SAFETY: signal 0 only asks whether the process exists.
+        let gone = pid > 0
+            && unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
