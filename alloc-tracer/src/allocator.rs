@@ -9,8 +9,8 @@ use std::alloc::{GlobalAlloc, Layout};
 ///
 /// ```no_run
 /// #[global_allocator]
-/// static GLOBAL: alloc_tracer::TracingAllocator<tikv_jemallocator::Jemalloc> =
-///     alloc_tracer::TracingAllocator::new(tikv_jemallocator::Jemalloc);
+/// static GLOBAL: alloc_tracer::TracingAllocator<alloc_tracer::Jemalloc> =
+///     alloc_tracer::TracingAllocator::new(alloc_tracer::Jemalloc);
 /// ```
 ///
 /// All state is process-wide (there is one global allocator), so only one instance

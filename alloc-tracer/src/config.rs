@@ -93,7 +93,8 @@ pub const DEFAULT_TIMELINE_MS: u64 = crate::timeline::DEFAULT_INTERVAL_MS;
 pub struct Settings {
     /// The mode.
     pub mode: Mode,
-    /// Frames kept per stack (at most [`MAX_DEPTH`]).
+    /// Frames kept per stack: 1 to [`MAX_DEPTH`] (more is taken as `MAX_DEPTH`; the
+    /// environment's `ALLOC_TRACE_DEPTH` refuses 0 and more).
     pub depth: usize,
     /// Mean interval, in allocations, between blocks followed to their free in
     /// `sites` mode; 0 follows none. (`sample` mode follows its sampled blocks.)

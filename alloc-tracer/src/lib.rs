@@ -52,7 +52,8 @@
 //! on a whole synthesis, is measured in BENCHMARKS.md (with the commands that
 //! measure it). Memory: every thread that allocates while recording gets a state of
 //! about 210 KiB (counters for 16 phases, one per request size up to 1 KiB), plus a
-//! site table in `sites` and `sample` modes.
+//! site table in `sites` and `sample` modes, and in `sites` mode 2.2 MiB of kept
+//! walks for the guess.
 //!
 //! `ALLOC_TRACE_DEPTH` (default 48, at most 62) bounds stacks; `ALLOC_TRACE_LIFETIMES`
 //! (default 64) follows one block in N to its free in `sites` mode; `sample:N` follows
@@ -109,13 +110,15 @@
 //! [`set_allocator_name`] names it in the manifest and the summary. Reports are written by [`Session::finish`], when a
 //! [`Session`] drops (also when a panic unwinds through it), by [`write_report`], and
 //! at normal process exit (including `std::process::exit` and a panic that ends
-//! `main`) when `ALLOC_TRACE_REPORT` is set. Threads that have exited were merged
+//! `main`) when `ALLOC_TRACE_REPORT` is set (unless the program's latest report
+//! went to that same folder: no second copy; a relative path is taken from the
+//! working directory at the first allocation). Threads that have exited were merged
 //! into global tables; live threads (rayon workers) are read in place. Nothing is
 //! written on `panic = "abort"` or a fatal signal; [`write_incomplete_report`] marks a
 //! report of a run stopped early (synth-driver writes one on SIGINT and SIGTERM).
 //!
-//! A report path may hold `%p` (the process id) and `%t` (when tracing started, Unix
-//! seconds), so that processes sharing one setting write apart. A report replaces
+//! A report path may hold `%p` (the process id) and `%t` (when the tracer started,
+//! Unix seconds), so that processes sharing one setting write apart. A report replaces
 //! only a folder that is a report of this tracer's and holds nothing else; writers
 //! of one folder take turns. What else holds inside any program (fork, foreign
 //! stacks, bounded memory) and what does not is in `docs/guarantees.md`.
@@ -169,7 +172,7 @@ pub use phase::{
 pub use registry::{Counts, PhaseTotals};
 pub use report::manifest::set_allocator_name;
 pub use report::schema::{self, SCHEMA_VERSION};
-pub use report::{ReportSummary, SUMMARY_SITES, Totals};
+pub use report::{ReportSummary, SUMMARY_SITES, TopSite, Totals};
 pub use session::{Session, check_report_dir, expand_path, write_incomplete_report, write_report};
 pub use symbolize::Frame;
 /// tikv-jemallocator's allocator, the usual inner allocator (feature `jemalloc`, on by
@@ -184,8 +187,10 @@ pub fn counts() -> Counts {
     hot::thread::guarded(registry::counts)
 }
 
-/// The real size (bytes) of the block jemalloc serves for a `size`/`align` request
-/// through tikv-jemallocator: what `nallocx` says, computed without calling it.
+/// The bytes of the block jemalloc serves for a `size`/`align` request through
+/// tikv-jemallocator: what `nallocx` says, computed without calling it (the tracer's
+/// *block bytes*). Up to 14336 bytes that is a size class's size; above, the request
+/// rounded up to whole pages, not necessarily any [`class_bytes`].
 pub fn size_class_of(size: usize, align: usize) -> usize {
     hot::size_class::usable(hot::size_class::index_of(size, align), size)
 }

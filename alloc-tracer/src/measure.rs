@@ -42,7 +42,14 @@ pub struct Measured {
 }
 
 /// Runs `f` and returns its result with what this thread allocated meanwhile. If
-/// the tracer is off, it is switched to `count` first (process-wide, and left so).
+/// the tracer is off, it is switched to `count` first (process-wide, and left so;
+/// that starts the tracer's timeline thread, and `count` counts no temporaries).
+///
+/// # Panics
+/// When nothing would be counted: `TracingAllocator` is not this binary's
+/// `#[global_allocator]` (each `tests/*.rs` file is a binary of its own and needs
+/// its own), or recording is paused ([`pause`](crate::pause), process-wide). A
+/// budget checked against zeros would pass whatever the code does.
 ///
 /// ```no_run
 /// let (v, m) = alloc_tracer::measure(|| vec![1u8; 100]);
@@ -54,6 +61,9 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     // First: on a thread with no state yet, this makes it by an allocation, which
     // must not count as the closure's.
     let watch = with_state(live::watch_start);
+    if watch.is_none() {
+        nothing_counted();
+    }
     let stacks = crate::hot::control::load().stacks();
     let sites_before = if stacks {
         this_thread_sites()
@@ -149,6 +159,11 @@ pub fn last_top_sites() -> Vec<(String, u64)> {
 /// should run alone (a test binary of its own, or `--test-threads=1`).
 pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
+    if with_state(|_| ()).is_none() {
+        nothing_counted();
+    }
+    // Its failures name no sites: none from an earlier `measure`.
+    thread::guarded(|| LAST_SITES.with(|l| l.borrow_mut().clear()));
     let before = crate::counts().all_phases();
     let live_before = live::reset_watched_peak();
     let r = f();
@@ -161,6 +176,21 @@ pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, Measured) {
             ..difference(&before, &after)
         },
     )
+}
+
+/// Why the calling thread has no state after an allocation, with the tracer on.
+#[cold]
+fn nothing_counted() -> ! {
+    if crate::hot::control::load().paused() {
+        panic!(
+            "alloc_tracer::measure: recording is paused (alloc_tracer::pause, process-wide): \
+             nothing would be counted"
+        );
+    }
+    panic!(
+        "alloc_tracer::measure: no allocation reaches the tracer: make TracingAllocator this \
+         binary's #[global_allocator] (each tests/*.rs file is a binary of its own)"
+    );
 }
 
 /// Switches the tracer to `count` if it is off (process-wide, and left so).

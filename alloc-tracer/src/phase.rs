@@ -87,7 +87,12 @@ fn id_of(p: &mut Vec<PhaseTime>, name: &str) -> usize {
     }
 }
 
-/// Marks a region until the guard is dropped; see the module docs.
+/// Marks a region until the guard is dropped. Phases are process-wide: the phase
+/// in force covers every thread's allocations, and dropping a guard restores the
+/// phase in force when it was made, so guards must be dropped in the reverse order
+/// of their making, from one driving thread (else a finished phase can stay in
+/// force). Up to 15 names are told apart, `main` among them; later names count as
+/// `(other phases)`.
 #[must_use = "the phase ends when the guard is dropped"]
 pub struct PhaseGuard {
     id: usize,
@@ -95,7 +100,7 @@ pub struct PhaseGuard {
     start_ns: u64,
 }
 
-/// Enters phase `name` until the returned guard is dropped.
+/// Enters phase `name` until the returned guard is dropped (see [`PhaseGuard`]).
 pub fn phase(name: &str) -> PhaseGuard {
     let start_ns = crate::hot::clock::now_ns();
     let id = with_phases(|p| {
@@ -131,8 +136,9 @@ impl Drop for PhaseGuard {
 
 /// A phase looked up once and entered cheaply many times: one atomic update of the
 /// control word on entry and one on exit, no lock and no clock. For tight regions such
-/// as the evaluation of each enforce closure. Time inside quick guards is not added
-/// to the phase's `wall_ns` (only [`phase`] guards measure time).
+/// as the evaluation of each enforce closure. Quick guards are not timed or counted:
+/// the phase's `total_ns` (the report's `wall_ns`), `entries` and `first_start_ns`
+/// come from [`phase`] guards only. Process-wide, as [`PhaseGuard`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PhaseId(usize);
 
@@ -185,8 +191,10 @@ pub(crate) fn phases_at(now_ns: u64) -> Vec<PhaseTime> {
     })
 }
 
-/// Stops recording until the returned guard is dropped (nests). Allocations and frees
-/// made meanwhile are not counted at all, so live-byte figures are off by whatever a
+/// Stops recording on every thread, process-wide (for one thread, see
+/// [`untraced`](crate::untraced)), until the returned guard is dropped; nests on one
+/// thread (each guard restores the state it found, so guards of two threads must
+/// not interleave). Allocations and frees made meanwhile are not counted at all, so live-byte figures are off by whatever a
 /// paused region leaves allocated or frees. Resuming forgets every thread's latest
 /// block: a block allocated before the pause is not a temporary when freed after it.
 /// Pausing drops the blocks followed for lifetimes and sampled for the heap, whose

@@ -15,7 +15,11 @@ use std::sync::{Mutex, OnceLock};
 static LAST_WRITTEN: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 /// Writes a report of everything recorded so far to `dir` (see `report::write`),
-/// with `%p` and `%t` in it expanded ([`expand_path`]).
+/// with `%p` and `%t` in it expanded ([`expand_path`]). It creates `dir`'s parent if
+/// missing, waits for any other writer of that folder (a `flock`), and symbolizes
+/// every address the report holds (tens of milliseconds to seconds). Estimates are
+/// weighted by the mode in force now: a `sample:N` run switched to `off` before its
+/// report is written is reported unweighted.
 pub fn write_report(dir: &Path) -> Result<ReportSummary, Error> {
     write(dir, None)
 }
@@ -51,17 +55,20 @@ fn write_expanded(dir: PathBuf, incomplete: Option<&str>) -> Result<ReportSummar
     Ok(summary)
 }
 
-/// Fails, as writing a report there would, when `dir` (`%p` and `%t` expanded) is
-/// neither absent, nor an empty folder, nor a report of this tracer's holding
-/// nothing else: for programs that check where their report goes before a long run
-/// rather than learn it at the end. Writing checks again.
+/// Fails when `dir` (`%p` and `%t` expanded) is neither absent, nor an empty folder,
+/// nor a report of this tracer's holding nothing else, as writing a report there
+/// would: for programs that check where their report goes before a long run rather
+/// than learn it at the end. It does not try to write (a read-only filesystem still
+/// fails at the end). Writing checks again.
 pub fn check_report_dir(dir: &Path) -> Result<(), Error> {
     let dir = crate::hot::thread::guarded(|| expand_path(dir));
     report::directory::check_replaceable(&dir)
 }
 
-/// `path` with `%p` replaced by the process id, `%t` by when tracing started (Unix
-/// seconds) and `%%` by `%`.
+/// `path` with `%p` replaced by the process id, `%t` by when the tracer started
+/// (Unix seconds: the process's first allocation, or the first
+/// [`Settings::apply`](crate::Settings::apply) before it) and `%%` by `%`. A path
+/// that is not UTF-8 is returned as it is.
 pub fn expand_path(path: &Path) -> PathBuf {
     let Some(text) = path.to_str() else {
         return path.to_owned();
