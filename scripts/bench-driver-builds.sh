@@ -43,6 +43,8 @@ bench_default_build() {
     case $1 in
       --rounds) rounds=$2; shift 2 ;;
       --out) out=$2; shift 2 ;;
+      # Before the builds and the seal: asking for the options costs nothing.
+      -h|--help) python3 scripts/bench_rounds.py "$table" --help; return ;;
       *) extra+=("$1"); shift ;;
     esac
   done

@@ -2,8 +2,11 @@
 # Instructions per malloc+free pair that alloc-tracer adds in each mode, counted by
 # callgrind: repeatable to the instruction, unlike wall time on a shared 2-core VM.
 # Each run measures jemalloc alone and then one configuration; a baseline run measures
-# jemalloc alone, so a configuration adds (its run - 2 x baseline) / pairs
-# instructions per pair over jemalloc.
+# jemalloc alone. A run is F + J + C instructions: F the process's own start and end,
+# J jemalloc's pairs, C the configuration's pairs (jemalloc's again, and what the
+# configuration adds). A baseline is F + J, and one of twice the pairs F + 2J, which
+# gives F. So a configuration adds (its run + F - 2 x baseline) / pairs instructions
+# per pair over jemalloc.
 # Usage: scripts/bench-instructions.sh   (needs valgrind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,17 +22,26 @@ pairs=200000
 # every configuration runs 3.3 x pairs pairs in all.
 per_config=$(( pairs * 33 / 10 ))
 count() {
-  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" 1 "$pairs" "$@" 2>&1 >/dev/null \
+  count_pairs "$pairs" "$@"
+}
+count_pairs() {
+  local n=$1
+  shift
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" 1 "$n" "$@" 2>&1 >/dev/null \
     | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 # Per way of reaching the allocator (see benches/alloc_pair.rs): a run of jemalloc
 # alone reached that way is the baseline of that column.
 base_inlined=$(count "no such configuration" inlined)
 base_called=$(count "no such configuration" called)
+# F, the instructions of a run that are no pair's.
+fixed_inlined=$(( 2 * base_inlined - $(count_pairs $((2 * pairs)) "no such configuration" inlined) ))
+fixed_called=$(( 2 * base_called - $(count_pairs $((2 * pairs)) "no such configuration" called) ))
 printf '| configuration | inlined: instructions per pair added | called: instructions per pair added |\n|---|---:|---:|\n'
 for c in floor off count sample "sites, depth 16, no lifetimes" "sites, depth 16, lifetimes 1/64" "sites, depth 48, no lifetimes" "sites, depth 48, lifetimes 1/64"; do
   inlined=$(count "$c" inlined)
   called=$(count "$c" called)
-  awk -v c="$c" -v i="$inlined" -v bi="$base_inlined" -v k="$called" -v bk="$base_called" -v n="$per_config" \
-    'BEGIN { printf "| %s | %.1f | %.1f |\n", c, (i - 2 * bi) / n, (k - 2 * bk) / n }'
+  awk -v c="$c" -v i="$inlined" -v bi="$base_inlined" -v fi="$fixed_inlined" \
+    -v k="$called" -v bk="$base_called" -v fk="$fixed_called" -v n="$per_config" \
+    'BEGIN { printf "| %s | %.1f | %.1f |\n", c, (i + fi - 2 * bi) / n, (k + fk - 2 * bk) / n }'
 done

@@ -74,9 +74,10 @@ def counts(name):
         record = sum(record_site_parts.parts(str(out / f"{name}.cg.1"),
                                              str(out / "bin/synth-driver")).values())
     return total, record
-# The analyzer's phase `alloc_count` counts allocations and reallocs.
+# Allocations and reallocs: the analyzer's phase `alloc_count` counts allocations,
+# `realloc_count` reallocs (each recorded with its stack in `sites` mode).
 phases = json.loads((out / "report-sites.json").read_text())["phases"]
-allocs = next(p["alloc_count"] for p in phases if p["phase"] == "synthesize")
+allocs = next(p["alloc_count"] + p["realloc_count"] for p in phases if p["phase"] == "synthesize")
 off, _ = counts("off")
 print(f"2 KiB PoRep partition 0, synthesis only: {allocs:,} allocations and reallocs recorded\n")
 print("| `--trace` | synthesis instructions | added per allocation | of which `record_site` |")
