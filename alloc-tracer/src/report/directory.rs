@@ -105,7 +105,10 @@ impl Staging {
                 }
                 // `tmp` now holds what was at the destination.
                 if let Err(refused) = check_replaceable(&self.tmp) {
+                    // Until traded back, `tmp` is not ours to remove on an error.
+                    self.committed = true;
                     rename2(&self.tmp, &self.dir, libc::RENAME_EXCHANGE).map_err(io(&self.dir))?;
+                    self.committed = false;
                     return Err(match refused {
                         Error::NotReplaced { why, .. } => Error::NotReplaced {
                             path: self.dir.clone(),
