@@ -115,7 +115,7 @@
 //! working directory at the first allocation). Threads that have exited were merged
 //! into global tables; live threads (rayon workers) are read in place. Nothing is
 //! written on `panic = "abort"` or a fatal signal; [`write_incomplete_report`] marks a
-//! report of a run stopped early (synth-driver writes one on SIGINT and SIGTERM).
+//! report of a run stopped early (synth-driver writes one on SIGINT, SIGTERM and SIGHUP).
 //!
 //! A report path may hold `%p` (the process id) and `%t` (when the tracer started,
 //! Unix seconds), so that processes sharing one setting write apart. A report replaces

@@ -12,9 +12,9 @@
 //! The binary reads its command line into a [`job::Job`] ([`cli`]), which checks
 //! every flag combination before any work, then runs it under the tracer
 //! ([`runner`]) and prints each iteration ([`output`]). `--allocator` chooses the
-//! tracer's inner allocator at start ([`allocator`]). SIGINT and SIGTERM end a run
-//! with exit code 130 and 143, after writing the report of the run so far, marked
-//! incomplete, when there is one to write ([`signals`]).
+//! tracer's inner allocator at start ([`allocator`]). SIGINT, SIGTERM and SIGHUP end
+//! a run with exit code 130, 143 and 129, after writing the report of the run so far,
+//! marked incomplete, when there is one to write ([`signals`]).
 
 mod allocator;
 mod c1_shape;

@@ -1,7 +1,10 @@
-//! What SIGINT and SIGTERM do to a run: with `--report DIR`, write the report of what
-//! was recorded so far, marked incomplete in its manifest (`"incomplete": "SIGINT"`),
-//! then exit with 130 (SIGINT) or 143 (SIGTERM); without it, just exit with those
-//! codes.
+//! What SIGINT, SIGTERM and SIGHUP do to a run: with `--report DIR`, write the report
+//! of what was recorded so far, marked incomplete in its manifest (`"incomplete":
+//! "SIGINT"`), then exit with 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP: the
+//! terminal went away, a dropped ssh session); without it, just exit with those
+//! codes. A run started under `nohup` ignores SIGHUP as before: an ignored signal is
+//! never pending, so it is never taken. What the signal thread says goes to standard
+//! error without failing if that is gone (a closed terminal).
 //!
 //! A signal handler cannot write a report (it allocates, takes locks and does I/O,
 //! none of it async-signal-safe), so no handler is installed: both signals are
@@ -37,7 +40,7 @@ static REPORT: Mutex<Option<PathBuf>> = Mutex::new(None);
 /// Set by the signal thread once its own code runs (see [`watch`]).
 static STARTED: AtomicBool = AtomicBool::new(false);
 
-/// Blocks SIGINT and SIGTERM in the calling thread and starts the thread that waits
+/// Blocks the stop signals in the calling thread and starts the thread that waits
 /// for them, which writes a report to `report` (if any) when one arrives.
 ///
 /// Must be called from the main thread before any other thread starts: a thread
@@ -46,7 +49,7 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 pub fn watch(report: Option<PathBuf>) -> Result<()> {
     *lock() = report;
     let set = ffi::stop_signals();
-    ffi::block(&set).context("blocking SIGINT and SIGTERM")?;
+    ffi::block(&set).context("blocking SIGINT, SIGTERM and SIGHUP")?;
     // The driver's own thread, not the program under study: its allocations stay out
     // of the report. `untraced` cannot reach one of them: std's start-up of a named
     // thread copies the name (for its stack-overflow message) on the new thread,
@@ -62,7 +65,7 @@ pub fn watch(report: Option<PathBuf>) -> Result<()> {
                 wait(&set)
             })
     })
-    .context("starting the thread that waits for SIGINT and SIGTERM")?;
+    .context("starting the thread that waits for SIGINT, SIGTERM and SIGHUP")?;
     while !STARTED.load(Acquire) {
         std::thread::yield_now();
     }
@@ -86,14 +89,16 @@ fn lock() -> MutexGuard<'static, Option<PathBuf>> {
     REPORT.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The signal thread: waits for the first SIGINT or SIGTERM and ends the process.
+/// The signal thread: waits for the first stop signal and ends the process.
 fn wait(set: &ffi::SigSet) -> ! {
     let signal = match ffi::wait(set) {
         Ok(signal) => signal,
         // sigwait fails only on an invalid set. Ending the run is better than going
         // on with both signals blocked and no one to take them: nothing would stop it.
         Err(e) => {
-            eprintln!("synth-driver: waiting for SIGINT and SIGTERM: {e}");
+            say(&format!(
+                "synth-driver: waiting for SIGINT, SIGTERM and SIGHUP: {e}"
+            ));
             ffi::exit_now(2)
         }
     };
@@ -102,15 +107,22 @@ fn wait(set: &ffi::SigSet) -> ! {
     progress::hide();
     if let Some(dir) = report.as_deref() {
         let name = signal.name();
-        eprintln!(
+        say(&format!(
             "synth-driver: {name}: writing the report of the run so far to {} (marked incomplete)",
             alloc_tracer::expand_path(dir).display()
-        );
+        ));
         if let Err(e) = alloc_tracer::write_incomplete_report(dir, name) {
-            eprintln!("synth-driver: {name}: report not written: {e}");
+            say(&format!("synth-driver: {name}: report not written: {e}"));
         }
     }
     ffi::exit_now(signal.exit_code())
+}
+
+/// One line on standard error; nothing if it cannot be written (`eprintln!` would
+/// panic, and the thread would end without writing the report or the process).
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// The signals that stop a run.
@@ -118,6 +130,7 @@ fn wait(set: &ffi::SigSet) -> ! {
 enum Stop {
     Interrupt,
     Terminate,
+    Hangup,
 }
 
 impl Stop {
@@ -126,6 +139,7 @@ impl Stop {
         match self {
             Stop::Interrupt => "SIGINT",
             Stop::Terminate => "SIGTERM",
+            Stop::Hangup => "SIGHUP",
         }
     }
 
@@ -134,6 +148,7 @@ impl Stop {
         128 + match self {
             Stop::Interrupt => libc::SIGINT,
             Stop::Terminate => libc::SIGTERM,
+            Stop::Hangup => libc::SIGHUP,
         }
     }
 }
@@ -146,7 +161,7 @@ mod ffi {
     /// A set of signals.
     pub struct SigSet(libc::sigset_t);
 
-    /// SIGINT and SIGTERM.
+    /// SIGINT, SIGTERM and SIGHUP.
     pub fn stop_signals() -> SigSet {
         // SAFETY: sigset_t is plain data; sigemptyset initialises it whatever it held.
         let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -156,6 +171,7 @@ mod ffi {
             libc::sigemptyset(&mut set);
             libc::sigaddset(&mut set, libc::SIGINT);
             libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::sigaddset(&mut set, libc::SIGHUP);
         }
         SigSet(set)
     }
@@ -177,7 +193,8 @@ mod ffi {
         let rc = unsafe { libc::sigwait(&set.0, &mut signal) };
         match (rc, signal) {
             (0, libc::SIGINT) => Ok(Stop::Interrupt),
-            // The set holds only the two.
+            (0, libc::SIGHUP) => Ok(Stop::Hangup),
+            // The set holds only the three.
             (0, _) => Ok(Stop::Terminate),
             (e, _) => Err(io::Error::from_raw_os_error(e)),
         }
@@ -202,5 +219,7 @@ mod tests {
         assert_eq!(Stop::Terminate.exit_code(), 143);
         assert_eq!(Stop::Interrupt.name(), "SIGINT");
         assert_eq!(Stop::Terminate.name(), "SIGTERM");
+        assert_eq!(Stop::Hangup.exit_code(), 129);
+        assert_eq!(Stop::Hangup.name(), "SIGHUP");
     }
 }

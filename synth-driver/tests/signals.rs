@@ -1,10 +1,11 @@
-//! SIGINT and SIGTERM during a run: the report of the run so far, marked incomplete,
-//! and the shell's exit codes (130, 143). Each run is bounded: a driver still
-//! running after [`LIMIT`] is killed and the test fails.
+//! SIGINT, SIGTERM and SIGHUP during a run: the report of the run so far, marked
+//! incomplete, and the shell's exit codes (130, 143, 129). Each run is bounded: a
+//! driver still running after [`LIMIT`] is killed and the test fails.
 
 mod common;
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -39,6 +40,15 @@ struct Run {
 
 impl Run {
     fn start(mut command: Command) -> Run {
+        // The test itself may run with SIGHUP ignored (under nohup): the driver takes
+        // it as under a terminal.
+        // SAFETY: `signal` is async-signal-safe, the only call between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -161,13 +171,19 @@ fn sigint_writes_an_incomplete_report_and_exits_130() {
 }
 
 #[test]
-fn sigterm_writes_an_incomplete_report_and_exits_143() {
-    let dir = scratch("sigterm");
-    let (status, stderr) = interrupt(&dir, "count", libc::SIGTERM);
-    assert_eq!(status.code(), Some(143), "{stderr}");
-    assert_incomplete(&dir, "SIGTERM");
-    assert_said(&stderr, "SIGTERM");
-    let _ = std::fs::remove_dir_all(dir);
+fn sigterm_and_sighup_write_an_incomplete_report_and_exit_143_and_129() {
+    for (signal, name, code) in [
+        (libc::SIGTERM, "SIGTERM", 143),
+        // The terminal went away (a dropped ssh session).
+        (libc::SIGHUP, "SIGHUP", 129),
+    ] {
+        let dir = scratch(&name.to_lowercase());
+        let (status, stderr) = interrupt(&dir, "count", signal);
+        assert_eq!(status.code(), Some(code), "{stderr}");
+        assert_incomplete(&dir, name);
+        assert_said(&stderr, name);
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// Signals that follow the first while its report is written change nothing: the
