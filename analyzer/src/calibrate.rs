@@ -13,8 +13,10 @@
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Version of the calibration file format; readers refuse others.
-pub const CALIBRATION_VERSION: u32 = 1;
+/// Version of the calibration file format; readers refuse others. 2: memcpy rates by
+/// copy size, and `lc_temporary` without the growth path `vec_growth` prices apart
+/// (a version-1 file would price copies and those temporaries high).
+pub const CALIBRATION_VERSION: u32 = 2;
 
 /// How blocks of one size are used between their malloc and their free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -77,10 +79,23 @@ pub struct Calibration {
     pub repetitions: usize,
     /// Pair costs per size and pattern.
     pub pairs: Vec<PairCost>,
-    /// memcpy throughput (bytes per nanosecond), for realloc copies.
+    /// memcpy throughput (bytes per nanosecond) of 4 MiB copies: the rate of copies
+    /// larger than any in `copy_rates`.
     pub copy_bytes_per_ns: f64,
+    /// memcpy throughput by copy size, smallest first: a copy of a few KiB, from and
+    /// to cache lines still warm, runs several times faster than one of 4 MiB.
+    pub copy_rates: Vec<CopyRate>,
     /// Operations around temporaries.
     pub operations: Vec<OperationCost>,
+}
+
+/// memcpy throughput of copies of one size.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CopyRate {
+    /// Bytes a copy.
+    pub size_bytes: u64,
+    /// Bytes per nanosecond.
+    pub bytes_per_ns: f64,
 }
 
 /// Name of the calibrated cost that Rust's growth path adds to a pair.
@@ -112,6 +127,32 @@ impl Calibration {
             (Some(p), _) | (None, Some(p)) => p.ns,
             (None, None) => 0.0,
         }
+    }
+
+    /// Nanoseconds to copy `bytes` bytes: at the rate of the calibrated copy size, or
+    /// between the two sizes around it (linear in the logarithm of the size), the
+    /// smallest size's rate below it and the 4 MiB rate above every one.
+    pub fn copy_ns(&self, bytes: f64) -> f64 {
+        if bytes <= 0.0 {
+            return 0.0;
+        }
+        let mut rates: Vec<(f64, f64)> = self
+            .copy_rates
+            .iter()
+            .map(|r| (r.size_bytes as f64, r.bytes_per_ns))
+            .collect();
+        rates.push(((4u64 << 20) as f64, self.copy_bytes_per_ns));
+        rates.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let rate = match rates.iter().position(|&(size, _)| size >= bytes) {
+            Some(0) => rates[0].1,
+            Some(i) => {
+                let ((s0, r0), (s1, r1)) = (rates[i - 1], rates[i]);
+                let t = (bytes.ln() - s0.ln()) / (s1.ln() - s0.ln());
+                r0 + t * (r1 - r0)
+            }
+            None => self.copy_bytes_per_ns,
+        };
+        bytes / rate
     }
 
     /// The calibrated operation called `name`, if any.
@@ -158,11 +199,19 @@ impl Calibration {
     /// infinity (and a cost gate comparing NaN never fails): a copy rate that is not
     /// finite and above zero, a time that is not finite and at least zero, no pairs.
     fn check(&self) -> Result<(), String> {
-        if !(self.copy_bytes_per_ns.is_finite() && self.copy_bytes_per_ns > 0.0) {
-            return Err(format!(
-                "copy_bytes_per_ns is {}, not a rate above zero",
-                self.copy_bytes_per_ns
-            ));
+        for (what, rate) in
+            std::iter::once(("copy_bytes_per_ns".to_owned(), self.copy_bytes_per_ns)).chain(
+                self.copy_rates.iter().map(|r| {
+                    (
+                        format!("the copy rate of {} bytes", r.size_bytes),
+                        r.bytes_per_ns,
+                    )
+                }),
+            )
+        {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(format!("{what} is {rate}, not a rate above zero"));
+            }
         }
         if self.pairs.is_empty() {
             return Err("no pairs".to_owned());
@@ -251,6 +300,7 @@ pub(crate) fn test_calibration() -> Calibration {
         repetitions: 1,
         pairs,
         copy_bytes_per_ns: 8.0,
+        copy_rates: Vec::new(),
         operations: vec![
             op("lc_temporary", 12.0, 7.0),
             op(VEC_GROWTH, 3.0, 3.0),
@@ -288,6 +338,34 @@ mod tests {
         assert_eq!(c.pair_ns(8, Pattern::Batch), 2.0);
         assert_eq!(c.pair_ns(1 << 30, Pattern::Batch), 10.0);
         assert_eq!(c.pair_ns(32, Pattern::Temporary), 0.0);
+    }
+
+    #[test]
+    fn copies_are_priced_at_the_rate_of_their_size() {
+        let c = Calibration {
+            copy_bytes_per_ns: 10.0,
+            copy_rates: vec![
+                CopyRate {
+                    size_bytes: 1 << 10,
+                    bytes_per_ns: 40.0,
+                },
+                CopyRate {
+                    size_bytes: 64 << 10,
+                    bytes_per_ns: 20.0,
+                },
+            ],
+            ..calib(&[(16, 1.0)])
+        };
+        // At a calibrated size, below the smallest, above the largest (4 MiB).
+        assert_eq!(c.copy_ns(1024.0), 1024.0 / 40.0);
+        assert_eq!(c.copy_ns(100.0), 100.0 / 40.0);
+        assert_eq!(c.copy_ns((8 << 20) as f64), (8 << 20) as f64 / 10.0);
+        // Halfway in the logarithm of the size between 1 KiB and 64 KiB: 8 KiB.
+        assert!((c.copy_ns(8192.0) - 8192.0 / 30.0).abs() < 1e-9);
+        assert_eq!(c.copy_ns(0.0), 0.0);
+        // Without rates by size, every copy at the 4 MiB rate.
+        let plain = calib(&[(16, 1.0)]);
+        assert_eq!(plain.copy_ns(1024.0), 1024.0);
     }
 
     #[test]

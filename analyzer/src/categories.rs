@@ -250,6 +250,19 @@ mod tests {
             ),
         ];
         assert_eq!(rules[classify(&rules, &abc)].name, "prover a/b/c vectors");
+        // A function whose name only starts with `enforce` builds its combinations
+        // outside any closure: a gadget's, not an enforce buffer.
+        let inclusion = [
+            boolean_lc[0].clone(),
+            frame(
+                "enforce_inclusion<T>",
+                "/x/storage-proofs-porep-19.1.0/src/stacked/circuit/params.rs",
+            ),
+        ];
+        assert_eq!(
+            rules[classify(&rules, &inclusion)].name,
+            "gadget LinearCombinations"
+        );
     }
 
     #[test]

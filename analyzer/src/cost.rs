@@ -101,15 +101,15 @@ pub fn row_cost(cal: &Calibration, row: &SiteRow, indirect: Indirect) -> Nanos {
         direct: temporaries as f64 * cal.pair_ns(class, Pattern::Temporary)
             + others as f64 * cal.pair_ns(class, lasting)
             + reallocs as f64 * cal.pair_ns(class, Pattern::Batch),
-        copies: row.realloc_count as f64 * (class as f64 / 2.0) / cal.copy_bytes_per_ns,
+        copies: row.realloc_count as f64 * cal.copy_ns(class as f64 / 2.0),
         operation: match indirect {
             Indirect::None => 0.0,
             Indirect::PerAllocation(ns) => row.calls() as f64 * ns,
             // A clone copies what it allocates; a realloc's copy is `copies` above.
             Indirect::Copy => {
                 let calls = row.calls().max(1) as f64;
-                row.bytes_requested as f64 * (row.alloc_count as f64 / calls)
-                    / cal.copy_bytes_per_ns
+                // Each allocation copies about the row's mean request.
+                row.alloc_count as f64 * cal.copy_ns(row.bytes_requested as f64 / calls)
             }
         },
     }

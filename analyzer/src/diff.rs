@@ -415,7 +415,10 @@ pub fn diff(
                     + recycling(x.allocs, y.allocs).unwrap_or(0.0),
             )
         });
-        if x.allocs != y.allocs || x.bytes != y.bytes {
+        // A site whose counts stayed can still cost more or less (its blocks now
+        // live longer, say): listed too, or the sites would not add up to the
+        // categories' change.
+        if x.allocs != y.allocs || x.bytes != y.bytes || d_cost.is_some_and(|c| c != 0.0) {
             sites.push((
                 frames_of(&from.frames, named.site_id),
                 SiteDelta {
@@ -589,6 +592,52 @@ mod tests {
         assert_eq!(boolean.delta_alloc_count, -50);
         assert_eq!(d.measured_change_s, Some(0.0));
         assert_eq!(d.predicted_change_s, None);
+    }
+
+    #[test]
+    fn a_site_whose_cost_changed_at_equal_counts_is_listed() {
+        // The same site, as often, its blocks now living long (priced `scattered`,
+        // not `batch`): its change in cost is the category's, so it is listed.
+        let rules = crate::categories::default_rules();
+        let (mut base, mut change) = (
+            report(&[(0, "kept", 1, 100)]),
+            report(&[(0, "kept", 1, 100)]),
+        );
+        base.sites[0].temporary_count = 0;
+        change.sites[0].temporary_count = 0;
+        change.sites[0].lifetime_ns_median = Some(1_000_000);
+        let cal = crate::calibrate::test_calibration();
+        let pricing = Pricing {
+            cal: Some(&cal),
+            recycled: false,
+        };
+        let d = diff(
+            &base,
+            &change,
+            pricing,
+            &rules,
+            None,
+            Measured::default(),
+            10,
+        );
+        assert_eq!(d.sites.len(), 1, "{d:?}");
+        assert_eq!(d.sites[0].delta_alloc_count, 0);
+        assert!(d.sites[0].delta_cost_s.unwrap() > 0.0, "{d:?}");
+        // Without a calibration, equal counts change nothing.
+        let unpriced = Pricing {
+            cal: None,
+            recycled: false,
+        };
+        let d = diff(
+            &base,
+            &change,
+            unpriced,
+            &rules,
+            None,
+            Measured::default(),
+            10,
+        );
+        assert!(d.sites.is_empty(), "{d:?}");
     }
 
     #[test]

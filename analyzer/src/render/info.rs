@@ -198,7 +198,23 @@ pub fn calibration(out: &mut dyn Write, c: &Calibration) -> io::Result<()> {
             c.pair_ns(size, Pattern::Scattered)
         )?;
     }
-    writeln!(out, "memcpy {:.1} bytes/ns", c.copy_bytes_per_ns)?;
+    let rates: Vec<String> = c
+        .copy_rates
+        .iter()
+        .map(|r| {
+            format!(
+                "{:.1} at {}",
+                r.bytes_per_ns,
+                super::bytes(r.size_bytes as f64)
+            )
+        })
+        .collect();
+    writeln!(
+        out,
+        "memcpy bytes/ns: {}{:.1} at 4.0 MiB",
+        rates.iter().map(|r| format!("{r}, ")).collect::<String>(),
+        c.copy_bytes_per_ns
+    )?;
     for o in &c.operations {
         writeln!(
             out,

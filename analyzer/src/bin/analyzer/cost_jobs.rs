@@ -150,6 +150,14 @@ impl DiffJob {
         b.check_phase(phase)?;
         let cal = calibration(self.inputs.calibration.as_deref())?;
         warn_if_other_host(&cal, &b);
+        if a.host() != b.host() {
+            let (ha, hb) = (a.host(), b.host());
+            eprintln!(
+                "analyzer: the reports were taken on different hosts ({} and {}): their \
+                 wall times differ by the machines too, and one calibration prices both",
+                ha.0, hb.0
+            );
+        }
         if self.recycled && cal.operation(calibrate::RECYCLE).is_none() {
             anyhow::bail!(
                 "--recycled: the calibration has no `recycle` operation (made by an older \

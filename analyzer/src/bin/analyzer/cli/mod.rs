@@ -141,7 +141,8 @@ enum Command {
         json: bool,
     },
     /// What each site and category costs in seconds (direct: inside the allocator;
-    /// indirect: realloc copies and the work around temporaries, an estimate), i.e.
+    /// indirect: realloc and clone copies and the work around temporaries, an
+    /// estimate), i.e.
     /// what removing it would save.
     Cost {
         #[command(flatten)]
