@@ -263,6 +263,18 @@ mod tests {
             rules[classify(&rules, &inclusion)].name,
             "gadget LinearCombinations"
         );
+        // A Num cloned whole (neptune's Elt::clone) is not MultiEq's.
+        let num_clone = [
+            frame("clone<S>", "/x/bellpepper-core-0.2.1/src/lc.rs"),
+            frame("clone<S>", "/x/bellpepper-core-0.2.1/src/gadgets/num.rs"),
+        ];
+        assert_eq!(rules[classify(&rules, &num_clone)].name, "Num clones");
+        // Poseidon's per-hash vectors are a gadget's, not the circuit's construction.
+        let round = [frame("full_round<S>", "/x/neptune-11.0.0/src/circuit.rs")];
+        assert_eq!(
+            rules[classify(&rules, &round)].name,
+            "gadget bit and word vectors"
+        );
     }
 
     #[test]
