@@ -33,6 +33,7 @@ struct Held {
     _heap: crate::heap::HeldForFork,
     _lifetimes: crate::lifetimes::HeldForFork,
     _registry: crate::registry::HeldForFork,
+    _pauses: MutexGuard<'static, usize>,
 }
 
 thread_local! {
@@ -52,6 +53,8 @@ pub fn arm() {
 
 extern "C" fn prepare() {
     crate::hot::thread::guarded(|| {
+        // Before the registry's: a pause guard's drop holds it while it takes those.
+        let pauses = crate::phase::hold_pauses_for_fork();
         let registry = crate::registry::hold_for_fork();
         let lifetimes = crate::lifetimes::hold_for_fork();
         let heap = crate::heap::hold_for_fork();
@@ -74,6 +77,7 @@ extern "C" fn prepare() {
                 _labels: labels,
                 _allocator_name: allocator_name,
                 _registry: registry,
+                _pauses: pauses,
             })
         });
     });

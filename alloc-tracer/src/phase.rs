@@ -192,35 +192,57 @@ pub(crate) fn phases_at(now_ns: u64) -> Vec<PhaseTime> {
 }
 
 /// Stops recording on every thread, process-wide (for one thread, see
-/// [`untraced`](crate::untraced)), until the returned guard is dropped; nests on one
-/// thread (each guard restores the state it found, so guards of two threads must
-/// not interleave). Allocations and frees made meanwhile are not counted at all, so live-byte figures are off by whatever a
-/// paused region leaves allocated or frees. Resuming forgets every thread's latest
-/// block: a block allocated before the pause is not a temporary when freed after it.
-/// Pausing drops the blocks followed for lifetimes and sampled for the heap, whose
-/// frees would go unseen (those followed for lifetimes counted in
-/// `dropped.followed_dropped` in the report).
+/// [`untraced`](crate::untraced)), until the returned guard is dropped. Guards nest,
+/// on one thread or several, dropped in any order: recording resumes when the last
+/// one is dropped. Allocations and frees made meanwhile are not counted at all, so
+/// live-byte figures are off by whatever a paused region leaves allocated or frees.
+/// Resuming forgets every thread's latest block: a block allocated before the pause
+/// is not a temporary when freed after it. Pausing drops the blocks followed for
+/// lifetimes and sampled for the heap, whose frees would go unseen (those followed
+/// for lifetimes counted in `dropped.followed_dropped` in the report).
 #[must_use = "recording resumes when the guard is dropped"]
 pub struct PauseGuard {
-    was_paused: bool,
+    _private: (),
+}
+
+/// Pause guards alive. Under its lock the pause bit is set by the first and cleared
+/// by the last, so that two threads' guards cannot leave it wrong.
+static PAUSES: Mutex<usize> = Mutex::new(0);
+
+fn pauses() -> std::sync::MutexGuard<'static, usize> {
+    PAUSES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The lock of the pause count, held across a `fork()` (see `fork`); taken before
+/// the registry's, as `PauseGuard`'s drop does.
+pub(crate) fn hold_pauses_for_fork() -> std::sync::MutexGuard<'static, usize> {
+    pauses()
 }
 
 /// Pauses recording; see [`PauseGuard`].
 pub fn pause() -> PauseGuard {
-    let old = control::set_paused(true);
-    crate::unseen_frees::control_changed(old);
-    PauseGuard {
-        was_paused: old.paused(),
-    }
+    guarded(|| {
+        let mut n = pauses();
+        if *n == 0 {
+            let old = control::set_paused(true);
+            crate::unseen_frees::control_changed(old);
+        }
+        *n += 1;
+    });
+    PauseGuard { _private: () }
 }
 
 impl Drop for PauseGuard {
     fn drop(&mut self) {
-        if !self.was_paused {
-            // Allocations made while paused were not recorded as the latest.
-            crate::registry::forget_latest_blocks();
-        }
-        control::set_paused(self.was_paused);
+        guarded(|| {
+            let mut n = pauses();
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                // Allocations made while paused were not recorded as the latest.
+                crate::registry::forget_latest_blocks();
+                control::set_paused(false);
+            }
+        });
     }
 }
 
