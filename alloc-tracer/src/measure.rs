@@ -58,6 +58,9 @@ pub struct Measured {
 /// ```
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
+    if crate::hot::control::load().paused() {
+        nothing_counted();
+    }
     // First: on a thread with no state yet, this makes it by an allocation, which
     // must not count as the closure's.
     let watch = with_state(live::watch_start);
@@ -159,7 +162,7 @@ pub fn last_top_sites() -> Vec<(String, u64)> {
 /// should run alone (a test binary of its own, or `--test-threads=1`).
 pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
-    if with_state(|_| ()).is_none() {
+    if crate::hot::control::load().paused() || with_state(|_| ()).is_none() {
         nothing_counted();
     }
     // Its failures name no sites: none from an earlier `measure`.

@@ -32,7 +32,7 @@ pub struct PhaseTime {
     pub total_ns: u64,
     /// Entries open now (timed guards not dropped yet), and the sum of their starts.
     open: u64,
-    open_starts_ns: u64,
+    open_starts_ns: u128,
 }
 
 static PHASES: Mutex<Vec<PhaseTime>> = Mutex::new(Vec::new());
@@ -109,7 +109,7 @@ pub fn phase(name: &str) -> PhaseGuard {
         t.entries += 1;
         t.first_start_ns.get_or_insert(start_ns);
         t.open += 1;
-        t.open_starts_ns = t.open_starts_ns.wrapping_add(start_ns);
+        t.open_starts_ns += u128::from(start_ns);
         id
     });
     let previous = control::set_phase(id).phase();
@@ -128,7 +128,7 @@ impl Drop for PhaseGuard {
             if let Some(t) = p.get_mut(self.id) {
                 t.total_ns += elapsed;
                 t.open = t.open.saturating_sub(1);
-                t.open_starts_ns = t.open_starts_ns.wrapping_sub(self.start_ns);
+                t.open_starts_ns = t.open_starts_ns.saturating_sub(u128::from(self.start_ns));
             }
         });
     }
@@ -182,7 +182,12 @@ pub(crate) fn phases_at(now_ns: u64) -> Vec<PhaseTime> {
     with_phases(|p| {
         p.iter()
             .map(|t| PhaseTime {
-                total_ns: t.total_ns + (t.open.wrapping_mul(now_ns)).wrapping_sub(t.open_starts_ns),
+                // An entry made after `now_ns` was read (another thread's) counts 0.
+                total_ns: t.total_ns.saturating_add(
+                    (u128::from(t.open) * u128::from(now_ns))
+                        .saturating_sub(t.open_starts_ns)
+                        .min(u128::from(u64::MAX)) as u64,
+                ),
                 open: 0,
                 open_starts_ns: 0,
                 ..t.clone()

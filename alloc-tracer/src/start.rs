@@ -16,7 +16,8 @@ pub(crate) fn first_allocation() {
 
 /// Decides the mode at the first allocation, from the environment, and arms the
 /// exit report when `ALLOC_TRACE_REPORT` is set (whatever the mode: the program may
-/// choose one in code). Cold, once. Allocation-free on the success path; a bad
+/// choose one in code). Cold, once, under the guard (arming the exit report reads the
+/// working directory, which allocates); a bad
 /// setting is named in one line on standard error (pieces written with `write(2)`,
 /// which does not allocate or lock) and tracing stays off.
 fn settings_from_env() {

@@ -140,6 +140,9 @@ fn report_case() -> i32 {
 fn fork_case() -> i32 {
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let holder = std::thread::spawn(move || {
+        // The thread's state first: made under the registry lock, it would wait on
+        // it.
+        black_box(vec![0u8; 1]);
         alloc_tracer::with_registry_locked(|| {
             held_tx.send(()).unwrap();
             std::thread::sleep(Duration::from_millis(300));

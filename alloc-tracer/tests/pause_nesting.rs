@@ -34,6 +34,10 @@ fn recording_resumes_with_the_last_guard() {
     let second = alloc_tracer::pause();
     drop(first);
     assert!(!recording(), "resumed while a guard was alive");
+    // measure would count nothing now, on a thread that has recorded before: it
+    // says so rather than pass every budget.
+    let paused = std::panic::catch_unwind(|| alloc_tracer::measure(|| vec![1u8; 10]));
+    assert!(paused.is_err(), "measure returned while paused");
     drop(second);
     assert!(recording());
     // Two threads' guards, the first thread's dropped first.

@@ -211,19 +211,35 @@ fn writes_only_its_own_reports() {
     // What writers killed mid-write left beside a report goes with the next write
     // there; what a running process (pid 1) stages stays.
     let abandoned = scratch("abandoned");
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    child.wait().unwrap();
-    let dead = child.id();
+    // Above pid_max: no process has it, now or later.
+    let dead: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse::<u64>()
+        .unwrap()
+        + 1;
+    // Half-written reports go; a folder of the program's, left under such a name by
+    // a writer killed after trading places with it, stays.
     let leftovers = [
-        format!(".report.tmp-{dead}-0"),
-        format!(".report.old-{dead}-3"),
-        ".report.tmp-1-0".to_owned(),
+        (format!(".report.tmp-{dead}-0"), "sites.parquet"),
+        (format!(".report.old-{dead}-3"), "manifest.json"),
+        (format!(".report.tmp-{dead}-5"), "notes.txt"),
+        (".report.tmp-1-0".to_owned(), "sites.parquet"),
     ];
-    for l in &leftovers {
-        std::fs::create_dir_all(abandoned.join(l).join("inside")).unwrap();
+    for (l, file) in &leftovers {
+        std::fs::create_dir_all(abandoned.join(l)).unwrap();
+        std::fs::write(abandoned.join(l).join(file), "x").unwrap();
     }
     write_report(&abandoned.join("report")).unwrap();
-    assert_eq!(strays(&abandoned, &["report"]), [".report.tmp-1-0"]);
+    let mut left = strays(&abandoned, &["report"]);
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            ".report.tmp-1-0".to_owned(),
+            format!(".report.tmp-{dead}-5")
+        ]
+    );
 
     // A folder another program makes and fills while a report is written there,
     // after the writer checked the destination (its staging folder exists), is never

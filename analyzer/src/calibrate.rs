@@ -13,9 +13,9 @@
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Version of the calibration file format; readers refuse others. 2: memcpy rates by
-/// copy size, and `lc_temporary` without the growth path `vec_growth` prices apart
-/// (a version-1 file would price copies and those temporaries high).
+/// Version of the calibration file format; readers refuse others but version 1,
+/// which they read as 2 (see `Calibration::load`). 2: memcpy rates by copy size, and
+/// `lc_temporary` without the growth path `vec_growth` prices apart.
 pub const CALIBRATION_VERSION: u32 = 2;
 
 /// How blocks of one size are used between their malloc and their free.
@@ -84,6 +84,8 @@ pub struct Calibration {
     pub copy_bytes_per_ns: f64,
     /// memcpy throughput by copy size, smallest first: a copy of a few KiB, from and
     /// to cache lines still warm, runs several times faster than one of 4 MiB.
+    /// Empty in a calibration migrated from version 1.
+    #[serde(default)]
     pub copy_rates: Vec<CopyRate>,
     /// Operations around temporaries.
     pub operations: Vec<OperationCost>,
@@ -171,8 +173,9 @@ impl Calibration {
                 path: path.to_owned(),
                 reason: format!("not JSON: {e}"),
             })?;
-        match value.get("version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(CALIBRATION_VERSION) => {}
+        let version = value.get("version").and_then(|v| v.as_u64());
+        match version {
+            Some(v) if v == u64::from(CALIBRATION_VERSION) || v == 1 => {}
             other => {
                 return Err(crate::Error::Corrupt {
                     path: path.to_owned(),
@@ -184,15 +187,36 @@ impl Calibration {
                 });
             }
         }
-        let c: Calibration = serde_json::from_value(value).map_err(|e| crate::Error::Corrupt {
-            path: path.to_owned(),
-            reason: e.to_string(),
-        })?;
+        let mut c: Calibration =
+            serde_json::from_value(value).map_err(|e| crate::Error::Corrupt {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            })?;
+        if version == Some(1) {
+            c.migrate_version_1();
+        }
         c.check().map_err(|reason| crate::Error::Corrupt {
             path: path.to_owned(),
             reason,
         })?;
         Ok(c)
+    }
+
+    /// Reads a version-1 calibration as version 2: its `lc_temporary` less the
+    /// growth path the model adds apart, and every copy at its 4 MiB rate (it has no
+    /// rates by size: `analyzer calibrate` measures them).
+    fn migrate_version_1(&mut self) {
+        let growth = self
+            .operation(VEC_GROWTH)
+            .map_or(0.0, |o| o.beyond_allocator_ns);
+        if let Some(lc) = self
+            .operations
+            .iter_mut()
+            .find(|o| o.name == "lc_temporary")
+        {
+            lc.beyond_allocator_ns = (lc.beyond_allocator_ns - growth).max(0.0);
+        }
+        self.version = CALIBRATION_VERSION;
     }
 
     /// Refuses figures no measurement gives, which would price with NaN or
@@ -366,6 +390,26 @@ mod tests {
         // Without rates by size, every copy at the 4 MiB rate.
         let plain = calib(&[(16, 1.0)]);
         assert_eq!(plain.copy_ns(1024.0), 1024.0);
+    }
+
+    #[test]
+    fn a_version_1_calibration_is_read_as_version_2() {
+        let dir = std::env::temp_dir().join(format!("analyzer-calib-v1-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("v1.json");
+        let mut v1 = serde_json::to_value(test_calibration()).unwrap();
+        v1["version"] = 1.into();
+        v1.as_object_mut().unwrap().remove("copy_rates");
+        std::fs::write(&path, v1.to_string()).unwrap();
+        let c = Calibration::load(&path).unwrap();
+        assert_eq!(c.version, CALIBRATION_VERSION);
+        assert!(c.copy_rates.is_empty());
+        // lc_temporary's 7 ns less vec_growth's 3.
+        assert_eq!(
+            c.operation("lc_temporary").unwrap().beyond_allocator_ns,
+            4.0
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]

@@ -365,8 +365,13 @@ impl Cli {
         check_turns(&self.variant, &self.trace.trace, &work, report)?;
         let traced = self.trace.trace.iter().any(|&m| m != Mode::Off);
         if count_only && (traced || report) {
+            let from_env = if std::env::var_os("ALLOC_TRACE").is_some() {
+                " (ALLOC_TRACE sets --trace)"
+            } else {
+                ""
+            };
             bail!(
-                "--count-only counts rows untraced, with no prover: --trace and --report do not apply"
+                "--count-only counts rows untraced, with no prover: --trace and --report do not apply{from_env}"
             );
         }
         if self.trace.top.is_some() && !report {
@@ -480,6 +485,8 @@ fn check_trace_env(modes: &[Mode]) -> Result<()> {
         return Ok(());
     };
     match Mode::parse(env.trim()) {
+        // Off from the start: nothing was recorded that another mode would mix with.
+        Ok(Mode::Off) => Ok(()),
         Ok(m) if modes != [m] => bail!(
             "ALLOC_TRACE={env} and --trace {} differ: the tracer took ALLOC_TRACE at the \
              program's start; unset it, or give the same mode",

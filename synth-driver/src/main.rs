@@ -33,6 +33,7 @@ mod signals;
 
 use anyhow::Result;
 use clap::Parser;
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -45,7 +46,10 @@ fn main() -> ExitCode {
         // Output piped into `head` and the like: the reader has all it wanted.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("synth-driver: {e:#}");
+            // A stop signal's report is being written: it ends the process.
+            signals::wait_if_stopping();
+            // Not `eprintln!`, which panics when standard error is gone.
+            let _ = writeln!(std::io::stderr(), "synth-driver: {e:#}");
             ExitCode::from(2)
         }
     };

@@ -131,23 +131,19 @@ fn check_seal_folder(out: &Path) -> Result<()> {
 /// phase 1; no Groth parameters) and writes `out/c1.json` in Curio's format.
 /// `out` must be absent, empty or an earlier seal's output, which this replaces.
 /// `progress` is told each step as it starts.
-/// Fails unless the SDR parent cache's folder can be written: pre-commit 1 writes
-/// the cache there, and when it cannot, filecoin-proofs' error names neither the
-/// folder nor the variable, after the piece was made.
+/// Fails unless the SDR parent cache's folder exists or can be made: pre-commit 1
+/// writes the cache there, and when it cannot, filecoin-proofs' error names neither
+/// the folder nor the variable, after the piece was made. (A folder that exists may
+/// be read-only and already hold the cache, which is then only read.)
 fn check_parent_cache() -> Result<()> {
     let dir = std::env::var_os("FIL_PROOFS_PARENT_CACHE")
         .map_or_else(|| PathBuf::from("/var/tmp/filecoin-parents"), PathBuf::from);
-    let probe = dir.join(format!(".synth-driver-probe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(&probe, b""))
-        .with_context(|| {
-            format!(
-                "the SDR parent cache's folder {} (FIL_PROOFS_PARENT_CACHE) cannot be written",
-                dir.display()
-            )
-        })?;
-    let _ = std::fs::remove_file(probe);
-    Ok(())
+    std::fs::create_dir_all(&dir).with_context(|| {
+        format!(
+            "the SDR parent cache's folder {} (FIL_PROOFS_PARENT_CACHE) cannot be made",
+            dir.display()
+        )
+    })
 }
 
 pub fn seal_sector(

@@ -2,9 +2,10 @@
 //! of what was recorded so far, marked incomplete in its manifest (`"incomplete":
 //! "SIGINT"`), then exit with 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP: the
 //! terminal went away, a dropped ssh session); without it, just exit with those
-//! codes. A run started under `nohup` ignores SIGHUP as before: an ignored signal is
-//! never pending, so it is never taken. What the signal thread says goes to standard
-//! error without failing if that is gone (a closed terminal).
+//! codes. A run started with SIGHUP ignored (`nohup`) leaves it out: blocked, an
+//! ignored signal is still queued and `sigwait` would take it. What the signal
+//! thread says goes to standard error without failing if that is gone (a closed
+//! terminal).
 //!
 //! A signal handler cannot write a report (it allocates, takes locks and does I/O,
 //! none of it async-signal-safe), so no handler is installed: both signals are
@@ -39,6 +40,20 @@ static REPORT: Mutex<Option<PathBuf>> = Mutex::new(None);
 
 /// Set by the signal thread once its own code runs (see [`watch`]).
 static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// Set once a stop signal was taken: the signal thread writes the report and ends
+/// the process, and the run must not end it first (see [`wait_if_stopping`]).
+static TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// When a stop signal was taken, never returns: the signal thread is writing the
+/// report and ends the process. For the main thread's way out on an error (its
+/// output to a closed terminal fails after a hang-up, say), which would otherwise
+/// end the process with the report half written.
+pub fn wait_if_stopping() {
+    while TAKEN.load(Acquire) {
+        std::thread::park();
+    }
+}
 
 /// Blocks the stop signals in the calling thread and starts the thread that waits
 /// for them, which writes a report to `report` (if any) when one arrives.
@@ -102,6 +117,7 @@ fn wait(set: &ffi::SigSet) -> ! {
             ffi::exit_now(2)
         }
     };
+    TAKEN.store(true, Release);
     // Held until the process ends: the run can no longer start its own report.
     let report = lock();
     progress::hide();
@@ -161,7 +177,7 @@ mod ffi {
     /// A set of signals.
     pub struct SigSet(libc::sigset_t);
 
-    /// SIGINT, SIGTERM and SIGHUP.
+    /// SIGINT, SIGTERM and SIGHUP, but SIGHUP when the process ignores it (`nohup`).
     pub fn stop_signals() -> SigSet {
         // SAFETY: sigset_t is plain data; sigemptyset initialises it whatever it held.
         let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -171,9 +187,22 @@ mod ffi {
             libc::sigemptyset(&mut set);
             libc::sigaddset(&mut set, libc::SIGINT);
             libc::sigaddset(&mut set, libc::SIGTERM);
-            libc::sigaddset(&mut set, libc::SIGHUP);
+        }
+        if !ignored(libc::SIGHUP) {
+            // SAFETY: as above.
+            unsafe { libc::sigaddset(&mut set, libc::SIGHUP) };
         }
         SigSet(set)
+    }
+
+    /// Whether `signal`'s disposition is to be ignored.
+    fn ignored(signal: libc::c_int) -> bool {
+        // SAFETY: sigaction is plain data, for which all zeros is a valid value.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: with no new action `sigaction` only writes the current one into
+        // `current`, a valid out pointer.
+        let rc = unsafe { libc::sigaction(signal, std::ptr::null(), &mut current) };
+        rc == 0 && current.sa_sigaction == libc::SIG_IGN
     }
 
     /// Blocks `set` in the calling thread (and the threads it starts from now on).

@@ -111,7 +111,7 @@ fn an_unwritable_parent_cache_is_named_before_the_seal() {
         .unwrap();
     refused_before_the_run(
         &out,
-        "/proc/no-such-folder (FIL_PROOFS_PARENT_CACHE) cannot be written",
+        "/proc/no-such-folder (FIL_PROOFS_PARENT_CACHE) cannot be made",
     );
     assert!(!dir.join("sector").exists());
 }

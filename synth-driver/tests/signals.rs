@@ -39,13 +39,18 @@ struct Run {
 }
 
 impl Run {
-    fn start(mut command: Command) -> Run {
+    fn start(command: Command) -> Run {
         // The test itself may run with SIGHUP ignored (under nohup): the driver takes
         // it as under a terminal.
+        Run::start_with(command, libc::SIG_DFL)
+    }
+
+    /// `start`, SIGHUP's disposition `hup` (SIG_IGN: as under `nohup`).
+    fn start_with(mut command: Command, hup: libc::sighandler_t) -> Run {
         // SAFETY: `signal` is async-signal-safe, the only call between fork and exec.
         unsafe {
-            command.pre_exec(|| {
-                libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            command.pre_exec(move || {
+                libc::signal(libc::SIGHUP, hup);
                 Ok(())
             });
         }
@@ -77,7 +82,8 @@ impl Run {
         }
     }
 
-    /// Waits for the first iteration's line: synthesis has run and been recorded.
+    /// Waits for the next iteration's line (the first: synthesis has run and been
+    /// recorded).
     fn first_iteration(&mut self) {
         let left = LIMIT.saturating_sub(self.started.elapsed());
         match self.lines.recv_timeout(left) {
@@ -184,6 +190,30 @@ fn sigterm_and_sighup_write_an_incomplete_report_and_exit_143_and_129() {
         assert_said(&stderr, name);
         let _ = std::fs::remove_dir_all(dir);
     }
+}
+
+/// Under `nohup` (SIGHUP ignored) a hang-up changes nothing: the run goes on, and a
+/// SIGINT after it writes the report.
+#[test]
+fn under_nohup_a_hangup_changes_nothing() {
+    let dir = scratch("nohup");
+    let mut command = common::driver();
+    command
+        .current_dir(&dir)
+        .args(["--trace", "count", "--report", "report"])
+        .args(ENDLESS);
+    let mut run = Run::start_with(command, libc::SIG_IGN);
+    run.first_iteration();
+    run.signal(libc::SIGHUP);
+    // Still running: it prints its next iterations.
+    run.first_iteration();
+    run.first_iteration();
+    run.signal(libc::SIGINT);
+    let (status, stderr) = run.finish();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert_incomplete(&dir, "SIGINT");
+    assert!(!stderr.contains("SIGHUP"), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Signals that follow the first while its report is written change nothing: the

@@ -107,7 +107,18 @@ impl Staging {
                 if let Err(refused) = check_replaceable(&self.tmp) {
                     // Until traded back, `tmp` is not ours to remove on an error.
                     self.committed = true;
-                    rename2(&self.tmp, &self.dir, libc::RENAME_EXCHANGE).map_err(io(&self.dir))?;
+                    rename2(&self.tmp, &self.dir, libc::RENAME_EXCHANGE).map_err(|cause| {
+                        Error::Io {
+                            path: self.tmp.clone(),
+                            cause: std::io::Error::new(
+                                cause.kind(),
+                                format!(
+                                    "{cause}: the folder that was at {} is now here",
+                                    self.dir.display()
+                                ),
+                            ),
+                        }
+                    })?;
                     self.committed = false;
                     return Err(match refused {
                         Error::NotReplaced { why, .. } => Error::NotReplaced {
@@ -204,8 +215,10 @@ impl Drop for Staging {
 
 /// Removes the staging and set-aside folders of `name` (`.NAME.tmp-PID-N`,
 /// `.NAME.old-PID-N`) that writers killed while writing left beside it: those whose
-/// process no longer runs. Under the parent's lock, so no live writer's is touched;
-/// a folder whose pid now names another process stays.
+/// process no longer runs, and that hold report files only (a writer killed after
+/// trading places with a folder that was not a report left that folder under such a
+/// name: it stays). Under the parent's lock, so no live writer's is touched; a folder
+/// whose pid now names another process stays.
 fn remove_left_by_the_dead(parent: &Path, name: &str) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
@@ -237,7 +250,14 @@ fn remove_left_by_the_dead(parent: &Path, name: &str) {
         let gone = pid > 0
             && unsafe { libc::kill(pid, 0) } != 0
             && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if gone && entry.file_type().is_ok_and(|t| t.is_dir()) {
+        let only_report_files = || {
+            std::fs::read_dir(entry.path()).is_ok_and(|files| {
+                files
+                    .flatten()
+                    .all(|f| f.file_name().to_str().is_some_and(schema::is_report_file))
+            })
+        };
+        if gone && entry.file_type().is_ok_and(|t| t.is_dir()) && only_report_files() {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }

@@ -384,8 +384,24 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
         .file_name()
         .map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
     let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let written = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if written.is_err() {
+    // Made new, never through what already has that name (a link planted there).
+    let staged = match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+    {
+        Ok(mut f) => Some(f.write_all(bytes).and_then(|()| f.sync_all())),
+        Err(_) => None,
+    };
+    let made = staged.is_some();
+    let written = match staged {
+        Some(Ok(())) => std::fs::rename(&tmp, path),
+        Some(Err(e)) => Err(e),
+        // No temporary file beside it (the folder is not writable, or the name is
+        // another's): written in place, the whole output in hand.
+        None => std::fs::write(path, bytes),
+    };
+    if made && written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     written.with_context(|| format!("{}", path.display()))
