@@ -17,6 +17,8 @@
 
 #![no_main]
 
+mod common;
+
 use alloc_tracer::{Mode, Settings, TracingAllocator};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -61,13 +63,7 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "alloc-tracer-drop-in-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    common::scratch(&format!("drop-in-{name}"))
 }
 
 /// Runs `case` as a child in `cwd` with `env`, killing it after 60 s; returns its
@@ -149,36 +145,24 @@ fn fork_case() -> i32 {
         });
     });
     held_rx.recv().unwrap();
-    // SAFETY: the child only starts and joins a thread, then leaves with `_exit`.
-    let pid = unsafe { libc::fork() };
-    if pid == 0 {
+    // The child only starts and joins a thread.
+    let code = common::in_child(Duration::from_secs(10), || {
         let ok = std::thread::spawn(|| black_box(vec![1u8; 100]).len())
             .join()
             .is_ok();
-        // SAFETY: ends the child without running the parent's exit handlers.
-        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
-    }
+        if ok { 0 } else { 1 }
+    });
     holder.join().unwrap();
-    let start = Instant::now();
-    loop {
-        let mut status = 0;
-        // SAFETY: waits for our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            return if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-                0
-            } else {
-                eprintln!("forked child failed: status {status}");
-                2
-            };
+    match code {
+        Some(0) => 0,
+        Some(status) => {
+            eprintln!("forked child failed: exit {status}");
+            2
         }
-        if start.elapsed() > Duration::from_secs(10) {
-            // SAFETY: our own child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+        None => {
             eprintln!("forked child hung: it inherited the registry lock held");
-            return 3;
+            3
         }
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -4,10 +4,12 @@
 //! fork handlers, a child inherits a tracer lock held by another thread and hangs.
 //! One test: the mode is process-wide.
 
+mod common;
+
 use alloc_tracer::{Mode, Settings, TracingAllocator};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[global_allocator]
 static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
@@ -65,36 +67,11 @@ fn forked_children_never_hang() {
             }
         });
         for _ in 0..CHILDREN {
-            // SAFETY: the child runs only `child` (allocating, a thread, a phase)
-            // and ends with `_exit`, never returning into the test harness.
-            let pid = unsafe { libc::fork() };
-            assert!(pid >= 0, "fork failed");
-            if pid == 0 {
-                let code = child();
-                // SAFETY: ends the child without the parent's exit handlers.
-                unsafe { libc::_exit(code) };
-            }
-            let start = Instant::now();
-            loop {
-                let mut status = 0;
-                // SAFETY: waits for our own child.
-                let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-                if r == pid {
-                    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-                        failed += 1;
-                    }
-                    break;
-                }
-                if start.elapsed() > Duration::from_secs(20) {
-                    hung += 1;
-                    // SAFETY: kills and reaps our own child.
-                    unsafe {
-                        libc::kill(pid, libc::SIGKILL);
-                        libc::waitpid(pid, &mut status, 0);
-                    }
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(2));
+            // The child runs only `child` (allocating, a thread, a phase).
+            match common::in_child(Duration::from_secs(20), child) {
+                Some(0) => {}
+                Some(_) => failed += 1,
+                None => hung += 1,
             }
         }
         stop.store(true, Relaxed);

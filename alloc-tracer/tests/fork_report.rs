@@ -3,11 +3,13 @@
 //! child that drops its copy of a `Session` guard writes nothing over its parent's
 //! report. One test: it forks, and the mode is process-wide.
 
+mod common;
+
 use alloc_tracer::{Mode, Session, Settings, TracingAllocator, write_report};
+use common::scratch;
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[global_allocator]
 static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
@@ -15,43 +17,9 @@ static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
 
 const CHILDREN: usize = 20;
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("alloc-tracer-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Forks a child that runs `f` and leaves with `_exit` and its code; returns the
-/// code, or `None` if the child was still running after 20 s (then killed).
+/// `common::in_child` with the 20 s this file allows a child.
 fn in_child(f: impl FnOnce() -> i32) -> Option<i32> {
-    // SAFETY: the child runs only `f` and ends with `_exit`.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let code = f();
-        // SAFETY: ends the child without running the parent's exit handlers.
-        unsafe { libc::_exit(code) };
-    }
-    let start = Instant::now();
-    loop {
-        let mut status = 0;
-        // SAFETY: waits for our own child; `status` is a valid out-pointer.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            assert!(libc::WIFEXITED(status), "child died: status {status}");
-            return Some(libc::WEXITSTATUS(status));
-        }
-        if start.elapsed() > Duration::from_secs(20) {
-            // SAFETY: kills and reaps our own child.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    common::in_child(Duration::from_secs(20), f)
 }
 
 #[test]

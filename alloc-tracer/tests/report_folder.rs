@@ -3,21 +3,17 @@
 //! when a write fails. One test: it forks, and
 //! the mode is process-wide.
 
+mod common;
+
 use alloc_tracer::{Mode, Settings, TracingAllocator, write_report};
 use alloc_tracer_format::manifest::Manifest;
+use common::scratch;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[global_allocator]
 static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
     TracingAllocator::new(tikv_jemallocator::Jemalloc);
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("alloc-tracer-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Names in `parent` other than `keep`: staging or set-aside folders left behind.
 fn strays(parent: &Path, keep: &[&str]) -> Vec<String> {
@@ -46,38 +42,11 @@ fn contents(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-/// Runs `f` in a forked child and returns its exit code; the child exits with what
-/// `f` returns. Fails the test if the child runs past `limit`.
+/// Runs `f` in a forked child (this test is the process's only thread then, so the
+/// child starts with every lock free) and returns its exit code; fails the test if
+/// the child runs past `limit`.
 fn in_child(limit: Duration, f: impl FnOnce() -> i32) -> i32 {
-    // SAFETY: this test is the process's only thread (one test in the file), so the
-    // child starts with every lock free; it ends with `_exit`.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let code = f();
-        // SAFETY: ends the child without running the parent's exit handlers.
-        unsafe { libc::_exit(code) };
-    }
-    wait(pid, limit)
-}
-
-fn wait(pid: libc::pid_t, limit: Duration) -> i32 {
-    let start = Instant::now();
-    loop {
-        let mut status = 0;
-        // SAFETY: waits for our own child; `status` is a valid out-pointer.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            assert!(libc::WIFEXITED(status), "child {pid} died: status {status}");
-            return libc::WEXITSTATUS(status);
-        }
-        if start.elapsed() > limit {
-            // SAFETY: kills our own child.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("child {pid} still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    common::in_child(limit, f).unwrap_or_else(|| panic!("child still running after {limit:?}"))
 }
 
 #[test]
@@ -160,7 +129,8 @@ fn writes_only_its_own_reports() {
         }
     });
     for pid in children {
-        assert_eq!(wait(pid, Duration::from_secs(60)), 0, "a writer failed");
+        let code = common::wait_child(pid, Duration::from_secs(60));
+        assert_eq!(code, Some(0), "a writer failed");
     }
     let manifest = Manifest::from_json(&std::fs::read(dest.join("manifest.json")).unwrap());
     assert!(manifest.unwrap().is_alloc_tracer());

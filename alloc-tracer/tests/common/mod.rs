@@ -146,3 +146,46 @@ fn main_thread_asleep() -> bool {
         .and_then(|(_, rest)| rest.trim_start().chars().next())
         .is_none_or(|state| state == 'S')
 }
+
+/// Forks a child that runs `f` and leaves with `_exit` and what `f` returns (never
+/// returning into the test harness); returns [`wait_child`]'s answer for it.
+pub fn in_child(limit: std::time::Duration, f: impl FnOnce() -> i32) -> Option<i32> {
+    // SAFETY: the child runs only `f`, which the caller keeps to what a forked
+    // child may do, and ends with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = f();
+        // SAFETY: ends the child without running the parent's exit handlers.
+        unsafe { libc::_exit(code) };
+    }
+    wait_child(pid, limit)
+}
+
+/// Waits for our child `pid`: its exit code (128 + the signal, as a shell says, when
+/// a signal killed it), or `None` when it was still running after `limit` (then it
+/// is killed and reaped).
+pub fn wait_child(pid: libc::pid_t, limit: std::time::Duration) -> Option<i32> {
+    let start = std::time::Instant::now();
+    loop {
+        let mut status = 0;
+        // SAFETY: waits for our own child; `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            return Some(if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                128 + libc::WTERMSIG(status)
+            });
+        }
+        if start.elapsed() > limit {
+            // SAFETY: kills and reaps our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
