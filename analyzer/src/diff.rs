@@ -535,6 +535,7 @@ mod tests {
                     temporary_count: n,
                     lifetime_ns_median: None,
                     followed_freed_count: 0,
+                followed_count: 0,
                 })
                 .collect(),
             frames: sorted
@@ -553,6 +554,7 @@ mod tests {
                 bytes_requested: 0,
                 temporary_count: 0,
             }],
+            lifetimes: vec![],
         }
     }
 
@@ -605,7 +607,8 @@ mod tests {
         );
         base.sites[0].temporary_count = 0;
         change.sites[0].temporary_count = 0;
-        change.sites[0].lifetime_ns_median = Some(1_000_000);
+        // 100 followed blocks, all still live at the report.
+        change.sites[0].followed_count = 100;
         let cal = crate::calibrate::test_calibration();
         let pricing = Pricing {
             cal: Some(&cal),
@@ -764,6 +767,7 @@ mod tests {
                 temporary_count: 0,
                 lifetime_ns_median: None,
                 followed_freed_count: 0,
+                followed_count: 0,
             });
             for (i, (function, file, line)) in frames.iter().enumerate() {
                 r.frames.push(FrameRow {

@@ -350,6 +350,7 @@ mod tests {
                 temporary_count: 0,
                 lifetime_ns_median: None,
                 followed_freed_count: 0,
+                followed_count: 0,
             },
             FrameRow {
                 site_id,
@@ -373,6 +374,7 @@ mod tests {
             sites,
             frames,
             phases: vec![],
+            lifetimes: vec![],
         };
         for group in [GroupBy::Line, GroupBy::Function] {
             let rows = top_grouped(&report, RankBy::Count, 10, None, None, group, &[]);
@@ -403,6 +405,7 @@ mod tests {
             temporary_count,
             lifetime_ns_median: None,
             followed_freed_count: 0,
+                followed_count: 0,
         };
         let report = Report {
             dir: "r".into(),
@@ -410,6 +413,7 @@ mod tests {
             sites: vec![row(0, 0, 24, 12), row(1, 30, 10, 10)],
             frames: vec![],
             phases: vec![],
+            lifetimes: vec![],
         };
         let mut shares: Vec<(u64, f64)> = site_totals(&report, None)
             .iter()

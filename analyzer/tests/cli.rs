@@ -1550,7 +1550,7 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
         String::from_utf8(out.stderr).unwrap(),
         "analyzer: over budget: allocs>-1%: 91978 -> 91978 (+0.0%)\n\
          analyzer: over budget: temporaries>-1: 86607 -> 86607 (+0.0%)\n\
-         analyzer: over budget: cost>-1ns: 0.732 ms -> 0.732 ms (+0.0%)\n"
+         analyzer: over budget: cost>-1ns: 1.141 ms -> 1.141 ms (+0.0%)\n"
     );
     assert_one_line_error(
         &["diff", r, r, "--fail-if", "allocs>+1ms"],

@@ -36,6 +36,26 @@ pub struct SiteRow {
     pub lifetime_ns_median: Option<u64>,
     /// Followed blocks freed.
     pub followed_freed_count: u64,
+    /// Blocks followed to their free: freed, still live, or dropped.
+    pub followed_count: u64,
+}
+
+/// One row of `lifetimes.parquet`: followed blocks of a (site, phase, size class)
+/// freed with a lifetime in `[low_ns, high_ns]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LifetimeRow {
+    /// The site.
+    pub site_id: u64,
+    /// Phase at allocation.
+    pub phase: String,
+    /// jemalloc size class.
+    pub size_class_bytes: u64,
+    /// Shortest lifetime in the bucket.
+    pub low_ns: u64,
+    /// Longest lifetime in the bucket.
+    pub high_ns: u64,
+    /// Followed blocks freed with a lifetime in the bucket (raw).
+    pub freed_count: u64,
 }
 
 /// One row of `frames.parquet`.
@@ -86,6 +106,8 @@ pub struct Report {
     pub frames: Vec<FrameRow>,
     /// `phases.parquet`.
     pub phases: Vec<PhaseRow>,
+    /// `lifetimes.parquet`.
+    pub lifetimes: Vec<LifetimeRow>,
 }
 
 /// The phase of allocations made outside any named phase.
@@ -262,12 +284,20 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
     let mut frames = read(dir, &manifest, &schema::FRAMES, FRAME_COLUMNS, frame_rows)?;
     frames.sort_by_key(|f| (f.site_id, f.frame_index));
     let phases = read(dir, &manifest, &schema::PHASES, PHASE_COLUMNS, phase_rows)?;
+    let lifetimes = read(
+        dir,
+        &manifest,
+        &schema::LIFETIMES,
+        LIFETIME_COLUMNS,
+        lifetime_rows,
+    )?;
     Ok(Report {
         dir: dir.to_owned(),
         manifest,
         sites,
         frames,
         phases,
+        lifetimes,
     })
 }
 
@@ -283,6 +313,17 @@ const SITE_COLUMNS: &[&str] = &[
     "temporary_count",
     "lifetime_ns_median",
     "followed_freed_count",
+    "followed_count",
+];
+
+/// The columns of `lifetimes.parquet` the analyzer reads (all of them).
+const LIFETIME_COLUMNS: &[&str] = &[
+    "site_id",
+    "phase",
+    "size_class_bytes",
+    "lifetime_ns_low",
+    "lifetime_ns_high",
+    "freed_count",
 ];
 
 /// The columns of `frames.parquet` the analyzer reads.
@@ -318,6 +359,7 @@ fn site_rows(df: &DataFrame) -> Result<Vec<SiteRow>, String> {
     let temporaries = u64s(df, "temporary_count")?;
     let median = opt_u64s(df, "lifetime_ns_median")?;
     let freed = u64s(df, "followed_freed_count")?;
+    let followed = u64s(df, "followed_count")?;
     Ok((0..df.height())
         .map(|i| SiteRow {
             site_id: site_id[i],
@@ -330,6 +372,26 @@ fn site_rows(df: &DataFrame) -> Result<Vec<SiteRow>, String> {
             temporary_count: temporaries[i],
             lifetime_ns_median: median[i],
             followed_freed_count: freed[i],
+            followed_count: followed[i],
+        })
+        .collect())
+}
+
+fn lifetime_rows(df: &DataFrame) -> Result<Vec<LifetimeRow>, String> {
+    let site_id = u64s(df, "site_id")?;
+    let phase = strings(df, "phase")?;
+    let class = u64s(df, "size_class_bytes")?;
+    let low = u64s(df, "lifetime_ns_low")?;
+    let high = u64s(df, "lifetime_ns_high")?;
+    let freed = u64s(df, "freed_count")?;
+    Ok((0..df.height())
+        .map(|i| LifetimeRow {
+            site_id: site_id[i],
+            phase: phase[i].clone().unwrap_or_default(),
+            size_class_bytes: class[i],
+            low_ns: low[i],
+            high_ns: high[i],
+            freed_count: freed[i],
         })
         .collect())
 }
@@ -386,6 +448,7 @@ mod tests {
             (schema::SITES, SITE_COLUMNS),
             (schema::FRAMES, FRAME_COLUMNS),
             (schema::PHASES, PHASE_COLUMNS),
+            (schema::LIFETIMES, LIFETIME_COLUMNS),
         ] {
             for name in columns {
                 assert!(
