@@ -14,6 +14,10 @@
 //!   over at exit (else each stays in the live list for good).
 //! * `one-thread`: with `ALLOC_TRACE_TIMELINE_MS=0` the tracer starts no thread (the
 //!   mode from `ALLOC_TRACE`, no `apply`).
+//! * `no-proc`: without `/proc` (hidden in a mount namespace of the child's own),
+//!   where glibc cannot find the main thread's stack, the main thread's allocations
+//!   still get their stacks. Skipped, and said so, where the child may not make a
+//!   namespace.
 
 #![no_main]
 
@@ -41,9 +45,15 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
     let case = unsafe { libc::getenv(c"ALLOC_TRACER_DROP_IN_CASE".as_ptr()) };
     // SAFETY: a value `getenv` returned is NUL-terminated.
     let case = (!case.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(case) });
+    // Before the first allocation, which finds the main thread's stack.
+    let hidden = (case == Some(c"no-proc")).then(hide_proc);
     if case != Some(c"one-thread") {
         Settings {
-            mode: Mode::Count,
+            mode: if hidden.is_some() {
+                Mode::Sites
+            } else {
+                Mode::Count
+            },
             ..Default::default()
         }
         .apply();
@@ -53,6 +63,7 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
         Some("fork") => fork_case(),
         Some("key-destructor") => key_destructor_case(),
         Some("one-thread") => one_thread_case(),
+        Some("no-proc") => no_proc_case(hidden.unwrap()),
         Some(other) => panic!("unknown case {other}"),
         None => {
             run_all();
@@ -119,6 +130,11 @@ fn run_all() {
         &[("ALLOC_TRACE", "count"), ("ALLOC_TRACE_TIMELINE_MS", "0")],
     );
     println!("one-thread: ok");
+    let stderr = child("no-proc", &dir, &[]);
+    match stderr.lines().find_map(|l| l.strip_prefix("skipped: ")) {
+        Some(why) => println!("no-proc: skipped ({why})"),
+        None => println!("no-proc: ok"),
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -236,4 +252,61 @@ fn one_thread_case() -> i32 {
         eprintln!("{threads} threads with the timeline off");
         1
     }
+}
+
+/// Hides `/proc` from this process: a mount namespace of its own (in a user namespace
+/// of its own when not privileged), with an empty tmpfs over `/proc`. Allocates
+/// nothing. `Err`: the step that failed and its `errno`.
+fn hide_proc() -> Result<(), (&'static str, i32)> {
+    let errno = || std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    let none = std::ptr::null();
+    // SAFETY: system calls with NUL-terminated names or nulls where they take none.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0
+            && libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0
+        {
+            return Err(("unshare", errno()));
+        }
+        // Private first, or the mount below would show in the namespace this one
+        // copied, the machine's.
+        let private = libc::MS_REC | libc::MS_PRIVATE;
+        if libc::mount(none, c"/".as_ptr(), none, private, std::ptr::null()) != 0 {
+            return Err(("making mounts private", errno()));
+        }
+        let (tmpfs, proc) = (c"tmpfs".as_ptr(), c"/proc".as_ptr());
+        if libc::mount(tmpfs, proc, tmpfs, 0, std::ptr::null()) != 0 {
+            return Err(("mounting over /proc", errno()));
+        }
+    }
+    Ok(())
+}
+
+#[inline(never)]
+fn allocate_in_no_proc_case() -> usize {
+    black_box(vec![0u8; 100]).len()
+}
+
+fn no_proc_case(hidden: Result<(), (&'static str, i32)>) -> i32 {
+    if let Err((step, errno)) = hidden {
+        eprintln!("skipped: cannot hide /proc here ({step}: errno {errno})");
+        return 0;
+    }
+    if std::fs::metadata("/proc/self/maps").is_ok() {
+        eprintln!("/proc/self/maps still there");
+        return 2;
+    }
+    let (_, m) = alloc_tracer::measure(|| {
+        for _ in 0..100 {
+            allocate_in_no_proc_case();
+        }
+    });
+    assert_eq!(m.allocs, 100);
+    // Stacks walked up to the C library's start code (the program's own frames are
+    // named by address: the symbolizer finds the executable through /proc).
+    let sites = alloc_tracer::last_top_sites();
+    if sites.is_empty() || sites.iter().any(|(name, _)| name == "(no frames)") {
+        eprintln!("the main thread's allocations got no stacks: {sites:?}");
+        return 1;
+    }
+    0
 }

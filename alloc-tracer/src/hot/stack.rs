@@ -196,7 +196,7 @@ pub fn current_stack_bounds() -> StackBounds {
         unsafe {
             let mut attr: libc::pthread_attr_t = std::mem::zeroed();
             if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
-                return StackBounds::default();
+                return main_thread_bounds().unwrap_or_default();
             }
             let mut addr: *mut libc::c_void = std::ptr::null_mut();
             let mut size: libc::size_t = 0;
@@ -215,6 +215,52 @@ pub fn current_stack_bounds() -> StackBounds {
     {
         StackBounds::default()
     }
+}
+
+/// The main thread's stack when `pthread_getattr_np` cannot find it: glibc reads
+/// `/proc/self/maps` for the main thread's, and a sandbox or container may have no
+/// `/proc`. Then the stack's top is taken as where the C library recorded the stack
+/// at the program's start (`__libc_stack_end`: every frame lies below it), and its
+/// bottom as far below as the stack may grow (`RLIMIT_STACK`, 8 MiB when unlimited:
+/// a walk from deeper down is then taken as off the stack and reads nothing). The
+/// kernel maps nothing else within the stack's limit below its top, so a stack
+/// pointer inside these bounds is on this stack, and everything from it to the top
+/// is mapped. `None` on another thread (its stack glibc always knows) or another C
+/// library.
+///
+/// # Safety
+/// Called as `current_stack_bounds` is.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+unsafe fn main_thread_bounds() -> Option<StackBounds> {
+    unsafe extern "C" {
+        static __libc_stack_end: *mut libc::c_void;
+    }
+    // SAFETY: plain system calls; `__libc_stack_end` is written once by the dynamic
+    // loader before any program code runs; `limit` is a valid local.
+    unsafe {
+        if libc::syscall(libc::SYS_gettid) != libc::getpid() as libc::c_long {
+            return None;
+        }
+        let top = __libc_stack_end as usize;
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        let size = if libc::getrlimit(libc::RLIMIT_STACK, &mut limit) == 0
+            && limit.rlim_cur != libc::RLIM_INFINITY
+        {
+            limit.rlim_cur as usize
+        } else {
+            8 << 20
+        };
+        let size = size.min(top);
+        (size > 0).then_some(StackBounds {
+            low: top - size,
+            size,
+        })
+    }
+}
+
+#[cfg(all(target_os = "linux", not(target_env = "gnu")))]
+unsafe fn main_thread_bounds() -> Option<StackBounds> {
+    None
 }
 
 #[cfg(test)]
