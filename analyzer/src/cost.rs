@@ -28,8 +28,8 @@ use crate::calibrate::{Calibration, Pattern, VEC_GROWTH};
 use crate::categories::{self, Category};
 use crate::naming;
 use crate::rank::frames_of;
-use crate::report::{Report, SiteRow};
 use crate::report::LifetimeRow;
+use crate::report::{Report, SiteRow};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Blocks that live this long are priced half as scattered, half as batch
@@ -560,7 +560,11 @@ mod tests {
             (1e6, 1.0),
             (1e9, 1.0),
         ] {
-            assert!(close(scattered_weight(ns), w), "{ns}: {}", scattered_weight(ns));
+            assert!(
+                close(scattered_weight(ns), w),
+                "{ns}: {}",
+                scattered_weight(ns)
+            );
         }
         // Lifetimes 6 % apart are priced about a hundredth of the step apart.
         assert!((scattered_weight(103e3) - scattered_weight(97e3)).abs() < 0.015);

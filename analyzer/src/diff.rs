@@ -535,7 +535,7 @@ mod tests {
                     temporary_count: n,
                     lifetime_ns_median: None,
                     followed_freed_count: 0,
-                followed_count: 0,
+                    followed_count: 0,
                 })
                 .collect(),
             frames: sorted

@@ -405,7 +405,7 @@ mod tests {
             temporary_count,
             lifetime_ns_median: None,
             followed_freed_count: 0,
-                followed_count: 0,
+            followed_count: 0,
         };
         let report = Report {
             dir: "r".into(),
