@@ -38,7 +38,7 @@ run() {
 }
 # No timeline: its sampler runs every 10 ms of wall time, so under callgrind (about
 # 50 times slower) it would add instructions in proportion to the slowdown.
-run off --trace off --timeline-ms 0
+run off --trace off   # (the timeline starts with the first mode other than off)
 run count --trace count --timeline-ms 0
 run sample --trace sample:1000 --timeline-ms 0
 # Per instruction, for `record_site`'s part, which is inlined (the counts are the

@@ -33,6 +33,10 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(flatten)]
     trace: TraceArgs,
+    /// The tracer's options given on the command line (not from the environment),
+    /// as its flags: set by [`Cli::parse_args`].
+    #[arg(skip)]
+    tracer_flags: Vec<&'static str>,
     /// Print JSON instead of text: one object per iteration (seal: {"c1": PATH}).
     #[arg(long, global = true)]
     json: bool,
@@ -292,7 +296,42 @@ impl PorepArgs {
     }
 }
 
+/// The tracer's options that only `--trace` other than off uses: argument id and
+/// flag.
+const TRACER_OPTIONS: [(&str, &str); 4] = [
+    ("depth", "--depth"),
+    ("heap_sample", "--heap-sample"),
+    ("lifetimes", "--lifetimes"),
+    ("timeline_ms", "--timeline-ms"),
+];
+
 impl Cli {
+    /// Parses a command line (the program's name first), noting which of the
+    /// tracer's options it gives itself: those then need `--trace` (set from the
+    /// environment, as `ALLOC_TRACE_DEPTH` and the like, they may be meant for
+    /// another program).
+    pub fn parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::{CommandFactory, FromArgMatches, parser::ValueSource};
+        let matches = Cli::command().try_get_matches_from(args)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        // Global options given after the subcommand are in its matches.
+        let mut all = vec![&matches];
+        all.extend(matches.subcommand().map(|(_, m)| m));
+        cli.tracer_flags = TRACER_OPTIONS
+            .iter()
+            .filter(|(id, _)| {
+                all.iter()
+                    .any(|m| m.value_source(id) == Some(ValueSource::CommandLine))
+            })
+            .map(|&(_, flag)| flag)
+            .collect();
+        Ok(cli)
+    }
+
     /// The job this command line asks for, every flag combination checked.
     pub fn into_job(self) -> Result<Job> {
         let work = match self.command {
@@ -382,6 +421,26 @@ impl Cli {
                 "--report with --trace off would write a report of nothing: give --trace count, sites or sample:N"
             );
         }
+        if !traced && !self.tracer_flags.is_empty() {
+            let (last, rest) = self.tracer_flags.split_last().expect("not empty");
+            let flags = if rest.is_empty() {
+                format!("{last} sets")
+            } else {
+                format!("{} and {last} set", rest.join(", "))
+            };
+            bail!(
+                "{flags} the tracer, which --trace off leaves out: give --trace count, sites or sample:N"
+            );
+        }
+        let mut notes = Vec::new();
+        if let [mode @ (Mode::Sites | Mode::Sample(_))] = self.trace.trace[..]
+            && !report
+        {
+            notes.push(format!(
+                "--trace {} records stacks, but only --report DIR writes them: this run prints counts only",
+                mode.name()
+            ));
+        }
         if allocator::BUILD != Build::Traced && (traced || report) {
             bail!(
                 "this synth-driver was built without the tracer (feature untraced or dhat-heap): --trace and --report need the default build"
@@ -406,6 +465,7 @@ impl Cli {
             variants: self.variant,
             allocator: self.allocator,
             work,
+            notes,
         })
     }
 }
@@ -534,13 +594,40 @@ mod tests {
     use filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1 as P2K;
 
     #[test]
+    fn tracer_options_need_a_trace() {
+        let e = job("sha256 --depth 8").unwrap_err();
+        assert!(e.starts_with("--depth sets the tracer"), "{e}");
+        let e = job("--depth 8 --lifetimes 4 --timeline-ms 0 sha256").unwrap_err();
+        assert!(
+            e.starts_with("--depth, --lifetimes and --timeline-ms set the tracer"),
+            "{e}"
+        );
+        assert!(job("--trace count --depth 8 sha256").is_ok());
+        assert!(job("sha256 --heap-sample 1MiB --trace count").is_ok());
+    }
+
+    #[test]
+    fn stacks_without_a_report_are_noted() {
+        let notes = |args| job(args).unwrap().notes;
+        for args in ["--trace sites sha256", "--trace sample:100 sha256"] {
+            let n = notes(args);
+            assert_eq!(n.len(), 1, "{args}: {n:?}");
+            assert!(n[0].contains("only --report DIR writes them"), "{n:?}");
+        }
+        assert!(notes("--trace sites --report r sha256").is_empty());
+        assert!(notes("--trace count sha256").is_empty());
+        // Modes taking turns time the tracer; they have no report anyway.
+        assert!(notes("--trace off,sites sha256 -i 2").is_empty());
+    }
+
+    #[test]
     fn cli_definition_is_valid() {
         Cli::command().debug_assert();
     }
 
     /// The job of `synth-driver ARGS`, or its error message.
     fn job(args: &str) -> Result<Job, String> {
-        let cli = Cli::try_parse_from(std::iter::once("synth-driver").chain(args.split(' ')))
+        let cli = Cli::parse_args(std::iter::once("synth-driver").chain(args.split(' ')))
             .map_err(|e| format!("clap: {e}"))?;
         cli.into_job().map_err(|e| format!("{e:#}"))
     }

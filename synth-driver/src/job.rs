@@ -23,6 +23,9 @@ pub struct Job {
     pub allocator: Option<Inner>,
     /// The work itself.
     pub work: Work,
+    /// What the user should know before the run starts (printed on standard
+    /// error).
+    pub notes: Vec<String>,
 }
 
 /// The tracer's settings for the run.

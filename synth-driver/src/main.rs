@@ -32,7 +32,6 @@ mod runner;
 mod signals;
 
 use anyhow::Result;
-use clap::Parser;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -69,7 +68,7 @@ fn main() -> ExitCode {
 /// with their usage text, and the flag combinations the job refuses) exit with 2,
 /// as do failures of the work itself; `--help` and `--version` exit with 0.
 fn run() -> Result<ExitCode> {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::Cli::parse_args(std::env::args_os()) {
         Ok(cli) => cli,
         Err(e) => {
             e.print()?;
@@ -81,6 +80,9 @@ fn run() -> Result<ExitCode> {
         }
     };
     let job = cli.into_job()?;
+    for note in &job.notes {
+        writeln!(std::io::stderr(), "synth-driver: note: {note}")?;
+    }
     allocator::confirm(job.allocator)?;
     alloc_tracer::set_allocator_name(allocator::name());
     runner::run(job)?;

@@ -24,6 +24,8 @@ pub fn run(job: Job) -> Result<()> {
         // `allocator::name`.
         allocator: _,
         work,
+        // Printed by `main`.
+        notes: _,
     } = job;
     if let Some(dir) = &trace.report {
         check_writable(dir)?;
