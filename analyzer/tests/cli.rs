@@ -1069,6 +1069,37 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
             .is_symlink()
     );
     assert_ne!(std::fs::read(&kept).unwrap(), b"an earlier export");
+    // A file replaced keeps its permissions; one with another hard link is written
+    // in place, so both names see the new output.
+    use std::os::unix::fs::PermissionsExt;
+    let shared = dir.join("shared.csv");
+    std::fs::write(&shared, b"old").unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let other_name = dir.join("other-name.csv");
+    std::fs::hard_link(&shared, &other_name).unwrap();
+    let private = dir.join("private.csv");
+    std::fs::write(&private, b"old").unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for path in [&shared, &private] {
+        let out = analyzer(&[
+            "export",
+            r,
+            "--format",
+            "folded",
+            "-o",
+            path.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{out:?}");
+    }
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&private), 0o600);
+    assert_eq!(mode(&shared), 0o640);
+    assert_ne!(std::fs::read(&private).unwrap(), b"old");
+    assert_eq!(
+        std::fs::read(&other_name).unwrap(),
+        std::fs::read(&shared).unwrap()
+    );
+    assert_ne!(std::fs::read(&shared).unwrap(), b"old");
 
     // A count report priced or put in categories: empty, and said to be.
     let count = count_copy("count-cost");

@@ -368,14 +368,19 @@ fn rules(path: Option<&Path>) -> Result<Vec<categories::Category>> {
 }
 
 /// Writes `bytes` to `path`, a whole output made before anything is written: a
-/// regular file (or a new one) through a temporary file beside it, renamed into
-/// place, so that a reader never sees half of it and a failed write leaves what was
-/// there; anything else (`/dev/null`, a FIFO, a link) is written to as it is, never
-/// replaced.
+/// regular file (or a new one) through a temporary file beside it, given the old
+/// file's permissions and renamed into place, so that a reader never sees half of it
+/// and a failed write leaves what was there; anything else (`/dev/null`, a FIFO, a
+/// link, a file with other hard links, which a rename would part from it) is written
+/// to as it is, never replaced.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
-    let regular = match std::fs::symlink_metadata(path) {
-        Ok(m) => m.file_type().is_file(),
-        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    use std::os::unix::fs::MetadataExt;
+    let (regular, permissions) = match std::fs::symlink_metadata(path) {
+        Ok(m) => (
+            m.file_type().is_file() && m.nlink() == 1,
+            Some(m.permissions()),
+        ),
+        Err(e) => (e.kind() == std::io::ErrorKind::NotFound, None),
     };
     if !regular {
         return std::fs::write(path, bytes).with_context(|| format!("{}", path.display()));
@@ -390,7 +395,12 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
         .create_new(true)
         .open(&tmp)
     {
-        Ok(mut f) => Some(f.write_all(bytes).and_then(|()| f.sync_all())),
+        Ok(mut f) => Some(
+            permissions
+                .map_or(Ok(()), |p| f.set_permissions(p))
+                .and_then(|()| f.write_all(bytes))
+                .and_then(|()| f.sync_all()),
+        ),
         Err(_) => None,
     };
     let made = staged.is_some();
