@@ -1677,3 +1677,27 @@ fn example_budget_parses() {
         assert!(rules.iter().any(|c| &c.name == name), "{name}");
     }
 }
+
+#[test]
+fn calibrate_formats_as_the_other_commands_do() {
+    let dir = std::env::temp_dir().join(format!("analyzer-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stored = dir.join("calibration.json");
+    let out = analyzer(&[
+        "calibrate",
+        "--quick",
+        "--format",
+        "json",
+        "-o",
+        stored.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&stored).unwrap()).unwrap();
+    assert_eq!(printed, kept);
+    // The table by default.
+    let out = analyzer(&["calibrate", "--quick", "-o", stored.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_err());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -50,7 +50,8 @@ impl CalibrateJob {
         let c = measure_now(self.effort);
         c.store(&self.out)?;
         if self.json {
-            serde_json::to_writer_pretty(&mut *out, &c)?;
+            // As an I/O error, so that a reader that stops early is no failure.
+            serde_json::to_writer_pretty(&mut *out, &c).map_err(std::io::Error::from)?;
             writeln!(out)?;
         } else {
             render::calibration(out, &c)?;

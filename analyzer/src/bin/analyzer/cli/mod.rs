@@ -136,8 +136,11 @@ enum Command {
         /// One short repetition per figure instead of five (rough; for tests).
         #[arg(long)]
         quick: bool,
-        /// Print the calibration as JSON instead of a table.
-        #[arg(long)]
+        /// `table` for people, `json` (the stored calibration) for programs.
+        #[arg(long, value_enum, default_value = "table")]
+        format: InfoFormatArg,
+        /// The same as `--format json` (kept for scripts written before `--format`).
+        #[arg(long, hide = true, conflicts_with = "format")]
         json: bool,
     },
     /// What each site and category costs in seconds (direct: inside the allocator;
@@ -339,10 +342,15 @@ impl Command {
                 selection: common.into(),
                 rules,
             }),
-            Command::Calibrate { out, quick, json } => Job::Calibrate(CalibrateJob {
+            Command::Calibrate {
+                out,
+                quick,
+                format,
+                json,
+            } => Job::Calibrate(CalibrateJob {
                 out: out.unwrap_or_else(calibrate::default_path),
                 effort: if quick { Effort::QUICK } else { Effort::FULL },
-                json,
+                json: json || matches!(format, InfoFormatArg::Json),
             }),
             Command::Cost {
                 common,
