@@ -19,7 +19,8 @@
 
 use std::cell::RefCell;
 use std::sync::MutexGuard;
-use std::sync::Once;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 
 /// Every cold lock, held by the forking thread from `prepare` to `parent`/`child`.
 struct Held {
@@ -40,15 +41,36 @@ thread_local! {
     static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
 }
 
-static ARMED: Once = Once::new();
+/// 0 until the handlers are registered; then the process id of the one registering
+/// them, shifted left by one, with bit 0 set once they are. Not a `Once`: a fork
+/// that catches a `Once` mid-call leaves it running in the child, whose next `arm`
+/// would wait on it for good. Here a claim by another process (the parent, caught
+/// by the fork) is one whose registration the child lacks, since `child` marks it
+/// done whenever the handlers ran.
+static ARMED: AtomicU64 = AtomicU64::new(0);
 
-/// Registers the fork handlers, once per process. Cold.
+/// Registers the fork handlers, once per process. Cold; returns once they are
+/// registered.
 pub fn arm() {
-    ARMED.call_once(|| {
-        // SAFETY: the three handlers are plain `extern "C"` functions that never
-        // unwind (they only take and drop locks, under the re-entrancy guard).
-        unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(child)) };
-    });
+    let me = u64::from(std::process::id()) << 1;
+    loop {
+        let seen = ARMED.load(Acquire);
+        if seen & 1 == 1 {
+            return;
+        }
+        if seen == me {
+            // Another thread of this process is registering them.
+            std::thread::yield_now();
+            continue;
+        }
+        if ARMED.compare_exchange(seen, me, AcqRel, Acquire).is_ok() {
+            // SAFETY: the three handlers are plain `extern "C"` functions that never
+            // unwind (they only take and drop locks, under the re-entrancy guard).
+            unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(child)) };
+            ARMED.store(me | 1, Release);
+            return;
+        }
+    }
 }
 
 extern "C" fn prepare() {
@@ -93,6 +115,9 @@ extern "C" fn release() {
 /// After the fork, in the child: closes its copies of the report folders' locks
 /// (`report::directory`), then releases like the parent.
 extern "C" fn child() {
+    // These handlers ran, so they are registered here, whatever state the fork
+    // caught `arm` in.
+    ARMED.fetch_or(1, Release);
     crate::hot::thread::guarded(|| {
         let _ = HELD.try_with(|h| {
             if let Some(held) = h.borrow_mut().as_mut() {

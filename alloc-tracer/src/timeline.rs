@@ -20,7 +20,7 @@ use crate::hot::control;
 use crate::hot::live;
 use crate::hot::thread::with_local;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 /// One sample of the timeline.
@@ -61,7 +61,11 @@ pub const DEFAULT_INTERVAL_MS: u64 = 10;
 static INTERVAL_MS: AtomicU64 = AtomicU64::new(DEFAULT_INTERVAL_MS);
 /// Set once tracing has been on (a mode other than `off` chosen).
 static STARTED: AtomicBool = AtomicBool::new(false);
-static SAMPLER: Once = Once::new();
+/// Set by the caller that starts the sampler. A flag, not a `Once`: a `Once` that
+/// a fork catches mid-start stays running in the child, and every later start there
+/// (a `Settings::apply`) would wait on it for good. The child has no sampler either
+/// way (threads do not survive a fork).
+static SAMPLER: AtomicBool = AtomicBool::new(false);
 
 fn timeline() -> MutexGuard<'static, Timeline> {
     TIMELINE.lock().unwrap_or_else(|e| e.into_inner())
@@ -96,7 +100,10 @@ pub(crate) fn start() {
     if interval_ms() == 0 {
         return;
     }
-    SAMPLER.call_once(|| {
+    if SAMPLER.swap(true, Relaxed) {
+        return;
+    }
+    {
         // SAFETY: the sigset_t values are initialised by sigfillset and by
         // pthread_sigmask before they are read; a zeroed `pthread_t` is a valid place
         // for `pthread_create` to write to; `run` is an `extern "C"` function that
@@ -112,7 +119,7 @@ pub(crate) fn start() {
             }
             libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         }
-    });
+    }
 }
 
 extern "C" fn run(_: *mut libc::c_void) -> *mut libc::c_void {
