@@ -269,12 +269,36 @@ mod tests {
             frame("clone<S>", "/x/bellpepper-core-0.2.1/src/gadgets/num.rs"),
         ];
         assert_eq!(rules[classify(&rules, &num_clone)].name, "Num clones");
+        // The mirror prover's assignments, their bytes, and its own bookkeeping.
+        let mirror = |function: &str| {
+            [
+                frame("grow_one<T>", "/rustc/x/library/alloc/src/raw_vec/mod.rs"),
+                frame(function, "/w/synth-driver/src/mirror.rs"),
+            ]
+        };
+        let name = |frames: &[FrameRow]| categories_name(&rules, frames);
+        assert_eq!(name(&mirror("alloc<F>")), "prover assignment vectors");
+        assert_eq!(name(&mirror("alloc_input<F>")), "prover assignment vectors");
+        assert_eq!(
+            name(&mirror("witness_bytes")),
+            "witness bytes for the multiexp"
+        );
+        assert_eq!(name(&mirror("synthesize<C>")), UNMATCHED);
+        let native = [frame(
+            "create_proof_batch_priority_inner<E>",
+            "/x/bellperson-0.27.0/src/groth16/prover/native.rs",
+        )];
+        assert_eq!(name(&native), "witness bytes for the multiexp");
         // Poseidon's per-hash vectors are a gadget's, not the circuit's construction.
         let round = [frame("full_round<S>", "/x/neptune-11.0.0/src/circuit.rs")];
         assert_eq!(
             rules[classify(&rules, &round)].name,
             "gadget bit and word vectors"
         );
+    }
+
+    fn categories_name<'r>(rules: &'r [Category], frames: &[FrameRow]) -> &'r str {
+        category_name(rules, classify(rules, frames))
     }
 
     #[test]

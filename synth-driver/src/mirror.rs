@@ -256,8 +256,15 @@ pub fn synthesize<C: Circuit<Fr>>(
             .collect(),
         substituted: cs.substituted,
     };
-    // The stock prover turns the assignments into byte representations before it
-    // asks for parameters: the same allocations here.
+    witness_bytes(&mut cs);
+    Ok(outcome)
+}
+
+/// The stock prover turns the assignments into byte representations before it asks
+/// for parameters: the same allocations here, in a function of their own so that
+/// the category rules can tell them from the assignment vectors themselves.
+#[inline(never)]
+fn witness_bytes(cs: &mut MirrorAssignment) {
     let inputs: Vec<_> = std::mem::take(&mut cs.input_assignment)
         .into_iter()
         .map(|s| s.to_repr())
@@ -267,5 +274,4 @@ pub fn synthesize<C: Circuit<Fr>>(
         .map(|s| s.to_repr())
         .collect();
     std::hint::black_box((&inputs, &aux));
-    Ok(outcome)
 }
