@@ -14,7 +14,8 @@
 //! make their cost vanish: each allocation it removes still costs a take and a
 //! return. With [`Pricing::recycled`] the prediction adds that back, per removed
 //! allocation, at the calibrated `recycle` operation's cost
-//! ([`crate::calibrate::RECYCLE`]).
+//! ([`crate::calibrate::RECYCLE`]). Removed means removed in all: allocations that
+//! only moved to another site or category are not charged.
 
 use crate::calibrate::{Calibration, RECYCLE};
 use crate::categories::{self, Category};
@@ -99,8 +100,10 @@ pub struct Diff {
     /// Predicted change in seconds (`change - base` of the predicted costs, plus
     /// `recycling_s`).
     pub predicted_change_s: Option<f64>,
-    /// With [`Pricing::recycled`]: what recycling the removed allocations costs
-    /// (each category's removed allocations at the calibrated `recycle` cost).
+    /// With [`Pricing::recycled`]: what recycling the removed allocations costs: the
+    /// allocations removed in all (the baseline's less the change's) at the
+    /// calibrated `recycle` cost, shared among the categories (and sites) whose
+    /// counts fell, in proportion to their fall.
     pub recycling_s: Option<f64>,
     /// Measured change in seconds (`change - base` of the wall times).
     pub measured_change_s: Option<f64>,
@@ -316,14 +319,29 @@ pub fn diff(
         .filter(|_| pricing.recycled)
         .and_then(|c| c.operation(RECYCLE))
         .map(|o| o.ns);
-    // Allocations removed, priced as recycled (seconds).
-    let recycling = |base: u64, change: u64| {
-        recycle_ns.map(|ns| base.saturating_sub(change) as f64 * ns * 1e-9)
-    };
     let (a, b) = (
         by_key(base, cal, rules, phase),
         by_key(change, cal, rules, phase),
     );
+    let total =
+        |m: &BTreeMap<String, Acc>| m.values().map(|s| s.allocs).fold(0, u64::saturating_add);
+    let (base_total, change_total) = (total(&a), total(&b));
+    // What recycling costs is the allocations removed in all, at the `recycle` cost
+    // each. A category's or a site's removals carry their share of that: some of
+    // what left one row may only have moved to another (a site whose stack the
+    // patch changed, a category another rule now claims), and was not removed.
+    let removed = base_total.saturating_sub(change_total) as f64;
+    let share_of_removed = |decreases: u64| {
+        if decreases == 0 {
+            0.0
+        } else {
+            removed / decreases as f64
+        }
+    };
+    // `row_removals` of the rows' `decreases` in all, priced as recycled (seconds).
+    let recycling = |row_removals: u64, decreases: u64| {
+        recycle_ns.map(|ns| row_removals as f64 * share_of_removed(decreases) * ns * 1e-9)
+    };
     // Categories need no matching: each side's sites summed per category.
     let mut cats: Vec<CategoryDelta> = (0..=rules.len())
         .map(|i| CategoryDelta {
@@ -354,11 +372,18 @@ pub fn diff(
         }
     }
     let mut recycling_s = recycle_ns.map(|_| 0.0);
+    let category_decreases = cats
+        .iter()
+        .map(|c| c.base_alloc_count.saturating_sub(c.change_alloc_count))
+        .fold(0, u64::saturating_add);
     for c in &mut cats {
         c.delta_alloc_count = delta(c.base_alloc_count, c.change_alloc_count);
         if let (Some(t), Some(r)) = (
             c.delta_cost_s.as_mut(),
-            recycling(c.base_alloc_count, c.change_alloc_count),
+            recycling(
+                c.base_alloc_count.saturating_sub(c.change_alloc_count),
+                category_decreases,
+            ),
         ) {
             *t += r;
             *recycling_s.get_or_insert(0.0) += r;
@@ -367,11 +392,12 @@ pub fn diff(
             *t = to_ns(*t);
         }
     }
-    let total =
-        |m: &BTreeMap<String, Acc>| m.values().map(|s| s.allocs).fold(0, u64::saturating_add);
-    let (base_total, change_total) = (total(&a), total(&b));
     let (a, b, by_loose) = pair_up(a, b);
     let empty = Acc::default();
+    let site_decreases = a
+        .iter()
+        .map(|(k, x)| x.allocs.saturating_sub(b.get(k).map_or(0, |y| y.allocs)))
+        .fold(0, u64::saturating_add);
     // Allocations at matched keys: baseline by path, baseline ignoring lines, change.
     let (mut base_by_path, mut base_loose, mut change_matched) = (0u64, 0u64, 0u64);
     let mut keys: Vec<&String> = a
@@ -412,7 +438,7 @@ pub fn diff(
         let d_cost = cal.map(|_| {
             to_ns(
                 (y.cost_ns.unwrap_or(0.0) - x.cost_ns.unwrap_or(0.0)) * 1e-9
-                    + recycling(x.allocs, y.allocs).unwrap_or(0.0),
+                    + recycling(x.allocs.saturating_sub(y.allocs), site_decreases).unwrap_or(0.0),
             )
         });
         // A site whose counts stayed can still cost more or less (its blocks now
@@ -666,14 +692,10 @@ mod tests {
         };
         let (plain, recycled) = (run(&cal, false), run(&cal, true));
         assert_eq!(plain.recycling_s, None);
-        // Each category's net removals at 2 ns: 50 Boolean::lc temporaries, and the
-        // other sites' 15 -> 6.
-        let removed: u64 = plain
-            .categories
-            .iter()
-            .map(|c| c.base_alloc_count.saturating_sub(c.change_alloc_count))
-            .sum();
-        assert_eq!(removed, 59);
+        // 115 -> 56: 59 removed, at 2 ns. By category, 50 Boolean::lc temporaries and
+        // the other sites' 15 -> 6; by site, 50 at `lc` and 10 at `gone`, one of which
+        // reappears at `new`.
+        let removed = 59;
         let want = removed as f64 * 2e-9;
         let close = |a: f64, b: f64| (a - b).abs() < 1e-15;
         assert!(close(recycled.recycling_s.unwrap(), want), "{recycled:?}");
@@ -694,12 +716,46 @@ mod tests {
                 .delta_cost_s
                 .unwrap()
         };
-        assert!(close(lc(&recycled) - lc(&plain), 50.0 * 2e-9));
+        // (Site costs are in whole nanoseconds.)
+        let lc_recycling = lc(&recycled) - lc(&plain);
+        assert!(
+            (lc_recycling - 50.0 * (59.0 / 60.0) * 2e-9).abs() < 0.5e-9,
+            "{lc_recycling}"
+        );
         // A calibration without the operation prices nothing for recycling.
         cal.operations.retain(|o| o.name != RECYCLE);
         let without = run(&cal, true);
         assert_eq!(without.recycling_s, None);
         assert_eq!(without.predicted_change_s, plain.predicted_change_s);
+    }
+
+    #[test]
+    fn allocations_that_only_moved_are_not_recycled() {
+        // 100 Boolean::lc temporaries become 100 allocations of another site, in
+        // another category: none removed, so nothing recycled.
+        let rules = crate::categories::default_rules();
+        let base = report(&[(0, "lc", 1, 100)]);
+        let change = report(&[(0, "moved", 2, 100)]);
+        let cal = crate::calibrate::test_calibration();
+        let run = |recycled| {
+            let pricing = Pricing {
+                cal: Some(&cal),
+                recycled,
+            };
+            diff(
+                &base,
+                &change,
+                pricing,
+                &rules,
+                None,
+                Measured::default(),
+                10,
+            )
+        };
+        let (plain, recycled) = (run(false), run(true));
+        assert_eq!(recycled.recycling_s, Some(0.0));
+        assert_eq!(recycled.predicted_change_s, plain.predicted_change_s);
+        assert_eq!(recycled.categories, plain.categories);
     }
 
     #[test]
