@@ -461,7 +461,7 @@ fn enforce_allocs(before: &alloc_tracer::Counts, after: &alloc_tracer::Counts) -
 /// the report would be refused after the seal (a report folder holds nothing else),
 /// or the seal's folder would hold the report.
 fn check_apart(report: &Path, out: &Path) -> Result<()> {
-    let whole = |p: &Path| std::path::absolute(alloc_tracer::expand_path(p)).unwrap_or_default();
+    let whole = |p: &Path| resolved(&alloc_tracer::expand_path(p));
     let (report, out) = (whole(report), whole(out));
     if out.starts_with(&report) || report.starts_with(&out) {
         anyhow::bail!(
@@ -471,6 +471,28 @@ fn check_apart(report: &Path, out: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `path` as the file system finds it: its longest existing ancestor with links and
+/// `..` resolved (`canonicalize`), the rest appended. (`std::path::absolute` leaves
+/// `a/../b` and links as written, so two names of one folder would read apart.)
+fn resolved(path: &Path) -> std::path::PathBuf {
+    let whole = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut existing = whole.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(mut found) = existing.canonicalize() {
+            found.extend(rest.iter().rev());
+            return found;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => return whole,
+        }
+    }
 }
 
 fn check_writable(dir: &Path) -> Result<()> {

@@ -98,6 +98,19 @@ fn a_report_folder_over_the_sealed_sector_is_refused_before_the_seal() {
     );
     refused_before_the_run(&out, "overlap: give the report a folder of its own");
     assert!(!report.join("sector").exists());
+    // The same folder by other names: through `..`, and through a link (to the
+    // report folder, made empty, as a report folder may be).
+    std::fs::create_dir_all(&report).unwrap();
+    std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
+    std::os::unix::fs::symlink(&report, dir.join("link")).unwrap();
+    for other_name in [dir.join("elsewhere/../nest"), dir.join("link")] {
+        let out = seal_into(
+            &other_name.join("sector"),
+            &["--trace", "count", "--report", report.to_str().unwrap()],
+        );
+        refused_before_the_run(&out, "overlap: give the report a folder of its own");
+    }
+    assert!(!report.join("sector").exists());
 }
 
 #[test]
