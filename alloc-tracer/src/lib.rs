@@ -172,9 +172,8 @@ pub use phase::{
 pub use registry::{Counts, PhaseTotals};
 pub use report::manifest::set_allocator_name;
 pub use report::schema::{self, SCHEMA_VERSION};
-pub use report::{ReportSummary, SUMMARY_SITES, TopSite, Totals};
+pub use report::{ReportSummary, SUMMARY_SITES, TopSite};
 pub use session::{Session, check_report_dir, expand_path, write_incomplete_report, write_report};
-pub use symbolize::Frame;
 /// tikv-jemallocator's allocator, the usual inner allocator (feature `jemalloc`, on by
 /// default).
 #[cfg(feature = "jemalloc")]

@@ -11,7 +11,6 @@ pub mod snapshot;
 pub mod summary;
 pub mod tables;
 
-pub use alloc_tracer_format::manifest::Totals;
 pub use alloc_tracer_format::schema;
 
 use crate::Error;
