@@ -1701,3 +1701,25 @@ fn calibrate_formats_as_the_other_commands_do() {
     assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_err());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn diff_notes_runs_at_different_speeds() {
+    // The same run, as if twice as slow: its lifetimes (and so its prices) are not
+    // comparable beyond a few tenths of a per cent, which the diff says.
+    let r = fixture();
+    let slow = copy_fixture("slow");
+    edit_manifest(&slow, |m| {
+        let d = m["duration_s"].as_f64().unwrap();
+        m["duration_s"] = (2.0 * d).into();
+    });
+    let out = analyzer(&["diff", r.to_str().unwrap(), slow.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the runs went at different speeds"),
+        "{stderr}"
+    );
+    let out = analyzer(&["diff", r.to_str().unwrap(), r.to_str().unwrap()]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("different speeds"));
+    let _ = std::fs::remove_dir_all(slow);
+}

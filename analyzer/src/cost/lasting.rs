@@ -1,17 +1,17 @@
 //! How long a report's blocks live, as the cost model prices them: a ramp from the
-//! `batch` to the `scattered` pair cost by each followed block's lifetime, and each
-//! row's share of long-lived allocations estimated from its followed blocks.
+//! `batch` to the `scattered` pair cost by each followed block's lifetime, counted in
+//! the allocations the program made meanwhile, and each row's share of long-lived
+//! allocations estimated from its followed blocks.
 
 use crate::report::{LifetimeRow, Report, SiteRow};
 use std::collections::HashMap;
 
-/// Blocks that live this long are priced half as scattered, half as batch
-/// ([`scattered_weight`]).
-pub const SCATTERED_AFTER_NS: u64 = 100_000;
-/// Blocks freed within this are priced as batch.
-pub const BATCH_UNTIL_NS: u64 = SCATTERED_AFTER_NS / 10;
-/// Blocks that live this long or longer are priced as scattered.
-pub const SCATTERED_FROM_NS: u64 = SCATTERED_AFTER_NS * 10;
+/// Blocks freed within this many of the program's allocations are priced as batch:
+/// the `batch` pair's blocks live 64 allocations (the calibration allocates 64, then
+/// frees them).
+pub const BATCH_UNTIL_ALLOCS: f64 = 64.0;
+/// Blocks that live this many allocations or more are priced as scattered.
+pub const SCATTERED_FROM_ALLOCS: f64 = BATCH_UNTIL_ALLOCS * 100.0;
 
 /// How many followed blocks the report's own share of long-lived blocks counts as in
 /// each row's estimate ([`Lasting::share`]).
@@ -19,8 +19,8 @@ pub const PRIOR_BLOCKS: f64 = 16.0;
 
 /// Which share of each row's allocations to price as scattered, estimated from the
 /// blocks followed to their free: the mean [`scattered_weight`] of their lifetimes
-/// (`lifetimes.parquet`), a block still live at the report (or dropped when frees
-/// stopped being recorded) weighing 1.
+/// (`lifetimes.parquet`, counted in allocations by [`ns_per_alloc`]), a block still
+/// live at the report (or dropped when frees stopped being recorded) weighing 1.
 ///
 /// A row is followed one block in 64 by default, so most rows have a handful of
 /// followed blocks or none: their own share is mostly noise, and a share taken
@@ -41,12 +41,17 @@ impl<'r> Lasting<'r> {
         // time (not in the map's).
         let (mut all_long, mut all) = (0.0, 0.0);
         let mut long: HashMap<(u64, &str, u64), f64> = HashMap::new();
+        let mut rates: HashMap<&str, Option<f64>> = HashMap::new();
         for l in report
             .lifetimes
             .iter()
             .filter(|l| phase.is_none_or(|p| l.phase == p))
         {
-            let n = long_in_bucket(l);
+            let rate = *rates
+                .entry(l.phase.as_str())
+                .or_insert_with(|| ns_per_alloc(report, Some(&l.phase)));
+            // No time to count by: priced as batch, as before anything was followed.
+            let n = rate.map_or(0.0, |r| long_in_bucket(l, r));
             if n > 0.0 {
                 all_long += n;
                 *long
@@ -87,22 +92,49 @@ impl<'r> Lasting<'r> {
     }
 }
 
-/// How far a block of lifetime `ns` is priced as scattered rather than batch: 0 up
-/// to [`BATCH_UNTIL_NS`], 1 from [`SCATTERED_FROM_NS`], in between in proportion to
-/// the logarithm of its lifetime (one half at [`SCATTERED_AFTER_NS`]). A ramp, not a
-/// step: blocks living about as long as the threshold would otherwise change price
-/// with a few per cent of the run's speed, and a diff of two runs of one program
-/// would show sites whose counts stayed but whose cost moved.
-pub fn scattered_weight(ns: f64) -> f64 {
-    let (low, high) = (BATCH_UNTIL_NS as f64, SCATTERED_FROM_NS as f64);
-    ((ns.max(1.0).ln() - low.ln()) / (high.ln() - low.ln())).clamp(0.0, 1.0)
+/// How far a block that lived `allocs` of the program's allocations is priced as
+/// scattered rather than batch: 0 up to [`BATCH_UNTIL_ALLOCS`], 1 from
+/// [`SCATTERED_FROM_ALLOCS`], in between in proportion to the logarithm (a half at
+/// 640). A ramp, not a step: blocks living about as long as a step's threshold would
+/// change price from run to run, and a diff of two runs of one program would show
+/// sites whose counts stayed but whose cost moved.
+pub fn scattered_weight(allocs: f64) -> f64 {
+    let (low, high) = (BATCH_UNTIL_ALLOCS, SCATTERED_FROM_ALLOCS);
+    ((allocs.max(1.0).ln() - low.ln()) / (high.ln() - low.ln())).clamp(0.0, 1.0)
 }
 
 /// The scattered weight of a lifetime bucket's blocks, each taken at the bucket's
-/// geometric middle (buckets are under 25 % wide).
-fn long_in_bucket(l: &LifetimeRow) -> f64 {
+/// geometric middle (buckets are under 25 % wide), at `ns_per_alloc` nanoseconds
+/// between the program's allocations.
+fn long_in_bucket(l: &LifetimeRow, ns_per_alloc: f64) -> f64 {
     let middle = ((l.low_ns.max(1) as f64) * (l.high_ns.max(1) as f64)).sqrt();
-    l.freed_count as f64 * scattered_weight(middle)
+    l.freed_count as f64 * scattered_weight(middle / ns_per_alloc)
+}
+
+/// Nanoseconds between two of the program's allocations (and reallocs) in `phase`,
+/// from its traced wall time; for the whole run when `None`, and for a phase with no
+/// wall time (entered only by quick guards) or none of its own allocations. Lifetimes
+/// in the report are nanoseconds, which stretch with the machine's speed and the
+/// tracer's overhead; divided by this, they are counted in allocations, which do
+/// not: a run on a machine uniformly slower prices its blocks as a quicker run's.
+/// `None`: no time or no allocations at all.
+pub fn ns_per_alloc(report: &Report, phase: Option<&str>) -> Option<f64> {
+    let calls = |p: Option<&str>| {
+        report
+            .phases
+            .iter()
+            .filter(|r| p.is_none_or(|p| r.phase == p))
+            .map(|r| r.calls())
+            .fold(0, u64::saturating_add)
+    };
+    let rate = |p: Option<&str>| {
+        report
+            .wall_s(p)
+            .map(|s| (s, calls(p)))
+            .filter(|&(s, n)| s > 0.0 && n > 0)
+            .map(|(s, n)| s * 1e9 / n as f64)
+    };
+    phase.and_then(|p| rate(Some(p))).or_else(|| rate(None))
 }
 
 #[cfg(test)]
@@ -139,39 +171,55 @@ mod tests {
     #[test]
     fn lifetimes_ramp_from_batch_to_scattered() {
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
-        for (ns, w) in [
+        for (allocs, w) in [
             (0.0, 0.0),
-            (1e3, 0.0),
-            (1e4, 0.0),
-            (10f64.powf(4.5), 0.25),
-            (1e5, 0.5),
-            (1e6, 1.0),
+            (10.0, 0.0),
+            (64.0, 0.0),
+            (640.0, 0.5),
+            (64.0 * 10f64.powf(0.5), 0.25),
+            (6400.0, 1.0),
             (1e9, 1.0),
         ] {
             assert!(
-                close(scattered_weight(ns), w),
-                "{ns}: {}",
-                scattered_weight(ns)
+                close(scattered_weight(allocs), w),
+                "{allocs}: {}",
+                scattered_weight(allocs)
             );
         }
         // Lifetimes 6 % apart are priced about a hundredth of the step apart.
-        assert!((scattered_weight(103e3) - scattered_weight(97e3)).abs() < 0.015);
+        assert!((scattered_weight(660.0) - scattered_weight(620.0)).abs() < 0.015);
     }
 
-    #[test]
-    fn long_lived_shares_come_from_lifetimes_and_lean_on_the_report() {
-        let followed = |site_id, followed_count, followed_freed_count| SiteRow {
+    /// Phase `p`: 1 s (times `slower`) and 10 M allocations, 100 ns apart.
+    fn phase_p(slower: u64) -> crate::report::PhaseRow {
+        crate::report::PhaseRow {
+            phase: "p".into(),
+            wall_ns: 1_000_000_000 * slower,
+            entry_count: 1,
+            alloc_count: 9_000_000,
+            realloc_count: 1_000_000,
+            bytes_requested: 0,
+            temporary_count: 0,
+        }
+    }
+
+    fn followed(site_id: u64, followed_count: u64, followed_freed_count: u64) -> SiteRow {
+        SiteRow {
             site_id,
             followed_count,
             followed_freed_count,
             ..row(1000)
-        };
-        let report = Report {
+        }
+    }
+
+    /// Lifetimes of site 1's followed blocks, 100 ns an allocation times `slower`.
+    fn report(slower: u64) -> Report {
+        Report {
             dir: "r".into(),
             manifest: Default::default(),
             sites: vec![
                 // 1,000 followed: 200 freed young, 300 old, 100 at the ramp's middle
-                // (weight a half), 400 still live.
+                // (640 allocations: weight a half), 400 still live.
                 followed(1, 1000, 600),
                 // 1 followed, freed young.
                 followed(2, 1, 1),
@@ -184,17 +232,23 @@ mod tests {
                 },
             ],
             frames: Vec::new(),
-            phases: Vec::new(),
+            phases: vec![phase_p(slower)],
             lifetimes: vec![
-                bucket(1, 10, 20, 200),
-                bucket(1, 2_000_000, 3_000_000, 300),
-                bucket(1, 80_000, 125_000, 100),
-                bucket(2, 10, 20, 1),
+                bucket(1, 10 * slower, 20 * slower, 200),
+                bucket(1, 2_000_000 * slower, 3_000_000 * slower, 300),
+                // Its geometric middle: 64,000 ns, 640 allocations.
+                bucket(1, 51_200 * slower, 80_000 * slower, 100),
+                bucket(2, 10 * slower, 20 * slower, 1),
             ],
-        };
+        }
+    }
+
+    #[test]
+    fn long_lived_shares_come_from_lifetimes_and_lean_on_the_report() {
+        let report = report(1);
         let l = Lasting::of(&report, Some("p"));
         let share = |i: usize| l.share(&report.sites[i]);
-        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         // Site 1: 300 + 50 + 400 of 1,000; site 2: 0 of 1; together 750 of 1,001.
         let prior = 750.0 / 1001.0;
         assert!(close(l.prior(), prior), "{}", l.prior());
@@ -212,5 +266,25 @@ mod tests {
         };
         let l = Lasting::of(&none, None);
         assert_eq!(l.share(&none.sites[0]), 0.0);
+    }
+
+    #[test]
+    fn a_slower_run_prices_its_blocks_alike() {
+        // The same program three times slower: every lifetime and the phase's wall
+        // time three times longer, the same allocations.
+        let (quick, slow) = (report(1), report(3));
+        let (a, b) = (
+            Lasting::of(&quick, Some("p")),
+            Lasting::of(&slow, Some("p")),
+        );
+        for (x, y) in quick.sites.iter().zip(&slow.sites).take(3) {
+            assert!((a.share(x) - b.share(y)).abs() < 1e-9);
+        }
+        // A phase with no time of its own counts by the whole run's rate.
+        let mut untimed = report(1);
+        untimed.phases[0].entry_count = 0;
+        untimed.manifest.duration_s = 1.0;
+        let c = Lasting::of(&untimed, Some("p"));
+        assert!((c.share(&untimed.sites[0]) - a.share(&quick.sites[0])).abs() < 1e-9);
     }
 }

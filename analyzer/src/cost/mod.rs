@@ -7,8 +7,9 @@
 //!   is priced from the calibration ([`crate::calibrate`]): temporaries at the
 //!   [`Pattern::Temporary`] pair cost of their class; other allocations at the
 //!   [`Pattern::Batch`] cost, those that live long at the [`Pattern::Scattered`]
-//!   cost (a ramp in lifetime from 10 us to 1 ms, [`scattered_weight`], over the
-//!   blocks followed to their free, [`Lasting`]); reallocs at the batch cost.
+//!   cost (a ramp in lifetime from 64 to 6,400 of the program's allocations,
+//!   [`scattered_weight`], over the blocks followed to their free, [`Lasting`]);
+//!   reallocs at the batch cost.
 //!   Sites whose stack passes through `finish_grow` (a push onto a full or empty
 //!   `Vec`, a `reserve`) also pay Rust's growth path, the calibrated `vec_growth`,
 //!   per allocation and realloc: the pairs are timed through `Vec::with_capacity`.
@@ -34,7 +35,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 mod lasting;
 
 pub use lasting::{
-    BATCH_UNTIL_NS, Lasting, PRIOR_BLOCKS, SCATTERED_AFTER_NS, SCATTERED_FROM_NS, scattered_weight,
+    BATCH_UNTIL_ALLOCS, Lasting, PRIOR_BLOCKS, SCATTERED_FROM_ALLOCS, ns_per_alloc,
+    scattered_weight,
 };
 
 /// The cost of some allocations, in nanoseconds.

@@ -116,8 +116,22 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report) -> Result<()> {
              {rb}): their differences are not a patch's alone"
         );
     }
+    if let (Some(x), Some(y)) = (cost::ns_per_alloc(a, None), cost::ns_per_alloc(b, None))
+        && x.max(y) > SPEEDS_APART * x.min(y)
+    {
+        eprintln!(
+            "analyzer: the runs went at different speeds ({x:.0} and {y:.0} ns of traced \
+             time an allocation): a loaded machine stretches some lifetimes more than \
+             others, so predicted costs may differ by a few tenths of a per cent with \
+             nothing changed"
+        );
+    }
     Ok(())
 }
+
+/// Traced time per allocation that far apart between two runs is noted: lifetimes,
+/// and so the prices of long-lived blocks, then differ beyond the patch.
+const SPEEDS_APART: f64 = 1.2;
 
 impl DiffJob {
     /// Writes the diff; returns the `--fail-if` conditions that hold.
