@@ -240,6 +240,15 @@ pub fn check(
             report.dir.display()
         )));
     }
+    // `count` mode finds no temporaries: every such limit would read 0 and pass.
+    let temporaries = budget.phase.values().any(|l| l.temporaries.is_some());
+    if temporaries && report.manifest.mode == "count" {
+        return Err(bad(format!(
+            "temporaries limits need temporaries, and {} was written in `count` mode, \
+             which finds none (trace in `sites`, where they are exact)",
+            report.dir.display()
+        )));
+    }
     let mut checked = Vec::new();
     if let Some(max) = budget.peak_live_bytes {
         let peak = report.manifest.totals.peak_live_bytes.max(0) as u64;
@@ -517,7 +526,8 @@ pub fn evaluate(conditions: &[Condition], diff: &Diff) -> Result<Vec<Failed>, Er
             Threshold::Absolute(t) => growth > t,
             // From nothing, any growth is infinitely many percent.
             Threshold::Percent(p) if base == 0.0 => growth > 0.0 && p.is_finite(),
-            Threshold::Percent(p) => growth / base * 100.0 > p,
+            // Multiplied out, not divided: 100 -> 107 is +7 %, not a rounding over.
+            Threshold::Percent(p) => growth * 100.0 > p * base,
         };
         if holds {
             failed.push(Failed {
@@ -680,6 +690,16 @@ mod tests {
                 "cost>+5ms: 10.000 ms -> 16.000 ms (+60.0%)"
             ]
         );
+        // Exactly at the threshold holds nothing, whatever the floats: 100 -> 107 is
+        // +7 % (107 / 100 - 1 is 0.07000000000000006).
+        let at = diff(side(100, 0, None), side(107, 0, None));
+        let holds = |text: &str| {
+            !evaluate(&[parse_condition(text).unwrap()], &at)
+                .unwrap()
+                .is_empty()
+        };
+        assert!(!holds("allocs>+7%") && !holds("allocs>+7"));
+        assert!(holds("allocs>+6.9%") && holds("allocs>+6"));
         // Priced with `--recycled`: the change also pays for recycling what it no
         // longer allocates (3 ms), as the diff's predicted change says.
         let recycled = Diff {

@@ -30,11 +30,12 @@ use std::collections::{BTreeMap, HashMap};
 pub struct Side {
     /// Report directory.
     pub report: String,
-    /// Allocations and reallocs in the phase.
+    /// Allocations and reallocs in the phase (`phases.parquet`: exact in every
+    /// mode).
     pub alloc_count: u64,
-    /// Requested bytes in the phase.
+    /// Requested bytes in the phase (exact).
     pub bytes_requested: u64,
-    /// Temporaries in the phase.
+    /// Temporaries in the phase (exact in `sites` mode, an estimate in `sample:N`).
     pub temporary_count: u64,
     /// Predicted allocation cost of the phase (direct + indirect), with a calibration.
     pub cost_s: Option<f64>,
@@ -483,16 +484,24 @@ pub fn diff(
         })
         .collect();
     let share = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
-    let side = |r: &Report, m: &BTreeMap<String, Acc>, given: Option<f64>| Side {
-        report: r.dir.display().to_string(),
-        alloc_count: m.values().map(|s| s.allocs).fold(0, u64::saturating_add),
-        bytes_requested: m.values().map(|s| s.bytes).fold(0, u64::saturating_add),
-        temporary_count: r
-            .rows(phase)
-            .map(|s| s.temporary_count)
-            .fold(0, u64::saturating_add),
-        cost_s: cal.map(|_| m.values().filter_map(|s| s.cost_ns).sum::<f64>() * 1e-9),
-        wall_s: given.or_else(|| r.wall_s(phase)),
+    // The totals from `phases.parquet`, exact in every mode (the sites table holds
+    // estimates in `sample:N`), so that a gate on them compares what happened.
+    let side = |r: &Report, m: &BTreeMap<String, Acc>, given: Option<f64>| {
+        let sum = |f: fn(&crate::report::PhaseRow) -> u64| {
+            r.phases
+                .iter()
+                .filter(|p| phase.is_none_or(|ph| p.phase == ph))
+                .map(f)
+                .fold(0, u64::saturating_add)
+        };
+        Side {
+            report: r.dir.display().to_string(),
+            alloc_count: sum(|p| p.calls()),
+            bytes_requested: sum(|p| p.bytes_requested),
+            temporary_count: sum(|p| p.temporary_count),
+            cost_s: cal.map(|_| m.values().filter_map(|s| s.cost_ns).sum::<f64>() * 1e-9),
+            wall_s: given.or_else(|| r.wall_s(phase)),
+        }
     };
     let given = measured.base_s.is_some() && measured.change_s.is_some();
     let (base_side, change_side) = (
@@ -537,12 +546,23 @@ mod tests {
 
     use crate::report::{FrameRow, PhaseRow, SiteRow};
 
+    /// Phase `p`'s totals in `phases.parquet` made the sum of the site rows', as a
+    /// tracer writes them in `sites` mode.
+    fn with_phase_totals(mut r: Report) -> Report {
+        let p = &mut r.phases[0];
+        p.alloc_count = r.sites.iter().map(|s| s.alloc_count).sum();
+        p.realloc_count = r.sites.iter().map(|s| s.realloc_count).sum();
+        p.bytes_requested = r.sites.iter().map(|s| s.bytes_requested).sum();
+        p.temporary_count = r.sites.iter().map(|s| s.temporary_count).sum();
+        r
+    }
+
     fn report(sites: &[(u64, &str, u32, u64)]) -> Report {
         // (site id, function, line, allocations) with one frame each; frames sorted by
         // site, as `report::load` leaves them.
         let mut sorted = sites.to_vec();
         sorted.sort();
-        Report {
+        with_phase_totals(Report {
             dir: "r".into(),
             manifest: alloc_tracer_format::manifest::Manifest {
                 duration_s: 1.0,
@@ -581,7 +601,7 @@ mod tests {
                 temporary_count: 0,
             }],
             lifetimes: vec![],
-        }
+        })
     }
 
     #[test]
@@ -834,7 +854,7 @@ mod tests {
                 });
             }
         }
-        r
+        with_phase_totals(r)
     }
 
     #[test]

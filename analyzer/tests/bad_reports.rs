@@ -253,6 +253,14 @@ fn sums_of_huge_counts_saturate() {
             .unwrap();
     }
     write_table(&sites, df);
+    // The phase totals too, which `diff` compares.
+    let phases = dir.join("phases.parquet");
+    let mut df = read_table(&phases);
+    assert!(df.height() > 1, "the fixture has several phases");
+    let n = df.height();
+    df.with_column(Column::new("alloc_count".into(), vec![u64::MAX / 2 + 1; n]))
+        .unwrap();
+    write_table(&phases, df);
     let r = report::load(&dir).unwrap();
     let mut rows_per_site = std::collections::HashMap::<u64, usize>::new();
     for row in &r.sites {

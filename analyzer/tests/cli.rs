@@ -1723,3 +1723,66 @@ fn diff_notes_runs_at_different_speeds() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("different speeds"));
     let _ = std::fs::remove_dir_all(slow);
 }
+
+#[test]
+fn gates_judge_what_they_can_and_say_what_they_cannot() {
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    // A reader that leaves early (`| head`) does not hide a breach: it still goes to
+    // standard error, and the exit status is 1.
+    let over = budget_file("reader-left", "[phase.build]\nallocs = 1\n");
+    for args in [
+        vec!["check", r, "--budget", over.to_str().unwrap()],
+        vec!["diff", r, r, "--fail-if", "allocs>-1", "--limit", "1000"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_analyzer"))
+            .args(&args)
+            .env("ALLOC_PROFILER_CALIBRATION", calibration())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("over budget"), "{args:?}: {stderr}");
+    }
+
+    // Gates compare like with like: another mode is refused.
+    let sampled = copy_fixture("gate-sampled");
+    edit_manifest(&sampled, |m| m["mode"] = "sample:10".into());
+    assert_one_line_error(
+        &[
+            "diff",
+            r,
+            sampled.to_str().unwrap(),
+            "--fail-if",
+            "allocs>+0",
+        ],
+        "different modes (sites and sample:10)",
+    );
+    // A report that counted allocations but holds no sites (its mode switched to
+    // `off` before it was written) is refused, not read as no allocations.
+    let off = count_copy("gate-off");
+    edit_manifest(&off, |m| m["mode"] = "off".into());
+    assert_one_line_error(
+        &["diff", r, off.to_str().unwrap()],
+        "records allocations but no sites",
+    );
+    // `count` mode finds no temporaries: a limit on them is refused.
+    let count = count_copy("gate-count-temporaries");
+    let temporaries = budget_file("count-temporaries", "[phase.build]\ntemporaries = 10\n");
+    assert_one_line_error(
+        &[
+            "check",
+            count.to_str().unwrap(),
+            "--budget",
+            temporaries.to_str().unwrap(),
+        ],
+        "temporaries limits need temporaries",
+    );
+    for d in [sampled, off, count] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

@@ -99,6 +99,16 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report) -> Result<()> {
                 r.dir.display()
             );
         }
+        // A report whose mode was switched to `off` before it was written, say, after
+        // counting in `count` mode: its allocations have no sites to compare.
+        if r.sites.is_empty() && r.phases.iter().any(|p| p.calls() > 0) {
+            anyhow::bail!(
+                "{} records allocations but no sites (mode {} when written): a diff \
+                 compares sites (trace with sites or sample:N)",
+                r.dir.display(),
+                r.manifest.mode
+            );
+        }
     }
     let (ma, mb) = (&a.manifest, &b.manifest);
     if ma.mode != mb.mode {
@@ -143,7 +153,27 @@ impl DiffJob {
             .collect::<Result<Vec<_>, _>>()?;
         let rules = rules(self.inputs.rules.as_deref())?;
         let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
+        if !conditions.is_empty() && a.manifest.mode != b.manifest.mode {
+            anyhow::bail!(
+                "--fail-if compares like with like, and the reports were written in \
+                 different modes ({} and {}): their temporaries and costs are estimated \
+                 differently",
+                a.manifest.mode,
+                b.manifest.mode
+            );
+        }
         comparable(&a, &b)?;
+        if conditions
+            .iter()
+            .any(|c| matches!(c.metric, budget::Metric::Temporaries))
+            && a.manifest.mode.starts_with("sample:")
+        {
+            eprintln!(
+                "analyzer: in {} mode temporaries are estimated from the sampled blocks: \
+                 a temporaries gate compares estimates",
+                a.manifest.mode
+            );
+        }
         for r in [&a, &b] {
             if let Some(why) = &r.manifest.incomplete {
                 // A run cut short allocated less: it passes any gate on growth.
@@ -191,9 +221,22 @@ impl DiffJob {
             self.measured,
             self.limit,
         );
-        render::diff(out, &d, self.format)?;
-        let failed = budget::evaluate(&conditions, &d)?;
-        Ok(failed.iter().map(|f| f.to_string()).collect())
+        let failed: Vec<String> = budget::evaluate(&conditions, &d)?
+            .iter()
+            .map(|f| f.to_string())
+            .collect();
+        unless_reader_left(render::diff(out, &d, self.format), &failed)?;
+        Ok(failed)
+    }
+}
+
+/// `written`, the output of a job that gates, unless it failed only because the
+/// reader of standard output went away (`| head`) while there are breaches to tell:
+/// those still go to standard error, and the exit status still says so.
+pub(crate) fn unless_reader_left(written: std::io::Result<()>, breaches: &[String]) -> Result<()> {
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && !breaches.is_empty() => Ok(()),
+        other => Ok(other?),
     }
 }
 
@@ -206,12 +249,13 @@ impl CheckJob {
         let rules = rules(self.rules.as_deref())?;
         let r = report::load(&self.report)?;
         let checked = budget::check(&b, &r, &rules, &self.budget)?;
-        render::checked(out, &checked, self.format)?;
-        Ok(checked
+        let over: Vec<String> = checked
             .iter()
             .filter(|c| c.over())
             .map(|c| c.to_string())
-            .collect())
+            .collect();
+        unless_reader_left(render::checked(out, &checked, self.format), &over)?;
+        Ok(over)
     }
 }
 

@@ -179,7 +179,7 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Timeline(job) => job.run()?,
         Job::Export(job) => job.run()?,
     }
-    out.flush()?;
+    cost_jobs::unless_reader_left(out.flush(), &breaches)?;
     if breaches.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
