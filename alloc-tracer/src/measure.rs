@@ -34,6 +34,10 @@ pub struct Measured {
     /// Blocks freed before the thread's next allocation: exact in `sites` mode, the
     /// sampled ones in `sample:N`, none counted in `count` mode.
     pub temporaries: u64,
+    /// Whether `temporaries` counts every temporary: the tracer was in `sites` mode.
+    /// [`assert_allocs!`](crate::assert_allocs) refuses a budget on temporaries
+    /// otherwise (it would pass on zeros).
+    pub temporaries_exact: bool,
     /// The most size-class bytes held at once during the closure, above what was
     /// held when it started (allocated minus freed). [`measure`]: this thread's,
     /// exact. [`measure_process`]: the process's live bytes as threads publish them,
@@ -218,6 +222,7 @@ fn difference(before: &PhaseTotals, after: &PhaseTotals) -> Measured {
         bytes_allocated: d(|t| t.bytes_allocated),
         bytes_freed: d(|t| t.bytes_freed),
         temporaries: d(|t| t.temporaries),
+        temporaries_exact: Settings::current().mode == Mode::Sites,
         peak_bytes: 0,
     }
 }
@@ -254,12 +259,25 @@ fn this_thread() -> PhaseTotals {
 /// breach, the whole measurement and, in `sites` and `sample:N` modes, the three
 /// sites that allocated most during the closure (which costs `measure` a read of the
 /// thread's site table before and after):
-/// `assert_allocs!(m, allocs <= 12, bytes <= 4096)`.
+/// `assert_allocs!(m, allocs <= 12, bytes <= 4096)`. A budget on `temporaries`
+/// panics unless they were measured in `sites` mode (`Measured::temporaries_exact`).
+/// `allocs` counts `alloc` calls only; reallocs are `reallocs`, where the analyzer's
+/// `allocs` counts both.
 #[macro_export]
 macro_rules! assert_allocs {
     ($measured:expr, $($field:ident <= $limit:expr),+ $(,)?) => {{
         let m: &$crate::Measured = &$measured;
         let mut breaches: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        $(
+            if ::std::stringify!($field) == "temporaries" && !m.temporaries_exact {
+                ::std::panic!(
+                    "assert_allocs!: a budget on {} needs the tracer in sites mode \
+                     (ALLOC_TRACE=sites, or Settings {{ mode: Mode::Sites, .. }}.apply()): \
+                     other modes count none or only sampled ones, and the budget would pass",
+                    ::std::stringify!($field)
+                );
+            }
+        )+
         $(
             if m.$field > $limit {
                 breaches.push(::std::format!(

@@ -128,6 +128,24 @@ fn t10_and_the_assertion_names_every_breach() {
             && message.contains("bytes = 5000 (budget 4096)"),
         "{message}"
     );
+    // A budget on temporaries not counted in full (`count` mode, as here: zero
+    // temporaries would pass any budget) is refused.
+    let payload = std::panic::catch_unwind(|| assert_allocs!(m, temporaries <= 1)).unwrap_err();
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap();
+    assert!(
+        message.contains("needs the tracer in sites mode"),
+        "{message}"
+    );
+    let exact = Measured {
+        temporaries: 1,
+        temporaries_exact: true,
+        ..m
+    };
+    assert_allocs!(exact, temporaries <= 1);
 }
 
 #[test]
