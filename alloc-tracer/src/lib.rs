@@ -94,9 +94,10 @@
 //! * Heap sampling samples each allocated byte with probability 1/`ALLOC_TRACE_HEAP`,
 //!   as jemalloc's and tcmalloc's heap profilers do: a block of `s` bytes with
 //!   probability `p = 1 - (1 - 1/interval)^s`, weighted `s/p` bytes and `1/p` blocks
-//!   (unbiased; exact with an interval of 1). Whenever live bytes rise 1/128 above
-//!   the last kept peak, what the sampled blocks say is live is kept: the kept peak is
-//!   within 0.8 % of the true one.
+//!   (unbiased; exact with an interval of 1). Whenever live bytes rise 1/128 (and at
+//!   least 1 MiB) above the last kept peak, what the sampled blocks say is live is
+//!   kept: the kept peak is below the true one by less than 0.8 % of it or 1 MiB,
+//!   whichever is larger.
 //! * Size classes are jemalloc's, computed with the same arithmetic (checked against
 //!   `nallocx`), without adding headers to blocks.
 //!

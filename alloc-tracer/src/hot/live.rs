@@ -41,27 +41,29 @@ pub fn live_bytes() -> i64 {
 
 /// A kept peak is followed by the next one only once live bytes have risen
 /// 1/`PEAK_STEP` of it above it (and at least [`PEAK_STEP_MIN`]): so the last one
-/// kept is within 1/128 (0.8 %) of the highest peak, and a run that grows to `P`
-/// bytes keeps about 128 ln(P / 1 MiB) of them (under 1,800 for 1 TiB).
+/// kept is within 1/128 (0.8 %) of the highest peak or 1 MiB, whichever is larger,
+/// and a run that grows to `P` bytes keeps about 128 ln(P / 1 MiB) of them (under
+/// 1,800 for 1 TiB).
 pub const PEAK_STEP: i64 = 128;
 /// The smallest rise between two kept peaks.
 pub const PEAK_STEP_MIN: i64 = 1 << 20;
 
 /// True when `live` bytes (just published) pass the peak mark and this call moved
 /// the mark up: the caller then has the cold side keep what is live
-/// ([`new_peak`]). One thread wins each mark.
+/// ([`new_peak`]). One thread wins each mark; a thread that loses one to another
+/// tries again against the mark the winner set, so a publish that passes that too
+/// is kept (else a higher peak published at the same moment would be lost).
 #[inline]
 pub fn peak_mark_due(live: i64) -> bool {
-    let mark = PEAK_MARK.load(Relaxed);
-    live >= mark
-        && PEAK_MARK
-            .compare_exchange(
-                mark,
-                live + (live / PEAK_STEP).max(PEAK_STEP_MIN),
-                Relaxed,
-                Relaxed,
-            )
-            .is_ok()
+    let mut mark = PEAK_MARK.load(Relaxed);
+    while live >= mark {
+        let next = live + (live / PEAK_STEP).max(PEAK_STEP_MIN);
+        match PEAK_MARK.compare_exchange_weak(mark, next, Relaxed, Relaxed) {
+            Ok(_) => return true,
+            Err(now) => mark = now,
+        }
+    }
+    false
 }
 
 /// Has the cold side keep what is live at a new peak of `live` bytes.

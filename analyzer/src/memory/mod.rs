@@ -188,8 +188,14 @@ pub struct HeldCategory {
 pub struct Held {
     /// `peak` or `end`.
     pub moment: String,
-    /// Exact live bytes then (the kept peak's, or the report's live bytes at its end).
+    /// Exact live bytes then: the kept peak's; at the end, the bytes allocated and
+    /// not freed while traced (`live_bytes_end`, which frees of blocks allocated
+    /// before tracing lower, so it can be below what is live, or negative).
     pub live_bytes: Option<i64>,
+    /// The run's highest live bytes (`peak_live_bytes`; the peak moment only): the
+    /// kept peak lies below it by less than 1/128 of it or 1 MiB, and what was
+    /// allocated between the two is in no table.
+    pub run_peak_live_bytes: Option<i64>,
     /// When, in seconds after tracing started (the kept peak only).
     pub time_s: Option<f64>,
     /// The phase in force then (the kept peak only).
@@ -268,8 +274,10 @@ pub fn held(
         let class = a.classes.entry(r.size_class_bytes).or_default();
         *class = class.saturating_add(r.live_bytes_estimate);
     }
+    // Shares of the kept peak's exact live bytes; at the end, of what the estimates
+    // say is live (`live_bytes_end` is a net of allocations and frees, not that).
     let whole = live_bytes
-        .filter(|b| *b > 0)
+        .filter(|b| *b > 0 && moment == Moment::Peak)
         .map_or(all_bytes as f64, |b| b as f64);
     let share = |b: u64| if whole > 0.0 { b as f64 / whole } else { 0.0 };
     let mut sites: Vec<HeldSite> = by_site
@@ -341,6 +349,7 @@ pub fn held(
         }
         .to_owned(),
         live_bytes,
+        run_peak_live_bytes: (moment == Moment::Peak).then_some(m.totals.peak_live_bytes),
         time_s,
         phase: at_phase,
         heap_interval: m.heap_interval,

@@ -33,8 +33,32 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             bytes(live as f64),
             crate::render::seconds(t)
         )?,
+        (Some(live), _, _) if h.moment == "end" => writeln!(
+            out,
+            "{what}: {} allocated and not freed while traced (frees of blocks allocated \
+             before tracing count against it; the estimates below are what was live)",
+            bytes(live as f64)
+        )?,
         (Some(live), _, _) => writeln!(out, "{what}: {} live", bytes(live as f64))?,
-        _ => writeln!(out, "{what}: no peak kept (live bytes never reached 1 MiB)")?,
+        _ => {
+            // Nothing was kept, whatever the interval: no advice on sampling.
+            return writeln!(
+                out,
+                "{what}: no peak kept (live bytes never reached 1 MiB); `analyzer leaks` \
+                 shows what was live at the end"
+            );
+        }
+    }
+    if let (Some(kept), Some(run)) = (h.live_bytes, h.run_peak_live_bytes)
+        && run > kept
+    {
+        writeln!(
+            out,
+            "the run's highest: {} live, {} above the kept peak (what was allocated \
+             between the two is not in the tables below)",
+            bytes(run as f64),
+            bytes((run - kept) as f64)
+        )?;
     }
     if h.heap_interval == 0 {
         writeln!(
