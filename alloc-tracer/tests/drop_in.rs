@@ -111,7 +111,10 @@ fn child(case: &str, cwd: &Path, env: &[(&str, &str)]) -> String {
 fn run_all() {
     let dir = scratch("report");
     let stderr = child("report", &dir, &[("ALLOC_TRACE_REPORT", "report")]);
-    assert!(stderr.contains("report written"), "{stderr}");
+    assert!(
+        stderr.contains("alloc-tracer: report written to "),
+        "{stderr}"
+    );
     let manifest = std::fs::read(dir.join("report/manifest.json"))
         .unwrap_or_else(|e| panic!("no report where the program started ({e}): {stderr}"));
     let manifest: serde_json::Value = serde_json::from_slice(&manifest).unwrap();

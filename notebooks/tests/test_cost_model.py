@@ -91,10 +91,14 @@ def test_predicted_vs_measured_draws_intervals(tmp_path):
     p.write_text(HEADER.rstrip("\n")
                  + ",predicted_saving_low_s,predicted_saving_high_s,"
                  + "measured_saving_low_s,measured_saving_high_s\n"
-                 + "x,2,1,10,9,3,1.5,2.5,0.5,1.75\n")
+                 + "x,2,1,10,9,3,1.5,2.5,0.5,3.5\n")
     fig = plots.predicted_vs_measured(cost_model.load_results(p), "t")
     ax = fig.axes[0]
-    # The axes reach the ends of both bars (2.5 predicted, 0.5 measured).
-    assert ax.get_xlim()[1] > 2.5 and ax.get_ylim()[0] < 0.5
-    # Two error-bar collections: horizontal and vertical.
-    assert len(ax.collections) >= 2
+    # The measured interval's top (3.5) lies beyond every other value: the axes
+    # reach it only if they take the bars in.
+    assert ax.get_xlim()[1] > 3.5 and ax.get_ylim()[1] > 3.5
+    # Two error-bar collections, each bar from its interval's low end to its high.
+    assert len(ax.collections) == 2
+    segments = sorted(tuple(map(tuple, s.tolist())) for c in ax.collections
+                      for s in c.get_segments())
+    assert segments == [((1.5, 1.0), (2.5, 1.0)), ((2.0, 0.5), (2.0, 3.5))]

@@ -26,3 +26,4 @@ def test_scale_is_per_row_whatever_the_iterations():
     for key in ("allocs_per_row", "peak_bytes_per_row"):
         assert once[key] == thrice[key], key
     assert once["peak_bytes_per_row"] == 190.0
+    assert once["allocs_per_row"] == 5.0

@@ -104,6 +104,12 @@ fn addmany_of_three_words() {
     );
     eprintln!("addmany of 3 words: {m:?}");
     assert_allocs!(m, allocs <= ADDMANY_ALLOCS, reallocs <= ADDMANY_REALLOCS);
+    // Below the budget is news too: lower it, so that the saving cannot be lost.
+    assert_eq!(
+        (m.allocs, m.reallocs),
+        (ADDMANY_ALLOCS, ADDMANY_REALLOCS),
+        "below budget: lower ADDMANY_ALLOCS and ADDMANY_REALLOCS"
+    );
 }
 
 #[test]
@@ -123,10 +129,16 @@ fn one_sha256_block() {
         "one SHA-256 block ({} constraints): {m:?}",
         cs.constraints - before
     );
+    assert_eq!(cs.constraints - before, 25_840);
     assert_allocs!(
         m,
         allocs <= SHA256_BLOCK_ALLOCS,
         reallocs <= SHA256_BLOCK_REALLOCS
+    );
+    assert_eq!(
+        (m.allocs, m.reallocs),
+        (SHA256_BLOCK_ALLOCS, SHA256_BLOCK_REALLOCS),
+        "below budget: lower SHA256_BLOCK_ALLOCS and SHA256_BLOCK_REALLOCS"
     );
 }
 

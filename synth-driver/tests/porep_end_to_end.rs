@@ -70,9 +70,14 @@ fn snapshot(name: &str, got: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
         .join(name);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+    // Only `UPDATE_SNAPSHOTS=1` rewrites, and says so: any value at all would make
+    // every snapshot test compare its output with itself.
+    if std::env::var("UPDATE_SNAPSHOTS").as_deref() == Ok("1")
+        && std::fs::read_to_string(&path).ok().as_deref() != Some(&*got)
+    {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, got).unwrap();
+        std::fs::write(&path, &got).unwrap();
+        eprintln!("snapshot {} rewritten", path.display());
     }
     let want = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));

@@ -28,3 +28,17 @@ def test_a_cycle_fails(tmp_path):
     assert any("a" in p and "b" in p for p in problems), problems
     (src / "b.rs").write_text("fn h() {}\n")
     assert layers.check(src) == []
+
+
+def test_the_hot_path_reaches_the_cold_side_only_through_its_door(tmp_path):
+    src = tmp_path / "alloc-tracer" / "src"
+    (src / "hot").mkdir(parents=True)
+    (src / "lib.rs").write_text("mod hot; mod registry;\n")
+    (src / "registry.rs").write_text("pub fn f() {}\n")
+    (src / "hot" / "mod.rs").write_text("mod x;\n")
+    (src / "hot" / "x.rs").write_text("fn g() { crate::registry::f(); }\n")
+    problems = layers.check(src)
+    assert any("hot::door::Door" in p for p in problems), problems
+    # Within hot/, anything goes.
+    (src / "hot" / "x.rs").write_text("use crate::hot::door;\n")
+    assert layers.check(src) == []
