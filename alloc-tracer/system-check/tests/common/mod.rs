@@ -28,10 +28,15 @@ pub fn report_has_the_schema(name: &'static str) {
         ..Default::default()
     }
     .apply();
-    let before = alloc_tracer::counts().total(|p| p.allocs);
-    work();
-    let after = alloc_tracer::counts().total(|p| p.allocs);
-    assert!(after - before >= N as u64);
+    // Exact over this inner allocator: each of `work`'s boxes once, allocated and
+    // freed.
+    let ((), m) = alloc_tracer::measure(work);
+    assert_eq!(
+        (m.allocs, m.frees, m.reallocs),
+        (N as u64, N as u64, 0),
+        "{m:?}"
+    );
+    assert_eq!(m.bytes, (N * 160) as u64);
 
     let dir = std::env::temp_dir().join(format!("alloc-tracer-{name}-{}", std::process::id()));
     let summary = alloc_tracer::write_report(&dir.join("report")).unwrap();
@@ -60,9 +65,14 @@ pub fn report_has_the_schema(name: &'static str) {
         let want: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
         assert_eq!(names, want, "{}", table.file);
         for (c, col) in fields.iter().zip(table.columns) {
+            let integer = |bits: i8, signed: bool| {
+                matches!(c.logical_type_ref(), Some(LogicalType::Integer(i))
+                    if i.bit_width == bits && i.is_signed == signed)
+            };
             let ok = match col.ty {
-                ColumnType::UInt64 | ColumnType::Int64 => c.physical_type() == Physical::INT64,
-                ColumnType::UInt32 => c.physical_type() == Physical::INT32,
+                ColumnType::UInt64 => c.physical_type() == Physical::INT64 && integer(64, false),
+                ColumnType::Int64 => c.physical_type() == Physical::INT64 && integer(64, true),
+                ColumnType::UInt32 => c.physical_type() == Physical::INT32 && integer(32, false),
                 ColumnType::Boolean => c.physical_type() == Physical::BOOLEAN,
                 ColumnType::String => {
                     c.physical_type() == Physical::BYTE_ARRAY
