@@ -73,7 +73,7 @@ fn snapshot(name: &str, got: &str) {
     // Only `UPDATE_SNAPSHOTS=1` rewrites, and says so: any value at all would make
     // every snapshot test compare its output with itself.
     if std::env::var("UPDATE_SNAPSHOTS").as_deref() == Ok("1")
-        && std::fs::read_to_string(&path).ok().as_deref() != Some(&*got)
+        && std::fs::read_to_string(&path).ok().as_deref() != Some(got)
     {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, &got).unwrap();
