@@ -76,7 +76,7 @@ fn snapshot(name: &str, got: &str) {
         && std::fs::read_to_string(&path).ok().as_deref() != Some(got)
     {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &got).unwrap();
+        std::fs::write(&path, got).unwrap();
         eprintln!("snapshot {} rewritten", path.display());
     }
     let want = std::fs::read_to_string(&path)
