@@ -78,20 +78,31 @@ def test_rust_polars_snippet_type_checks(tmp_path):
     if rustc is None:
         pytest.fail("rustc not found: the Rust snippet cannot be checked")
     deps = TARGET / "release" / "deps"
-    polars_libs = sorted(deps.glob("libpolars-*.rlib"))
-    anyhow_libs = sorted(deps.glob("libanyhow-*.rlib"))
+
+    def locked(name):
+        """The rlibs of `name` at the version Cargo.lock pins, newest first: the
+        target directory, reused across builds, keeps older versions' too."""
+        lock = (ROOT / "Cargo.lock").read_text()
+        version = re.search(rf'name = "{name}"\nversion = "([^"]+)"', lock).group(1)
+        source = f"/{name}-{version}/src/lib.rs"
+        libs = [lib for lib in deps.glob(f"lib{name}-*.rlib")
+                if source in lib.with_name(lib.name[3:-5] + ".d").read_text(errors="replace")]
+        return sorted(libs, key=lambda lib: lib.stat().st_mtime, reverse=True)
+
+    polars_libs, anyhow_libs = locked("polars"), locked("anyhow")
     if not polars_libs or not anyhow_libs:
-        pytest.fail(f"no polars/anyhow rlib in {deps}: build the workspace first")
+        pytest.fail(f"no polars/anyhow rlib of Cargo.lock's versions in {deps}: "
+                    "build the workspace first")
     src = tmp_path / "snippet.rs"
     src.write_text(code)
     errors = []
-    # The target directory can hold several polars builds (features, older versions):
-    # the snippet must type-check against one of them.
+    # The target directory can hold several builds of that polars (the workspace's
+    # crates ask for different features): the snippet must type-check against one.
     for lib in polars_libs:
         r = subprocess.run(
             [rustc, "--edition", "2021", "--crate-type", "bin", "--emit=metadata",
              "-o", str(tmp_path / "snippet.rmeta"), str(src),
-             "--extern", f"polars={lib}", "--extern", f"anyhow={anyhow_libs[-1]}",
+             "--extern", f"polars={lib}", "--extern", f"anyhow={anyhow_libs[0]}",
              "-L", f"dependency={deps}"],
             capture_output=True, text=True, env={**os.environ, "RUSTFLAGS": ""},
         )
