@@ -13,13 +13,17 @@
 //! [phase.synthesize]
 //! allocs = 110_000          # allocations and reallocs
 //! bytes = 3_000_000         # requested bytes
-//! temporaries = 90_000      # freed right after the next allocation
-//! category."linear combinations".share = 0.5       # at most half the allocations
-//! site."LinearCombination::add".allocs = 20_000    # sites whose name contains this
+//! temporaries = 90_000      # freed before the thread's next allocation
+//! category."Boolean::lc temporaries".share = 0.5    # at most half the allocations
+//! site."lc.rs:108".allocs = 20_000    # sites whose name contains this
 //! ```
 //!
-//! Counts are the report's (sampled counts times the sample interval in `sample`
-//! mode); the peak is the manifest's, exact to within its
+//! Categories are the rules' names (`analyzer categories` lists them); a site's name
+//! is the one `analyzer top` shows before any ` < ` (its function and `file:line`,
+//! such as `insert_or_update (lc.rs:108)`), and the limit sums every site whose name
+//! contains the text. Phase totals are exact in every mode (`phases.parquet`);
+//! category shares and site counts are the sites table's (sampled counts times the
+//! sample interval in `sample` mode). The peak is the manifest's, exact to within its
 //! `peak_live_bytes_error_bytes`. `allocs_per_row` divides by the report's `rows`
 //! label, which synth-driver records (a program of its own states it with
 //! `alloc_tracer::label`).
@@ -237,6 +241,14 @@ pub fn check(
         return Err(bad(format!(
             "category and site limits need the report's sites, and {} was written in \
              `count` mode, which records none (trace in `sites` or `sample:N`)",
+            report.dir.display()
+        )));
+    }
+    // Stacks cut short put most allocations in "other" and under sites that are not
+    // the code's: category and site limits would judge the build's setup, not it.
+    if per_site && let Some(w) = report.manifest.setup_warning() {
+        return Err(bad(format!(
+            "category and site limits need whole stacks, and in {}: {w}",
             report.dir.display()
         )));
     }

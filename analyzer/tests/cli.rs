@@ -1793,3 +1793,38 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+#[test]
+fn stacks_cut_short_are_said_wherever_sites_are_judged() {
+    // As if built without frame pointers: most stacks end early.
+    let cut = copy_fixture("cut-stacks");
+    edit_manifest(&cut, |m| {
+        let all = m["totals"]["alloc_count"].as_u64().unwrap();
+        m["dropped"]["stacks_ending_early_alloc_count"] = all.into();
+    });
+    let c = cut.to_str().unwrap();
+    let r = fixture();
+    for args in [
+        vec!["categories", c],
+        vec!["cost", c],
+        vec!["diff", r.to_str().unwrap(), c],
+    ] {
+        let out = analyzer(&args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("force-frame-pointers"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // A budget on categories or sites cannot judge such a report.
+    let b = budget_file(
+        "cut-stacks",
+        "[phase.build]\ncategory.\"other (no rule matched)\".share = 1.0\n",
+    );
+    assert_one_line_error(
+        &["check", c, "--budget", b.to_str().unwrap()],
+        "category and site limits need whole stacks",
+    );
+    let _ = std::fs::remove_dir_all(cut);
+}

@@ -79,6 +79,7 @@ impl CostJob {
             }
         }
         warn_if_other_host(&cal, &r);
+        warn_of_setup(&r);
         no_sites_note(&r, phase, "to price");
         let est = cost::estimate(&r, &cal, &rules, phase, self.limit);
         Ok(render::cost(out, &est, s.format)?)
@@ -163,6 +164,8 @@ impl DiffJob {
             );
         }
         comparable(&a, &b)?;
+        warn_of_setup(&a);
+        warn_of_setup(&b);
         if conditions
             .iter()
             .any(|c| matches!(c.metric, budget::Metric::Temporaries))
@@ -256,6 +259,14 @@ impl CheckJob {
             .collect();
         unless_reader_left(render::checked(out, &checked, self.format), &over)?;
         Ok(over)
+    }
+}
+
+/// Says on standard error when most of `r`'s stacks end early (code built without
+/// frame pointers): its sites are then cut short, and its categories mostly "other".
+pub(crate) fn warn_of_setup(r: &report::Report) {
+    if let Some(w) = r.manifest.setup_warning() {
+        eprintln!("analyzer: {}: {w}", r.dir.display());
     }
 }
 

@@ -207,9 +207,7 @@ impl TopJob {
         } = self.selection;
         let r = report::load(&dir)?;
         let phase = r.check_phase(phase.as_deref())?;
-        if let Some(w) = r.manifest.setup_warning() {
-            eprintln!("analyzer: {}: {w}", dir.display());
-        }
+        cost_jobs::warn_of_setup(&r);
         let rules = rules(self.inputs.rules.as_deref())?;
         // Only ranking by cost needs prices; otherwise costs are shown when a
         // calibration is at hand, and nothing is measured.
@@ -266,6 +264,7 @@ impl CategoriesJob {
         let s = self.selection;
         let r = report::load(&s.report)?;
         let phase = r.check_phase(s.phase.as_deref())?;
+        cost_jobs::warn_of_setup(&r);
         cost_jobs::no_sites_note(&r, phase, "to put in categories");
         let cats = categories::totals(&r, &rules, phase);
         Ok(render::categories(out, &cats, s.format)?)
