@@ -62,4 +62,8 @@ fn peak_is_within_its_stated_bound() {
         peak >= at_peak - bound && peak <= at_peak + bound + slack,
         "peak {peak}, live at the peak {at_peak}, bound {bound}"
     );
+    // The kernel's resident peak held the 20 MiB of small blocks written above (the
+    // large ones were never touched).
+    let rss = totals["max_rss_bytes"].as_u64().unwrap();
+    assert!(rss >= 20 << 20, "max_rss_bytes {rss}");
 }

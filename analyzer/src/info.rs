@@ -71,6 +71,9 @@ pub struct Info {
     pub peak_live_bytes: i64,
     /// Bound on the error of `peak_live_bytes`.
     pub peak_live_bytes_error_bytes: u64,
+    /// The process's highest resident set size when the report was written (0:
+    /// unknown, as in reports written before it was recorded).
+    pub max_rss_bytes: u64,
     /// The phases, in the report's order.
     pub phases: Vec<PhaseInfo>,
     /// What the tables do not hold (the manifest's `dropped`).
@@ -134,6 +137,7 @@ pub fn info(report: &Report) -> Info {
         temporary_count: m.totals.temporary_count,
         peak_live_bytes: m.totals.peak_live_bytes,
         peak_live_bytes_error_bytes: m.totals.peak_live_bytes_error_bytes,
+        max_rss_bytes: m.totals.max_rss_bytes,
         phases,
         dropped: m.dropped.clone(),
         tables: m.tables.clone(),

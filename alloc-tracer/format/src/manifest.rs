@@ -122,6 +122,12 @@ pub struct Totals {
     pub peak_live_bytes: i64,
     /// Bound on the error of `peak_live_bytes` (threads x publish threshold).
     pub peak_live_bytes_error_bytes: u64,
+    /// The process's highest resident set size so far, as the kernel counts it
+    /// (`getrusage`'s `ru_maxrss`): what the machine had to hold, the tracer's own
+    /// memory and untouched capacity aside. 0 where unknown, and in reports written
+    /// before it existed.
+    #[serde(default)]
+    pub max_rss_bytes: u64,
 }
 
 /// Percentiles of requested sizes, from the requested-size histogram.

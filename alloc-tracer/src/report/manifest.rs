@@ -59,6 +59,7 @@ pub fn build(
         live_bytes_end: c.total(|p| p.bytes_allocated) as i64 - c.total(|p| p.bytes_freed) as i64,
         peak_live_bytes: live::peak_bytes(),
         peak_live_bytes_error_bytes: c.threads * LIVE_PUBLISH_BYTES as u64,
+        max_rss_bytes: max_rss_bytes(),
     };
     // The run ends where the snapshot read it, before symbolizing and writing.
     let end_unix = snap.taken_unix_s;
@@ -176,6 +177,18 @@ fn requested_percentiles(c: &Counts) -> RequestedPercentiles {
         p99: at(0.99),
         max: floor(last),
     }
+}
+
+/// The process's highest resident set size so far (0 where unknown): Linux counts
+/// `ru_maxrss` in KiB.
+fn max_rss_bytes() -> u64 {
+    // SAFETY: `usage` is written by the call before it is read.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a local.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0;
+    }
+    (usage.ru_maxrss.max(0) as u64).saturating_mul(1024)
 }
 
 #[cfg(test)]

@@ -196,6 +196,9 @@ pub struct Held {
     /// kept peak lies below it by less than 1/128 of it or 1 MiB, and what was
     /// allocated between the two is in no table.
     pub run_peak_live_bytes: Option<i64>,
+    /// The process's highest resident set size (`max_rss_bytes`; the peak moment
+    /// only, and 0 where the report does not have it).
+    pub max_rss_bytes: u64,
     /// When, in seconds after tracing started (the kept peak only).
     pub time_s: Option<f64>,
     /// The phase in force then (the kept peak only).
@@ -350,6 +353,11 @@ pub fn held(
         .to_owned(),
         live_bytes,
         run_peak_live_bytes: (moment == Moment::Peak).then_some(m.totals.peak_live_bytes),
+        max_rss_bytes: if moment == Moment::Peak {
+            m.totals.max_rss_bytes
+        } else {
+            0
+        },
         time_s,
         phase: at_phase,
         heap_interval: m.heap_interval,

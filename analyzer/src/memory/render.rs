@@ -60,6 +60,14 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             bytes((run - kept) as f64)
         )?;
     }
+    if h.max_rss_bytes > 0 {
+        writeln!(
+            out,
+            "the process's peak resident memory: {} (the kernel's count: the tracer's and \
+             the allocator's own memory in, capacity never touched out)",
+            bytes(h.max_rss_bytes as f64)
+        )?;
+    }
     if h.heap_interval == 0 {
         writeln!(
             out,

@@ -61,7 +61,7 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "totals    {} allocations, {} reallocs, {:.1} MiB requested, {}, peak {:.1} MiB live (within {:.2} MiB)",
+        "totals    {} allocations, {} reallocs, {:.1} MiB requested, {}, peak {:.1} MiB live (within {:.2} MiB){}",
         i.alloc_count,
         i.realloc_count,
         i.bytes_requested as f64 / MIB,
@@ -71,7 +71,12 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             format!("{} temporaries", i.temporary_count)
         },
         i.peak_live_bytes as f64 / MIB,
-        i.peak_live_bytes_error_bytes as f64 / MIB
+        i.peak_live_bytes_error_bytes as f64 / MIB,
+        if i.max_rss_bytes > 0 {
+            format!(", peak RSS {:.1} MiB", i.max_rss_bytes as f64 / MIB)
+        } else {
+            String::new()
+        }
     )?;
     writeln!(
         out,
