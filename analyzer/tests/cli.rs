@@ -1828,3 +1828,27 @@ fn stacks_cut_short_are_said_wherever_sites_are_judged() {
     );
     let _ = std::fs::remove_dir_all(cut);
 }
+
+#[test]
+fn a_peak_kept_before_heap_sampling_stopped_is_still_shown() {
+    // The program switched to `off` before writing the report: the manifest's
+    // interval is 0, but the kept peak and its estimates are there.
+    let dir = std::env::temp_dir().join(format!("analyzer-stopped-heap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(memory_fixture()).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    edit_manifest(&dir, |m| m["heap_interval"] = 0.into());
+    let out = analyzer(&["peak", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("stopped before the report was written"),
+        "{text}"
+    );
+    assert!(text.contains("lookup_table (demo.rs:32)"), "{text}");
+    assert!(!text.contains("was off in this run"), "{text}");
+    let _ = std::fs::remove_dir_all(dir);
+}

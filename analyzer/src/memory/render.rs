@@ -68,7 +68,10 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             bytes(h.max_rss_bytes as f64)
         )?;
     }
-    if h.heap_interval == 0 {
+    // The manifest's interval is the one in force when the report was written: a
+    // program that stopped heap sampling before (a switch to `off`, say) still has
+    // the peak it kept, with its estimates.
+    if h.heap_interval == 0 && h.estimated_bytes_all_phases == 0 {
         writeln!(
             out,
             "heap sampling was off in this run: rerun with ALLOC_TRACE_HEAP=1MiB (synth-driver --heap-sample 1MiB) to see the sites"
@@ -78,10 +81,17 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     let cover = h.live_bytes.filter(|l| *l > 0).map_or(String::new(), |l| {
         format!(" ({} of it)", pct(h.estimated_bytes as f64 / l as f64))
     });
+    let sampling = if h.heap_interval == 0 {
+        "heap sampling, stopped before the report was written:".to_owned()
+    } else {
+        format!(
+            "heap sampling every {} on average:",
+            bytes(h.heap_interval as f64)
+        )
+    };
     writeln!(
         out,
-        "heap sampling every {} on average: sites below account for {}{cover}",
-        bytes(h.heap_interval as f64),
+        "{sampling} sites below account for {}{cover}",
         bytes(h.estimated_bytes as f64)
     )?;
     // Empty tables would read as a failure; say what they mean instead.

@@ -32,7 +32,10 @@ impl HeldJob {
             );
         }
         let held = memory::held(&r, &m, self.moment, &rules, phase, self.limit);
-        if held.heap_interval == 0 && s.format != analyzer::render::Format::Table {
+        if held.heap_interval == 0
+            && held.estimated_bytes_all_phases == 0
+            && s.format != analyzer::render::Format::Table
+        {
             // The table says so in its text; JSON and CSV would be empty without a word.
             eprintln!(
                 "analyzer: {}: heap sampling was off in this run: no sites hold sampled \
