@@ -689,27 +689,30 @@ mod tests {
         assert!(d.sites.is_empty(), "{d:?}");
     }
 
+    /// The diff of `base` and `change` priced by `cal`, the first 10 sites.
+    fn priced(
+        base: &Report,
+        change: &Report,
+        rules: &[Category],
+        cal: &Calibration,
+        recycled: bool,
+        phase: Option<&str>,
+    ) -> Diff {
+        let pricing = Pricing {
+            cal: Some(cal),
+            recycled,
+        };
+        diff(base, change, pricing, rules, phase, Measured::default(), 10)
+    }
+
     #[test]
     fn recycled_changes_pay_for_what_they_remove() {
         let rules = crate::categories::default_rules();
         let base = report(&[(0, "lc", 1, 100), (1, "gone", 2, 10), (2, "same", 3, 5)]);
         let change = report(&[(7, "same", 3, 5), (3, "lc", 1, 50), (4, "new", 4, 1)]);
         let mut cal = crate::calibrate::test_calibration();
-        let run = |cal: &Calibration, recycled| {
-            let pricing = Pricing {
-                cal: Some(cal),
-                recycled,
-            };
-            diff(
-                &base,
-                &change,
-                pricing,
-                &rules,
-                Some("p"),
-                Measured::default(),
-                10,
-            )
-        };
+        let run =
+            |cal: &Calibration, recycled| priced(&base, &change, &rules, cal, recycled, Some("p"));
         let (plain, recycled) = (run(&cal, false), run(&cal, true));
         assert_eq!(plain.recycling_s, None);
         // 115 -> 56: 59 removed, at 2 ns. By category, 50 Boolean::lc temporaries and
@@ -757,21 +760,7 @@ mod tests {
         let base = report(&[(0, "lc", 1, 100)]);
         let change = report(&[(0, "moved", 2, 100)]);
         let cal = crate::calibrate::test_calibration();
-        let run = |recycled| {
-            let pricing = Pricing {
-                cal: Some(&cal),
-                recycled,
-            };
-            diff(
-                &base,
-                &change,
-                pricing,
-                &rules,
-                None,
-                Measured::default(),
-                10,
-            )
-        };
+        let run = |recycled| priced(&base, &change, &rules, &cal, recycled, None);
         let (plain, recycled) = (run(false), run(true));
         assert_eq!(recycled.recycling_s, Some(0.0));
         assert_eq!(recycled.predicted_change_s, plain.predicted_change_s);
