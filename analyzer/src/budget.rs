@@ -358,10 +358,19 @@ pub fn check(
                 // A fragment no site's name holds is a typo, or a site the code no
                 // longer has: either way its limit checks nothing.
                 if !names.values().any(|n| n.contains(fragment.as_str())) {
+                    let sampled = if report.manifest.mode.starts_with("sample:") {
+                        format!(
+                            "; in {} mode a site that allocates rarely may go unsampled: \
+                             check site limits on a sites-mode report",
+                            report.manifest.mode
+                        )
+                    } else {
+                        String::new()
+                    };
                     return Err(bad(format!(
                         "phase {phase}: site \"{fragment}\" is in no site's name (`analyzer \
                          top --phase {phase}` shows them; a site the code no longer has \
-                         comes out of the budget)"
+                         comes out of the budget){sampled}"
                     )));
                 }
                 let found = rows()

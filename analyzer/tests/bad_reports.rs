@@ -655,7 +655,7 @@ fn analyze(r: &Report, base: &Report, cal: &Calibration) {
         for f in formats {
             render::categories(&mut out, &cats, f).unwrap();
             render::cost(&mut out, &est, f).unwrap();
-            render::diff(&mut out, &d, f).unwrap();
+            render::diff(&mut out, &d, &[], f).unwrap();
         }
         for by in [Weight::Count, Weight::Bytes] {
             export::folded(r, by, phase);

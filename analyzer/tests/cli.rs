@@ -1756,6 +1756,28 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
         assert!(stderr.contains("over budget"), "{args:?}: {stderr}");
     }
 
+    // The conditions that held are in the JSON too, for programs.
+    let out = analyzer(&[
+        "diff",
+        r,
+        r,
+        "--format",
+        "json",
+        "--fail-if",
+        "allocs>-1",
+        "--fail-if",
+        "bytes>+0",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let held = d["fail_if"].as_array().unwrap();
+    assert_eq!(held.len(), 1, "{d}");
+    assert_eq!(held[0]["condition"], "allocs>-1");
+    assert_eq!(held[0]["base"], held[0]["change"]);
+    let out = analyzer(&["diff", r, r, "--format", "json"]);
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["fail_if"], serde_json::json!([]));
+
     // Gates compare like with like: another mode is refused.
     let sampled = copy_fixture("gate-sampled");
     edit_manifest(&sampled, |m| m["mode"] = "sample:10".into());

@@ -3,6 +3,7 @@
 //! lacks left empty.
 
 use super::{Format, csv_rows, opt_pct, pct, seconds, with_callers};
+use crate::budget::Failed;
 use crate::cost::{CategoryCost, CostReport, SiteCost};
 use crate::diff::{CategoryDelta, Diff, SiteDelta};
 use crate::naming;
@@ -198,11 +199,25 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
     }
 }
 
-/// Writes a comparison: totals, predicted against measured change, categories, sites.
-pub fn diff(out: &mut dyn Write, d: &Diff, format: Format) -> io::Result<()> {
+/// Writes a comparison: totals, predicted against measured change, categories, sites;
+/// in JSON also the `--fail-if` conditions that held (`fail_if`, empty when none
+/// did or none was given).
+pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) -> io::Result<()> {
     match format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, d)?;
+            #[derive(Serialize)]
+            struct Gated<'a> {
+                #[serde(flatten)]
+                diff: &'a Diff,
+                fail_if: &'a [Failed],
+            }
+            serde_json::to_writer_pretty(
+                &mut *out,
+                &Gated {
+                    diff: d,
+                    fail_if: failed,
+                },
+            )?;
             writeln!(out)
         }
         Format::Csv => {

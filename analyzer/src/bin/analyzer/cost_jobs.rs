@@ -224,11 +224,9 @@ impl DiffJob {
             self.measured,
             self.limit,
         );
-        let failed: Vec<String> = budget::evaluate(&conditions, &d)?
-            .iter()
-            .map(|f| f.to_string())
-            .collect();
-        unless_reader_left(render::diff(out, &d, self.format), &failed)?;
+        let held = budget::evaluate(&conditions, &d)?;
+        let failed: Vec<String> = held.iter().map(|f| f.to_string()).collect();
+        unless_reader_left(render::diff(out, &d, &held, self.format), &failed)?;
         Ok(failed)
     }
 }
@@ -252,6 +250,14 @@ impl CheckJob {
         let rules = rules(self.rules.as_deref())?;
         let r = report::load(&self.report)?;
         let checked = budget::check(&b, &r, &rules, &self.budget)?;
+        if r.manifest.mode.starts_with("sample:") && !checked.is_empty() {
+            eprintln!(
+                "analyzer: {} was written in {} mode: phase totals are exact, category \
+                 shares and site counts are estimates from the sampled stacks",
+                r.dir.display(),
+                r.manifest.mode
+            );
+        }
         let over: Vec<String> = checked
             .iter()
             .filter(|c| c.over())
