@@ -165,6 +165,9 @@ pub struct HeldSite {
     pub live_blocks: u64,
     /// Sampled blocks behind the estimates (raw): few means a rough estimate.
     pub sampled_count: u64,
+    /// One standard error of `live_bytes` (heap sampling's, from the variance of
+    /// each of its rows' estimates).
+    pub live_bytes_se: u64,
     /// The size class holding most of the site's live bytes.
     pub main_size_class_bytes: u64,
 }
@@ -210,10 +213,31 @@ pub struct Held {
     pub estimated_bytes: u64,
     /// The same over every phase: 0 when no sampled block was live then at all.
     pub estimated_bytes_all_phases: u64,
+    /// One standard error of `estimated_bytes` (0 when the interval is unknown, or
+    /// 1, where the estimates are exact).
+    pub estimated_bytes_se: u64,
     /// Categories, largest first.
     pub categories: Vec<HeldCategory>,
     /// Sites, largest first (at most the limit).
     pub sites: Vec<HeldSite>,
+}
+
+/// The variance of a heap-sampling row's estimate, as its sampled blocks estimate it:
+/// each live block of `s` bytes was sampled with probability `p = 1 - (1 -
+/// 1/interval)^s` and stands for `s/p` bytes, so the row's estimate has variance
+/// `k s^2 (1 - p) / p^2` over its `k` sampled blocks. `s` is the row's bytes over its
+/// blocks: exact for a small size class, whose blocks are all one size, and a mean
+/// for a large class's grid bin. 0 at an interval of 1 (exact) or unknown (0).
+fn row_variance(r: &HeapRow, interval: u64) -> f64 {
+    if interval <= 1 || r.live_blocks_estimate == 0 {
+        return 0.0;
+    }
+    let s = r.live_bytes_estimate as f64 / r.live_blocks_estimate as f64;
+    let p = -(s * (-1.0 / interval as f64).ln_1p()).exp_m1();
+    if p <= 0.0 {
+        return 0.0;
+    }
+    r.sampled_count as f64 * s * s * (1.0 - p) / (p * p)
 }
 
 /// Which table a [`Held`] is made from.
@@ -266,14 +290,19 @@ pub fn held(
         bytes: u64,
         blocks: u64,
         sampled: u64,
+        variance: f64,
         classes: HashMap<u64, u64>,
     }
     let mut by_site: HashMap<u64, Acc> = HashMap::new();
+    let mut variance = 0.0;
     for r in rows.iter().filter(in_phase) {
+        let v = row_variance(r, m.heap_interval);
+        variance += v;
         let a = by_site.entry(r.site_id).or_default();
         a.bytes = a.bytes.saturating_add(r.live_bytes_estimate);
         a.blocks = a.blocks.saturating_add(r.live_blocks_estimate);
         a.sampled = a.sampled.saturating_add(r.sampled_count);
+        a.variance += v;
         let class = a.classes.entry(r.size_class_bytes).or_default();
         *class = class.saturating_add(r.live_bytes_estimate);
     }
@@ -299,6 +328,7 @@ pub fn held(
                 share: share(a.bytes),
                 live_blocks: a.blocks,
                 sampled_count: a.sampled,
+                live_bytes_se: a.variance.sqrt().round() as u64,
                 main_size_class_bytes: a
                     .classes
                     .iter()
@@ -363,6 +393,7 @@ pub fn held(
         heap_interval: m.heap_interval,
         estimated_bytes,
         estimated_bytes_all_phases: all_bytes,
+        estimated_bytes_se: variance.sqrt().round() as u64,
         categories,
         sites,
     }
@@ -441,4 +472,35 @@ pub fn in_use(memory: &Memory) -> Vec<export::InUse> {
             bytes,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sampling_error_follows_from_the_blocks_sampled() {
+        let row = |bytes: u64, blocks: u64, sampled: u64| HeapRow {
+            site_id: 0,
+            phase: "p".into(),
+            size_class_bytes: 0,
+            sampled_count: sampled,
+            live_bytes_estimate: bytes,
+            live_blocks_estimate: blocks,
+        };
+        // 4 MiB blocks at an interval of 1 MiB: p = 1 - (1 - 2^-20)^(2^22), about
+        // 1 - e^-4; each of 4 sampled blocks adds s^2 (1 - p) / p^2.
+        let s = (4u64 << 20) as f64;
+        let p = 1.0 - (1.0 - 1.0 / (1u64 << 20) as f64).powf(s);
+        let want = 4.0 * s * s * (1.0 - p) / (p * p);
+        let got = row_variance(&row(16 << 20, 4, 4), 1 << 20);
+        assert!((got / want - 1.0).abs() < 1e-9, "{got} {want}");
+        // Exact at an interval of 1, and unknown without one.
+        assert_eq!(row_variance(&row(16 << 20, 4, 4), 1), 0.0);
+        assert_eq!(row_variance(&row(16 << 20, 4, 4), 0), 0.0);
+        // One sampled block far smaller than the interval stands for about
+        // interval / s blocks, so its error is about the interval itself.
+        let small = row_variance(&row(160 * 6554, 6554, 1), 1 << 20).sqrt();
+        assert!((small / (1u64 << 20) as f64 - 1.0).abs() < 0.01, "{small}");
+    }
 }

@@ -89,9 +89,18 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             bytes(h.heap_interval as f64)
         )
     };
+    // One standard error of the sampling, where there is one.
+    let se = if h.estimated_bytes_se > 0 {
+        format!(
+            ", ± {} at one standard error",
+            bytes(h.estimated_bytes_se as f64)
+        )
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "{sampling} sites below account for {}{cover}",
+        "{sampling} sites below account for {}{cover}{se}",
         bytes(h.estimated_bytes as f64)
     )?;
     // Empty tables would read as a failure; say what they mean instead.
