@@ -1156,6 +1156,10 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("other (no rule matched)"), "{text}");
     assert!(!text.contains("none of the sampled blocks"), "{text}");
+    assert!(
+        text.contains("1 more sites, 2.0 MiB (--limit shows more)"),
+        "{text}"
+    );
     for d in [dir, count, PathBuf::from(cut)] {
         let _ = std::fs::remove_dir_all(d);
     }

@@ -132,9 +132,24 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             c.category
         )?;
     }
-    if h.sites.is_empty() {
-        return Ok(());
+    if !h.sites.is_empty() {
+        site_table(out, h)?;
     }
+    // The sites `--limit` left out: the total above counts them too.
+    let all: usize = h.categories.iter().map(|c| c.sites).sum();
+    if all > h.sites.len() {
+        let shown: u64 = h.sites.iter().map(|s| s.live_bytes).sum();
+        writeln!(
+            out,
+            "{} more sites, {} (--limit shows more)",
+            all - h.sites.len(),
+            bytes(h.estimated_bytes.saturating_sub(shown) as f64)
+        )?;
+    }
+    Ok(())
+}
+
+fn site_table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
