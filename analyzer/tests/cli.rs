@@ -1878,3 +1878,38 @@ fn a_peak_kept_before_heap_sampling_stopped_is_still_shown() {
     assert!(!text.contains("was off in this run"), "{text}");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_gate_on_counts_needs_no_calibration() {
+    // A fresh CI runner: no calibration stored. A gate on counts alone diffs unpriced
+    // rather than measure one (15 s) and write it.
+    let home = std::env::temp_dir().join(format!("analyzer-no-cal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    std::fs::create_dir_all(&home).unwrap();
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_analyzer"))
+        .args([
+            "diff",
+            r,
+            r,
+            "--fail-if",
+            "allocs>+0",
+            "--fail-if",
+            "bytes>+1%",
+        ])
+        .env_remove("ALLOC_PROFILER_CALIBRATION")
+        .env("XDG_CACHE_HOME", &home)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the diff is not priced"), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(&home).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    let _ = std::fs::remove_dir_all(home);
+}
