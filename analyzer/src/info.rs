@@ -1,6 +1,6 @@
 //! What a report is, at a glance: how it was taken (mode, intervals, command line,
-//! host), its phases with their wall times and counts, its threads, peak, what the
-//! tracer dropped and its tables. `analyzer info` prints it; the first command to run
+//! host), its phases with their wall times and counts, its threads, peak live bytes
+//! and peak RSS, what the tracer dropped and its tables. `analyzer info` prints it; the first command to run
 //! on a report someone hands you.
 
 use crate::report::Report;

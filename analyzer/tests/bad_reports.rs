@@ -395,6 +395,7 @@ fn any_file() -> impl Strategy<Value = usize> {
                 schema::SITES.file,
                 schema::FRAMES.file,
                 schema::PHASES.file,
+                schema::LIFETIMES.file,
             ]
             .contains(f)
         })

@@ -1,7 +1,7 @@
 //! Running a [`Job`] under the tracer: its settings, the phases each iteration
 //! passes through (`setup` builds the circuit, `synthesize` runs the prover, the
-//! mirror prover's `enforce` inside it), and the report at the end (or, on SIGINT
-//! or SIGTERM, when the signal comes: see [`crate::signals`]).
+//! mirror prover's `enforce` inside it), and the report at the end (or, on SIGINT,
+//! SIGTERM or SIGHUP, when the signal comes: see [`crate::signals`]).
 
 use crate::job::{CountedCircuit, Job, Output, PorepInput, Prover, Variant, Work};
 use crate::output::{self, IterationReport};

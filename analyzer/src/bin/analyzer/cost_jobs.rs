@@ -90,7 +90,9 @@ impl CostJob {
 /// (its site rows are empty, so every figure reads as zero and a gate passes). Says
 /// on stderr what makes two reports' figures differ beyond the patch: another mode
 /// (sampled figures are estimates) or another circuit (the driver's `rows` label).
-pub(crate) fn comparable(a: &report::Report, b: &report::Report) -> Result<()> {
+/// `priced`: the comparison shows predicted costs (a flame graph does not), which
+/// the runs' speeds sway.
+pub(crate) fn comparable(a: &report::Report, b: &report::Report, priced: bool) -> Result<()> {
     for r in [a, b] {
         if r.manifest.mode == "count" {
             anyhow::bail!(
@@ -127,7 +129,8 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report) -> Result<()> {
              {rb}): their differences are not a patch's alone"
         );
     }
-    if let (Some(x), Some(y)) = (cost::ns_per_alloc(a, None), cost::ns_per_alloc(b, None))
+    if priced
+        && let (Some(x), Some(y)) = (cost::ns_per_alloc(a, None), cost::ns_per_alloc(b, None))
         && x.max(y) > SPEEDS_APART * x.min(y)
     {
         eprintln!(
@@ -163,7 +166,7 @@ impl DiffJob {
                 b.manifest.mode
             );
         }
-        comparable(&a, &b)?;
+        comparable(&a, &b, true)?;
         warn_of_setup(&a);
         warn_of_setup(&b);
         if conditions

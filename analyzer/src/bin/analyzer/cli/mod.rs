@@ -106,7 +106,8 @@ enum Command {
         limit: usize,
     },
     /// What a report is: mode, intervals, command line, host, phases (wall time,
-    /// counts), threads, peak live bytes, what was dropped, tables.
+    /// counts), threads, peak live bytes and peak RSS, labels, what was dropped,
+    /// tables.
     Info {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
@@ -200,7 +201,8 @@ enum Command {
     /// with the report's figure and the share of the limit it uses; exits 0 within
     /// budget, 1 with one line per breach on standard error, 2 when the budget or
     /// the report cannot be checked (a bad file, a name the report lacks, a run cut
-    /// short).
+    /// short, a limit the report's mode or stacks cannot answer: temporaries in
+    /// `count` mode, categories or sites with stacks cut short).
     Check {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
