@@ -99,7 +99,8 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
     let mut strings = Strings::default();
     strings.id("");
     let mut functions: HashMap<(String, String), u64> = HashMap::new();
-    let mut function_list: Vec<(u64, u64, u64)> = Vec::new(); // id, name, file
+    // id, name (generic arguments removed), system name (as symbolized), file
+    let mut function_list: Vec<(u64, u64, u64, u64)> = Vec::new();
     let mut locations: HashMap<u64, u64> = HashMap::new(); // address -> id
     let mut location_list: Vec<Location> = Vec::new();
     let mut site_locations: HashMap<u64, Vec<u64>> = HashMap::new();
@@ -128,9 +129,14 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
                         let next = function_list.len() as u64 + 1;
                         let fid = *functions.entry(key).or_insert(next);
                         if fid == next {
-                            let name = strings.id(&f.function);
+                            // Two names: pprof takes a function whose name equals
+                            // its system name as not demangled yet, and its C++
+                            // demangling heuristics garble Rust's `<T as Trait>::f`
+                            // and `fn() -> T`, and merge every `with_capacity`.
+                            let name = strings.id(&crate::naming::without_generics(&f.function));
+                            let system_name = strings.id(&f.function);
                             let file = strings.id(&file);
-                            function_list.push((fid, name, file));
+                            function_list.push((fid, name, system_name, file));
                         }
                         (fid, u64::from(f.line.unwrap_or(0)))
                     })
@@ -212,11 +218,11 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
             }
         });
     }
-    for &(id, name, file) in &function_list {
+    for &(id, name, system_name, file) in &function_list {
         p.message(5, |m| {
             m.uint(1, id);
             m.uint(2, name);
-            m.uint(3, name);
+            m.uint(3, system_name);
             m.uint(4, file);
         });
     }

@@ -1,9 +1,10 @@
 //! `analyzer peak` and `analyzer leaks` as tables, JSON and CSV.
 //!
 //! JSON is the whole [`Held`] (the moment, the estimates' total, categories and
-//! sites); CSV is its sites, one row each, with their category.
+//! sites); CSV is its categories, then its sites, one row each, told apart by a
+//! `kind` column (as `cost` and `diff` write theirs).
 
-use super::Held;
+use super::{Held, HeldCategory, HeldSite};
 pub use crate::render::bytes;
 use crate::render::{Format, csv_rows, pct, with_callers};
 use std::io::{self, Write};
@@ -15,8 +16,69 @@ pub fn held(out: &mut dyn Write, h: &Held, format: Format) -> io::Result<()> {
             serde_json::to_writer_pretty(&mut *out, h)?;
             writeln!(out)
         }
-        Format::Csv => csv_rows(out, &h.sites),
+        Format::Csv => {
+            let rows: Vec<HeldCsvRow> = h
+                .categories
+                .iter()
+                .map(HeldCsvRow::from)
+                .chain(h.sites.iter().map(HeldCsvRow::from))
+                .collect();
+            csv_rows(out, &rows)
+        }
         Format::Table => table(out, h),
+    }
+}
+
+/// One CSV row: a category's (`kind` `category`) or a site's (`site`).
+#[derive(Default, serde::Serialize)]
+struct HeldCsvRow<'a> {
+    kind: &'a str,
+    rank: Option<usize>,
+    site_id: Option<u64>,
+    name: Option<&'a str>,
+    callers: Option<&'a str>,
+    distinction: Option<&'a str>,
+    category: &'a str,
+    sites: Option<usize>,
+    live_bytes: u64,
+    live_bytes_se: Option<u64>,
+    share: f64,
+    live_blocks: Option<u64>,
+    sampled_count: Option<u64>,
+    main_size_class_bytes: Option<u64>,
+}
+
+impl<'a> From<&'a HeldCategory> for HeldCsvRow<'a> {
+    fn from(c: &'a HeldCategory) -> Self {
+        HeldCsvRow {
+            kind: "category",
+            category: &c.category,
+            sites: Some(c.sites),
+            live_bytes: c.live_bytes,
+            share: c.share,
+            ..HeldCsvRow::default()
+        }
+    }
+}
+
+impl<'a> From<&'a HeldSite> for HeldCsvRow<'a> {
+    fn from(s: &'a HeldSite) -> Self {
+        HeldCsvRow {
+            kind: "site",
+            rank: Some(s.rank),
+            site_id: Some(s.site_id),
+            name: Some(&s.name),
+            callers: Some(&s.callers),
+            distinction: Some(&s.distinction),
+            category: &s.category,
+            sites: None,
+            live_bytes: s.live_bytes,
+            live_bytes_se: Some(s.live_bytes_se),
+            share: s.share,
+            live_blocks: Some(s.live_blocks),
+            sampled_count: Some(s.sampled_count),
+            main_size_class_bytes: Some(s.main_size_class_bytes),
+        }
     }
 }
 

@@ -24,7 +24,7 @@ use std::io::{self, Write};
 pub enum Format {
     /// Aligned text.
     Table,
-    /// A JSON array of objects.
+    /// JSON: an array of objects (`top`, `categories`, `check`) or one object.
     Json,
     /// CSV with a header row.
     Csv,
