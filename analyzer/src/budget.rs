@@ -399,6 +399,9 @@ pub enum Metric {
     Temporaries,
     /// Predicted allocation cost (seconds; needs a calibration).
     Cost,
+    /// The run's highest live bytes (`peak_live_bytes`: the whole run, whatever
+    /// `--phase` says).
+    Peak,
 }
 
 /// How large a growth fails.
@@ -411,7 +414,7 @@ pub enum Threshold {
 }
 
 /// A `--fail-if` condition: `METRIC>THRESHOLD`, e.g. `allocs>+1%`, `bytes>+10MiB`,
-/// `cost>+5ms`, `temporaries>+0`.
+/// `cost>+5ms`, `temporaries>+0`, `peak>+64MiB`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Condition {
     /// The text given, for the breach line.
@@ -437,7 +440,12 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
         "bytes" => Metric::Bytes,
         "temporaries" => Metric::Temporaries,
         "cost" => Metric::Cost,
-        _ => return Err(bad("the metric is one of allocs, bytes, temporaries, cost")),
+        "peak" => Metric::Peak,
+        _ => {
+            return Err(bad(
+                "the metric is one of allocs, bytes, temporaries, cost, peak",
+            ));
+        }
     };
     let split = threshold
         .find(|c: char| !(c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | '_')))
@@ -453,10 +461,10 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
     let scale = match (metric, unit) {
         (_, "%") => return Ok(condition(text, metric, Threshold::Percent(number))),
         (Metric::Allocs | Metric::Temporaries, "") => 1.0,
-        (Metric::Bytes, "" | "B") => 1.0,
-        (Metric::Bytes, "KiB") => 1024.0,
-        (Metric::Bytes, "MiB") => 1024.0 * 1024.0,
-        (Metric::Bytes, "GiB") => 1024.0 * 1024.0 * 1024.0,
+        (Metric::Bytes | Metric::Peak, "" | "B") => 1.0,
+        (Metric::Bytes | Metric::Peak, "KiB") => 1024.0,
+        (Metric::Bytes | Metric::Peak, "MiB") => 1024.0 * 1024.0,
+        (Metric::Bytes | Metric::Peak, "GiB") => 1024.0 * 1024.0 * 1024.0,
         (Metric::Cost, "s") => 1.0,
         // No growth at all needs no unit.
         (Metric::Cost, "") if number == 0.0 => 1.0,
@@ -467,6 +475,7 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
             return Err(bad("allocs and temporaries take a count or a percentage"));
         }
         (Metric::Bytes, _) => return Err(bad("bytes takes B, KiB, MiB, GiB or %")),
+        (Metric::Peak, _) => return Err(bad("peak takes B, KiB, MiB, GiB or %")),
         (Metric::Cost, _) => return Err(bad("cost takes s, ms, us, ns or %")),
     };
     Ok(condition(text, metric, Threshold::Absolute(number * scale)))
@@ -499,7 +508,7 @@ impl fmt::Display for Failed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let show = |x: f64| match self.metric {
             Metric::Cost => format!("{:.3} ms", x * 1e3),
-            Metric::Allocs | Metric::Bytes | Metric::Temporaries => figure(x),
+            Metric::Allocs | Metric::Bytes | Metric::Temporaries | Metric::Peak => figure(x),
         };
         write!(
             f,
@@ -529,6 +538,10 @@ pub fn evaluate(conditions: &[Condition], diff: &Diff) -> Result<Vec<Failed>, Er
             Metric::Temporaries => (
                 diff.base.temporary_count as f64,
                 diff.change.temporary_count as f64,
+            ),
+            Metric::Peak => (
+                diff.base.peak_live_bytes as f64,
+                diff.change.peak_live_bytes as f64,
             ),
             // With `--recycled`, the change pays for recycling what it no longer
             // allocates, as the diff's predicted change does.
@@ -656,6 +669,7 @@ mod tests {
             alloc_count,
             bytes_requested,
             temporary_count: 7,
+            peak_live_bytes: bytes_requested as i64 / 2,
             cost_s,
             wall_s: None,
         }
@@ -710,6 +724,11 @@ mod tests {
                 "temporaries>-1: 7 -> 7 (+0.0%)",
                 "cost>+5ms: 10.000 ms -> 16.000 ms (+60.0%)"
             ]
+        );
+        // The peak: 2,048 -> 2,048 bytes here (half the requested bytes).
+        assert_eq!(
+            failing(&["peak>+0", "peak>-1", "peak>+1KiB"]),
+            ["peak>-1: 2048 -> 2048 (+0.0%)"]
         );
         // Exactly at the threshold holds nothing, whatever the floats: 100 -> 107 is
         // +7 % (107 / 100 - 1 is 0.07000000000000006).

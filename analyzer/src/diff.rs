@@ -37,6 +37,8 @@ pub struct Side {
     pub bytes_requested: u64,
     /// Temporaries in the phase (exact in `sites` mode, an estimate in `sample:N`).
     pub temporary_count: u64,
+    /// The run's highest live bytes (the whole run's, whatever the phase).
+    pub peak_live_bytes: i64,
     /// Predicted allocation cost of the phase (direct + indirect), with a calibration.
     pub cost_s: Option<f64>,
     /// Wall time of the phase: given on the command line, else the traced run's.
@@ -499,6 +501,7 @@ pub fn diff(
             alloc_count: sum(|p| p.calls()),
             bytes_requested: sum(|p| p.bytes_requested),
             temporary_count: sum(|p| p.temporary_count),
+            peak_live_bytes: r.manifest.totals.peak_live_bytes,
             cost_s: cal.map(|_| m.values().filter_map(|s| s.cost_ns).sum::<f64>() * 1e-9),
             wall_s: given.or_else(|| r.wall_s(phase)),
         }
