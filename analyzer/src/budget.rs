@@ -237,11 +237,16 @@ pub fn check(
         .phase
         .values()
         .any(|l| !l.category.is_empty() || !l.site.is_empty());
-    if per_site && report.manifest.mode == "count" {
+    // A report whose mode was switched to `off` before it was written has counts and
+    // no sites, as a `count` report has.
+    let no_sites = report.manifest.mode == "count"
+        || (report.sites.is_empty() && report.phases.iter().any(|p| p.calls() > 0));
+    if per_site && no_sites {
         return Err(bad(format!(
-            "category and site limits need the report's sites, and {} was written in \
-             `count` mode, which records none (trace in `sites` or `sample:N`)",
-            report.dir.display()
+            "category and site limits need the report's sites, and {} records none \
+             (mode {} when written; trace in `sites` or `sample:N`)",
+            report.dir.display(),
+            report.manifest.mode
         )));
     }
     // Stacks cut short put most allocations in "other" and under sites that are not
@@ -254,11 +259,12 @@ pub fn check(
     }
     // `count` mode finds no temporaries: every such limit would read 0 and pass.
     let temporaries = budget.phase.values().any(|l| l.temporaries.is_some());
-    if temporaries && report.manifest.mode == "count" {
+    if temporaries && no_sites {
         return Err(bad(format!(
-            "temporaries limits need temporaries, and {} was written in `count` mode, \
-             which finds none (trace in `sites`, where they are exact)",
-            report.dir.display()
+            "temporaries limits need temporaries, and {} finds none (mode {} when \
+             written; trace in `sites`, where they are exact)",
+            report.dir.display(),
+            report.manifest.mode
         )));
     }
     let mut checked = Vec::new();

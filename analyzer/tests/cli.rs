@@ -1535,7 +1535,7 @@ fn bad_budget_files_exit_2_with_one_line() {
         (
             "count-mode",
             ("\"mode\": \"sites\",", "\"mode\": \"count\","),
-            "was written in `count` mode",
+            "records none (mode count when written",
         ),
     ] {
         let dir = copy_fixture(name);
@@ -1601,7 +1601,7 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
         String::from_utf8(out.stderr).unwrap(),
         "analyzer: over budget: allocs>-1%: 91978 -> 91978 (+0.0%)\n\
          analyzer: over budget: temporaries>-1: 86607 -> 86607 (+0.0%)\n\
-         analyzer: over budget: cost>-1ns: 1.141 ms -> 1.141 ms (+0.0%)\n"
+         analyzer: over budget: cost>-1ns: 1.087 ms -> 1.087 ms (+0.0%)\n"
     );
     assert_one_line_error(
         &["diff", r, r, "--fail-if", "allocs>+1ms"],
@@ -1811,6 +1811,20 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
     assert_one_line_error(
         &["diff", r, off.to_str().unwrap()],
         "records allocations but no sites",
+    );
+    // So does check, for limits the sites answer.
+    let shares = budget_file(
+        "off-shares",
+        "[phase.build]\ncategory.\"other (no rule matched)\".share = 0.01\n",
+    );
+    assert_one_line_error(
+        &[
+            "check",
+            off.to_str().unwrap(),
+            "--budget",
+            shares.to_str().unwrap(),
+        ],
+        "records none (mode off when written",
     );
     // `count` mode finds no temporaries: a limit on them is refused.
     let count = count_copy("gate-count-temporaries");

@@ -474,25 +474,29 @@ fn check_apart(report: &Path, out: &Path) -> Result<()> {
 }
 
 /// `path` as the file system finds it: its longest existing ancestor with links and
-/// `..` resolved (`canonicalize`), the rest appended. (`std::path::absolute` leaves
-/// `a/../b` and links as written, so two names of one folder would read apart.)
+/// `..` resolved (`canonicalize`), then the rest, whose `..` (which can follow a
+/// folder not made yet) step back a level. (`std::path::absolute` leaves `a/../b`
+/// and links as written, so two names of one folder would read apart.)
 fn resolved(path: &Path) -> std::path::PathBuf {
+    use std::path::Component;
     let whole = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut existing = whole.as_path();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(mut found) = existing.canonicalize() {
-            found.extend(rest.iter().rev());
+    let parts: Vec<Component> = whole.components().collect();
+    for known in (1..=parts.len()).rev() {
+        let prefix: std::path::PathBuf = parts[..known].iter().collect();
+        if let Ok(mut found) = prefix.canonicalize() {
+            for part in &parts[known..] {
+                match part {
+                    Component::ParentDir => {
+                        found.pop();
+                    }
+                    Component::CurDir => {}
+                    other => found.push(other),
+                }
+            }
             return found;
         }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name);
-                existing = parent;
-            }
-            _ => return whole,
-        }
     }
+    whole
 }
 
 fn check_writable(dir: &Path) -> Result<()> {

@@ -103,7 +103,12 @@ fn a_report_folder_over_the_sealed_sector_is_refused_before_the_seal() {
     std::fs::create_dir_all(&report).unwrap();
     std::fs::create_dir_all(dir.join("elsewhere")).unwrap();
     std::os::unix::fs::symlink(&report, dir.join("link")).unwrap();
-    for other_name in [dir.join("elsewhere/../nest"), dir.join("link")] {
+    for other_name in [
+        dir.join("elsewhere/../nest"),
+        dir.join("link"),
+        // Through a folder not made yet.
+        dir.join("not-yet/../nest"),
+    ] {
         let out = seal_into(
             &other_name.join("sector"),
             &["--trace", "count", "--report", report.to_str().unwrap()],

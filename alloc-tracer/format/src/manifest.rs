@@ -123,9 +123,10 @@ pub struct Totals {
     /// Bound on the error of `peak_live_bytes` (threads x publish threshold).
     pub peak_live_bytes_error_bytes: u64,
     /// The process's highest resident set size so far, as the kernel counts it
-    /// (`getrusage`'s `ru_maxrss`): what the machine had to hold, the tracer's own
-    /// memory and untouched capacity aside. 0 where unknown, and in reports written
-    /// before it existed.
+    /// (`VmHWM`; without `/proc`, `getrusage`'s `ru_maxrss`, which can hold the
+    /// high-water mark of the process that started this one): what the machine had
+    /// to hold, the tracer's own memory in, untouched capacity out. 0 where unknown,
+    /// and in reports written before it existed.
     #[serde(default)]
     pub max_rss_bytes: u64,
 }

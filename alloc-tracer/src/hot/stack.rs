@@ -221,12 +221,13 @@ pub fn current_stack_bounds() -> StackBounds {
 /// `/proc/self/maps` for the main thread's, and a sandbox or container may have no
 /// `/proc`. Then the stack's top is taken as where the C library recorded the stack
 /// at the program's start (`__libc_stack_end`: every frame lies below it), and its
-/// bottom as far below as the stack may grow (`RLIMIT_STACK`, 8 MiB when unlimited:
-/// a walk from deeper down is then taken as off the stack and reads nothing). The
-/// kernel maps nothing else within the stack's limit below its top, so a stack
-/// pointer inside these bounds is on this stack, and everything from it to the top
-/// is mapped. `None` on another thread (its stack glibc always knows) or another C
-/// library.
+/// bottom as far below as the stack may grow: `RLIMIT_STACK`, but at most 8 MiB (a
+/// walk from deeper down is then taken as off the stack and reads nothing). The
+/// kernel places no other mapping within the limit in force at `execve` below the
+/// stack's top (nor within 128 MiB), so a stack pointer inside these bounds is on
+/// this stack, and everything from it to the top is mapped; the cap keeps that so
+/// when the program raised its limit since. `None` on another thread (its stack
+/// glibc always knows) or another C library.
 ///
 /// # Safety
 /// Called as `current_stack_bounds` is.
@@ -250,7 +251,7 @@ unsafe fn main_thread_bounds() -> Option<StackBounds> {
         } else {
             8 << 20
         };
-        let size = size.min(top);
+        let size = size.min(8 << 20).min(top);
         (size > 0).then_some(StackBounds {
             low: top - size,
             size,

@@ -179,15 +179,29 @@ fn requested_percentiles(c: &Counts) -> RequestedPercentiles {
     }
 }
 
-/// The process's highest resident set size so far (0 where unknown): Linux counts
-/// `ru_maxrss` in KiB.
+/// The process's highest resident set size so far, 0 where unknown: `VmHWM` of
+/// `/proc/self/status`, which counts this program alone. (`getrusage`'s `ru_maxrss`
+/// keeps the high-water mark of the image `execve` replaced, so a program started by
+/// a large process, cargo or a notebook, would report at least that one's.) Without
+/// `/proc`, `ru_maxrss` it is, with that caveat.
 fn max_rss_bytes() -> u64 {
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        let kib = status.lines().find_map(|l| {
+            l.strip_prefix("VmHWM:")
+                .and_then(|v| v.trim().strip_suffix("kB"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+        });
+        if let Some(kib) = kib {
+            return kib.saturating_mul(1024);
+        }
+    }
     // SAFETY: `usage` is written by the call before it is read.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: a valid pointer to a local.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
         return 0;
     }
+    // Linux counts it in KiB.
     (usage.ru_maxrss.max(0) as u64).saturating_mul(1024)
 }
 

@@ -41,15 +41,12 @@ impl<'r> Lasting<'r> {
         // time (not in the map's).
         let (mut all_long, mut all) = (0.0, 0.0);
         let mut long: HashMap<(u64, &str, u64), f64> = HashMap::new();
-        let mut rates: HashMap<&str, Option<f64>> = HashMap::new();
+        let rate = ns_per_alloc(report);
         for l in report
             .lifetimes
             .iter()
             .filter(|l| phase.is_none_or(|p| l.phase == p))
         {
-            let rate = *rates
-                .entry(l.phase.as_str())
-                .or_insert_with(|| ns_per_alloc(report, Some(&l.phase)));
             // No time to count by: priced as batch, as before anything was followed.
             let n = rate.map_or(0.0, |r| long_in_bucket(l, r));
             if n > 0.0 {
@@ -111,30 +108,23 @@ fn long_in_bucket(l: &LifetimeRow, ns_per_alloc: f64) -> f64 {
     l.freed_count as f64 * scattered_weight(middle / ns_per_alloc)
 }
 
-/// Nanoseconds between two of the program's allocations (and reallocs) in `phase`,
-/// from its traced wall time; for the whole run when `None`, and for a phase with no
-/// wall time (entered only by quick guards) or none of its own allocations. Lifetimes
-/// in the report are nanoseconds, which stretch with the machine's speed and the
+/// Nanoseconds between two of the program's allocations (and reallocs), from the
+/// traced run's time: its duration over its allocations and reallocs. Lifetimes in
+/// the report are nanoseconds, which stretch with the machine's speed and the
 /// tracer's overhead; divided by this, they are counted in allocations, which do
 /// not: a run on a machine uniformly slower prices its blocks as a quicker run's.
-/// `None`: no time or no allocations at all.
-pub fn ns_per_alloc(report: &Report, phase: Option<&str>) -> Option<f64> {
-    let calls = |p: Option<&str>| {
-        report
-            .phases
-            .iter()
-            .filter(|r| p.is_none_or(|p| r.phase == p))
-            .map(|r| r.calls())
-            .fold(0, u64::saturating_add)
-    };
-    let rate = |p: Option<&str>| {
-        report
-            .wall_s(p)
-            .map(|s| (s, calls(p)))
-            .filter(|&(s, n)| s > 0.0 && n > 0)
-            .map(|(s, n)| s * 1e9 / n as f64)
-    };
-    phase.and_then(|p| rate(Some(p))).or_else(|| rate(None))
+/// The whole run's rate, not a phase's: a phase's wall time holds the phases nested
+/// in it, whose allocations its counts do not (the mirror prover's `enforce` inside
+/// `synthesize` made that rate three times the run's). `None`: no time or no
+/// allocations at all.
+pub fn ns_per_alloc(report: &Report) -> Option<f64> {
+    let calls = report
+        .phases
+        .iter()
+        .map(|r| r.calls())
+        .fold(0, u64::saturating_add);
+    let s = report.manifest.duration_s;
+    (s > 0.0 && calls > 0).then(|| s * 1e9 / calls as f64)
 }
 
 #[cfg(test)]
@@ -216,7 +206,10 @@ mod tests {
     fn report(slower: u64) -> Report {
         Report {
             dir: "r".into(),
-            manifest: Default::default(),
+            manifest: alloc_tracer_format::manifest::Manifest {
+                duration_s: slower as f64,
+                ..Default::default()
+            },
             sites: vec![
                 // 1,000 followed: 200 freed young, 300 old, 100 at the ramp's middle
                 // (640 allocations: weight a half), 400 still live.
@@ -280,11 +273,11 @@ mod tests {
         for (x, y) in quick.sites.iter().zip(&slow.sites).take(3) {
             assert!((a.share(x) - b.share(y)).abs() < 1e-9);
         }
-        // A phase with no time of its own counts by the whole run's rate.
-        let mut untimed = report(1);
-        untimed.phases[0].entry_count = 0;
-        untimed.manifest.duration_s = 1.0;
-        let c = Lasting::of(&untimed, Some("p"));
-        assert!((c.share(&untimed.sites[0]) - a.share(&quick.sites[0])).abs() < 1e-9);
+        // The rate is the whole run's: a phase's wall time holds the phases nested
+        // in it, not their allocations.
+        let mut nested = report(1);
+        nested.phases[0].wall_ns *= 3;
+        let c = Lasting::of(&nested, Some("p"));
+        assert!((c.share(&nested.sites[0]) - a.share(&quick.sites[0])).abs() < 1e-9);
     }
 }

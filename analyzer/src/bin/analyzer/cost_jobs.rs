@@ -90,9 +90,7 @@ impl CostJob {
 /// (its site rows are empty, so every figure reads as zero and a gate passes). Says
 /// on stderr what makes two reports' figures differ beyond the patch: another mode
 /// (sampled figures are estimates) or another circuit (the driver's `rows` label).
-/// `priced`: the comparison shows predicted costs (a flame graph does not), which
-/// the runs' speeds sway.
-pub(crate) fn comparable(a: &report::Report, b: &report::Report, priced: bool) -> Result<()> {
+pub(crate) fn comparable(a: &report::Report, b: &report::Report) -> Result<()> {
     for r in [a, b] {
         if r.manifest.mode == "count" {
             anyhow::bail!(
@@ -129,23 +127,35 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, priced: bool) -
              {rb}): their differences are not a patch's alone"
         );
     }
-    if priced
-        && let (Some(x), Some(y)) = (cost::ns_per_alloc(a, None), cost::ns_per_alloc(b, None))
+    Ok(())
+}
+
+/// Says on standard error when two runs that allocated about alike (within
+/// [`SAME_WORK`]) went at speeds [`SPEEDS_APART`] apart: a loaded machine stretches
+/// some lifetimes (a thread descheduled) far more than others, which moves the
+/// prices of long-lived blocks beyond the patch. A patch that removes allocations
+/// changes the time per allocation by itself, so runs of different work are not
+/// compared.
+pub(crate) fn warn_of_speeds(a: &report::Report, b: &report::Report) {
+    let calls = |r: &report::Report| r.phases.iter().map(|p| p.calls()).sum::<u64>() as f64;
+    let (ca, cb) = (calls(a), calls(b));
+    if let (Some(x), Some(y)) = (cost::ns_per_alloc(a), cost::ns_per_alloc(b))
+        && ca.max(cb) <= SAME_WORK * ca.min(cb)
         && x.max(y) > SPEEDS_APART * x.min(y)
     {
         eprintln!(
             "analyzer: the runs went at different speeds ({x:.0} and {y:.0} ns of traced \
-             time an allocation): a loaded machine stretches some lifetimes more than \
-             others, so predicted costs may differ by a few tenths of a per cent with \
-             nothing changed"
+             time an allocation, for about as many allocations): a loaded machine \
+             stretches some lifetimes more than others, so predicted costs may differ by \
+             a few tenths of a per cent with nothing changed"
         );
     }
-    Ok(())
 }
 
-/// Traced time per allocation that far apart between two runs is noted: lifetimes,
-/// and so the prices of long-lived blocks, then differ beyond the patch.
+/// Traced time per allocation that far apart between two runs is noted.
 const SPEEDS_APART: f64 = 1.2;
+/// Runs whose allocations are this close are taken as the same work.
+const SAME_WORK: f64 = 1.05;
 
 impl DiffJob {
     /// Writes the diff; returns the `--fail-if` conditions that hold.
@@ -166,7 +176,7 @@ impl DiffJob {
                 b.manifest.mode
             );
         }
-        comparable(&a, &b, true)?;
+        comparable(&a, &b)?;
         warn_of_setup(&a);
         warn_of_setup(&b);
         if conditions
@@ -220,6 +230,7 @@ impl DiffJob {
         };
         if let Some(cal) = &cal {
             warn_if_other_host(cal, &b);
+            warn_of_speeds(&a, &b);
         }
         if a.host() != b.host() {
             let (ha, hb) = (a.host(), b.host());
