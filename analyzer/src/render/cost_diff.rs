@@ -229,11 +229,13 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
             let opt_s = |x: Option<f64>| x.map_or("-".to_owned(), seconds);
             writeln!(
                 out,
-                "phase {}: base {} allocs, change {} allocs ({:+})",
+                "phase {}: base {} allocs, change {} allocs ({:+}); the run's peak {} live -> {}",
                 d.phase.as_deref().unwrap_or("(all)"),
                 d.base.alloc_count,
                 d.change.alloc_count,
                 i128::from(d.change.alloc_count) - i128::from(d.base.alloc_count),
+                super::bytes(d.base.peak_live_bytes as f64),
+                super::bytes(d.change.peak_live_bytes as f64),
             )?;
             writeln!(
                 out,
