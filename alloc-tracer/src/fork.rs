@@ -49,21 +49,31 @@ thread_local! {
 /// done whenever the handlers ran.
 static ARMED: AtomicU64 = AtomicU64::new(0);
 
+/// Yields `arm` waits for another thread's registration before taking it for stale
+/// (tens of milliseconds on an idle machine; a registration takes microseconds).
+const ARM_PATIENCE: u32 = 100_000;
+
 /// Registers the fork handlers, once per process. Cold; returns once they are
 /// registered.
 pub fn arm() {
     let me = u64::from(std::process::id()) << 1;
+    let mut waited = 0u32;
     loop {
         let seen = ARMED.load(Acquire);
         if seen & 1 == 1 {
             return;
         }
-        if seen == me {
-            // Another thread of this process is registering them.
+        if seen == me && waited < ARM_PATIENCE {
+            // Another thread of this process is registering them (microseconds). A
+            // claim that stays longer is a stale one with this process's id (ids are
+            // reused, and a new pid namespace starts at 1): registered anew then;
+            // registering twice is harmless, as the handlers do nothing the second
+            // time round.
+            waited += 1;
             std::thread::yield_now();
             continue;
         }
-        if ARMED.compare_exchange(seen, me, AcqRel, Acquire).is_ok() {
+        if seen == me || ARMED.compare_exchange(seen, me, AcqRel, Acquire).is_ok() {
             // SAFETY: the three handlers are plain `extern "C"` functions that never
             // unwind (they only take and drop locks, under the re-entrancy guard).
             unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(child)) };
@@ -74,6 +84,12 @@ pub fn arm() {
 }
 
 extern "C" fn prepare() {
+    // Registered twice (see `arm`), the handlers run twice a fork: the second time
+    // the locks are held already, by this thread, and taking them again would wait
+    // for good.
+    if HELD.try_with(|h| h.borrow().is_some()).unwrap_or(false) {
+        return;
+    }
     crate::hot::thread::guarded(|| {
         // Before the registry's: a pause guard's drop holds it while it takes those.
         let pauses = crate::phase::hold_pauses_for_fork();
