@@ -1936,3 +1936,41 @@ fn a_gate_on_counts_needs_no_calibration() {
     );
     let _ = std::fs::remove_dir_all(home);
 }
+
+#[test]
+fn count_reports_are_gated_on_their_totals() {
+    // Count mode costs 1 % and its totals are exact: gates on allocations, bytes or
+    // the peak compare two count reports; anything that needs sites is refused.
+    let count = count_copy("gated-count");
+    let c = count.to_str().unwrap();
+    let out = analyzer(&[
+        "diff",
+        c,
+        c,
+        "--fail-if",
+        "allocs>-1",
+        "--fail-if",
+        "peak>+0",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with("phase (all): base 91978 allocs"),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("over budget: allocs>-1: 91978 -> 91978"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("peak>+0"), "{stderr}");
+    for gate in ["temporaries>+0", "cost>+1ms"] {
+        assert_one_line_error(
+            &["diff", c, c, "--fail-if", "allocs>+0", "--fail-if", gate],
+            "was written in `count` mode",
+        );
+    }
+    assert_one_line_error(&["diff", c, c], "was written in `count` mode");
+    let _ = std::fs::remove_dir_all(count);
+}

@@ -199,6 +199,21 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
     }
 }
 
+/// The first line of a comparison's table: the phase's allocations on each side, and
+/// the runs' peaks. All there is to show of two `count` reports.
+pub fn diff_totals(out: &mut dyn Write, d: &Diff) -> io::Result<()> {
+    writeln!(
+        out,
+        "phase {}: base {} allocs, change {} allocs ({:+}); the run's peak {} live -> {}",
+        d.phase.as_deref().unwrap_or("(all)"),
+        d.base.alloc_count,
+        d.change.alloc_count,
+        i128::from(d.change.alloc_count) - i128::from(d.base.alloc_count),
+        super::bytes(d.base.peak_live_bytes as f64),
+        super::bytes(d.change.peak_live_bytes as f64),
+    )
+}
+
 /// Writes a comparison: totals, predicted against measured change, categories, sites;
 /// in JSON also the `--fail-if` conditions that held (`fail_if`, empty when none
 /// did or none was given).
@@ -227,16 +242,7 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
         }
         Format::Table => {
             let opt_s = |x: Option<f64>| x.map_or("-".to_owned(), seconds);
-            writeln!(
-                out,
-                "phase {}: base {} allocs, change {} allocs ({:+}); the run's peak {} live -> {}",
-                d.phase.as_deref().unwrap_or("(all)"),
-                d.base.alloc_count,
-                d.change.alloc_count,
-                i128::from(d.change.alloc_count) - i128::from(d.base.alloc_count),
-                super::bytes(d.base.peak_live_bytes as f64),
-                super::bytes(d.change.peak_live_bytes as f64),
-            )?;
+            diff_totals(out, d)?;
             writeln!(
                 out,
                 "sites matched {} ({} by path, {} with lines ignored), gone {}, new {}; \

@@ -10,7 +10,7 @@ mod cost_diff;
 mod info;
 
 pub use check::checked;
-pub use cost_diff::{cost, diff};
+pub use cost_diff::{cost, diff, diff_totals};
 pub use info::{calibration, info};
 
 use crate::categories::CategoryTotals;

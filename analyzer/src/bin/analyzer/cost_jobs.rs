@@ -86,17 +86,24 @@ impl CostJob {
     }
 }
 
-/// Refuses a diff that would compare nothing: a `count` report records no sites
-/// (its site rows are empty, so every figure reads as zero and a gate passes). Says
+/// Refuses a diff that would compare nothing: a `count` report records no sites,
+/// which a diff compares (nor does a report whose mode was switched to `off`). Says
 /// on stderr what makes two reports' figures differ beyond the patch: another mode
 /// (sampled figures are estimates) or another circuit (the driver's `rows` label).
-pub(crate) fn comparable(a: &report::Report, b: &report::Report) -> Result<()> {
+///
+/// `totals`: the diff gates totals alone (`--fail-if` on allocs, bytes or peak),
+/// which `count` reports hold exactly: two of them are compared then.
+pub(crate) fn comparable(a: &report::Report, b: &report::Report, totals: bool) -> Result<()> {
+    let count = |r: &report::Report| r.manifest.mode == "count";
+    if totals && count(a) && count(b) {
+        return Ok(());
+    }
     for r in [a, b] {
-        if r.manifest.mode == "count" {
+        if count(r) {
             anyhow::bail!(
                 "{} was written in `count` mode, which records no sites: a diff compares \
-                 sites (trace with sites or sample:N; `analyzer info` gives a count \
-                 report's totals)",
+                 sites (trace with sites or sample:N; `--fail-if` on allocs, bytes or peak \
+                 alone compares two count reports' totals)",
                 r.dir.display()
             );
         }
@@ -176,7 +183,22 @@ impl DiffJob {
                 b.manifest.mode
             );
         }
-        comparable(&a, &b)?;
+        // Gates on totals alone, which `phases.parquet` and the manifest hold exactly
+        // in every mode.
+        let totals_only = !conditions.is_empty()
+            && conditions.iter().all(|c| {
+                matches!(
+                    c.metric,
+                    budget::Metric::Allocs | budget::Metric::Bytes | budget::Metric::Peak
+                )
+            });
+        comparable(&a, &b, totals_only)?;
+        if a.manifest.mode == "count" {
+            eprintln!(
+                "analyzer: count reports: the gates compare their totals; they record no \
+                 sites or categories to show"
+            );
+        }
         warn_of_setup(&a);
         warn_of_setup(&b);
         if conditions
@@ -264,7 +286,13 @@ impl DiffJob {
         );
         let held = budget::evaluate(&conditions, &d)?;
         let failed: Vec<String> = held.iter().map(|f| f.to_string()).collect();
-        unless_reader_left(render::diff(out, &d, &held, self.format), &failed)?;
+        // Two count reports have totals alone: the table's first line is all of it.
+        let written = if a.manifest.mode == "count" && self.format == Format::Table {
+            render::diff_totals(out, &d)
+        } else {
+            render::diff(out, &d, &held, self.format)
+        };
+        unless_reader_left(written, &failed)?;
         Ok(failed)
     }
 }
