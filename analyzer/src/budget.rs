@@ -7,6 +7,8 @@
 //! A budget file:
 //!
 //! ```toml
+//! # The workload the budget is for: the report's labels must read so.
+//! labels = { circuit = "porep", rows = "2687961" }
 //! # The whole run only: the tracer records peak live bytes per run, not per phase.
 //! peak_live_bytes = 4_000_000
 //!
@@ -42,6 +44,12 @@ use std::path::Path;
 #[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Budget {
+    /// Labels the report must carry with these values (synth-driver's `circuit`,
+    /// `rows`, ...; `alloc_tracer::label` in a program of your own): the workload the
+    /// budget is for. Every limit is a maximum, so a smaller or another workload
+    /// would pass them all.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
     /// Peak live bytes of the whole run (the manifest's; there is no per-phase peak).
     pub peak_live_bytes: Option<u64>,
     /// Limits per phase, by phase name.
@@ -57,7 +65,7 @@ pub struct PhaseLimits {
     pub allocs: Option<u64>,
     /// Requested bytes.
     pub bytes: Option<u64>,
-    /// Temporaries (blocks freed right after the next allocation).
+    /// Temporaries (blocks freed before their thread's next allocation).
     pub temporaries: Option<u64>,
     /// Allocations and reallocs per row synthesized (the report's `rows` label, which
     /// synth-driver records).
@@ -266,6 +274,19 @@ pub fn check(
             report.dir.display(),
             report.manifest.mode
         )));
+    }
+    for (key, want) in &budget.labels {
+        match report.manifest.labels.get(key) {
+            Some(found) if found == want => {}
+            found => {
+                return Err(bad(format!(
+                    "the budget is for {key} = \"{want}\", and {} has {}: its limits \
+                     would judge another workload",
+                    report.dir.display(),
+                    found.map_or("no such label".to_owned(), |f| format!("{key} = \"{f}\""))
+                )));
+            }
+        }
     }
     let mut checked = Vec::new();
     if let Some(max) = budget.peak_live_bytes {

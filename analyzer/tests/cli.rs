@@ -1974,3 +1974,37 @@ fn count_reports_are_gated_on_their_totals() {
     assert_one_line_error(&["diff", c, c], "was written in `count` mode");
     let _ = std::fs::remove_dir_all(count);
 }
+
+#[test]
+fn a_budget_judges_only_the_workload_it_is_for() {
+    // Every limit is a maximum: a smaller circuit would pass them all, so a budget
+    // names its workload by the report's labels.
+    let labelled = copy_fixture("labelled");
+    edit_manifest(&labelled, |m| {
+        m["labels"] = serde_json::json!({"circuit": "sha256 8 blocks", "rows": "206720"});
+    });
+    let l = labelled.to_str().unwrap();
+    let right = budget_file(
+        "labels-right",
+        "[labels]\ncircuit = \"sha256 8 blocks\"\n[phase.build]\nallocs = 100000\n",
+    );
+    let out = analyzer(&["check", l, "--budget", right.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let wrong = budget_file(
+        "labels-wrong",
+        "[labels]\ncircuit = \"sha256 64 blocks\"\n[phase.build]\nallocs = 100000\n",
+    );
+    assert_one_line_error(
+        &["check", l, "--budget", wrong.to_str().unwrap()],
+        "the budget is for circuit = \"sha256 64 blocks\", and",
+    );
+    let missing = budget_file(
+        "labels-missing",
+        "[labels]\nprover = \"mirror\"\n[phase.build]\nallocs = 100000\n",
+    );
+    assert_one_line_error(
+        &["check", l, "--budget", missing.to_str().unwrap()],
+        "has no such label",
+    );
+    let _ = std::fs::remove_dir_all(labelled);
+}

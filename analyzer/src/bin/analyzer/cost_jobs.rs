@@ -174,6 +174,16 @@ impl DiffJob {
             .collect::<Result<Vec<_>, _>>()?;
         let rules = rules(self.inputs.rules.as_deref())?;
         let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
+        if !conditions.is_empty()
+            && let (Some(ra), Some(rb)) =
+                (a.manifest.labels.get("rows"), b.manifest.labels.get("rows"))
+            && ra != rb
+        {
+            anyhow::bail!(
+                "--fail-if compares like with like, and the reports are of circuits of \
+                 different sizes (rows {ra} and {rb}): a smaller circuit passes any gate"
+            );
+        }
         if !conditions.is_empty() && a.manifest.mode != b.manifest.mode {
             anyhow::bail!(
                 "--fail-if compares like with like, and the reports were written in \
