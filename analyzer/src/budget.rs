@@ -31,7 +31,7 @@
 //! `alloc_tracer::label`).
 
 use crate::Error;
-use crate::categories::{self, Category};
+use crate::categories::Category;
 use crate::diff::Diff;
 use crate::naming;
 use crate::rank::frames_of;
@@ -218,7 +218,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Budget, Error> {
 /// Checks `report` against `budget`: every limit the budget sets, with the report's
 /// figure (the run's peak first; then each phase by name: allocations, bytes,
 /// temporaries, allocations per row, categories and sites by name); those [`Checked::over`] are the breaches. Categories are `rules`' names
-/// (plus [`categories::UNMATCHED`]). A phase, category or site the budget names that
+/// (plus [`crate::categories::UNMATCHED`]). A phase, category or site the budget names that
 /// the report or the rules lack is an error (a misspelt name would otherwise pass
 /// forever).
 pub fn check(
@@ -363,7 +363,7 @@ pub fn check(
             );
         }
         if !limits.category.is_empty() {
-            let totals = categories::totals(report, rules, Some(phase));
+            let totals = crate::category_totals::totals(report, rules, Some(phase));
             for (name, c) in &limits.category {
                 let t = totals.iter().find(|t| &t.category == name).ok_or_else(|| {
                     bad(format!(

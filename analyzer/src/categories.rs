@@ -3,8 +3,7 @@
 
 use crate::Error;
 use crate::naming::{self, without_generics};
-use crate::rank::{self, RankedSite, frames_of, site_totals};
-use crate::report::{FrameRow, Report};
+use crate::report::FrameRow;
 use std::path::Path;
 
 /// The name of allocations no rule claims.
@@ -129,80 +128,6 @@ pub fn classify(rules: &[Category], frames: &[FrameRow]) -> usize {
 /// The name of category `i` from [`classify`].
 pub fn category_name(rules: &[Category], i: usize) -> &str {
     rules.get(i).map_or(UNMATCHED, |c| c.name.as_str())
-}
-
-/// Totals of one category.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
-pub struct CategoryTotals {
-    /// Category name.
-    pub category: String,
-    /// Sites in it.
-    pub sites: usize,
-    /// Allocations.
-    pub alloc_count: u64,
-    /// Reallocs.
-    pub realloc_count: u64,
-    /// Requested bytes.
-    pub bytes_requested: u64,
-    /// Temporaries.
-    pub temporary_count: u64,
-    /// Share of all allocations (and reallocs) in the selection.
-    pub share: f64,
-    /// The biggest site in it.
-    pub top_site: String,
-}
-
-/// Totals per category (rules in order, then the unmatched), within `phase` if given.
-pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<CategoryTotals> {
-    let mut out: Vec<CategoryTotals> = rules
-        .iter()
-        .map(|c| c.name.as_str())
-        .chain([UNMATCHED])
-        .map(|name| CategoryTotals {
-            category: name.to_owned(),
-            sites: 0,
-            alloc_count: 0,
-            realloc_count: 0,
-            bytes_requested: 0,
-            temporary_count: 0,
-            share: 0.0,
-            top_site: String::new(),
-        })
-        .collect();
-    let mut biggest: Vec<Option<(u64, usize)>> = vec![None; out.len()];
-    let sites: Vec<RankedSite> = site_totals(report, phase);
-    let calls = |s: &RankedSite| s.alloc_count.saturating_add(s.realloc_count);
-    let total = sites.iter().map(calls).fold(0, u64::saturating_add);
-    for (k, s) in sites.iter().enumerate() {
-        let fs = frames_of(&report.frames, s.site_id);
-        let i = classify(rules, fs);
-        let t = &mut out[i];
-        t.sites += 1;
-        t.alloc_count = t.alloc_count.saturating_add(s.alloc_count);
-        t.realloc_count = t.realloc_count.saturating_add(s.realloc_count);
-        t.bytes_requested = t.bytes_requested.saturating_add(s.bytes_requested);
-        t.temporary_count = t.temporary_count.saturating_add(s.temporary_count);
-        let n = calls(s);
-        // Ties go to the lower site id, so that output is stable.
-        if biggest[i].is_none_or(|(m, j)| n > m || (n == m && s.site_id < sites[j].site_id)) {
-            biggest[i] = Some((n, k));
-        }
-    }
-    for (t, b) in out.iter_mut().zip(&biggest) {
-        if let Some((_, k)) = *b {
-            let mut site = sites[k].clone();
-            rank::name(report, &mut site);
-            t.top_site = site.name;
-        }
-    }
-    for t in &mut out {
-        t.share = if total == 0 {
-            0.0
-        } else {
-            t.alloc_count.saturating_add(t.realloc_count) as f64 / total as f64
-        };
-    }
-    out
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //!
 //! Library first: [`report::load`] reads a report directory (polars), [`info::info`]
 //! describes it (mode, phases, threads, peak, what was dropped), [`rank::top`]
-//! ranks its call sites, [`categories::totals`] sorts allocations into categories from
+//! ranks its call sites, [`category_totals::totals`] sorts allocations into categories from
 //! rules, [`calibrate::Calibration`] reads what allocations cost on a machine,
 //! [`cost::estimate`] prices sites and categories with it, [`diff::diff`] compares two
 //! reports, [`budget`] checks a report against a budget file and a diff against
@@ -17,6 +17,7 @@
 pub mod budget;
 pub mod calibrate;
 pub mod categories;
+pub mod category_totals;
 pub mod cost;
 pub mod diff;
 pub mod error;

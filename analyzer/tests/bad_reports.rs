@@ -274,7 +274,7 @@ fn sums_of_huge_counts_saturate() {
     let s = top.iter().find(|s| s.site_id == site).unwrap();
     assert_eq!(s.alloc_count, u64::MAX);
     assert_eq!(s.bytes_requested, u64::MAX);
-    let cats = categories::totals(&r, &categories::default_rules(), None);
+    let cats = analyzer::category_totals::totals(&r, &categories::default_rules(), None);
     assert!(cats.iter().any(|c| c.alloc_count == u64::MAX));
     let named = export::named_sites(&r, &categories::default_rules(), None);
     assert!(named.iter().all(|s| s.alloc_count > u64::MAX / 2));
@@ -639,7 +639,7 @@ fn analyze(r: &Report, base: &Report, cal: &Calibration) {
                 render::sites(&mut out, &sites, f).unwrap();
             }
         }
-        let cats = categories::totals(r, &rules, phase);
+        let cats = analyzer::category_totals::totals(r, &rules, phase);
         let est = cost::estimate(r, cal, &rules, phase, 10);
         let d = diff::diff(
             base,

@@ -220,7 +220,7 @@ fn porep_2kib_rows_and_top_sites() {
 
     // The analyzer's built-in categories name at least 95 % of the synthesis
     // allocations, with Boolean::lc temporaries and enforce buffers apart.
-    let cats = analyzer::categories::totals(
+    let cats = analyzer::category_totals::totals(
         &loaded,
         &analyzer::categories::default_rules(),
         Some("synthesize"),

@@ -13,7 +13,7 @@ pub use check::checked;
 pub use cost_diff::{cost, diff, diff_totals};
 pub use info::{calibration, info};
 
-use crate::categories::CategoryTotals;
+use crate::category_totals::CategoryTotals;
 use crate::naming;
 use crate::rank::RankedSite;
 use serde::Serialize;

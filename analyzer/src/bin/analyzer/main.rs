@@ -266,7 +266,7 @@ impl CategoriesJob {
         let phase = r.check_phase(s.phase.as_deref())?;
         cost_jobs::warn_of_setup(&r);
         cost_jobs::no_sites_note(&r, phase, "to put in categories");
-        let cats = categories::totals(&r, &rules, phase);
+        let cats = analyzer::category_totals::totals(&r, &rules, phase);
         Ok(render::categories(out, &cats, s.format)?)
     }
 }
