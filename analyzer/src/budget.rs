@@ -247,8 +247,7 @@ pub fn check(
         .any(|l| !l.category.is_empty() || !l.site.is_empty());
     // A report whose mode was switched to `off` before it was written has counts and
     // no sites, as a `count` report has.
-    let no_sites = report.manifest.mode == "count"
-        || (report.sites.is_empty() && report.phases.iter().any(|p| p.calls() > 0));
+    let no_sites = report.manifest.mode == "count" || report.counts_without_sites();
     if per_site && no_sites {
         return Err(bad(format!(
             "category and site limits need the report's sites, and {} records none \

@@ -498,7 +498,7 @@ pub fn diff(
         };
         Side {
             report: r.dir.display().to_string(),
-            alloc_count: sum(|p| p.calls()),
+            alloc_count: r.calls(phase),
             bytes_requested: sum(|p| p.bytes_requested),
             temporary_count: sum(|p| p.temporary_count),
             peak_live_bytes: r.manifest.totals.peak_live_bytes,

@@ -118,11 +118,7 @@ fn long_in_bucket(l: &LifetimeRow, ns_per_alloc: f64) -> f64 {
 /// `synthesize` made that rate three times the run's). `None`: no time or no
 /// allocations at all.
 pub fn ns_per_alloc(report: &Report) -> Option<f64> {
-    let calls = report
-        .phases
-        .iter()
-        .map(|r| r.calls())
-        .fold(0, u64::saturating_add);
+    let calls = report.calls(None);
     let s = report.manifest.duration_s;
     (s > 0.0 && calls > 0).then(|| s * 1e9 / calls as f64)
 }

@@ -157,6 +157,22 @@ impl Report {
             .filter(move |r| phase.is_none_or(|p| r.phase == p))
     }
 
+    /// Allocations plus reallocs of `phase`, or of the whole run when `None`, from
+    /// `phases.parquet` (exact in every mode; saturating).
+    pub fn calls(&self, phase: Option<&str>) -> u64 {
+        self.phases
+            .iter()
+            .filter(|r| phase.is_none_or(|p| r.phase == p))
+            .map(PhaseRow::calls)
+            .fold(0, u64::saturating_add)
+    }
+
+    /// True when the report counted allocations but holds no sites: a `count` report,
+    /// or one whose mode was switched to `off` before it was written.
+    pub fn counts_without_sites(&self) -> bool {
+        self.sites.is_empty() && self.calls(None) > 0
+    }
+
     /// Wall time of `phase` in seconds, or of the whole traced run when `None`.
     /// `main`, the time outside any named phase, is the run's time less the named
     /// phases' (the tracer does not time it). `None` for a phase never timed (entered

@@ -86,16 +86,47 @@ impl CostJob {
     }
 }
 
+/// What `--fail-if` asks of a diff.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Gates {
+    /// Some condition is given: the reports must be alike (mode, circuit size).
+    pub any: bool,
+    /// Every condition is on totals alone (allocs, bytes or peak), which `count`
+    /// reports hold exactly: two of them are compared then.
+    pub totals_only: bool,
+}
+
 /// Refuses a diff that would compare nothing: a `count` report records no sites,
-/// which a diff compares (nor does a report whose mode was switched to `off`). Says
-/// on stderr what makes two reports' figures differ beyond the patch: another mode
-/// (sampled figures are estimates) or another circuit (the driver's `rows` label).
-///
-/// `totals`: the diff gates totals alone (`--fail-if` on allocs, bytes or peak),
-/// which `count` reports hold exactly: two of them are compared then.
-pub(crate) fn comparable(a: &report::Report, b: &report::Report, totals: bool) -> Result<()> {
+/// which a diff compares (nor does a report whose mode was switched to `off`), but
+/// for two of them gated on totals alone. Refuses, under gates, reports of different
+/// modes or circuit sizes (the driver's `rows` label); without gates, says on stderr
+/// that they differ beyond the patch.
+pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -> Result<()> {
+    let (ma, mb) = (&a.manifest, &b.manifest);
+    let rows = ma
+        .labels
+        .get("rows")
+        .zip(mb.labels.get("rows"))
+        .filter(|(ra, rb)| ra != rb);
+    if gates.any {
+        if let Some((ra, rb)) = rows {
+            anyhow::bail!(
+                "--fail-if compares like with like, and the reports are of circuits of \
+                 different sizes (rows {ra} and {rb}): a smaller circuit passes any gate"
+            );
+        }
+        if ma.mode != mb.mode {
+            anyhow::bail!(
+                "--fail-if compares like with like, and the reports were written in \
+                 different modes ({} and {}): their temporaries and costs are estimated \
+                 differently",
+                ma.mode,
+                mb.mode
+            );
+        }
+    }
     let count = |r: &report::Report| r.manifest.mode == "count";
-    if totals && count(a) && count(b) {
+    if gates.totals_only && count(a) && count(b) {
         return Ok(());
     }
     for r in [a, b] {
@@ -109,7 +140,7 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, totals: bool) -
         }
         // A report whose mode was switched to `off` before it was written, say, after
         // counting in `count` mode: its allocations have no sites to compare.
-        if r.sites.is_empty() && r.phases.iter().any(|p| p.calls() > 0) {
+        if r.counts_without_sites() {
             anyhow::bail!(
                 "{} records allocations but no sites (mode {} when written): a diff \
                  compares sites (trace with sites or sample:N)",
@@ -118,7 +149,6 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, totals: bool) -
             );
         }
     }
-    let (ma, mb) = (&a.manifest, &b.manifest);
     if ma.mode != mb.mode {
         eprintln!(
             "analyzer: the reports were written in different modes ({} and {}): sampled \
@@ -126,9 +156,7 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, totals: bool) -
             ma.mode, mb.mode
         );
     }
-    if let (Some(ra), Some(rb)) = (ma.labels.get("rows"), mb.labels.get("rows"))
-        && ra != rb
-    {
+    if let Some((ra, rb)) = rows {
         eprintln!(
             "analyzer: the reports are of circuits of different sizes (rows {ra} and \
              {rb}): their differences are not a patch's alone"
@@ -144,8 +172,7 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, totals: bool) -
 /// changes the time per allocation by itself, so runs of different work are not
 /// compared.
 pub(crate) fn warn_of_speeds(a: &report::Report, b: &report::Report) {
-    let calls = |r: &report::Report| r.phases.iter().map(|p| p.calls()).sum::<u64>() as f64;
-    let (ca, cb) = (calls(a), calls(b));
+    let (ca, cb) = (a.calls(None) as f64, b.calls(None) as f64);
     if let (Some(x), Some(y)) = (cost::ns_per_alloc(a), cost::ns_per_alloc(b))
         && ca.max(cb) <= SAME_WORK * ca.min(cb)
         && x.max(y) > SPEEDS_APART * x.min(y)
@@ -174,35 +201,19 @@ impl DiffJob {
             .collect::<Result<Vec<_>, _>>()?;
         let rules = rules(self.inputs.rules.as_deref())?;
         let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
-        if !conditions.is_empty()
-            && let (Some(ra), Some(rb)) =
-                (a.manifest.labels.get("rows"), b.manifest.labels.get("rows"))
-            && ra != rb
-        {
-            anyhow::bail!(
-                "--fail-if compares like with like, and the reports are of circuits of \
-                 different sizes (rows {ra} and {rb}): a smaller circuit passes any gate"
-            );
-        }
-        if !conditions.is_empty() && a.manifest.mode != b.manifest.mode {
-            anyhow::bail!(
-                "--fail-if compares like with like, and the reports were written in \
-                 different modes ({} and {}): their temporaries and costs are estimated \
-                 differently",
-                a.manifest.mode,
-                b.manifest.mode
-            );
-        }
         // Gates on totals alone, which `phases.parquet` and the manifest hold exactly
         // in every mode.
-        let totals_only = !conditions.is_empty()
-            && conditions.iter().all(|c| {
-                matches!(
-                    c.metric,
-                    budget::Metric::Allocs | budget::Metric::Bytes | budget::Metric::Peak
-                )
-            });
-        comparable(&a, &b, totals_only)?;
+        let gates = Gates {
+            any: !conditions.is_empty(),
+            totals_only: !conditions.is_empty()
+                && conditions.iter().all(|c| {
+                    matches!(
+                        c.metric,
+                        budget::Metric::Allocs | budget::Metric::Bytes | budget::Metric::Peak
+                    )
+                }),
+        };
+        comparable(&a, &b, gates)?;
         if a.manifest.mode == "count" {
             eprintln!(
                 "analyzer: count reports: the gates compare their totals; they record no \

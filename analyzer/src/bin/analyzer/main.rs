@@ -285,7 +285,7 @@ impl FlamegraphJob {
             }
             (FlamegraphOf::Diff { base, change }, FlameBy::Allocated(by)) => {
                 let (a, b) = (report::load(base)?, report::load(change)?);
-                cost_jobs::comparable(&a, &b, false)?;
+                cost_jobs::comparable(&a, &b, cost_jobs::Gates::default())?;
                 let phase = a.check_phase(self.phase.as_deref())?;
                 b.check_phase(phase)?;
                 export::flamegraph_diff(&a, &b, by, phase, &mut svg)?;
