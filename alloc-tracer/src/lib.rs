@@ -149,6 +149,7 @@ mod measure;
 mod phase;
 mod registry;
 mod report;
+mod rss;
 mod session;
 mod site_index;
 mod site_map;

@@ -1,9 +1,10 @@
 //! Cold path: the live-bytes timeline, sampled by a thread of the tracer's own.
 //!
 //! Every `ALLOC_TRACE_TIMELINE_MS` (10 ms by default) the sampler reads the global
-//! live bytes (one atomic load), the current phase (the control word) and the
+//! live bytes (one atomic load), the current phase (the control word), the
 //! running allocation count and bytes (summed over threads under the registry lock,
-//! which the recording path never waits on). Recording threads are never stopped or
+//! which the recording path never waits on) and the process's resident set size
+//! (`/proc/self/statm`, a few microseconds on the sampler's thread). Recording threads are never stopped or
 //! slowed but for the cache lines the sampler reads.
 //!
 //! The sampler is a bare `pthread` started when tracing starts (at the first
@@ -36,6 +37,8 @@ pub struct Point {
     pub alloc_count: u64,
     /// Their real bytes so far.
     pub bytes_allocated: u64,
+    /// The process's resident set size (0 where unknown).
+    pub rss_bytes: u64,
 }
 
 /// Most points kept: past it every other point is dropped and the sampler keeps one
@@ -155,6 +158,7 @@ fn tick() {
         live_bytes: live::live_bytes(),
         alloc_count,
         bytes_allocated,
+        rss_bytes: crate::rss::current_bytes(),
     };
     let mut t = timeline();
     if t.points.len() >= MAX_POINTS {

@@ -184,6 +184,18 @@ fn report_matches_the_documented_schema() {
         assert!(phases.iter().any(|x| x == p), "{p} missing from {phases:?}");
     }
 
+    // The timeline samples resident memory: never 0 where /proc exists, at least the
+    // 2 MiB block the workload wrote while it was live, never above the process's
+    // high-water mark.
+    let rss: Vec<u64> = common::read_table(&dir, schema::TIMELINE.file)
+        .iter()
+        .map(|r| common::u64_of(r, "rss_bytes"))
+        .collect();
+    let max_rss = manifest["totals"]["max_rss_bytes"].as_u64().unwrap();
+    assert!(rss.iter().all(|&b| b > 0), "{rss:?}");
+    assert!(rss.iter().any(|&b| b >= 2 << 20), "{rss:?}");
+    assert!(rss.iter().all(|&b| b <= max_rss), "{rss:?} above {max_rss}");
+
     // Writing again replaces the report; a directory that is not a report is refused.
     alloc_tracer::write_report(&dir).unwrap();
     assert!(dir.join(schema::MANIFEST).exists());

@@ -16,11 +16,16 @@ MIB = float(1 << 20)
 
 def timeline(report: Report) -> pl.DataFrame:
     """The timeline with seconds and MiB: time_s, phase, live_mib, alloc_count,
-    bytes_allocated."""
-    return report.timeline.sort("time_ns").with_columns(
+    bytes_allocated, rss_mib (the process's resident memory; null in reports written
+    before the tracer sampled it, and where it was unknown)."""
+    tl = report.timeline.sort("time_ns")
+    rss = (pl.when(pl.col("rss_bytes") > 0).then(pl.col("rss_bytes") / MIB)
+           if "rss_bytes" in tl.columns else pl.lit(None, dtype=pl.Float64))
+    return tl.with_columns(
         (pl.col("time_ns") / 1e9).alias("time_s"),
         (pl.col("live_bytes") / MIB).alias("live_mib"),
-    ).select("time_s", "phase", "live_mib", "alloc_count", "bytes_allocated")
+        rss.alias("rss_mib"),
+    ).select("time_s", "phase", "live_mib", "alloc_count", "bytes_allocated", "rss_mib")
 
 
 def phase_spans(tl: pl.DataFrame) -> list[tuple[str, float, float]]:

@@ -345,8 +345,9 @@ def side_by_side(df: pl.DataFrame, label: str, columns: list[str], title: str, y
 
 def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict | None,
              title: str):
-    """Live MiB over time (`memory.timeline`), the phases shaded behind the line
-    (`memory.phase_spans`), and the kept peak (the manifest's `heap_peak`) marked."""
+    """Live MiB over time (`memory.timeline`) and resident MiB where the report
+    sampled it, the phases shaded behind the lines (`memory.phase_spans`), and the
+    kept peak (the manifest's `heap_peak`) marked."""
     fig, ax = plt.subplots(figsize=(11, 4))
     colors = _category_colors([p for p, _, _ in spans])
     seen = set()
@@ -356,6 +357,10 @@ def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict
         seen.add(phase)
     ax.plot(tl["time_s"].to_list(), tl["live_mib"].to_list(), color="tab:blue",
             linewidth=1.6, label="live bytes")
+    rss = tl.drop_nulls("rss_mib")
+    if rss.height:
+        ax.plot(rss["time_s"].to_list(), rss["rss_mib"].to_list(), color="tab:orange",
+                linewidth=1.6, label="resident set size")
     if peak:
         t, mib = peak["time_ns"] / 1e9, peak["live_bytes"] / float(1 << 20)
         ax.plot([t], [mib], "o", color="tab:red")
@@ -364,9 +369,10 @@ def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict
                     ha="right" if t > 0.5 * tl["time_s"].max() else "left",
                     color="tab:red", fontsize=8)
     ax.set_xlabel("seconds after tracing started")
-    ax.set_ylabel("live MiB")
+    ax.set_ylabel("MiB")
     _plain(ax.yaxis)
-    top = max([*tl["live_mib"].to_list(), peak["live_bytes"] / float(1 << 20) if peak else 0, 1])
+    top = max([*tl["live_mib"].to_list(), *rss["rss_mib"].to_list(),
+               peak["live_bytes"] / float(1 << 20) if peak else 0, 1])
     ax.set_ylim(0, top * 1.15)
     ax.legend(fontsize=8, loc="upper left")
     ax.set_title(title)

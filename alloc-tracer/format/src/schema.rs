@@ -188,7 +188,7 @@ const HEAP_COLUMNS: &[Column] = &[
     col("live_blocks_estimate", UInt64),
 ];
 
-/// Live bytes and running allocation totals sampled over time.
+/// Live bytes, running allocation totals and resident memory sampled over time.
 pub const TIMELINE: Table = Table {
     file: "timeline.parquet",
     columns: &[
@@ -197,6 +197,7 @@ pub const TIMELINE: Table = Table {
         col("live_bytes", Int64),
         col("alloc_count", UInt64),
         col("bytes_allocated", UInt64),
+        col("rss_bytes", UInt64),
     ],
 };
 

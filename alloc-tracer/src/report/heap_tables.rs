@@ -64,6 +64,7 @@ pub fn write_timeline(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
             Values::I64(points.iter().map(|p| p.live_bytes).collect()),
             Values::U64(points.iter().map(|p| p.alloc_count).collect()),
             Values::U64(points.iter().map(|p| p.bytes_allocated).collect()),
+            Values::U64(points.iter().map(|p| p.rss_bytes).collect()),
         ],
     )?;
     Ok(n)

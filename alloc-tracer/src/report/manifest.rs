@@ -59,7 +59,7 @@ pub fn build(
         live_bytes_end: c.total(|p| p.bytes_allocated) as i64 - c.total(|p| p.bytes_freed) as i64,
         peak_live_bytes: live::peak_bytes(),
         peak_live_bytes_error_bytes: c.threads * LIVE_PUBLISH_BYTES as u64,
-        max_rss_bytes: max_rss_bytes(),
+        max_rss_bytes: crate::rss::peak_bytes(),
     };
     // The run ends where the snapshot read it, before symbolizing and writing.
     let end_unix = snap.taken_unix_s;
@@ -177,32 +177,6 @@ fn requested_percentiles(c: &Counts) -> RequestedPercentiles {
         p99: at(0.99),
         max: floor(last),
     }
-}
-
-/// The process's highest resident set size so far, 0 where unknown: `VmHWM` of
-/// `/proc/self/status`, which counts this program alone. (`getrusage`'s `ru_maxrss`
-/// keeps the high-water mark of the image `execve` replaced, so a program started by
-/// a large process, cargo or a notebook, would report at least that one's.) Without
-/// `/proc`, `ru_maxrss` it is, with that caveat.
-fn max_rss_bytes() -> u64 {
-    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
-        let kib = status.lines().find_map(|l| {
-            l.strip_prefix("VmHWM:")
-                .and_then(|v| v.trim().strip_suffix("kB"))
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        });
-        if let Some(kib) = kib {
-            return kib.saturating_mul(1024);
-        }
-    }
-    // SAFETY: `usage` is written by the call before it is read.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to a local.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return 0;
-    }
-    // Linux counts it in KiB.
-    (usage.ru_maxrss.max(0) as u64).saturating_mul(1024)
 }
 
 #[cfg(test)]

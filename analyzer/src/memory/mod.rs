@@ -5,12 +5,13 @@
 pub mod render;
 pub mod svg;
 
+use crate::Error;
 use crate::categories::{self, Category};
 use crate::export;
 use crate::naming;
 use crate::rank::{CALLERS, frames_of};
 use crate::report::{self, Report};
-use crate::{Error, report::read};
+use crate::report::{read, read_with_later};
 use alloc_tracer_format::schema;
 use polars::prelude::DataFrame;
 use std::collections::HashMap;
@@ -45,6 +46,9 @@ pub struct TimelinePoint {
     pub alloc_count: u64,
     /// Their real bytes so far.
     pub bytes_allocated: u64,
+    /// The process's resident set size (0 where unknown, and in reports written
+    /// before it was sampled).
+    pub rss_bytes: u64,
 }
 
 /// A report's memory tables (empty where the report has none: heap sampling off,
@@ -86,11 +90,12 @@ pub fn load(report: &Report) -> Result<Memory, Error> {
         read(&report.dir, &report.manifest, t, HEAP_COLUMNS, heap_rows)
     };
     let timeline = if table(&schema::TIMELINE) {
-        let mut t = read(
+        let mut t = read_with_later(
             &report.dir,
             &report.manifest,
             &schema::TIMELINE,
             TIMELINE_COLUMNS,
+            &["rss_bytes"],
             timeline_rows,
         )?;
         t.sort_by_key(|p| p.time_ns);
@@ -130,6 +135,10 @@ fn timeline_rows(df: &DataFrame) -> Result<Vec<TimelinePoint>, String> {
     let live = report::i64s(df, "live_bytes")?;
     let allocs = report::u64s(df, "alloc_count")?;
     let bytes = report::u64s(df, "bytes_allocated")?;
+    let rss = match df.column("rss_bytes") {
+        Ok(_) => report::u64s(df, "rss_bytes")?,
+        Err(_) => vec![0; df.height()],
+    };
     Ok((0..df.height())
         .map(|i| TimelinePoint {
             time_ns: time[i],
@@ -137,6 +146,7 @@ fn timeline_rows(df: &DataFrame) -> Result<Vec<TimelinePoint>, String> {
             live_bytes: live[i],
             alloc_count: allocs[i],
             bytes_allocated: bytes[i],
+            rss_bytes: rss[i],
         })
         .collect())
 }
@@ -202,6 +212,10 @@ pub struct Held {
     /// The process's highest resident set size (`max_rss_bytes`; the peak moment
     /// only, and 0 where the report does not have it).
     pub max_rss_bytes: u64,
+    /// The process's resident set size at the timeline's point nearest the moment
+    /// (the kept peak's time; at the end, the last point): 0 where the timeline has
+    /// none (off, or a report written before it sampled resident memory).
+    pub rss_bytes: u64,
     /// When, in seconds after tracing started (the kept peak only).
     pub time_s: Option<f64>,
     /// The phase in force then (the kept peak only).
@@ -388,6 +402,7 @@ pub fn held(
         } else {
             0
         },
+        rss_bytes: rss_near(memory, moment, m.heap_peak.as_ref().map(|p| p.time_ns)),
         time_s,
         phase: at_phase,
         heap_interval: m.heap_interval,
@@ -397,6 +412,18 @@ pub fn held(
         categories,
         sites,
     }
+}
+
+/// Resident memory at the timeline's point nearest `moment`: the kept peak's time
+/// (none kept: 0), or the last point at the end. 0 where the points hold none.
+fn rss_near(memory: &Memory, moment: Moment, peak_ns: Option<u64>) -> u64 {
+    let point = match moment {
+        Moment::Peak => {
+            peak_ns.and_then(|t| memory.timeline.iter().min_by_key(|p| p.time_ns.abs_diff(t)))
+        }
+        Moment::End => memory.timeline.last(),
+    };
+    point.map_or(0, |p| p.rss_bytes)
 }
 
 /// Folded stacks weighted by live bytes at `moment` (for `flamegraph --by
@@ -477,6 +504,26 @@ pub fn in_use(memory: &Memory) -> Vec<export::InUse> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resident_memory_is_read_at_the_point_nearest_the_moment() {
+        let point = |ms: u64, rss_mib: u64| TimelinePoint {
+            time_ns: ms * 1_000_000,
+            rss_bytes: rss_mib << 20,
+            ..Default::default()
+        };
+        let memory = Memory {
+            timeline: vec![point(0, 10), point(10, 20), point(20, 30), point(30, 25)],
+            ..Default::default()
+        };
+        assert_eq!(rss_near(&memory, Moment::Peak, Some(12_000_000)), 20 << 20);
+        assert_eq!(rss_near(&memory, Moment::Peak, Some(17_000_000)), 30 << 20);
+        assert_eq!(rss_near(&memory, Moment::Peak, Some(99_000_000)), 25 << 20);
+        // No peak kept, or no timeline: unknown.
+        assert_eq!(rss_near(&memory, Moment::Peak, None), 0);
+        assert_eq!(rss_near(&Memory::default(), Moment::End, None), 0);
+        assert_eq!(rss_near(&memory, Moment::End, None), 25 << 20);
+    }
 
     #[test]
     fn the_sampling_error_follows_from_the_blocks_sampled() {

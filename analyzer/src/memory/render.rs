@@ -122,6 +122,18 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             bytes((run - kept) as f64)
         )?;
     }
+    if h.rss_bytes > 0 {
+        let when = if h.moment == "peak" {
+            "at the kept peak"
+        } else {
+            "at the end"
+        };
+        writeln!(
+            out,
+            "resident memory {when}: {} (the timeline's nearest point)",
+            bytes(h.rss_bytes as f64)
+        )?;
+    }
     if h.max_rss_bytes > 0 {
         writeln!(
             out,
@@ -255,6 +267,22 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("no sampled block was live then"), "{text}");
         assert!(!text.contains("rank"), "{text}");
+        assert!(!text.contains("resident"), "{text}");
+        // Resident memory, where the timeline sampled it.
+        let mut out = Vec::new();
+        table(
+            &mut out,
+            &Held {
+                rss_bytes: 3 << 20,
+                ..h.clone()
+            },
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("resident memory at the end: 3.0 MiB"),
+            "{text}"
+        );
         // Sampled blocks live, none of them in the phase asked for.
         let h = Held {
             estimated_bytes_all_phases: 1 << 20,

@@ -1,6 +1,6 @@
-//! `analyzer timeline -o FILE.svg`: live bytes over time, the phases shaded behind
-//! the line, the kept peak marked; drawn with plotters (SVG, text left to the
-//! viewer's fonts).
+//! `analyzer timeline -o FILE.svg`: live bytes over time, and the process's resident
+//! memory where the report sampled it, the phases shaded behind the lines, the kept
+//! peak marked; drawn with plotters (SVG, text left to the viewer's fonts).
 
 use super::{Memory, render::bytes};
 use crate::report::Report;
@@ -25,6 +25,12 @@ fn spans(memory: &Memory) -> Vec<(String, f64, f64)> {
     spans
 }
 
+/// Whether the timeline sampled resident memory (reports written before it did, and
+/// runs without `/proc`, hold zeros).
+fn has_rss(memory: &Memory) -> bool {
+    memory.timeline.iter().any(|p| p.rss_bytes > 0)
+}
+
 /// The plot as an SVG document. An error when the report has no timeline.
 pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     if memory.timeline.is_empty() {
@@ -35,10 +41,18 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     }
     let m = &report.manifest;
     let peak = m.heap_peak.as_ref();
+    let rss = has_rss(memory);
     let top = memory
         .timeline
         .iter()
         .map(|p| p.live_bytes)
+        .chain(
+            memory
+                .timeline
+                .iter()
+                .filter(|_| rss)
+                .map(|p| p.rss_bytes.min(i64::MAX as u64) as i64),
+        )
         .chain(peak.map(|p| p.live_bytes))
         .max()
         .unwrap_or(0)
@@ -59,8 +73,13 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
         || report.dir.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
+    let what = if rss {
+        "Live bytes and resident memory"
+    } else {
+        "Live bytes"
+    };
     let title = format!(
-        "Live bytes over time: {name} ({}, a point every {} ms)",
+        "{what} over time: {name} ({}, a point every {} ms)",
         m.mode, m.timeline_interval_ms
     );
     let mut svg = String::new();
@@ -99,7 +118,7 @@ fn draw(
         .disable_x_mesh()
         .light_line_style(WHITE)
         .x_desc("seconds after tracing started")
-        .y_desc(format!("live {unit}"))
+        .y_desc(unit.to_string())
         .y_label_formatter(&|v| format!("{v:.1}"))
         .x_label_formatter(&|v| format!("{v:.1}"))
         .draw()?;
@@ -135,6 +154,19 @@ fn draw(
         ))?
         .label("live bytes")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BLUE.stroke_width(2)));
+    if has_rss(memory) {
+        let orange = RGBColor(230, 120, 0);
+        chart
+            .draw_series(LineSeries::new(
+                memory
+                    .timeline
+                    .iter()
+                    .map(|p| (p.time_ns as f64 / 1e9, p.rss_bytes as f64 / scale)),
+                orange.stroke_width(2),
+            ))?
+            .label("resident set size")
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], orange.stroke_width(2)));
+    }
     if let Some(p) = peak {
         let (t, y) = (p.time_ns as f64 / 1e9, p.live_bytes as f64 / scale);
         chart.draw_series(std::iter::once(Circle::new((t, y), 5, RED.filled())))?;
@@ -167,4 +199,56 @@ fn draw(
         .border_style(BLACK.mix(0.4))
         .draw()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::TimelinePoint;
+
+    fn memory(rss: &[u64]) -> Memory {
+        Memory {
+            timeline: rss
+                .iter()
+                .enumerate()
+                .map(|(i, &rss_bytes)| TimelinePoint {
+                    time_ns: i as u64 * 10_000_000,
+                    phase: "synthesize".into(),
+                    live_bytes: 100 << 20,
+                    rss_bytes,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn report() -> Report {
+        Report {
+            dir: "r".into(),
+            manifest: Default::default(),
+            sites: vec![],
+            frames: vec![],
+            phases: vec![],
+            lifetimes: vec![],
+        }
+    }
+
+    #[test]
+    fn resident_memory_is_drawn_where_sampled_and_sets_the_scale() {
+        // RSS at 3 GiB over 100 MiB live: the axis goes to GiB for it, and its line
+        // and legend are there.
+        let svg = timeline(&report(), &memory(&[3 << 30, 3 << 30, 3 << 30])).unwrap();
+        assert!(
+            svg.contains("Live bytes and resident memory over time"),
+            "{svg}"
+        );
+        assert!(svg.contains("resident set size"));
+        assert!(svg.contains("\nGiB\n"), "{svg}");
+        // Reports from before (zeros): live bytes alone, in MiB.
+        let svg = timeline(&report(), &memory(&[0, 0, 0])).unwrap();
+        assert!(svg.contains("Live bytes over time"));
+        assert!(!svg.contains("resident set size"));
+        assert!(svg.contains("\nMiB\n"), "{svg}");
+    }
 }

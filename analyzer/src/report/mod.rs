@@ -4,7 +4,7 @@
 
 mod table;
 
-pub(crate) use table::{i64s, read, strings, u64s};
+pub(crate) use table::{i64s, read, read_with_later, strings, u64s};
 
 use crate::{Error, SUPPORTED_SCHEMA_VERSION};
 use alloc_tracer_format::manifest::{Manifest, ManifestError};

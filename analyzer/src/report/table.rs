@@ -87,6 +87,20 @@ pub(crate) fn read<T>(
     columns: &[&str],
     rows: impl Fn(&DataFrame) -> Result<Vec<T>, String>,
 ) -> Result<Vec<T>, Error> {
+    read_with_later(dir, manifest, table, columns, &[], rows)
+}
+
+/// [`read`], where the columns in `later` (added to the table after reports were
+/// first written, so absent from older ones) may be missing: the frame `rows` gets
+/// then lacks them. Present, they are checked like the others.
+pub(crate) fn read_with_later<T>(
+    dir: &Path,
+    manifest: &Manifest,
+    table: &schema::Table,
+    columns: &[&str],
+    later: &[&str],
+    rows: impl Fn(&DataFrame) -> Result<Vec<T>, String>,
+) -> Result<Vec<T>, Error> {
     let path = dir.join(table.file);
     let listed = manifest
         .tables
@@ -94,10 +108,10 @@ pub(crate) fn read<T>(
         .find(|t| t.file == table.file)
         .map(|t| t.rows);
     let bytes = read_file(&path)?;
-    let wanted: Vec<&schema::Column> = table
+    let mut wanted: Vec<&schema::Column> = table
         .columns
         .iter()
-        .filter(|c| columns.contains(&c.name))
+        .filter(|c| columns.contains(&c.name) || later.contains(&c.name))
         .collect();
     let df = contained(|| {
         let mut reader = ParquetReader::new(std::io::Cursor::new(bytes.as_slice()));
@@ -120,6 +134,7 @@ pub(crate) fn read<T>(
             ));
         }
         let found = reader.schema().map_err(one_line)?;
+        wanted.retain(|c| !later.contains(&c.name) || found.get(c.name).is_some());
         for c in &wanted {
             let Some(field) = found.get(c.name) else {
                 return Err(format!(

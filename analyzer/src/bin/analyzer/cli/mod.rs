@@ -265,7 +265,8 @@ enum Command {
         #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
     },
-    /// A plot (SVG) of live bytes over time, phases shaded and the kept peak marked.
+    /// A plot (SVG) of live bytes and resident memory over time, phases shaded and the
+    /// kept peak marked.
     Timeline {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
