@@ -20,6 +20,7 @@
 use crate::calibrate::{Calibration, RECYCLE};
 use crate::categories::{self, Category};
 use crate::cost;
+use crate::matching::{LOOSE_PREFIX, Matched, pair_up};
 use crate::naming::{self, loose_key, stack_key};
 use crate::rank::frames_of;
 use crate::report::Report;
@@ -149,9 +150,6 @@ pub const NEW: &str = "new";
 /// are mostly churn of unmatched stacks.
 pub const LOW_MATCH_SHARE: f64 = 0.8;
 
-/// The prefix of keys matched with lines ignored.
-const LOOSE_PREFIX: &str = "(lines ignored)\n";
-
 /// The sites under one key: summed, and named by the one with most allocations
 /// (the first by key among equals: the maps are ordered, so a diff reads the same
 /// every time).
@@ -170,7 +168,11 @@ struct Acc {
     loose: String,
 }
 
-impl Acc {
+impl Matched for Acc {
+    fn loose(&self) -> &str {
+        &self.loose
+    }
+
     fn merge(&mut self, o: &Acc) {
         if o.lead_allocs > self.lead_allocs || self.name.is_empty() {
             self.site_id = o.site_id;
@@ -186,45 +188,6 @@ impl Acc {
             *self.cost_ns.get_or_insert(0.0) += c;
         }
     }
-}
-
-/// Matches the sites of two reports: by whole stack, then the rest by [`loose_key`]
-/// where both sides have it. Returns both sides under common keys and how many keys
-/// matched only with lines ignored.
-fn pair_up(
-    a: BTreeMap<String, Acc>,
-    b: BTreeMap<String, Acc>,
-) -> (BTreeMap<String, Acc>, BTreeMap<String, Acc>, usize) {
-    let (mut x, mut y) = (BTreeMap::new(), BTreeMap::new());
-    let (mut left_a, mut left_b): (BTreeMap<String, Acc>, BTreeMap<String, Acc>) =
-        Default::default();
-    for (k, acc) in a {
-        if b.contains_key(&k) {
-            x.insert(k, acc);
-        } else {
-            left_a.entry(acc.loose.clone()).or_default().merge(&acc);
-            x.insert(k, acc);
-        }
-    }
-    for (k, acc) in b {
-        if !x.contains_key(&k) {
-            left_b.entry(acc.loose.clone()).or_default().merge(&acc);
-        }
-        y.insert(k, acc);
-    }
-    let mut by_loose = 0;
-    for (loose, acc_a) in left_a {
-        if let Some(acc_b) = left_b.remove(&loose) {
-            // Replace the unmatched whole-stack entries by one entry per side.
-            x.retain(|k, v| y.contains_key(k) || v.loose != loose);
-            y.retain(|k, v| x.contains_key(k) || v.loose != loose);
-            let key = format!("{LOOSE_PREFIX}{loose}");
-            x.insert(key.clone(), acc_a);
-            y.insert(key, acc_b);
-            by_loose += 1;
-        }
-    }
-    (x, y, by_loose)
 }
 
 fn by_key(

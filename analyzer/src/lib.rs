@@ -23,6 +23,7 @@ pub mod diff;
 pub mod error;
 pub mod export;
 pub mod info;
+pub mod matching;
 pub mod memory;
 pub mod naming;
 mod pages;
