@@ -150,6 +150,49 @@ fn memory_at_the_peak_and_the_end() {
 }
 
 #[test]
+fn peak_against_a_base_report() {
+    let r = memory_fixture();
+    let r = r.to_str().unwrap();
+    // Against itself: every category and site on both sides, nothing changed.
+    let out = analyzer(&["peak", r, "--base", r, "--format", "json"]);
+    assert!(out.status.success(), "{out:?}");
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let peak: serde_json::Value =
+        serde_json::from_slice(&analyzer(&["peak", r, "--format", "json"]).stdout).unwrap();
+    assert_eq!(c["base"]["live_bytes"], peak["live_bytes"]);
+    assert_eq!(c["change"]["live_bytes"], peak["live_bytes"]);
+    let sites = c["sites"].as_array().unwrap();
+    assert_eq!(sites.len(), peak["sites"].as_array().unwrap().len());
+    assert!(!c["categories"].as_array().unwrap().is_empty());
+    for row in sites.iter().chain(c["categories"].as_array().unwrap()) {
+        assert_eq!(row["delta_bytes"], 0, "{row}");
+        assert_eq!(row["base_bytes"], row["change_bytes"], "{row}");
+    }
+    assert!(sites.iter().all(|s| s["matched"] == "stack"));
+    // Against a report without heap sampling (the demo's): it says so.
+    let demo = fixture();
+    let out = analyzer(&["peak", r, "--base", demo.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("base:   no peak kept"), "{text}");
+    assert!(
+        text.contains("heap sampling was off in the base's run"),
+        "{text}"
+    );
+    // CSV: categories, then sites.
+    let out = analyzer(&["leaks", r, "--base", r, "--format", "csv"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("kind,rank,name,callers,distinction,category,matched,base_bytes,change_bytes,delta_bytes,delta_se,within_noise\n"),
+        "{text}"
+    );
+    assert!(text.contains("\nsite,1,"), "{text}");
+    // A phase one report lacks is refused.
+    let out = analyzer(&["peak", r, "--base", r, "--phase", "nonesuch"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
 fn cost_table_json_csv() {
     let r = fixture();
     let r = r.to_str().unwrap();

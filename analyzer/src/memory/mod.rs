@@ -1,7 +1,9 @@
 //! Memory: which sites hold the live bytes at the kept peak (`heap_peak.parquet`) and
 //! at the report (`heap_end.parquet`), and live bytes over time
-//! (`timeline.parquet`). `render` writes the answers, `svg` plots the timeline.
+//! (`timeline.parquet`). `render` writes the answers, `svg` plots the timeline,
+//! `compare` sets two reports' answers side by side.
 
+pub mod compare;
 pub mod render;
 pub mod svg;
 

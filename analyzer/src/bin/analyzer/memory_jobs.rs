@@ -8,16 +8,21 @@ use anyhow::Result;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// `analyzer peak` (`Moment::Peak`) or `analyzer leaks` (`Moment::End`).
+/// `analyzer peak` (`Moment::Peak`) or `analyzer leaks` (`Moment::End`), with
+/// `--base` against a baseline report.
 pub(crate) struct HeldJob {
     pub(crate) selection: Selection,
     pub(crate) moment: Moment,
     pub(crate) rules: Option<PathBuf>,
     pub(crate) limit: usize,
+    pub(crate) base: Option<PathBuf>,
 }
 
 impl HeldJob {
     pub(crate) fn run(self, out: &mut dyn Write) -> Result<()> {
+        if self.base.is_some() {
+            return self.compare(out);
+        }
         let rules = rules(self.rules.as_deref())?;
         let s = self.selection;
         let r = report::load(&s.report)?;
@@ -44,6 +49,43 @@ impl HeldJob {
             );
         }
         Ok(memory::render::held(out, &held, s.format)?)
+    }
+
+    /// `--base`: the baseline's moment and the report's, side by side.
+    fn compare(self, out: &mut dyn Write) -> Result<()> {
+        let rules = rules(self.rules.as_deref())?;
+        let s = self.selection;
+        let base_dir = self.base.expect("compare is for --base");
+        let (a, b) = (report::load(&base_dir)?, report::load(&s.report)?);
+        // A phase either run lacks is refused, as `diff` refuses it.
+        let phase = match s.phase.as_deref() {
+            Some(p) => {
+                a.check_phase(Some(p))?;
+                b.check_phase(Some(p))?
+            }
+            None => None,
+        };
+        let (ma, mb) = (memory::load(&a)?, memory::load(&b)?);
+        let ha = memory::held(&a, &ma, self.moment, &rules, phase, usize::MAX);
+        let hb = memory::held(&b, &mb, self.moment, &rules, phase, usize::MAX);
+        for (dir, h) in [(&base_dir, &ha), (&s.report, &hb)] {
+            // The table says so in its text.
+            if h.heap_interval == 0
+                && h.estimated_bytes_all_phases == 0
+                && s.format != analyzer::render::Format::Table
+            {
+                eprintln!(
+                    "analyzer: {}: heap sampling was off in this run: its sites hold no \
+                     sampled memory (rerun with ALLOC_TRACE_HEAP=1MiB, synth-driver \
+                     --heap-sample 1MiB)",
+                    dir.display()
+                );
+            }
+        }
+        let change = memory::compare::compare(&a, &ha, &b, &hb, self.limit);
+        Ok(memory::compare::render::held_change(
+            out, &change, s.format,
+        )?)
     }
 }
 

@@ -41,6 +41,7 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     analyzer flamegraph reports/porep-2k --by count -o allocs.svg\n  \
     analyzer peak reports/porep-2k --limit 10\n  \
     analyzer leaks reports/porep-2k\n  \
+    analyzer peak reports/patched --base reports/base\n  \
     analyzer timeline reports/porep-2k -o live.svg\n  \
     analyzer flamegraph --diff reports/base reports/patched --phase synthesize -o diff.svg\n  \
     analyzer export reports/porep-2k --format pprof -o allocs.pb.gz\n  \
@@ -251,6 +252,10 @@ enum Command {
         /// Sites to show.
         #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
+        /// A baseline report: compare the two, categories and sites (matched as
+        /// `diff` matches them) by how much their live bytes changed.
+        #[arg(long, value_name = "BASE_REPORT")]
+        base: Option<PathBuf>,
     },
     /// What was still live when the report was written (leaks, and data kept to the
     /// end), by site and category, estimated by heap sampling.
@@ -264,6 +269,10 @@ enum Command {
         /// Sites to show.
         #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
+        /// A baseline report: compare the two, categories and sites (matched as
+        /// `diff` matches them) by how much their live bytes changed.
+        #[arg(long, value_name = "BASE_REPORT")]
+        base: Option<PathBuf>,
     },
     /// A plot (SVG) of live bytes and resident memory over time, phases shaded and the
     /// kept peak marked.
@@ -424,21 +433,25 @@ impl Command {
                 common,
                 rules,
                 limit,
+                base,
             } => Job::Held(HeldJob {
                 selection: common.into(),
                 moment: Moment::Peak,
                 rules,
                 limit,
+                base,
             }),
             Command::Leaks {
                 common,
                 rules,
                 limit,
+                base,
             } => Job::Held(HeldJob {
                 selection: common.into(),
                 moment: Moment::End,
                 rules,
                 limit,
+                base,
             }),
             Command::Timeline { report, out } => Job::Timeline(TimelineJob { report, out }),
             Command::Export {

@@ -1,0 +1,423 @@
+//! `peak --base` and `leaks --base`: what holds memory at one moment in two reports
+//! (a baseline and a changed build), categories and sites side by side, by how much
+//! their estimated live bytes changed. Sites are matched as `diff` matches them
+//! ([`crate::matching`]). Heap sampling's estimates carry an error, so every change
+//! comes with its standard error, and a change within two of them is marked as one
+//! sampling alone could make.
+
+pub mod render;
+
+use super::{Held, HeldSite};
+use crate::matching::{LOOSE_PREFIX, Matched, pair_up};
+use crate::naming::{self, loose_key, stack_key};
+use crate::rank::frames_of;
+use crate::report::Report;
+use std::collections::{BTreeMap, HashMap};
+
+/// One report's figures at the moment.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct HeldSide {
+    /// Exact live bytes then (see [`Held::live_bytes`]).
+    pub live_bytes: Option<i64>,
+    /// The run's highest live bytes (the peak only).
+    pub run_peak_live_bytes: Option<i64>,
+    /// Resident memory at the timeline's nearest point (0: unknown).
+    pub rss_bytes: u64,
+    /// When the kept peak was, in seconds after tracing started.
+    pub time_s: Option<f64>,
+    /// Its phase.
+    pub phase: Option<String>,
+    /// Heap sampling's interval (0: off).
+    pub heap_interval: u64,
+    /// What the estimates add up to (in the phase asked for).
+    pub estimated_bytes: u64,
+    /// Their standard error.
+    pub estimated_bytes_se: u64,
+}
+
+impl From<&Held> for HeldSide {
+    fn from(h: &Held) -> Self {
+        HeldSide {
+            live_bytes: h.live_bytes,
+            run_peak_live_bytes: h.run_peak_live_bytes,
+            rss_bytes: h.rss_bytes,
+            time_s: h.time_s,
+            phase: h.phase.clone(),
+            heap_interval: h.heap_interval,
+            estimated_bytes: h.estimated_bytes,
+            estimated_bytes_se: h.estimated_bytes_se,
+        }
+    }
+}
+
+/// A change in estimated live bytes, with its standard error.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Change {
+    /// In the baseline.
+    pub base_bytes: u64,
+    /// In the changed build.
+    pub change_bytes: u64,
+    /// `change_bytes - base_bytes`.
+    pub delta_bytes: i64,
+    /// Its standard error: the two sides' errors combined (independent samples).
+    pub delta_se: u64,
+    /// The change is under two standard errors: sampling alone could make it.
+    pub within_noise: bool,
+}
+
+impl Change {
+    fn new(base: u64, change: u64, base_variance: f64, change_variance: f64) -> Change {
+        let delta = i128::from(change) - i128::from(base);
+        let delta_bytes =
+            i64::try_from(delta).unwrap_or(if delta < 0 { i64::MIN } else { i64::MAX });
+        let se = (base_variance + change_variance).sqrt();
+        Change {
+            base_bytes: base,
+            change_bytes: change,
+            delta_bytes,
+            delta_se: se.round() as u64,
+            within_noise: (delta_bytes.unsigned_abs() as f64) < 2.0 * se,
+        }
+    }
+}
+
+/// A category's live bytes in both reports.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct CategoryChange {
+    /// Category name.
+    pub category: String,
+    /// Its live bytes in each report.
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// A site's live bytes in both reports (the sites under one key summed on each side).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SiteChange {
+    /// Rank, from 1, by the size of the change.
+    pub rank: usize,
+    /// The site's name (from the changed build where it has the site).
+    pub name: String,
+    /// Where that frame was reached from.
+    pub callers: String,
+    /// For rows whose name and callers read the same: the frame further out that
+    /// tells them apart.
+    pub distinction: String,
+    /// The first category whose rules claim it.
+    pub category: String,
+    /// How the two sides were matched: `stack`, `lines ignored`, `base only` or
+    /// `change only`.
+    pub matched: String,
+    /// Its live bytes in each report.
+    #[serde(flatten)]
+    pub change: Change,
+}
+
+/// What holds memory at one moment in a baseline and a changed build.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct HeldChange {
+    /// `peak` or `end`.
+    pub moment: String,
+    /// The baseline's figures.
+    pub base: HeldSide,
+    /// The changed build's.
+    pub change: HeldSide,
+    /// What the estimates add up to in each, and the change.
+    pub estimated: Change,
+    /// Categories, by the size of their change.
+    pub categories: Vec<CategoryChange>,
+    /// Sites, by the size of their change, the `limit` largest.
+    pub sites: Vec<SiteChange>,
+    /// Sites left out by the limit, and the change they add up to.
+    pub more_sites: usize,
+    /// The change the sites left out add up to.
+    pub more_delta_bytes: i64,
+}
+
+/// The sites of one side under one key.
+#[derive(Default, Clone)]
+struct Acc {
+    bytes: u64,
+    variance: f64,
+    /// The largest site's id, name, callers and category name the row.
+    lead_bytes: u64,
+    site_id: u64,
+    name: String,
+    callers: String,
+    category: String,
+    loose: String,
+}
+
+impl Matched for Acc {
+    fn loose(&self) -> &str {
+        &self.loose
+    }
+
+    fn merge(&mut self, o: &Acc) {
+        if o.lead_bytes > self.lead_bytes || self.name.is_empty() {
+            self.lead_bytes = o.lead_bytes;
+            self.site_id = o.site_id;
+            self.name.clone_from(&o.name);
+            self.callers.clone_from(&o.callers);
+            self.category.clone_from(&o.category);
+            self.loose.clone_from(&o.loose);
+        }
+        self.bytes = self.bytes.saturating_add(o.bytes);
+        self.variance += o.variance;
+    }
+}
+
+fn by_key(report: &Report, sites: &[HeldSite]) -> BTreeMap<String, Acc> {
+    let mut out: BTreeMap<String, Acc> = BTreeMap::new();
+    for s in sites {
+        let frames = frames_of(&report.frames, s.site_id);
+        let one = Acc {
+            bytes: s.live_bytes,
+            variance: (s.live_bytes_se as f64).powi(2),
+            lead_bytes: s.live_bytes,
+            site_id: s.site_id,
+            name: s.name.clone(),
+            callers: s.callers.clone(),
+            category: s.category.clone(),
+            loose: loose_key(frames),
+        };
+        out.entry(stack_key(frames)).or_default().merge(&one);
+    }
+    out
+}
+
+/// Compares what holds memory in `base` and `change` (each [`super::held`] at the same
+/// moment and phase, with every site: no limit), keeping the `limit` sites whose
+/// live bytes changed most.
+pub fn compare(
+    base_report: &Report,
+    base: &Held,
+    change_report: &Report,
+    change: &Held,
+    limit: usize,
+) -> HeldChange {
+    let (a, b, _) = pair_up(
+        by_key(base_report, &base.sites),
+        by_key(change_report, &change.sites),
+    );
+    let mut sites: Vec<(SiteChange, Option<(u64, bool)>)> = a
+        .keys()
+        .chain(b.keys().filter(|k| !a.contains_key(*k)))
+        .map(|key| {
+            let (x, y) = (a.get(key), b.get(key));
+            let named = y.or(x).expect("a key of either side");
+            let matched = match (x, y) {
+                (Some(_), Some(_)) if key.starts_with(LOOSE_PREFIX) => "lines ignored",
+                (Some(_), Some(_)) => "stack",
+                (Some(_), None) => "base only",
+                _ => "change only",
+            };
+            let site = SiteChange {
+                rank: 0,
+                name: named.name.clone(),
+                callers: named.callers.clone(),
+                distinction: String::new(),
+                category: named.category.clone(),
+                matched: matched.to_owned(),
+                change: Change::new(
+                    x.map_or(0, |s| s.bytes),
+                    y.map_or(0, |s| s.bytes),
+                    x.map_or(0.0, |s| s.variance),
+                    y.map_or(0.0, |s| s.variance),
+                ),
+            };
+            // The stack that names the row, for telling rows apart.
+            let stack = y
+                .map(|s| (s.site_id, true))
+                .or(x.map(|s| (s.site_id, false)));
+            (site, stack)
+        })
+        .collect();
+    sites.sort_by(|(p, _), (q, _)| {
+        q.change
+            .delta_bytes
+            .unsigned_abs()
+            .cmp(&p.change.delta_bytes.unsigned_abs())
+            .then(p.name.cmp(&q.name))
+            .then(p.callers.cmp(&q.callers))
+    });
+    let more_sites = sites.len().saturating_sub(limit);
+    let more_delta_bytes = sites
+        .iter()
+        .skip(limit)
+        .map(|(s, _)| s.change.delta_bytes)
+        .fold(0i64, i64::saturating_add);
+    sites.truncate(limit);
+    let stacks: Vec<&[crate::report::FrameRow]> = sites
+        .iter()
+        .map(|(_, stack)| match stack {
+            Some((id, true)) => frames_of(&change_report.frames, *id),
+            Some((id, false)) => frames_of(&base_report.frames, *id),
+            None => &[],
+        })
+        .collect();
+    let distinctions = naming::distinctions(&stacks);
+    let sites: Vec<SiteChange> = sites
+        .into_iter()
+        .zip(distinctions)
+        .enumerate()
+        .map(|(i, ((mut s, _), d))| {
+            s.rank = i + 1;
+            s.distinction = d;
+            s
+        })
+        .collect();
+    HeldChange {
+        moment: change.moment.clone(),
+        base: HeldSide::from(base),
+        change: HeldSide::from(change),
+        estimated: Change::new(
+            base.estimated_bytes,
+            change.estimated_bytes,
+            (base.estimated_bytes_se as f64).powi(2),
+            (change.estimated_bytes_se as f64).powi(2),
+        ),
+        categories: categories(base, change),
+        sites,
+        more_sites,
+        more_delta_bytes,
+    }
+}
+
+/// Categories of either side, by the size of their change; a category's variance is
+/// the sum of its sites'.
+fn categories(base: &Held, change: &Held) -> Vec<CategoryChange> {
+    let mut totals: HashMap<&str, [(u64, f64); 2]> = HashMap::new();
+    for (side, held) in [base, change].into_iter().enumerate() {
+        for s in &held.sites {
+            let t = &mut totals.entry(s.category.as_str()).or_default()[side];
+            t.0 = t.0.saturating_add(s.live_bytes);
+            t.1 += (s.live_bytes_se as f64).powi(2);
+        }
+    }
+    let mut out: Vec<CategoryChange> = totals
+        .into_iter()
+        .map(|(category, [(a, va), (b, vb)])| CategoryChange {
+            category: category.to_owned(),
+            change: Change::new(a, b, va, vb),
+        })
+        .collect();
+    out.sort_by(|p, q| {
+        q.change
+            .delta_bytes
+            .unsigned_abs()
+            .cmp(&p.change.delta_bytes.unsigned_abs())
+            .then(p.category.cmp(&q.category))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::FrameRow;
+
+    /// A report whose sites have one frame each (`function`, `file`, `line`), and
+    /// what `held` would say of them (live bytes, their standard error, category).
+    fn side(sites: &[(&str, u32, u64, u64, &str)]) -> (Report, Held) {
+        let mut r = Report {
+            dir: "r".into(),
+            manifest: Default::default(),
+            sites: vec![],
+            frames: vec![],
+            phases: vec![],
+            lifetimes: vec![],
+        };
+        let mut h = Held::default();
+        for (id, (function, line, bytes, se, category)) in sites.iter().enumerate() {
+            let site_id = 10 * id as u64 + 7;
+            r.frames.push(FrameRow {
+                site_id,
+                ..FrameRow::test(function, "/r/gadget-1.0.0/src/lib.rs", Some(*line))
+            });
+            h.sites.push(HeldSite {
+                site_id,
+                name: format!("{function} (lib.rs:{line})"),
+                category: (*category).into(),
+                live_bytes: *bytes,
+                live_bytes_se: *se,
+                ..HeldSite::default()
+            });
+        }
+        h.estimated_bytes = h.sites.iter().map(|s| s.live_bytes).sum();
+        (r, h)
+    }
+
+    #[test]
+    fn sites_match_as_diff_matches_them_and_rank_by_their_change() {
+        // `keep` is unchanged; `grow` grows 3 MiB; `moved` moved from line 20 to 21
+        // and shrank 1 MiB; `gone` leaves 2 MiB; `new` brings 64 KiB.
+        let (ra, a) = side(&[
+            ("keep", 1, 8 << 20, 0, "vectors"),
+            ("grow", 2, 1 << 20, 0, "vectors"),
+            ("moved", 20, 2 << 20, 0, "other"),
+            ("gone", 3, 2 << 20, 0, "other"),
+        ]);
+        let (rb, b) = side(&[
+            ("keep", 1, 8 << 20, 0, "vectors"),
+            ("grow", 2, 4 << 20, 0, "vectors"),
+            ("moved", 21, 1 << 20, 0, "other"),
+            ("new", 4, 64 << 10, 0, "other"),
+        ]);
+        let c = compare(&ra, &a, &rb, &b, 3);
+        let rows: Vec<(&str, i64, &str)> = c
+            .sites
+            .iter()
+            .map(|s| (s.name.as_str(), s.change.delta_bytes, s.matched.as_str()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("grow (lib.rs:2)", 3 << 20, "stack"),
+                ("gone (lib.rs:3)", -(2 << 20), "base only"),
+                ("moved (lib.rs:21)", -(1 << 20), "lines ignored"),
+            ]
+        );
+        assert_eq!(
+            c.sites.iter().map(|s| s.rank).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        // Left out: `new` (+64 KiB) and `keep` (0).
+        assert_eq!((c.more_sites, c.more_delta_bytes), (2, 64 << 10));
+        let cats: Vec<(&str, i64)> = c
+            .categories
+            .iter()
+            .map(|k| (k.category.as_str(), k.change.delta_bytes))
+            .collect();
+        assert_eq!(
+            cats,
+            [("vectors", 3 << 20), ("other", -(3 << 20) + (64 << 10))]
+        );
+        assert_eq!(
+            c.estimated.delta_bytes,
+            b.estimated_bytes as i64 - a.estimated_bytes as i64
+        );
+    }
+
+    #[test]
+    fn the_sides_errors_combine() {
+        let (ra, a) = side(&[("f", 1, 5 << 20, 3 << 20, "x")]);
+        let (rb, b) = side(&[("f", 1, 9 << 20, 4 << 20, "x")]);
+        let c = compare(&ra, &a, &rb, &b, 10);
+        assert_eq!(c.sites[0].change.delta_se, 5 << 20);
+        assert!(c.sites[0].change.within_noise);
+        assert_eq!(c.categories[0].change.delta_se, 5 << 20);
+    }
+
+    #[test]
+    fn a_change_within_two_standard_errors_is_noise() {
+        // Errors of 3 and 4 combine to 5.
+        let c = Change::new(100, 109, 9.0, 16.0);
+        assert_eq!((c.delta_bytes, c.delta_se, c.within_noise), (9, 5, true));
+        let c = Change::new(100, 89, 9.0, 16.0);
+        assert_eq!((c.delta_bytes, c.within_noise), (-11, false));
+        // Exact estimates (an interval of 1): any change is real.
+        assert!(!Change::new(100, 101, 0.0, 0.0).within_noise);
+        assert!(Change::new(0, 0, 0.0, 0.0).delta_bytes == 0);
+    }
+}

@@ -1,0 +1,273 @@
+//! `peak --base` and `leaks --base` as tables, JSON and CSV.
+//!
+//! JSON is the whole [`HeldChange`]; CSV is its categories, then its sites, one row
+//! each, told apart by a `kind` column (as `peak` writes its own).
+
+use super::{Change, HeldChange, HeldSide};
+use crate::render::{Format, bytes, csv_rows, pct, with_callers};
+use std::io::{self, Write};
+
+/// Writes what holds memory at one moment in two reports.
+pub fn held_change(out: &mut dyn Write, c: &HeldChange, format: Format) -> io::Result<()> {
+    match format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, c)?;
+            writeln!(out)
+        }
+        Format::Csv => {
+            let categories = c.categories.iter().map(|k| ChangeCsvRow {
+                kind: "category",
+                category: &k.category,
+                ..ChangeCsvRow::of(&k.change)
+            });
+            let sites = c.sites.iter().map(|s| ChangeCsvRow {
+                kind: "site",
+                rank: Some(s.rank),
+                name: Some(&s.name),
+                callers: Some(&s.callers),
+                distinction: Some(&s.distinction),
+                category: &s.category,
+                matched: Some(&s.matched),
+                ..ChangeCsvRow::of(&s.change)
+            });
+            let rows: Vec<ChangeCsvRow> = categories.chain(sites).collect();
+            csv_rows(out, &rows)
+        }
+        Format::Table => table(out, c),
+    }
+}
+
+/// One CSV row: a category's (`kind` `category`) or a site's (`site`).
+#[derive(Default, serde::Serialize)]
+struct ChangeCsvRow<'a> {
+    kind: &'a str,
+    rank: Option<usize>,
+    name: Option<&'a str>,
+    callers: Option<&'a str>,
+    distinction: Option<&'a str>,
+    category: &'a str,
+    matched: Option<&'a str>,
+    base_bytes: u64,
+    change_bytes: u64,
+    delta_bytes: i64,
+    delta_se: u64,
+    within_noise: bool,
+}
+
+impl ChangeCsvRow<'_> {
+    /// A row of `c`'s figures (the CSV writer takes no nested structs).
+    fn of(c: &Change) -> Self {
+        ChangeCsvRow {
+            base_bytes: c.base_bytes,
+            change_bytes: c.change_bytes,
+            delta_bytes: c.delta_bytes,
+            delta_se: c.delta_se,
+            within_noise: c.within_noise,
+            ..ChangeCsvRow::default()
+        }
+    }
+}
+
+/// A signed byte count (`+1.0 MiB`, `-512 B`).
+fn signed(b: i64) -> String {
+    if b > 0 {
+        format!("+{}", bytes(b as f64))
+    } else {
+        bytes(b as f64)
+    }
+}
+
+/// The change and, where sampling alone could have made it, a `~`.
+fn delta(c: &Change) -> String {
+    let mark = if c.within_noise { "~" } else { "" };
+    format!("{mark}{}", signed(c.delta_bytes))
+}
+
+fn side(s: &HeldSide) -> String {
+    let mut text = s.live_bytes.map_or("no peak kept".to_owned(), |b| {
+        format!("{} live", bytes(b as f64))
+    });
+    if let (Some(t), Some(phase)) = (s.time_s, &s.phase) {
+        text += &format!(" at {}, phase {phase}", crate::render::seconds(t));
+    }
+    if s.rss_bytes > 0 {
+        text += &format!(", {} resident", bytes(s.rss_bytes as f64));
+    }
+    text
+}
+
+fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
+    let what = if c.moment == "peak" {
+        "at the kept peak"
+    } else {
+        "at the end of the run"
+    };
+    writeln!(out, "{what}:")?;
+    writeln!(out, "  base:   {}", side(&c.base))?;
+    writeln!(out, "  change: {}", side(&c.change))?;
+    if let (Some(a), Some(b)) = (c.base.run_peak_live_bytes, c.change.run_peak_live_bytes) {
+        writeln!(
+            out,
+            "the runs' highest live bytes: {} -> {} ({})",
+            bytes(a as f64),
+            bytes(b as f64),
+            signed(b.saturating_sub(a))
+        )?;
+    }
+    for (name, s) in [("base", &c.base), ("change", &c.change)] {
+        if s.heap_interval == 0 && s.estimated_bytes == 0 {
+            return writeln!(
+                out,
+                "heap sampling was off in the {name}'s run: rerun it with ALLOC_TRACE_HEAP=1MiB (synth-driver --heap-sample 1MiB) to compare sites"
+            );
+        }
+    }
+    writeln!(
+        out,
+        "heap sampling's estimates: {} -> {} ({}, ± {} at one standard error)",
+        bytes(c.estimated.base_bytes as f64),
+        bytes(c.estimated.change_bytes as f64),
+        signed(c.estimated.delta_bytes),
+        bytes(c.estimated.delta_se as f64)
+    )?;
+    writeln!(
+        out,
+        "~ marks a change under two standard errors: heap sampling alone could make it"
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:>12} {:>12} {:>13} {:>11}  category",
+        "base", "change", "delta", "± se"
+    )?;
+    for k in c
+        .categories
+        .iter()
+        .filter(|k| k.change != Change::default())
+    {
+        writeln!(
+            out,
+            "{:>12} {:>12} {:>13} {:>11}  {}",
+            bytes(k.change.base_bytes as f64),
+            bytes(k.change.change_bytes as f64),
+            delta(&k.change),
+            bytes(k.change.delta_se as f64),
+            k.category
+        )?;
+    }
+    if !c.sites.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{:>4} {:>12} {:>12} {:>13} {:>11}  site {{category}} [matched]",
+            "rank", "base", "change", "delta", "± se"
+        )?;
+        for s in &c.sites {
+            let matched = if s.matched == "stack" {
+                String::new()
+            } else {
+                format!(" [{}]", s.matched)
+            };
+            writeln!(
+                out,
+                "{:>4} {:>12} {:>12} {:>13} {:>11}  {} {{{}}}{matched}",
+                s.rank,
+                bytes(s.change.base_bytes as f64),
+                bytes(s.change.change_bytes as f64),
+                delta(&s.change),
+                bytes(s.change.delta_se as f64),
+                alloc_tracer_format::site::with_distinction(
+                    &with_callers(&s.name, &s.callers),
+                    &s.distinction
+                ),
+                s.category
+            )?;
+        }
+    }
+    if c.more_sites > 0 {
+        writeln!(
+            out,
+            "{} more sites, {} in all (--limit shows more)",
+            c.more_sites,
+            signed(c.more_delta_bytes)
+        )?;
+    }
+    if let Some(l) = c.change.live_bytes.filter(|l| *l > 0) {
+        let cover = c.estimated.change_bytes as f64 / l as f64;
+        if cover < 0.9 && c.moment == "peak" {
+            writeln!(
+                out,
+                "(the changed build's estimates account for {} of its kept peak)",
+                pct(cover)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::compare::{CategoryChange, SiteChange};
+
+    #[test]
+    fn the_table_marks_noise_and_how_rows_matched() {
+        let c = HeldChange {
+            moment: "peak".into(),
+            base: HeldSide {
+                live_bytes: Some(100 << 20),
+                heap_interval: 1 << 20,
+                estimated_bytes: 100 << 20,
+                ..HeldSide::default()
+            },
+            change: HeldSide {
+                live_bytes: Some(164 << 20),
+                rss_bytes: 90 << 20,
+                heap_interval: 1 << 20,
+                estimated_bytes: 164 << 20,
+                ..HeldSide::default()
+            },
+            estimated: Change::new(100 << 20, 164 << 20, 0.0, 0.0),
+            categories: vec![CategoryChange {
+                category: "prover a/b/c vectors".into(),
+                change: Change::new(0, 64 << 20, 0.0, 0.0),
+            }],
+            sites: vec![
+                SiteChange {
+                    rank: 1,
+                    name: "enforce (mod.rs:172)".into(),
+                    category: "prover a/b/c vectors".into(),
+                    matched: "change only".into(),
+                    change: Change::new(0, 64 << 20, 0.0, 0.0),
+                    ..SiteChange::default()
+                },
+                SiteChange {
+                    rank: 2,
+                    name: "lc (lc.rs:9)".into(),
+                    category: "other".into(),
+                    matched: "stack".into(),
+                    change: Change::new(1 << 20, 2 << 20, 1e12, 1e12),
+                    ..SiteChange::default()
+                },
+            ],
+            more_sites: 3,
+            more_delta_bytes: -(1 << 20),
+        };
+        let mut out = Vec::new();
+        table(&mut out, &c).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("change: 164.0 MiB live, 90.0 MiB resident"),
+            "{text}"
+        );
+        assert!(text.contains("+64.0 MiB"), "{text}");
+        assert!(
+            text.contains("{prover a/b/c vectors} [change only]"),
+            "{text}"
+        );
+        // 1 MiB more with a standard error of 1.35 MiB: noise.
+        assert!(text.contains("~+1.0 MiB"), "{text}");
+        assert!(text.contains("lc (lc.rs:9) {other}\n"), "{text}");
+        assert!(text.contains("3 more sites, -1.0 MiB in all"), "{text}");
+    }
+}
