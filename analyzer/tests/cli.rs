@@ -150,6 +150,50 @@ fn memory_at_the_peak_and_the_end() {
 }
 
 #[test]
+fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
+    let r = memory_fixture();
+    let r = r.to_str().unwrap();
+    for (by, command) in [("peak-bytes", "peak"), ("end-bytes", "leaks")] {
+        let out = analyzer(&["export", r, "--format", "folded", "--by", by]);
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let sum: u64 = text
+            .lines()
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum();
+        let held: serde_json::Value =
+            serde_json::from_slice(&analyzer(&[command, r, "--format", "json"]).stdout).unwrap();
+        assert!(sum > 0, "{by}");
+        assert_eq!(sum, held["estimated_bytes"].as_u64().unwrap(), "{by}");
+        // The flame graph draws the same stacks.
+        let svg = std::env::temp_dir().join(format!("analyzer-{by}-{}.svg", std::process::id()));
+        let out = analyzer(&["flamegraph", r, "--by", by, "-o", svg.to_str().unwrap()]);
+        assert!(out.status.success(), "{out:?}");
+        let drawn = std::fs::read_to_string(&svg).unwrap();
+        let title = if by == "peak-bytes" {
+            "Live bytes at the kept peak"
+        } else {
+            "Live bytes at the end of the run"
+        };
+        assert!(drawn.contains(title), "{by}");
+        std::fs::remove_file(&svg).unwrap();
+    }
+    // Without heap sampling: an empty export, and a word on why.
+    let demo = fixture();
+    let out = analyzer(&[
+        "export",
+        demo.to_str().unwrap(),
+        "--format",
+        "folded",
+        "--by",
+        "end-bytes",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("heap sampling was off"));
+}
+
+#[test]
 fn peak_against_a_base_report() {
     let r = memory_fixture();
     let r = r.to_str().unwrap();

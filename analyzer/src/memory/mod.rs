@@ -428,8 +428,9 @@ fn rss_near(memory: &Memory, moment: Moment, peak_ns: Option<u64>) -> u64 {
     point.map_or(0, |p| p.rss_bytes)
 }
 
-/// Folded stacks weighted by live bytes at `moment` (for `flamegraph --by
-/// peak-bytes`), readable frames only (`export::Frames::Readable`).
+/// Folded stacks weighted by live bytes at `moment` (for `flamegraph` and `export
+/// --format folded`, `--by peak-bytes` or `end-bytes`), readable frames only
+/// (`export::Frames::Readable`).
 pub fn folded(
     report: &Report,
     memory: &Memory,
@@ -457,7 +458,8 @@ pub fn folded(
         .collect()
 }
 
-/// A flame graph SVG of live bytes at `moment` (`flamegraph --by peak-bytes`).
+/// A flame graph SVG of live bytes at `moment` (`flamegraph --by peak-bytes` or
+/// `end-bytes`).
 pub fn flamegraph(
     report: &Report,
     memory: &Memory,

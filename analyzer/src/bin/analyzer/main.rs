@@ -14,6 +14,7 @@ mod memory_jobs;
 use cost_jobs::{CalibrateJob, CheckJob, CostJob, DiffJob, calibration, stored_calibration};
 
 use analyzer::export::{self, Weight};
+use analyzer::memory::Moment;
 use analyzer::rank::{self, GroupBy, RankBy};
 use analyzer::render::{self, Format};
 use analyzer::{categories, cost, info, report};
@@ -103,14 +104,14 @@ struct FlamegraphJob {
 enum FlameBy {
     /// What was allocated, so weighted.
     Allocated(Weight),
-    /// Live bytes at the kept peak (heap sampling).
-    PeakBytes,
+    /// Live bytes at the kept peak or the end (heap sampling).
+    Live(Moment),
 }
 
 /// What `analyzer export` writes.
 enum ExportAs {
     /// Folded stacks, weighted so.
-    Folded(Weight),
+    Folded(FlameBy),
     /// A gzipped pprof profile (it carries every weight).
     Pprof,
     /// The named-sites table (parquet), categories from these rules or the built-in
@@ -280,8 +281,8 @@ impl FlamegraphJob {
                 let phase = r.check_phase(self.phase.as_deref())?;
                 export::flamegraph(&r, by, phase, &mut svg)?;
             }
-            (FlamegraphOf::Report(dir), FlameBy::PeakBytes) => {
-                memory_jobs::heap_flamegraph(dir, self.phase.as_deref(), &mut svg)?;
+            (FlamegraphOf::Report(dir), FlameBy::Live(moment)) => {
+                memory_jobs::heap_flamegraph(dir, moment, self.phase.as_deref(), &mut svg)?;
             }
             (FlamegraphOf::Diff { base, change }, FlameBy::Allocated(by)) => {
                 let (a, b) = (report::load(base)?, report::load(change)?);
@@ -290,8 +291,10 @@ impl FlamegraphJob {
                 b.check_phase(phase)?;
                 export::flamegraph_diff(&a, &b, by, phase, &mut svg)?;
             }
-            (FlamegraphOf::Diff { .. }, FlameBy::PeakBytes) => {
-                anyhow::bail!("--by peak-bytes draws one report; it does not combine with --diff")
+            (FlamegraphOf::Diff { .. }, FlameBy::Live(_)) => {
+                anyhow::bail!(
+                    "--by peak-bytes and end-bytes draw one report; they do not combine with --diff"
+                )
             }
         }
         write_file(&self.out, &svg)
@@ -328,8 +331,24 @@ impl ExportJob {
         // a damaged table) leaves an existing output file as it was.
         let mut w = Vec::new();
         match self.format {
-            ExportAs::Folded(by) => {
+            ExportAs::Folded(FlameBy::Allocated(by)) => {
                 for line in export::folded(&r, by, phase) {
+                    writeln!(w, "{line}")?;
+                }
+            }
+            ExportAs::Folded(FlameBy::Live(moment)) => {
+                let m = analyzer::memory::load(&r)?;
+                let lines = analyzer::memory::folded(&r, &m, moment, phase);
+                if lines.is_empty() {
+                    // Written all the same (an empty file), as other empty exports are.
+                    eprintln!(
+                        "analyzer: {}: no sampled block live then: heap sampling was off \
+                         (ALLOC_TRACE_HEAP, synth-driver --heap-sample), or sampled nothing \
+                         live at that moment",
+                        self.report.display()
+                    );
+                }
+                for line in lines {
                     writeln!(w, "{line}")?;
                 }
             }

@@ -1,5 +1,5 @@
 //! The memory commands: `peak`, `leaks`, `timeline`, and the flame graph of live
-//! bytes (`flamegraph --by peak-bytes`).
+//! bytes (`flamegraph --by peak-bytes` or `end-bytes`).
 
 use crate::{Selection, rules};
 use analyzer::memory::{self, Moment};
@@ -104,14 +104,15 @@ impl TimelineJob {
     }
 }
 
-/// `analyzer flamegraph --by peak-bytes`: the SVG into `svg`.
+/// `analyzer flamegraph --by peak-bytes` or `end-bytes`: the SVG into `svg`.
 pub(crate) fn heap_flamegraph(
     report: &std::path::Path,
+    moment: Moment,
     phase: Option<&str>,
     svg: &mut Vec<u8>,
 ) -> Result<()> {
     let r = report::load(report)?;
     let phase = r.check_phase(phase)?;
     let m = memory::load(&r)?;
-    Ok(memory::flamegraph(&r, &m, Moment::Peak, phase, svg)?)
+    Ok(memory::flamegraph(&r, &m, moment, phase, svg)?)
 }

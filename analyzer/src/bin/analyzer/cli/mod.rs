@@ -17,7 +17,7 @@ use analyzer::memory::Moment;
 use analyzer::render::Format;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
-use values::{ByArg, ExportFormat, FlameArg, FormatArg, GroupByArg, InfoFormatArg, WeightArg};
+use values::{ByArg, ExportFormat, FlameArg, FormatArg, GroupByArg, InfoFormatArg};
 
 /// Parses the command line into a job; clap's error (or help, or version) otherwise.
 pub(crate) fn parse() -> Result<Job, clap::Error> {
@@ -230,7 +230,8 @@ enum Command {
         #[arg(long, num_args = 2, value_names = ["BASE", "CHANGE"])]
         diff: Option<Vec<PathBuf>>,
         /// Width of a stack: allocations, requested bytes, temporaries, or live bytes
-        /// at the kept peak (heap sampling; not with --diff).
+        /// at the kept peak or when the report was written (heap sampling; not with
+        /// --diff).
         #[arg(long, value_enum, default_value = "count")]
         by: FlameArg,
         /// Only allocations made in this phase (e.g. synthesize).
@@ -292,10 +293,12 @@ enum Command {
         /// (the named-sites table: one row per site and phase).
         #[arg(long, value_enum)]
         format: ExportFormat,
-        /// Weight of a folded stack, `count` by default (pprof carries all three,
-        /// and the bytes and blocks live at the kept peak: inuse_space, inuse_objects).
+        /// Weight of a folded stack, `count` by default: allocations, requested bytes,
+        /// temporaries, or live bytes at the kept peak or at the end (heap sampling).
+        /// pprof carries the first three, and the bytes and blocks live at the kept
+        /// peak (inuse_space, inuse_objects).
         #[arg(long, value_enum)]
-        by: Option<WeightArg>,
+        by: Option<FlameArg>,
         /// Only allocations made in this phase (e.g. synthesize).
         #[arg(long)]
         phase: Option<String>,
@@ -476,7 +479,7 @@ impl Command {
                     _ => None,
                 },
                 format: match format {
-                    ExportFormat::Folded => ExportAs::Folded(by.unwrap_or(WeightArg::Count).into()),
+                    ExportFormat::Folded => ExportAs::Folded(by.unwrap_or(FlameArg::Count).into()),
                     ExportFormat::Pprof => ExportAs::Pprof,
                     ExportFormat::Parquet => ExportAs::NamedSites { rules },
                 },

@@ -3,6 +3,7 @@
 
 use crate::FlameBy;
 use analyzer::export::Weight;
+use analyzer::memory::Moment;
 use analyzer::rank::{GroupBy, RankBy};
 use analyzer::render::Format;
 use clap::ValueEnum;
@@ -26,13 +27,6 @@ pub(super) enum ByArg {
     Bytes,
     Temporaries,
     Cost,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub(super) enum WeightArg {
-    Count,
-    Bytes,
-    Temporaries,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -60,6 +54,7 @@ pub(super) enum FlameArg {
     Bytes,
     Temporaries,
     PeakBytes,
+    EndBytes,
 }
 
 impl From<FlameArg> for FlameBy {
@@ -68,7 +63,8 @@ impl From<FlameArg> for FlameBy {
             FlameArg::Count => FlameBy::Allocated(Weight::Count),
             FlameArg::Bytes => FlameBy::Allocated(Weight::Bytes),
             FlameArg::Temporaries => FlameBy::Allocated(Weight::Temporaries),
-            FlameArg::PeakBytes => FlameBy::PeakBytes,
+            FlameArg::PeakBytes => FlameBy::Live(Moment::Peak),
+            FlameArg::EndBytes => FlameBy::Live(Moment::End),
         }
     }
 }
@@ -97,16 +93,6 @@ impl From<ByArg> for RankBy {
             ByArg::Bytes => RankBy::Bytes,
             ByArg::Temporaries => RankBy::Temporaries,
             ByArg::Cost => RankBy::Cost,
-        }
-    }
-}
-
-impl From<WeightArg> for Weight {
-    fn from(w: WeightArg) -> Weight {
-        match w {
-            WeightArg::Count => Weight::Count,
-            WeightArg::Bytes => Weight::Bytes,
-            WeightArg::Temporaries => Weight::Temporaries,
         }
     }
 }
