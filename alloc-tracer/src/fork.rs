@@ -12,6 +12,12 @@
 //! the child closes its copies (never unlocking), so that its own report there does
 //! not wait forever.
 //!
+//! One-time setup is fork-safe the same way or has none to catch: the tables made
+//! lazily (`LazyLock`s of the registry, lifetimes, heap sampling, site numbering) are
+//! all locked by `prepare`, which waits for any first use in progress to finish; the
+//! handlers' registration here, the timeline's start and the threads' exit key are
+//! atomics, not `Once`s.
+//!
 //! What the child inherits is a copy of the parent's counters: a report written by
 //! the child counts what the parent recorded before the fork too. Its exit report
 //! goes where `ALLOC_TRACE_REPORT` says only when the path holds `%p` (see

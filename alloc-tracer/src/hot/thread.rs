@@ -18,7 +18,10 @@ use super::site_table::SiteTable;
 use super::size_class::{NUM_CLASSES, Request, SMALL_REQUEST_MAX, SMALL_REQUESTS};
 use std::cell::Cell;
 use std::ptr::{self, null_mut};
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicPtr, AtomicU64, AtomicUsize,
+    Ordering::{AcqRel, Acquire, Relaxed, Release},
+};
 
 /// Initial number of slots in a thread's site table.
 pub const INITIAL_SLOTS: usize = 256;
@@ -284,15 +287,57 @@ impl Drop for ExitHook {
     }
 }
 
-/// The door's `thread_exited`, for [`exit_by_key`] (one door per program).
-static EXITED: std::sync::OnceLock<unsafe fn(*mut ThreadState)> = std::sync::OnceLock::new();
+/// The door's `thread_exited` (null until the first thread's `init`), for
+/// [`exit_by_key`]: one door per program. Atomics, not `OnceLock`s, here and in
+/// [`EXIT_KEY`]: a fork that catches a `OnceLock` mid-set in another thread leaves it
+/// set-in-progress in the child, whose next thread would wait on it for good.
+static EXITED: AtomicPtr<()> = AtomicPtr::new(null_mut());
+
+/// The door's `thread_exited`, once a thread has set it.
+fn exited() -> Option<unsafe fn(*mut ThreadState)> {
+    let f = EXITED.load(Acquire);
+    // SAFETY: only `init` stores here, a `unsafe fn(*mut ThreadState)` cast to a
+    // pointer; function and data pointers have one size on every target this runs on.
+    (!f.is_null())
+        .then(|| unsafe { std::mem::transmute::<*mut (), unsafe fn(*mut ThreadState)>(f) })
+}
+
 /// A pthread key whose value is the thread's state until it is handed over: the
 /// net under the exit hook. A state made after the thread's thread-local destructors
 /// ran (its first call a free in some pthread key's destructor, say) registers the
 /// hook too late for it to run; pthread key destructors still run after that, in
-/// rounds, and this one hands the state over.
-/// `None` if the key could not be made (the process ran out of keys).
-static EXIT_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> = std::sync::OnceLock::new();
+/// rounds, and this one hands the state over. 0 until made; then the key plus 1, or
+/// `NO_KEY` if none could be made (the process ran out of keys).
+static EXIT_KEY: AtomicU64 = AtomicU64::new(0);
+const NO_KEY: u64 = u64::MAX;
+
+/// The exit key as [`EXIT_KEY`] holds it.
+fn decode_key(word: u64) -> Option<libc::pthread_key_t> {
+    (word != 0 && word != NO_KEY).then(|| (word - 1) as libc::pthread_key_t)
+}
+
+/// The exit key, made by the first caller. Two threads that race both make one, and
+/// the loser deletes its own.
+fn exit_key() -> Option<libc::pthread_key_t> {
+    let seen = EXIT_KEY.load(Acquire);
+    if seen != 0 {
+        return decode_key(seen);
+    }
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `key` is written by the call; `exit_by_key` never unwinds.
+    let made = unsafe { libc::pthread_key_create(&mut key, Some(exit_by_key)) } == 0;
+    let word = if made { u64::from(key) + 1 } else { NO_KEY };
+    match EXIT_KEY.compare_exchange(0, word, AcqRel, Acquire) {
+        Ok(_) => made.then_some(key),
+        Err(theirs) => {
+            if made {
+                // SAFETY: the key made above, never set on any thread.
+                unsafe { libc::pthread_key_delete(key) };
+            }
+            decode_key(theirs)
+        }
+    }
+}
 
 /// Hands `local`'s state, if live, to `exited` and marks the thread DEAD. Once per
 /// thread, from whichever of the exit hook and the key's destructor comes first.
@@ -302,7 +347,7 @@ fn exit_state(local: &Local, exited: unsafe fn(*mut ThreadState)) {
         return;
     }
     local.set_guard(true);
-    if let Some(&Some(key)) = EXIT_KEY.get() {
+    if let Some(key) = decode_key(EXIT_KEY.load(Acquire)) {
         // SAFETY: a key made by `pthread_key_create`; a null value runs no destructor.
         unsafe { libc::pthread_setspecific(key, ptr::null()) };
     }
@@ -316,19 +361,14 @@ fn exit_state(local: &Local, exited: unsafe fn(*mut ThreadState)) {
 
 /// The exit key's destructor: the thread exits with its state not handed over.
 extern "C" fn exit_by_key(_state: *mut libc::c_void) {
-    if let Some(&exited) = EXITED.get() {
+    if let Some(exited) = exited() {
         with_local(|local| exit_state(local, exited));
     }
 }
 
 /// Sets the exit key of this thread to its new `state`, making the key first.
 fn set_exit_key(state: *mut ThreadState) {
-    let key = EXIT_KEY.get_or_init(|| {
-        let mut key: libc::pthread_key_t = 0;
-        // SAFETY: `key` is written by the call; `exit_by_key` never unwinds.
-        (unsafe { libc::pthread_key_create(&mut key, Some(exit_by_key)) } == 0).then_some(key)
-    });
-    if let Some(key) = *key {
+    if let Some(key) = exit_key() {
         // SAFETY: a key made by `pthread_key_create` above.
         unsafe { libc::pthread_setspecific(key, state.cast()) };
     }
@@ -490,7 +530,8 @@ pub fn init<D: Door>(local: &Local) -> *mut ThreadState {
     // makes that harmless. A thread already past its thread-locals' destructors
     // hands its state over from the exit key's instead.
     let _ = EXIT_HOOK.try_with(|h| h.exited.set(Some(D::thread_exited)));
-    let _ = EXITED.set(D::thread_exited);
+    let exited: unsafe fn(*mut ThreadState) = D::thread_exited;
+    EXITED.store(exited as *mut (), Release);
     set_exit_key(state);
     D::thread_started(state);
     local.set_guard(was);
