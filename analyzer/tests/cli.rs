@@ -2095,3 +2095,18 @@ fn a_budget_judges_only_the_workload_it_is_for() {
     );
     let _ = std::fs::remove_dir_all(labelled);
 }
+
+#[test]
+fn info_prints_bytes_in_the_unit_that_suits_them() {
+    // The 32 GiB partition's count report (the notebooks' data): GiB, not 20389.7 MiB.
+    let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks/data/porep-32g-count");
+    let out = analyzer(&["info", r.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("227.25 GiB requested")
+            && text.contains("peak 19.91 GiB live (within 1.0 MiB)"),
+        "{text}"
+    );
+    assert!(text.contains("kept peak 19.91 GiB at 130.0 s"), "{text}");
+}

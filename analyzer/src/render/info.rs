@@ -61,19 +61,19 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "totals    {} allocations, {} reallocs, {:.1} MiB requested, {}, peak {:.1} MiB live (within {:.2} MiB){}",
+        "totals    {} allocations, {} reallocs, {} requested, {}, peak {} live (within {}){}",
         i.alloc_count,
         i.realloc_count,
-        i.bytes_requested as f64 / MIB,
+        super::bytes(i.bytes_requested as f64),
         if count {
             "temporaries not counted".to_owned()
         } else {
             format!("{} temporaries", i.temporary_count)
         },
-        i.peak_live_bytes as f64 / MIB,
-        i.peak_live_bytes_error_bytes as f64 / MIB,
+        super::bytes(i.peak_live_bytes as f64),
+        super::bytes(i.peak_live_bytes_error_bytes as f64),
         if i.max_rss_bytes > 0 {
-            format!(", peak RSS {:.1} MiB", i.max_rss_bytes as f64 / MIB)
+            format!(", peak RSS {}", super::bytes(i.max_rss_bytes as f64))
         } else {
             String::new()
         }
@@ -84,9 +84,9 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         match (&i.heap_peak, i.heap_interval) {
             (_, 0) => "sampling off (ALLOC_TRACE_HEAP)".to_owned(),
             (Some(p), n) => format!(
-                "sampled every {}; kept peak {:.1} MiB at {} in {} (`analyzer peak`)",
+                "sampled every {}; kept peak {} at {} in {} (`analyzer peak`)",
                 super::bytes(n as f64),
-                p.live_bytes as f64 / MIB,
+                super::bytes(p.live_bytes as f64),
                 seconds(p.time_ns as f64 / 1e9),
                 p.phase
             ),
@@ -175,8 +175,6 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         .collect();
     writeln!(out, "tables    {}", tables.join(", "))
 }
-
-const MIB: f64 = (1u64 << 20) as f64;
 
 /// Writes a summary of a calibration (the JSON file holds everything).
 pub fn calibration(out: &mut dyn Write, c: &Calibration) -> io::Result<()> {
