@@ -16,7 +16,8 @@
 //! lazily (`LazyLock`s of the registry, lifetimes, heap sampling, site numbering) are
 //! all locked by `prepare`, which waits for any first use in progress to finish; the
 //! handlers' registration here, the timeline's start and the threads' exit key are
-//! atomics, not `Once`s.
+//! atomics, not `Once`s. (The exit report's working directory is a `OnceLock` set at
+//! the first allocation, before any thread exists, and only read after a fork.)
 //!
 //! What the child inherits is a copy of the parent's counters: a report written by
 //! the child counts what the parent recorded before the fork too. Its exit report

@@ -231,7 +231,7 @@ fn by_key(
 }
 
 /// `b - a`, clamped to `i64` (counts from a damaged report can be anything).
-fn delta(a: u64, b: u64) -> i64 {
+pub(crate) fn delta(a: u64, b: u64) -> i64 {
     let d = i128::from(b) - i128::from(a);
     i64::try_from(d).unwrap_or(if d < 0 { i64::MIN } else { i64::MAX })
 }

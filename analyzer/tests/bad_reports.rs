@@ -824,3 +824,57 @@ fn damaged_reports_are_contained() {
         "{analysed} of {n} cases analysed"
     );
 }
+
+/// `timeline.parquet`'s `rss_bytes` came after the table: a report without it loads
+/// (resident memory unknown), one with it is read and its type checked.
+#[test]
+fn the_timelines_resident_memory_is_read_where_present_and_checked() {
+    let dir = copy_report(&fuzz_fixture(), "rss");
+    let path = dir.join(schema::TIMELINE.file);
+    let original = read_table(&path);
+    assert!(
+        original.column("rss_bytes").is_err(),
+        "the fixture predates rss_bytes"
+    );
+    let r = report::load(&dir).unwrap();
+    assert!(
+        memory::load(&r)
+            .unwrap()
+            .timeline
+            .iter()
+            .all(|p| p.rss_bytes == 0)
+    );
+    // Present: read, and the kept peak's point found.
+    let n = original.height();
+    let rss: Vec<u64> = (0..n as u64).map(|i| (100 + i) << 20).collect();
+    let mut df = original.clone();
+    df.with_column(Column::new("rss_bytes".into(), rss.clone()))
+        .unwrap();
+    write_table(&path, df);
+    let m = memory::load(&r).unwrap();
+    let got: Vec<u64> = m.timeline.iter().map(|p| p.rss_bytes).collect();
+    // (`load` sorts by time; the fixture's points are in time order already.)
+    assert_eq!(got, rss);
+    let peak_ns = r.manifest.heap_peak.as_ref().unwrap().time_ns;
+    let times = original_times(&original);
+    let nearest = (0..n).min_by_key(|&i| times[i].abs_diff(peak_ns)).unwrap();
+    let held = memory::held(&r, &m, Moment::Peak, &categories::default_rules(), None, 5);
+    assert_eq!(held.rss_bytes, rss[nearest]);
+    // Present with another type: refused, naming the column.
+    let mut df = original;
+    df.with_column(Column::new("rss_bytes".into(), vec![1i64; n]))
+        .unwrap();
+    write_table(&path, df);
+    let err = memory::load(&r).unwrap_err().to_string();
+    assert!(err.contains("`rss_bytes` is Int64"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn original_times(df: &DataFrame) -> Vec<u64> {
+    df.column("time_ns")
+        .unwrap()
+        .u64()
+        .unwrap()
+        .into_no_null_iter()
+        .collect()
+}

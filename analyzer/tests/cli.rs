@@ -178,6 +178,24 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
         assert!(drawn.contains(title), "{by}");
         std::fs::remove_file(&svg).unwrap();
     }
+    // A count report has heap samples but no sites: its live stacks, no word of
+    // missing sites (the 32 GiB partition's, from the notebooks' data).
+    let count = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks/data/porep-32g-count");
+    let out = analyzer(&[
+        "export",
+        count.to_str().unwrap(),
+        "--format",
+        "folded",
+        "--by",
+        "peak-bytes",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!out.stdout.is_empty());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Without heap sampling: an empty export, and a word on why.
     let demo = fixture();
     let out = analyzer(&[
@@ -213,6 +231,16 @@ fn peak_against_a_base_report() {
         assert_eq!(row["base_bytes"], row["change_bytes"], "{row}");
     }
     assert!(sites.iter().all(|s| s["matched"] == "stack"));
+    assert_eq!(c["base"]["matched_share"], 1.0);
+    let out = analyzer(&["peak", r, "--base", r]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(
+            "in sites both reports have: 100.0% of the base's estimates, 100.0% of the change's"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("a fifth or more"), "{text}");
     // Against a report without heap sampling (the demo's): it says so.
     let demo = fixture();
     let out = analyzer(&["peak", r, "--base", demo.to_str().unwrap()]);

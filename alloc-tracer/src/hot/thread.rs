@@ -543,6 +543,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_exit_key_is_one_key_for_every_thread() {
+        // Key 0 is a valid key: it is stored as 1, and "none could be made" apart.
+        assert_eq!(decode_key(0), None);
+        assert_eq!(decode_key(1), Some(0));
+        assert_eq!(decode_key(43), Some(42));
+        assert_eq!(decode_key(NO_KEY), None);
+        let keys: Vec<Option<libc::pthread_key_t>> = (0..8)
+            .map(|_| std::thread::spawn(exit_key))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        assert!(keys[0].is_some());
+        assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
+        assert_eq!(decode_key(EXIT_KEY.load(Acquire)), keys[0]);
+    }
+
+    #[test]
     fn state_size() {
         // What each recording thread costs, as the comment in `ThreadState::new` says.
         let kib = size_of::<ThreadState>() / 1024;

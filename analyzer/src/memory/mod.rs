@@ -458,6 +458,9 @@ pub fn folded(
         .collect()
 }
 
+/// Why a moment has no live stacks.
+pub const NOTHING_LIVE: &str = "heap sampling was off (ALLOC_TRACE_HEAP, synth-driver --heap-sample), or nothing sampled was live then";
+
 /// A flame graph SVG of live bytes at `moment` (`flamegraph --by peak-bytes` or
 /// `end-bytes`).
 pub fn flamegraph(
@@ -471,7 +474,7 @@ pub fn flamegraph(
     if lines.is_empty() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            "no live bytes to draw: heap sampling was off (ALLOC_TRACE_HEAP), or nothing sampled was live then",
+            format!("no live bytes to draw: {NOTHING_LIVE}"),
         ));
     }
     let title = format!(

@@ -161,6 +161,8 @@ fn draw(
                 memory
                     .timeline
                     .iter()
+                    // 0 is unknown (a failed read), not nothing resident.
+                    .filter(|p| p.rss_bytes > 0)
                     .map(|p| (p.time_ns as f64 / 1e9, p.rss_bytes as f64 / scale)),
                 orange.stroke_width(2),
             ))?

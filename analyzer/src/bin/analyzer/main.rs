@@ -112,7 +112,8 @@ enum FlameBy {
 enum ExportAs {
     /// Folded stacks, weighted so.
     Folded(FlameBy),
-    /// A gzipped pprof profile (it carries every weight).
+    /// A gzipped pprof profile (allocations, bytes, temporaries, and what is live at
+    /// the kept peak).
     Pprof,
     /// The named-sites table (parquet), categories from these rules or the built-in
     /// ones.
@@ -319,8 +320,11 @@ impl ExportJob {
         }
         let r = report::load(&self.report)?;
         let phase = r.check_phase(self.phase.as_deref())?;
-        // An empty export is written all the same: say why it is empty.
-        cost_jobs::no_sites_note(&r, phase, "to export");
+        // An empty export is written all the same: say why it is empty. (Live bytes
+        // come from heap sampling, which count mode has too; that branch says why.)
+        if !matches!(self.format, ExportAs::Folded(FlameBy::Live(_))) {
+            cost_jobs::no_sites_note(&r, phase, "to export");
+        }
         let binary = !matches!(self.format, ExportAs::Folded(_));
         if binary && self.out.is_none() && std::io::stdout().is_terminal() {
             anyhow::bail!(
@@ -342,10 +346,9 @@ impl ExportJob {
                 if lines.is_empty() {
                     // Written all the same (an empty file), as other empty exports are.
                     eprintln!(
-                        "analyzer: {}: no sampled block live then: heap sampling was off \
-                         (ALLOC_TRACE_HEAP, synth-driver --heap-sample), or sampled nothing \
-                         live at that moment",
-                        self.report.display()
+                        "analyzer: {}: no live bytes to export: {}",
+                        self.report.display(),
+                        analyzer::memory::NOTHING_LIVE
                     );
                 }
                 for line in lines {

@@ -6,7 +6,7 @@ use analyzer::memory::{self, Moment};
 use analyzer::report;
 use anyhow::Result;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `analyzer peak` (`Moment::Peak`) or `analyzer leaks` (`Moment::End`), with
 /// `--base` against a baseline report.
@@ -28,26 +28,9 @@ impl HeldJob {
         let r = report::load(&s.report)?;
         let phase = r.check_phase(s.phase.as_deref())?;
         let m = memory::load(&r)?;
-        if let (Some(why), memory::Moment::End) = (&r.manifest.incomplete, self.moment) {
-            // What was live when the run was stopped, not what it failed to free.
-            eprintln!(
-                "analyzer: {}: the run was stopped ({why}): \"the end\" is where it stopped, \
-                 and what is live then is not a leak",
-                s.report.display()
-            );
-        }
+        warn_if_stopped(&s.report, &r, self.moment);
         let held = memory::held(&r, &m, self.moment, &rules, phase, self.limit);
-        if held.heap_interval == 0
-            && held.estimated_bytes_all_phases == 0
-            && s.format != analyzer::render::Format::Table
-        {
-            // The table says so in its text; JSON and CSV would be empty without a word.
-            eprintln!(
-                "analyzer: {}: heap sampling was off in this run: no sites hold sampled \
-                 memory (rerun with ALLOC_TRACE_HEAP=1MiB, synth-driver --heap-sample 1MiB)",
-                s.report.display()
-            );
-        }
+        warn_if_unsampled(&s.report, &held, s.format);
         Ok(memory::render::held(out, &held, s.format)?)
     }
 
@@ -68,24 +51,40 @@ impl HeldJob {
         let (ma, mb) = (memory::load(&a)?, memory::load(&b)?);
         let ha = memory::held(&a, &ma, self.moment, &rules, phase, usize::MAX);
         let hb = memory::held(&b, &mb, self.moment, &rules, phase, usize::MAX);
-        for (dir, h) in [(&base_dir, &ha), (&s.report, &hb)] {
-            // The table says so in its text.
-            if h.heap_interval == 0
-                && h.estimated_bytes_all_phases == 0
-                && s.format != analyzer::render::Format::Table
-            {
-                eprintln!(
-                    "analyzer: {}: heap sampling was off in this run: its sites hold no \
-                     sampled memory (rerun with ALLOC_TRACE_HEAP=1MiB, synth-driver \
-                     --heap-sample 1MiB)",
-                    dir.display()
-                );
-            }
+        for (dir, r, h) in [(&base_dir, &a, &ha), (&s.report, &b, &hb)] {
+            warn_if_stopped(dir, r, self.moment);
+            warn_if_unsampled(dir, h, s.format);
         }
         let change = memory::compare::compare(&a, &ha, &b, &hb, self.limit);
         Ok(memory::compare::render::held_change(
             out, &change, s.format,
         )?)
+    }
+}
+
+/// At the end of a run that was stopped: what was live then is not a leak.
+fn warn_if_stopped(dir: &Path, r: &report::Report, moment: Moment) {
+    if let (Some(why), Moment::End) = (&r.manifest.incomplete, moment) {
+        eprintln!(
+            "analyzer: {}: the run was stopped ({why}): \"the end\" is where it stopped, \
+             and what is live then is not a leak",
+            dir.display()
+        );
+    }
+}
+
+/// Heap sampling off: the table says so in its text; JSON and CSV would be empty
+/// without a word.
+fn warn_if_unsampled(dir: &Path, h: &memory::Held, format: analyzer::render::Format) {
+    if h.heap_interval == 0
+        && h.estimated_bytes_all_phases == 0
+        && format != analyzer::render::Format::Table
+    {
+        eprintln!(
+            "analyzer: {}: heap sampling was off in this run: no sites hold sampled \
+             memory (rerun with ALLOC_TRACE_HEAP=1MiB, synth-driver --heap-sample 1MiB)",
+            dir.display()
+        );
     }
 }
 

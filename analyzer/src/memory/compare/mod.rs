@@ -31,8 +31,14 @@ pub struct HeldSide {
     pub heap_interval: u64,
     /// What the estimates add up to (in the phase asked for).
     pub estimated_bytes: u64,
-    /// Their standard error.
+    /// The same over every phase: 0 when no sampled block was live then at all.
+    pub estimated_bytes_all_phases: u64,
+    /// Their standard error (0 where unknown: an interval of 0, heap sampling
+    /// stopped before the report).
     pub estimated_bytes_se: u64,
+    /// The share of `estimated_bytes` in sites the other report has too (matched by
+    /// stack or with lines ignored).
+    pub matched_share: f64,
 }
 
 impl From<&Held> for HeldSide {
@@ -45,7 +51,9 @@ impl From<&Held> for HeldSide {
             phase: h.phase.clone(),
             heap_interval: h.heap_interval,
             estimated_bytes: h.estimated_bytes,
+            estimated_bytes_all_phases: h.estimated_bytes_all_phases,
             estimated_bytes_se: h.estimated_bytes_se,
+            matched_share: 0.0,
         }
     }
 }
@@ -67,9 +75,7 @@ pub struct Change {
 
 impl Change {
     fn new(base: u64, change: u64, base_variance: f64, change_variance: f64) -> Change {
-        let delta = i128::from(change) - i128::from(base);
-        let delta_bytes =
-            i64::try_from(delta).unwrap_or(if delta < 0 { i64::MIN } else { i64::MAX });
+        let delta_bytes = crate::diff::delta(base, change);
         let se = (base_variance + change_variance).sqrt();
         Change {
             base_bytes: base,
@@ -200,6 +206,20 @@ pub fn compare(
         by_key(base_report, &base.sites),
         by_key(change_report, &change.sites),
     );
+    let matched_share = |side: &BTreeMap<String, Acc>, other: &BTreeMap<String, Acc>| {
+        let all: u64 = side.values().map(|s| s.bytes).sum();
+        let matched: u64 = side
+            .iter()
+            .filter(|(k, _)| other.contains_key(*k))
+            .map(|(_, s)| s.bytes)
+            .sum();
+        if all > 0 {
+            matched as f64 / all as f64
+        } else {
+            1.0
+        }
+    };
+    let (base_matched, change_matched) = (matched_share(&a, &b), matched_share(&b, &a));
     let mut sites: Vec<(SiteChange, Option<(u64, bool)>)> = a
         .keys()
         .chain(b.keys().filter(|k| !a.contains_key(*k)))
@@ -269,8 +289,14 @@ pub fn compare(
         .collect();
     HeldChange {
         moment: change.moment.clone(),
-        base: HeldSide::from(base),
-        change: HeldSide::from(change),
+        base: HeldSide {
+            matched_share: base_matched,
+            ..HeldSide::from(base)
+        },
+        change: HeldSide {
+            matched_share: change_matched,
+            ..HeldSide::from(change)
+        },
         estimated: Change::new(
             base.estimated_bytes,
             change.estimated_bytes,
@@ -397,6 +423,9 @@ mod tests {
             c.estimated.delta_bytes,
             b.estimated_bytes as i64 - a.estimated_bytes as i64
         );
+        // Matched: all but `gone` of the base's 13 MiB; all but `new` of the change's.
+        assert!((c.base.matched_share - 11.0 / 13.0).abs() < 1e-12);
+        assert!((c.change.matched_share - 13.0 / 13.0625).abs() < 1e-12);
     }
 
     #[test]

@@ -115,7 +115,7 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
         )?;
     }
     for (name, s) in [("base", &c.base), ("change", &c.change)] {
-        if s.heap_interval == 0 && s.estimated_bytes == 0 {
+        if s.heap_interval == 0 && s.estimated_bytes_all_phases == 0 {
             return writeln!(
                 out,
                 "heap sampling was off in the {name}'s run: rerun it with ALLOC_TRACE_HEAP=1MiB (synth-driver --heap-sample 1MiB) to compare sites"
@@ -130,10 +130,36 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
         signed(c.estimated.delta_bytes),
         bytes(c.estimated.delta_se as f64)
     )?;
+    if [&c.base, &c.change]
+        .iter()
+        .any(|s| s.heap_interval == 0 && s.estimated_bytes_all_phases > 0)
+    {
+        // The manifest's interval is the one in force at the report: 0 when heap
+        // sampling stopped before it, and with it the estimates' error is unknown.
+        writeln!(
+            out,
+            "heap sampling stopped before a report was written: its sampling error is unknown, so no change is marked as within it"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "~ marks a change under two standard errors: heap sampling alone could make it"
+        )?;
+    }
     writeln!(
         out,
-        "~ marks a change under two standard errors: heap sampling alone could make it"
+        "in sites both reports have: {} of the base's estimates, {} of the change's",
+        pct(c.base.matched_share),
+        pct(c.change.matched_share)
     )?;
+    if c.base.matched_share.min(c.change.matched_share) < crate::diff::LOW_MATCH_SHARE {
+        writeln!(
+            out,
+            "(a fifth or more of the bytes sit in sites only one report has: a patch that moves where the \
+             prover's vectors last grow moves their bytes to other stacks; compare the \
+             categories)"
+        )?;
+    }
     writeln!(out)?;
     writeln!(
         out,

@@ -473,8 +473,9 @@ impl Command {
                          pprof profiles carry none",
                     ),
                     ExportFormat::Pprof | ExportFormat::Parquet if by.is_some() => Some(
-                        "--by weights folded stacks; pprof profiles and the named-sites table \
-                         carry every weight",
+                        "--by weights folded stacks; pprof profiles carry allocations, bytes, \
+                         temporaries and what is live at the kept peak, the named-sites table \
+                         the first three",
                     ),
                     _ => None,
                 },
