@@ -11,6 +11,7 @@
 //! labels = { circuit = "porep", rows = "2687961" }
 //! # The whole run only: the tracer records peak live bytes per run, not per phase.
 //! peak_live_bytes = 4_000_000
+//! peak_rss_bytes = 64_000_000   # the process's peak resident memory
 //!
 //! [phase.synthesize]
 //! allocs = 110_000          # allocations and reallocs
@@ -52,6 +53,9 @@ pub struct Budget {
     pub labels: BTreeMap<String, String>,
     /// Peak live bytes of the whole run (the manifest's; there is no per-phase peak).
     pub peak_live_bytes: Option<u64>,
+    /// The process's peak resident set size (the manifest's `max_rss_bytes`): what a
+    /// machine must have, the allocator's and the tracer's own memory included.
+    pub peak_rss_bytes: Option<u64>,
     /// Limits per phase, by phase name.
     #[serde(default)]
     pub phase: BTreeMap<String, PhaseLimits>,
@@ -182,7 +186,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Budget, Error> {
         })
     })?;
     let limits: usize = budget.phase.values().map(PhaseLimits::count).sum::<usize>()
-        + usize::from(budget.peak_live_bytes.is_some());
+        + usize::from(budget.peak_live_bytes.is_some())
+        + usize::from(budget.peak_rss_bytes.is_some());
     if limits == 0 {
         return Err(bad(
             "it sets no limit, so every report would pass (see docs/budget.example.toml)"
@@ -294,6 +299,23 @@ pub fn check(
             phase: None,
             limit: "peak_live_bytes".into(),
             found: peak as f64,
+            budget: max as f64,
+        });
+    }
+    if let Some(max) = budget.peak_rss_bytes {
+        let rss = report.manifest.totals.max_rss_bytes;
+        // 0 is unknown: a report from before the tracer recorded it.
+        if rss == 0 {
+            return Err(bad(format!(
+                "peak_rss_bytes needs the report's peak RSS, and {} does not record it \
+                 (written by a tracer before it did)",
+                report.dir.display()
+            )));
+        }
+        checked.push(Checked {
+            phase: None,
+            limit: "peak_rss_bytes".into(),
+            found: rss as f64,
             budget: max as f64,
         });
     }
@@ -428,6 +450,8 @@ pub enum Metric {
     /// The run's highest live bytes (`peak_live_bytes`: the whole run, whatever
     /// `--phase` says).
     Peak,
+    /// The process's peak resident set size (`max_rss_bytes`: the whole run).
+    Rss,
 }
 
 /// How large a growth fails.
@@ -467,9 +491,10 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
         "temporaries" => Metric::Temporaries,
         "cost" => Metric::Cost,
         "peak" => Metric::Peak,
+        "rss" => Metric::Rss,
         _ => {
             return Err(bad(
-                "the metric is one of allocs, bytes, temporaries, cost, peak",
+                "the metric is one of allocs, bytes, temporaries, cost, peak, rss",
             ));
         }
     };
@@ -487,10 +512,10 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
     let scale = match (metric, unit) {
         (_, "%") => return Ok(condition(text, metric, Threshold::Percent(number))),
         (Metric::Allocs | Metric::Temporaries, "") => 1.0,
-        (Metric::Bytes | Metric::Peak, "" | "B") => 1.0,
-        (Metric::Bytes | Metric::Peak, "KiB") => 1024.0,
-        (Metric::Bytes | Metric::Peak, "MiB") => 1024.0 * 1024.0,
-        (Metric::Bytes | Metric::Peak, "GiB") => 1024.0 * 1024.0 * 1024.0,
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "" | "B") => 1.0,
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "KiB") => 1024.0,
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "MiB") => 1024.0 * 1024.0,
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "GiB") => 1024.0 * 1024.0 * 1024.0,
         (Metric::Cost, "s") => 1.0,
         // No growth at all needs no unit.
         (Metric::Cost, "") if number == 0.0 => 1.0,
@@ -502,6 +527,7 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
         }
         (Metric::Bytes, _) => return Err(bad("bytes takes B, KiB, MiB, GiB or %")),
         (Metric::Peak, _) => return Err(bad("peak takes B, KiB, MiB, GiB or %")),
+        (Metric::Rss, _) => return Err(bad("rss takes B, KiB, MiB, GiB or %")),
         (Metric::Cost, _) => return Err(bad("cost takes s, ms, us, ns or %")),
     };
     Ok(condition(text, metric, Threshold::Absolute(number * scale)))
@@ -534,7 +560,9 @@ impl fmt::Display for Failed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let show = |x: f64| match self.metric {
             Metric::Cost => format!("{:.3} ms", x * 1e3),
-            Metric::Allocs | Metric::Bytes | Metric::Temporaries | Metric::Peak => figure(x),
+            Metric::Allocs | Metric::Bytes | Metric::Temporaries | Metric::Peak | Metric::Rss => {
+                figure(x)
+            }
         };
         write!(
             f,
@@ -569,6 +597,17 @@ pub fn evaluate(conditions: &[Condition], diff: &Diff) -> Result<Vec<Failed>, Er
                 diff.base.peak_live_bytes as f64,
                 diff.change.peak_live_bytes as f64,
             ),
+            Metric::Rss => match (diff.base.max_rss_bytes, diff.change.max_rss_bytes) {
+                (0, _) | (_, 0) => {
+                    return Err(Error::Condition {
+                        text: c.text.clone(),
+                        reason: "a report does not record its peak RSS (written by a \
+                                 tracer before it did)"
+                            .into(),
+                    });
+                }
+                (b, c) => (b as f64, c as f64),
+            },
             // With `--recycled`, the change pays for recycling what it no longer
             // allocates, as the diff's predicted change does.
             Metric::Cost => match (diff.base.cost_s, diff.change.cost_s) {
@@ -604,6 +643,21 @@ pub fn evaluate(conditions: &[Condition], diff: &Diff) -> Result<Vec<Failed>, Er
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peak_rss_is_checked_where_the_report_records_it() {
+        let b = parse("peak_rss_bytes = 1_000\n", Path::new("b.toml")).unwrap();
+        let mut r = Report::default();
+        let err = check(&b, &r, &[], Path::new("b.toml")).unwrap_err();
+        assert!(err.to_string().contains("does not record it"), "{err}");
+        r.manifest.totals.max_rss_bytes = 1_001;
+        let checked = check(&b, &r, &[], Path::new("b.toml")).unwrap();
+        assert_eq!(checked.len(), 1);
+        assert_eq!(checked[0].name(), "run: peak_rss_bytes");
+        assert!(checked[0].over());
+        r.manifest.totals.max_rss_bytes = 1_000;
+        assert!(!check(&b, &r, &[], Path::new("b.toml")).unwrap()[0].over());
+    }
 
     #[test]
     fn parses_every_field() {
@@ -696,6 +750,7 @@ mod tests {
             bytes_requested,
             temporary_count: 7,
             peak_live_bytes: bytes_requested as i64 / 2,
+            max_rss_bytes: bytes_requested * 2,
             cost_s,
             wall_s: None,
         }
@@ -756,6 +811,16 @@ mod tests {
             failing(&["peak>+0", "peak>-1", "peak>+1KiB"]),
             ["peak>-1: 2048 -> 2048 (+0.0%)"]
         );
+        // Resident memory: 8 KiB on both sides (twice the requested bytes); unknown
+        // (0, a report from before it was recorded) is an error, not a pass.
+        assert_eq!(
+            failing(&["rss>+0", "rss>-1B", "rss>+1%"]),
+            ["rss>-1B: 8192 -> 8192 (+0.0%)"]
+        );
+        let unknown = diff(side(1, 0, None), side(1, 4096, None));
+        let err = evaluate(&[parse_condition("rss>+0").unwrap()], &unknown).unwrap_err();
+        assert!(err.to_string().contains("peak RSS"), "{err}");
+        assert!(parse_condition("rss>+5ms").is_err());
         // Exactly at the threshold holds nothing, whatever the floats: 100 -> 107 is
         // +7 % (107 / 100 - 1 is 0.07000000000000006).
         let at = diff(side(100, 0, None), side(107, 0, None));

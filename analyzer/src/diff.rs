@@ -27,7 +27,7 @@ use crate::report::Report;
 use std::collections::{BTreeMap, HashMap};
 
 /// One side's totals.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Side {
     /// Report directory.
     pub report: String,
@@ -40,6 +40,9 @@ pub struct Side {
     pub temporary_count: u64,
     /// The run's highest live bytes (the whole run's, whatever the phase).
     pub peak_live_bytes: i64,
+    /// The process's peak resident set size (the whole run's; 0 where the report
+    /// does not have it).
+    pub max_rss_bytes: u64,
     /// Predicted allocation cost of the phase (direct + indirect), with a calibration.
     pub cost_s: Option<f64>,
     /// Wall time of the phase: given on the command line, else the traced run's.
@@ -91,7 +94,7 @@ pub struct CategoryDelta {
 }
 
 /// The comparison.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Diff {
     /// Phase compared (`None`: everything).
     pub phase: Option<String>,
@@ -465,6 +468,7 @@ pub fn diff(
             bytes_requested: sum(|p| p.bytes_requested),
             temporary_count: sum(|p| p.temporary_count),
             peak_live_bytes: r.manifest.totals.peak_live_bytes,
+            max_rss_bytes: r.manifest.totals.max_rss_bytes,
             cost_s: cal.map(|_| m.values().filter_map(|s| s.cost_ns).sum::<f64>() * 1e-9),
             wall_s: given.or_else(|| r.wall_s(phase)),
         }

@@ -369,12 +369,9 @@ mod tests {
         .into_iter()
         .unzip();
         let report = Report {
-            dir: "r".into(),
-            manifest: Default::default(),
             sites,
             frames,
-            phases: vec![],
-            lifetimes: vec![],
+            ..Report::default()
         };
         for group in [GroupBy::Line, GroupBy::Function] {
             let rows = top_grouped(&report, RankBy::Count, 10, None, None, group, &[]);
@@ -408,12 +405,8 @@ mod tests {
             followed_count: 0,
         };
         let report = Report {
-            dir: "r".into(),
-            manifest: Default::default(),
             sites: vec![row(0, 0, 24, 12), row(1, 30, 10, 10)],
-            frames: vec![],
-            phases: vec![],
-            lifetimes: vec![],
+            ..Report::default()
         };
         let mut shares: Vec<(u64, f64)> = site_totals(&report, None)
             .iter()

@@ -59,7 +59,7 @@ pub fn build(
         live_bytes_end: c.total(|p| p.bytes_allocated) as i64 - c.total(|p| p.bytes_freed) as i64,
         peak_live_bytes: live::peak_bytes(),
         peak_live_bytes_error_bytes: c.threads * LIVE_PUBLISH_BYTES as u64,
-        max_rss_bytes: crate::rss::peak_bytes(),
+        max_rss_bytes: snap.max_rss_bytes,
     };
     // The run ends where the snapshot read it, before symbolizing and writing.
     let end_unix = snap.taken_unix_s;

@@ -41,16 +41,22 @@ pub struct Snapshot {
     pub taken_ns: u64,
     /// The same moment in Unix seconds.
     pub taken_unix_s: f64,
+    /// The process's peak resident set size then (`rss::peak_bytes`), before the
+    /// report's own work: symbolizing a small program's stacks can take more memory
+    /// than the program did.
+    pub max_rss_bytes: u64,
 }
 
 impl Snapshot {
     /// Reads the recorder, then symbolizes. Runs under the re-entrancy guard. The
-    /// run's end, its phase times and its timeline are read first, so that none of
-    /// them counts the time symbolizing takes (tens of milliseconds to seconds).
+    /// run's end, its phase times, its timeline and its peak RSS are read first, so
+    /// that none of them counts what symbolizing takes (tens of milliseconds to
+    /// seconds, and tens of MiB).
     pub fn take() -> Snapshot {
         crate::hot::thread::guarded(|| {
             let taken_ns = crate::hot::clock::now_ns();
             let taken_unix_s = crate::hot::clock::unix_seconds();
+            let max_rss_bytes = crate::rss::peak_bytes();
             let settings = Settings::current();
             let phases = crate::phase::phases_at(taken_ns);
             let timeline = crate::timeline::points();
@@ -97,6 +103,7 @@ impl Snapshot {
                 symbols,
                 taken_ns,
                 taken_unix_s,
+                max_rss_bytes,
             }
         })
     }

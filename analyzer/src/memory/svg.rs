@@ -225,22 +225,11 @@ mod tests {
         }
     }
 
-    fn report() -> Report {
-        Report {
-            dir: "r".into(),
-            manifest: Default::default(),
-            sites: vec![],
-            frames: vec![],
-            phases: vec![],
-            lifetimes: vec![],
-        }
-    }
-
     #[test]
     fn resident_memory_is_drawn_where_sampled_and_sets_the_scale() {
         // RSS at 3 GiB over 100 MiB live: the axis goes to GiB for it, and its line
         // and legend are there.
-        let svg = timeline(&report(), &memory(&[3 << 30, 3 << 30, 3 << 30])).unwrap();
+        let svg = timeline(&Report::default(), &memory(&[3 << 30, 3 << 30, 3 << 30])).unwrap();
         assert!(
             svg.contains("Live bytes and resident memory over time"),
             "{svg}"
@@ -248,7 +237,7 @@ mod tests {
         assert!(svg.contains("resident set size"));
         assert!(svg.contains("\nGiB\n"), "{svg}");
         // Reports from before (zeros): live bytes alone, in MiB.
-        let svg = timeline(&report(), &memory(&[0, 0, 0])).unwrap();
+        let svg = timeline(&Report::default(), &memory(&[0, 0, 0])).unwrap();
         assert!(svg.contains("Live bytes over time"));
         assert!(!svg.contains("resident set size"));
         assert!(svg.contains("\nMiB\n"), "{svg}");

@@ -202,9 +202,18 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
 /// The first line of a comparison's table: the phase's allocations on each side, and
 /// the runs' peaks. All there is to show of two `count` reports.
 pub fn diff_totals(out: &mut dyn Write, d: &Diff) -> io::Result<()> {
+    // Peak RSS where both reports record it.
+    let rss = match (d.base.max_rss_bytes, d.change.max_rss_bytes) {
+        (0, _) | (_, 0) => String::new(),
+        (a, b) => format!(
+            ", peak RSS {} -> {}",
+            super::bytes(a as f64),
+            super::bytes(b as f64)
+        ),
+    };
     writeln!(
         out,
-        "phase {}: base {} allocs, change {} allocs ({:+}); the run's peak {} live -> {}",
+        "phase {}: base {} allocs, change {} allocs ({:+}); the run's peak {} live -> {}{rss}",
         d.phase.as_deref().unwrap_or("(all)"),
         d.base.alloc_count,
         d.change.alloc_count,
@@ -342,6 +351,30 @@ mod tests {
         for (k, v) in &c {
             assert!(j.contains_key(k) || k == "kind" || v.is_null(), "{k}: {v}");
         }
+    }
+
+    #[test]
+    fn the_totals_line_shows_peak_rss_where_both_reports_have_it() {
+        let side = |rss| crate::diff::Side {
+            max_rss_bytes: rss,
+            ..Default::default()
+        };
+        let line = |a, b| {
+            let mut out = Vec::new();
+            let d = Diff {
+                base: side(a),
+                change: side(b),
+                ..Diff::default()
+            };
+            diff_totals(&mut out, &d).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let both = line(1 << 20, 2 << 20);
+        assert!(
+            both.ends_with("live -> 0 B, peak RSS 1.0 MiB -> 2.0 MiB\n"),
+            "{both}"
+        );
+        assert!(!line(0, 2 << 20).contains("RSS"));
     }
 
     #[test]

@@ -93,8 +93,8 @@ impl FrameRow {
     }
 }
 
-/// A loaded report.
-#[derive(Debug)]
+/// A loaded report (the default: an empty one, for tests and tools that build one).
+#[derive(Debug, Default)]
 pub struct Report {
     /// The report directory.
     pub dir: PathBuf,

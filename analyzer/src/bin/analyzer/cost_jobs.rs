@@ -91,7 +91,7 @@ impl CostJob {
 pub(crate) struct Gates {
     /// Some condition is given: the reports must be alike (mode, circuit size).
     pub any: bool,
-    /// Every condition is on totals alone (allocs, bytes or peak), which `count`
+    /// Every condition is on totals alone (allocs, bytes, peak or rss), which `count`
     /// reports hold exactly: two of them are compared then.
     pub totals_only: bool,
 }
@@ -133,8 +133,8 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
         if count(r) {
             anyhow::bail!(
                 "{} was written in `count` mode, which records no sites: a diff compares \
-                 sites (trace with sites or sample:N; `--fail-if` on allocs, bytes or peak \
-                 alone compares two count reports' totals)",
+                 sites (trace with sites or sample:N; `--fail-if` on allocs, bytes, peak or \
+                 rss alone compares two count reports' totals)",
                 r.dir.display()
             );
         }
@@ -209,7 +209,10 @@ impl DiffJob {
                 && conditions.iter().all(|c| {
                     matches!(
                         c.metric,
-                        budget::Metric::Allocs | budget::Metric::Bytes | budget::Metric::Peak
+                        budget::Metric::Allocs
+                            | budget::Metric::Bytes
+                            | budget::Metric::Peak
+                            | budget::Metric::Rss
                     )
                 }),
         };

@@ -346,14 +346,7 @@ mod tests {
     /// A report whose sites have one frame each (`function`, `file`, `line`), and
     /// what `held` would say of them (live bytes, their standard error, category).
     fn side(sites: &[(&str, u32, u64, u64, &str)]) -> (Report, Held) {
-        let mut r = Report {
-            dir: "r".into(),
-            manifest: Default::default(),
-            sites: vec![],
-            frames: vec![],
-            phases: vec![],
-            lifetimes: vec![],
-        };
+        let mut r = Report::default();
         let mut h = Held::default();
         for (id, (function, line, bytes, se, category)) in sites.iter().enumerate() {
             let site_id = 10 * id as u64 + 7;

@@ -189,11 +189,11 @@ enum Command {
         #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
         /// Exit 1 when the change grows beyond this: METRIC>THRESHOLD with METRIC
-        /// allocs or temporaries (a count or %), bytes or peak (the run's highest
-        /// live bytes; B, KiB, MiB, GiB or %) or cost (s, ms, us, ns or %), e.g.
-        /// 'allocs>+1%', 'bytes>+10MiB', 'cost>+5ms', 'temporaries>+0',
-        /// 'peak>+64MiB'. Repeatable; whole reports, or the --phase (peak: always
-        /// the whole run).
+        /// allocs or temporaries (a count or %), bytes, peak (the run's highest
+        /// live bytes) or rss (the process's peak resident memory; B, KiB, MiB, GiB
+        /// or %) or cost (s, ms, us, ns or %), e.g. 'allocs>+1%', 'bytes>+10MiB',
+        /// 'cost>+5ms', 'temporaries>+0', 'peak>+64MiB', 'rss>+5%'. Repeatable; whole
+        /// reports, or the --phase (peak and rss: always the whole run).
         #[arg(long, value_name = "EXPR")]
         fail_if: Vec<String>,
     },
