@@ -33,9 +33,14 @@
 //! }
 //! ```
 //!
-//! Build with frame pointers (`-C force-frame-pointers=yes`, as this workspace's
-//! `.cargo/config.toml` does) and line tables (`debug = "line-tables-only"` in the
-//! release profile) so that stacks are complete and inlined frames are named.
+//! Settings applied in code replace the `ALLOC_TRACE_*` variables; `Settings { mode,
+//! ..Settings::from_env()? }` keeps the environment's for the fields not set.
+//!
+//! Build with frame pointers and line tables, so that stacks are complete and
+//! inlined frames are named: in your project's `.cargo/config.toml`,
+//! `[build] rustflags = ["-C", "force-frame-pointers=yes"]`, and in its `Cargo.toml`,
+//! `[profile.release] debug = "line-tables-only"` (as this workspace does). Without
+//! frame pointers every stack is empty, and reports say so.
 //!
 //! # Modes
 //!

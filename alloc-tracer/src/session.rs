@@ -57,12 +57,13 @@ fn write_expanded(dir: PathBuf, incomplete: Option<&str>) -> Result<ReportSummar
 
 /// Fails when `dir` (`%p` and `%t` expanded) is neither absent, nor an empty folder,
 /// nor a report of this tracer's holding nothing else, as writing a report there
-/// would: for programs that check where their report goes before a long run rather
-/// than learn it at the end. It does not try to write (a read-only filesystem still
-/// fails at the end). Writing checks again.
+/// would, or when the folder it would go in (or the nearest one above that exists)
+/// is not writable: for programs that check where their report goes before a long
+/// run rather than learn it at the end. It writes nothing (a disk that fills up
+/// still fails at the end). Writing checks again. [`Session::new`] and
+/// `ALLOC_TRACE_REPORT` run this check at once and say on standard error what fails.
 pub fn check_report_dir(dir: &Path) -> Result<(), Error> {
-    let dir = crate::hot::thread::guarded(|| expand_path(dir));
-    report::directory::check_replaceable(&dir)
+    crate::hot::thread::guarded(|| report::directory::check_destination(&expand_path(dir)))
 }
 
 /// `path` with `%p` replaced by the process id, `%t` by when the tracer started
@@ -132,11 +133,22 @@ impl Session {
     /// directory now (a program that changes directory still reports there).
     pub fn new(dir: impl Into<PathBuf>) -> Session {
         let dir = dir.into();
+        let base = dir
+            .is_relative()
+            .then(std::env::current_dir)
+            .and_then(Result::ok);
+        // Where the report could not go is said now, not when the run is over.
+        crate::hot::thread::guarded(|| {
+            let at = in_dir(base.as_ref(), &dir);
+            if let Err(e) = report::directory::check_destination(&at) {
+                say(&format!(
+                    "alloc-tracer: Session: {e}: its report will not be written unless \
+                     that changes\n"
+                ));
+            }
+        });
         Session {
-            base: dir
-                .is_relative()
-                .then(std::env::current_dir)
-                .and_then(Result::ok),
+            base,
             dir: Some(dir),
             pid: std::process::id(),
         }
@@ -155,7 +167,7 @@ impl Drop for Session {
             return;
         };
         if self.pid != std::process::id() && !holds_pid(&dir) {
-            say_in_child(&format!(
+            say(&format!(
                 "alloc-tracer: a forked child's session writes no report to {} \
                  (its parent's; put %p in the path for one per process)\n",
                 dir.display()
@@ -169,8 +181,9 @@ impl Drop for Session {
 }
 
 /// Writes `line` to standard error with `write(2)`: in a forked child, std's lock of
-/// standard error may be held by a thread that did not come along.
-fn say_in_child(line: &str) {
+/// standard error may be held by a thread that did not come along, and inside the
+/// first allocation by the thread that allocates.
+fn say(line: &str) {
     // SAFETY: writes a live buffer of its length to fd 2.
     unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
 }
@@ -198,10 +211,18 @@ static ARMED_IN: OnceLock<PathBuf> = OnceLock::new();
 /// Registers the exit hook when `ALLOC_TRACE_REPORT` is set. Runs once, under the
 /// guard, from the first allocation.
 pub(crate) fn arm_exit_report() {
-    if crate::config::getenv(c"ALLOC_TRACE_REPORT").is_some() {
+    if let Some(setting) = crate::config::getenv(c"ALLOC_TRACE_REPORT") {
         ARMED_BY.store(std::process::id(), Relaxed);
         if let Ok(cwd) = std::env::current_dir() {
             let _ = ARMED_IN.set(cwd);
+        }
+        // Where the report could not go is said now, not at the end of a long run.
+        let dir = in_dir(ARMED_IN.get(), Path::new(&setting));
+        if let Err(e) = crate::report::directory::check_destination(&dir) {
+            say(&format!(
+                "alloc-tracer: ALLOC_TRACE_REPORT: {e}: the report at exit will not be \
+                 written unless that changes\n"
+            ));
         }
         // SAFETY: `report_at_exit` is a plain `extern "C" fn()` that never unwinds
         // (errors are printed, panics are caught).
@@ -220,7 +241,7 @@ extern "C" fn report_at_exit() {
         // only where the path tells the two apart.
         let forked = ARMED_BY.load(Relaxed) != std::process::id();
         if forked && !holds_pid(&setting) {
-            say_in_child(&format!(
+            say(&format!(
                 "alloc-tracer: a forked child writes no report at exit to {} (its \
                  parent's; put %p in ALLOC_TRACE_REPORT for one per process)\n",
                 setting.display()

@@ -32,9 +32,14 @@ fn child_allocates() {
         }
         .apply();
     }
+    // A session of its own, made and dropped before any work.
+    let session = std::env::var_os("ALLOC_TRACER_TEST_SESSION").map(alloc_tracer::Session::new);
+    // Not `eprintln!`, which the test harness captures.
+    std::io::Write::write_all(&mut std::io::stderr(), b"child: session made\n").unwrap();
     for i in 0..ALLOCS {
         black_box(vec![0u8; 64 + i % 64]);
     }
+    drop(session);
 }
 
 /// The child, with `ALLOC_TRACE_REPORT` set to `dir` and `env` added.
@@ -103,4 +108,74 @@ fn a_bad_setting_is_named_with_its_value() {
         assert!(stderr.contains("); tracing is off\n"), "{stderr}");
         assert!(!dir.exists());
     }
+}
+
+#[test]
+fn a_destination_the_report_cannot_go_to_is_named_at_the_start() {
+    // A folder of the user's: refused at the end, and said at the first allocation,
+    // before the run.
+    let dir = common::scratch("exit-early").join("mine");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "keep me").unwrap();
+    let out = child("idle", &dir, &[("ALLOC_TRACE", "count")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let early = stderr
+        .find("alloc-tracer: ALLOC_TRACE_REPORT: ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        stderr[early..].contains("holds notes.txt besides report files"),
+        "{stderr}"
+    );
+    let at_end = stderr
+        .find("report not written")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(early < at_end, "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "keep me"
+    );
+    // Under a file, where no folder can be made.
+    let file = common::scratch("exit-early-file").join("plain");
+    std::fs::write(&file, "x").unwrap();
+    let out = child("idle", &file.join("report"), &[("ALLOC_TRACE", "count")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("plain: not a folder, and the report would go inside it"),
+        "{stderr}"
+    );
+    // A good destination: no word at the start.
+    let good = common::scratch("exit-early-good").join("report");
+    let out = child("idle", &good, &[("ALLOC_TRACE", "count")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("ALLOC_TRACE_REPORT: "), "{stderr}");
+    assert!(good.join("manifest.json").exists());
+}
+
+#[test]
+fn a_session_names_a_destination_it_cannot_write_when_made() {
+    let dir = common::scratch("session-early").join("mine");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "keep me").unwrap();
+    let elsewhere = common::scratch("session-early-exit").join("report");
+    let out = child(
+        "apply",
+        &elsewhere,
+        &[("ALLOC_TRACER_TEST_SESSION", dir.to_str().unwrap())],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let early = stderr
+        .find("alloc-tracer: Session: ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        stderr[early..].contains("holds notes.txt besides report files"),
+        "{stderr}"
+    );
+    assert!(
+        early < stderr.find("child: session made").unwrap(),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "keep me"
+    );
 }

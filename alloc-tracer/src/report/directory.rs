@@ -65,7 +65,17 @@ impl Staging {
             std::fs::remove_dir_all(&tmp).map_err(io(&tmp))?;
         }
         remove_left_by_the_dead(&parent, &name);
-        std::fs::create_dir(&tmp).map_err(io(&tmp))?;
+        // Named after the destination asked for, not the staging folder's hidden name.
+        std::fs::create_dir(&tmp).map_err(|cause| Error::Io {
+            path: dir.to_owned(),
+            cause: std::io::Error::new(
+                cause.kind(),
+                format!(
+                    "{cause} (making the folder it is written in first, {})",
+                    tmp.display()
+                ),
+            ),
+        })?;
         Ok(Staging {
             dir: dir.to_owned(),
             parent,
@@ -265,6 +275,46 @@ fn remove_left_by_the_dead(parent: &Path, name: &str) {
 
 /// Refuses `dir` unless it is absent, an empty folder, or a report folder that
 /// alloc-tracer wrote and that holds only report files.
+/// Fails when a report could not be written at `dir` as things stand: its folder
+/// (or, not made yet, the nearest folder above it that exists) not writable, a
+/// read-only filesystem included, or [`check_replaceable`] failing. For the checks
+/// before a run; writing checks again.
+pub fn check_destination(dir: &Path) -> Result<(), Error> {
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Some(existing) = parent
+        .ancestors()
+        .find(|a| a.as_os_str().is_empty() || a.exists())
+    {
+        let existing = if existing.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            existing
+        };
+        if !existing.is_dir() {
+            return Err(io(existing)(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                "not a folder, and the report would go inside it",
+            )));
+        }
+        let c = std::ffi::CString::new(existing.as_os_str().as_encoded_bytes()).map_err(|_| {
+            io(existing)(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a NUL byte in the path",
+            ))
+        })?;
+        // SAFETY: a NUL-terminated path.
+        if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+            return Err(io(existing)(std::io::Error::last_os_error()));
+        }
+    }
+    check_replaceable(dir)
+}
+
+/// Fails unless `dir` is absent, an empty folder, or a report of this tracer's
+/// holding nothing else: what writing a report there may replace.
 pub fn check_replaceable(dir: &Path) -> Result<(), Error> {
     let refuse = |why: &str| Error::NotReplaced {
         path: dir.to_owned(),
