@@ -179,3 +179,48 @@ fn a_session_names_a_destination_it_cannot_write_when_made() {
         "keep me"
     );
 }
+
+#[test]
+fn a_report_another_process_wrote_during_the_run_is_not_replaced() {
+    // As a program the child ran would leave it (its `ALLOC_TRACE_REPORT` inherited,
+    // no %p): another pid, ended after the child started.
+    let dir = common::scratch("exit-concurrent").join("report");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = |end: f64| {
+        format!(r#"{{"tool": "alloc-tracer", "pid": 1, "end_unix_s": {end}, "schema_version": 1}}"#)
+    };
+    let later = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        + 3600.0;
+    std::fs::write(dir.join("manifest.json"), manifest(later)).unwrap();
+    let out = child("apply", &dir, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("holds the report of process 1, which ran alongside this one"),
+        "{stderr}"
+    );
+    let kept = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    assert_eq!(kept, manifest(later));
+    let beside: Vec<_> = std::fs::read_dir(dir.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("report-"))
+        .collect();
+    assert_eq!(beside.len(), 1, "{beside:?}");
+    assert!(
+        dir.with_file_name(&beside[0])
+            .join("manifest.json")
+            .exists()
+    );
+    // One from a run that ended before this one began is replaced as ever.
+    std::fs::write(dir.join("manifest.json"), manifest(1.0)).unwrap();
+    let out = child("apply", &dir, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("alongside"), "{stderr}");
+    assert_ne!(
+        std::fs::read_to_string(dir.join("manifest.json")).unwrap(),
+        manifest(1.0)
+    );
+}
