@@ -94,8 +94,9 @@
 //!   and live bytes per site come from followed blocks (one in `ALLOC_TRACE_LIFETIMES`,
 //!   or the sampled ones), since following every block would cost a map update per
 //!   allocation and per free. Global peak
-//!   live bytes is exact to within threads x 256 KiB (each thread publishes its net
-//!   live bytes whenever they drift that far).
+//!   live bytes is exact to within 256 KiB for each thread recording at once (each
+//!   thread publishes its net live bytes whenever they drift that far, and all of
+//!   them when it exits).
 //! * Heap sampling samples each allocated byte with probability 1/`ALLOC_TRACE_HEAP`,
 //!   as jemalloc's and tcmalloc's heap profilers do: a block of `s` bytes with
 //!   probability `p = 1 - (1 - 1/interval)^s`, weighted `s/p` bytes and `1/p` blocks

@@ -251,9 +251,21 @@ fn live() -> MutexGuard<'static, Vec<usize>> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The most thread states live at once so far: a thread that exits publishes what
+/// it had not, so only threads recording at the same moment add to the error of the
+/// published live bytes.
+static MOST_LIVE: AtomicU64 = AtomicU64::new(0);
+
 /// Adds a new thread state to the live list.
 pub(crate) fn register(state: *mut ThreadState) {
-    live().push(state as usize);
+    let mut live = live();
+    live.push(state as usize);
+    MOST_LIVE.fetch_max(live.len() as u64, Relaxed);
+}
+
+/// The most threads recording at once so far.
+pub(crate) fn most_threads_at_once() -> u64 {
+    MOST_LIVE.load(Relaxed)
 }
 
 /// Forgets every live thread's latest block (`ThreadState::last_block`) when

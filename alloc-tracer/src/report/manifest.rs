@@ -58,7 +58,10 @@ pub fn build(
         sampled_count: c.total(|p| p.sampled),
         live_bytes_end: c.total(|p| p.bytes_allocated) as i64 - c.total(|p| p.bytes_freed) as i64,
         peak_live_bytes: live::peak_bytes(),
-        peak_live_bytes_error_bytes: c.threads * LIVE_PUBLISH_BYTES as u64,
+        // Threads that exited had published everything: only those recording at
+        // once can each hold back up to the publishing step.
+        peak_live_bytes_error_bytes: crate::registry::most_threads_at_once().min(c.threads)
+            * LIVE_PUBLISH_BYTES as u64,
         max_rss_bytes: snap.max_rss_bytes,
     };
     // The run ends where the snapshot read it, before symbolizing and writing.
