@@ -86,6 +86,8 @@ pub struct Info {
     pub heap_peak: Option<alloc_tracer_format::manifest::HeapPeak>,
     /// What the program said about its run (`alloc_tracer::label`).
     pub labels: std::collections::BTreeMap<String, String>,
+    /// The inner allocator as the program named it (`alloc_tracer::set_allocator_name`).
+    pub allocator: Option<String>,
 }
 
 /// Describes `report`.
@@ -144,5 +146,6 @@ pub fn info(report: &Report) -> Info {
         heap_interval: m.heap_interval,
         heap_peak: m.heap_peak.clone(),
         labels: m.labels.clone(),
+        allocator: m.allocator.clone(),
     }
 }

@@ -1968,10 +1968,13 @@ fn stacks_cut_short_are_said_wherever_sites_are_judged() {
     });
     let c = cut.to_str().unwrap();
     let r = fixture();
+    let svg = std::env::temp_dir().join(format!("analyzer-cut-{}.svg", std::process::id()));
     for args in [
         vec!["categories", c],
         vec!["cost", c],
         vec!["diff", r.to_str().unwrap(), c],
+        vec!["info", c],
+        vec!["flamegraph", c, "-o", svg.to_str().unwrap()],
     ] {
         let out = analyzer(&args);
         assert!(out.status.success(), "{args:?}: {out:?}");
@@ -1991,6 +1994,29 @@ fn stacks_cut_short_are_said_wherever_sites_are_judged() {
         "category and site limits need whole stacks",
     );
     let _ = std::fs::remove_dir_all(cut);
+    let _ = std::fs::remove_file(svg);
+}
+
+#[test]
+fn a_report_over_another_allocator_names_it_and_its_prices_say_whose_they_are() {
+    let dir = copy_fixture("system-allocator");
+    edit_manifest(&dir, |m| m["allocator"] = "system".into());
+    let d = dir.to_str().unwrap();
+    let out = analyzer(&["info", d]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\nallocator system "));
+    let out = analyzer(&["cost", d]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("ran over system: its prices are"),
+        "{stderr}"
+    );
+    // Over jemalloc, as the calibration: no word.
+    edit_manifest(&dir, |m| m["allocator"] = "jemalloc".into());
+    let out = analyzer(&["cost", d]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("ran over"));
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

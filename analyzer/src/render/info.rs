@@ -40,6 +40,12 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             i.stack_depth
         )?;
     }
+    if let Some(a) = &i.allocator {
+        writeln!(
+            out,
+            "allocator {a} (the inner allocator, as the program named it)"
+        )?;
+    }
     writeln!(out, "command   {}", i.command_line.join(" "))?;
     writeln!(
         out,

@@ -367,7 +367,8 @@ pub(crate) fn warn_of_setup(r: &report::Report) {
 }
 
 /// Says on standard error when `cal` was measured on another machine than the one
-/// `r` was taken on: its prices are that machine's.
+/// `r` was taken on, or over another allocator than the one `r` names: its prices are
+/// that machine's and that allocator's.
 pub(crate) fn warn_if_other_host(cal: &Calibration, r: &report::Report) {
     let host = r.host();
     if host != (cal.host.clone(), cal.cpu.clone()) {
@@ -375,6 +376,17 @@ pub(crate) fn warn_if_other_host(cal: &Calibration, r: &report::Report) {
             "analyzer: the calibration was measured on {} ({}), the report taken on {} ({}): \
              its prices are the calibration host's",
             cal.host, cal.cpu, host.0, host.1
+        );
+    }
+    if let Some(a) = &r.manifest.allocator
+        && !cal.allocator.to_lowercase().contains(&a.to_lowercase())
+    {
+        eprintln!(
+            "analyzer: the calibration measured {}, and {} ran over {a}: its prices are \
+             {}'s",
+            cal.allocator,
+            r.dir.display(),
+            cal.allocator
         );
     }
 }

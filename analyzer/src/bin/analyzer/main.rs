@@ -196,6 +196,7 @@ fn run(job: Job) -> Result<ExitCode> {
 impl InfoJob {
     fn run(self, out: &mut dyn Write) -> Result<()> {
         let r = report::load(&self.report)?;
+        cost_jobs::warn_of_setup(&r);
         Ok(render::info(out, &info::info(&r), self.format)?)
     }
 }
@@ -280,6 +281,7 @@ impl FlamegraphJob {
             (FlamegraphOf::Report(dir), FlameBy::Allocated(by)) => {
                 let r = report::load(dir)?;
                 let phase = r.check_phase(self.phase.as_deref())?;
+                cost_jobs::warn_of_setup(&r);
                 export::flamegraph(&r, by, phase, &mut svg)?;
             }
             (FlamegraphOf::Report(dir), FlameBy::Live(moment)) => {
@@ -288,6 +290,8 @@ impl FlamegraphJob {
             (FlamegraphOf::Diff { base, change }, FlameBy::Allocated(by)) => {
                 let (a, b) = (report::load(base)?, report::load(change)?);
                 cost_jobs::comparable(&a, &b, cost_jobs::Gates::default())?;
+                cost_jobs::warn_of_setup(&a);
+                cost_jobs::warn_of_setup(&b);
                 let phase = a.check_phase(self.phase.as_deref())?;
                 b.check_phase(phase)?;
                 export::flamegraph_diff(&a, &b, by, phase, &mut svg)?;
