@@ -44,7 +44,7 @@ pub const CALLERS: usize = 2;
 /// Whether a frame after a site's naming frame says where that frame was reached
 /// from: it is not plumbing, has a source file, is not in the naming frame's own file
 /// (so that a container's helpers, like LinearCombination's, do not hide who called
-/// it), and is not the C runtime's (`__libc_*`, or where a process or thread starts:
+/// it; [`callers`] falls back to that file's frames where no other is left), and is not the C runtime's (`__libc_*`, or where a process or thread starts:
 /// [`is_stack_root`], but for `main`, which names the program's own `main` too; the C
 /// runtime's has no source file).
 pub fn is_caller(function: &str, file: Option<&str>, naming_file: Option<&str>) -> bool {
@@ -87,13 +87,22 @@ pub fn callers<F: Frame>(frames: &[F], n: usize) -> String {
         return String::new();
     };
     let own = frames[pos].file();
-    frames[pos + 1..]
-        .iter()
-        .filter(|f| is_caller(f.function(), f.file(), own))
-        .take(n)
-        .map(at)
-        .collect::<Vec<_>>()
-        .join(" < ")
+    let outer = &frames[pos + 1..];
+    let shown = |naming_file| {
+        outer
+            .iter()
+            .filter(|f| is_caller(f.function(), f.file(), naming_file))
+            .take(n)
+            .map(at)
+            .collect::<Vec<_>>()
+    };
+    let mut callers = shown(own);
+    // A stack with no caller in another file (a program of one file) shows the
+    // nearest ones in the naming frame's own file, rather than none.
+    if callers.is_empty() {
+        callers = shown(None);
+    }
+    callers.join(" < ")
 }
 
 /// The name followed by up to `n` callers, all joined by ` < `: a site on one line.
@@ -458,6 +467,19 @@ mod tests {
         assert_eq!(
             name_with_callers(&frames, 2),
             "insert_or_update (lc.rs:108) < lc (boolean.rs:450) < {closure#3} (boolean.rs:451)"
+        );
+        // A program of one file: its callers are in the naming frame's file.
+        let main = "/home/u/app/src/main.rs";
+        let one_file = [
+            at("push<u8>", PUSH, 1),
+            at("temporaries", main, 22),
+            at("worker", main, 30),
+            at("{closure#0}", main, 37),
+            at("start_thread", "./nptl/pthread_create.c", 447),
+        ];
+        assert_eq!(
+            callers(&one_file, 2),
+            "worker (main.rs:30) < {closure#0} (main.rs:37)"
         );
     }
 
