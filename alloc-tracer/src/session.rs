@@ -48,52 +48,11 @@ fn in_dir(base: Option<&PathBuf>, path: &Path) -> PathBuf {
 
 /// [`write`] to a path already expanded.
 fn write_expanded(dir: PathBuf, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
-    let dir = crate::hot::thread::guarded(|| beside_a_concurrent_report(dir));
     let summary = report::write(&dir, incomplete)?;
     crate::hot::thread::guarded(|| {
         *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(same_file(&dir));
     });
     Ok(summary)
-}
-
-/// `dir`, or beside it when it holds the report of another process that ran alongside
-/// this one (written after this one's tracing started): a program this one ran, which
-/// inherited `ALLOC_TRACE_REPORT` without `%p`. Replacing it would lose that run's
-/// report without a word; this one goes to `DIR-PID` instead, and says so.
-fn beside_a_concurrent_report(dir: PathBuf) -> PathBuf {
-    #[derive(serde::Deserialize)]
-    struct Writer {
-        tool: Option<String>,
-        pid: Option<u32>,
-        end_unix_s: Option<f64>,
-    }
-    let Ok(text) = std::fs::read(dir.join(alloc_tracer_format::schema::MANIFEST)) else {
-        return dir;
-    };
-    let Ok(w) = serde_json::from_slice::<Writer>(&text) else {
-        return dir;
-    };
-    let me = std::process::id();
-    let elapsed_s =
-        crate::hot::clock::now_ns().saturating_sub(crate::hot::clock::start_ns()) as f64 / 1e9;
-    let started = crate::hot::clock::unix_seconds() - elapsed_s;
-    let alongside = w.tool.as_deref() == Some(alloc_tracer_format::manifest::TOOL)
-        && w.pid.is_some_and(|p| p != me)
-        && w.end_unix_s.is_some_and(|end| end > started);
-    if !alongside {
-        return dir;
-    }
-    let mut name = dir.file_name().unwrap_or_default().to_owned();
-    name.push(format!("-{me}"));
-    let beside = dir.with_file_name(name);
-    say(&format!(
-        "alloc-tracer: {} holds the report of process {}, which ran alongside this one; \
-         this one's goes to {} (put %p in the path for one per process)\n",
-        dir.display(),
-        w.pid.unwrap_or(0),
-        beside.display()
-    ));
-    beside
 }
 
 /// Fails when `dir` (`%p` and `%t` expanded) is neither absent, nor an empty folder,

@@ -143,6 +143,14 @@ fn a_destination_the_report_cannot_go_to_is_named_at_the_start() {
         stderr.contains("plain: not a folder, and the report would go inside it"),
         "{stderr}"
     );
+    // A path that names no folder.
+    let out = child(
+        "idle",
+        &file.parent().unwrap().join("x/.."),
+        &[("ALLOC_TRACE", "count")],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("names no folder to write"), "{stderr}");
     // A good destination: no word at the start.
     let good = common::scratch("exit-early-good").join("report");
     let out = child("idle", &good, &[("ALLOC_TRACE", "count")]);
@@ -181,46 +189,46 @@ fn a_session_names_a_destination_it_cannot_write_when_made() {
 }
 
 #[test]
-fn a_report_another_process_wrote_during_the_run_is_not_replaced() {
+fn a_report_another_process_wrote_during_the_run_is_moved_aside_not_replaced() {
     // As a program the child ran would leave it (its `ALLOC_TRACE_REPORT` inherited,
     // no %p): another pid, ended after the child started.
     let dir = common::scratch("exit-concurrent").join("report");
     std::fs::create_dir_all(&dir).unwrap();
-    let manifest = |end: f64| {
-        format!(r#"{{"tool": "alloc-tracer", "pid": 1, "end_unix_s": {end}, "schema_version": 1}}"#)
+    let manifest = |start: f64, end: f64| {
+        format!(
+            r#"{{"tool": "alloc-tracer", "pid": 1, "start_unix_s": {start}, "end_unix_s": {end}, "schema_version": 1}}"#
+        )
     };
     let later = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs_f64()
         + 3600.0;
-    std::fs::write(dir.join("manifest.json"), manifest(later)).unwrap();
+    let theirs = manifest(later - 1.0, later);
+    std::fs::write(dir.join("manifest.json"), &theirs).unwrap();
     let out = child("apply", &dir, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("holds the report of process 1, which ran alongside this one"),
+        stderr.contains("held the report of process 1, written while this one ran: moved to"),
         "{stderr}"
     );
-    let kept = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
-    assert_eq!(kept, manifest(later));
-    let beside: Vec<_> = std::fs::read_dir(dir.parent().unwrap())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.starts_with("report-"))
-        .collect();
-    assert_eq!(beside.len(), 1, "{beside:?}");
-    assert!(
-        dir.with_file_name(&beside[0])
-            .join("manifest.json")
-            .exists()
+    let aside = dir.with_file_name("report-1");
+    assert_eq!(
+        std::fs::read_to_string(aside.join("manifest.json")).unwrap(),
+        theirs
     );
+    let ours: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(ours["mode"], "count");
     // One from a run that ended before this one began is replaced as ever.
-    std::fs::write(dir.join("manifest.json"), manifest(1.0)).unwrap();
+    let old = manifest(1.0, 2.0);
+    std::fs::write(dir.join("manifest.json"), &old).unwrap();
     let out = child("apply", &dir, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("alongside"), "{stderr}");
+    assert!(!stderr.contains("moved to"), "{stderr}");
     assert_ne!(
         std::fs::read_to_string(dir.join("manifest.json")).unwrap(),
-        manifest(1.0)
+        old
     );
+    assert!(!dir.with_file_name("report-1-1").exists());
 }

@@ -35,8 +35,8 @@ pub fn site_name(frames: &[FrameRow]) -> String {
 }
 
 /// Where the naming frame was reached from: up to `n` of the next frames outside the
-/// allocator, std, the naming frame's own file and the C runtime, innermost first,
-/// joined by ` < `.
+/// allocator, std, the naming frame's own file (unless no other file has one) and
+/// the C runtime, innermost first, joined by ` < `.
 pub fn callers(frames: &[FrameRow], n: usize) -> String {
     site::callers(frames, n)
 }

@@ -2015,6 +2015,7 @@ fn a_report_over_another_allocator_names_it_and_its_prices_say_whose_they_are() 
     // Over jemalloc, as the calibration: no word.
     edit_manifest(&dir, |m| m["allocator"] = "jemalloc".into());
     let out = analyzer(&["cost", d]);
+    assert!(out.status.success(), "{out:?}");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("ran over"));
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -52,6 +52,7 @@ impl Staging {
         };
         std::fs::create_dir_all(&parent).map_err(io(&parent))?;
         let lock = lock_folder(&parent)?;
+        set_aside_if_concurrent(dir)?;
         check_replaceable(dir)?;
         let name = dir
             .file_name()
@@ -273,20 +274,105 @@ fn remove_left_by_the_dead(parent: &Path, name: &str) {
     }
 }
 
-/// Refuses `dir` unless it is absent, an empty folder, or a report folder that
-/// alloc-tracer wrote and that holds only report files.
+/// Moves aside, to `DIR-PID`, the report at `dir` when another process wrote it while
+/// this one's tracing ran (a program this one ran, which inherited
+/// `ALLOC_TRACE_REPORT` without `%p`; or another run sharing the path): replacing it
+/// would lose that run's report without a word. The report this process writes then
+/// takes `dir`, as the last writer's always did. A report of the same traced run (a
+/// forked child's, which counts the parent's start) is not another's. Called under
+/// the parent folder's lock, so that two writers cannot both miss each other.
+fn set_aside_if_concurrent(dir: &Path) -> Result<(), Error> {
+    #[derive(serde::Deserialize)]
+    struct Writer {
+        tool: Option<String>,
+        pid: Option<u32>,
+        start_unix_s: Option<f64>,
+        end_unix_s: Option<f64>,
+    }
+    let Ok(text) = std::fs::read(dir.join(schema::MANIFEST)) else {
+        return Ok(());
+    };
+    let Ok(w) = serde_json::from_slice::<Writer>(&text) else {
+        return Ok(());
+    };
+    let (Some(pid), Some(start), Some(end)) = (w.pid, w.start_unix_s, w.end_unix_s) else {
+        return Ok(());
+    };
+    let elapsed_s =
+        crate::hot::clock::now_ns().saturating_sub(crate::hot::clock::start_ns()) as f64 / 1e9;
+    let started = crate::hot::clock::unix_seconds() - elapsed_s;
+    let another = w.tool.as_deref() == Some(TOOL)
+        && pid != std::process::id()
+        && end > started
+        && (start - started).abs() > 0.01;
+    if !another || check_replaceable(dir).is_err() {
+        return Ok(());
+    }
+    let name = dir
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    for n in 0..10 {
+        let suffix = if n == 0 {
+            format!("-{pid}")
+        } else {
+            format!("-{pid}-{n}")
+        };
+        let aside = dir.with_file_name(format!("{name}{suffix}"));
+        let moved = match rename2(dir, &aside, libc::RENAME_NOREPLACE) {
+            Err(e) if unsupported(&e) => {
+                // Without that rename, look first: under the lock no writer of ours
+                // makes the name meanwhile.
+                if std::fs::symlink_metadata(&aside).is_ok() {
+                    continue;
+                }
+                std::fs::rename(dir, &aside)
+            }
+            other => other,
+        };
+        match moved {
+            Ok(()) => {
+                let line = format!(
+                    "alloc-tracer: {} held the report of process {pid}, written while this \
+                     one ran: moved to {} (put %p in the path for one per process)\n",
+                    dir.display(),
+                    aside.display()
+                );
+                // SAFETY: writes a live buffer of its length to fd 2.
+                unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+                return Ok(());
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
+            Err(e) => return Err(io(dir)(e)),
+        }
+    }
+    Err(Error::NotReplaced {
+        path: dir.to_owned(),
+        why: format!("holds the report of process {pid}, written while this one ran"),
+    })
+}
+
 /// Fails when a report could not be written at `dir` as things stand: its folder
 /// (or, not made yet, the nearest folder above it that exists) not writable, a
 /// read-only filesystem included, or [`check_replaceable`] failing. For the checks
 /// before a run; writing checks again.
 pub fn check_destination(dir: &Path) -> Result<(), Error> {
+    // `x/..` or `/`: no folder of that name can be made.
+    if dir.file_name().is_none() {
+        return Err(Error::NotReplaced {
+            path: dir.to_owned(),
+            why: "names no folder to write (it ends in `..` or is a root)".into(),
+        });
+    }
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    // `symlink_metadata`: a dangling link is in the way, not absent.
     if let Some(existing) = parent
         .ancestors()
-        .find(|a| a.as_os_str().is_empty() || a.exists())
+        .find(|a| a.as_os_str().is_empty() || std::fs::symlink_metadata(a).is_ok())
     {
         let existing = if existing.as_os_str().is_empty() {
             Path::new(".")

@@ -4,7 +4,7 @@
 use super::snapshot::Snapshot;
 use crate::config::Mode;
 use crate::hot::control::MAX_PHASES;
-use crate::hot::live::{self, LIVE_PUBLISH_BYTES};
+use crate::hot::live::LIVE_PUBLISH_BYTES;
 use crate::hot::log_linear::{self, SIZE_SUB_BITS};
 use crate::registry::Counts;
 use alloc_tracer_format::manifest::{
@@ -57,11 +57,10 @@ pub fn build(
         temporary_count: c.total(|p| p.temporaries) * weight,
         sampled_count: c.total(|p| p.sampled),
         live_bytes_end: c.total(|p| p.bytes_allocated) as i64 - c.total(|p| p.bytes_freed) as i64,
-        peak_live_bytes: live::peak_bytes(),
+        peak_live_bytes: snap.peak_live_bytes,
         // Threads that exited had published everything: only those recording at
         // once can each hold back up to the publishing step.
-        peak_live_bytes_error_bytes: crate::registry::most_threads_at_once().min(c.threads)
-            * LIVE_PUBLISH_BYTES as u64,
+        peak_live_bytes_error_bytes: snap.most_threads * LIVE_PUBLISH_BYTES as u64,
         max_rss_bytes: snap.max_rss_bytes,
     };
     // The run ends where the snapshot read it, before symbolizing and writing.

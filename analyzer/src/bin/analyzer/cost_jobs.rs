@@ -276,6 +276,11 @@ impl DiffJob {
         };
         if let Some(cal) = &cal {
             warn_if_other_host(cal, &b);
+            // The base is priced with it too: over another allocator (a comparison
+            // of allocators), its prices are the calibration's allocator's.
+            if a.manifest.allocator != b.manifest.allocator {
+                warn_if_other_host(cal, &a);
+            }
             warn_of_speeds(&a, &b);
         }
         if a.host() != b.host() {
