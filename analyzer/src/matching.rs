@@ -21,42 +21,49 @@ pub trait Matched: Default {
 /// [`LOOSE_PREFIX`] key on each side, the sites under that loose key summed. Keys
 /// with no partner stay, on their side alone.
 pub fn pair_up<T: Matched>(
-    a: BTreeMap<String, T>,
-    b: BTreeMap<String, T>,
+    mut a: BTreeMap<String, T>,
+    mut b: BTreeMap<String, T>,
 ) -> (BTreeMap<String, T>, BTreeMap<String, T>, usize) {
-    let (mut x, mut y) = (BTreeMap::new(), BTreeMap::new());
-    let (mut left_a, mut left_b): (BTreeMap<String, T>, BTreeMap<String, T>) = Default::default();
-    for (k, acc) in a {
-        if !b.contains_key(&k) {
-            left_a
-                .entry(acc.loose().to_owned())
-                .or_default()
-                .merge(&acc);
+    let by_loose = pair_leftovers(&mut a, &mut b, LOOSE_PREFIX, |t| t.loose().to_owned());
+    (a, b, by_loose)
+}
+
+/// Among the keys one side has and the other lacks, pairs those whose `group` reads
+/// the same on both sides: each such group becomes one `prefix` + group key on each
+/// side, its sites summed. Returns how many groups paired.
+pub fn pair_leftovers<T: Matched>(
+    x: &mut BTreeMap<String, T>,
+    y: &mut BTreeMap<String, T>,
+    prefix: &str,
+    group: impl Fn(&T) -> String,
+) -> usize {
+    let left = |from: &BTreeMap<String, T>, other: &BTreeMap<String, T>| {
+        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (k, v) in from.iter().filter(|(k, _)| !other.contains_key(*k)) {
+            groups.entry(group(v)).or_default().push(k.clone());
         }
-        x.insert(k, acc);
-    }
-    for (k, acc) in b {
-        if !x.contains_key(&k) {
-            left_b
-                .entry(acc.loose().to_owned())
-                .or_default()
-                .merge(&acc);
+        groups
+    };
+    let (gx, gy) = (left(x, y), left(y, x));
+    let take = |side: &mut BTreeMap<String, T>, keys: &[String]| {
+        let mut sum = T::default();
+        for v in keys.iter().filter_map(|k| side.remove(k)) {
+            sum.merge(&v);
         }
-        y.insert(k, acc);
+        sum
+    };
+    let mut paired = 0;
+    for (name, keys_x) in gx {
+        let Some(keys_y) = gy.get(&name) else {
+            continue;
+        };
+        let key = format!("{prefix}{name}");
+        let (sx, sy) = (take(x, &keys_x), take(y, keys_y));
+        x.insert(key.clone(), sx);
+        y.insert(key, sy);
+        paired += 1;
     }
-    let mut by_loose = 0;
-    for (loose, acc_a) in left_a {
-        if let Some(acc_b) = left_b.remove(&loose) {
-            // Replace the unmatched whole-stack entries by one entry per side.
-            x.retain(|k, v| y.contains_key(k) || v.loose() != loose);
-            y.retain(|k, v| x.contains_key(k) || v.loose() != loose);
-            let key = format!("{LOOSE_PREFIX}{loose}");
-            x.insert(key.clone(), acc_a);
-            y.insert(key, acc_b);
-            by_loose += 1;
-        }
-    }
-    (x, y, by_loose)
+    paired
 }
 
 #[cfg(test)]

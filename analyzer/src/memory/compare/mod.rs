@@ -1,14 +1,19 @@
 //! `peak --base` and `leaks --base`: what holds memory at one moment in two reports
 //! (a baseline and a changed build), categories and sites side by side, by how much
 //! their estimated live bytes changed. Sites are matched as `diff` matches them
-//! ([`crate::matching`]). Heap sampling's estimates carry an error, so every change
+//! ([`crate::matching`]), then what is left by the frame that names them: a vector
+//! grown by doubling is charged to whichever caller grew it last. Heap sampling's
+//! estimates carry an error, so every change
 //! comes with its standard error, and a change within two of them is marked as one
 //! sampling alone could make.
 
 pub mod render;
 
 use super::{Held, HeldSite};
-use crate::matching::{LOOSE_PREFIX, Matched, pair_up};
+use crate::matching::{LOOSE_PREFIX, Matched, pair_leftovers, pair_up};
+
+/// The prefix of keys matched by their naming frame alone (see [`compare`]).
+const NAME_PREFIX: &str = "(name only)\n";
 use crate::naming::{self, loose_key, stack_key};
 use crate::rank::frames_of;
 use crate::report::Report;
@@ -111,8 +116,8 @@ pub struct SiteChange {
     pub distinction: String,
     /// The first category whose rules claim it.
     pub category: String,
-    /// How the two sides were matched: `stack`, `lines ignored`, `base only` or
-    /// `change only`.
+    /// How the two sides were matched: `stack`, `lines ignored`, `name only` (the
+    /// naming frame, callers aside), `base only` or `change only`.
     pub matched: String,
     /// Its live bytes in each report.
     #[serde(flatten)]
@@ -202,10 +207,15 @@ pub fn compare(
     change: &Held,
     limit: usize,
 ) -> HeldChange {
-    let (a, b, _) = pair_up(
+    let (mut a, mut b, _) = pair_up(
         by_key(base_report, &base.sites),
         by_key(change_report, &change.sites),
     );
+    // Live memory is charged to the stack of the allocation that made the block:
+    // for a vector grown by doubling, the push that last grew it, which a patch
+    // reordering the gadgets moves to another caller with no byte changed. What is
+    // left unmatched pairs by the naming frame alone (`alloc (mod.rs:110)`).
+    pair_leftovers(&mut a, &mut b, NAME_PREFIX, |s| s.name.clone());
     let matched_share = |side: &BTreeMap<String, Acc>, other: &BTreeMap<String, Acc>| {
         let all: u64 = side.values().map(|s| s.bytes).sum();
         let matched: u64 = side
@@ -228,6 +238,7 @@ pub fn compare(
             let named = y.or(x).expect("a key of either side");
             let matched = match (x, y) {
                 (Some(_), Some(_)) if key.starts_with(LOOSE_PREFIX) => "lines ignored",
+                (Some(_), Some(_)) if key.starts_with(NAME_PREFIX) => "name only",
                 (Some(_), Some(_)) => "stack",
                 (Some(_), None) => "base only",
                 _ => "change only",
@@ -419,6 +430,48 @@ mod tests {
         // Matched: all but `gone` of the base's 13 MiB; all but `new` of the change's.
         assert!((c.base.matched_share - 11.0 / 13.0).abs() < 1e-12);
         assert!((c.change.matched_share - 13.0 / 13.0625).abs() < 1e-12);
+    }
+
+    #[test]
+    fn what_is_left_pairs_by_the_naming_frame() {
+        // One vector, grown last from another caller in the change.
+        let side = |caller: &str| {
+            let mut r = Report::default();
+            for (i, (function, file, line)) in [
+                (
+                    "alloc<S>",
+                    "/r/bellperson-0.27.0/src/groth16/prover/mod.rs",
+                    110,
+                ),
+                (caller, "/r/bellperson-0.27.0/src/gadgets/multieq.rs", 83),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                r.frames.push(FrameRow {
+                    site_id: 7,
+                    frame_index: i as u32,
+                    stack_index: i as u32,
+                    ..FrameRow::test(function, file, Some(line))
+                });
+            }
+            let h = Held {
+                sites: vec![HeldSite {
+                    site_id: 7,
+                    name: "alloc (mod.rs:110)".into(),
+                    live_bytes: 4 << 20,
+                    ..HeldSite::default()
+                }],
+                ..Held::default()
+            };
+            (r, h)
+        };
+        let ((ra, a), (rb, b)) = (side("enforce<S>"), side("xor_vars<S>"));
+        let c = compare(&ra, &a, &rb, &b, 10);
+        assert_eq!(c.sites.len(), 1);
+        assert_eq!(c.sites[0].matched, "name only");
+        assert_eq!(c.sites[0].change.delta_bytes, 0);
+        assert_eq!(c.base.matched_share, 1.0);
     }
 
     #[test]

@@ -155,8 +155,7 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
     if c.base.matched_share.min(c.change.matched_share) < crate::diff::LOW_MATCH_SHARE {
         writeln!(
             out,
-            "(a fifth or more of the bytes sit in sites only one report has: a patch that moves where the \
-             prover's vectors last grow moves their bytes to other stacks; compare the \
+            "(a fifth or more of the bytes sit in sites only one report has: compare the \
              categories)"
         )?;
     }
