@@ -29,7 +29,8 @@ pub struct Measured {
     pub bytes: u64,
     /// Size-class bytes of allocations and reallocs.
     pub bytes_allocated: u64,
-    /// Size-class bytes freed.
+    /// Size-class bytes freed: by `dealloc`, and the old blocks a `realloc` let go
+    /// (so they can be above 0 with `frees` at 0).
     pub bytes_freed: u64,
     /// Blocks freed before the thread's next allocation: exact in `sites` mode, the
     /// sampled ones in `sample:N`, none counted in `count` mode.
