@@ -1882,6 +1882,17 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
         assert!(stderr.contains("over budget"), "{args:?}: {stderr}");
+        // Nor does one reading both (`2>&1 | head -1`): both pipes closed, exit 1.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_analyzer"))
+            .args(&args)
+            .env("ALLOC_PROFILER_CALIBRATION", calibration())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        assert_eq!(child.wait().unwrap().code(), Some(1), "{args:?}");
     }
 
     // The conditions that held are in the JSON too, for programs.
