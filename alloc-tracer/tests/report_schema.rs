@@ -198,6 +198,12 @@ fn report_matches_the_documented_schema() {
         rss.iter().all(|&b| b <= max_rss + (16 << 20)),
         "{rss:?} above {max_rss}"
     );
+    // And at the report's moment, in the manifest: `still_live`'s process.
+    let end = manifest["totals"]["rss_bytes_end"].as_u64().unwrap();
+    assert!(
+        end >= 1 << 20 && end <= max_rss + (16 << 20),
+        "rss_bytes_end {end}"
+    );
 
     // Writing again replaces the report; a directory that is not a report is refused.
     alloc_tracer::write_report(&dir).unwrap();

@@ -129,6 +129,11 @@ pub struct Totals {
     /// and in reports written before it existed.
     #[serde(default)]
     pub max_rss_bytes: u64,
+    /// The process's resident set size when the report was taken, before its own
+    /// work: what `heap_end.parquet`'s moment held. 0 where unknown, and in reports
+    /// written before it existed.
+    #[serde(default)]
+    pub rss_bytes_end: u64,
 }
 
 /// Percentiles of requested sizes, from the requested-size histogram.

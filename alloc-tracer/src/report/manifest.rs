@@ -62,6 +62,7 @@ pub fn build(
         // once can each hold back up to the publishing step.
         peak_live_bytes_error_bytes: snap.most_threads * LIVE_PUBLISH_BYTES as u64,
         max_rss_bytes: snap.max_rss_bytes,
+        rss_bytes_end: snap.rss_bytes,
     };
     // The run ends where the snapshot read it, before symbolizing and writing.
     let end_unix = snap.taken_unix_s;

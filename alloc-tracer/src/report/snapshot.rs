@@ -45,6 +45,8 @@ pub struct Snapshot {
     /// report's own work: symbolizing a small program's stacks can take more memory
     /// than the program did.
     pub max_rss_bytes: u64,
+    /// The process's resident set size then.
+    pub rss_bytes: u64,
     /// The highest published live bytes then, and the most threads that had
     /// recorded at once (its error bound), read with the counts.
     pub peak_live_bytes: i64,
@@ -61,6 +63,7 @@ impl Snapshot {
             let taken_ns = crate::hot::clock::now_ns();
             let taken_unix_s = crate::hot::clock::unix_seconds();
             let max_rss_bytes = crate::rss::peak_bytes();
+            let rss_bytes = crate::rss::current_bytes();
             let peak_live_bytes = crate::hot::live::peak_bytes();
             let most_threads = crate::registry::most_threads_at_once();
             let settings = Settings::current();
@@ -110,6 +113,7 @@ impl Snapshot {
                 taken_ns,
                 taken_unix_s,
                 max_rss_bytes,
+                rss_bytes,
                 peak_live_bytes,
                 most_threads,
             }

@@ -214,10 +214,14 @@ pub struct Held {
     /// The process's highest resident set size (`max_rss_bytes`; the peak moment
     /// only, and 0 where the report does not have it).
     pub max_rss_bytes: u64,
-    /// The process's resident set size at the timeline's point nearest the moment
-    /// (the kept peak's time; at the end, the last point): 0 where the timeline has
-    /// none (off, or a report written before it sampled resident memory).
+    /// The process's resident set size at the moment: at the kept peak, the
+    /// timeline's nearest point (its time in `rss_time_s`); at the end, when the
+    /// report was taken (`totals.rss_bytes_end`). 0 where unknown (no timeline, or a
+    /// report written before the tracer sampled resident memory).
     pub rss_bytes: u64,
+    /// When `rss_bytes` was sampled, in seconds after tracing started (the kept
+    /// peak's timeline point; `None` at the end, where it is the report's moment).
+    pub rss_time_s: Option<f64>,
     /// When, in seconds after tracing started (the kept peak only).
     pub time_s: Option<f64>,
     /// The phase in force then (the kept peak only).
@@ -391,6 +395,10 @@ pub fn held(
         s.rank = i + 1;
         s.distinction = d;
     }
+    let rss = match moment {
+        Moment::Peak => rss_near(memory, m.heap_peak.as_ref().map(|p| p.time_ns)),
+        Moment::End => (m.totals.rss_bytes_end, None),
+    };
     Held {
         moment: match moment {
             Moment::Peak => "peak",
@@ -404,7 +412,8 @@ pub fn held(
         } else {
             0
         },
-        rss_bytes: rss_near(memory, moment, m.heap_peak.as_ref().map(|p| p.time_ns)),
+        rss_bytes: rss.0,
+        rss_time_s: rss.1,
         time_s,
         phase: at_phase,
         heap_interval: m.heap_interval,
@@ -416,16 +425,14 @@ pub fn held(
     }
 }
 
-/// Resident memory at the timeline's point nearest `moment`: the kept peak's time
-/// (none kept: 0), or the last point at the end. 0 where the points hold none.
-fn rss_near(memory: &Memory, moment: Moment, peak_ns: Option<u64>) -> u64 {
-    let point = match moment {
-        Moment::Peak => {
-            peak_ns.and_then(|t| memory.timeline.iter().min_by_key(|p| p.time_ns.abs_diff(t)))
-        }
-        Moment::End => memory.timeline.last(),
-    };
-    point.map_or(0, |p| p.rss_bytes)
+/// Resident memory at the timeline's point nearest the kept peak, and that point's
+/// time in seconds: (0, None) with no peak kept or no point, 0 where the point holds
+/// none.
+fn rss_near(memory: &Memory, peak_ns: Option<u64>) -> (u64, Option<f64>) {
+    peak_ns
+        .and_then(|t| memory.timeline.iter().min_by_key(|p| p.time_ns.abs_diff(t)))
+        .filter(|p| p.rss_bytes > 0)
+        .map_or((0, None), |p| (p.rss_bytes, Some(p.time_ns as f64 / 1e9)))
 }
 
 /// Folded stacks weighted by live bytes at `moment` (for `flamegraph` and `export
@@ -523,13 +530,12 @@ mod tests {
             timeline: vec![point(0, 10), point(10, 20), point(20, 30), point(30, 25)],
             ..Default::default()
         };
-        assert_eq!(rss_near(&memory, Moment::Peak, Some(12_000_000)), 20 << 20);
-        assert_eq!(rss_near(&memory, Moment::Peak, Some(17_000_000)), 30 << 20);
-        assert_eq!(rss_near(&memory, Moment::Peak, Some(99_000_000)), 25 << 20);
+        assert_eq!(rss_near(&memory, Some(12_000_000)), (20 << 20, Some(0.01)));
+        assert_eq!(rss_near(&memory, Some(17_000_000)), (30 << 20, Some(0.02)));
+        assert_eq!(rss_near(&memory, Some(99_000_000)), (25 << 20, Some(0.03)));
         // No peak kept, or no timeline: unknown.
-        assert_eq!(rss_near(&memory, Moment::Peak, None), 0);
-        assert_eq!(rss_near(&Memory::default(), Moment::End, None), 0);
-        assert_eq!(rss_near(&memory, Moment::End, None), 25 << 20);
+        assert_eq!(rss_near(&memory, None), (0, None));
+        assert_eq!(rss_near(&Memory::default(), Some(12_000_000)), (0, None));
     }
 
     #[test]

@@ -123,16 +123,18 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         )?;
     }
     if h.rss_bytes > 0 {
-        let when = if h.moment == "peak" {
-            "at the kept peak"
-        } else {
-            "at the end"
+        let when = match h.rss_time_s {
+            Some(t) => format!(
+                "near the kept peak: {} (the timeline's point at {})",
+                bytes(h.rss_bytes as f64),
+                crate::render::seconds(t)
+            ),
+            None => format!(
+                "at the end: {} (when the report was taken)",
+                bytes(h.rss_bytes as f64)
+            ),
         };
-        writeln!(
-            out,
-            "resident memory {when}: {} (the timeline's nearest point)",
-            bytes(h.rss_bytes as f64)
-        )?;
+        writeln!(out, "resident memory {when}")?;
     }
     if h.max_rss_bytes > 0 {
         writeln!(
@@ -280,7 +282,7 @@ mod tests {
         .unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
-            text.contains("resident memory at the end: 3.0 MiB"),
+            text.contains("resident memory at the end: 3.0 MiB (when the report was taken)"),
             "{text}"
         );
         // Sampled blocks live, none of them in the phase asked for.

@@ -26,8 +26,10 @@ pub struct HeldSide {
     pub live_bytes: Option<i64>,
     /// The run's highest live bytes (the peak only).
     pub run_peak_live_bytes: Option<i64>,
-    /// Resident memory at the timeline's nearest point (0: unknown).
+    /// Resident memory at the moment (see [`Held::rss_bytes`]; 0: unknown).
     pub rss_bytes: u64,
+    /// The process's peak resident set size (the peak moment only; 0: unknown).
+    pub max_rss_bytes: u64,
     /// When the kept peak was, in seconds after tracing started.
     pub time_s: Option<f64>,
     /// Its phase.
@@ -52,6 +54,7 @@ impl From<&Held> for HeldSide {
             live_bytes: h.live_bytes,
             run_peak_live_bytes: h.run_peak_live_bytes,
             rss_bytes: h.rss_bytes,
+            max_rss_bytes: h.max_rss_bytes,
             time_s: h.time_s,
             phase: h.phase.clone(),
             heap_interval: h.heap_interval,

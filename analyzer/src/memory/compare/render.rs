@@ -108,10 +108,23 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
     if let (Some(a), Some(b)) = (c.base.run_peak_live_bytes, c.change.run_peak_live_bytes) {
         writeln!(
             out,
-            "the runs' highest live bytes: {} -> {} ({})",
+            "the runs' highest live bytes: {} -> {} ({}, each within 256 KiB a thread \
+             recording at once)",
             bytes(a as f64),
             bytes(b as f64),
             signed(b.saturating_sub(a))
+        )?;
+    }
+    if let (a, b) = (c.base.max_rss_bytes, c.change.max_rss_bytes)
+        && a > 0
+        && b > 0
+    {
+        writeln!(
+            out,
+            "the processes' peak resident memory: {} -> {} ({})",
+            bytes(a as f64),
+            bytes(b as f64),
+            signed(crate::diff::delta(a, b))
         )?;
     }
     for (name, s) in [("base", &c.base), ("change", &c.change)] {
@@ -122,12 +135,18 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
             );
         }
     }
+    if c.base.estimated_bytes_all_phases == 0 && c.change.estimated_bytes_all_phases == 0 {
+        return writeln!(
+            out,
+            "no sampled block was live then in either run: nothing to compare by site"
+        );
+    }
     writeln!(
         out,
         "heap sampling's estimates: {} -> {} ({}, ± {} at one standard error)",
         bytes(c.estimated.base_bytes as f64),
         bytes(c.estimated.change_bytes as f64),
-        signed(c.estimated.delta_bytes),
+        delta(&c.estimated),
         bytes(c.estimated.delta_se as f64)
     )?;
     if [&c.base, &c.change]
@@ -243,6 +262,7 @@ mod tests {
                 live_bytes: Some(100 << 20),
                 heap_interval: 1 << 20,
                 estimated_bytes: 100 << 20,
+                estimated_bytes_all_phases: 100 << 20,
                 ..HeldSide::default()
             },
             change: HeldSide {
@@ -250,6 +270,7 @@ mod tests {
                 rss_bytes: 90 << 20,
                 heap_interval: 1 << 20,
                 estimated_bytes: 164 << 20,
+                estimated_bytes_all_phases: 164 << 20,
                 ..HeldSide::default()
             },
             estimated: Change::new(100 << 20, 164 << 20, 0.0, 0.0),
@@ -294,5 +315,26 @@ mod tests {
         assert!(text.contains("~+1.0 MiB"), "{text}");
         assert!(text.contains("lc (lc.rs:9) {other}\n"), "{text}");
         assert!(text.contains("3 more sites, -1.0 MiB in all"), "{text}");
+        // Nothing sampled live on either side: said, not an empty table.
+        let none = HeldChange {
+            moment: "end".into(),
+            base: HeldSide {
+                heap_interval: 1 << 20,
+                ..HeldSide::default()
+            },
+            change: HeldSide {
+                heap_interval: 1 << 20,
+                ..HeldSide::default()
+            },
+            ..HeldChange::default()
+        };
+        let mut out = Vec::new();
+        table(&mut out, &none).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("no sampled block was live then in either run"),
+            "{text}"
+        );
+        assert!(!text.contains("category"), "{text}");
     }
 }
