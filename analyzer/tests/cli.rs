@@ -262,6 +262,22 @@ fn peak_against_a_base_report() {
     // A phase one report lacks is refused.
     let out = analyzer(&["peak", r, "--base", r, "--phase", "nonesuch"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // Another circuit: compared, with a word.
+    let larger = copy_report(&memory_fixture(), "peak-base-rows");
+    edit_manifest(&larger, |m| m["labels"]["rows"] = "2687961".into());
+    let small = copy_report(&memory_fixture(), "peak-base-rows-small");
+    edit_manifest(&small, |m| m["labels"]["rows"] = "106144".into());
+    let out = analyzer(&[
+        "peak",
+        larger.to_str().unwrap(),
+        "--base",
+        small.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("circuits of different sizes"), "{stderr}");
+    let _ = std::fs::remove_dir_all(larger);
+    let _ = std::fs::remove_dir_all(small);
 }
 
 #[test]
@@ -693,10 +709,15 @@ fn user_rules_claim_sites() {
 }
 
 fn copy_fixture(name: &str) -> PathBuf {
+    copy_report(&fixture(), name)
+}
+
+/// A copy of the report at `from`, named after `name` and this process.
+fn copy_report(from: &Path, name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("analyzer-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    for e in std::fs::read_dir(fixture()).unwrap() {
+    for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
     }

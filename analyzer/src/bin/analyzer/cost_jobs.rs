@@ -119,7 +119,8 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
             anyhow::bail!(
                 "--fail-if compares like with like, and the reports were written in \
                  different modes ({} and {}): their temporaries and costs are estimated \
-                 differently",
+                 differently, and the tracer's own memory, part of resident memory, \
+                 differs by mode",
                 ma.mode,
                 mb.mode
             );
@@ -156,13 +157,22 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
             ma.mode, mb.mode
         );
     }
-    if let Some((ra, rb)) = rows {
+    warn_if_other_circuits(a, b);
+    Ok(())
+}
+
+/// Says on standard error when two reports are of circuits of different sizes (the
+/// driver's `rows` label): their differences are not a patch's alone.
+pub(crate) fn warn_if_other_circuits(a: &report::Report, b: &report::Report) {
+    let (ra, rb) = (a.manifest.labels.get("rows"), b.manifest.labels.get("rows"));
+    if let (Some(ra), Some(rb)) = (ra, rb)
+        && ra != rb
+    {
         eprintln!(
             "analyzer: the reports are of circuits of different sizes (rows {ra} and \
              {rb}): their differences are not a patch's alone"
         );
     }
-    Ok(())
 }
 
 /// Says on standard error when two runs that allocated about alike (within

@@ -49,6 +49,7 @@ impl HeldJob {
             }
             None => None,
         };
+        crate::cost_jobs::warn_if_other_circuits(&a, &b);
         let (ma, mb) = (memory::load(&a)?, memory::load(&b)?);
         let ha = memory::held(&a, &ma, self.moment, &rules, phase, usize::MAX);
         let hb = memory::held(&b, &mb, self.moment, &rules, phase, usize::MAX);
