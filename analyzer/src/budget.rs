@@ -556,7 +556,7 @@ pub struct Failed {
 }
 
 impl fmt::Display for Failed {
-    /// One line: `allocs>+1%: 1000 -> 1200 (+20.0%)`; costs in milliseconds.
+    /// One line: `allocs>+1%: 1000 -> 1200 (+200, +20.0%)`; costs in milliseconds.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let show = |x: f64| match self.metric {
             Metric::Cost => format!("{:.3} ms", x * 1e3),
@@ -564,24 +564,36 @@ impl fmt::Display for Failed {
                 figure(x)
             }
         };
+        let growth = self.change - self.base;
+        let sign = if growth >= 0.0 { "+" } else { "" };
         write!(
             f,
-            "{}: {} -> {}",
+            "{}: {} -> {} ({sign}{}",
             self.condition,
             show(self.base),
-            show(self.change)
+            show(self.change),
+            show(growth)
         )?;
         if self.base != 0.0 {
-            write!(f, " ({:+.1}%)", (self.change / self.base - 1.0) * 100.0)?;
+            write!(f, ", {:+.1}%", (self.change / self.base - 1.0) * 100.0)?;
         }
-        Ok(())
+        write!(f, ")")
     }
 }
 
 /// The conditions that hold for `diff`. `cost` without predicted costs (no
 /// calibration) is an error: it could never fail.
 pub fn evaluate(conditions: &[Condition], diff: &Diff) -> Result<Vec<Failed>, Error> {
-    let mut failed = Vec::new();
+    Ok(outcomes(conditions, diff)?
+        .into_iter()
+        .filter_map(|(figures, held)| held.then_some(figures))
+        .collect())
+}
+
+/// Every condition with its figures, and whether it holds (a breach), in the order
+/// given: for a log that shows the gates passed too.
+pub fn outcomes(conditions: &[Condition], diff: &Diff) -> Result<Vec<(Failed, bool)>, Error> {
+    let mut all = Vec::new();
     for c in conditions {
         let (base, change) = match c.metric {
             Metric::Allocs => (diff.base.alloc_count as f64, diff.change.alloc_count as f64),
@@ -628,16 +640,15 @@ pub fn evaluate(conditions: &[Condition], diff: &Diff) -> Result<Vec<Failed>, Er
             // Multiplied out, not divided: 100 -> 107 is +7 %, not a rounding over.
             Threshold::Percent(p) => growth * 100.0 > p * base,
         };
-        if holds {
-            failed.push(Failed {
-                condition: c.text.clone(),
-                metric: c.metric,
-                base,
-                change,
-            });
-        }
+        let figures = Failed {
+            condition: c.text.clone(),
+            metric: c.metric,
+            base,
+            change,
+        };
+        all.push((figures, holds));
     }
-    Ok(failed)
+    Ok(all)
 }
 
 #[cfg(test)]
@@ -801,21 +812,21 @@ mod tests {
                 "cost>+7ms"
             ]),
             [
-                "allocs>+1%: 1000 -> 1011 (+1.1%)",
-                "temporaries>-1: 7 -> 7 (+0.0%)",
-                "cost>+5ms: 10.000 ms -> 16.000 ms (+60.0%)"
+                "allocs>+1%: 1000 -> 1011 (+11, +1.1%)",
+                "temporaries>-1: 7 -> 7 (+0, +0.0%)",
+                "cost>+5ms: 10.000 ms -> 16.000 ms (+6.000 ms, +60.0%)"
             ]
         );
         // The peak: 2,048 -> 2,048 bytes here (half the requested bytes).
         assert_eq!(
             failing(&["peak>+0", "peak>-1", "peak>+1KiB"]),
-            ["peak>-1: 2048 -> 2048 (+0.0%)"]
+            ["peak>-1: 2048 -> 2048 (+0, +0.0%)"]
         );
         // Resident memory: 8 KiB on both sides (twice the requested bytes); unknown
         // (0, a report from before it was recorded) is an error, not a pass.
         assert_eq!(
             failing(&["rss>+0", "rss>-1B", "rss>+1%"]),
-            ["rss>-1B: 8192 -> 8192 (+0.0%)"]
+            ["rss>-1B: 8192 -> 8192 (+0, +0.0%)"]
         );
         let unknown = diff(side(1, 0, None), side(1, 4096, None));
         let err = evaluate(&[parse_condition("rss>+0").unwrap()], &unknown).unwrap_err();

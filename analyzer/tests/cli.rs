@@ -1708,10 +1708,11 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
         "cost>+5ms",
     ]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(
-        out.stderr.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    // Each gate that passed, with its figures, for the log.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "analyzer: within: allocs>+0: 91978 -> 91978 (+0, +0.0%)\n\
+         analyzer: within: cost>+5ms: 1.087 ms -> 1.087 ms (+0.000 ms, +0.0%)\n"
     );
     let out = analyzer(&[
         "diff",
@@ -1735,9 +1736,11 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
     assert!(!out.stdout.is_empty());
     assert_eq!(
         String::from_utf8(out.stderr).unwrap(),
-        "analyzer: over budget: allocs>-1%: 91978 -> 91978 (+0.0%)\n\
-         analyzer: over budget: temporaries>-1: 86607 -> 86607 (+0.0%)\n\
-         analyzer: over budget: cost>-1ns: 1.087 ms -> 1.087 ms (+0.0%)\n"
+        "analyzer: within: bytes>+0: 3094123 -> 3094123 (+0, +0.0%)\n\
+         analyzer: within: temporaries>+0: 86607 -> 86607 (+0, +0.0%)\n\
+         analyzer: over budget: allocs>-1%: 91978 -> 91978 (+0, +0.0%)\n\
+         analyzer: over budget: temporaries>-1: 86607 -> 86607 (+0, +0.0%)\n\
+         analyzer: over budget: cost>-1ns: 1.087 ms -> 1.087 ms (+0.000 ms, +0.0%)\n"
     );
     assert_one_line_error(
         &["diff", r, r, "--fail-if", "allocs>+1ms"],
@@ -2138,7 +2141,8 @@ fn count_reports_are_gated_on_their_totals() {
         stderr.contains("over budget: allocs>-1: 91978 -> 91978"),
         "{stderr}"
     );
-    assert!(!stderr.contains("peak>+0"), "{stderr}");
+    assert!(!stderr.contains("over budget: peak>+0"), "{stderr}");
+    assert!(stderr.contains("within: peak>+0: 0 -> 0 (+0)"), "{stderr}");
     for gate in ["temporaries>+0", "cost>+1ms"] {
         assert_one_line_error(
             &["diff", c, c, "--fail-if", "allocs>+0", "--fail-if", gate],

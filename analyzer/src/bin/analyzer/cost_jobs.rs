@@ -323,7 +323,12 @@ impl DiffJob {
             self.measured,
             self.limit,
         );
-        let held = budget::evaluate(&conditions, &d)?;
+        let outcomes = budget::outcomes(&conditions, &d)?;
+        let held: Vec<budget::Failed> = outcomes
+            .iter()
+            .filter(|(_, holds)| *holds)
+            .map(|(f, _)| f.clone())
+            .collect();
         let failed: Vec<String> = held.iter().map(|f| f.to_string()).collect();
         // Two count reports have totals alone: the table's first line is all of it.
         let written = if a.manifest.mode == "count" && self.format == Format::Table {
@@ -332,6 +337,15 @@ impl DiffJob {
             render::diff(out, &d, &held, self.format)
         };
         unless_reader_left(written, &failed)?;
+        // The gates that passed, with their figures, so that a CI log shows the
+        // headroom; the breaches follow (`main`). A closed standard error hides them,
+        // not the exit status.
+        let mut err = std::io::stderr().lock();
+        for (f, _) in outcomes.iter().filter(|(_, holds)| !holds) {
+            if writeln!(err, "analyzer: within: {f}").is_err() {
+                break;
+            }
+        }
         Ok(failed)
     }
 }
