@@ -399,6 +399,12 @@ impl Runner<'_> {
             alloc_tracer::label("circuit", label);
             alloc_tracer::label("iterations", iteration + 1);
             alloc_tracer::label("rows", rows_synthesized);
+            // Which prover and patch made the run, so that a budget's `[labels]` can
+            // hold to the reference prover (the mirror's `enforce` phase splits the
+            // counts another way).
+            alloc_tracer::label("prover", self.prover.name());
+            let variants: Vec<&str> = self.variants.iter().map(|v| v.name()).collect();
+            alloc_tracer::label("variant", variants.join(","));
             progress.suspend(|| report.print(self.out, self.output))?;
             progress.inc();
         }

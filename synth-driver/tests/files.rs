@@ -224,4 +224,7 @@ fn a_reader_that_goes_away_does_not_cost_the_report() {
     );
     let manifest = common::manifest(&report);
     assert_eq!(manifest["labels"]["iterations"], "4", "{manifest}");
+    // Which prover and patch made it, for budgets' [labels].
+    assert_eq!(manifest["labels"]["prover"], "reference", "{manifest}");
+    assert_eq!(manifest["labels"]["variant"], "baseline", "{manifest}");
 }
