@@ -196,6 +196,32 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Heap sampling on and nothing live at the end: a drawing that says so, exit 0.
+    let clean = copy_report(&memory_fixture(), "nothing-live");
+    edit_table(&clean, "heap_end.parquet", |df| df.head(Some(0)));
+    edit_manifest(&clean, |m| {
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["file"] == "heap_end.parquet" {
+                t["rows"] = 0.into();
+            }
+        }
+    });
+    let svg = clean.join("end.svg");
+    let out = analyzer(&[
+        "flamegraph",
+        clean.to_str().unwrap(),
+        "--by",
+        "end-bytes",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        std::fs::read_to_string(&svg)
+            .unwrap()
+            .contains("no sampled block was live then")
+    );
+    let _ = std::fs::remove_dir_all(clean);
     // Without heap sampling: an empty export, and a word on why.
     let demo = fixture();
     let out = analyzer(&[
@@ -2200,4 +2226,7 @@ fn info_prints_bytes_in_the_unit_that_suits_them() {
         "{text}"
     );
     assert!(text.contains("kept peak 19.91 GiB at 130.0 s"), "{text}");
+    // Count mode counts no temporaries or sites: "-", not 0.
+    let synthesize = text.lines().find(|l| l.starts_with("synthesize ")).unwrap();
+    assert!(synthesize.ends_with(" -        -"), "{synthesize}");
 }

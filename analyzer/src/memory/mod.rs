@@ -478,7 +478,8 @@ pub fn flamegraph(
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     let lines = folded(report, memory, moment, phase);
-    if lines.is_empty() {
+    let sampled = report.manifest.heap_interval > 0 || !memory.peak.is_empty();
+    if lines.is_empty() && !sampled {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("no live bytes to draw: {NOTHING_LIVE}"),
@@ -493,7 +494,27 @@ pub fn flamegraph(
         export::report_name(report),
         export::phase_words(phase)
     );
+    if lines.is_empty() {
+        // Heap sampling was on and nothing it sampled was live then (a program that
+        // freed everything): an answer, drawn as one, not an error.
+        return write!(out, "{}", nothing_live_svg(&title));
+    }
     export::readable_flamegraph(&lines, title, "bytes", out)
+}
+
+/// An SVG with `title` and a line saying that no sampled block was live.
+fn nothing_live_svg(title: &str) -> String {
+    let escaped = title
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" height=\"90\">\
+         <text x=\"600\" y=\"32\" text-anchor=\"middle\" font-family=\"sans-serif\" \
+         font-size=\"17\">{escaped}</text>\
+         <text x=\"600\" y=\"64\" text-anchor=\"middle\" font-family=\"sans-serif\" \
+         font-size=\"14\">no sampled block was live then</text></svg>\n"
+    )
 }
 
 /// Live blocks and bytes per site and phase at the kept peak, for pprof's

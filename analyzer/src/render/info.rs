@@ -122,13 +122,23 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             p.alloc_count,
             p.realloc_count,
             p.bytes_requested,
-            p.temporary_count,
-            p.sites
+            // `count` mode counts neither: a 0 would read as none found.
+            if count {
+                "-".to_owned()
+            } else {
+                p.temporary_count.to_string()
+            },
+            if count {
+                "-".to_owned()
+            } else {
+                p.sites.to_string()
+            }
         )?;
     }
     writeln!(
         out,
-        "(main: the run's time outside the named phases; -: a phase the tracer did not time)"
+        "(main: the run's time outside the named phases; -: a phase the tracer did not time, \
+         or what count mode does not record)"
     )?;
     writeln!(out)?;
     let d = &i.dropped;
