@@ -52,13 +52,49 @@ pub struct Budget {
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
     /// Peak live bytes of the whole run (the manifest's; there is no per-phase peak).
+    /// Byte limits are integers or strings with a binary unit (`"700MiB"`).
+    #[serde(default, deserialize_with = "byte_limit")]
     pub peak_live_bytes: Option<u64>,
     /// The process's peak resident set size (the manifest's `max_rss_bytes`): what a
     /// machine must have, the allocator's and the tracer's own memory included.
+    #[serde(default, deserialize_with = "byte_limit")]
     pub peak_rss_bytes: Option<u64>,
     /// Limits per phase, by phase name.
     #[serde(default)]
     pub phase: BTreeMap<String, PhaseLimits>,
+}
+
+/// A byte limit: an integer, or a string of a number and `B`, `KiB`, `MiB` or `GiB`
+/// (`"700MiB"`, `"1.5GiB"`), as `--fail-if` takes them.
+fn byte_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Limit {
+        Count(u64),
+        Text(String),
+    }
+    let text = match <Limit as serde::Deserialize>::deserialize(d)? {
+        Limit::Count(n) => return Ok(Some(n)),
+        Limit::Text(t) => t,
+    };
+    let compact: String = text.split_whitespace().collect::<String>().replace('_', "");
+    let split = compact
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(compact.len());
+    let (number, unit) = compact.split_at(split);
+    let scale = match unit {
+        "" | "B" => 1.0,
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        _ => f64::NAN,
+    };
+    match number.parse::<f64>() {
+        Ok(n) if scale.is_finite() && n.is_finite() && n >= 0.0 => Ok(Some((n * scale) as u64)),
+        _ => Err(serde::de::Error::custom(format!(
+            "\"{text}\" is not a byte count (an integer, or a number and B, KiB, MiB or GiB)"
+        ))),
+    }
 }
 
 /// The limits of one phase; each is a maximum, and an absent one is not checked.
@@ -68,6 +104,7 @@ pub struct PhaseLimits {
     /// Allocations and reallocs.
     pub allocs: Option<u64>,
     /// Requested bytes.
+    #[serde(default, deserialize_with = "byte_limit")]
     pub bytes: Option<u64>,
     /// Temporaries (blocks freed before their thread's next allocation).
     pub temporaries: Option<u64>,
@@ -668,6 +705,25 @@ mod tests {
         assert!(checked[0].over());
         r.manifest.totals.max_rss_bytes = 1_000;
         assert!(!check(&b, &r, &[], Path::new("b.toml")).unwrap()[0].over());
+    }
+
+    #[test]
+    fn byte_limits_take_binary_units() {
+        let b = parse(
+            "peak_live_bytes = \"700MiB\"\npeak_rss_bytes = \"1.5 GiB\"\n\
+             [phase.p]\nbytes = 4096\n",
+            Path::new("b.toml"),
+        )
+        .unwrap();
+        assert_eq!(b.peak_live_bytes, Some(700 << 20));
+        assert_eq!(b.peak_rss_bytes, Some(3 << 29));
+        assert_eq!(b.phase["p"].bytes, Some(4096));
+        for bad in ["\"700MB\"", "\"-1KiB\"", "\"lots\"", "-5"] {
+            let text = format!("peak_live_bytes = {bad}\n");
+            let err = parse(&text, Path::new("b.toml")).unwrap_err().to_string();
+            assert!(err.contains("b.toml"), "{bad}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
     }
 
     #[test]
