@@ -42,6 +42,9 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     let m = &report.manifest;
     let peak = m.heap_peak.as_ref();
     let rss = has_rss(memory);
+    // The kernel's high-water mark, drawn beside the sampled line (the samples, 10 ms
+    // apart, can miss the top).
+    let max_rss = if rss { m.totals.max_rss_bytes } else { 0 };
     let top = memory
         .timeline
         .iter()
@@ -54,6 +57,7 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
                 .map(|p| p.rss_bytes.min(i64::MAX as u64) as i64),
         )
         .chain(peak.map(|p| p.live_bytes))
+        .chain(std::iter::once(max_rss.min(i64::MAX as u64) as i64))
         .max()
         .unwrap_or(0)
         .max(1) as f64;
@@ -85,8 +89,10 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1100, 520)).into_drawing_area();
-        draw(&root, memory, &title, t_end, y_top, unit, scale, peak)
-            .map_err(|e| io::Error::other(e.to_string()))?;
+        draw(
+            &root, memory, &title, t_end, y_top, unit, scale, peak, max_rss,
+        )
+        .map_err(|e| io::Error::other(e.to_string()))?;
         root.present()
             .map_err(|e| io::Error::other(e.to_string()))?;
     }
@@ -105,6 +111,7 @@ fn draw(
     unit: &str,
     scale: f64,
     peak: Option<&alloc_tracer_format::manifest::HeapPeak>,
+    max_rss: u64,
 ) -> Result<(), Box<dyn std::error::Error>> {
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(root)
@@ -168,6 +175,22 @@ fn draw(
             ))?
             .label("resident set size")
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], orange.stroke_width(2)));
+        if max_rss > 0 {
+            let y = max_rss as f64 / scale;
+            let faint = orange.mix(0.5);
+            chart
+                .draw_series(LineSeries::new(
+                    [(0.0, y), (t_end, y)],
+                    faint.stroke_width(1),
+                ))?
+                .label(format!(
+                    "peak resident set size {} (the kernel's high-water mark)",
+                    bytes(max_rss as f64)
+                ))
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 14, y)], faint.stroke_width(1))
+                });
+        }
     }
     if let Some(p) = peak {
         let (t, y) = (p.time_ns as f64 / 1e9, p.live_bytes as f64 / scale);
@@ -236,6 +259,14 @@ mod tests {
         );
         assert!(svg.contains("resident set size"));
         assert!(svg.contains("\nGiB\n"), "{svg}");
+        // The kernel's high-water mark, where the report has it.
+        let mut r = Report::default();
+        r.manifest.totals.max_rss_bytes = 4 << 30;
+        let svg = timeline(&r, &memory(&[3 << 30, 3 << 30, 3 << 30])).unwrap();
+        assert!(
+            svg.contains("peak resident set size 4.00 GiB (the kernel&apos;s high-water mark)"),
+            "{svg}"
+        );
         // Reports from before (zeros): live bytes alone, in MiB.
         let svg = timeline(&Report::default(), &memory(&[0, 0, 0])).unwrap();
         assert!(svg.contains("Live bytes over time"));
