@@ -183,6 +183,26 @@ fn report_matches_the_documented_schema() {
     for p in ["main", "build", "churn"] {
         assert!(phases.iter().any(|x| x == p), "{p} missing from {phases:?}");
     }
+    // Each phase's peak: `build` held the 2 MiB block, and the run's peak is the
+    // highest of them.
+    let peaks: Vec<(String, i64)> = common::read_table(&dir, schema::PHASES.file)
+        .iter()
+        .map(|r| {
+            let peak = match &r["peak_live_bytes"] {
+                parquet::record::Field::Long(v) => *v,
+                other => panic!("peak_live_bytes: {other:?}"),
+            };
+            (common::str_of(r, "phase").to_owned(), peak)
+        })
+        .collect();
+    let build = peaks.iter().find(|(p, _)| p == "build").unwrap().1;
+    assert!(build >= 2 << 20, "{peaks:?}");
+    let run_peak = manifest["totals"]["peak_live_bytes"].as_i64().unwrap();
+    assert_eq!(
+        peaks.iter().map(|(_, b)| *b).max(),
+        Some(run_peak),
+        "{peaks:?}"
+    );
 
     // The timeline samples resident memory in bytes: never 0 where /proc exists, at
     // least the megabyte any test process has resident (not pages or KiB), and not

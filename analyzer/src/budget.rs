@@ -9,7 +9,7 @@
 //! ```toml
 //! # The workload the budget is for: the report's labels must read so.
 //! labels = { circuit = "porep", rows = "2687961" }
-//! # The whole run only: the tracer records peak live bytes per run, not per phase.
+//! # The whole run's peak live bytes (a phase's goes in its table).
 //! peak_live_bytes = 4_000_000
 //! peak_rss_bytes = 64_000_000   # the process's peak resident memory
 //!
@@ -51,7 +51,7 @@ pub struct Budget {
     /// would pass them all.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
-    /// Peak live bytes of the whole run (the manifest's; there is no per-phase peak).
+    /// Peak live bytes of the whole run (the manifest's).
     /// Byte limits are integers or strings with a binary unit (`"700MiB"`).
     #[serde(default, deserialize_with = "byte_limit")]
     pub peak_live_bytes: Option<u64>,
@@ -111,6 +111,9 @@ pub struct PhaseLimits {
     /// Allocations and reallocs per row synthesized (the report's `rows` label, which
     /// synth-driver records).
     pub allocs_per_row: Option<f64>,
+    /// The highest live bytes while the phase was in force.
+    #[serde(default, deserialize_with = "byte_limit")]
+    pub peak_live_bytes: Option<u64>,
     /// Per category (by its rule's name): its largest share of the phase's allocations.
     #[serde(default)]
     pub category: BTreeMap<String, CategoryLimit>,
@@ -127,6 +130,7 @@ impl PhaseLimits {
             .filter(|l| l.is_some())
             .count()
             + usize::from(self.allocs_per_row.is_some())
+            + usize::from(self.peak_live_bytes.is_some())
             + self.category.len()
             + self.site.len()
     }
@@ -420,6 +424,22 @@ pub fn check(
                 max,
             );
         }
+        if let Some(max) = limits.peak_live_bytes {
+            let peak = report
+                .phases
+                .iter()
+                .filter(|r| &r.phase == phase)
+                .filter_map(|r| r.peak_live_bytes)
+                .max()
+                .ok_or_else(|| {
+                    bad(format!(
+                        "phase {phase}: peak_live_bytes needs each phase's peak, and {} \
+                         does not record it (written by a tracer before it did)",
+                        report.dir.display()
+                    ))
+                })?;
+            push("peak_live_bytes".into(), peak.max(0) as f64, max as f64);
+        }
         if !limits.category.is_empty() {
             let totals = crate::category_totals::totals(report, rules, Some(phase));
             for (name, c) in &limits.category {
@@ -704,6 +724,32 @@ mod tests {
         assert_eq!(checked[0].name(), "run: peak_rss_bytes");
         assert!(checked[0].over());
         r.manifest.totals.max_rss_bytes = 1_000;
+        assert!(!check(&b, &r, &[], Path::new("b.toml")).unwrap()[0].over());
+    }
+
+    #[test]
+    fn a_phase_peak_is_checked_where_the_report_records_it() {
+        let b = parse(
+            "[phase.p]\npeak_live_bytes = \"1KiB\"\n",
+            Path::new("b.toml"),
+        )
+        .unwrap();
+        let row = |peak| crate::report::PhaseRow {
+            phase: "p".into(),
+            peak_live_bytes: peak,
+            ..Default::default()
+        };
+        let mut r = Report {
+            phases: vec![row(None)],
+            ..Report::default()
+        };
+        let err = check(&b, &r, &[], Path::new("b.toml")).unwrap_err();
+        assert!(err.to_string().contains("does not record it"), "{err}");
+        r.phases = vec![row(Some(1025))];
+        let checked = check(&b, &r, &[], Path::new("b.toml")).unwrap();
+        assert_eq!(checked[0].name(), "phase p: peak_live_bytes");
+        assert!(checked[0].over());
+        r.phases = vec![row(Some(1024))];
         assert!(!check(&b, &r, &[], Path::new("b.toml")).unwrap()[0].over());
     }
 

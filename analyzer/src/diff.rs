@@ -565,10 +565,7 @@ mod tests {
                 phase: "p".into(),
                 wall_ns: 1_000_000_000,
                 entry_count: 1,
-                alloc_count: 0,
-                realloc_count: 0,
-                bytes_requested: 0,
-                temporary_count: 0,
+                ..PhaseRow::default()
             }],
             lifetimes: vec![],
         })

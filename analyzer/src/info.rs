@@ -29,6 +29,9 @@ pub struct PhaseInfo {
     pub temporary_count: u64,
     /// Distinct call stacks that allocated in the phase.
     pub sites: usize,
+    /// The highest live bytes while the phase was in force (`None` in reports
+    /// written before the tracer recorded it).
+    pub peak_live_bytes: Option<i64>,
 }
 
 /// A report's description.
@@ -102,7 +105,9 @@ pub fn info(report: &Report) -> Info {
             let sites: std::collections::HashSet<u64> =
                 report.rows(Some(p)).map(|r| r.site_id).collect();
             let (mut allocs, mut reallocs, mut bytes, mut temps) = (0u64, 0u64, 0u64, 0u64);
+            let mut peak: Option<i64> = None;
             for r in report.phases.iter().filter(|r| r.phase == p) {
+                peak = peak.max(r.peak_live_bytes);
                 allocs = allocs.saturating_add(r.alloc_count);
                 reallocs = reallocs.saturating_add(r.realloc_count);
                 bytes = bytes.saturating_add(r.bytes_requested);
@@ -117,6 +122,7 @@ pub fn info(report: &Report) -> Info {
                 bytes_requested: bytes,
                 temporary_count: temps,
                 sites: sites.len(),
+                peak_live_bytes: peak,
             }
         })
         .collect();

@@ -149,6 +149,7 @@ pub const PHASES: Table = Table {
         col("bytes_allocated", UInt64),
         col("bytes_freed", UInt64),
         col("temporary_count", UInt64),
+        col("peak_live_bytes", Int64),
     ],
 };
 

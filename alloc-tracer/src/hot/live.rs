@@ -3,6 +3,7 @@
 //! peak has the cold side keep what is live (`Door::new_peak`); and, while
 //! `measure` runs on a thread, that thread's exact peak ([`Watch`]).
 
+use super::control::{self, MAX_PHASES};
 use super::door::Door;
 use super::thread::{self, ThreadState};
 use std::cell::Cell;
@@ -26,12 +27,20 @@ pub const LIVE_UNIT: usize = 8;
 static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
 /// Highest value `LIVE_BYTES` reached.
 static PEAK_BYTES: AtomicI64 = AtomicI64::new(0);
+/// Highest value `LIVE_BYTES` reached while each phase was in force (the phase of
+/// the control word when a rise was published): which phase holds the peak.
+static PHASE_PEAKS: [AtomicI64; MAX_PHASES] = [const { AtomicI64::new(0) }; MAX_PHASES];
 /// Live bytes at or above which the next peak is kept (`Door::new_peak`).
 static PEAK_MARK: AtomicI64 = AtomicI64::new(PEAK_STEP_MIN);
 
 /// The highest global live bytes published so far.
 pub fn peak_bytes() -> i64 {
     PEAK_BYTES.load(Relaxed)
+}
+
+/// The highest global live bytes published while each phase was in force.
+pub fn phase_peak_bytes() -> [i64; MAX_PHASES] {
+    std::array::from_fn(|p| PHASE_PEAKS[p].load(Relaxed))
 }
 
 /// The global live bytes published so far.
@@ -241,6 +250,9 @@ fn add_to_global(net: i64) -> i64 {
     PEAK_BYTES.fetch_max(live, Relaxed);
     if net > 0 {
         WATCHED_PEAK.fetch_max(live, Relaxed);
+        if let Some(peak) = PHASE_PEAKS.get(control::load().phase()) {
+            peak.fetch_max(live, Relaxed);
+        }
     }
     live
 }

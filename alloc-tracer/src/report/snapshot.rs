@@ -51,6 +51,8 @@ pub struct Snapshot {
     /// recorded at once (its error bound), read with the counts.
     pub peak_live_bytes: i64,
     pub most_threads: u64,
+    /// The highest published live bytes while each phase was in force.
+    pub phase_peaks: [i64; crate::hot::control::MAX_PHASES],
 }
 
 impl Snapshot {
@@ -65,6 +67,7 @@ impl Snapshot {
             let max_rss_bytes = crate::rss::peak_bytes();
             let rss_bytes = crate::rss::current_bytes();
             let peak_live_bytes = crate::hot::live::peak_bytes();
+            let phase_peaks = crate::hot::live::phase_peak_bytes();
             let most_threads = crate::registry::most_threads_at_once();
             let settings = Settings::current();
             let phases = crate::phase::phases_at(taken_ns);
@@ -116,6 +119,7 @@ impl Snapshot {
                 rss_bytes,
                 peak_live_bytes,
                 most_threads,
+                phase_peaks,
             }
         })
     }

@@ -275,12 +275,14 @@ pub fn write_phases(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
         }
     }
     let n = id.len();
+    let peaks: Vec<i64> = id.iter().map(|&p| snap.phase_peaks[p as usize]).collect();
     let mut values = vec![Values::U32(id), Values::Str(name)];
     let mut cols = cols.into_iter();
     values.push(Values::U64(cols.next().unwrap_or_default()));
     values.push(Values::OptU64(first));
     values.push(Values::U64(wall));
     values.extend(cols.map(Values::U64));
+    values.push(Values::I64(peaks));
     parquet::write(&dir.join(schema::PHASES.file), &schema::PHASES, values)?;
     Ok(n)
 }

@@ -184,8 +184,7 @@ mod tests {
             entry_count: 1,
             alloc_count: 9_000_000,
             realloc_count: 1_000_000,
-            bytes_requested: 0,
-            temporary_count: 0,
+            ..Default::default()
         }
     }
 

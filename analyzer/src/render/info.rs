@@ -106,13 +106,13 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "{:<24} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8}",
-        "phase", "wall", "allocs", "reallocs", "bytes", "temps", "sites"
+        "{:<24} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8} {:>11}",
+        "phase", "wall", "allocs", "reallocs", "bytes", "temps", "sites", "peak"
     )?;
     for p in &i.phases {
         writeln!(
             out,
-            "{:<24} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8}",
+            "{:<24} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8} {:>11}",
             p.phase,
             if p.timed {
                 seconds(p.wall_s)
@@ -132,13 +132,17 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
                 "-".to_owned()
             } else {
                 p.sites.to_string()
-            }
+            },
+            // The highest live bytes while the phase was in force.
+            p.peak_live_bytes
+                .map_or("-".to_owned(), |b| super::bytes(b as f64))
         )?;
     }
     writeln!(
         out,
-        "(main: the run's time outside the named phases; -: a phase the tracer did not time, \
-         or what count mode does not record)"
+        "(main: the run's time outside the named phases; peak: the highest live bytes \
+         while the phase was in force; -: a phase the tracer did not time, what count \
+         mode does not record, or a report from before the tracer recorded it)"
     )?;
     writeln!(out)?;
     let d = &i.dropped;

@@ -114,7 +114,7 @@ pub struct Report {
 pub const MAIN_PHASE: &str = "main";
 
 /// One row of `phases.parquet` (the columns the analyzer uses).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PhaseRow {
     /// Phase name.
     pub phase: String,
@@ -131,6 +131,9 @@ pub struct PhaseRow {
     pub bytes_requested: u64,
     /// Temporaries (0 in `count` mode; an estimate in `sample:N`).
     pub temporary_count: u64,
+    /// The highest published live bytes while the phase was in force (`None` in
+    /// reports written before the tracer recorded it).
+    pub peak_live_bytes: Option<i64>,
 }
 
 impl PhaseRow {
@@ -299,7 +302,14 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
     let sites = read(dir, &manifest, &schema::SITES, SITE_COLUMNS, site_rows)?;
     let mut frames = read(dir, &manifest, &schema::FRAMES, FRAME_COLUMNS, frame_rows)?;
     frames.sort_by_key(|f| (f.site_id, f.frame_index));
-    let phases = read(dir, &manifest, &schema::PHASES, PHASE_COLUMNS, phase_rows)?;
+    let phases = read_with_later(
+        dir,
+        &manifest,
+        &schema::PHASES,
+        PHASE_COLUMNS,
+        &["peak_live_bytes"],
+        phase_rows,
+    )?;
     let lifetimes = read(
         dir,
         &manifest,
@@ -420,6 +430,10 @@ fn phase_rows(df: &DataFrame) -> Result<Vec<PhaseRow>, String> {
     let reallocs = u64s(df, "realloc_count")?;
     let requested = u64s(df, "bytes_requested")?;
     let temporaries = u64s(df, "temporary_count")?;
+    let peaks = match df.column("peak_live_bytes") {
+        Ok(_) => i64s(df, "peak_live_bytes")?.into_iter().map(Some).collect(),
+        Err(_) => vec![None; df.height()],
+    };
     Ok((0..df.height())
         .map(|i| PhaseRow {
             phase: phase[i].clone().unwrap_or_default(),
@@ -429,6 +443,7 @@ fn phase_rows(df: &DataFrame) -> Result<Vec<PhaseRow>, String> {
             realloc_count: reallocs[i],
             bytes_requested: requested[i],
             temporary_count: temporaries[i],
+            peak_live_bytes: peaks[i],
         })
         .collect())
 }
