@@ -2229,5 +2229,8 @@ fn info_prints_bytes_in_the_unit_that_suits_them() {
     // Count mode counts no temporaries or sites: "-", not 0; nor did the tracer that
     // wrote this report record each phase's peak.
     let synthesize = text.lines().find(|l| l.starts_with("synthesize ")).unwrap();
-    assert!(synthesize.ends_with(" -        -           -"), "{synthesize}");
+    assert!(
+        synthesize.ends_with(" -        -           -"),
+        "{synthesize}"
+    );
 }
