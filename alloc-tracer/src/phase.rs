@@ -112,7 +112,7 @@ pub fn phase(name: &str) -> PhaseGuard {
         t.open_starts_ns += u128::from(start_ns);
         id
     });
-    let previous = control::set_phase(id).phase();
+    let previous = set_phase(id);
     PhaseGuard {
         id,
         previous,
@@ -120,9 +120,18 @@ pub fn phase(name: &str) -> PhaseGuard {
     }
 }
 
+/// Puts `id` in force and returns the phase that was; the phase's peak starts from
+/// what is live as it comes into force (a phase that only frees peaks there).
+#[inline]
+fn set_phase(id: usize) -> usize {
+    let previous = control::set_phase(id).phase();
+    crate::hot::live::phase_entered(id);
+    previous
+}
+
 impl Drop for PhaseGuard {
     fn drop(&mut self) {
-        control::set_phase(self.previous);
+        set_phase(self.previous);
         let elapsed = crate::hot::clock::now_ns().saturating_sub(self.start_ns);
         with_phases(|p| {
             if let Some(t) = p.get_mut(self.id) {
@@ -152,7 +161,7 @@ impl PhaseId {
     #[inline]
     pub fn enter(self) -> QuickPhaseGuard {
         QuickPhaseGuard {
-            previous: control::set_phase(self.0).phase(),
+            previous: set_phase(self.0),
         }
     }
 }
@@ -166,7 +175,7 @@ pub struct QuickPhaseGuard {
 impl Drop for QuickPhaseGuard {
     #[inline]
     fn drop(&mut self) {
-        control::set_phase(self.previous);
+        set_phase(self.previous);
     }
 }
 

@@ -26,7 +26,8 @@
 //! such as `insert_or_update (lc.rs:108)`), and the limit sums every site whose name
 //! contains the text. Phase totals are exact in every mode (`phases.parquet`);
 //! category shares and site counts are the sites table's (sampled counts times the
-//! sample interval in `sample` mode). The peak is the manifest's, exact to within its
+//! sample interval in `sample` mode). The run's peak is the manifest's and a phase's the
+//! phases table's, exact to within the manifest's
 //! `peak_live_bytes_error_bytes`. `allocs_per_row` divides by the report's `rows`
 //! label, which synth-driver records (a program of its own states it with
 //! `alloc_tracer::label`).
@@ -67,33 +68,38 @@ pub struct Budget {
 /// A byte limit: an integer, or a string of a number and `B`, `KiB`, `MiB` or `GiB`
 /// (`"700MiB"`, `"1.5GiB"`), as `--fail-if` takes them.
 fn byte_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Limit {
-        Count(u64),
-        Text(String),
-    }
-    let text = match <Limit as serde::Deserialize>::deserialize(d)? {
-        Limit::Count(n) => return Ok(Some(n)),
-        Limit::Text(t) => t,
+    let bad = |shown: String| {
+        serde::de::Error::custom(format!(
+            "{shown} is not a byte count (a whole number, or a string of a number and B, \
+             KiB, MiB or GiB such as \"700MiB\")"
+        ))
+    };
+    let text = match <toml::Value as serde::Deserialize>::deserialize(d)? {
+        toml::Value::Integer(n) => {
+            return u64::try_from(n).map(Some).map_err(|_| bad(n.to_string()));
+        }
+        toml::Value::String(t) => t,
+        other => return Err(bad(other.to_string())),
     };
     let compact: String = text.split_whitespace().collect::<String>().replace('_', "");
     let split = compact
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(compact.len());
     let (number, unit) = compact.split_at(split);
-    let scale = match unit {
-        "" | "B" => 1.0,
-        "KiB" => 1024.0,
-        "MiB" => 1024.0 * 1024.0,
-        "GiB" => 1024.0 * 1024.0 * 1024.0,
-        _ => f64::NAN,
+    let scale: u64 = match unit {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        _ => return Err(bad(format!("\"{text}\""))),
     };
-    match number.parse::<f64>() {
-        Ok(n) if scale.is_finite() && n.is_finite() && n >= 0.0 => Ok(Some((n * scale) as u64)),
-        _ => Err(serde::de::Error::custom(format!(
-            "\"{text}\" is not a byte count (an integer, or a number and B, KiB, MiB or GiB)"
-        ))),
+    let bytes = number.parse::<f64>().ok().map(|n| n * scale as f64);
+    match bytes {
+        // Whole bytes below 2^64 (a limit that large could never fail).
+        Some(b) if b.is_finite() && b >= 0.0 && b < u64::MAX as f64 && b.fract() == 0.0 => {
+            Ok(Some(b as u64))
+        }
+        _ => Err(bad(format!("\"{text}\""))),
     }
 }
 
@@ -111,7 +117,7 @@ pub struct PhaseLimits {
     /// Allocations and reallocs per row synthesized (the report's `rows` label, which
     /// synth-driver records).
     pub allocs_per_row: Option<f64>,
-    /// The highest live bytes while the phase was in force.
+    /// The highest live bytes while the phase was the innermost in force.
     #[serde(default, deserialize_with = "byte_limit")]
     pub peak_live_bytes: Option<u64>,
     /// Per category (by its rule's name): its largest share of the phase's allocations.
@@ -262,8 +268,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Budget, Error> {
 }
 
 /// Checks `report` against `budget`: every limit the budget sets, with the report's
-/// figure (the run's peak first; then each phase by name: allocations, bytes,
-/// temporaries, allocations per row, categories and sites by name); those [`Checked::over`] are the breaches. Categories are `rules`' names
+/// figure (the run's peak and peak RSS first; then each phase by name: allocations,
+/// bytes, temporaries, allocations per row, peak, categories and sites by name);
+/// those [`Checked::over`] are the breaches. Categories are `rules`' names
 /// (plus [`crate::categories::UNMATCHED`]). A phase, category or site the budget names that
 /// the report or the rules lack is an error (a misspelt name would otherwise pass
 /// forever).
@@ -764,10 +771,20 @@ mod tests {
         assert_eq!(b.peak_live_bytes, Some(700 << 20));
         assert_eq!(b.peak_rss_bytes, Some(3 << 29));
         assert_eq!(b.phase["p"].bytes, Some(4096));
-        for bad in ["\"700MB\"", "\"-1KiB\"", "\"lots\"", "-5"] {
+        for bad in [
+            "\"700MB\"",
+            "\"-1KiB\"",
+            "\"lots\"",
+            "-5",
+            "5.5e8",
+            "true",
+            "\"0.5B\"",
+            "\"99999999999999GiB\"",
+        ] {
             let text = format!("peak_live_bytes = {bad}\n");
             let err = parse(&text, Path::new("b.toml")).unwrap_err().to_string();
             assert!(err.contains("b.toml"), "{bad}: {err}");
+            assert!(err.contains("is not a byte count"), "{bad}: {err}");
             assert_eq!(err.lines().count(), 1, "{err}");
         }
     }

@@ -29,7 +29,7 @@ pub struct PhaseInfo {
     pub temporary_count: u64,
     /// Distinct call stacks that allocated in the phase.
     pub sites: usize,
-    /// The highest live bytes while the phase was in force (`None` in reports
+    /// The highest live bytes while the phase was the innermost in force (`None` in reports
     /// written before the tracer recorded it).
     pub peak_live_bytes: Option<i64>,
 }

@@ -221,6 +221,25 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
             .unwrap()
             .contains("no sampled block was live then")
     );
+    // No peak kept: there is no moment to draw, an error as ever.
+    edit_table(&clean, "heap_peak.parquet", |df| df.head(Some(0)));
+    edit_manifest(&clean, |m| {
+        m["heap_peak"] = serde_json::Value::Null;
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["file"] == "heap_peak.parquet" {
+                t["rows"] = 0.into();
+            }
+        }
+    });
+    let out = analyzer(&[
+        "flamegraph",
+        clean.to_str().unwrap(),
+        "--by",
+        "peak-bytes",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     let _ = std::fs::remove_dir_all(clean);
     // Without heap sampling: an empty export, and a word on why.
     let demo = fixture();

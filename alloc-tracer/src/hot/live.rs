@@ -27,8 +27,9 @@ pub const LIVE_UNIT: usize = 8;
 static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
 /// Highest value `LIVE_BYTES` reached.
 static PEAK_BYTES: AtomicI64 = AtomicI64::new(0);
-/// Highest value `LIVE_BYTES` reached while each phase was in force (the phase of
-/// the control word when a rise was published): which phase holds the peak.
+/// Highest value `LIVE_BYTES` reached while each phase was the innermost in force
+/// (the phase of the control word when a rise was published, or the live bytes as
+/// the phase came into force): which phase holds the peak.
 static PHASE_PEAKS: [AtomicI64; MAX_PHASES] = [const { AtomicI64::new(0) }; MAX_PHASES];
 /// Live bytes at or above which the next peak is kept (`Door::new_peak`).
 static PEAK_MARK: AtomicI64 = AtomicI64::new(PEAK_STEP_MIN);
@@ -41,6 +42,19 @@ pub fn peak_bytes() -> i64 {
 /// The highest global live bytes published while each phase was in force.
 pub fn phase_peak_bytes() -> [i64; MAX_PHASES] {
     std::array::from_fn(|p| PHASE_PEAKS[p].load(Relaxed))
+}
+
+/// Raises `phase`'s peak to the live bytes now, as it comes into force (entered, or
+/// resumed when a phase inside it ends): what is live when it begins counts in it.
+/// A load and a compare when nothing rose, for quick guards entered per enforce.
+#[inline]
+pub fn phase_entered(phase: usize) {
+    if let Some(peak) = PHASE_PEAKS.get(phase) {
+        let live = LIVE_BYTES.load(Relaxed);
+        if live > peak.load(Relaxed) {
+            peak.fetch_max(live, Relaxed);
+        }
+    }
 }
 
 /// The global live bytes published so far.

@@ -66,8 +66,11 @@ impl Snapshot {
             let taken_unix_s = crate::hot::clock::unix_seconds();
             let max_rss_bytes = crate::rss::peak_bytes();
             let rss_bytes = crate::rss::current_bytes();
-            let peak_live_bytes = crate::hot::live::peak_bytes();
             let phase_peaks = crate::hot::live::phase_peak_bytes();
+            // Read after the phases' peaks, and never below them (a publish between
+            // the two reads reaches both).
+            let peak_live_bytes =
+                crate::hot::live::peak_bytes().max(phase_peaks.iter().copied().max().unwrap_or(0));
             let most_threads = crate::registry::most_threads_at_once();
             let settings = Settings::current();
             let phases = crate::phase::phases_at(taken_ns);

@@ -478,7 +478,12 @@ pub fn flamegraph(
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     let lines = folded(report, memory, moment, phase);
-    let sampled = report.manifest.heap_interval > 0 || !memory.peak.is_empty();
+    // Nothing live is an answer only where the moment was sampled: a kept peak, or
+    // heap sampling still on when the report was written.
+    let sampled = match moment {
+        Moment::Peak => report.manifest.heap_peak.is_some(),
+        Moment::End => report.manifest.heap_interval > 0,
+    };
     if lines.is_empty() && !sampled {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,

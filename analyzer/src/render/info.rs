@@ -133,7 +133,7 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             } else {
                 p.sites.to_string()
             },
-            // The highest live bytes while the phase was in force.
+            // The highest live bytes while the phase was the innermost in force.
             p.peak_live_bytes
                 .map_or("-".to_owned(), |b| super::bytes(b as f64))
         )?;
@@ -141,8 +141,8 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     writeln!(
         out,
         "(main: the run's time outside the named phases; peak: the highest live bytes \
-         while the phase was in force; -: a phase the tracer did not time, what count \
-         mode does not record, or a report from before the tracer recorded it)"
+         while the phase was the innermost in force; -: a phase the tracer did not time, \
+         what count mode does not record, or a report from before the tracer recorded it)"
     )?;
     writeln!(out)?;
     let d = &i.dropped;

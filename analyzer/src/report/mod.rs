@@ -131,7 +131,7 @@ pub struct PhaseRow {
     pub bytes_requested: u64,
     /// Temporaries (0 in `count` mode; an estimate in `sample:N`).
     pub temporary_count: u64,
-    /// The highest published live bytes while the phase was in force (`None` in
+    /// The highest published live bytes while the phase was the innermost in force (`None` in
     /// reports written before the tracer recorded it).
     pub peak_live_bytes: Option<i64>,
 }

@@ -46,6 +46,8 @@ pub struct HeldSide {
     /// The share of `estimated_bytes` in sites the other report has too (matched by
     /// stack or with lines ignored).
     pub matched_share: f64,
+    /// The share more paired by naming frame alone (`name only` rows).
+    pub name_only_share: f64,
 }
 
 impl From<&Held> for HeldSide {
@@ -62,6 +64,7 @@ impl From<&Held> for HeldSide {
             estimated_bytes_all_phases: h.estimated_bytes_all_phases,
             estimated_bytes_se: h.estimated_bytes_se,
             matched_share: 0.0,
+            name_only_share: 0.0,
         }
     }
 }
@@ -218,7 +221,6 @@ pub fn compare(
     // for a vector grown by doubling, the push that last grew it, which a patch
     // reordering the gadgets moves to another caller with no byte changed. What is
     // left unmatched pairs by the naming frame alone (`alloc (mod.rs:110)`).
-    pair_leftovers(&mut a, &mut b, NAME_PREFIX, |s| s.name.clone());
     let matched_share = |side: &BTreeMap<String, Acc>, other: &BTreeMap<String, Acc>| {
         let all: u64 = side.values().map(|s| s.bytes).sum();
         let matched: u64 = side
@@ -232,7 +234,15 @@ pub fn compare(
             1.0
         }
     };
+    // What matched by stack before the pass by name: a naming frame such as
+    // `alloc (mod.rs:110)` spans gadgets and categories, so rows paired by it alone
+    // say less.
     let (base_matched, change_matched) = (matched_share(&a, &b), matched_share(&b, &a));
+    pair_leftovers(&mut a, &mut b, NAME_PREFIX, |s| s.name.clone());
+    let by_name = (
+        matched_share(&a, &b) - base_matched,
+        matched_share(&b, &a) - change_matched,
+    );
     let mut sites: Vec<(SiteChange, Option<(u64, bool)>)> = a
         .keys()
         .chain(b.keys().filter(|k| !a.contains_key(*k)))
@@ -305,10 +315,12 @@ pub fn compare(
         moment: change.moment.clone(),
         base: HeldSide {
             matched_share: base_matched,
+            name_only_share: by_name.0,
             ..HeldSide::from(base)
         },
         change: HeldSide {
             matched_share: change_matched,
+            name_only_share: by_name.1,
             ..HeldSide::from(change)
         },
         estimated: Change::new(
@@ -474,7 +486,7 @@ mod tests {
         assert_eq!(c.sites.len(), 1);
         assert_eq!(c.sites[0].matched, "name only");
         assert_eq!(c.sites[0].change.delta_bytes, 0);
-        assert_eq!(c.base.matched_share, 1.0);
+        assert_eq!((c.base.matched_share, c.base.name_only_share), (0.0, 1.0));
     }
 
     #[test]

@@ -167,9 +167,18 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
     }
     writeln!(
         out,
-        "in sites both reports have: {} of the base's estimates, {} of the change's",
+        "in sites both reports have: {} of the base's estimates, {} of the change's{}",
         pct(c.base.matched_share),
-        pct(c.change.matched_share)
+        pct(c.change.matched_share),
+        if c.base.name_only_share > 0.0 || c.change.name_only_share > 0.0 {
+            format!(
+                "; {} and {} more paired by naming frame alone (`name only`)",
+                pct(c.base.name_only_share),
+                pct(c.change.name_only_share)
+            )
+        } else {
+            String::new()
+        }
     )?;
     if c.base.matched_share.min(c.change.matched_share) < crate::diff::LOW_MATCH_SHARE {
         writeln!(

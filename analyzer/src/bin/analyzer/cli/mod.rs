@@ -198,8 +198,10 @@ enum Command {
         fail_if: Vec<String>,
     },
     /// Checks a report against a budget file (TOML: limits per phase on allocations,
-    /// requested bytes, temporaries, allocations per row, a category's share and a
-    /// site's allocations, and the run's peak live bytes; see docs/budget.example.toml). Prints every limit
+    /// requested bytes, temporaries, allocations per row, a category's share, a
+    /// site's allocations and the phase's peak live bytes, and the run's peak live
+    /// bytes and peak RSS; byte limits as integers or "700MiB"; see
+    /// docs/budget.example.toml). Prints every limit
     /// with the report's figure and the share of the limit it uses; exits 0 within
     /// budget, 1 with one line per breach on standard error, 2 when the budget or
     /// the report cannot be checked (a bad file, a name the report lacks, a run cut
@@ -254,7 +256,8 @@ enum Command {
         #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
         /// A baseline report: compare the two, categories and sites (matched as
-        /// `diff` matches them) by how much their live bytes changed.
+        /// `diff` matches them, then by naming frame) by how much their live bytes
+        /// changed.
         #[arg(long, value_name = "BASE_REPORT")]
         base: Option<PathBuf>,
     },
@@ -271,7 +274,8 @@ enum Command {
         #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
         /// A baseline report: compare the two, categories and sites (matched as
-        /// `diff` matches them) by how much their live bytes changed.
+        /// `diff` matches them, then by naming frame) by how much their live bytes
+        /// changed.
         #[arg(long, value_name = "BASE_REPORT")]
         base: Option<PathBuf>,
     },
