@@ -806,6 +806,16 @@ fn assert_one_line_error(args: &[&str], expected: &str) {
 #[test]
 fn bad_input_is_one_line_naming_the_file() {
     assert_one_line_error(&["top", "/no/such/report"], "/no/such/report");
+    // Usage errors too, their tip and the missing arguments kept.
+    assert_one_line_error(&["top"], "not provided: <REPORT>");
+    assert_one_line_error(
+        &["top", "--formt", "json", "r"],
+        "a similar argument exists: '--format'",
+    );
+    assert_one_line_error(
+        &["diff", "a", "b", "--fail-if"],
+        "a value is required for '--fail-if <EXPR>'",
+    );
     let no_manifest = copy_fixture("no-manifest");
     std::fs::remove_file(no_manifest.join("manifest.json")).unwrap();
     assert_one_line_error(&["top", no_manifest.to_str().unwrap()], "manifest.json");

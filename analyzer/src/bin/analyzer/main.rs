@@ -133,7 +133,33 @@ struct ExportJob {
 fn main() -> ExitCode {
     let job = match cli::parse() {
         Ok(job) => job,
+        Err(e)
+            if e.use_stderr()
+                && e.kind() != clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            // One line, as every other error: clap's own spreads a usage error over
+            // five, with its tip in the middle.
+            // The message and its tips (what clap writes before `Usage:`), joined.
+            let text = e.render().to_string();
+            let mut line = String::new();
+            for part in text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+            {
+                if !line.is_empty() {
+                    line.push_str(if line.ends_with(':') { " " } else { "; " });
+                }
+                line.push_str(part);
+            }
+            let line = line.replacen("error: ", "", 1);
+            eprintln!("analyzer: {line} (--help lists the options)");
+            return ExitCode::from(2);
+        }
         Err(e) => {
+            // --help and --version, and the help shown for no command at all: clap's
+            // text, as it is.
             let _ = e.print();
             return if e.use_stderr() {
                 ExitCode::from(2)
