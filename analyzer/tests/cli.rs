@@ -2175,6 +2175,18 @@ fn count_reports_are_gated_on_their_totals() {
     // the peak compare two count reports; anything that needs sites is refused.
     let count = count_copy("gated-count");
     let c = count.to_str().unwrap();
+    // A passing gate exits 0 even when both its outputs are pipes whose reader left
+    // (`2>&1 | head`): its note on count reports, written first, had panicked (101).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_analyzer"))
+        .args(["diff", c, c, "--fail-if", "allocs>+0"])
+        .env("ALLOC_PROFILER_CALIBRATION", calibration())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
     let out = analyzer(&[
         "diff",
         c,

@@ -56,7 +56,7 @@ impl CalibrateJob {
         } else {
             render::calibration(out, &c)?;
         }
-        eprintln!("analyzer: calibration stored at {}", self.out.display());
+        note!("analyzer: calibration stored at {}", self.out.display());
         Ok(())
     }
 }
@@ -72,7 +72,7 @@ impl CostJob {
             if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
                 && cal.operation(op).is_none()
             {
-                eprintln!(
+                note!(
                     "analyzer: category '{}' names operation '{op}', which the calibration does not have; its indirect cost counts as 0",
                     c.name
                 );
@@ -151,10 +151,11 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
         }
     }
     if ma.mode != mb.mode {
-        eprintln!(
+        note!(
             "analyzer: the reports were written in different modes ({} and {}): sampled \
              figures are estimates, so small differences may be sampling noise",
-            ma.mode, mb.mode
+            ma.mode,
+            mb.mode
         );
     }
     warn_if_other_circuits(a, b);
@@ -168,7 +169,7 @@ pub(crate) fn warn_if_other_circuits(a: &report::Report, b: &report::Report) {
     if let (Some(ra), Some(rb)) = (ra, rb)
         && ra != rb
     {
-        eprintln!(
+        note!(
             "analyzer: the reports are of circuits of different sizes (rows {ra} and \
              {rb}): their differences are not a patch's alone"
         );
@@ -187,7 +188,7 @@ pub(crate) fn warn_of_speeds(a: &report::Report, b: &report::Report) {
         && ca.max(cb) <= SAME_WORK * ca.min(cb)
         && x.max(y) > SPEEDS_APART * x.min(y)
     {
-        eprintln!(
+        note!(
             "analyzer: the runs went at different speeds ({x:.0} and {y:.0} ns of traced \
              time an allocation, for about as many allocations): a loaded machine \
              stretches some lifetimes more than others, so predicted costs may differ by \
@@ -228,7 +229,7 @@ impl DiffJob {
         };
         comparable(&a, &b, gates)?;
         if a.manifest.mode == "count" {
-            eprintln!(
+            note!(
                 "analyzer: count reports: the gates compare their totals; they record no \
                  sites or categories to show"
             );
@@ -240,7 +241,7 @@ impl DiffJob {
             .any(|c| matches!(c.metric, budget::Metric::Temporaries))
             && a.manifest.mode.starts_with("sample:")
         {
-            eprintln!(
+            note!(
                 "analyzer: in {} mode temporaries are estimated from the sampled blocks: \
                  a temporaries gate compares estimates",
                 a.manifest.mode
@@ -256,7 +257,7 @@ impl DiffJob {
                         r.dir.display()
                     );
                 }
-                eprintln!(
+                note!(
                     "analyzer: the report {} is incomplete (written on {why}): its counts \
                      cover part of the run",
                     r.dir.display()
@@ -275,7 +276,7 @@ impl DiffJob {
         let cal = if counts_only {
             let stored = stored_calibration(self.inputs.calibration.as_deref())?;
             if stored.is_none() {
-                eprintln!(
+                note!(
                     "analyzer: no calibration stored: the diff is not priced, which its \
                      gates on counts do not need (`analyzer calibrate` prices it)"
                 );
@@ -295,10 +296,11 @@ impl DiffJob {
         }
         if a.host() != b.host() {
             let (ha, hb) = (a.host(), b.host());
-            eprintln!(
+            note!(
                 "analyzer: the reports were taken on different hosts ({} and {}): their \
                  wall times differ by the machines too, and one calibration prices both",
-                ha.0, hb.0
+                ha.0,
+                hb.0
             );
         }
         if self.recycled
@@ -370,7 +372,7 @@ impl CheckJob {
         let r = report::load(&self.report)?;
         let checked = budget::check(&b, &r, &rules, &self.budget)?;
         if r.manifest.mode.starts_with("sample:") && !checked.is_empty() {
-            eprintln!(
+            note!(
                 "analyzer: {} was written in {} mode: phase totals are exact, category \
                  shares and site counts are estimates from the sampled stacks",
                 r.dir.display(),
@@ -391,7 +393,7 @@ impl CheckJob {
 /// frame pointers): its sites are then cut short, and its categories mostly "other".
 pub(crate) fn warn_of_setup(r: &report::Report) {
     if let Some(w) = r.manifest.setup_warning() {
-        eprintln!("analyzer: {}: {w}", r.dir.display());
+        note!("analyzer: {}: {w}", r.dir.display());
     }
 }
 
@@ -401,16 +403,19 @@ pub(crate) fn warn_of_setup(r: &report::Report) {
 pub(crate) fn warn_if_other_host(cal: &Calibration, r: &report::Report) {
     let host = r.host();
     if host != (cal.host.clone(), cal.cpu.clone()) {
-        eprintln!(
+        note!(
             "analyzer: the calibration was measured on {} ({}), the report taken on {} ({}): \
              its prices are the calibration host's",
-            cal.host, cal.cpu, host.0, host.1
+            cal.host,
+            cal.cpu,
+            host.0,
+            host.1
         );
     }
     if let Some(a) = &r.manifest.allocator
         && !cal.allocator.to_lowercase().contains(&a.to_lowercase())
     {
-        eprintln!(
+        note!(
             "analyzer: the calibration measured {}, and {} ran over {a}: its prices are \
              {}'s",
             cal.allocator,
@@ -424,7 +429,7 @@ pub(crate) fn warn_if_other_host(cal: &Calibration, r: &report::Report) {
 /// ...), when it has none: an empty answer is an answer, but not a silent one.
 pub(crate) fn no_sites_note(r: &report::Report, phase: Option<&str>, what: &str) {
     if r.rows(phase).next().is_none() {
-        eprintln!(
+        note!(
             "analyzer: {}: no sites {what}: {}",
             r.dir.display(),
             crate::no_sites(r, phase)
@@ -452,14 +457,14 @@ pub(crate) fn calibration(path: Option<&Path>) -> Result<Calibration> {
         return Ok(c);
     }
     let stored = calibrate::default_path();
-    eprintln!(
+    note!(
         "analyzer: no calibration at {}; measuring this machine now ({}, once)",
         stored.display(),
         measure::FULL_DURATION
     );
     let c = measure_now(measure::Effort::FULL);
     if let Err(e) = c.store(&stored) {
-        eprintln!("analyzer: could not store the calibration ({e}); using it for this run only");
+        note!("analyzer: could not store the calibration ({e}); using it for this run only");
     }
     Ok(c)
 }

@@ -6,6 +6,15 @@
 //! `memory_jobs`); `measure` is `analyzer calibrate`'s measurement. Everything else
 //! is the library.
 
+/// `eprintln!` that does not panic when standard error is closed (a pipe whose
+/// reader left, `2>&1 | head`): a note lost there must not turn into exit 101.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 mod cost_jobs;
 mod measure;
@@ -154,7 +163,7 @@ fn main() -> ExitCode {
                 line.push_str(part);
             }
             let line = line.replacen("error: ", "", 1);
-            eprintln!("analyzer: {line} (--help lists the options)");
+            note!("analyzer: {line} (--help lists the options)");
             return ExitCode::from(2);
         }
         Err(e) => {
@@ -182,7 +191,7 @@ fn main() -> ExitCode {
             // and a message spread over several reads as a crash.
             let message = format!("{e:#}");
             let message: Vec<&str> = message.split_whitespace().collect();
-            eprintln!("analyzer: {}", message.join(" "));
+            note!("analyzer: {}", message.join(" "));
             ExitCode::from(2)
         }
     }
@@ -277,7 +286,7 @@ impl TopJob {
         }
         if sites.is_empty() {
             // An empty table is an answer; say why it is empty.
-            eprintln!(
+            note!(
                 "analyzer: {}: no sites to rank: {}",
                 dir.display(),
                 if self.limit == 0 {
@@ -379,7 +388,7 @@ impl ExportJob {
                 let lines = analyzer::memory::folded(&r, &m, moment, phase);
                 if lines.is_empty() {
                     // Written all the same (an empty file), as other empty exports are.
-                    eprintln!(
+                    note!(
                         "analyzer: {}: no live bytes to export: {}",
                         self.report.display(),
                         analyzer::memory::NOTHING_LIVE

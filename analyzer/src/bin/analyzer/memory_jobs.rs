@@ -68,7 +68,7 @@ impl HeldJob {
 /// At the end of a run that was stopped: what was live then is not a leak.
 fn warn_if_stopped(dir: &Path, r: &report::Report, moment: Moment) {
     if let (Some(why), Moment::End) = (&r.manifest.incomplete, moment) {
-        eprintln!(
+        note!(
             "analyzer: {}: the run was stopped ({why}): \"the end\" is where it stopped, \
              and what is live then is not a leak",
             dir.display()
@@ -83,7 +83,7 @@ fn warn_if_unsampled(dir: &Path, h: &memory::Held, format: analyzer::render::For
         && h.estimated_bytes_all_phases == 0
         && format != analyzer::render::Format::Table
     {
-        eprintln!(
+        note!(
             "analyzer: {}: heap sampling was off in this run: no sites hold sampled \
              memory (rerun with ALLOC_TRACE_HEAP=1MiB, synth-driver --heap-sample 1MiB)",
             dir.display()
