@@ -46,7 +46,7 @@ fn settings_from_env() {
                 value,
                 b" (",
                 expected,
-                b"); tracing is off\n",
+                b"); tracing is off unless the program applies settings of its own\n",
             ];
             for piece in pieces {
                 // SAFETY: writes a live buffer of its length to fd 2.
