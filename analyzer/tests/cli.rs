@@ -488,6 +488,34 @@ mod pprof {
 }
 
 #[test]
+fn a_count_reports_pprof_profile_opens_on_its_live_bytes() {
+    use prost::Message;
+    use std::io::Read;
+    // The 32 GiB partition's count report: no sites, heap samples at the kept peak.
+    let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks/data/porep-32g-count");
+    let file = std::env::temp_dir().join(format!("analyzer-count-{}.pb.gz", std::process::id()));
+    let out = analyzer(&[
+        "export",
+        r.to_str().unwrap(),
+        "--format",
+        "pprof",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+        .read_to_end(&mut raw)
+        .unwrap();
+    let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+    assert_eq!(
+        p.string_table[p.default_sample_type as usize], "inuse_space",
+        "alloc_objects is all zeros in a count report"
+    );
+    std::fs::remove_file(file).unwrap();
+}
+
+#[test]
 fn pprof_profile_decodes_and_matches_top() {
     use prost::Message;
     use std::io::Read;

@@ -69,7 +69,7 @@ impl Strings {
     }
 }
 
-/// The first sample type, and the default one.
+/// The first sample type, and the default one (but for reports without sites).
 const ALLOC_OBJECTS: &str = "alloc_objects";
 
 /// A pprof location: id, address, and (function id, line) per frame, innermost first.
@@ -229,8 +229,14 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
     for s in &strings.table {
         p.bytes(6, s.as_bytes());
     }
-    // default_sample_type: what a viewer shows first.
-    let default_type = strings.id(ALLOC_OBJECTS);
+    // default_sample_type: what a viewer shows first. A report with no site rows (a
+    // `count` report with heap sampling) has only live bytes: shown first, rather
+    // than a profile of zeros.
+    let default_type = if report.rows(phase).next().is_none() && !in_use.is_empty() {
+        strings.id("inuse_space")
+    } else {
+        strings.id(ALLOC_OBJECTS)
+    };
     let start = report.manifest.start_unix_s;
     let duration = report.manifest.duration_s;
     p.uint(9, (start * 1e9) as u64);
