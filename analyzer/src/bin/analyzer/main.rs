@@ -146,9 +146,8 @@ fn main() -> ExitCode {
             if e.use_stderr()
                 && e.kind() != clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
         {
-            // One line, as every other error: clap's own spreads a usage error over
-            // five, with its tip in the middle.
-            // The message and its tips (what clap writes before `Usage:`), joined.
+            // One line, as every other error (clap's own spreads a usage error over
+            // five): the message and its tips, what clap writes before `Usage:`.
             let text = e.render().to_string();
             let mut line = String::new();
             for part in text
