@@ -822,6 +822,28 @@ fn edit_table(
         .unwrap();
 }
 
+/// The analyzer's exit code and standard error, run with its standard output a pipe
+/// whose reader left before it wrote (`| head`), and with `both`, its standard error
+/// too (`2>&1 | head`; then nothing is read from it).
+fn with_readers_gone(args: &[&str], both: bool) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_analyzer"))
+        .args(args)
+        .env("ALLOC_PROFILER_CALIBRATION", calibration())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    if both {
+        drop(child.stderr.take());
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 fn assert_one_line_error(args: &[&str], expected: &str) {
     let out = analyzer(args);
     assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -1977,29 +1999,11 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
         vec!["check", r, "--budget", over.to_str().unwrap()],
         vec!["diff", r, r, "--fail-if", "allocs>-1", "--limit", "1000"],
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_analyzer"))
-            .args(&args)
-            .env("ALLOC_PROFILER_CALIBRATION", calibration())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        let (code, stderr) = with_readers_gone(&args, false);
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
         assert!(stderr.contains("over budget"), "{args:?}: {stderr}");
         // Nor does one reading both (`2>&1 | head -1`): both pipes closed, exit 1.
-        let mut child = Command::new(env!("CARGO_BIN_EXE_analyzer"))
-            .args(&args)
-            .env("ALLOC_PROFILER_CALIBRATION", calibration())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        drop(child.stderr.take());
-        assert_eq!(child.wait().unwrap().code(), Some(1), "{args:?}");
+        assert_eq!(with_readers_gone(&args, true).0, Some(1), "{args:?}");
     }
 
     // The conditions that held are in the JSON too, for programs.
@@ -2205,16 +2209,8 @@ fn count_reports_are_gated_on_their_totals() {
     let c = count.to_str().unwrap();
     // A passing gate exits 0 even when both its outputs are pipes whose reader left
     // (`2>&1 | head`): its note on count reports, written first, had panicked (101).
-    let mut child = Command::new(env!("CARGO_BIN_EXE_analyzer"))
-        .args(["diff", c, c, "--fail-if", "allocs>+0"])
-        .env("ALLOC_PROFILER_CALIBRATION", calibration())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    drop(child.stderr.take());
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let passing = ["diff", c, c, "--fail-if", "allocs>+0"];
+    assert_eq!(with_readers_gone(&passing, true).0, Some(0));
     let out = analyzer(&[
         "diff",
         c,
