@@ -25,21 +25,16 @@ pub const LIVE_UNIT: usize = 8;
 
 /// Global live bytes, as published by threads.
 static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
-/// Highest value `LIVE_BYTES` reached.
-static PEAK_BYTES: AtomicI64 = AtomicI64::new(0);
 /// Highest value `LIVE_BYTES` reached while each phase was the innermost in force
 /// (the phase of the control word when a rise was published, or the live bytes as
-/// the phase came into force): which phase holds the peak.
+/// the phase came into force): which phase holds the peak. Every rise is published
+/// in some phase, so the run's peak is the highest of them.
 static PHASE_PEAKS: [AtomicI64; MAX_PHASES] = [const { AtomicI64::new(0) }; MAX_PHASES];
 /// Live bytes at or above which the next peak is kept (`Door::new_peak`).
 static PEAK_MARK: AtomicI64 = AtomicI64::new(PEAK_STEP_MIN);
 
-/// The highest global live bytes published so far.
-pub fn peak_bytes() -> i64 {
-    PEAK_BYTES.load(Relaxed)
-}
-
-/// The highest global live bytes published while each phase was in force.
+/// The highest global live bytes published while each phase was the innermost in
+/// force.
 pub fn phase_peak_bytes() -> [i64; MAX_PHASES] {
     std::array::from_fn(|p| PHASE_PEAKS[p].load(Relaxed))
 }
@@ -261,7 +256,7 @@ pub fn publish_at_exit(net: i64) {
 
 fn add_to_global(net: i64) -> i64 {
     let live = LIVE_BYTES.fetch_add(net, Relaxed) + net;
-    PEAK_BYTES.fetch_max(live, Relaxed);
+    // Only a rise can make a peak.
     if net > 0 {
         WATCHED_PEAK.fetch_max(live, Relaxed);
         if let Some(peak) = PHASE_PEAKS.get(control::load().phase()) {
@@ -271,7 +266,7 @@ fn add_to_global(net: i64) -> i64 {
     live
 }
 
-/// Like `PEAK_BYTES`, but lowered at will by [`reset_watched_peak`]: the process's
+/// Like the run's peak (the highest of [`phase_peak_bytes`]), but lowered at will by [`reset_watched_peak`]: the process's
 /// peak during a `measure_process`.
 static WATCHED_PEAK: AtomicI64 = AtomicI64::new(0);
 

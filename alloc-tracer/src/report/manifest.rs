@@ -57,7 +57,7 @@ pub fn build(
         temporary_count: c.total(|p| p.temporaries) * weight,
         sampled_count: c.total(|p| p.sampled),
         live_bytes_end: c.total(|p| p.bytes_allocated) as i64 - c.total(|p| p.bytes_freed) as i64,
-        peak_live_bytes: snap.peak_live_bytes,
+        peak_live_bytes: snap.phase_peaks.iter().copied().max().unwrap_or(0),
         // Threads that exited had published everything: only those recording at
         // once can each hold back up to the publishing step.
         peak_live_bytes_error_bytes: snap.most_threads * LIVE_PUBLISH_BYTES as u64,

@@ -47,11 +47,11 @@ pub struct Snapshot {
     pub max_rss_bytes: u64,
     /// The process's resident set size then.
     pub rss_bytes: u64,
-    /// The highest published live bytes then, and the most threads that had
-    /// recorded at once (its error bound), read with the counts.
-    pub peak_live_bytes: i64,
+    /// The most threads that had recorded at once (the peak's error bound), read
+    /// with the counts.
     pub most_threads: u64,
-    /// The highest published live bytes while each phase was in force.
+    /// The highest published live bytes while each phase was the innermost in
+    /// force; the run's peak is the highest of them.
     pub phase_peaks: [i64; crate::hot::control::MAX_PHASES],
 }
 
@@ -67,10 +67,6 @@ impl Snapshot {
             let max_rss_bytes = crate::rss::peak_bytes();
             let rss_bytes = crate::rss::current_bytes();
             let phase_peaks = crate::hot::live::phase_peak_bytes();
-            // Read after the phases' peaks, and never below them (a publish between
-            // the two reads reaches both).
-            let peak_live_bytes =
-                crate::hot::live::peak_bytes().max(phase_peaks.iter().copied().max().unwrap_or(0));
             let most_threads = crate::registry::most_threads_at_once();
             let settings = Settings::current();
             let phases = crate::phase::phases_at(taken_ns);
@@ -120,7 +116,6 @@ impl Snapshot {
                 taken_unix_s,
                 max_rss_bytes,
                 rss_bytes,
-                peak_live_bytes,
                 most_threads,
                 phase_peaks,
             }
