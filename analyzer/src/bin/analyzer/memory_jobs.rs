@@ -42,13 +42,8 @@ impl HeldJob {
         let base_dir = self.base.expect("compare is for --base");
         let (a, b) = (report::load(&base_dir)?, report::load(&s.report)?);
         // A phase either run lacks is refused, as `diff` refuses it.
-        let phase = match s.phase.as_deref() {
-            Some(p) => {
-                a.check_phase(Some(p))?;
-                b.check_phase(Some(p))?
-            }
-            None => None,
-        };
+        let phase = a.check_phase(s.phase.as_deref())?;
+        b.check_phase(phase)?;
         crate::cost_jobs::warn_if_other_circuits(&a, &b);
         let (ma, mb) = (memory::load(&a)?, memory::load(&b)?);
         let ha = memory::held(&a, &ma, self.moment, &rules, phase, usize::MAX);
