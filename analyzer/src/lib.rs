@@ -22,6 +22,7 @@ pub mod cost;
 pub mod diff;
 pub mod error;
 pub mod export;
+pub mod fail_if;
 pub mod info;
 pub mod matching;
 pub mod memory;

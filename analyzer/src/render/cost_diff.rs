@@ -3,9 +3,9 @@
 //! lacks left empty.
 
 use super::{Format, csv_rows, opt_pct, pct, seconds, with_callers};
-use crate::budget::Failed;
 use crate::cost::{CategoryCost, CostReport, SiteCost};
 use crate::diff::{CategoryDelta, Diff, SiteDelta};
+use crate::fail_if::Failed;
 use crate::naming;
 use serde::Serialize;
 use std::io::{self, Write};

@@ -4,7 +4,7 @@
 use crate::{CostInputs, Selection, measure, rules};
 use analyzer::calibrate::{self, Calibration};
 use analyzer::render::{self, Format};
-use analyzer::{budget, cost, diff, report};
+use analyzer::{budget, cost, diff, fail_if, report};
 use anyhow::{Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -208,7 +208,7 @@ impl DiffJob {
         let conditions = self
             .fail_if
             .iter()
-            .map(|c| budget::parse_condition(c))
+            .map(|c| fail_if::parse_condition(c))
             .collect::<Result<Vec<_>, _>>()?;
         let rules = rules(self.inputs.rules.as_deref())?;
         let (a, b) = (report::load(&self.base)?, report::load(&self.change)?);
@@ -220,10 +220,10 @@ impl DiffJob {
                 && conditions.iter().all(|c| {
                     matches!(
                         c.metric,
-                        budget::Metric::Allocs
-                            | budget::Metric::Bytes
-                            | budget::Metric::Peak
-                            | budget::Metric::Rss
+                        fail_if::Metric::Allocs
+                            | fail_if::Metric::Bytes
+                            | fail_if::Metric::Peak
+                            | fail_if::Metric::Rss
                     )
                 }),
         };
@@ -238,7 +238,7 @@ impl DiffJob {
         warn_of_setup(&b);
         if conditions
             .iter()
-            .any(|c| matches!(c.metric, budget::Metric::Temporaries))
+            .any(|c| matches!(c.metric, fail_if::Metric::Temporaries))
             && a.manifest.mode.starts_with("sample:")
         {
             note!(
@@ -272,7 +272,7 @@ impl DiffJob {
             && !self.recycled
             && conditions
                 .iter()
-                .all(|c| !matches!(c.metric, budget::Metric::Cost));
+                .all(|c| !matches!(c.metric, fail_if::Metric::Cost));
         let cal = if counts_only {
             let stored = stored_calibration(self.inputs.calibration.as_deref())?;
             if stored.is_none() {
@@ -325,8 +325,8 @@ impl DiffJob {
             self.measured,
             self.limit,
         );
-        let outcomes = budget::outcomes(&conditions, &d)?;
-        let held: Vec<budget::Failed> = outcomes
+        let outcomes = fail_if::outcomes(&conditions, &d)?;
+        let held: Vec<fail_if::Failed> = outcomes
             .iter()
             .filter(|(_, holds)| *holds)
             .map(|(f, _)| f.clone())

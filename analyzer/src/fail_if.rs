@@ -1,0 +1,384 @@
+//! Conditions on a diff (`analyzer diff --fail-if`): `METRIC>THRESHOLD`, parsed
+//! once, then judged against a [`Diff`] of two reports. The CLI prints every
+//! condition with both reports' figures and exits 1 when one holds.
+
+use crate::Error;
+use crate::budget::figure;
+use crate::diff::Diff;
+use std::fmt;
+
+/// What a `--fail-if` condition compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Allocations and reallocs.
+    Allocs,
+    /// Requested bytes.
+    Bytes,
+    /// Temporaries.
+    Temporaries,
+    /// Predicted allocation cost (seconds; needs a calibration).
+    Cost,
+    /// The run's highest live bytes (`peak_live_bytes`: the whole run, whatever
+    /// `--phase` says).
+    Peak,
+    /// The process's peak resident set size (`max_rss_bytes`: the whole run).
+    Rss,
+}
+
+/// How large a growth fails.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Threshold {
+    /// `change - base` above this, in the metric's unit (count, bytes, seconds).
+    Absolute(f64),
+    /// `(change - base) / base` above this many percent.
+    Percent(f64),
+}
+
+/// A `--fail-if` condition: `METRIC>THRESHOLD`, e.g. `allocs>+1%`, `bytes>+10MiB`,
+/// `cost>+5ms`, `temporaries>+0`, `peak>+64MiB`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Condition {
+    /// The text given, for the breach line.
+    pub text: String,
+    /// What it compares.
+    pub metric: Metric,
+    /// The growth that fails.
+    pub threshold: Threshold,
+}
+
+/// Parses a `--fail-if` condition.
+pub fn parse_condition(text: &str) -> Result<Condition, Error> {
+    let bad = |reason: &str| Error::Condition {
+        text: text.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let compact: String = text.split_whitespace().collect();
+    let (metric, threshold) = compact
+        .split_once('>')
+        .ok_or_else(|| bad("expected METRIC>THRESHOLD, e.g. allocs>+1%"))?;
+    let metric = match metric {
+        "allocs" => Metric::Allocs,
+        "bytes" => Metric::Bytes,
+        "temporaries" => Metric::Temporaries,
+        "cost" => Metric::Cost,
+        "peak" => Metric::Peak,
+        "rss" => Metric::Rss,
+        _ => {
+            return Err(bad(
+                "the metric is one of allocs, bytes, temporaries, cost, peak, rss",
+            ));
+        }
+    };
+    let split = threshold
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | '_')))
+        .unwrap_or(threshold.len());
+    let (number, unit) = threshold.split_at(split);
+    let number: f64 = number
+        .replace('_', "")
+        .parse()
+        .map_err(|_| bad("the threshold is a number, e.g. +1% or +5ms"))?;
+    if !number.is_finite() {
+        return Err(bad("the threshold is a number, e.g. +1% or +5ms"));
+    }
+    let scale = match (metric, unit) {
+        (_, "%") => return Ok(condition(text, metric, Threshold::Percent(number))),
+        (Metric::Allocs | Metric::Temporaries, "") => 1.0,
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "" | "B") => 1.0,
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "KiB") => 1024.0,
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "MiB") => 1024.0 * 1024.0,
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "GiB") => 1024.0 * 1024.0 * 1024.0,
+        (Metric::Cost, "s") => 1.0,
+        // No growth at all needs no unit.
+        (Metric::Cost, "") if number == 0.0 => 1.0,
+        (Metric::Cost, "ms") => 1e-3,
+        (Metric::Cost, "us") => 1e-6,
+        (Metric::Cost, "ns") => 1e-9,
+        (Metric::Allocs | Metric::Temporaries, _) => {
+            return Err(bad("allocs and temporaries take a count or a percentage"));
+        }
+        (Metric::Bytes, _) => return Err(bad("bytes takes B, KiB, MiB, GiB or %")),
+        (Metric::Peak, _) => return Err(bad("peak takes B, KiB, MiB, GiB or %")),
+        (Metric::Rss, _) => return Err(bad("rss takes B, KiB, MiB, GiB or %")),
+        (Metric::Cost, _) => return Err(bad("cost takes s, ms, us, ns or %")),
+    };
+    Ok(condition(text, metric, Threshold::Absolute(number * scale)))
+}
+
+fn condition(text: &str, metric: Metric, threshold: Threshold) -> Condition {
+    Condition {
+        text: text.to_owned(),
+        metric,
+        threshold,
+    }
+}
+
+/// A `--fail-if` condition that held.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Failed {
+    /// The condition as given.
+    pub condition: String,
+    /// What it compared.
+    #[serde(skip)]
+    pub metric: Metric,
+    /// The baseline's figure.
+    pub base: f64,
+    /// The change's.
+    pub change: f64,
+}
+
+impl fmt::Display for Failed {
+    /// One line: `allocs>+1%: 1000 -> 1200 (+200, +20.0%)`; costs in milliseconds.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let show = |x: f64| match self.metric {
+            Metric::Cost => format!("{:.3} ms", x * 1e3),
+            Metric::Allocs | Metric::Bytes | Metric::Temporaries | Metric::Peak | Metric::Rss => {
+                figure(x)
+            }
+        };
+        let growth = self.change - self.base;
+        let sign = if growth >= 0.0 { "+" } else { "" };
+        write!(
+            f,
+            "{}: {} -> {} ({sign}{}",
+            self.condition,
+            show(self.base),
+            show(self.change),
+            show(growth)
+        )?;
+        if self.base != 0.0 {
+            write!(f, ", {:+.1}%", (self.change / self.base - 1.0) * 100.0)?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// The conditions that hold for `diff`. `cost` without predicted costs (no
+/// calibration) is an error: it could never fail.
+pub fn evaluate(conditions: &[Condition], diff: &Diff) -> Result<Vec<Failed>, Error> {
+    Ok(outcomes(conditions, diff)?
+        .into_iter()
+        .filter_map(|(figures, held)| held.then_some(figures))
+        .collect())
+}
+
+/// Every condition with its figures, and whether it holds (a breach), in the order
+/// given: for a log that shows the gates passed too.
+pub fn outcomes(conditions: &[Condition], diff: &Diff) -> Result<Vec<(Failed, bool)>, Error> {
+    let mut all = Vec::new();
+    for c in conditions {
+        let (base, change) = match c.metric {
+            Metric::Allocs => (diff.base.alloc_count as f64, diff.change.alloc_count as f64),
+            Metric::Bytes => (
+                diff.base.bytes_requested as f64,
+                diff.change.bytes_requested as f64,
+            ),
+            Metric::Temporaries => (
+                diff.base.temporary_count as f64,
+                diff.change.temporary_count as f64,
+            ),
+            Metric::Peak => (
+                diff.base.peak_live_bytes as f64,
+                diff.change.peak_live_bytes as f64,
+            ),
+            Metric::Rss => match (diff.base.max_rss_bytes, diff.change.max_rss_bytes) {
+                (0, _) | (_, 0) => {
+                    return Err(Error::Condition {
+                        text: c.text.clone(),
+                        reason: "a report does not record its peak RSS (written by a \
+                                 tracer before it did)"
+                            .into(),
+                    });
+                }
+                (b, c) => (b as f64, c as f64),
+            },
+            // With `--recycled`, the change pays for recycling what it no longer
+            // allocates, as the diff's predicted change does.
+            Metric::Cost => match (diff.base.cost_s, diff.change.cost_s) {
+                (Some(b), Some(c)) => (b, c + diff.recycling_s.unwrap_or(0.0)),
+                _ => {
+                    return Err(Error::Condition {
+                        text: c.text.clone(),
+                        reason: "the diff has no predicted costs (no calibration)".into(),
+                    });
+                }
+            },
+        };
+        let growth = change - base;
+        let holds = match c.threshold {
+            Threshold::Absolute(t) => growth > t,
+            // From nothing, any growth is infinitely many percent.
+            Threshold::Percent(p) if base == 0.0 => growth > 0.0 && p.is_finite(),
+            // Multiplied out, not divided: 100 -> 107 is +7 %, not a rounding over.
+            Threshold::Percent(p) => growth * 100.0 > p * base,
+        };
+        let figures = Failed {
+            condition: c.text.clone(),
+            metric: c.metric,
+            base,
+            change,
+        };
+        all.push((figures, holds));
+    }
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_conditions() {
+        let c = |t| parse_condition(t).map(|c| (c.metric, c.threshold));
+        assert_eq!(
+            c("allocs>+1%").unwrap(),
+            (Metric::Allocs, Threshold::Percent(1.0))
+        );
+        assert_eq!(
+            c("allocs > +0").unwrap(),
+            (Metric::Allocs, Threshold::Absolute(0.0))
+        );
+        assert_eq!(
+            c("bytes>+10MiB").unwrap(),
+            (Metric::Bytes, Threshold::Absolute(10.0 * 1024.0 * 1024.0))
+        );
+        assert_eq!(
+            c("cost>+5ms").unwrap(),
+            (Metric::Cost, Threshold::Absolute(5e-3))
+        );
+        // No growth at all, like temporaries>+0, needs no unit.
+        assert_eq!(
+            c("cost>+0").unwrap(),
+            (Metric::Cost, Threshold::Absolute(0.0))
+        );
+        assert_eq!(
+            c("allocs>-1_000").unwrap(),
+            (Metric::Allocs, Threshold::Absolute(-1000.0))
+        );
+        for bad in [
+            "allocs",
+            "walls>+1%",
+            "allocs>+1ms",
+            "cost>+5",
+            "bytes>x",
+            "cost>+inf s",
+        ] {
+            let e = parse_condition(bad).unwrap_err().to_string();
+            assert!(e.starts_with(&format!("--fail-if {bad}")), "{e}");
+        }
+    }
+
+    fn side(alloc_count: u64, bytes_requested: u64, cost_s: Option<f64>) -> crate::diff::Side {
+        crate::diff::Side {
+            report: String::new(),
+            alloc_count,
+            bytes_requested,
+            temporary_count: 7,
+            peak_live_bytes: bytes_requested as i64 / 2,
+            max_rss_bytes: bytes_requested * 2,
+            cost_s,
+            wall_s: None,
+        }
+    }
+
+    fn diff(base: crate::diff::Side, change: crate::diff::Side) -> Diff {
+        Diff {
+            phase: None,
+            base,
+            change,
+            wall_source: String::new(),
+            predicted_change_s: None,
+            recycling_s: None,
+            measured_change_s: None,
+            sites_matched: 0,
+            sites_matched_by_path: 0,
+            sites_matched_ignoring_lines: 0,
+            sites_gone: 0,
+            sites_new: 0,
+            matched_alloc_share: 0.0,
+            matched_alloc_share_by_path: 0.0,
+            matched_alloc_share_ignoring_lines: 0.0,
+            change_matched_alloc_share: 0.0,
+            categories: Vec::new(),
+            sites: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn conditions_fail_on_growth_beyond_their_threshold_only() {
+        let d = diff(side(1000, 4096, Some(0.010)), side(1011, 4096, Some(0.016)));
+        let failing = |texts: &[&str]| -> Vec<String> {
+            let cs: Vec<Condition> = texts.iter().map(|t| parse_condition(t).unwrap()).collect();
+            evaluate(&cs, &d)
+                .unwrap()
+                .into_iter()
+                .map(|f| f.to_string())
+                .collect()
+        };
+        assert_eq!(
+            failing(&[
+                "allocs>+1%",
+                "allocs>+2%",
+                "bytes>+0",
+                "temporaries>+0",
+                "temporaries>-1",
+                "cost>+5ms",
+                "cost>+7ms"
+            ]),
+            [
+                "allocs>+1%: 1000 -> 1011 (+11, +1.1%)",
+                "temporaries>-1: 7 -> 7 (+0, +0.0%)",
+                "cost>+5ms: 10.000 ms -> 16.000 ms (+6.000 ms, +60.0%)"
+            ]
+        );
+        // The peak: 2,048 -> 2,048 bytes here (half the requested bytes).
+        assert_eq!(
+            failing(&["peak>+0", "peak>-1", "peak>+1KiB"]),
+            ["peak>-1: 2048 -> 2048 (+0, +0.0%)"]
+        );
+        // Resident memory: 8 KiB on both sides (twice the requested bytes); unknown
+        // (0, a report from before it was recorded) is an error, not a pass.
+        assert_eq!(
+            failing(&["rss>+0", "rss>-1B", "rss>+1%"]),
+            ["rss>-1B: 8192 -> 8192 (+0, +0.0%)"]
+        );
+        let unknown = diff(side(1, 0, None), side(1, 4096, None));
+        let err = evaluate(&[parse_condition("rss>+0").unwrap()], &unknown).unwrap_err();
+        assert!(err.to_string().contains("peak RSS"), "{err}");
+        assert!(parse_condition("rss>+5ms").is_err());
+        // Exactly at the threshold holds nothing, whatever the floats: 100 -> 107 is
+        // +7 % (107 / 100 - 1 is 0.07000000000000006).
+        let at = diff(side(100, 0, None), side(107, 0, None));
+        let holds = |text: &str| {
+            !evaluate(&[parse_condition(text).unwrap()], &at)
+                .unwrap()
+                .is_empty()
+        };
+        assert!(!holds("allocs>+7%") && !holds("allocs>+7"));
+        assert!(holds("allocs>+6.9%") && holds("allocs>+6"));
+        // Priced with `--recycled`: the change also pays for recycling what it no
+        // longer allocates (3 ms), as the diff's predicted change says.
+        let recycled = Diff {
+            recycling_s: Some(0.003),
+            ..diff(side(1000, 0, Some(0.010)), side(500, 0, Some(0.005)))
+        };
+        let fails = |text: &str| {
+            !evaluate(&[parse_condition(text).unwrap()], &recycled)
+                .unwrap()
+                .is_empty()
+        };
+        assert!(
+            fails("cost>-2.5ms"),
+            "10 ms -> 5 ms + 3 ms recycling is -2 ms"
+        );
+        assert!(!fails("cost>-1.5ms"));
+        let unpriced = diff(side(1, 1, None), side(1, 1, None));
+        assert!(evaluate(&[parse_condition("cost>+1ms").unwrap()], &unpriced).is_err());
+        let from_zero = diff(side(0, 0, None), side(1, 0, None));
+        assert_eq!(
+            evaluate(&[parse_condition("allocs>+50%").unwrap()], &from_zero)
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+}
