@@ -240,6 +240,23 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
         svg.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // `peak` says why there is none: this run passed 1 MiB, so the report is of a
+    // tracer that kept no peak, not of a small run.
+    let out = analyzer(&["peak", clean.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("no peak kept (the run reached 2.3 MiB live, but the tracer"),
+        "{stdout}"
+    );
+    edit_manifest(&clean, |m| {
+        m["totals"]["peak_live_bytes"] = 1_000_000.into()
+    });
+    let out = analyzer(&["peak", clean.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("no peak kept (live bytes never reached 1 MiB)"),
+        "{stdout}"
+    );
     let _ = std::fs::remove_dir_all(clean);
     // Without heap sampling: an empty export, and a word on why.
     let demo = fixture();
@@ -1208,9 +1225,10 @@ fn diff_says_when_the_reports_differ_beyond_a_patch() {
     }
 }
 
-/// A `count` report: a copy of the fixture with no site rows and its mode changed.
-fn count_copy(name: &str) -> PathBuf {
-    let dir = copy_fixture(name);
+/// A `count` report: a copy of the report at `from` with no site rows and its mode
+/// changed.
+fn count_copy(from: &Path, name: &str) -> PathBuf {
+    let dir = copy_report(from, name);
     edit_table(&dir, "sites.parquet", |df| df.head(Some(0)));
     edit_manifest(&dir, |m| {
         m["mode"] = "count".into();
@@ -1225,7 +1243,7 @@ fn count_copy(name: &str) -> PathBuf {
 
 #[test]
 fn top_of_a_count_report_says_why_it_has_no_sites() {
-    let dir = count_copy("count-top");
+    let dir = count_copy(&fixture(), "count-top");
     let out = analyzer(&["top", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1249,9 +1267,32 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
     assert!(out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("no sites to export: a count-mode report"),
+        stderr.contains("no allocation sites to export (a count-mode report"),
         "{stderr}"
     );
+    assert!(stderr.contains("the profile is empty"), "{stderr}");
+    // With heap sampling, what it kept live is in the profile all the same, and the
+    // note says so rather than call the profile empty.
+    let sampled = count_copy(&memory_fixture(), "count-heap");
+    let out = analyzer(&[
+        "export",
+        sampled.to_str().unwrap(),
+        "--format",
+        "pprof",
+        "-o",
+        pb.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the profile holds only what heap sampling kept live"),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::metadata(&pb).unwrap().len() > 100,
+        "inuse samples written"
+    );
+    let _ = std::fs::remove_dir_all(sampled);
     // `info` does not speak of stacks or temporaries it never had.
     let info = analyzer(&["info", dir.to_str().unwrap()]);
     let info = String::from_utf8_lossy(&info.stdout);
@@ -1358,7 +1399,7 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
     assert_ne!(std::fs::read(&shared).unwrap(), b"old");
 
     // A count report priced or put in categories: empty, and said to be.
-    let count = count_copy("count-cost");
+    let count = count_copy(&fixture(), "count-cost");
     for cmd in ["cost", "categories"] {
         let out = analyzer(&[cmd, count.to_str().unwrap()]);
         assert!(out.status.success(), "{out:?}");
@@ -1571,6 +1612,26 @@ category."other (no rule matched)".share = 1.0
 category."density trackers".share = 0.0
 site."demo.rs:21".allocs = 12
 "#;
+
+#[test]
+fn check_of_a_sampled_report_names_its_estimates() {
+    let b = budget_file("sampled", FIXTURE_BUILD_BUDGET);
+    let sampled = copy_fixture("check-sampled");
+    edit_manifest(&sampled, |m| m["mode"] = "sample:10".into());
+    let out = analyzer(&[
+        "check",
+        sampled.to_str().unwrap(),
+        "--budget",
+        b.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // A phase's temporaries are counted from the sampled stacks, as its sites are.
+    assert!(
+        stderr.contains("phase totals are exact but for temporaries"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(sampled);
+}
 
 #[test]
 fn check_within_budget_exits_0_with_every_limit_and_its_headroom() {
@@ -2043,7 +2104,7 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
     );
     // A report that counted allocations but holds no sites (its mode switched to
     // `off` before it was written) is refused, not read as no allocations.
-    let off = count_copy("gate-off");
+    let off = count_copy(&fixture(), "gate-off");
     edit_manifest(&off, |m| m["mode"] = "off".into());
     assert_one_line_error(
         &["diff", r, off.to_str().unwrap()],
@@ -2064,7 +2125,7 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
         "records none (mode off when written",
     );
     // `count` mode finds no temporaries: a limit on them is refused.
-    let count = count_copy("gate-count-temporaries");
+    let count = count_copy(&fixture(), "gate-count-temporaries");
     let temporaries = budget_file("count-temporaries", "[phase.build]\ntemporaries = 10\n");
     assert_one_line_error(
         &[
@@ -2205,7 +2266,7 @@ fn a_gate_on_counts_needs_no_calibration() {
 fn count_reports_are_gated_on_their_totals() {
     // Count mode costs 1 % and its totals are exact: gates on allocations, bytes or
     // the peak compare two count reports; anything that needs sites is refused.
-    let count = count_copy("gated-count");
+    let count = count_copy(&fixture(), "gated-count");
     let c = count.to_str().unwrap();
     // A passing gate exits 0 even when both its outputs are pipes whose reader left
     // (`2>&1 | head`): its note on count reports, written first, had panicked (101).

@@ -103,11 +103,21 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         )?,
         (Some(live), _, _) => writeln!(out, "{what}: {} live", bytes(live as f64))?,
         _ => {
-            // Nothing was kept, whatever the interval: no advice on sampling.
+            // Nothing was kept, whatever the interval: no advice on sampling. A tracer
+            // keeps a peak once live bytes pass 1 MiB, so a higher run peak without
+            // one is a report from before it did.
+            let why = match h.run_peak_live_bytes {
+                Some(run) if run >= 1 << 20 => format!(
+                    "the run reached {} live, but the tracer that wrote this report \
+                     kept no peak moment",
+                    bytes(run as f64)
+                ),
+                _ => "live bytes never reached 1 MiB".to_owned(),
+            };
             return writeln!(
                 out,
-                "{what}: no peak kept (live bytes never reached 1 MiB); `analyzer leaks` \
-                 shows what was live at the end"
+                "{what}: no peak kept ({why}); `analyzer leaks` shows what was live at the \
+                 end"
             );
         }
     }

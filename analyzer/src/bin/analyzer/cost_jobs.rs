@@ -370,8 +370,9 @@ impl CheckJob {
         let checked = budget::check(&b, &r, &rules, &self.budget)?;
         if r.manifest.mode.starts_with("sample:") && !checked.is_empty() {
             note!(
-                "analyzer: {} was written in {} mode: phase totals are exact, category \
-                 shares and site counts are estimates from the sampled stacks",
+                "analyzer: {} was written in {} mode: phase totals are exact but for \
+                 temporaries, which, like category shares and site counts, are estimates \
+                 from the sampled stacks",
                 r.dir.display(),
                 r.manifest.mode
             );

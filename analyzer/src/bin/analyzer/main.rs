@@ -360,8 +360,11 @@ impl ExportJob {
         let r = report::load(&self.report)?;
         let phase = r.check_phase(self.phase.as_deref())?;
         // An empty export is written all the same: say why it is empty. (Live bytes
-        // come from heap sampling, which count mode has too; that branch says why.)
-        if !matches!(self.format, ExportAs::Folded(FlameBy::Live(_))) {
+        // come from heap sampling, which count mode has too; those branches say why.)
+        if !matches!(
+            self.format,
+            ExportAs::Folded(FlameBy::Live(_)) | ExportAs::Pprof
+        ) {
             cost_jobs::no_sites_note(&r, phase, "to export");
         }
         let binary = !matches!(self.format, ExportAs::Folded(_));
@@ -396,6 +399,19 @@ impl ExportJob {
             }
             ExportAs::Pprof => {
                 let in_use = analyzer::memory::in_use(&analyzer::memory::load(&r)?);
+                if r.rows(phase).next().is_none() {
+                    let holds = if in_use.is_empty() {
+                        "the profile is empty"
+                    } else {
+                        "the profile holds only what heap sampling kept live at the peak \
+                         (inuse_space, inuse_objects)"
+                    };
+                    note!(
+                        "analyzer: {}: no allocation sites to export ({}): {holds}",
+                        r.dir.display(),
+                        no_sites(&r, phase)
+                    );
+                }
                 export::pprof(&r, phase, &in_use, &mut w)?
             }
             ExportAs::NamedSites { rules: path } => {
