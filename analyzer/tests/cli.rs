@@ -991,6 +991,25 @@ fn an_unknown_phase_is_an_error_listing_the_reports_phases() {
 }
 
 #[test]
+fn info_of_a_sampled_report_calls_its_temporaries_estimates() {
+    let sampled = copy_fixture("info-sampled");
+    edit_manifest(&sampled, |m| {
+        m["mode"] = "sample:10".into();
+        m["sample_interval"] = 10.into();
+    });
+    let out = analyzer(&["info", sampled.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(" temporaries (estimated: the sampled ones times 10)"),
+        "{text}"
+    );
+    // A sites report's are exact and say nothing more.
+    let out = analyzer(&["info", fixture().to_str().unwrap()]);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("estimated: the sampled"));
+    let _ = std::fs::remove_dir_all(sampled);
+}
+
+#[test]
 fn info_describes_the_report() {
     let r = fixture();
     let r = r.to_str().unwrap();

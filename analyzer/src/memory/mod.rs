@@ -240,6 +240,10 @@ pub struct Held {
     pub categories: Vec<HeldCategory>,
     /// Sites, largest first (at most the limit).
     pub sites: Vec<HeldSite>,
+    /// Whether the report has the moment's table (`heap_peak.parquet` or
+    /// `heap_end.parquet`) at all: a report written by a tracer from before it kept
+    /// one has none, which is not the same as nothing sampled.
+    pub table_written: bool,
 }
 
 /// The variance of a heap-sampling row's estimate, as its sampled blocks estimate it:
@@ -422,6 +426,15 @@ pub fn held(
         estimated_bytes_se: variance.sqrt().round() as u64,
         categories,
         sites,
+        table_written: m.tables.iter().any(|t| t.file == moment_table(moment).file),
+    }
+}
+
+/// The table of what heap sampling found live at `moment`.
+fn moment_table(moment: Moment) -> &'static schema::Table {
+    match moment {
+        Moment::Peak => &schema::HEAP_PEAK,
+        Moment::End => &schema::HEAP_END,
     }
 }
 

@@ -154,6 +154,9 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             bytes(h.max_rss_bytes as f64)
         )?;
     }
+    if !h.table_written {
+        return writeln!(out, "{}", no_table(h));
+    }
     // The manifest's interval is the one in force when the report was written: a
     // program that stopped heap sampling before (a switch to `off`, say) still has
     // the peak it kept, with its estimates.
@@ -262,6 +265,19 @@ fn site_table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     Ok(())
 }
 
+/// Why a report has no sites at `h`'s moment when it lacks the moment's table.
+pub fn no_table(h: &Held) -> String {
+    let table = if h.moment == "peak" {
+        "heap_peak"
+    } else {
+        "heap_end"
+    };
+    format!(
+        "this report has no {table} table (written by a tracer from before it kept one): \
+         no sites to show"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,8 +288,25 @@ mod tests {
             moment: "end".into(),
             live_bytes: Some(31_000),
             heap_interval: 65_536,
+            table_written: true,
             ..Held::default()
         };
+        // A report without the moment's table is not one where nothing was sampled.
+        let mut out = Vec::new();
+        table(
+            &mut out,
+            &Held {
+                table_written: false,
+                ..h.clone()
+            },
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("this report has no heap_end table (written by a tracer from before"),
+            "{text}"
+        );
+        assert!(!text.contains("no sampled block"), "{text}");
         let mut out = Vec::new();
         table(&mut out, &h).unwrap();
         let text = String::from_utf8(out).unwrap();

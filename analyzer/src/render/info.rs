@@ -73,6 +73,12 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         super::bytes(i.bytes_requested as f64),
         if count {
             "temporaries not counted".to_owned()
+        } else if i.sample_interval > 1 {
+            // Only sampled blocks are watched to their free, each standing for N.
+            format!(
+                "{} temporaries (estimated: the sampled ones times {})",
+                i.temporary_count, i.sample_interval
+            )
         } else {
             format!("{} temporaries", i.temporary_count)
         },

@@ -71,13 +71,19 @@ fn warn_if_stopped(dir: &Path, r: &report::Report, moment: Moment) {
     }
 }
 
-/// Heap sampling off: the table says so in its text; JSON and CSV would be empty
-/// without a word.
+/// Heap sampling off, or no table of the moment: the table says so in its text; JSON
+/// and CSV would be empty without a word.
 fn warn_if_unsampled(dir: &Path, h: &memory::Held, format: analyzer::render::Format) {
-    if h.heap_interval == 0
-        && h.estimated_bytes_all_phases == 0
-        && format != analyzer::render::Format::Table
-    {
+    if format == analyzer::render::Format::Table {
+        return;
+    }
+    if !h.table_written {
+        note!(
+            "analyzer: {}: {}",
+            dir.display(),
+            analyzer::memory::render::no_table(h)
+        );
+    } else if h.heap_interval == 0 && h.estimated_bytes_all_phases == 0 {
         note!(
             "analyzer: {}: heap sampling was off in this run: no sites hold sampled \
              memory (rerun with ALLOC_TRACE_HEAP=1MiB, synth-driver --heap-sample 1MiB)",
