@@ -4,10 +4,12 @@ per-site deltas.
 Site ids are per report, so sites are matched as `analyzer diff` matches them: by
 the analyzer's stack key (its `stack_key` column: the source-level call stack), then
 the stacks left on each side by the same key with line numbers ignored (a patch that
-moved code within its files): status `both` and `moved`. Two reports of one build
-match site for site; a stack found on one side only is `removed` or `added`.
-`key="name"` matches by site name instead (coarser). Deltas are change minus
-baseline: negative means the change allocates less.
+moved code within its files): status `by path` and `ignoring lines`, as `analyzer
+diff` names them. Two reports of one build match site for site; a stack found on one
+side only is `gone` (baseline only) or `new` (change only). `key="name"` matches by
+site name instead (coarser). Deltas are change minus baseline: negative means the
+change allocates less. A phase is checked in both reports, and reports of different
+modes or circuits are said to be (`warnings`), as `analyzer diff` does.
 """
 
 from __future__ import annotations
@@ -17,11 +19,16 @@ import polars as pl
 from allocprof.overview import phases
 from allocprof.report import Report
 from allocprof.sites import category_totals
+from allocprof.sites import check_phase as _check_phase
 
 MEASURES = ("alloc_count", "realloc_count", "bytes_requested", "temporary_count")
 
-#: Statuses of rows found in both reports: by whole stack, and with lines ignored.
-MATCHED = ("both", "moved")
+#: A row's status, as `analyzer diff` names it (its `matched` field): found in both
+#: reports by whole stack, or with lines ignored; only in the baseline; only in the change.
+BY_PATH, IGNORING_LINES, GONE, NEW = "by path", "ignoring lines", "gone", "new"
+
+#: Statuses of rows found in both reports.
+MATCHED = (BY_PATH, IGNORING_LINES)
 
 #: The key prefix of rows matched with line numbers ignored (as `analyzer diff`'s).
 LOOSE_PREFIX = "(lines ignored)\n"
@@ -38,32 +45,95 @@ def _with_sites(*reports: Report) -> None:
             )
 
 
-def _delta_columns(measures) -> list[pl.Expr]:
-    return [
-        (pl.col(f"change_{m}").cast(pl.Int64) - pl.col(f"base_{m}").cast(pl.Int64)).alias(
-            f"delta_{m}"
+def check_phase(base: Report, change: Report, phase: str | None) -> str | None:
+    """`phase` when both reports have it (or None); else the one-line error of the
+    first report that lacks it, with its phases, as `analyzer diff --phase` refuses a
+    phase either report lacks."""
+    for r in (base, change):
+        _check_phase(r, phase)
+    return phase
+
+
+def warnings(base: Report, change: Report) -> list[str]:
+    """What `analyzer diff` says on standard error of two reports that differ beyond a
+    patch: traced in different modes (sampled figures are estimates), or of circuits of
+    different sizes (synth-driver's `rows` label)."""
+    out = []
+    mb, mc = base.manifest.get("mode"), change.manifest.get("mode")
+    if mb != mc:
+        out.append(
+            f"the reports were written in different modes ({mb} and {mc}): sampled "
+            "figures are estimates, so small differences may be sampling noise"
         )
-        for m in measures
-    ]
+    rb = (base.manifest.get("labels") or {}).get("rows")
+    rc = (change.manifest.get("labels") or {}).get("rows")
+    if rb is not None and rc is not None and rb != rc:
+        out.append(
+            f"the reports are of circuits of different sizes (rows {rb} and {rc}): their "
+            "differences are not a patch's alone"
+        )
+    return out
+
+
+def _with_deltas(df: pl.DataFrame, measures) -> pl.DataFrame:
+    """`df` with delta_M = change_M - base_M for each measure M: counts as Int64 (the
+    tables' UInt64 would wrap below zero), floats (seconds) as they are."""
+
+    def delta(m: str) -> pl.Expr:
+        b, c = pl.col(f"base_{m}"), pl.col(f"change_{m}")
+        if df.schema[f"base_{m}"].is_integer() and df.schema[f"change_{m}"].is_integer():
+            b, c = b.cast(pl.Int64), c.cast(pl.Int64)
+        return (c - b).alias(f"delta_{m}")
+
+    return df.with_columns([delta(m) for m in measures])
+
+
+def _temporaries(r: Report) -> str | None:
+    """How the report counted temporaries, when not exactly: None in `sites` mode."""
+    mode = r.manifest.get("mode") or ""
+    if mode == "count":
+        return "not counted in count mode"
+    if mode.startswith("sample:"):
+        return f"estimated in {mode} (sampled temporaries x {mode.split(':', 1)[1]})"
+    return None
 
 
 def totals_deltas(base: Report, change: Report) -> pl.DataFrame:
-    """The manifests' totals side by side (measure, base, change, delta, ratio)."""
+    """The manifests' totals side by side (measure, base, change, delta, ratio, note).
+    Exact in every traced mode but for temporaries: a `count` report's are not counted
+    (null here, and so is the delta), a `sample:N` report's are estimates; `note` says
+    so."""
     b, c = base.manifest["totals"], change.manifest["totals"]
     keys = [k for k in b if k in c and isinstance(b[k], int)]
+    uncounted = {s: r.manifest.get("mode") == "count" for s, r in (("base", base), ("change", change))}
+
+    def value(side: str, totals: dict, k: str) -> int | None:
+        return None if k == "temporary_count" and uncounted[side] else totals[k]
+
+    notes = [
+        f"{side}: {how}"
+        for side, r in (("baseline", base), ("change", change))
+        if (how := _temporaries(r))
+    ]
     df = pl.DataFrame(
-        {"measure": keys, "base": [b[k] for k in keys], "change": [c[k] for k in keys]},
-        schema={"measure": pl.String, "base": pl.Int64, "change": pl.Int64},
+        {
+            "measure": keys,
+            "base": [value("base", b, k) for k in keys],
+            "change": [value("change", c, k) for k in keys],
+            "note": ["; ".join(notes) if k == "temporary_count" and notes else None for k in keys],
+        },
+        schema={"measure": pl.String, "base": pl.Int64, "change": pl.Int64, "note": pl.String},
     )
     return df.with_columns(
         delta=pl.col("change") - pl.col("base"),
         ratio=pl.when(pl.col("base") != 0).then(pl.col("change") / pl.col("base")),
-    )
+    ).select("measure", "base", "change", "delta", "ratio", "note")
 
 
 def phase_deltas(base: Report, change: Report) -> pl.DataFrame:
-    """Per phase: allocations, temporaries and wall time in both reports (`main`'s
-    wall time, the run's outside the named phases, as `analyzer info` gives it)."""
+    """Per phase: allocations, temporaries and wall time (seconds, not rounded) in both
+    reports (`main`'s wall time, the run's outside the named phases, as `analyzer
+    info` gives it). A `count` report's temporaries are null: it does not count them."""
     cols = ["alloc_count", "realloc_count", "temporary_count", "wall_s"]
 
     def side(r: Report, prefix: str) -> pl.DataFrame:
@@ -71,7 +141,10 @@ def phase_deltas(base: Report, change: Report) -> pl.DataFrame:
 
     out = side(base, "base").join(side(change, "change"), on="phase", how="full", coalesce=True)
     out = out.with_columns([pl.col(c).fill_null(0) for c in out.columns if c != "phase"])
-    return out.with_columns(_delta_columns(cols))
+    for prefix, r in (("base", base), ("change", change)):
+        if r.manifest.get("mode") == "count":
+            out = out.with_columns(pl.lit(None, dtype=pl.UInt64).alias(f"{prefix}_temporary_count"))
+    return _with_deltas(out, cols)
 
 
 def category_deltas(base: Report, change: Report, phase: str | None = None) -> pl.DataFrame:
@@ -79,6 +152,7 @@ def category_deltas(base: Report, change: Report, phase: str | None = None) -> p
     totals and deltas; `count` is allocations plus reallocs, what `analyzer diff`'s
     category rows count."""
     _with_sites(base, change)
+    check_phase(base, change, phase)
     cols = list(MEASURES) + ["count", "sites"]
 
     def side(r: Report, prefix: str) -> pl.DataFrame:
@@ -98,12 +172,13 @@ def category_deltas(base: Report, change: Report, phase: str | None = None) -> p
         .drop("order", "base_index", "change_index")
     )
     out = out.with_columns([pl.col(c).fill_null(0) for c in out.columns if c != "category"])
-    return out.with_columns(_delta_columns(cols))
+    return _with_deltas(out, cols)
 
 
 def _keyed_sites(r: Report, phase: str | None, key: str) -> pl.DataFrame:
-    """The named-sites rows of `phase` summed per key; each key is named after its
-    lowest site id (site ids rank sites by allocations, 0 = most)."""
+    """The named-sites rows of `phase` (one the report lacks is refused) summed per
+    key; each key is named after its lowest site id (site ids rank sites by
+    allocations, 0 = most)."""
     if key == "stack":
         key_column = "stack_key"
     elif key == "name":
@@ -111,7 +186,7 @@ def _keyed_sites(r: Report, phase: str | None, key: str) -> pl.DataFrame:
     else:
         raise ValueError(f"key must be 'stack' or 'name', not {key!r}")
     rows = r.named_sites
-    if phase is not None:
+    if _check_phase(r, phase) is not None:
         rows = rows.filter(pl.col("phase") == phase)
     return (
         rows.sort("site_id")
@@ -166,10 +241,11 @@ def site_deltas(
     limit: int | None = 20,
 ) -> pl.DataFrame:
     """The sites whose allocations + reallocs changed most (by absolute delta), with
-    both sides' figures, the category, a name and a status: `both`, `moved` (matched
-    with line numbers ignored, summed per side; `key="stack"` only), `removed` or
-    `added`."""
+    both sides' figures, the category, a name and a status: `by path`, `ignoring
+    lines` (matched with line numbers ignored, summed per side; `key="stack"` only),
+    `gone` or `new`. A phase either report lacks is refused."""
     _with_sites(base, change)
+    check_phase(base, change, phase)
     b = _keyed_sites(base, phase, key)
     c = _keyed_sites(change, phase, key)
     if key == "stack":
@@ -179,19 +255,19 @@ def site_deltas(
     out = (
         out.with_columns(
             status=pl.when(pl.col("base_site_id").is_null())
-            .then(pl.lit("added"))
+            .then(pl.lit(NEW))
             .when(pl.col("change_site_id").is_null())
-            .then(pl.lit("removed"))
+            .then(pl.lit(GONE))
             .when(pl.col("key").str.starts_with(LOOSE_PREFIX))
-            .then(pl.lit("moved"))
-            .otherwise(pl.lit("both")),
+            .then(pl.lit(IGNORING_LINES))
+            .otherwise(pl.lit(BY_PATH)),
             name=pl.coalesce("base_name", "change_name"),
             callers=pl.coalesce("base_callers", "change_callers"),
             distinction=pl.coalesce("base_distinction", "change_distinction"),
             category=pl.coalesce("base_category", "change_category"),
         )
         .with_columns([pl.col(f"{p}_{m}").fill_null(0) for p in ("base", "change") for m in MEASURES])
-        .with_columns(_delta_columns(MEASURES))
+        .pipe(_with_deltas, MEASURES)
         .with_columns(
             delta_count=pl.col("delta_alloc_count") + pl.col("delta_realloc_count")
         )
@@ -224,6 +300,14 @@ def site_deltas(
     )
 
 
+def changed_sites(deltas: pl.DataFrame, limit: int | None = 20) -> pl.DataFrame:
+    """The rows of `site_deltas` found in both reports whose allocations + reallocs
+    changed (delta_count not 0), largest change first: what the site-deltas figure
+    draws. Empty when no matched site changed."""
+    out = deltas.filter(pl.col("status").is_in(MATCHED) & (pl.col("delta_count") != 0))
+    return out if limit is None else out.head(limit)
+
+
 def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "count") -> pl.DataFrame:
     """Steps of a waterfall from the baseline total to the change's: one row per
     category with a non-zero delta (label, start, delta), between a `baseline` and a
@@ -250,7 +334,7 @@ def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "count") ->
 
 def matched_share(deltas: pl.DataFrame) -> float:
     """The share of the baseline's allocations and reallocs at sites found in both
-    reports (status `both` or `moved`), from every row of `site_deltas` (limit=None):
+    reports (status `by path` or `ignoring lines`), from every row of `site_deltas` (limit=None):
     `analyzer diff`'s `matched_alloc_share` (0 for an empty baseline, as there). Below most, the per-site rows are churn
     of unmatched stacks rather than per-site change."""
     calls = pl.col("base_alloc_count") + pl.col("base_realloc_count")

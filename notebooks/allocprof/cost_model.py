@@ -90,19 +90,23 @@ def variant_reports(results_path: str | os.PathLike) -> dict[str, Path]:
 
 
 def allocation_totals(reports: dict[str, Path]) -> pl.DataFrame:
-    """Per variant: the manifest's allocation totals (exact in every traced mode)."""
+    """Per variant: the manifest's totals, `count` being allocations + reallocs (what
+    results.csv's baseline_alloc_count and variant_alloc_count count, as `analyzer
+    diff` does). Exact in every traced mode but for temporaries: not counted in
+    `count` mode, estimated in `sample:N`."""
     rows = []
     for variant, path in reports.items():
         t = report_module.load(path).manifest["totals"]
         rows.append(
             {
                 "variant": variant,
+                "count": t["alloc_count"] + t["realloc_count"],
                 "alloc_count": t["alloc_count"],
                 "realloc_count": t["realloc_count"],
                 "temporary_count": t["temporary_count"],
                 "bytes_requested": t["bytes_requested"],
             }
         )
-    schema = {"variant": pl.String, "alloc_count": pl.Int64, "realloc_count": pl.Int64,
+    schema = {"variant": pl.String, "count": pl.Int64, "alloc_count": pl.Int64, "realloc_count": pl.Int64,
               "temporary_count": pl.Int64, "bytes_requested": pl.Int64}
     return pl.DataFrame(rows, schema=schema)

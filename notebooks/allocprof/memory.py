@@ -28,6 +28,27 @@ def timeline(report: Report) -> pl.DataFrame:
     ).select("time_s", "phase", "live_mib", "alloc_count", "bytes_allocated", "rss_mib")
 
 
+def timeline_note(report: Report) -> str | None:
+    """Why there is no timeline to draw, in one line (no table: an older tracer; an
+    empty one: sampling off), else None."""
+    if (why := report.absent("timeline")) is not None:
+        return f"{report.label}: {why}"
+    if report.timeline.height == 0:
+        return (f"{report.label}: the timeline is empty (timeline_interval_ms "
+                f"{report.manifest.get('timeline_interval_ms', 0)}: not sampled)")
+    return None
+
+
+def timeline_phases(report: Report) -> pl.DataFrame | None:
+    """Per phase of the timeline, in order: from_s, to_s, max_live_mib, max_rss_mib;
+    None without a timeline (`timeline_note` says why)."""
+    if timeline_note(report) is not None:
+        return None
+    return timeline(report).group_by("phase", maintain_order=True).agg(
+        pl.col("time_s").min().alias("from_s"), pl.col("time_s").max().alias("to_s"),
+        pl.col("live_mib").max().alias("max_live_mib"), pl.col("rss_mib").max().alias("max_rss_mib"))
+
+
 def phase_spans(tl: pl.DataFrame) -> list[tuple[str, float, float]]:
     """Consecutive runs of one phase in the timeline, as (phase, start_s, end_s)."""
     spans: list[list] = []
@@ -45,6 +66,38 @@ def held(report: Report, moment: str = "peak") -> dict:
     """What holds memory at the kept peak ("peak") or at the end ("end"): the
     analyzer's answer (`analyzer peak|leaks --format json`)."""
     return analyzer.held(report.dir, moment)
+
+
+def _size(n: float) -> str:
+    return f"{n / GIB:,.2f} GiB" if n >= GIB else f"{n / MIB:,.1f} MiB"
+
+
+def _seconds(t: float) -> str:
+    return f"{t:.2f} s" if t >= 1 else f"{t * 1e3:.2f} ms"
+
+
+def peak_note(report: Report, h: dict) -> str:
+    """One line on the kept peak of a `held(report)` answer: where and when, and how
+    much of it heap sampling's estimates account for; or why there are no sites to
+    show: a report without a heap_peak table (an older tracer), one with no peak
+    kept (live bytes never reached 1 MiB, or, where the run went higher, a tracer
+    from before it kept one), or heap sampling off while the peak was kept. The
+    words are `analyzer peak`'s."""
+    run = (report.manifest.get("totals") or {}).get("peak_live_bytes")
+    if (why := report.absent("heap_peak")) is not None:
+        highest = f"; the run's highest live bytes: {_size(run)}" if run else ""
+        return f"{report.label}: {why}: no sites to show at the peak{highest}"
+    if h.get("live_bytes") is None:
+        # A tracer keeps a peak once live bytes pass 1 MiB.
+        if run and run >= MIB:
+            return (f"{report.label}: no peak kept (the run reached {_size(run)} live, but "
+                    "the tracer that wrote this report kept no peak moment)")
+        return f"{report.label}: no peak kept (live bytes never reached 1 MiB)"
+    line = (f"{report.label}: kept peak {_size(h['live_bytes'])} at {_seconds(h['time_s'])} "
+            f"({h['phase']})")
+    if not h.get("heap_interval") and not h.get("estimated_bytes"):
+        return line + "; heap sampling was off, so no sites hold sampled memory"
+    return line + f"; the estimates add up to {h['estimated_bytes'] / h['live_bytes']:.1%} of it"
 
 
 def held_categories(h: dict) -> pl.DataFrame:
@@ -68,6 +121,16 @@ def held_sites(h: dict, limit: int = 15) -> pl.DataFrame:
         (pl.col("live_bytes") / MIB).alias("live_mib")
     ).select("name", "callers", "distinction", "category", "live_mib", "share",
              "sampled_count")
+
+
+def scale_note(scaled: pl.DataFrame) -> str | None:
+    """Which reports of a `scale` table have nothing per row (no `rows` label, which
+    synth-driver records), in one line; None when every one has."""
+    missing = scaled.filter(pl.col("rows") == 0)["report"].to_list()
+    if not missing:
+        return None
+    return (f"no `rows` label (synth-driver records one) in {', '.join(missing)}: "
+            "no figures per row")
 
 
 def scale(reports: list[Report], phase: str = "synthesize") -> pl.DataFrame:

@@ -7,11 +7,37 @@ import polars as pl
 
 from allocprof import analyzer
 from allocprof.report import Report
-from allocprof.sites import category_totals, site_totals, top_sites, with_categories
+from allocprof.sites import category_totals, check_phase, site_totals, top_sites, with_categories
+
+
+def temporaries_counted(report: Report) -> str:
+    """How the report counts temporaries (docs/report-schema.md): `exact` in `sites`
+    mode, `estimated` in `sample:N` (the sampled ones times N), `not counted` in
+    `count` mode (its temporary_count is 0 whatever the program did)."""
+    mode = report.manifest.get("mode") or ""
+    if mode == "count":
+        return "not counted"
+    if mode.startswith("sample:"):
+        return "estimated"
+    return "exact"
+
+
+def temporaries_note(report: Report) -> str | None:
+    """One line on the report's temporaries where they are not exact, else None."""
+    mode = report.manifest.get("mode") or ""
+    how = temporaries_counted(report)
+    if how == "not counted":
+        return "temporaries: not counted in count mode (the report's 0 says nothing)"
+    if how == "estimated":
+        return (f"temporaries: estimated in {mode} mode (the sampled ones times "
+                f"{mode.split(':', 1)[1]}), as every per-site figure is")
+    return None
 
 
 def totals(report: Report) -> pl.DataFrame:
-    """The manifest's run metadata and totals as (key, value) rows, values as text."""
+    """The manifest's run metadata and totals as (key, value) rows, values as text.
+    Totals are exact in every traced mode but for temporaries: `not counted` in
+    `count` mode, marked `(estimated ...)` in `sample:N`."""
     m = report.manifest
     rows = [
         ("command_line", " ".join(m.get("command_line", []))),
@@ -21,7 +47,16 @@ def totals(report: Report) -> pl.DataFrame:
         ("duration_s", f"{m.get('duration_s', 0):.3f}"),
         ("threads", m.get("threads")),
     ]
-    rows += [(f"totals.{k}", v) for k, v in m.get("totals", {}).items()]
+    how = temporaries_counted(report)
+
+    def total(k, v):
+        if k != "temporary_count" or how == "exact":
+            return v
+        if how == "not counted":
+            return "not counted (count mode)"
+        return f"{v} (estimated: the sampled ones x {m.get('sample_interval')})"
+
+    rows += [(f"totals.{k}", total(k, v)) for k, v in m.get("totals", {}).items()]
     rows += [(f"dropped.{k}", v) for k, v in m.get("dropped", {}).items()]
     rows += [(f"tracer.{k}", v) for k, v in m.get("tracer", {}).items()]
     return pl.DataFrame(
@@ -32,8 +67,9 @@ def totals(report: Report) -> pl.DataFrame:
 def phases(report: Report) -> pl.DataFrame:
     """phases.parquet with wall time in seconds (`main`: outside the named phases),
     allocations and reallocs per second of the phase, and the temporaries' share of
-    its allocations and reallocs (null in `count` mode, which does not count
-    temporaries: its temporary_count is 0), as the analyzer counts them."""
+    its allocations and reallocs, as the analyzer counts them. In `count` mode, which
+    does not count temporaries (its tables hold 0), temporary_count and
+    temporary_share are null."""
     counted = report.manifest.get("mode") != "count"
     # Wall times as `analyzer info` gives them: `main`'s is the run's time outside the
     # named phases (the tracer does not time it).
@@ -49,6 +85,7 @@ def phases(report: Report) -> pl.DataFrame:
         temporary_share=pl.when(pl.lit(counted) & (calls > 0))
         .then(pl.col("temporary_count") / calls)
         .otherwise(pl.lit(0.0 if counted else None, dtype=pl.Float64)),
+        temporary_count=pl.col("temporary_count") if counted else pl.lit(None, dtype=pl.UInt64),
     ).sort("phase_id")
 
 
@@ -56,7 +93,7 @@ def size_class_histogram(report: Report, phase: str | None = None) -> pl.DataFra
     """Allocations per jemalloc size class (size_classes.parquet, exact in every
     mode), with each class's share, smallest class first."""
     rows = report.size_classes
-    if phase is not None:
+    if check_phase(report, phase) is not None:
         rows = rows.filter(pl.col("phase") == phase)
     out = rows.group_by("size_class_bytes").agg(pl.col("alloc_count").sum())
     total = out["alloc_count"].sum() or 0
@@ -72,13 +109,55 @@ def lifetime_distribution(
     followed blocks, not scaled). With `by_category`, one row per (category, bucket),
     categories as the analyzer gives them."""
     rows = report.lifetimes
-    if phase is not None:
+    if check_phase(report, phase) is not None:
         rows = rows.filter(pl.col("phase") == phase)
     keys = ["lifetime_ns_low", "lifetime_ns_high"]
     if by_category:
         rows = with_categories(report, rows)
         keys = ["category", *keys]
     return rows.group_by(keys).agg(pl.col("freed_count").sum()).sort(keys)
+
+
+def lifetimes_note(report: Report, distribution: pl.DataFrame) -> str | None:
+    """Why a lifetime distribution (`lifetime_distribution`) is empty, in one line;
+    None when it is not."""
+    if distribution.height and distribution["freed_count"].sum():
+        return None
+    m = report.manifest
+    if m.get("mode") == "count":
+        return "no lifetimes: count mode follows no blocks to their free"
+    if not m.get("lifetime_interval"):
+        return "no lifetimes: no block was followed to its free (lifetime_interval 0, e.g. --lifetimes 0)"
+    return "no lifetimes: no followed block was freed (in this phase) before the report"
+
+
+def top_sites_table(report: Report, phase: str | None = None, limit: int = 20) -> pl.DataFrame:
+    """The sites with most allocations + reallocs (`sites.top_sites` by count), with
+    `count` (allocations + reallocs), the category and the `distinction` that tells
+    apart sites whose name and callers read the same."""
+    top = with_categories(report, top_sites(report, by="count", limit=limit, phase=phase))
+    top = top.join(report.site_labels.select("site_id", "distinction"), on="site_id", how="left")
+    return top.with_columns(count=pl.col("alloc_count") + pl.col("realloc_count")).select(
+        "rank", "site_id", "name", "callers", "distinction", "category", "count",
+        "alloc_count", "realloc_count", "share", "temporary_share", "main_size_class_bytes",
+        "lifetime_ns_median",
+    )
+
+
+def lifetime_quantiles(distribution: pl.DataFrame) -> pl.DataFrame:
+    """Per category of a lifetime distribution by category: followed blocks freed,
+    and the upper bounds of the buckets holding the median and the 90th percentile."""
+    rows = [
+        {
+            "category": c,
+            "followed_freed": int(g["freed_count"].sum()),
+            "p50_ns_at_most": lifetime_quantile_ns(g, 0.5),
+            "p90_ns_at_most": lifetime_quantile_ns(g, 0.9),
+        }
+        for (c,), g in distribution.partition_by("category", as_dict=True, maintain_order=True).items()
+    ] if distribution.height else []
+    return pl.DataFrame(rows, schema={"category": pl.String, "followed_freed": pl.Int64,
+                                      "p50_ns_at_most": pl.Int64, "p90_ns_at_most": pl.Int64})
 
 
 def lifetime_quantile_ns(distribution: pl.DataFrame, q: float) -> int | None:

@@ -40,9 +40,25 @@ def _short(label: str, width: int = 48) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
-def _tail(label: str, width: int) -> str:
-    """`label` cut from the left: the end of a `via` chain is the frame that differs."""
-    return label if len(label) <= width else "…" + label[-(width - 1):]
+def _wrap(chain: str, width: int, max_lines: int) -> list[str]:
+    """A chain of frames joined by ` < ` on lines of about `width` characters, broken
+    between frames (a frame longer than a line is cut at its end). Past `max_lines`
+    lines the middle gives way to `…`: the start and the end stay, where frames that
+    tell sites apart are (a `via` chain starts with the frame where stacks part, and
+    ends with the frames, or the `#n`, that tell apart the rest)."""
+    lines: list[str] = []
+    for frame in chain.split(" < "):
+        frame = _short(frame, width - 4)
+        if lines and len(lines[-1]) + 3 + len(frame) <= width:
+            lines[-1] += " < " + frame
+        elif lines:
+            lines[-1] += " <"
+            lines.append(frame)
+        else:
+            lines.append(frame)
+    if len(lines) > max_lines:
+        lines = lines[: max_lines - 1] + ["… " + lines[-1]]
+    return lines
 
 
 #: Counts as plain thousands (12,345,678), never matplotlib's `1e6` offset.
@@ -54,11 +70,30 @@ def _plain(axis) -> None:
 
 
 def site_label(name: str, callers: str, distinction: str = "", width: int = 90) -> str:
-    """A site on two lines: its name and callers, then what tells it apart from sites
-    that read the same (the analyzer's `distinction`), if anything does."""
+    """A site: its name and callers, then, in brackets, what tells it apart from sites
+    that read the same (the analyzer's `distinction`), if anything does; each wrapped
+    between frames on lines of about `width` characters, not cut (but past 2 and 4
+    lines, in the middle), so that sites that differ get labels that differ."""
     text = name if not callers else f"{name} < {callers}"
-    first = _short(text, width)
-    return first if not distinction else f"{first}\n[{_tail(distinction, width - 2)}]"
+    lines = _wrap(text, width, 2)
+    if distinction:
+        lines += _wrap(f"[{distinction}]", width, 4)
+    return "\n".join(lines)
+
+
+#: Inches a line of a 7-point label takes.
+LINE_IN = 0.125
+
+
+def _label_rows(labels: list[str]) -> tuple[list[float], float]:
+    """Where to put bars whose labels run over several lines: each row's centre and
+    the rows' total extent, in lines from the top (at least 3)."""
+    ys, top = [], 0.0
+    for label in labels:
+        pitch = max(label.count("\n") + 1, 2) + 0.8
+        ys.append(top + pitch / 2)
+        top += pitch
+    return ys, max(top, 3.0)
 
 
 def _category_colors(categories: list[str]) -> dict[str, str]:
@@ -92,15 +127,16 @@ def barh(df: pl.DataFrame, label: str, value: str, title: str, xlabel: str, colo
 
 def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str):
     """The ranked sites as horizontal bars, first on top: each labelled by its name
-    and callers, and on a second line by what tells it apart from sites that read
-    the same; coloured by category, with a legend."""
-    fig, ax = plt.subplots(figsize=(12, 0.55 * max(top.height, 3) + 1.6))
+    and callers, and below them by what tells it apart from sites that read the same
+    (`site_label`); coloured by category, with a legend."""
     rows = list(top.iter_rows(named=True))
-    colors = _category_colors([r["category"] for r in rows])
-    ax.barh(range(len(rows)), [r[value] for r in rows], color=[colors[r["category"]] for r in rows])
     labels = [site_label(r["name"], r["callers"], r.get("distinction") or "") for r in rows]
-    ax.set_yticks(range(len(rows)), labels, fontsize=7)
-    ax.invert_yaxis()
+    ys, extent = _label_rows(labels)
+    fig, ax = plt.subplots(figsize=(12, extent * LINE_IN + 1.6))
+    colors = _category_colors([r["category"] for r in rows])
+    ax.barh(ys, [r[value] for r in rows], height=1.6, color=[colors[r["category"]] for r in rows])
+    ax.set_yticks(ys, labels, fontsize=7)
+    ax.set_ylim(extent, 0)
     _plain(ax.xaxis)
     ax.legend(handles=[Patch(color=c, label=k) for k, c in colors.items()], fontsize=7,
               loc="lower right", title="category", title_fontsize=7)
@@ -113,28 +149,29 @@ def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str):
 def site_deltas(deltas: pl.DataFrame, matched_share: float, title: str, limit: int = 20,
                 low_share: float = 0.8):
     """Per-site changes of the sites found in both reports (rows of
-    compare.site_deltas with status `both` or `moved`), largest first, green fewer and red more;
-    the stacks found in one report only drawn apart, as two totals (churn: the same
-    code under other frames, or code the change added or removed), and a warning in
-    the title when under `low_share` of the baseline's allocations matched."""
-    matched = pl.col("status").is_in(["both", "moved"])
-    both = deltas.filter(matched & (pl.col("delta_count") != 0)).head(limit)
-    churn = deltas.filter(~matched)
-    removed = churn.filter(pl.col("status") == "removed")
-    added = churn.filter(pl.col("status") == "added")
-    fig, (ax, bx) = plt.subplots(
-        2, 1, figsize=(12, 0.5 * max(both.height, 3) + 4.2),
-        gridspec_kw={"height_ratios": [max(both.height, 3), 2.2]},
-    )
+    compare.site_deltas with status `by path` or `ignoring lines`), largest first,
+    green fewer and red more; the stacks found in one report only (`gone`, `new`) drawn
+    apart, as two totals of allocations + reallocs (churn: the same code under other
+    frames, or code the change added or removed), and a warning in the title when
+    under `low_share` of the baseline's allocations matched."""
+    from allocprof.compare import GONE, NEW, changed_sites
+
+    both = changed_sites(deltas, limit)
+    removed = deltas.filter(pl.col("status") == GONE)
+    added = deltas.filter(pl.col("status") == NEW)
     rows = list(both.iter_rows(named=True))
+    labels = [f"{r['category']}: " + site_label(r["name"], r["callers"], r.get("distinction") or "", 80)
+              for r in rows]
+    ys, extent = _label_rows(labels)
+    fig, (ax, bx) = plt.subplots(
+        2, 1, figsize=(12, extent * LINE_IN + 4.2),
+        gridspec_kw={"height_ratios": [max(extent * LINE_IN, 1.2), 1.4]},
+    )
     values = [r["delta_count"] for r in rows]
-    ax.barh(range(len(rows)), values, color=["tab:green" if v < 0 else "tab:red" for v in values])
+    ax.barh(ys, values, height=1.6, color=["tab:green" if v < 0 else "tab:red" for v in values])
     ax.axvline(0, color="black", linewidth=0.6)
-    ax.set_yticks(range(len(rows)), [
-        f"{r['category']}: " + site_label(r["name"], r["callers"], r.get("distinction") or "", 80)
-        for r in rows
-    ], fontsize=7)
-    ax.invert_yaxis()
+    ax.set_yticks(ys, labels, fontsize=7)
+    ax.set_ylim(extent, 0)
     _plain(ax.xaxis)
     if not rows:
         ax.set_xlim(-1, 1)
@@ -144,20 +181,21 @@ def site_deltas(deltas: pl.DataFrame, matched_share: float, title: str, limit: i
                 transform=ax.transAxes)
     ax.set_xlabel("change - baseline (allocations + reallocs), sites in both reports")
     warning = (
-        f"\nonly {matched_share:.0%} of the baseline's allocations are at matched sites: "
+        f"\nonly {matched_share:.0%} of the baseline's allocations + reallocs are at matched sites: "
         "the category totals are what to trust"
         if matched_share < low_share else ""
     )
-    ax.set_title(f"{title}\nmatched sites: {matched_share:.0%} of the baseline's allocations{warning}",
+    ax.set_title(f"{title}\nmatched sites: {matched_share:.0%} of the baseline's allocations + reallocs{warning}",
                  color="tab:red" if warning else "black")
-    churn_values = [-int(removed["base_alloc_count"].sum()), int(added["change_alloc_count"].sum())]
+    calls = lambda df, side: int(df[f"{side}_alloc_count"].sum() + df[f"{side}_realloc_count"].sum())  # noqa: E731
+    churn_values = [-calls(removed, "base"), calls(added, "change")]
     bx.barh([0, 1], churn_values, color="tab:gray")
     bx.axvline(0, color="black", linewidth=0.6)
     bx.set_yticks([0, 1], [f"stacks only in the baseline ({removed.height})",
                            f"stacks only in the change ({added.height})"], fontsize=8)
     bx.invert_yaxis()
     _plain(bx.xaxis)
-    bx.set_xlabel("allocations at unmatched stacks (churn, not per-site change)")
+    bx.set_xlabel("allocations + reallocs at unmatched stacks (churn, not per-site change)")
     fig.tight_layout()
     return fig
 
@@ -202,11 +240,11 @@ def savings(results: pl.DataFrame, title: str, intervals: dict[str, tuple[str, s
 
 
 def phases(phases_df: pl.DataFrame, title: str):
-    """Allocations and wall time per phase, side by side."""
+    """Allocations (reallocs apart) and wall time per phase, side by side."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.2))
     names = phases_df["phase"].to_list()
     a.bar(names, phases_df["alloc_count"].to_list(), color="tab:blue")
-    a.set_title("allocations")
+    a.set_title("allocations (reallocs not counted)")
     _plain(a.yaxis)
     b.bar(names, phases_df["wall_s"].to_list(), color="tab:gray")
     b.set_title("wall time (s; main: outside the named phases)")
@@ -216,23 +254,33 @@ def phases(phases_df: pl.DataFrame, title: str):
 
 
 def size_classes(hist: pl.DataFrame, title: str):
-    """Allocations per jemalloc size class (log scale: a few classes dominate)."""
+    """Allocations per jemalloc size class (log scale: a few classes dominate; reallocs
+    are not in size_classes.parquet)."""
     fig, ax = plt.subplots(figsize=(10, 3.5))
     labels = [str(v) for v in hist["size_class_bytes"].to_list()]
     ax.bar(labels, hist["alloc_count"].to_list(), color="tab:blue")
     ax.set_yscale("log")
     ax.set_xlabel("size class (bytes)")
-    ax.set_ylabel("allocations")
+    ax.set_ylabel("allocations (reallocs not counted)")
     ax.set_title(title)
     ax.tick_params(axis="x", labelrotation=90, labelsize=7)
     fig.tight_layout()
     return fig
 
 
-def lifetimes(dist: pl.DataFrame, title: str, max_lines: int = 6):
+def lifetimes(dist: pl.DataFrame, title: str, max_lines: int = 6, empty: str | None = None):
     """Followed blocks per lifetime bucket (log-log), one line per category if the
-    frame has a category column (the `max_lines` categories with most blocks)."""
+    frame has a category column (the `max_lines` categories with most blocks). With
+    no block, the axes say `empty` (why: `overview.lifetimes_note`)."""
     fig, ax = plt.subplots(figsize=(9, 3.8))
+    if not dist.height:
+        ax.text(0.5, 0.5, empty or "no followed block freed", ha="center", va="center",
+                transform=ax.transAxes)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(title)
+        fig.tight_layout()
+        return fig
     if "category" in dist.columns:
         biggest = (
             dist.group_by("category").agg(pl.col("freed_count").sum())
@@ -257,9 +305,10 @@ def lifetimes(dist: pl.DataFrame, title: str, max_lines: int = 6):
     return fig
 
 
-def waterfall(steps: pl.DataFrame, title: str, ylabel: str = "allocations"):
+def waterfall(steps: pl.DataFrame, title: str, ylabel: str = "allocations + reallocs"):
     """Baseline total, one bar per category delta (green: fewer, red: more), change
-    total (rows of compare.waterfall_steps)."""
+    total (rows of compare.waterfall_steps; `ylabel` what they count: by default its
+    measure `count`, allocations + reallocs)."""
     fig, ax = plt.subplots(figsize=(10, 4.2))
     colors = [
         "tab:gray" if k == "total" else ("tab:green" if d < 0 else "tab:red")
@@ -366,7 +415,7 @@ def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict
         ax.plot([t], [mib], "o", color="tab:red")
         ax.annotate(f"peak {mib:,.0f} MiB at {t:.1f} s ({peak['phase']})", (t, mib),
                     textcoords="offset points", xytext=(-8, 6),
-                    ha="right" if t > 0.5 * tl["time_s"].max() else "left",
+                    ha="right" if t > 0.5 * (tl["time_s"].max() or 0) else "left",
                     color="tab:red", fontsize=8)
     ax.set_xlabel("seconds after tracing started")
     ax.set_ylabel("MiB")
@@ -381,18 +430,20 @@ def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict
 
 
 def per_row(scale: pl.DataFrame, title: str):
-    """Allocations per row and peak bytes per row, one bar per report, side by side."""
+    """Allocations + reallocs per row and peak bytes per row (`memory.scale`), one bar
+    per report, side by side; a report without a figure (no `rows` label) gets no bar,
+    and says so."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.4))
     labels = [_short(str(v), 28) for v in scale["report"].to_list()]
-    a.bar(labels, scale["allocs_per_row"].to_list(), color="tab:blue")
-    a.set_title("allocations per row (synthesize)")
-    b.bar(labels, scale["peak_bytes_per_row"].to_list(), color="tab:orange")
-    b.set_title("peak live bytes per row")
-    for ax in (a, b):
-        for i, v in enumerate(ax.patches):
-            h = v.get_height()
-            ax.annotate(f"{h:,.2f}" if h < 10 else f"{h:,.0f}", (v.get_x() + v.get_width() / 2, h),
+    for ax, column, color in ((a, "allocs_per_row", "tab:blue"), (b, "peak_bytes_per_row", "tab:orange")):
+        values = scale[column].to_list()
+        bars = ax.bar(labels, [0 if v is None else v for v in values], color=color)
+        for bar, v in zip(bars, values):
+            text = "no rows label" if v is None else (f"{v:,.2f}" if v < 10 else f"{v:,.0f}")
+            ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                         ha="center", va="bottom", fontsize=8)
+    a.set_title("allocations + reallocs per row (synthesize)")
+    b.set_title("peak live bytes per row")
     fig.suptitle(title)
     fig.tight_layout()
     return fig

@@ -18,6 +18,14 @@ SUPPORTED_SCHEMA_VERSION = 1
 TABLES = ("sites", "frames", "size_classes", "requested_sizes", "phases", "lifetimes",
           "heap_peak", "heap_end", "timeline")
 
+#: Tables a version-1 report can lack (docs/report-schema.md: later tracers added
+#: them), with why, in the words `Report.absent` gives.
+LATER_TABLES = {
+    "heap_peak": "written by a tracer from before it kept one",
+    "heap_end": "written by a tracer from before it kept one",
+    "timeline": "written by a tracer before it sampled one",
+}
+
 #: What the analyzer derives per site (`Report.site_labels`).
 LABELS = ("name", "callers", "distinction", "category", "category_index", "stack_key")
 
@@ -37,11 +45,37 @@ class Report:
     rules: Path | None = None
     _tables: dict = field(default_factory=dict, repr=False)
 
+    @property
+    def listed_tables(self) -> set[str]:
+        """The tables `manifest.json`'s `tables` lists, by name (without `.parquet`):
+        the ones a reader may open (docs/report-schema.md)."""
+        return {
+            t["file"].removesuffix(".parquet")
+            for t in self.manifest.get("tables") or []
+            if isinstance(t, dict) and isinstance(t.get("file"), str)
+        }
+
+    def has_table(self, name: str) -> bool:
+        """Whether the report has table `name`: its manifest lists it (or the table
+        was handed to this object already)."""
+        return name in self._tables or name in self.listed_tables
+
+    def absent(self, name: str) -> str | None:
+        """None when the report has table `name`; else one line saying it has not, and
+        why, for a notebook to print in place of what it would have drawn."""
+        if self.has_table(name):
+            return None
+        why = LATER_TABLES.get(name, "manifest.json's `tables` does not list it")
+        return f"this report has no {name} table ({why})"
+
     def table(self, name: str) -> pl.DataFrame:
-        """The parquet table `name` (one of TABLES)."""
+        """The parquet table `name` (one of TABLES). One that the manifest's `tables`
+        does not list is refused (`absent` says why), as the format asks of readers."""
         if name not in TABLES:
             raise ReportError(f"{self.dir}: no table {name!r} in schema version 1")
         if name not in self._tables:
+            if name not in self.listed_tables:
+                raise ReportError(f"{self.dir}: {self.absent(name)}")
             path = self.dir / f"{name}.parquet"
             if not path.is_file():
                 raise ReportError(f"{path}: missing")

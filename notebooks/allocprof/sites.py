@@ -17,16 +17,30 @@ RANK_KEYS = {
 }
 
 
+def phase_names(report: Report) -> list[str]:
+    """The phases the report names, in its order (`phases.parquet`), then any that
+    only `sites.parquet` has: the analyzer's `phase_names`."""
+    names = report.phases.sort("phase_id")["phase"].to_list()
+    for p in report.sites["phase"].unique(maintain_order=True).to_list():
+        if p not in names:
+            names.append(p)
+    return names
+
+
+def check_phase(report: Report, phase: str | None) -> str | None:
+    """`phase` itself when the report has it (or None); a phase the report does not
+    name is refused with one line that lists its phases, as the analyzer's `--phase`
+    is: a typo would otherwise read as an empty phase."""
+    if phase is not None and phase not in (names := phase_names(report)):
+        raise ValueError(f"{report.dir} has no phase {phase!r} (its phases: {', '.join(names)})")
+    return phase
+
+
 def _phase_rows(report: Report, phase: str | None) -> pl.DataFrame:
-    """The site rows of `phase` (all if None). A phase the report does not name is an
-    error, as in the analyzer (`--phase`): a typo would otherwise read as an empty
-    phase."""
+    """The site rows of `phase` (all if None; a phase the report lacks is refused)."""
     rows = report.sites
-    if phase is None:
+    if check_phase(report, phase) is None:
         return rows
-    known = set(report.phases["phase"].to_list()) | set(rows["phase"].unique().to_list())
-    if phase not in known:
-        raise ValueError(f"{report.dir}: no phase {phase!r} (phases: {', '.join(sorted(known))})")
     return rows.filter(pl.col("phase") == phase)
 
 
@@ -121,11 +135,12 @@ def with_categories(report: Report, frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def category_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
-    """Totals per category within `phase` if given, in the analyzer's order (its rules
-    in order, then the unmatched): the rows of `analyzer categories --format json`,
-    less the categories without sites (the analyzer lists those too)."""
+    """Totals per category within `phase` if given (one the report lacks is refused),
+    in the analyzer's order (its rules in order, then the unmatched): the rows of
+    `analyzer categories --format json`, less the categories without sites (the
+    analyzer lists those too)."""
     rows = report.named_sites
-    if phase is not None:
+    if check_phase(report, phase) is not None:
         rows = rows.filter(pl.col("phase") == phase)
     per_site = rows.group_by("site_id", "category", "category_index").agg(
         pl.col("alloc_count").sum(),

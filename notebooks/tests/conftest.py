@@ -2,6 +2,7 @@
 scripts/test.sh sets (the same variables the notebooks read):
 
 * ALLOC_REPORT, ALLOC_BASE_REPORT, ALLOC_CHANGE_REPORT: report directories;
+* ALLOC_TRACER_REPORT: the tracer's demo report (no `rows` label: not synth-driver's);
 * ANALYZER: the analyzer binary (default: $CARGO_TARGET_DIR/release/analyzer).
 
 A missing input fails the test that needs it, with the variable to set: a test that
@@ -16,16 +17,10 @@ from pathlib import Path
 import pytest
 
 import allocprof
+from reports import report_from
 
 REPORT_VARS = ("ALLOC_REPORT", "ALLOC_BASE_REPORT", "ALLOC_CHANGE_REPORT")
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def report_from(var: str) -> allocprof.Report:
-    value = os.environ.get(var)
-    if not value:
-        pytest.fail(f"set {var} to a report directory (scripts/test.sh does)")
-    return allocprof.load(value)
 
 
 @pytest.fixture(params=REPORT_VARS)
@@ -42,6 +37,11 @@ def report() -> allocprof.Report:
 @pytest.fixture
 def base_and_change():
     return report_from("ALLOC_BASE_REPORT"), report_from("ALLOC_CHANGE_REPORT")
+
+
+@pytest.fixture
+def tracer_report() -> allocprof.Report:
+    return report_from("ALLOC_TRACER_REPORT")
 
 
 @pytest.fixture(scope="session")

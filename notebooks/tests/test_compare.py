@@ -2,19 +2,22 @@
 
 import json
 import shutil
+import subprocess
 
 import polars as pl
 import pytest
 
 import allocprof
+from allocprof import analyzer as analyzer_module
 from allocprof import compare
+from reports import edited_copy
 
 
 def test_a_report_against_itself_changes_nothing(report):
     cat = compare.category_deltas(report, report)
     assert (cat["delta_alloc_count"] == 0).all() and (cat["delta_sites"] == 0).all()
     sd = compare.site_deltas(report, report, limit=None)
-    assert (sd["status"] == "both").all()
+    assert (sd["status"] == compare.BY_PATH).all()
     assert (sd["delta_count"] == 0).all()
     assert (compare.totals_deltas(report, report)["delta"] == 0).all()
     steps = compare.waterfall_steps(cat)
@@ -44,7 +47,7 @@ def test_deltas_add_up_to_the_difference_of_totals(base_and_change, analyzer):
     ).unique().sort("status")
     for row in on_side.iter_rows(named=True):
         assert (row["base"], row["change"]) == {
-            "both": (True, True), "removed": (True, False), "added": (False, True)
+            compare.BY_PATH: (True, True), compare.GONE: (True, False), compare.NEW: (False, True)
         }[row["status"]], row
     top = compare.site_deltas(base, change, limit=5)
     assert top.height == min(5, sd.height)
@@ -96,10 +99,10 @@ def test_stacks_match_as_analyzer_diff_matches_them(base_and_change, analyzer, f
     base, change = base_and_change
     d = analyzer("diff", base.dir, change.dir, "--calibration", fixture_calibration)
     sd = compare.site_deltas(base, change, limit=None)
-    both = sd.filter(pl.col("status") == "both").height
+    both = sd.filter(pl.col("status") == compare.BY_PATH).height
     assert both == d["sites_matched_by_path"]
     assert both > 0
-    assert sd.filter(pl.col("status") == "moved").height == d["sites_matched_ignoring_lines"]
+    assert sd.filter(pl.col("status") == compare.IGNORING_LINES).height == d["sites_matched_ignoring_lines"]
     assert compare.matched_share(sd) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
 
 
@@ -107,7 +110,7 @@ def test_code_moved_within_its_file_matches_with_lines_ignored(
     report, tmp_path, analyzer, fixture_calibration
 ):
     """A change that only moved the code of one file down a line: its stacks through
-    that file match the baseline's with lines ignored (`moved`, unchanged counts),
+    that file match the baseline's with lines ignored (`ignoring lines`, unchanged counts),
     every row as `analyzer diff` pairs them, and every allocation matched."""
     moved_dir = tmp_path / "moved"
     shutil.copytree(report.dir, moved_dir)
@@ -121,10 +124,10 @@ def test_code_moved_within_its_file_matches_with_lines_ignored(
     assert d["sites_matched_ignoring_lines"] > 0, file
     sd = compare.site_deltas(report, allocprof.load(moved_dir), limit=None)
     status = dict(sd.group_by("status").len().iter_rows())
-    assert status.get("moved", 0) == d["sites_matched_ignoring_lines"]
-    assert status.get("both", 0) == d["sites_matched_by_path"]
-    assert status.get("removed", 0) == d["sites_gone"]
-    assert status.get("added", 0) == d["sites_new"]
+    assert status.get(compare.IGNORING_LINES, 0) == d["sites_matched_ignoring_lines"]
+    assert status.get(compare.BY_PATH, 0) == d["sites_matched_by_path"]
+    assert status.get(compare.GONE, 0) == d["sites_gone"]
+    assert status.get(compare.NEW, 0) == d["sites_new"]
     matched = sd.filter(pl.col("status").is_in(compare.MATCHED))
     assert (matched["delta_count"] == 0).all()
     assert compare.matched_share(sd) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
@@ -142,3 +145,120 @@ def test_a_count_report_is_refused(report, tmp_path):
     for f in (compare.site_deltas, compare.category_deltas):
         with pytest.raises(ValueError, match="`count` mode"):
             f(count, report)
+
+
+def test_wall_time_deltas_keep_their_fractions(base_and_change, analyzer, fixture_calibration):
+    """Wall times are seconds as floats: their deltas are not rounded to whole seconds
+    (a run 12 ms faster read 0), and add up to the change `analyzer diff` measures."""
+    base, change = base_and_change
+    ph = compare.phase_deltas(base, change)
+    assert ph.schema["delta_wall_s"] == pl.Float64
+    d = analyzer("diff", base.dir, change.dir, "--calibration", fixture_calibration)
+    assert d["measured_change_s"] != 0
+    assert ph["delta_wall_s"].sum() == pytest.approx(d["measured_change_s"], abs=1e-6)
+    for row in ph.iter_rows(named=True):
+        assert row["delta_wall_s"] == pytest.approx(row["change_wall_s"] - row["base_wall_s"], abs=1e-12)
+
+
+def test_a_phase_either_report_lacks_is_refused(base_and_change, tmp_path):
+    """As `analyzer diff --phase`: a mistyped phase, or one only one report has, is
+    refused with one line naming the report that lacks it and its phases, not read as
+    a phase with nothing in it."""
+    base, change = base_and_change
+    calls = [
+        lambda b, c, p: compare.check_phase(b, c, p),
+        lambda b, c, p: compare.category_deltas(b, c, p),
+        lambda b, c, p: compare.site_deltas(b, c, p),
+        lambda b, c, p: compare.site_deltas(b, c, p, key="name"),
+    ]
+    for f in calls:
+        with pytest.raises(ValueError, match=rf"^{base.dir} has no phase 'synthesise' \(its phases: main, "):
+            f(base, change, "synthesise")
+    # `setup` renamed in a copy of the change: only the baseline has it.
+    one_sided = edited_copy(change, tmp_path / "renamed", rename_phase=("setup", "set-up"))
+    assert "setup" in set(base.phases["phase"])
+    for f in calls:
+        for b, c in ((base, one_sided), (one_sided, base)):
+            with pytest.raises(ValueError) as e:
+                f(b, c, "setup")
+            message = str(e.value)
+            assert message.startswith(f"{one_sided.dir} has no phase 'setup'"), message
+            assert "set-up" in message and "\n" not in message
+    assert compare.check_phase(base, change, "synthesize") == "synthesize"
+
+
+def test_reports_of_different_modes_are_said_to_be(base_and_change, tmp_path, fixture_calibration):
+    """The warning `analyzer diff` gives two reports of different modes, word for word."""
+    base, change = base_and_change
+    assert compare.warnings(base, change) == []
+    sampled = edited_copy(change, tmp_path / "sampled",
+                          manifest=lambda m: m.update(mode="sample:1000", sample_interval=1000))
+    (warning,) = compare.warnings(base, sampled)
+    assert warning == (
+        f"the reports were written in different modes ({base.manifest['mode']} and sample:1000): "
+        "sampled figures are estimates, so small differences may be sampling noise"
+    )
+    out = subprocess.run([str(analyzer_module.binary()), "diff", str(base.dir), str(sampled.dir),
+                          "--format", "json", "--calibration", str(fixture_calibration)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert f"analyzer: {warning}" in out.stderr
+
+
+def test_totals_say_temporaries_are_not_exact_across_modes(base_and_change, tmp_path):
+    """Totals are exact in every traced mode but for temporaries: a `sample:N`
+    report's are estimates (a note says so), a `count` report's are not counted (no
+    figure, no delta), whatever its manifest's 0."""
+    base, change = base_and_change
+    same = compare.totals_deltas(base, change)
+    assert same["note"].null_count() == same.height
+    sampled = edited_copy(change, tmp_path / "sampled",
+                          manifest=lambda m: m.update(mode="sample:1000", sample_interval=1000))
+    row = compare.totals_deltas(base, sampled).filter(pl.col("measure") == "temporary_count").row(0, named=True)
+    assert "estimated in sample:1000" in row["note"] and row["note"].startswith("change:")
+    counted = edited_copy(base, tmp_path / "count", manifest=lambda m: m.update(mode="count"))
+    t = compare.totals_deltas(counted, change)
+    row = t.filter(pl.col("measure") == "temporary_count").row(0, named=True)
+    assert row["base"] is None and row["delta"] is None and "not counted" in row["note"]
+    assert row["change"] == change.manifest["totals"]["temporary_count"]
+    allocs = t.filter(pl.col("measure") == "alloc_count").row(0, named=True)
+    assert allocs["delta"] == change.manifest["totals"]["alloc_count"] - base.manifest["totals"]["alloc_count"]
+    ph = compare.phase_deltas(counted, change)
+    assert ph["base_temporary_count"].null_count() == ph.height
+    assert ph["delta_temporary_count"].null_count() == ph.height
+
+
+def test_statuses_are_analyzer_diffs(base_and_change, analyzer, fixture_calibration):
+    """Statuses are the `matched` words of `analyzer diff`'s site rows, as many rows
+    gone and new (it lists the matched ones that changed: the counts of those are
+    `test_stacks_match_as_analyzer_diff_matches_them`'s)."""
+    base, change = base_and_change
+    d = analyzer("diff", base.dir, change.dir, "--calibration", fixture_calibration, "--limit", 1_000_000)
+    theirs = {}
+    for s in d["sites"]:
+        theirs[s["matched"]] = theirs.get(s["matched"], 0) + 1
+    sd = compare.site_deltas(base, change, limit=None)
+    mine = dict(sd.group_by("status").len().iter_rows())
+    assert set(mine) <= {compare.BY_PATH, compare.IGNORING_LINES, compare.GONE, compare.NEW}
+    assert set(theirs) <= set(mine)
+    for status in (compare.GONE, compare.NEW):
+        assert mine.get(status, 0) == theirs.get(status, 0), status
+    assert mine.get(compare.GONE, 0) > 0
+
+
+def test_changed_sites_are_matched_sites_that_changed(report, tmp_path):
+    """The table of sites that changed lists those found in both reports whose
+    allocations + reallocs changed, and none that did not (a report against itself:
+    none)."""
+    assert compare.changed_sites(compare.site_deltas(report, report, limit=None)).is_empty()
+    # A copy with site 0's allocations doubled: that site changed, no other did.
+    more = edited_copy(report, tmp_path / "more")
+    sites = pl.read_parquet(more.dir / "sites.parquet")
+    sites.with_columns(
+        alloc_count=pl.when(pl.col("site_id") == 0).then(pl.col("alloc_count") * 2).otherwise(pl.col("alloc_count"))
+    ).write_parquet(more.dir / "sites.parquet")
+    every = compare.site_deltas(report, allocprof.load(more.dir), limit=None)
+    changed = compare.changed_sites(every)
+    key = report.site_labels.filter(pl.col("site_id") == 0)["stack_key"].item()
+    assert changed["key"].to_list() == [key]
+    assert changed["delta_count"].item() == report.sites.filter(pl.col("site_id") == 0)["alloc_count"].sum()

@@ -1,12 +1,18 @@
 """memory.scale against hand-made reports: one iteration's peak over one iteration's
 rows, every iteration's allocations over every row."""
 
+import json
+import shutil
 from pathlib import Path
 
 import polars as pl
+import pytest
 
+import allocprof
+from allocprof import memory
 from allocprof.memory import scale, timeline
-from allocprof.report import Report
+from allocprof.report import Report, ReportError
+from reports import edited_copy
 
 
 def made(rows: int, iterations: int, allocs: int, peak: int) -> Report:
@@ -46,3 +52,51 @@ def test_timeline_reads_resident_memory_where_sampled():
     # Reports written before the column existed.
     tl = timeline(with_timeline(base))
     assert tl["rss_mib"].null_count() == 2
+
+
+def test_tables_the_manifest_does_not_list_are_absent(report, tmp_path):
+    """Readers go by the manifest's `tables`: a table it does not list is refused,
+    even with its file there, and `absent` says why in one line."""
+    assert report.has_table("timeline") and report.absent("timeline") is None
+    m = json.loads((report.dir / "manifest.json").read_text())
+    m["tables"] = [t for t in m["tables"] if t["file"] != "timeline.parquet"]
+    older = tmp_path / "older"
+    shutil.copytree(report.dir, older)
+    (older / "manifest.json").write_text(json.dumps(m))
+    r = allocprof.load(older)
+    assert (older / "timeline.parquet").is_file() and not r.has_table("timeline")
+    with pytest.raises(ReportError, match="has no timeline table"):
+        r.timeline
+    assert memory.timeline_note(r) == f"older: {r.absent('timeline')}"
+    assert memory.timeline_phases(r) is None
+    assert memory.timeline_phases(report).height > 0
+
+
+def test_peak_note_tells_an_older_report_from_a_small_peak(report, tmp_path):
+    """Without a heap_peak table (an older tracer), the note says so, with the run's
+    peak, not that live bytes never reached 1 MiB; nor does a report whose manifest
+    kept no peak while its run went past 1 MiB."""
+    note = memory.peak_note(report, memory.held(report))
+    assert note.startswith(f"{report.label}: kept peak ") and "the estimates add up to" in note
+    older = edited_copy(report, tmp_path / "older", drop_tables=["heap_peak", "heap_end"],
+                        manifest=lambda m: [m.pop(k, None) for k in ("heap_peak", "heap_interval")])
+    h = memory.held(older)
+    assert h["live_bytes"] is None
+    note = memory.peak_note(older, h)
+    assert "no heap_peak table (written by a tracer from before it kept one)" in note
+    assert "never reached 1 MiB" not in note
+    assert f"{report.manifest['totals']['peak_live_bytes'] / 2**20:,.1f} MiB" in note
+    unkept = edited_copy(report, tmp_path / "unkept", manifest=lambda m: m.update(heap_peak=None))
+    note = memory.peak_note(unkept, memory.held(unkept))
+    assert note.startswith("unkept: no peak kept (the run reached ") and "kept no peak moment" in note
+    small = edited_copy(report, tmp_path / "small", manifest=lambda m: (
+        m.update(heap_peak=None), m["totals"].update(peak_live_bytes=1000)))
+    assert memory.peak_note(small, memory.held(small)) == "small: no peak kept (live bytes never reached 1 MiB)"
+
+
+def test_scale_note_names_reports_without_rows(report, tracer_report):
+    scaled = scale([report, tracer_report])
+    assert scaled["allocs_per_row"].to_list()[1] is None
+    assert memory.scale_note(scaled) == (
+        f"no `rows` label (synth-driver records one) in {tracer_report.label}: no figures per row")
+    assert memory.scale_note(scale([report])) is None

@@ -7,6 +7,7 @@ committed 32 GiB report under data/). Figures go to $PLOT_DIR when it is
 set (CI keeps them), else to a temporary directory.
 """
 
+import ast
 import os
 import shutil
 from pathlib import Path
@@ -15,11 +16,15 @@ import nbformat
 import pytest
 from nbclient.exceptions import CellExecutionError
 
+from allocprof import plots
 from allocprof.execute import execute
 from imagefiles import is_png, is_svg
+from reports import edited_copy, report_from
 
 HERE = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(HERE.glob("*.ipynb"))
+#: The figures `plots` draws (what test_figures_say_what_they_count reads the calls of).
+PLOTS = {name for name in dir(plots) if callable(getattr(plots, name)) and not name.startswith("_")}
 
 
 def plot_dir(tmp_path) -> Path:
@@ -80,13 +85,24 @@ def run(name: str, monkeypatch, tmp_path, **env) -> nbformat.NotebookNode:
     return execute(HERE / name, out)
 
 
+def outputs(nb) -> str:
+    """Everything the cells printed or showed as text."""
+    return "".join(
+        o.get("text", "") + o.get("data", {}).get("text/plain", "")
+        for c in nb.cells for o in c.get("outputs", [])
+    )
+
+
 def test_overview_runs(monkeypatch, tmp_path):
     if not os.environ.get("ALLOC_REPORT"):
         pytest.fail("set ALLOC_REPORT to a report directory (scripts/test.sh does)")
     d = plot_dir(tmp_path)
-    run("01-overview.ipynb", monkeypatch, tmp_path, PLOT_DIR=d)
+    nb = run("01-overview.ipynb", monkeypatch, tmp_path, PLOT_DIR=d)
     check_figures(d, "01", {"01-phases", "01-top-sites", "01-categories", "01-size-classes",
                             "01-lifetimes", "01-temporaries"})
+    # The top sites' table shows what tells apart sites that read the same.
+    top = next(o["data"]["text/plain"] for o in nb.cells[7].outputs if "text/plain" in o.get("data", {}))
+    assert "distinction" in top and "via " in top
 
 
 def test_memory_runs(monkeypatch, tmp_path):
@@ -140,3 +156,50 @@ def test_cost_model_runs_on_measured_results(monkeypatch, tmp_path):
     d = plot_dir(tmp_path)
     run("03-cost-model.ipynb", monkeypatch, tmp_path, COST_MODEL_RESULTS=results, PLOT_DIR=d)
     check_figures(d, "03", {"03-predicted-vs-measured", "03-savings"})
+
+
+def test_memory_runs_on_reports_that_lack_what_it_draws(monkeypatch, tmp_path):
+    """Valid reports without what 04 draws: no `rows` label (the tracer's demo), no
+    timeline (an older tracer), a larger report without a kept peak (heap_peak
+    absent): each is said in one line, and the cells after it run."""
+    demo = edited_copy(report_from("ALLOC_TRACER_REPORT"), tmp_path / "demo", drop_tables=["timeline"],
+                       manifest=lambda m: m.pop("timeline_interval_ms", None))
+    assert "rows" not in demo.manifest.get("labels", {})
+    large = edited_copy(report_from("ALLOC_BASE_REPORT"), tmp_path / "older", drop_tables=["heap_peak", "heap_end"],
+                        manifest=lambda m: [m.pop(k, None) for k in ("heap_peak", "heap_interval")])
+    d = tmp_path / "plots"
+    nb = run("04-memory.ipynb", monkeypatch, tmp_path, ALLOC_REPORT=demo.dir, ALLOC_LARGE_REPORT=large.dir,
+             PLOT_DIR=d)
+    text = outputs(nb)
+    assert "demo: this report has no timeline table" in text
+    assert "older: this report has no heap_peak table" in text
+    assert "never reached 1 MiB" not in text
+    assert "no `rows` label (synth-driver records one) in demo" in text
+    check_figures(d, "04", {"04-timeline-large", "04-peak-categories", "04-peak-sites", "04-per-row"})
+
+
+def test_compare_refuses_a_phase_a_report_lacks(monkeypatch, tmp_path):
+    """A mistyped ALLOC_PHASE stops 02 at once with the analyzer's one-line refusal,
+    rather than drawing empty tables."""
+    for var in ("ALLOC_BASE_REPORT", "ALLOC_CHANGE_REPORT"):
+        if not os.environ.get(var):
+            pytest.fail(f"set {var} to a report directory (scripts/test.sh does)")
+    with pytest.raises(CellExecutionError, match="has no phase 'synthesise' \\(its phases: main, "):
+        run("02-compare.ipynb", monkeypatch, tmp_path, ALLOC_PHASE="synthesise", PLOT_DIR=tmp_path / "plots")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_figures_say_what_they_count(path):
+    """"allocations" alone names the `alloc` calls, reallocs apart: a figure of
+    allocations + reallocs says so. No notebook labels a figure with the bare word,
+    and every figure of counts (`count`) says "allocations + reallocs"."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in PLOTS:
+                words = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+                assert "allocations" not in words, (path.name, cell.source)
+                if "count" in words or "n" in words:
+                    assert "allocations + reallocs" in words, (path.name, cell.source)

@@ -1,9 +1,11 @@
 """The overview's tables agree with each other and with the manifest."""
 
 import polars as pl
+import pytest
 
-from allocprof import overview
+from allocprof import overview, sites
 from allocprof.sites import site_totals
+from reports import edited_copy
 
 
 def test_size_classes_add_up_to_the_manifest(any_report):
@@ -57,3 +59,56 @@ def test_totals_show_the_manifest(any_report):
     t = dict(overview.totals(any_report).iter_rows())
     assert t["mode"] == any_report.manifest["mode"]
     assert t["totals.alloc_count"] == str(any_report.manifest["totals"]["alloc_count"])
+
+
+def test_totals_say_how_temporaries_were_counted(report, tmp_path):
+    """Totals are exact in every traced mode but for temporaries: `count` mode does
+    not count them (its 0 is shown as not counted), `sample:N` estimates them."""
+    t = dict(overview.totals(report).iter_rows())
+    assert t["totals.temporary_count"] == str(report.manifest["totals"]["temporary_count"])
+    assert overview.temporaries_note(report) is None
+    counted = edited_copy(report, tmp_path / "count", manifest=lambda m: m.update(mode="count"))
+    t = dict(overview.totals(counted).iter_rows())
+    assert t["totals.temporary_count"] == "not counted (count mode)"
+    assert t["totals.alloc_count"] == str(report.manifest["totals"]["alloc_count"])
+    assert "not counted" in overview.temporaries_note(counted)
+    ph = overview.phases(counted)
+    assert ph["temporary_count"].null_count() == ph.height
+    assert ph["temporary_share"].null_count() == ph.height
+    sampled = edited_copy(report, tmp_path / "sampled",
+                          manifest=lambda m: m.update(mode="sample:1000", sample_interval=1000))
+    t = dict(overview.totals(sampled).iter_rows())
+    assert t["totals.temporary_count"].endswith("(estimated: the sampled ones x 1000)")
+    assert "estimated in sample:1000" in overview.temporaries_note(sampled)
+
+
+def test_top_sites_table_tells_apart_sites_that_read_the_same(report):
+    """The top-sites table shows the analyzer's distinction: sites whose name and
+    callers read the same differ in it."""
+    top = overview.top_sites_table(report, limit=30)
+    assert {"distinction", "category", "count"} <= set(top.columns)
+    assert (top["count"] == top["alloc_count"] + top["realloc_count"]).all()
+    same = top.filter(pl.struct("name", "callers").is_duplicated())
+    assert same.height > 0, "no sites that read the same among the top 30"
+    assert not top.select("name", "callers", "distinction").is_duplicated().any()
+
+
+def test_a_phase_the_report_lacks_is_refused_everywhere(report):
+    # Categories, size classes and lifetimes read a mistyped phase as empty before.
+    for f in (sites.category_totals, overview.size_class_histogram, overview.lifetime_distribution,
+              lambda r, p: overview.temporaries(r, p)):
+        with pytest.raises(ValueError, match=r"has no phase 'Synthesize' \(its phases: main, "):
+            f(report, "Synthesize")
+
+
+def test_empty_lifetimes_say_why(report, tmp_path):
+    dist = overview.lifetime_distribution(report, by_category=True)
+    assert overview.lifetimes_note(report, dist) is None
+    assert overview.lifetime_quantiles(dist)["followed_freed"].sum() == dist["freed_count"].sum()
+    unfollowed = edited_copy(report, tmp_path / "unfollowed", manifest=lambda m: m.update(lifetime_interval=0))
+    empty = dist.clear()
+    assert "lifetime_interval 0" in overview.lifetimes_note(unfollowed, empty)
+    counted = edited_copy(report, tmp_path / "count", manifest=lambda m: m.update(mode="count"))
+    assert "count mode" in overview.lifetimes_note(counted, empty)
+    assert overview.lifetime_quantiles(empty).columns == [
+        "category", "followed_freed", "p50_ns_at_most", "p90_ns_at_most"]
