@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod budget;
+pub mod budget_draft;
 pub mod calibrate;
 pub mod categories;
 pub mod category_totals;

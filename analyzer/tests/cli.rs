@@ -1633,6 +1633,101 @@ site."demo.rs:21".allocs = 12
 "#;
 
 #[test]
+fn a_drafted_budget_passes_its_report_and_catches_growth() {
+    let r = fixture();
+    let dir = std::env::temp_dir().join(format!("analyzer-draft-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let b = dir.join("budget.toml");
+    let draft = |report: &Path, extra: &[&str]| -> String {
+        let mut args = vec![
+            "budget",
+            report.to_str().unwrap(),
+            "-o",
+            b.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let out = analyzer(&args);
+        assert!(out.status.success(), "{out:?}");
+        std::fs::read_to_string(&b).unwrap()
+    };
+    let check = |report: &Path| {
+        analyzer(&[
+            "check",
+            report.to_str().unwrap(),
+            "--budget",
+            b.to_str().unwrap(),
+        ])
+    };
+    let text = draft(&r, &[]);
+    // The fixture's build phase, 85 726 allocations and reallocs: 5 % above, rounded up.
+    assert!(
+        text.contains("[phase.build]\nallocs = 90_013   # report: 85726\n"),
+        "{text}"
+    );
+    assert!(text.contains("temporaries = "), "{text}");
+    assert!(text.contains("no workload labels"), "{text}");
+    assert!(!text.contains("site."), "no site limits: {text}");
+    assert!(!text.contains("other (no rule matched)"), "{text}");
+    let out = check(&r);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // With no margin every limit is the report's own figure, and still passes.
+    draft(&r, &["--margin", "0", "--memory-margin", "0%"]);
+    assert_eq!(check(&r).status.code(), Some(0));
+    // A build that allocates more in a phase breaks it.
+    let grown = copy_fixture("draft-grown");
+    edit_table(&grown, "phases.parquet", |mut df| {
+        use polars::prelude::*;
+        let doubled: Vec<u64> = df
+            .column("alloc_count")
+            .unwrap()
+            .u64()
+            .unwrap()
+            .into_no_null_iter()
+            .map(|n| n * 2)
+            .collect();
+        df.replace("alloc_count", Column::new("alloc_count".into(), doubled))
+            .unwrap();
+        df
+    });
+    let out = check(&grown);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("phase build: allocs"));
+    // The workload's labels tie the budget to it, and rows give a per-row limit.
+    let labelled = copy_fixture("draft-labels");
+    edit_manifest(&labelled, |m| {
+        m["labels"] = serde_json::json!({
+            "circuit": "demo \"quoted\"", "prover": "reference", "rows": "1000",
+            "iterations": "1"
+        });
+    });
+    let text = draft(&labelled, &[]);
+    assert!(
+        text.contains("[labels]\ncircuit = 'demo \"quoted\"'\nprover = \"reference\"\n"),
+        "{text}"
+    );
+    assert!(!text.contains("iterations"), "{text}");
+    assert!(
+        text.contains("allocs_per_row = 90.013   # report: 85.726"),
+        "{text}"
+    );
+    assert_eq!(check(&labelled).status.code(), Some(0));
+    // Another workload is not judged by it.
+    edit_manifest(&labelled, |m| m["labels"]["circuit"] = "other".into());
+    assert_eq!(check(&labelled).status.code(), Some(2));
+    // A count report: no temporaries, no categories, and the header says why.
+    let count = count_copy(&fixture(), "draft-count");
+    let text = draft(&count, &[]);
+    assert!(!text.contains("temporaries ="), "{text}");
+    assert!(!text.contains("category"), "{text}");
+    assert!(text.contains("No temporaries limits: count mode"), "{text}");
+    assert_eq!(check(&count).status.code(), Some(0));
+    assert_one_line_error(&["budget", r.to_str().unwrap(), "--margin", "-5%"], "-5%");
+    for d in [dir, grown, labelled, count] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
 fn check_of_a_sampled_report_names_its_estimates() {
     let b = budget_file("sampled", FIXTURE_BUILD_BUDGET);
     let sampled = copy_fixture("check-sampled");

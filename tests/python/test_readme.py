@@ -143,7 +143,8 @@ def test_analyzer_commands(synthesis_report, tmp_path):
     assert blocks, "no analyzer commands in README.md"
     commands = [l for b in blocks for l in b.splitlines() if "-p analyzer --" in l]
     subcommands = {c.split(" -- ")[1].split()[0] for c in commands}
-    assert {"info", "top", "categories", "cost", "diff", "flamegraph", "export"} <= subcommands
+    assert {"info", "top", "categories", "cost", "diff", "budget", "check", "flamegraph",
+            "export"} <= subcommands
     binary = Path(os.environ.get("ANALYZER") or TARGET / "release" / "analyzer")
     for command in commands:
         line = command.replace("cargo run --release -p analyzer --", shlex.quote(str(binary)))

@@ -387,6 +387,32 @@ impl CheckJob {
     }
 }
 
+/// `analyzer budget`: a first budget from a report.
+pub(crate) struct BudgetJob {
+    pub(crate) report: PathBuf,
+    pub(crate) margins: analyzer::budget_draft::Margins,
+    pub(crate) rules: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
+}
+
+impl BudgetJob {
+    pub(crate) fn run(self, out: &mut dyn Write) -> Result<()> {
+        let r = report::load(&self.report)?;
+        warn_of_setup(&r);
+        let rules = rules(self.rules.as_deref())?;
+        let text = analyzer::budget_draft::draft(
+            &r,
+            &rules,
+            self.margins,
+            &self.report.display().to_string(),
+        )?;
+        match &self.out {
+            Some(path) => crate::write_file(path, text.as_bytes()),
+            None => Ok(out.write_all(text.as_bytes())?),
+        }
+    }
+}
+
 /// Says on standard error when most of `r`'s stacks end early (code built without
 /// frame pointers): its sites are then cut short, and its categories mostly "other".
 pub(crate) fn warn_of_setup(r: &report::Report) {

@@ -20,7 +20,9 @@ mod cost_jobs;
 mod measure;
 mod memory_jobs;
 
-use cost_jobs::{CalibrateJob, CheckJob, CostJob, DiffJob, calibration, stored_calibration};
+use cost_jobs::{
+    BudgetJob, CalibrateJob, CheckJob, CostJob, DiffJob, calibration, stored_calibration,
+};
 
 use analyzer::export::{self, Weight};
 use analyzer::memory::Moment;
@@ -53,6 +55,8 @@ enum Job {
     Diff(DiffJob),
     /// `analyzer check`.
     Check(CheckJob),
+    /// `analyzer budget`.
+    Budget(BudgetJob),
     /// `analyzer flamegraph`.
     Flamegraph(FlamegraphJob),
     /// `analyzer peak` and `analyzer leaks`.
@@ -210,6 +214,7 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Cost(job) => job.run(&mut out)?,
         Job::Diff(job) => breaches = job.run(&mut out)?,
         Job::Check(job) => breaches = job.run(&mut out)?,
+        Job::Budget(job) => job.run(&mut out)?,
         Job::Flamegraph(job) => job.run()?,
         Job::Held(job) => job.run(&mut out)?,
         Job::Timeline(job) => job.run()?,

@@ -4,7 +4,7 @@
 
 mod values;
 
-use crate::cost_jobs::{CalibrateJob, CheckJob, CostJob, DiffJob};
+use crate::cost_jobs::{BudgetJob, CalibrateJob, CheckJob, CostJob, DiffJob};
 use crate::measure::Effort;
 use crate::memory_jobs::{HeldJob, TimelineJob};
 use crate::{
@@ -37,6 +37,7 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     analyzer cost reports/porep-2k --phase synthesize\n  \
     analyzer diff reports/base reports/patched --phase synthesize\n  \
     analyzer diff reports/base reports/patched --fail-if 'allocs>+1%' --fail-if 'cost>+5ms'\n  \
+    analyzer budget reports/porep-2k --margin 5% -o budget.toml\n  \
     analyzer check reports/porep-2k --budget docs/budget.example.toml\n  \
     analyzer flamegraph reports/porep-2k --by count -o allocs.svg\n  \
     analyzer peak reports/porep-2k --limit 10\n  \
@@ -220,6 +221,30 @@ enum Command {
         /// Output format of the limits; data goes to standard output.
         #[arg(long, value_enum, default_value = "table")]
         format: FormatArg,
+    },
+    /// Drafts a budget for `check` from a report: every limit the report can answer
+    /// (the run's peak live bytes and peak RSS; per phase allocations, bytes,
+    /// temporaries in sites mode, allocations per row, peak live bytes, and the
+    /// shares of categories that take 5 % or more), a margin above the report's
+    /// figures, with the workload's labels (circuit, prover). Commented TOML, to
+    /// edit and commit; no site limits (names move with the code).
+    Budget {
+        /// Report directory (written by alloc-tracer).
+        report: PathBuf,
+        /// How far above the report's figures the limits lie, in per cent, for
+        /// counts, bytes, allocations per row and shares.
+        #[arg(long, default_value = "5%", value_parser = values::margin, allow_hyphen_values = true)]
+        margin: f64,
+        /// The same for peak live bytes and peak RSS, which move with thread timing.
+        #[arg(long, default_value = "15%", value_parser = values::margin, allow_hyphen_values = true)]
+        memory_margin: f64,
+        /// Category rules (TOML, the format of the built-in
+        /// analyzer/src/default_categories.toml); the built-in ones by default.
+        #[arg(long)]
+        rules: Option<PathBuf>,
+        /// Write the budget to this file instead of standard output.
+        #[arg(short, long)]
+        out: Option<PathBuf>,
     },
     /// A flame graph (SVG) of the allocating stacks, allocator frames folded into the
     /// first frame outside them; or, with --diff, a differential one of two reports.
@@ -416,6 +441,21 @@ impl Command {
                 budget,
                 rules,
                 format: format.into(),
+            }),
+            Command::Budget {
+                report,
+                margin,
+                memory_margin,
+                rules,
+                out,
+            } => Job::Budget(BudgetJob {
+                report,
+                margins: analyzer::budget_draft::Margins {
+                    counts: margin,
+                    memory: memory_margin,
+                },
+                rules,
+                out,
             }),
             Command::Flamegraph {
                 report,
