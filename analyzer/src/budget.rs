@@ -17,6 +17,7 @@
 //! bytes = 3_000_000         # requested bytes
 //! temporaries = 90_000      # freed before the thread's next allocation
 //! category."Boolean::lc temporaries".share = 0.5    # at most half the allocations
+//! category."enforce LinearCombination buffers".allocs = 60_000   # allocations + reallocs
 //! site."lc.rs:108".allocs = 20_000    # sites whose name contains this
 //! ```
 //!
@@ -118,7 +119,8 @@ pub struct PhaseLimits {
     /// The highest live bytes while the phase was the innermost in force.
     #[serde(default, deserialize_with = "byte_limit")]
     pub peak_live_bytes: Option<u64>,
-    /// Per category (by its rule's name): its largest share of the phase's allocations.
+    /// Per category (by its rule's name): its largest share of the phase's
+    /// allocations, its most allocations, or both.
     #[serde(default)]
     pub category: BTreeMap<String, CategoryLimit>,
     /// Per site name fragment: the allocations of all sites whose name contains it.
@@ -135,17 +137,25 @@ impl PhaseLimits {
             .count()
             + usize::from(self.allocs_per_row.is_some())
             + usize::from(self.peak_live_bytes.is_some())
-            + self.category.len()
+            + self
+                .category
+                .values()
+                .map(|c| usize::from(c.share.is_some()) + usize::from(c.allocs.is_some()))
+                .sum::<usize>()
             + self.site.len()
     }
 }
 
-/// A category's limit.
-#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+/// A category's limits (at least one).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CategoryLimit {
-    /// Largest share of the phase's allocations, 0 to 1.
-    pub share: f64,
+    /// Largest share of the phase's allocations (and reallocs), 0 to 1. A share rises
+    /// when other categories shrink: a patch that removes allocations elsewhere can
+    /// break it.
+    pub share: Option<f64>,
+    /// Most allocations (and reallocs) of the category's sites together.
+    pub allocs: Option<u64>,
 }
 
 /// A site's limit.
@@ -249,10 +259,14 @@ pub fn parse(text: &str, path: &Path) -> Result<Budget, Error> {
             )));
         }
         for (name, c) in &limits.category {
-            if !(0.0..=1.0).contains(&c.share) {
+            if let Some(share) = c.share.filter(|s| !(0.0..=1.0).contains(s)) {
                 return Err(bad(format!(
-                    "phase {phase}: category \"{name}\": share {} is not between 0 and 1",
-                    c.share
+                    "phase {phase}: category \"{name}\": share {share} is not between 0 and 1"
+                )));
+            }
+            if c.share.is_none() && c.allocs.is_none() {
+                return Err(bad(format!(
+                    "phase {phase}: category \"{name}\" sets no limit (share or allocs)"
                 )));
             }
         }
@@ -298,7 +312,7 @@ pub fn check(
         .any(|l| !l.category.is_empty() || !l.site.is_empty());
     // A report whose mode was switched to `off` before it was written has counts and
     // no sites, as a `count` report has.
-    let no_sites = report.manifest.mode == "count" || report.counts_without_sites();
+    let no_sites = !report.records_sites();
     if per_site && no_sites {
         return Err(bad(format!(
             "category and site limits need the report's sites, and {} records none \
@@ -410,19 +424,13 @@ pub fn check(
             }
         }
         if let Some(max) = limits.allocs_per_row {
-            let rows = report
-                .manifest
-                .labels
-                .get("rows")
-                .and_then(|r| r.parse::<u64>().ok())
-                .filter(|r| *r > 0)
-                .ok_or_else(|| {
-                    bad(format!(
-                        "phase {phase}: allocs_per_row needs the rows synthesized, and the \
+            let rows = report.rows_label().ok_or_else(|| {
+                bad(format!(
+                    "phase {phase}: allocs_per_row needs the rows synthesized, and the \
                          report has no `rows` label (synth-driver records one; your program \
                          can with alloc_tracer::label(\"rows\", n))"
-                    ))
-                })?;
+                ))
+            })?;
             push(
                 "allocs_per_row".into(),
                 sum(|r| r.calls()) / rows as f64,
@@ -453,7 +461,16 @@ pub fn check(
                         "phase {phase}: category \"{name}\" is not one of the rules' categories"
                     ))
                 })?;
-                push(format!("category.\"{name}\".share"), t.share, c.share);
+                if let Some(share) = c.share {
+                    push(format!("category.\"{name}\".share"), t.share, share);
+                }
+                if let Some(allocs) = c.allocs {
+                    push(
+                        format!("category.\"{name}\".allocs"),
+                        t.alloc_count.saturating_add(t.realloc_count) as f64,
+                        allocs as f64,
+                    );
+                }
             }
         }
         if !limits.site.is_empty() {
@@ -582,6 +599,7 @@ mod tests {
             bytes = 2
             temporaries = 3
             category."linear combinations".share = 0.5
+            category."clones".allocs = 40
             site."LinearCombination::add".allocs = 7
             "#,
             Path::new("b.toml"),
@@ -593,7 +611,9 @@ mod tests {
             (p.allocs, p.bytes, p.temporaries),
             (Some(1000), Some(2), Some(3))
         );
-        assert_eq!(p.category["linear combinations"].share, 0.5);
+        assert_eq!(p.category["linear combinations"].share, Some(0.5));
+        assert_eq!(p.category["clones"].allocs, Some(40));
+        assert_eq!(p.category["clones"].share, None);
         assert_eq!(p.site["LinearCombination::add"].allocs, 7);
     }
 
@@ -606,6 +626,10 @@ mod tests {
             (
                 "[phase.x]\ncategory.a.share = 1.5\n",
                 "share 1.5 is not between 0 and 1",
+            ),
+            (
+                "[phase.x]\nallocs = 1\n[phase.x.category.a]\n",
+                "category \"a\" sets no limit (share or allocs)",
             ),
             ("[phase.x]\nsite.\"\".allocs = 1\n", "empty name"),
         ] {

@@ -5,11 +5,15 @@
 //! every figure the same way.
 //!
 //! Left out: site limits (a site's name moves with the code, and a name that no
-//! site holds any more is an error), categories in `count` mode or with stacks cut
-//! short (no sites to share out), the catch-all category, categories under
-//! [`MIN_SHARE`] of their phase, temporaries unless the report is in `sites` mode
-//! (exact there; estimates in `sample:N`, none in `count`), allocations per row under
-//! [`MIN_PER_ROW`], and phases that allocated nothing.
+//! site holds any more is an error); category limits unless the report is in `sites`
+//! mode (estimates in `sample:N`, whose noise a margin of a few per cent does not
+//! cover; none in `count` or with stacks cut short), the catch-all category and
+//! categories under [`MIN_SHARE`] of their phase; temporaries unless in `sites` mode
+//! (exact there); allocations per row under [`MIN_PER_ROW`]; figures of 0 (any event
+//! would breach them); phases of fewer than [`MIN_PHASE_ALLOCS`] allocations (a
+//! driver's own argument parsing, which moves with its paths). A category is limited by its
+//! allocations: its share, which rises when other categories shrink, is written
+//! commented out.
 
 use crate::Error;
 use crate::budget::{self, Budget, CategoryLimit, PhaseLimits};
@@ -20,19 +24,28 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// Categories that take less of their phase's allocations than this get no limit:
-/// their share moves by more than a margin from small changes.
+/// they move by more than a margin from small changes.
 pub const MIN_SHARE: f64 = 0.05;
+
+/// Phases of fewer allocations and reallocs than this get no limits: a few more or
+/// fewer (a longer path parsed, one more thread started) is not a regression.
+pub const MIN_PHASE_ALLOCS: u64 = 100;
 
 /// Phases that allocate less than this per row synthesized get no per-row limit.
 pub const MIN_PER_ROW: f64 = 0.01;
 
-/// The labels a draft requires of a report: what says which workload it is.
-pub const WORKLOAD_LABELS: [&str; 2] = ["circuit", "prover"];
+/// The largest margin: past it a limit checks nothing.
+pub const MAX_MARGIN: f64 = 10.0;
+
+/// The labels a draft requires of a report: which workload it is (synth-driver's
+/// circuit, prover and iterations; a budget for one iteration would read two as a
+/// regression).
+pub const WORKLOAD_LABELS: [&str; 3] = ["circuit", "prover", "iterations"];
 
 /// How far above the report's figures the limits lie, as fractions (0.05: 5 %).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Margins {
-    /// For counts, bytes, allocations per row and category shares.
+    /// For counts, bytes, allocations per row and categories.
     pub counts: f64,
     /// For peak live bytes and peak RSS, which move with thread timing.
     pub memory: f64,
@@ -56,6 +69,18 @@ pub fn draft(
     margins: Margins,
     source: &str,
 ) -> Result<String, Error> {
+    for m in [margins.counts, margins.memory] {
+        if !(0.0..=MAX_MARGIN).contains(&m) {
+            return Err(Error::Budget {
+                path: source.into(),
+                reason: format!(
+                    "a margin of {:.0} % is not between 0 and {:.0} %",
+                    m * 100.0,
+                    MAX_MARGIN * 100.0
+                ),
+            });
+        }
+    }
     let probe = probe(report, rules);
     let checked = budget::check(&probe, report, rules, Path::new(source))?;
     let figure = |phase: Option<&str>, limit: &str| {
@@ -63,20 +88,42 @@ pub fn draft(
             .iter()
             .find(|c| c.phase.as_deref() == phase && c.limit == limit)
             .map(|c| c.found)
+            .filter(|f| *f > 0.0)
     };
     let mut out = String::new();
     let mode = &report.manifest.mode;
     let pct = |m: f64| format!("{:.0} %", m * 100.0);
     let _ = writeln!(
         out,
-        "# Allocation budget drafted by `analyzer budget` from {source} (mode {mode}).\n\
+        "# Allocation budget drafted by `analyzer budget` from {source}.\n\
          # Every limit is a maximum, {} above the report's figure ({} for peak live\n\
          # bytes and peak RSS, which move with thread timing); the comments give the\n\
-         # figures. Edit freely: a limit left out is not checked. Check a run with\n\
+         # figures. Edit freely: a limit left out is not checked. Check reports traced\n\
+         # as this one was ({mode} mode: the tracer's own memory and what is counted\n\
+         # differ between modes):\n\
          #   analyzer check REPORT --budget THIS_FILE",
         pct(margins.counts),
         pct(margins.memory)
     );
+    for (left_out, why) in left_out(report) {
+        let _ = writeln!(out, "# No {left_out} limits: {why}.");
+    }
+    let small: Vec<&str> = report
+        .phases
+        .iter()
+        .map(|r| r.phase.as_str())
+        .filter(|p| !probe.phase.contains_key(*p))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if !small.is_empty() {
+        let _ = writeln!(
+            out,
+            "# No limits on phase{} {}: fewer than {MIN_PHASE_ALLOCS} allocations.",
+            if small.len() > 1 { "s" } else { "" },
+            small.join(", ")
+        );
+    }
     if probe.labels.is_empty() {
         let _ = writeln!(
             out,
@@ -86,18 +133,9 @@ pub fn draft(
             WORKLOAD_LABELS.join(", ")
         );
     }
-    if mode != "sites" {
-        let _ = writeln!(
-            out,
-            "# No temporaries limits: {mode} mode does not count every temporary."
-        );
-    }
     out.push('\n');
-    for (limit, found) in [
-        ("peak_live_bytes", figure(None, "peak_live_bytes")),
-        ("peak_rss_bytes", figure(None, "peak_rss_bytes")),
-    ] {
-        if let Some(found) = found {
+    for limit in ["peak_live_bytes", "peak_rss_bytes"] {
+        if let Some(found) = figure(None, limit) {
             line(&mut out, limit, found, margins.memory, Kind::Count);
         }
     }
@@ -127,15 +165,43 @@ pub fn draft(
             }
         }
         for name in limits.category.keys() {
-            // As `check` names it.
-            let limit = format!("category.\"{name}\".share");
-            if let Some(found) = figure(p, &limit) {
+            // As `check` names them.
+            let allocs = figure(p, &format!("category.\"{name}\".allocs"));
+            let share = figure(p, &format!("category.\"{name}\".share"));
+            if let (Some(allocs), Some(share)) = (allocs, share) {
                 let _ = writeln!(out, "\n[phase.{}.category.{}]", key(phase), key(name));
-                line(&mut out, "share", found, margins.counts, Kind::Share);
+                line(&mut out, "allocs", allocs, margins.counts, Kind::Count);
+                out.push_str(
+                    "# A share rises when other categories shrink: uncomment to hold it all the same.\n# ",
+                );
+                line(&mut out, "share", share, margins.counts, Kind::Share);
             }
         }
     }
     Ok(out)
+}
+
+/// The kinds of limit a report cannot give a draft, and why.
+fn left_out(report: &Report) -> Vec<(&'static str, String)> {
+    let mode = &report.manifest.mode;
+    let mut out = Vec::new();
+    if mode != "sites" {
+        out.push((
+            "temporaries",
+            format!("{mode} mode does not count every temporary"),
+        ));
+    }
+    if !report.records_sites() {
+        out.push(("category", format!("{mode} mode records no sites")));
+    } else if let Some(w) = report.manifest.setup_warning() {
+        out.push(("category", w));
+    } else if mode != "sites" {
+        out.push((
+            "category",
+            format!("{mode} mode estimates them from sampled stacks, whose noise a margin does not cover"),
+        ));
+    }
+    out
 }
 
 /// How a limit is written.
@@ -153,7 +219,11 @@ enum Kind {
 fn line(out: &mut String, limit: &str, found: f64, margin: f64, kind: Kind) {
     let raised = found * (1.0 + margin);
     let (value, shown) = match kind {
-        Kind::Count => (grouped(raised.ceil() as u64), budget::figure(found)),
+        // TOML's integers are i64's.
+        Kind::Count => (
+            grouped(raised.ceil().min(i64::MAX as f64) as u64),
+            budget::figure(found),
+        ),
         Kind::Ratio => (
             format!("{:.3}", (raised * 1000.0).ceil() / 1000.0),
             format!("{found:.3}"),
@@ -200,27 +270,27 @@ fn probe(report: &Report, rules: &[Category]) -> Budget {
         .iter()
         .filter_map(|k| m.labels.get(*k).map(|v| ((*k).to_owned(), v.clone())))
         .collect();
-    let has_rows = m
-        .labels
-        .get("rows")
-        .and_then(|r| r.parse::<u64>().ok())
-        .is_some_and(|r| r > 0);
-    let per_site =
-        m.mode != "count" && !report.counts_without_sites() && m.setup_warning().is_none();
+    let categories = m.mode == "sites" && report.records_sites() && m.setup_warning().is_none();
     let mut phase = std::collections::BTreeMap::new();
     let mut names: Vec<&str> = report.phases.iter().map(|r| r.phase.as_str()).collect();
     names.sort_unstable();
     names.dedup();
     for name in names {
         let rows = || report.phases.iter().filter(move |r| r.phase == name);
-        if rows().all(|r| r.calls() == 0) {
+        if rows().map(|r| r.calls()).sum::<u64>() < MIN_PHASE_ALLOCS {
             continue;
         }
-        let category = if per_site {
+        let category = if categories {
             category_totals::totals(report, rules, Some(name))
                 .into_iter()
                 .filter(|t| t.category != UNMATCHED && t.share >= MIN_SHARE)
-                .map(|t| (t.category, CategoryLimit { share: f64::MAX }))
+                .map(|t| {
+                    let most = CategoryLimit {
+                        share: Some(1.0),
+                        allocs: Some(u64::MAX),
+                    };
+                    (t.category, most)
+                })
                 .collect()
         } else {
             Default::default()
@@ -231,7 +301,7 @@ fn probe(report: &Report, rules: &[Category]) -> Budget {
                 allocs: Some(u64::MAX),
                 bytes: Some(u64::MAX),
                 temporaries: (m.mode == "sites").then_some(u64::MAX),
-                allocs_per_row: has_rows.then_some(f64::MAX),
+                allocs_per_row: report.rows_label().map(|_| f64::MAX),
                 peak_live_bytes: rows()
                     .any(|r| r.peak_live_bytes.is_some())
                     .then_some(u64::MAX),

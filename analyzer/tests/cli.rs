@@ -1275,16 +1275,15 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("no sites to rank"));
     // Nor does an export: written, empty, and said to be.
     let pb = dir.join("count.pb.gz");
-    let out = analyzer(&[
-        "export",
-        dir.to_str().unwrap(),
-        "--format",
-        "pprof",
-        "-o",
-        pb.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let pprof = |report: &Path, phase: &[&str]| {
+        let mut args = vec!["export", report.to_str().unwrap(), "--format", "pprof"];
+        args.extend_from_slice(phase);
+        args.extend_from_slice(&["-o", pb.to_str().unwrap()]);
+        let out = analyzer(&args);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let stderr = pprof(&dir, &[]);
     assert!(
         stderr.contains("no allocation sites to export (a count-mode report"),
         "{stderr}"
@@ -1293,16 +1292,7 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
     // With heap sampling, what it kept live is in the profile all the same, and the
     // note says so rather than call the profile empty.
     let sampled = count_copy(&memory_fixture(), "count-heap");
-    let out = analyzer(&[
-        "export",
-        sampled.to_str().unwrap(),
-        "--format",
-        "pprof",
-        "-o",
-        pb.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{out:?}");
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = pprof(&sampled, &[]);
     assert!(
         stderr.contains("the profile holds only what heap sampling kept live"),
         "{stderr}"
@@ -1311,7 +1301,18 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
         std::fs::metadata(&pb).unwrap().len() > 100,
         "inuse samples written"
     );
+    // Its heap samples all lie in `main`: a profile of another phase is empty.
+    let stderr = pprof(&sampled, &["--phase", "build"]);
+    assert!(stderr.contains("the profile is empty"), "{stderr}");
     let _ = std::fs::remove_dir_all(sampled);
+    // A sampled report without a site saw none of its allocations sampled, which is
+    // not the same as none made.
+    let unsampled = count_copy(&fixture(), "unsampled");
+    edit_manifest(&unsampled, |m| m["mode"] = "sample:1000000".into());
+    let out = analyzer(&["top", unsampled.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no allocation was sampled"), "{stderr}");
+    let _ = std::fs::remove_dir_all(unsampled);
     // `info` does not speak of stacks or temporaries it never had.
     let info = analyzer(&["info", dir.to_str().unwrap()]);
     let info = String::from_utf8_lossy(&info.stdout);
@@ -1702,27 +1703,76 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
     });
     let text = draft(&labelled, &[]);
     assert!(
-        text.contains("[labels]\ncircuit = 'demo \"quoted\"'\nprover = \"reference\"\n"),
+        text.contains(
+            "[labels]\ncircuit = 'demo \"quoted\"'\niterations = \"1\"\nprover = \"reference\"\n"
+        ),
         "{text}"
     );
-    assert!(!text.contains("iterations"), "{text}");
+    assert!(!text.contains("rows ="), "{text}");
     assert!(
         text.contains("allocs_per_row = 90.013   # report: 85.726"),
         "{text}"
     );
     assert_eq!(check(&labelled).status.code(), Some(0));
-    // Another workload is not judged by it.
-    edit_manifest(&labelled, |m| m["labels"]["circuit"] = "other".into());
+    // Another workload, or another number of iterations, is not judged by it.
+    edit_manifest(&labelled, |m| m["labels"]["iterations"] = "2".into());
     assert_eq!(check(&labelled).status.code(), Some(2));
+    // Categories: held by their allocations (a share, which rises when others
+    // shrink, only commented out), from rules that match the fixture's sites.
+    let rules = dir.join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[category]]\nname = \"builders\"\nframes = [{ function = \"build\", file = \"demo.rs\" }]\n",
+    )
+    .unwrap();
+    let with_rules = ["--rules", rules.to_str().unwrap()];
+    let text = draft(&r, &with_rules);
+    assert!(
+        text.contains("[phase.build.category.builders]\nallocs = "),
+        "{text}"
+    );
+    assert!(text.contains("\n# share = "), "{text}");
+    let out = analyzer(&[
+        "check",
+        r.to_str().unwrap(),
+        "--budget",
+        b.to_str().unwrap(),
+        "--rules",
+        rules.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("category.\"builders\".allocs"));
+    // Sampled counts: no temporaries or categories (estimates), and the header says so.
+    let sampled = copy_fixture("draft-sampled");
+    edit_manifest(&sampled, |m| m["mode"] = "sample:10".into());
+    let text = draft(&sampled, &with_rules);
+    assert!(
+        !text.contains("temporaries =") && !text.contains("[phase.build.category"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# No category limits: sample:10 mode estimates"),
+        "{text}"
+    );
     // A count report: no temporaries, no categories, and the header says why.
     let count = count_copy(&fixture(), "draft-count");
-    let text = draft(&count, &[]);
+    let text = draft(&count, &with_rules);
     assert!(!text.contains("temporaries ="), "{text}");
-    assert!(!text.contains("category"), "{text}");
+    assert!(!text.contains("[phase.build.category"), "{text}");
     assert!(text.contains("No temporaries limits: count mode"), "{text}");
+    assert!(
+        text.contains("No category limits: count mode records no sites"),
+        "{text}"
+    );
     assert_eq!(check(&count).status.code(), Some(0));
-    assert_one_line_error(&["budget", r.to_str().unwrap(), "--margin", "-5%"], "-5%");
-    for d in [dir, grown, labelled, count] {
+    for (margin, says) in [
+        ("-5%", "-5%"),
+        ("5%%", "5%%"),
+        ("2000%", "not between 0 and 1000 %"),
+    ] {
+        assert_one_line_error(&["budget", r.to_str().unwrap(), "--margin", margin], says);
+    }
+    for d in [dir, grown, labelled, count, sampled] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from allocprof.overview import phases
+from allocprof.overview import phases, temporaries_note
 from allocprof.report import Report
 from allocprof.sites import category_totals
 from allocprof.sites import check_phase as _check_phase
@@ -88,16 +88,6 @@ def _with_deltas(df: pl.DataFrame, measures) -> pl.DataFrame:
     return df.with_columns([delta(m) for m in measures])
 
 
-def _temporaries(r: Report) -> str | None:
-    """How the report counted temporaries, when not exactly: None in `sites` mode."""
-    mode = r.manifest.get("mode") or ""
-    if mode == "count":
-        return "not counted in count mode"
-    if mode.startswith("sample:"):
-        return f"estimated in {mode} (sampled temporaries x {mode.split(':', 1)[1]})"
-    return None
-
-
 def totals_deltas(base: Report, change: Report) -> pl.DataFrame:
     """The manifests' totals side by side (measure, base, change, delta, ratio, note).
     Exact in every traced mode but for temporaries: a `count` report's are not counted
@@ -111,9 +101,9 @@ def totals_deltas(base: Report, change: Report) -> pl.DataFrame:
         return None if k == "temporary_count" and uncounted[side] else totals[k]
 
     notes = [
-        f"{side}: {how}"
+        f"{side}: {how.removeprefix('temporaries: ')}"
         for side, r in (("baseline", base), ("change", change))
-        if (how := _temporaries(r))
+        if (how := temporaries_note(r))
     ]
     df = pl.DataFrame(
         {

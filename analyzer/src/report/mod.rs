@@ -176,6 +176,22 @@ impl Report {
         self.sites.is_empty() && self.calls(None) > 0
     }
 
+    /// True when the report records sites to share its allocations out by: not a
+    /// `count` report, nor one [`Report::counts_without_sites`].
+    pub fn records_sites(&self) -> bool {
+        self.manifest.mode != "count" && !self.counts_without_sites()
+    }
+
+    /// The rows synthesized, from the `rows` label (synth-driver records it; a program
+    /// of its own states it with `alloc_tracer::label`), when it is a count above 0.
+    pub fn rows_label(&self) -> Option<u64> {
+        self.manifest
+            .labels
+            .get("rows")
+            .and_then(|r| r.parse::<u64>().ok())
+            .filter(|r| *r > 0)
+    }
+
     /// Wall time of `phase` in seconds, or of the whole traced run when `None`.
     /// `main`, the time outside any named phase, is the run's time less the named
     /// phases' (the tracer does not time it). `None` for a phase never timed (entered

@@ -350,6 +350,13 @@ impl FlamegraphJob {
 fn no_sites(r: &report::Report, phase: Option<&str>) -> &'static str {
     if r.manifest.mode == "count" {
         "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)"
+    } else if r.manifest.mode.starts_with("sample:") {
+        // A sampled report's sites are the allocations sampled: others went unseen.
+        if phase.is_some() {
+            "no allocation of this phase was sampled"
+        } else {
+            "no allocation was sampled"
+        }
     } else if phase.is_some() {
         "no allocations in this phase"
     } else {
@@ -405,7 +412,9 @@ impl ExportJob {
             ExportAs::Pprof => {
                 let in_use = analyzer::memory::in_use(&analyzer::memory::load(&r)?);
                 if r.rows(phase).next().is_none() {
-                    let holds = if in_use.is_empty() {
+                    // What the profile holds of the phase asked for, as pprof writes it.
+                    let live = in_use.iter().any(|u| phase.is_none_or(|p| u.phase == p));
+                    let holds = if !live {
                         "the profile is empty"
                     } else {
                         "the profile holds only what heap sampling kept live at the peak \

@@ -199,8 +199,8 @@ enum Command {
         fail_if: Vec<String>,
     },
     /// Checks a report against a budget file (TOML: limits per phase on allocations,
-    /// requested bytes, temporaries, allocations per row, a category's share, a
-    /// site's allocations and the phase's peak live bytes, and the run's peak live
+    /// requested bytes, temporaries, allocations per row, a category's share or
+    /// allocations, a site's allocations and the phase's peak live bytes, and the run's peak live
     /// bytes and peak RSS; byte limits as integers or "700MiB"; see
     /// docs/budget.example.toml). Prints every limit
     /// with the report's figure and the share of the limit it uses; exits 0 within
@@ -223,11 +223,12 @@ enum Command {
         format: FormatArg,
     },
     /// Drafts a budget for `check` from a report: every limit the report can answer
-    /// (the run's peak live bytes and peak RSS; per phase allocations, bytes,
-    /// temporaries in sites mode, allocations per row, peak live bytes, and the
-    /// shares of categories that take 5 % or more), a margin above the report's
-    /// figures, with the workload's labels (circuit, prover). Commented TOML, to
-    /// edit and commit; no site limits (names move with the code).
+    /// (the run's peak live bytes and peak RSS; per phase of 100 allocations or more:
+    /// allocations, bytes, allocations per row, peak live bytes, and from a sites
+    /// report temporaries and the allocations of each category that takes 5 % or
+    /// more), a margin above the report's figures, with the workload's labels
+    /// (circuit, prover, iterations). Commented TOML, to edit and commit; for reports
+    /// traced in the same mode; no site limits (names move with the code).
     Budget {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,

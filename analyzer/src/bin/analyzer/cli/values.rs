@@ -108,7 +108,8 @@ pub(super) fn seconds(text: &str) -> Result<f64, String> {
 /// A margin given on the command line: a percentage (`5%`, or `5`), 0 or more, as a
 /// fraction.
 pub(super) fn margin(text: &str) -> Result<f64, String> {
-    let number = text.trim().trim_end_matches('%');
+    let trimmed = text.trim();
+    let number = trimmed.strip_suffix('%').unwrap_or(trimmed);
     match number.trim().parse::<f64>() {
         Ok(p) if p.is_finite() && p >= 0.0 => Ok(p / 100.0),
         _ => Err(format!("{text:?} is not a margin in per cent (e.g. 5%)")),
