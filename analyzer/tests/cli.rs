@@ -1567,6 +1567,78 @@ fn differential_flamegraph_colours_what_grew() {
 }
 
 #[test]
+fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
+    let base = memory_fixture();
+    let change = copy_report(&base, "flame-diff-live");
+    edit_table(&change, "heap_peak.parquet", |mut df| {
+        use polars::prelude::*;
+        let tripled: Vec<u64> = df
+            .column("live_bytes_estimate")
+            .unwrap()
+            .u64()
+            .unwrap()
+            .into_no_null_iter()
+            .enumerate()
+            .map(|(i, b)| if i == 0 { b * 3 } else { b })
+            .collect();
+        df.replace(
+            "live_bytes_estimate",
+            Column::new("live_bytes_estimate".into(), tripled),
+        )
+        .unwrap();
+        df
+    });
+    let svg = change.join("diff.svg");
+    let draw = |a: &Path, b: &Path| {
+        analyzer(&[
+            "flamegraph",
+            "--diff",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--by",
+            "peak-bytes",
+            "-o",
+            svg.to_str().unwrap(),
+        ])
+    };
+    let out = draw(&base, &change);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let change_name = change.file_name().unwrap().to_str().unwrap();
+    assert!(
+        text.contains(&format!(
+            "Live bytes at the kept peak (heap sampling): {change_name} against memory-report"
+        )),
+        "title"
+    );
+    let deltas = title_deltas(&text);
+    assert!(deltas.iter().any(|d| d.starts_with('+')), "{deltas:?}");
+    // A report against itself: nothing changed.
+    let out = draw(&base, &base);
+    assert!(out.status.success(), "{out:?}");
+    let deltas = title_deltas(&std::fs::read_to_string(&svg).unwrap());
+    assert!(
+        !deltas.is_empty() && deltas.iter().all(|d| d == "0.00%)"),
+        "{deltas:?}"
+    );
+    // Without heap sampling on either side there is nothing to draw: an error.
+    assert_one_line_error(
+        &[
+            "flamegraph",
+            "--diff",
+            fixture().to_str().unwrap(),
+            fixture().to_str().unwrap(),
+            "--by",
+            "peak-bytes",
+            "-o",
+            svg.to_str().unwrap(),
+        ],
+        "no live bytes to draw in either report",
+    );
+    std::fs::remove_dir_all(change).unwrap();
+}
+
+#[test]
 fn flamegraph_of_temporaries_folds_allocator_frames() {
     let r = fixture();
     let dir = copy_fixture("flame-temps");

@@ -212,23 +212,44 @@ pub fn flamegraph_diff(
     if a.trim().is_empty() && b.trim().is_empty() {
         return Err(nothing_to_draw());
     }
-    let mut merged = Vec::new();
-    inferno::differential::from_readers(
-        inferno::differential::Options::default(),
-        a.as_bytes(),
-        b.as_bytes(),
-        &mut merged,
-    )?;
-    let merged = String::from_utf8(merged).map_err(io::Error::other)?;
-    let mut opts = inferno::flamegraph::Options::default();
-    opts.title = format!(
+    let title = format!(
         "{}: {} against {}{}",
         by.title(),
         report_name(change),
         report_name(base),
         phase_words(phase)
     );
-    opts.subtitle = Some("widths: the change; red: more than the base, blue: fewer".to_owned());
-    opts.count_name = by.unit().to_owned();
+    differential_flamegraph(
+        &a,
+        &b,
+        title,
+        "widths: the change; red: more than the base, blue: fewer",
+        by.unit(),
+        out,
+    )
+}
+
+/// A differential flame graph SVG of two folded texts (`stack weight` lines): widths
+/// the change's, red where it has more than the base, blue where fewer.
+pub fn differential_flamegraph(
+    base: &str,
+    change: &str,
+    title: String,
+    subtitle: &str,
+    unit: &str,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut merged = Vec::new();
+    inferno::differential::from_readers(
+        inferno::differential::Options::default(),
+        base.as_bytes(),
+        change.as_bytes(),
+        &mut merged,
+    )?;
+    let merged = String::from_utf8(merged).map_err(io::Error::other)?;
+    let mut opts = inferno::flamegraph::Options::default();
+    opts.title = title;
+    opts.subtitle = Some(subtitle.to_owned());
+    opts.count_name = unit.to_owned();
     inferno::flamegraph::from_lines(&mut opts, merged.lines(), out).map_err(io::Error::other)
 }

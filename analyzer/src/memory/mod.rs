@@ -520,6 +520,52 @@ pub fn flamegraph(
     export::readable_flamegraph(&lines, title, "bytes", out)
 }
 
+/// A differential flame graph SVG of live bytes at `moment` in two reports
+/// (`flamegraph --diff --by peak-bytes` or `end-bytes`): widths the change's, red
+/// where it holds more than the base. Heap sampling's estimates, so small
+/// differences are its noise; and a vector grown by doubling is charged to the stack
+/// that last grew it, so a patch that reorders gadgets moves bytes between stacks
+/// with none changed (`peak --base` pairs those rows by naming frame).
+pub fn flamegraph_diff(
+    base: (&Report, &Memory),
+    change: (&Report, &Memory),
+    moment: Moment,
+    phase: Option<&str>,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let text = |(r, m): (&Report, &Memory)| {
+        let mut t = folded(r, m, moment, phase).join("\n");
+        t.push('\n');
+        t
+    };
+    let (a, b) = (text(base), text(change));
+    if a.trim().is_empty() && b.trim().is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("no live bytes to draw in either report: {NOTHING_LIVE}"),
+        ));
+    }
+    let title = format!(
+        "Live bytes {} (heap sampling): {} against {}{}",
+        match moment {
+            Moment::Peak => "at the kept peak",
+            Moment::End => "at the end of the run",
+        },
+        export::report_name(change.0),
+        export::report_name(base.0),
+        export::phase_words(phase)
+    );
+    export::differential_flamegraph(
+        &a,
+        &b,
+        title,
+        "widths: the change; red: more than the base, blue: fewer; estimates, and a \
+         vector is charged to the stack that last grew it (peak --base pairs such stacks)",
+        "bytes",
+        out,
+    )
+}
+
 /// An SVG with `title` and a line saying that no sampled block was live.
 fn nothing_live_svg(title: &str) -> String {
     let escaped = title

@@ -336,10 +336,14 @@ impl FlamegraphJob {
                 b.check_phase(phase)?;
                 export::flamegraph_diff(&a, &b, by, phase, &mut svg)?;
             }
-            (FlamegraphOf::Diff { .. }, FlameBy::Live(_)) => {
-                anyhow::bail!(
-                    "--by peak-bytes and end-bytes draw one report; they do not combine with --diff"
-                )
+            (FlamegraphOf::Diff { base, change }, FlameBy::Live(moment)) => {
+                let (a, b) = (report::load(base)?, report::load(change)?);
+                cost_jobs::warn_of_setup(&a);
+                cost_jobs::warn_of_setup(&b);
+                let phase = a.check_phase(self.phase.as_deref())?;
+                b.check_phase(phase)?;
+                let (ma, mb) = (analyzer::memory::load(&a)?, analyzer::memory::load(&b)?);
+                analyzer::memory::flamegraph_diff((&a, &ma), (&b, &mb), moment, phase, &mut svg)?;
             }
         }
         write_file(&self.out, &svg)

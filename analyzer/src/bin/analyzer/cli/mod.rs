@@ -258,8 +258,10 @@ enum Command {
         #[arg(long, num_args = 2, value_names = ["BASE", "CHANGE"])]
         diff: Option<Vec<PathBuf>>,
         /// Width of a stack: allocations, requested bytes, temporaries, or live bytes
-        /// at the kept peak or when the report was written (heap sampling; not with
-        /// --diff).
+        /// at the kept peak or when the report was written (heap sampling's
+        /// estimates; with --diff, a vector grown by doubling is charged to the stack
+        /// that last grew it, so a reordering moves bytes between stacks: `peak --base`
+        /// pairs them).
         #[arg(long, value_enum, default_value = "count")]
         by: FlameArg,
         /// Only allocations made in this phase (e.g. synthesize).
