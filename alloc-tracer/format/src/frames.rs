@@ -14,12 +14,16 @@ const PLUMBING: &[&str] = &[
     "0x",
 ];
 
-/// Source paths of allocator plumbing: Rust's alloc, core and std, and hashbrown.
+/// Source paths of allocator plumbing: Rust's alloc, core and std, hashbrown, and
+/// this tracer's own code (what it allocates on the program's behalf, such as
+/// `Session::new`'s copy of its path, is the caller's; with line tables alone its
+/// functions carry no `alloc_tracer::` path).
 const PLUMBING_FILES: &[&str] = &[
     "/library/alloc/",
     "/library/core/",
     "/library/std/",
     "/hashbrown-",
+    "/alloc-tracer/src/",
 ];
 
 /// True for frames of the allocator, liballoc, core and std, and unknown frames.
@@ -162,6 +166,15 @@ mod tests {
         assert!(!is_plumbing(
             "insert_or_update",
             Some("/r/bellpepper-core-0.2.1/src/lc.rs")
+        ));
+        // The tracer's own functions, named without their path by line tables.
+        assert!(is_plumbing(
+            "new",
+            Some("/home/u/alloc-profiler/alloc-tracer/src/session.rs")
+        ));
+        assert!(!is_plumbing(
+            "main",
+            Some("/home/u/alloc-profiler/alloc-tracer/examples/demo.rs")
         ));
     }
 }
