@@ -8,6 +8,7 @@
 //! ```toml
 //! # The workload the budget is for: the report's labels must read so.
 //! labels = { circuit = "porep", rows = "2687961" }
+//! mode = "sites"            # reports must be traced in this mode
 //! # The whole run's peak live bytes (a phase's goes in its table).
 //! peak_live_bytes = 4_000_000
 //! peak_rss_bytes = 64_000_000   # the process's peak resident memory
@@ -51,6 +52,11 @@ pub struct Budget {
     /// would pass them all.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
+    /// The mode reports must be traced in (`sites`, `count`, `sample:1000`): the
+    /// tracer's own memory, and what is counted or estimated, differ between modes.
+    /// Not checked when absent.
+    #[serde(default)]
+    pub mode: Option<String>,
     /// Peak live bytes of the whole run (the manifest's).
     /// Byte limits are integers or strings with a binary unit (`"700MiB"`).
     #[serde(default, deserialize_with = "byte_limit")]
@@ -335,6 +341,14 @@ pub fn check(
         return Err(bad(format!(
             "temporaries limits need temporaries, and {} finds none (mode {} when \
              written; trace in `sites`, where they are exact)",
+            report.dir.display(),
+            report.manifest.mode
+        )));
+    }
+    if let Some(mode) = budget.mode.as_ref().filter(|m| **m != report.manifest.mode) {
+        return Err(bad(format!(
+            "the budget is for reports traced in {mode} mode, and {} was traced in {} \
+             mode: its memory and counts would be judged by another mode's figures",
             report.dir.display(),
             report.manifest.mode
         )));

@@ -74,7 +74,7 @@ pub fn draft(
             return Err(Error::Budget {
                 path: source.into(),
                 reason: format!(
-                    "a margin of {:.0} % is not between 0 and {:.0} %",
+                    "a margin of {} % is not between 0 and {:.0} %",
                     m * 100.0,
                     MAX_MARGIN * 100.0
                 ),
@@ -98,9 +98,8 @@ pub fn draft(
         "# Allocation budget drafted by `analyzer budget` from {source}.\n\
          # Every limit is a maximum, {} above the report's figure ({} for peak live\n\
          # bytes and peak RSS, which move with thread timing); the comments give the\n\
-         # figures. Edit freely: a limit left out is not checked. Check reports traced\n\
-         # as this one was ({mode} mode: the tracer's own memory and what is counted\n\
-         # differ between modes):\n\
+         # figures. Edit freely: a limit left out is not checked. Check a report traced\n\
+         # in {mode} mode (`mode` below) with\n\
          #   analyzer check REPORT --budget THIS_FILE",
         pct(margins.counts),
         pct(margins.memory)
@@ -127,13 +126,18 @@ pub fn draft(
     if probe.labels.is_empty() {
         let _ = writeln!(
             out,
-            "# The report has no workload labels ({}): this budget would judge a report\n\
-             # of any workload; add a [labels] table of your program's own\n\
-             # (alloc_tracer::label) to tie it to one.",
+            "# The report has no workload labels ({}): this\n\
+             # budget would judge a report of any workload; add a [labels] table of\n\
+             # your program's own (alloc_tracer::label) to tie it to one.",
             WORKLOAD_LABELS.join(", ")
         );
     }
     out.push('\n');
+    let _ = writeln!(
+        out,
+        "# The mode reports must be traced in: another is refused.\nmode = {}",
+        toml::Value::String(mode.clone())
+    );
     for limit in ["peak_live_bytes", "peak_rss_bytes"] {
         if let Some(found) = figure(None, limit) {
             line(&mut out, limit, found, margins.memory, Kind::Count);
@@ -221,7 +225,12 @@ fn line(out: &mut String, limit: &str, found: f64, margin: f64, kind: Kind) {
     let (value, shown) = match kind {
         // TOML's integers are i64's.
         Kind::Count => (
-            grouped(raised.ceil().min(i64::MAX as f64) as u64),
+            // `i64::MAX as f64` rounds up, past the largest integer TOML holds.
+            grouped(if raised >= i64::MAX as f64 {
+                i64::MAX as u64
+            } else {
+                raised.ceil() as u64
+            }),
             budget::figure(found),
         ),
         Kind::Ratio => (
@@ -312,6 +321,7 @@ fn probe(report: &Report, rules: &[Category]) -> Budget {
     }
     Budget {
         labels,
+        mode: Some(m.mode.clone()),
         peak_live_bytes: Some(u64::MAX),
         peak_rss_bytes: (m.totals.max_rss_bytes > 0).then_some(u64::MAX),
         phase,

@@ -1621,6 +1621,33 @@ fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
         !deltas.is_empty() && deltas.iter().all(|d| d == "0.00%)"),
         "{deltas:?}"
     );
+    // A side without heap sampling would read as all growth (or all loss): refused,
+    // naming the side.
+    let unsampled = copy_report(&base, "flame-diff-unsampled");
+    edit_table(&unsampled, "heap_peak.parquet", |df| df.head(Some(0)));
+    edit_manifest(&unsampled, |m| {
+        m["heap_interval"] = 0.into();
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["file"] == "heap_peak.parquet" {
+                t["rows"] = 0.into();
+            }
+        }
+    });
+    for (a, b, side) in [
+        (&unsampled, &base, "the base"),
+        (&base, &unsampled, "the change"),
+    ] {
+        let out = draw(a, b);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(&format!(
+                "{side} ({}) has no live bytes",
+                unsampled.display()
+            )),
+            "{out:?}"
+        );
+    }
+    std::fs::remove_dir_all(unsampled).unwrap();
     // Without heap sampling on either side there is nothing to draw: an error.
     assert_one_line_error(
         &[
@@ -1633,7 +1660,7 @@ fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
             "-o",
             svg.to_str().unwrap(),
         ],
-        "no live bytes to draw in either report",
+        "has no live bytes to compare",
     );
     std::fs::remove_dir_all(change).unwrap();
 }
@@ -1739,6 +1766,15 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
     );
     assert!(text.contains("temporaries = "), "{text}");
     assert!(text.contains("no workload labels"), "{text}");
+    assert!(text.contains("\nmode = \"sites\"\n"), "{text}");
+    // `main`'s 2 allocations are too few to hold to a margin; the fixture's run peak
+    // of 0 would be breached by anything.
+    assert!(
+        text.contains("# No limits on phase main: fewer than 100 allocations.")
+            && !text.contains("[phase.main]"),
+        "{text}"
+    );
+    assert!(!text.contains("\npeak_live_bytes ="), "{text}");
     assert!(!text.contains("site."), "no site limits: {text}");
     assert!(!text.contains("other (no rule matched)"), "{text}");
     let out = check(&r);
@@ -1826,8 +1862,16 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
         text.contains("# No category limits: sample:10 mode estimates"),
         "{text}"
     );
-    // A count report: no temporaries, no categories, and the header says why.
+    // A count report: no temporaries, no categories, and the header says why. A
+    // budget drafted in another mode does not judge it.
     let count = count_copy(&fixture(), "draft-count");
+    let out = check(&count);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("traced in sample:10 mode, and ")
+            && String::from_utf8_lossy(&out.stderr).contains("was traced in count mode"),
+        "{out:?}"
+    );
     let text = draft(&count, &with_rules);
     assert!(!text.contains("temporaries ="), "{text}");
     assert!(!text.contains("[phase.build.category"), "{text}");

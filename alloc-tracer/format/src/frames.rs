@@ -14,16 +14,13 @@ const PLUMBING: &[&str] = &[
     "0x",
 ];
 
-/// Source paths of allocator plumbing: Rust's alloc, core and std, hashbrown, and
-/// this tracer's own code (what it allocates on the program's behalf, such as
-/// `Session::new`'s copy of its path, is the caller's; with line tables alone its
-/// functions carry no `alloc_tracer::` path).
+/// Source paths of allocator plumbing: Rust's alloc, core and std, and hashbrown
+/// (and this tracer's own sources, [`in_tracer_sources`]).
 const PLUMBING_FILES: &[&str] = &[
     "/library/alloc/",
     "/library/core/",
     "/library/std/",
     "/hashbrown-",
-    "/alloc-tracer/src/",
 ];
 
 /// True for frames of the allocator, liballoc, core and std, and unknown frames.
@@ -36,7 +33,25 @@ pub fn is_plumbing(function: &str, file: Option<&str>) -> bool {
             && [" as alloc::", " as core::", " as std::"]
                 .iter()
                 .any(|p| function.contains(p)))
-        || file.is_some_and(|file| PLUMBING_FILES.iter().any(|p| file.contains(p)))
+        || file.is_some_and(|file| {
+            PLUMBING_FILES.iter().any(|p| file.contains(p)) || in_tracer_sources(file)
+        })
+}
+
+/// True for a file of this tracer's own sources (`alloc-tracer/src/`, also as a
+/// versioned `alloc-tracer-0.1.0/src/` or a relative path): what the tracer allocates
+/// on the program's behalf, such as `Session::new`'s copy of its path, is the
+/// caller's; with line tables alone its functions carry no `alloc_tracer::` path.
+fn in_tracer_sources(file: &str) -> bool {
+    let versioned = |folder: &str| {
+        folder
+            .strip_prefix("alloc-tracer-")
+            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+    };
+    file.split('/')
+        .collect::<Vec<_>>()
+        .windows(2)
+        .any(|w| w[1] == "src" && (w[0] == "alloc-tracer" || versioned(w[0])))
 }
 
 /// A function name without generic arguments: `Vec<T>::push<u8>` -> `Vec::push`,
@@ -172,9 +187,20 @@ mod tests {
             "new",
             Some("/home/u/alloc-profiler/alloc-tracer/src/session.rs")
         ));
+        assert!(is_plumbing(
+            "new",
+            Some("/r/registry/src/index/alloc-tracer-0.1.0/src/session.rs")
+        ));
+        assert!(is_plumbing("new", Some("alloc-tracer/src/session.rs")));
         assert!(!is_plumbing(
             "main",
             Some("/home/u/alloc-profiler/alloc-tracer/examples/demo.rs")
         ));
+        // Its format crate, and crates that only begin with its name, are not it.
+        assert!(!is_plumbing(
+            "f",
+            Some("/r/alloc-tracer-format-0.1.0/src/lib.rs")
+        ));
+        assert!(!is_plumbing("f", Some("/r/alloc-tracer-ext/src/lib.rs")));
     }
 }

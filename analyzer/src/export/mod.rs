@@ -223,7 +223,7 @@ pub fn flamegraph_diff(
         &a,
         &b,
         title,
-        "widths: the change; red: more than the base, blue: fewer",
+        "widths: the change; red: more than the base, blue: fewer; stacks only in the base not drawn",
         by.unit(),
         out,
     )

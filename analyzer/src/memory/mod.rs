@@ -478,6 +478,17 @@ pub fn folded(
         .collect()
 }
 
+/// Whether nothing live at `moment` is an answer: heap sampling saw the moment (a
+/// sampled row of it, or sampling on when the report was written and, for the peak,
+/// a peak kept). A tracer keeps the peak's moment with heap sampling off too.
+fn moment_sampled(report: &Report, memory: &Memory, moment: Moment) -> bool {
+    let m = &report.manifest;
+    match moment {
+        Moment::Peak => !memory.peak.is_empty() || (m.heap_peak.is_some() && m.heap_interval > 0),
+        Moment::End => !memory.end.is_empty() || m.heap_interval > 0,
+    }
+}
+
 /// Why a moment has no live stacks.
 pub const NOTHING_LIVE: &str = "heap sampling was off (ALLOC_TRACE_HEAP, synth-driver --heap-sample), or nothing sampled was live then";
 
@@ -491,13 +502,7 @@ pub fn flamegraph(
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     let lines = folded(report, memory, moment, phase);
-    // Nothing live is an answer only where the moment was sampled: a kept peak, or
-    // heap sampling still on when the report was written.
-    let sampled = match moment {
-        Moment::Peak => report.manifest.heap_peak.is_some(),
-        Moment::End => report.manifest.heap_interval > 0,
-    };
-    if lines.is_empty() && !sampled {
+    if lines.is_empty() && !moment_sampled(report, memory, moment) {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("no live bytes to draw: {NOTHING_LIVE}"),
@@ -538,11 +543,23 @@ pub fn flamegraph_diff(
         t.push('\n');
         t
     };
+    let refuse = |why: String| Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
+    // A side whose moment was not sampled would read as all growth, or all loss.
+    for (side, (r, m)) in [("base", base), ("change", change)] {
+        if !moment_sampled(r, m, moment) {
+            return refuse(format!(
+                "the {side} ({}) has no live bytes to compare: {NOTHING_LIVE}",
+                r.dir.display()
+            ));
+        }
+    }
     let (a, b) = (text(base), text(change));
-    if a.trim().is_empty() && b.trim().is_empty() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("no live bytes to draw in either report: {NOTHING_LIVE}"),
+    if b.trim().is_empty() {
+        // Widths are the change's: with nothing of its live, there is nothing to draw.
+        return refuse(format!(
+            "no sampled block of the change ({}) was live then: nothing to draw (`peak \
+             --base` lists what the base held)",
+            change.0.dir.display()
         ));
     }
     let title = format!(
@@ -559,8 +576,9 @@ pub fn flamegraph_diff(
         &a,
         &b,
         title,
-        "widths: the change; red: more than the base, blue: fewer; estimates, and a \
-         vector is charged to the stack that last grew it (peak --base pairs such stacks)",
+        "widths: the change; red: more than the base, blue: fewer; stacks only in the \
+         base not drawn; estimates, and a vector is charged to the stack that last grew \
+         it (peak --base pairs such stacks)",
         "bytes",
         out,
     )

@@ -233,7 +233,7 @@ enum Command {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
         /// How far above the report's figures the limits lie, in per cent, for
-        /// counts, bytes, allocations per row and shares.
+        /// allocations, bytes, temporaries, allocations per row and categories.
         #[arg(long, default_value = "5%", value_parser = values::margin, allow_hyphen_values = true)]
         margin: f64,
         /// The same for peak live bytes and peak RSS, which move with thread timing.
