@@ -529,6 +529,28 @@ fn a_count_reports_pprof_profile_opens_on_its_live_bytes() {
         p.string_table[p.default_sample_type as usize], "inuse_space",
         "alloc_objects is all zeros in a count report"
     );
+    // Its heap samples all lie in `synthesize`: a profile of `setup` holds no sample
+    // at all, and opens on the usual first type, as the export of a phase does.
+    let out = analyzer(&[
+        "export",
+        r.to_str().unwrap(),
+        "--format",
+        "pprof",
+        "--phase",
+        "setup",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+        .read_to_end(&mut raw)
+        .unwrap();
+    let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+    assert_eq!(
+        p.string_table[p.default_sample_type as usize],
+        "alloc_objects"
+    );
     std::fs::remove_file(file).unwrap();
 }
 

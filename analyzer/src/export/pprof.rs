@@ -232,7 +232,8 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
     // default_sample_type: what a viewer shows first. A report with no site rows (a
     // `count` report with heap sampling) has only live bytes: shown first, rather
     // than a profile of zeros.
-    let default_type = if report.rows(phase).next().is_none() && !in_use.is_empty() {
+    let live = in_use.iter().any(|u| phase.is_none_or(|p| u.phase == p));
+    let default_type = if report.rows(phase).next().is_none() && live {
         strings.id("inuse_space")
     } else {
         strings.id(ALLOC_OBJECTS)
