@@ -310,6 +310,15 @@ pub fn check(
             report.dir.display()
         )));
     }
+    // Another mode first: what else it lacks follows from it.
+    if let Some(mode) = budget.mode.as_ref().filter(|m| **m != report.manifest.mode) {
+        return Err(bad(format!(
+            "the budget is for reports traced in {mode} mode, and {} was traced in {} \
+             mode: its memory and counts would be judged by another mode's figures",
+            report.dir.display(),
+            report.manifest.mode
+        )));
+    }
     // Category shares and site totals come from the sites table, which `count` mode
     // leaves empty: every share and total would read 0 and pass.
     let per_site = budget
@@ -341,14 +350,6 @@ pub fn check(
         return Err(bad(format!(
             "temporaries limits need temporaries, and {} finds none (mode {} when \
              written; trace in `sites`, where they are exact)",
-            report.dir.display(),
-            report.manifest.mode
-        )));
-    }
-    if let Some(mode) = budget.mode.as_ref().filter(|m| **m != report.manifest.mode) {
-        return Err(bad(format!(
-            "the budget is for reports traced in {mode} mode, and {} was traced in {} \
-             mode: its memory and counts would be judged by another mode's figures",
             report.dir.display(),
             report.manifest.mode
         )));

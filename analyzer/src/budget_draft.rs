@@ -11,7 +11,10 @@
 //! categories under [`MIN_SHARE`] of their phase; temporaries unless in `sites` mode
 //! (exact there); allocations per row under [`MIN_PER_ROW`]; figures of 0 (any event
 //! would breach them); phases of fewer than [`MIN_PHASE_ALLOCS`] allocations (a
-//! driver's own argument parsing, which moves with its paths). A category is limited by its
+//! driver's own argument parsing, which moves with its paths); labels that change
+//! between builds ([`BUILD_LABELS`]). Outside `count` mode the peak RSS limit is
+//! written commented out: the tracer's own memory, part of it, grows with the
+//! threads recording. A category is limited by its
 //! allocations: its share, which rises when other categories shrink, is written
 //! commented out.
 
@@ -37,10 +40,11 @@ pub const MIN_PER_ROW: f64 = 0.01;
 /// The largest margin: past it a limit checks nothing.
 pub const MAX_MARGIN: f64 = 10.0;
 
-/// The labels a draft requires of a report: which workload it is (synth-driver's
-/// circuit, prover and iterations; a budget for one iteration would read two as a
-/// regression).
-pub const WORKLOAD_LABELS: [&str; 3] = ["circuit", "prover", "iterations"];
+/// Labels a draft does not require of a report, because they change between builds
+/// of one workload: synth-driver's `variant` (the patch) and `rows` (a patch to the
+/// circuit may change its rows; `allocs_per_row` uses them). Every other label, the
+/// program's own included (`alloc_tracer::label`), names the workload.
+pub const BUILD_LABELS: [&str; 2] = ["variant", "rows"];
 
 /// How far above the report's figures the limits lie, as fractions (0.05: 5 %).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -68,6 +72,7 @@ pub fn draft(
     rules: &[Category],
     margins: Margins,
     source: &str,
+    rules_file: Option<&Path>,
 ) -> Result<String, Error> {
     for m in [margins.counts, margins.memory] {
         if !(0.0..=MAX_MARGIN).contains(&m) {
@@ -100,9 +105,10 @@ pub fn draft(
          # bytes and peak RSS, which move with thread timing); the comments give the\n\
          # figures. Edit freely: a limit left out is not checked. Check a report traced\n\
          # in {mode} mode (`mode` below) with\n\
-         #   analyzer check REPORT --budget THIS_FILE",
+         #   analyzer check REPORT --budget THIS_FILE{}",
         pct(margins.counts),
-        pct(margins.memory)
+        pct(margins.memory),
+        rules_file.map_or(String::new(), |f| format!(" --rules {}", f.display()))
     );
     for (left_out, why) in left_out(report) {
         let _ = writeln!(out, "# No {left_out} limits: {why}.");
@@ -126,10 +132,9 @@ pub fn draft(
     if probe.labels.is_empty() {
         let _ = writeln!(
             out,
-            "# The report has no workload labels ({}): this\n\
-             # budget would judge a report of any workload; add a [labels] table of\n\
-             # your program's own (alloc_tracer::label) to tie it to one.",
-            WORKLOAD_LABELS.join(", ")
+            "# The report has no labels: this budget would judge a report of any\n\
+             # workload. Label the run in your program (alloc_tracer::label(\"input\",\n\
+             # ...)) and draft again, or add a [labels] table by hand."
         );
     }
     out.push('\n');
@@ -138,13 +143,23 @@ pub fn draft(
         "# The mode reports must be traced in: another is refused.\nmode = {}",
         toml::Value::String(mode.clone())
     );
-    for limit in ["peak_live_bytes", "peak_rss_bytes"] {
-        if let Some(found) = figure(None, limit) {
-            line(&mut out, limit, found, margins.memory, Kind::Count);
-        }
+    if let Some(found) = figure(None, "peak_live_bytes") {
+        line(
+            &mut out,
+            "peak_live_bytes",
+            found,
+            margins.memory,
+            Kind::Count,
+        );
+    }
+    if let Some(found) = figure(None, "peak_rss_bytes") {
+        rss_line(&mut out, report, found, margins.memory);
     }
     if !probe.labels.is_empty() {
-        out.push_str("\n# The workload this budget is for: a report of another is not judged.\n");
+        out.push_str(
+            "\n# The workload this budget is for: a report of another is not judged. Remove\n\
+             # a label that changes between builds of one workload (a commit, a date).\n",
+        );
         out.push_str("[labels]\n");
         for (key, value) in &probe.labels {
             let _ = writeln!(out, "{key} = {}", toml::Value::String(value.clone()));
@@ -183,6 +198,27 @@ pub fn draft(
         }
     }
     Ok(out)
+}
+
+/// The run's peak RSS limit. In `sites` and `sample:N` modes the tracer's own memory
+/// is part of it and grows with the threads that record (each keeps its tables), so a
+/// runner with more cores reads higher: the limit is written commented out there,
+/// with the tracer's share.
+fn rss_line(out: &mut String, report: &Report, found: f64, margin: f64) {
+    let m = &report.manifest;
+    if m.mode == "count" {
+        return line(out, "peak_rss_bytes", found, margin, Kind::Count);
+    }
+    let _ = write!(
+        out,
+        "# The tracer's own memory ({:.1} MiB here, {} thread{} recorded) is part of the\n\
+         # peak RSS and grows with the threads recording: uncomment where CI always\n\
+         # runs on one machine type (or gate RSS on a count-mode run).\n# ",
+        m.tracer.memory_bytes as f64 / (1u64 << 20) as f64,
+        m.threads,
+        if m.threads == 1 { "" } else { "s" }
+    );
+    line(out, "peak_rss_bytes", found, margin, Kind::Count);
 }
 
 /// The kinds of limit a report cannot give a draft, and why.
@@ -275,9 +311,11 @@ fn key(name: &str) -> String {
 /// holds, so that checking it yields the report's figures and no breach.
 fn probe(report: &Report, rules: &[Category]) -> Budget {
     let m = &report.manifest;
-    let labels = WORKLOAD_LABELS
+    let labels = m
+        .labels
         .iter()
-        .filter_map(|k| m.labels.get(*k).map(|v| ((*k).to_owned(), v.clone())))
+        .filter(|(k, _)| !BUILD_LABELS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let categories = m.mode == "sites" && report.records_sites() && m.setup_warning().is_none();
     let mut phase = std::collections::BTreeMap::new();

@@ -1787,7 +1787,7 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
         "{text}"
     );
     assert!(text.contains("temporaries = "), "{text}");
-    assert!(text.contains("no workload labels"), "{text}");
+    assert!(text.contains("The report has no labels"), "{text}");
     assert!(text.contains("\nmode = \"sites\"\n"), "{text}");
     // `main`'s 2 allocations are too few to hold to a margin; the fixture's run peak
     // of 0 would be breached by anything.
@@ -1828,17 +1828,28 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
     edit_manifest(&labelled, |m| {
         m["labels"] = serde_json::json!({
             "circuit": "demo \"quoted\"", "prover": "reference", "rows": "1000",
-            "iterations": "1"
+            "iterations": "1", "variant": "baseline", "input": "orders-200k"
         });
+        m["totals"]["max_rss_bytes"] = 1_000_000.into();
     });
     let text = draft(&labelled, &[]);
     assert!(
         text.contains(
-            "[labels]\ncircuit = 'demo \"quoted\"'\niterations = \"1\"\nprover = \"reference\"\n"
+            "[labels]\ncircuit = 'demo \"quoted\"'\ninput = \"orders-200k\"\niterations = \"1\"\nprover = \"reference\"\n"
         ),
         "{text}"
     );
-    assert!(!text.contains("rows ="), "{text}");
+    // What changes between builds of one workload does not tie the budget to one.
+    assert!(
+        !text.contains("rows =") && !text.contains("variant ="),
+        "{text}"
+    );
+    // Outside count mode the peak RSS holds the tracer's own per-thread memory: its
+    // limit is there, commented out.
+    assert!(
+        text.contains("\n# peak_rss_bytes = 1_150_000   # report: 1000000\n"),
+        "{text}"
+    );
     assert!(
         text.contains("allocs_per_row = 90.013   # report: 85.726"),
         "{text}"
@@ -1859,6 +1870,11 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
     let text = draft(&r, &with_rules);
     assert!(
         text.contains("[phase.build.category.builders]\nallocs = "),
+        "{text}"
+    );
+    // The check command it gives names the rules its categories need.
+    assert!(
+        text.contains(&format!("--budget THIS_FILE --rules {}\n", rules.display())),
         "{text}"
     );
     assert!(text.contains("\n# share = "), "{text}");
@@ -1886,15 +1902,23 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
     );
     // A count report: no temporaries, no categories, and the header says why. A
     // budget drafted in another mode does not judge it.
+    // The mode is named first, before the temporaries a sites budget holds.
     let count = count_copy(&fixture(), "draft-count");
+    edit_manifest(&count, |m| m["totals"]["max_rss_bytes"] = 1_000_000.into());
+    draft(&r, &[]);
     let out = check(&count);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("traced in sample:10 mode, and ")
+        String::from_utf8_lossy(&out.stderr).contains("traced in sites mode, and ")
             && String::from_utf8_lossy(&out.stderr).contains("was traced in count mode"),
         "{out:?}"
     );
     let text = draft(&count, &with_rules);
+    // In count mode the peak RSS is the program's: its limit holds.
+    assert!(
+        text.contains("\npeak_rss_bytes = 1_150_000   # report: 1000000\n"),
+        "{text}"
+    );
     assert!(!text.contains("temporaries ="), "{text}");
     assert!(!text.contains("[phase.build.category"), "{text}");
     assert!(text.contains("No temporaries limits: count mode"), "{text}");
@@ -2477,6 +2501,14 @@ fn stacks_cut_short_are_said_wherever_sites_are_judged() {
     assert_one_line_error(
         &["check", c, "--budget", b.to_str().unwrap()],
         "category and site limits need whole stacks",
+    );
+    // Limits on counts judge it, and the log still says its stacks are cut short.
+    let b = budget_file("cut-stacks-counts", "[phase.build]\nallocs = 100_000\n");
+    let out = analyzer(&["check", c, "--budget", b.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("call stacks that end before main"),
+        "{out:?}"
     );
     let _ = std::fs::remove_dir_all(cut);
     let _ = std::fs::remove_file(svg);
