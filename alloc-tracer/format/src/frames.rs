@@ -15,7 +15,7 @@ const PLUMBING: &[&str] = &[
 ];
 
 /// Source paths of allocator plumbing: Rust's alloc, core and std, and hashbrown
-/// (and this tracer's own sources, [`in_tracer_sources`]).
+/// (and rayon's and this tracer's sources, [`in_plumbing_crate`]).
 const PLUMBING_FILES: &[&str] = &[
     "/library/alloc/",
     "/library/core/",
@@ -34,24 +34,34 @@ pub fn is_plumbing(function: &str, file: Option<&str>) -> bool {
                 .iter()
                 .any(|p| function.contains(p)))
         || file.is_some_and(|file| {
-            PLUMBING_FILES.iter().any(|p| file.contains(p)) || in_tracer_sources(file)
+            PLUMBING_FILES.iter().any(|p| file.contains(p)) || in_plumbing_crate(file)
         })
 }
 
-/// True for a file of this tracer's own sources (`alloc-tracer/src/`, also as a
-/// versioned `alloc-tracer-0.1.0/src/` or a relative path): what the tracer allocates
-/// on the program's behalf, such as `Session::new`'s copy of its path, is the
-/// caller's; with line tables alone its functions carry no `alloc_tracer::` path.
-fn in_tracer_sources(file: &str) -> bool {
-    let versioned = |folder: &str| {
+/// True for a source file of a crate that allocates on its caller's behalf, which
+/// line tables name without a crate path:
+/// - rayon and rayon-core (as registry folders `rayon-1.12.0/src/`): a
+///   `par_iter().collect()` is the caller's vector, and the frames between a
+///   worker's start and the caller's closure are rayon's own;
+/// - this tracer (`alloc-tracer/src/`, versioned or not, or a relative path): what it
+///   allocates for the program, such as `Session::new`'s copy of its path.
+fn in_plumbing_crate(file: &str) -> bool {
+    let versioned = |folder: &str, name: &str| {
         folder
-            .strip_prefix("alloc-tracer-")
+            .strip_prefix(name)
+            .and_then(|v| v.strip_prefix('-'))
             .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+    };
+    let plumbing = |folder: &str| {
+        folder == "alloc-tracer"
+            || ["alloc-tracer", "rayon", "rayon-core"]
+                .iter()
+                .any(|name| versioned(folder, name))
     };
     file.split('/')
         .collect::<Vec<_>>()
         .windows(2)
-        .any(|w| w[1] == "src" && (w[0] == "alloc-tracer" || versioned(w[0])))
+        .any(|w| w[1] == "src" && plumbing(w[0]))
 }
 
 /// A function name without generic arguments: `Vec<T>::push<u8>` -> `Vec::push`,
@@ -192,6 +202,15 @@ mod tests {
             Some("/r/registry/src/index/alloc-tracer-0.1.0/src/session.rs")
         ));
         assert!(is_plumbing("new", Some("alloc-tracer/src/session.rs")));
+        // Rayon's parallel iterators, which collect and split for their caller.
+        assert!(is_plumbing(
+            "collect_with_consumer",
+            Some("/r/registry/src/index/rayon-1.12.0/src/iter/collect/mod.rs")
+        ));
+        assert!(is_plumbing(
+            "join_context",
+            Some("/r/registry/src/index/rayon-core-1.13.0/src/join/mod.rs")
+        ));
         assert!(!is_plumbing(
             "main",
             Some("/home/u/alloc-profiler/alloc-tracer/examples/demo.rs")
@@ -202,5 +221,7 @@ mod tests {
             Some("/r/alloc-tracer-format-0.1.0/src/lib.rs")
         ));
         assert!(!is_plumbing("f", Some("/r/alloc-tracer-ext/src/lib.rs")));
+        // A program of one's own that only begins with rayon's name is not it.
+        assert!(!is_plumbing("main", Some("/home/u/rayon-demo/src/main.rs")));
     }
 }
