@@ -64,6 +64,21 @@ pub(crate) fn seconds(s: f64) -> String {
     }
 }
 
+/// A lifetime in nanoseconds, in the unit that suits it: the figures are the
+/// lifetime histogram's bucket values, so digits past the fourth say nothing.
+pub(crate) fn lifetime(ns: u64) -> String {
+    let n = ns as f64;
+    if ns < 10_000 {
+        format!("{ns} ns")
+    } else if n < 1e7 {
+        format!("{:.1} us", n / 1e3)
+    } else if n < 1e10 {
+        format!("{:.1} ms", n / 1e6)
+    } else {
+        format!("{:.1} s", n / 1e9)
+    }
+}
+
 /// A site's name followed by its callers, if any.
 pub(crate) fn with_callers(name: &str, callers: &str) -> String {
     if callers.is_empty() {
@@ -170,8 +185,7 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                     s.bytes_requested,
                     format!("{:.0}%", 100.0 * s.temporary_share),
                     s.main_size_class_bytes,
-                    s.lifetime_ns_median
-                        .map_or("-".to_owned(), |v| format!("{v} ns")),
+                    s.lifetime_ns_median.map_or("-".to_owned(), lifetime),
                     s.cost_s.map_or("-".to_owned(), seconds),
                     count(&s.sites),
                     naming::with_distinction(&with_callers(&s.name, &s.callers), &s.distinction)
@@ -241,6 +255,15 @@ mod tests {
         header.sort_unstable();
         let json = object(RankedSite::default());
         assert_eq!(header, json.keys().map(String::as_str).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn lifetimes_print_in_the_unit_that_suits_them() {
+        assert_eq!(lifetime(143), "143 ns");
+        assert_eq!(lifetime(9_999), "9999 ns");
+        assert_eq!(lifetime(180_223), "180.2 us");
+        assert_eq!(lifetime(251_658_239), "251.7 ms");
+        assert_eq!(lifetime(12_884_901_887), "12.9 s");
     }
 
     #[test]
