@@ -7,6 +7,7 @@ Every function takes polars frames from the other modules and returns a Figure;
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -77,7 +78,16 @@ def site_label(name: str, callers: str, distinction: str = "", width: int = 90) 
     text = name if not callers else f"{name} < {callers}"
     lines = _wrap(text, width, 2)
     if distinction:
-        lines += _wrap(f"[{distinction}]", width, 4)
+        # The analyzer's parts: `via` frames outward, then `in` a frame inward and a
+        # `#n` where those leave sites alike; the last two kept whole, on a line of
+        # their own.
+        via, *rest = re.split(r" (?=in |#\d)", distinction)
+        if via.startswith(("in ", "#")):
+            via, rest = "", [via, *rest]
+        tail = " ".join(rest)
+        parts = (_wrap(via, width, 4) if via else []) + ([_short(tail, width)] if tail else [])
+        parts[0], parts[-1] = "[" + parts[0], parts[-1] + "]"
+        lines += parts
     return "\n".join(lines)
 
 

@@ -118,8 +118,10 @@ pub fn name_with_callers<F: Frame>(frames: &[F], n: usize) -> String {
 /// What tells apart sites shown together whose [`name_with_callers`] read the same,
 /// one entry per stack (empty for a site whose text is already unique): `via ` and the
 /// first frame past the naming frame where the colliding stacks differ (more than one,
-/// joined by ` < `, when a first difference leaves some still alike), or `#1`, `#2`,
-/// ... in the order given when their frames read the same to the end. Frames are
+/// joined by ` < `, when a first difference leaves some still alike); where nothing
+/// outward differs, `in ` and the first frame inward of the naming frame that does
+/// (what they allocate through: liballoc's allocation or growth, a library's setup);
+/// then `#1`, `#2`, ... in the order given when their frames read the same throughout. Frames are
 /// compared as they are shown (`function (file:line)`, no generics), aligned at the
 /// naming frame; a stack that ends first shows `(end of stack)`.
 pub fn distinctions<F: Frame>(stacks: &[&[F]], n: usize) -> Vec<String> {
@@ -134,9 +136,18 @@ pub fn distinctions<F: Frame>(stacks: &[&[F]], n: usize) -> Vec<String> {
             .get(naming[i] + k)
             .map_or_else(|| "(end of stack)".to_owned(), at)
     };
+    // The frame `k` places inward of a stack's naming frame (in the allocator or a
+    // library that allocates for its caller), as shown.
+    let inward = |i: usize, k: usize| -> String {
+        naming[i]
+            .checked_sub(k)
+            .and_then(|j| stacks[i].get(j))
+            .map_or_else(|| "(start of stack)".to_owned(), at)
+    };
     let mut via: Vec<Vec<String>> = vec![Vec::new(); stacks.len()];
     let mut next = vec![1usize; stacks.len()];
     let mut numbered = vec![false; stacks.len()];
+    let mut looked_inward = vec![false; stacks.len()];
     loop {
         let mut groups: std::collections::BTreeMap<(&str, &[String]), Vec<usize>> =
             Default::default();
@@ -161,13 +172,29 @@ pub fn distinctions<F: Frame>(stacks: &[&[F]], n: usize) -> Vec<String> {
             break;
         }
         for (group, differs) in split {
+            // Nothing outward tells them apart: what they allocate through may (a
+            // library's own setup beside the collect it runs for the same caller),
+            // looked at once, before numbering.
+            let within = if differs.is_none() && group.iter().all(|&i| !looked_inward[i]) {
+                let deepest = group.iter().map(|&i| naming[i]).max().unwrap_or(0);
+                (1..=deepest).find(|&k| {
+                    let first = inward(group[0], k);
+                    group[1..].iter().any(|&i| inward(i, k) != first)
+                })
+            } else {
+                None
+            };
             for (rank, &i) in group.iter().enumerate() {
-                match differs {
-                    Some(k) => {
+                match (differs, within) {
+                    (Some(k), _) => {
                         via[i].push(shown(i, k));
                         next[i] = k + 1;
                     }
-                    None => {
+                    (None, Some(k)) => {
+                        via[i].push(format!("{INWARD}{}", inward(i, k)));
+                        looked_inward[i] = true;
+                    }
+                    (None, None) => {
                         via[i].push(format!("#{}", rank + 1));
                         numbered[i] = true;
                     }
@@ -175,19 +202,30 @@ pub fn distinctions<F: Frame>(stacks: &[&[F]], n: usize) -> Vec<String> {
             }
         }
     }
-    via.into_iter()
-        .map(|v| match v.split_last() {
-            None => String::new(),
-            Some((last, frames)) if last.starts_with('#') => {
-                if frames.is_empty() {
-                    last.clone()
-                } else {
-                    format!("via {} {last}", frames.join(" < "))
-                }
-            }
-            Some(_) => format!("via {}", v.join(" < ")),
-        })
-        .collect()
+    via.into_iter().map(|v| distinction_text(&v)).collect()
+}
+
+/// Marks a distinction found inward of the naming frame.
+const INWARD: &str = "in ";
+
+/// `via A < B`, then `in C` (inward), then `#N`, each part where there is one.
+fn distinction_text(parts: &[String]) -> String {
+    let outward: Vec<&str> = parts
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !p.starts_with('#') && !p.starts_with(INWARD))
+        .collect();
+    let mut out = Vec::new();
+    if !outward.is_empty() {
+        out.push(format!("via {}", outward.join(" < ")));
+    }
+    out.extend(
+        parts
+            .iter()
+            .filter(|p| p.starts_with(INWARD) || p.starts_with('#'))
+            .cloned(),
+    );
+    out.join(" ")
 }
 
 /// A site's text with its distinction, if any: `name < callers [via ...]`.
@@ -616,6 +654,33 @@ mod tests {
         assert_eq!(
             distinctions(&refs, CALLERS),
             ["via hash (column.rs:10)", "via (end of stack)", "#1", "#2"]
+        );
+    }
+
+    #[test]
+    fn stacks_alike_from_the_naming_frame_out_are_told_apart_by_what_they_allocate_through() {
+        // A vector made and later grown from one line: the same frames outward of the
+        // naming frame, another inward (liballoc's allocation, or its growth).
+        let through = |function: &'static str, line: u32| {
+            vec![
+                at(function, PUSH, line),
+                at("insert_or_update<S>", LC, 108),
+                at("enforce", "/r/x.rs", 9),
+            ]
+        };
+        let stacks = [
+            through("with_capacity", 1),
+            through("finish_grow", 2),
+            through("with_capacity", 1),
+        ];
+        let refs: Vec<&[FrameRef]> = stacks.iter().map(Vec::as_slice).collect();
+        assert_eq!(
+            distinctions(&refs, CALLERS),
+            [
+                "in with_capacity (mod.rs:1) #1",
+                "in finish_grow (mod.rs:2)",
+                "in with_capacity (mod.rs:1) #2",
+            ]
         );
     }
 }
