@@ -108,7 +108,10 @@ pub fn draft(
          #   analyzer check REPORT --budget THIS_FILE{}",
         pct(margins.counts),
         pct(margins.memory),
-        rules_file.map_or(String::new(), |f| format!(" --rules {}", f.display()))
+        rules_file.map_or(String::new(), |f| format!(
+            " --rules {}",
+            shell_word(&f.display().to_string())
+        ))
     );
     for (left_out, why) in left_out(report) {
         let _ = writeln!(out, "# No {left_out} limits: {why}.");
@@ -132,9 +135,11 @@ pub fn draft(
     if probe.labels.is_empty() {
         let _ = writeln!(
             out,
-            "# The report has no labels: this budget would judge a report of any\n\
+            "# The report has no labels that name its workload ({} change between\n\
+             # builds and are left out): this budget would judge a report of any\n\
              # workload. Label the run in your program (alloc_tracer::label(\"input\",\n\
-             # ...)) and draft again, or add a [labels] table by hand."
+             # ...)) and draft again, or add a [labels] table by hand.",
+            BUILD_LABELS.join(" and ")
         );
     }
     out.push('\n');
@@ -161,8 +166,13 @@ pub fn draft(
              # a label that changes between builds of one workload (a commit, a date).\n",
         );
         out.push_str("[labels]\n");
-        for (key, value) in &probe.labels {
-            let _ = writeln!(out, "{key} = {}", toml::Value::String(value.clone()));
+        for (name, value) in &probe.labels {
+            let _ = writeln!(
+                out,
+                "{} = {}",
+                key(name),
+                toml::Value::String(value.clone())
+            );
         }
     }
     for (phase, limits) in &probe.phase {
@@ -209,14 +219,21 @@ fn rss_line(out: &mut String, report: &Report, found: f64, margin: f64) {
     if m.mode == "count" {
         return line(out, "peak_rss_bytes", found, margin, Kind::Count);
     }
+    // 0: a report from before the tracer counted its own memory.
+    let own = match m.tracer.memory_bytes {
+        0 => String::new(),
+        b => format!(
+            " ({:.1} MiB here, {} thread{} recorded)",
+            b as f64 / (1u64 << 20) as f64,
+            m.threads,
+            if m.threads == 1 { "" } else { "s" }
+        ),
+    };
     let _ = write!(
         out,
-        "# The tracer's own memory ({:.1} MiB here, {} thread{} recorded) is part of the\n\
-         # peak RSS and grows with the threads recording: uncomment where CI always\n\
-         # runs on one machine type (or gate RSS on a count-mode run).\n# ",
-        m.tracer.memory_bytes as f64 / (1u64 << 20) as f64,
-        m.threads,
-        if m.threads == 1 { "" } else { "s" }
+        "# The tracer's own memory{own} is part of the peak RSS and grows\n\
+         # with the threads recording: uncomment where CI always runs on one machine\n\
+         # type (or gate RSS on a count-mode run).\n# "
     );
     line(out, "peak_rss_bytes", found, margin, Kind::Count);
 }
@@ -279,6 +296,19 @@ fn line(out: &mut String, limit: &str, found: f64, margin: f64, kind: Kind) {
         ),
     };
     let _ = writeln!(out, "{limit} = {value}   # report: {shown}");
+}
+
+/// `text` as one shell word: as it is when it needs no quoting, else in single quotes.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 /// `13401937` as `13_401_937`.
@@ -381,6 +411,10 @@ mod tests {
             key("Boolean::lc temporaries"),
             "\"Boolean::lc temporaries\""
         );
+        assert_eq!(key("git.commit"), "\"git.commit\"");
+        assert_eq!(shell_word("rules/my.toml"), "rules/my.toml");
+        assert_eq!(shell_word("my rules.toml"), "'my rules.toml'");
+        assert_eq!(shell_word("it's.toml"), "'it'\\''s.toml'");
         let mut out = String::new();
         line(&mut out, "share", 0.98, 0.05, Kind::Share);
         assert_eq!(

@@ -57,7 +57,8 @@ pub struct Category {
     /// Some frame matches one of these.
     #[serde(default)]
     pub frames: Vec<Pattern>,
-    /// The naming frame (first outside allocator and std) matches one of these.
+    /// The naming frame (first outside the allocator, std, hashbrown, rayon and the
+    /// tracer) matches one of these.
     #[serde(default)]
     pub innermost: Vec<Pattern>,
     /// Additionally, some frame matches one of these.

@@ -40,7 +40,8 @@ pub fn is_plumbing(function: &str, file: Option<&str>) -> bool {
 
 /// True for a source file of a crate that allocates on its caller's behalf, which
 /// line tables name without a crate path:
-/// - rayon and rayon-core (as registry folders `rayon-1.12.0/src/`): a
+/// - rayon and rayon-core (`rayon-1.12.0/src/` in the registry, `rayon/src/`
+///   vendored or checked out): a
 ///   `par_iter().collect()` is the caller's vector, and the frames between a
 ///   worker's start and the caller's closure are rayon's own;
 /// - this tracer (`alloc-tracer/src/`, versioned or not, or a relative path): what it
@@ -52,11 +53,12 @@ fn in_plumbing_crate(file: &str) -> bool {
             .and_then(|v| v.strip_prefix('-'))
             .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
     };
+    // As a registry folder (`rayon-1.12.0`), or vendored or checked out under its
+    // own name (`vendor/rayon/src`).
     let plumbing = |folder: &str| {
-        folder == "alloc-tracer"
-            || ["alloc-tracer", "rayon", "rayon-core"]
-                .iter()
-                .any(|name| versioned(folder, name))
+        ["alloc-tracer", "rayon", "rayon-core"]
+            .iter()
+            .any(|name| folder == *name || versioned(folder, name))
     };
     file.split('/')
         .collect::<Vec<_>>()
@@ -221,6 +223,10 @@ mod tests {
             Some("/r/alloc-tracer-format-0.1.0/src/lib.rs")
         ));
         assert!(!is_plumbing("f", Some("/r/alloc-tracer-ext/src/lib.rs")));
+        assert!(is_plumbing(
+            "collect_with_consumer",
+            Some("/w/proj/vendor/rayon/src/iter/collect/mod.rs")
+        ));
         // A program of one's own that only begins with rayon's name is not it.
         assert!(!is_plumbing("main", Some("/home/u/rayon-demo/src/main.rs")));
     }

@@ -68,11 +68,11 @@ pub(crate) fn seconds(s: f64) -> String {
 /// lifetime histogram's bucket values, so digits past the fourth say nothing.
 pub(crate) fn lifetime(ns: u64) -> String {
     let n = ns as f64;
-    if ns < 10_000 {
+    if ns < 1_000 {
         format!("{ns} ns")
-    } else if n < 1e7 {
+    } else if n < 999_950.0 {
         format!("{:.1} us", n / 1e3)
-    } else if n < 1e10 {
+    } else if n < 999_950_000.0 {
         format!("{:.1} ms", n / 1e6)
     } else {
         format!("{:.1} s", n / 1e9)
@@ -260,7 +260,9 @@ mod tests {
     #[test]
     fn lifetimes_print_in_the_unit_that_suits_them() {
         assert_eq!(lifetime(143), "143 ns");
-        assert_eq!(lifetime(9_999), "9999 ns");
+        assert_eq!(lifetime(9_999), "10.0 us");
+        assert_eq!(lifetime(5_767_167), "5.8 ms");
+        assert_eq!(lifetime(999_999), "1.0 ms");
         assert_eq!(lifetime(180_223), "180.2 us");
         assert_eq!(lifetime(251_658_239), "251.7 ms");
         assert_eq!(lifetime(12_884_901_887), "12.9 s");

@@ -223,12 +223,13 @@ enum Command {
         format: FormatArg,
     },
     /// Drafts a budget for `check` from a report: every limit the report can answer
-    /// (the run's peak live bytes and peak RSS; per phase of 100 allocations or more:
-    /// allocations, bytes, allocations per row, peak live bytes, and from a sites
-    /// report temporaries and the allocations of each category that takes 5 % or
-    /// more), a margin above the report's figures, with the workload's labels
-    /// (circuit, prover, iterations). Commented TOML, to edit and commit; for reports
-    /// traced in the same mode; no site limits (names move with the code).
+    /// (the run's peak live bytes, and peak RSS in count mode, commented out in others
+    /// where the tracer's own memory grows with threads; per phase of 100 allocations
+    /// or more: allocations, bytes, allocations per row, peak live bytes, and from a
+    /// sites report temporaries and the allocations of each category that takes 5 %
+    /// or more), a margin above the report's figures, with the report's mode and
+    /// labels (but variant and rows, which change between builds). Commented TOML, to
+    /// edit and commit; no site limits (names move with the code).
     Budget {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
