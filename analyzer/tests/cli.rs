@@ -511,46 +511,28 @@ fn a_count_reports_pprof_profile_opens_on_its_live_bytes() {
     // The 32 GiB partition's count report: no sites, heap samples at the kept peak.
     let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks/data/porep-32g-count");
     let file = std::env::temp_dir().join(format!("analyzer-count-{}.pb.gz", std::process::id()));
-    let out = analyzer(&[
-        "export",
-        r.to_str().unwrap(),
-        "--format",
-        "pprof",
-        "-o",
-        file.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{out:?}");
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
-        .read_to_end(&mut raw)
-        .unwrap();
-    let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+    // The default sample type of the profile exported with `extra` arguments.
+    let default_type = |extra: &[&str]| {
+        let mut args = vec!["export", r.to_str().unwrap(), "--format", "pprof"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-o", file.to_str().unwrap()]);
+        let out = analyzer(&args);
+        assert!(out.status.success(), "{out:?}");
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+            .read_to_end(&mut raw)
+            .unwrap();
+        let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+        p.string_table[p.default_sample_type as usize].clone()
+    };
     assert_eq!(
-        p.string_table[p.default_sample_type as usize], "inuse_space",
+        default_type(&[]),
+        "inuse_space",
         "alloc_objects is all zeros in a count report"
     );
     // Its heap samples all lie in `synthesize`: a profile of `setup` holds no sample
     // at all, and opens on the usual first type, as the export of a phase does.
-    let out = analyzer(&[
-        "export",
-        r.to_str().unwrap(),
-        "--format",
-        "pprof",
-        "--phase",
-        "setup",
-        "-o",
-        file.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{out:?}");
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
-        .read_to_end(&mut raw)
-        .unwrap();
-    let p = pprof::Profile::decode(raw.as_slice()).unwrap();
-    assert_eq!(
-        p.string_table[p.default_sample_type as usize],
-        "alloc_objects"
-    );
+    assert_eq!(default_type(&["--phase", "setup"]), "alloc_objects");
     std::fs::remove_file(file).unwrap();
 }
 
