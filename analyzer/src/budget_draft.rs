@@ -240,25 +240,37 @@ fn rss_line(out: &mut String, report: &Report, found: f64, margin: f64) {
 
 /// The kinds of limit a report cannot give a draft, and why.
 fn left_out(report: &Report) -> Vec<(&'static str, String)> {
+    [
+        ("temporaries", temporaries_gap(report)),
+        ("category", categories_gap(report)),
+    ]
+    .into_iter()
+    .filter_map(|(kind, why)| why.map(|w| (kind, w)))
+    .collect()
+}
+
+/// Why the report's temporaries cannot be held to a margin: `None` in `sites`
+/// mode, where they are exact.
+fn temporaries_gap(report: &Report) -> Option<String> {
     let mode = &report.manifest.mode;
-    let mut out = Vec::new();
-    if mode != "sites" {
-        out.push((
-            "temporaries",
-            format!("{mode} mode does not count every temporary"),
-        ));
-    }
+    (mode != "sites").then(|| format!("{mode} mode does not count every temporary"))
+}
+
+/// Why the report's categories cannot be held to a margin: `None` when they can
+/// (`sites` mode, whole stacks).
+fn categories_gap(report: &Report) -> Option<String> {
+    let mode = &report.manifest.mode;
     if !report.records_sites() {
-        out.push(("category", format!("{mode} mode records no sites")));
+        Some(format!("{mode} mode records no sites"))
     } else if let Some(w) = report.manifest.setup_warning() {
-        out.push(("category", w));
+        Some(w)
     } else if mode != "sites" {
-        out.push((
-            "category",
-            format!("{mode} mode estimates them from sampled stacks, whose noise a margin does not cover"),
-        ));
+        Some(format!(
+            "{mode} mode estimates them from sampled stacks, whose noise a margin does not cover"
+        ))
+    } else {
+        None
     }
-    out
 }
 
 /// How a limit is written.
@@ -347,7 +359,7 @@ fn probe(report: &Report, rules: &[Category]) -> Budget {
         .filter(|(k, _)| !BUILD_LABELS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let categories = m.mode == "sites" && report.records_sites() && m.setup_warning().is_none();
+    let categories = categories_gap(report).is_none();
     let mut phase = std::collections::BTreeMap::new();
     let mut names: Vec<&str> = report.phases.iter().map(|r| r.phase.as_str()).collect();
     names.sort_unstable();
@@ -377,7 +389,7 @@ fn probe(report: &Report, rules: &[Category]) -> Budget {
             PhaseLimits {
                 allocs: Some(u64::MAX),
                 bytes: Some(u64::MAX),
-                temporaries: (m.mode == "sites").then_some(u64::MAX),
+                temporaries: temporaries_gap(report).is_none().then_some(u64::MAX),
                 allocs_per_row: report.rows_label().map(|_| f64::MAX),
                 peak_live_bytes: rows()
                     .any(|r| r.peak_live_bytes.is_some())

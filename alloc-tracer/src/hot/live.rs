@@ -266,8 +266,8 @@ fn add_to_global(net: i64) -> i64 {
     live
 }
 
-/// Like the run's peak (the highest of [`phase_peak_bytes`]), but lowered at will by [`reset_watched_peak`]: the process's
-/// peak during a `measure_process`.
+/// Like the run's peak (the highest of [`phase_peak_bytes`]), but lowered at will
+/// by [`reset_watched_peak`]: the process's peak during a `measure_process`.
 static WATCHED_PEAK: AtomicI64 = AtomicI64::new(0);
 
 /// Lowers [`watched_peak`] to the live bytes now, and returns them.

@@ -89,6 +89,13 @@ pub struct InUse {
     pub bytes: u64,
 }
 
+impl InUse {
+    /// Whether the block was allocated in `phase` (any, when `None`).
+    pub fn in_phase(&self, phase: Option<&str>) -> bool {
+        phase.is_none_or(|p| self.phase == p)
+    }
+}
+
 /// The pprof profile (uncompressed protobuf): one sample per (site, phase) with
 /// values `alloc_objects` (allocations and reallocs), `alloc_space` (requested bytes),
 /// `temporaries`, and `inuse_objects` and `inuse_space` from `in_use` (live at the
@@ -170,7 +177,7 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
         v[1] = v[1].saturating_add(row.bytes_requested);
         v[2] = v[2].saturating_add(row.temporary_count);
     }
-    for u in in_use.iter().filter(|u| phase.is_none_or(|p| u.phase == p)) {
+    for u in in_use.iter().filter(|u| u.in_phase(phase)) {
         let v = samples.entry((u.site_id, &u.phase)).or_default();
         v[3] = v[3].saturating_add(u.objects);
         v[4] = v[4].saturating_add(u.bytes);
@@ -232,7 +239,7 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
     // default_sample_type: what a viewer shows first. A report with no site rows (a
     // `count` report with heap sampling) has only live bytes: shown first, rather
     // than a profile of zeros.
-    let live = in_use.iter().any(|u| phase.is_none_or(|p| u.phase == p));
+    let live = in_use.iter().any(|u| u.in_phase(phase));
     let default_type = if report.rows(phase).next().is_none() && live {
         strings.id("inuse_space")
     } else {

@@ -417,7 +417,7 @@ impl ExportJob {
                 let in_use = analyzer::memory::in_use(&analyzer::memory::load(&r)?);
                 if r.rows(phase).next().is_none() {
                     // What the profile holds of the phase asked for, as pprof writes it.
-                    let live = in_use.iter().any(|u| phase.is_none_or(|p| u.phase == p));
+                    let live = in_use.iter().any(|u| u.in_phase(phase));
                     let holds = if !live {
                         "the profile is empty"
                     } else {
