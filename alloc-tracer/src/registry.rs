@@ -287,13 +287,15 @@ fn merge_table(table: &SiteTable) {
 }
 
 /// Sites folded so far because the merged table was full, once per thread table
-/// merged (see `SiteMap::folded`).
+/// merged (see `SiteMap::folded`), or because the threads' shared stacks were at
+/// their cap, once per thread table that met a new stack then (`hot::stacks`).
 pub fn folded_sites() -> u64 {
-    MERGED_SITES.folded()
+    MERGED_SITES.folded() + crate::hot::stacks::folded_count()
 }
 
 /// About how many bytes the tracer holds for the program: thread states and their
-/// site tables (current and retired), and the merged sites.
+/// site tables (current and retired), the stacks those tables share, and the merged
+/// sites.
 pub fn memory_bytes() -> u64 {
     let live = live();
     let mut bytes = 0;
@@ -303,7 +305,7 @@ pub fn memory_bytes() -> u64 {
         bytes += (size_of::<ThreadState>() + st.table_bytes()) as u64;
     }
     let entry = size_of::<(SiteId, SiteCounts)>() + MAX_DEPTH * size_of::<usize>() / 2;
-    bytes + (MERGED_SITES.len() * entry) as u64
+    bytes + crate::hot::stacks::memory_bytes() + (MERGED_SITES.len() * entry) as u64
 }
 
 fn slot_counts(slot: &Slot) -> SiteCounts {

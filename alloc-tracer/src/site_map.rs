@@ -63,8 +63,9 @@ impl SiteId {
 }
 
 /// The return address of a folded site's one frame: no code lives there, and the
-/// symbolizer names it [`crate::symbolize::FOLDED_NAME`].
-pub const FOLDED_FRAME: usize = usize::MAX;
+/// symbolizer names it [`crate::symbolize::FOLDED_NAME`]. Stacks past the cap of
+/// the threads' shared stacks fold to it too (`hot::stacks`).
+pub use crate::hot::stacks::FOLDED_FRAME;
 
 /// Most distinct sites a map keeps before it folds new ones.
 pub const MAX_SITES: usize = 1 << 20;

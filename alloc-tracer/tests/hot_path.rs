@@ -71,20 +71,26 @@ fn check(mode: Mode) {
         ..Default::default()
     }
     .apply();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<(usize, bool)>();
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let (done_tx, done_rx) = mpsc::channel::<u64>();
+    // One call of `same_site`, run once per message, so that every round allocates
+    // at one stack: the first creates this thread's state, the site's slot and its
+    // interned stack (cold, under the guard); the second is counted.
     let worker = std::thread::spawn(move || {
-        same_site(10); // creates this thread's state and the site's slot
-        ready_tx.send(()).unwrap();
-        go_rx.recv().unwrap();
-        COUNTED.with(|c| c.set(true));
-        let before = INNER_ALLOCS.load(Relaxed);
-        same_site(100_000);
-        let after = INNER_ALLOCS.load(Relaxed);
-        COUNTED.with(|c| c.set(false));
-        done_tx.send(after - before).unwrap();
+        for (n, counted) in go_rx {
+            COUNTED.with(|c| c.set(counted));
+            let before = INNER_ALLOCS.load(Relaxed);
+            same_site(n);
+            let after = INNER_ALLOCS.load(Relaxed);
+            COUNTED.with(|c| c.set(false));
+            if counted {
+                done_tx.send(after - before).unwrap();
+            }
+            ready_tx.send(()).unwrap();
+        }
     });
+    go_tx.send((10, false)).unwrap();
     // Creating a thread's state takes the lock once (a cold path): let that happen.
     ready_rx.recv().unwrap();
     // Hold the registry lock (a report snapshot holds it too) while the worker records.
@@ -93,7 +99,7 @@ fn check(mode: Mode) {
         // The worker reports only after the lock is released, so watch its
         // allocations arrive at the inner allocator instead.
         let start = INNER_ALLOCS.load(Relaxed);
-        go_tx.send(()).unwrap();
+        go_tx.send((100_000, true)).unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while INNER_ALLOCS.load(Relaxed) - start < 100_000 {
             assert!(
@@ -107,6 +113,7 @@ fn check(mode: Mode) {
     });
     assert!(result.is_some());
     let inner_calls = done_rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    drop(go_tx);
     worker.join().unwrap();
     assert_eq!(
         inner_calls, 100_000,

@@ -75,7 +75,8 @@
 //! `followed` is the table of followed blocks every free reads; `predict` guesses a
 //! `sites` allocation's site from the one before and checks the guess against the
 //! stack; `trail` walks stacks, reusing the frames a walk shares with the thread's
-//! previous one; `thread`, `control`, `site_table`, `stack`,
+//! previous one; `stacks` keeps one copy of each stack for every thread's site
+//! table; `thread`, `control`, `site_table`, `stack`,
 //! `size_class` and `log_linear` hold the state and arithmetic these paths share.
 
 pub mod alloc;
@@ -98,5 +99,6 @@ pub mod site_table;
 pub mod sites;
 pub mod size_class;
 pub mod stack;
+pub mod stacks;
 pub mod thread;
 pub mod trail;

@@ -3,7 +3,7 @@
 //! Only the owning thread inserts and counts; the report writer may read a live
 //! thread's table at any time. Every field is an atomic written with plain
 //! load-then-store (no read-modify-write, so no `lock` prefix): a reader sees each
-//! counter at some recent value. A slot's key and frames are written before its tag is
+//! counter at some recent value. A slot's key and stack are written before its tag is
 //! published with `Release`, and never change afterwards, so a reader that sees the tag
 //! with `Acquire` sees the whole key.
 //!
@@ -14,8 +14,10 @@
 //! other way.
 
 use super::stack::{Frames, MAX_DEPTH};
+use super::stacks::{self, Stack};
+use std::ptr::null_mut;
 use std::sync::atomic::{
-    AtomicU64, AtomicUsize,
+    AtomicPtr, AtomicU64, AtomicUsize,
     Ordering::{Acquire, Relaxed, Release},
 };
 
@@ -134,9 +136,9 @@ pub fn hash_finish(sum: u64, seed: u64) -> u64 {
 }
 
 /// Counters of one (stack, phase, size class), in one cache line: a lookup touches
-/// this line only. The site's frames lie apart, in the table's `frames` (read only
-/// when a site is inserted or reported), so that slots stay dense however deep the
-/// stacks. (On a synthesis the lookup and its counters take about a sixth of the
+/// this line only. The site's frames lie apart, one copy for every thread's tables
+/// (`stacks`; read only when a site is inserted or reported), so that slots stay dense
+/// however deep the stacks. (On a synthesis the lookup and its counters take about a sixth of the
 /// recording function's time, cache misses included; the walk takes the rest. See
 /// BENCHMARKS.md.)
 #[repr(C, align(64))]
@@ -158,9 +160,6 @@ pub struct Slot {
     /// line's spare word.
     number: AtomicU64,
 }
-
-/// The frames of one slot's site.
-type SlotFrames = [AtomicUsize; MAX_DEPTH];
 
 /// Adds `n` to a counter only this thread writes: a load and a store, no `lock` prefix.
 #[inline(always)]
@@ -194,11 +193,9 @@ impl Slot {
         self.meta.load(Relaxed) == key.meta.bits()
     }
 
-    fn publish(&self, frames: &SlotFrames, key: &SiteKey<'_>) {
+    fn publish(&self, stack: &AtomicPtr<Stack>, key: &SiteKey<'_>, interned: &'static Stack) {
         self.meta.store(key.meta.bits(), Relaxed);
-        for (slot, &f) in frames.iter().zip(key.frames) {
-            slot.store(f, Relaxed);
-        }
+        stack.store((interned as *const Stack).cast_mut(), Relaxed);
         self.tag.store(key.hash, Release);
     }
 
@@ -226,10 +223,12 @@ pub enum Lookup<'t> {
     Full,
 }
 
-/// A power-of-two array of slots, and their sites' frames.
+/// A power-of-two array of slots, and their sites' stacks.
 pub struct SiteTable {
     slots: Box<[Slot]>,
-    frames: Box<[SlotFrames]>,
+    /// Slot `i`'s stack (null while the slot is empty), apart from the slots so
+    /// that a lookup reads one line.
+    stacks: Box<[AtomicPtr<Stack>]>,
     len: AtomicUsize,
 }
 
@@ -242,12 +241,12 @@ impl SiteTable {
         let slots = std::iter::repeat_with(Slot::empty)
             .take(capacity)
             .collect::<Box<[Slot]>>();
-        let frames = std::iter::repeat_with(|| [const { AtomicUsize::new(0) }; MAX_DEPTH])
+        let stacks = std::iter::repeat_with(|| AtomicPtr::new(null_mut()))
             .take(capacity)
-            .collect::<Box<[SlotFrames]>>();
+            .collect::<Box<[AtomicPtr<Stack>]>>();
         Box::new(SiteTable {
             slots,
-            frames,
+            stacks,
             len: AtomicUsize::new(0),
         })
     }
@@ -269,18 +268,23 @@ impl SiteTable {
         self.len() == 0
     }
 
-    /// Bytes of a table of `capacity` slots.
+    /// Bytes of a table of `capacity` slots (their stacks are counted apart, once
+    /// for every table: `stacks::memory_bytes`).
     pub const fn bytes(capacity: usize) -> usize {
-        capacity * (size_of::<Slot>() + size_of::<SlotFrames>())
+        capacity * (size_of::<Slot>() + size_of::<AtomicPtr<Stack>>())
     }
 
     /// Calls `f` with each published slot, its meta word and its frames. Safe from
     /// any thread: a slot's key is written before its tag is published.
     pub fn for_each_site(&self, mut f: impl FnMut(&Slot, SiteMeta, &[usize])) {
-        let mut out: Frames = [0; MAX_DEPTH];
-        for (slot, frames) in self.slots.iter().zip(self.frames.iter()) {
-            if let Some(meta) = read_key(slot, frames, &mut out) {
-                f(slot, meta, &out[..meta.depth()]);
+        self.for_each_stack(|slot, meta, stack| f(slot, meta, stack.frames()));
+    }
+
+    /// Calls `f` with each published slot, its meta word and its interned stack.
+    fn for_each_stack(&self, mut f: impl FnMut(&Slot, SiteMeta, &'static Stack)) {
+        for (slot, stack) in self.slots.iter().zip(self.stacks.iter()) {
+            if let Some((meta, stack)) = read_key(slot, stack) {
+                f(slot, meta, stack);
             }
         }
     }
@@ -299,10 +303,17 @@ impl SiteTable {
             .addr()
             .wrapping_sub(self.slots.as_ptr().addr())
             / size_of::<Slot>();
-        match (self.slots.get(i), self.frames.get(i)) {
-            (Some(slot), Some(frames)) => read_key(slot, frames, out).map_or(0, |m| m.depth()),
-            _ => 0,
-        }
+        let Some((_, stack)) = self
+            .slots
+            .get(i)
+            .zip(self.stacks.get(i))
+            .and_then(|(slot, stack)| read_key(slot, stack))
+        else {
+            return 0;
+        };
+        let frames = stack.frames();
+        out[..frames.len()].copy_from_slice(frames);
+        frames.len()
     }
 
     /// The slot of a site already in the table: same hash and meta word (see
@@ -327,13 +338,23 @@ impl SiteTable {
         }
     }
 
-    /// Finds or publishes the slot for `key`. Owner thread only.
-    #[inline]
+    /// Finds or publishes the slot for `key`. Owner thread only; publishing a site
+    /// may intern its stack (`stacks::intern`), which allocates the first time any
+    /// thread meets that stack: under the re-entrancy guard only.
     pub fn lookup(&self, key: &SiteKey<'_>) -> Lookup<'_> {
+        self.lookup_with(key, || {
+            stacks::intern(&key.frames[..key.meta.depth().min(key.frames.len())])
+        })
+    }
+
+    /// [`lookup`](SiteTable::lookup), with the key's interned stack from `stack` if
+    /// the site is published.
+    #[inline]
+    fn lookup_with(&self, key: &SiteKey<'_>, stack: impl FnOnce() -> &'static Stack) -> Lookup<'_> {
         let mask = self.slots.len() - 1;
         let mut i = key.hash as usize & mask;
         loop {
-            let (Some(slot), Some(frames)) = (self.slots.get(i), self.frames.get(i)) else {
+            let (Some(slot), Some(slot_stack)) = (self.slots.get(i), self.stacks.get(i)) else {
                 return Lookup::Full;
             };
             let tag = slot.tag.load(Relaxed);
@@ -345,7 +366,7 @@ impl SiteTable {
                 if (len + 1) * 2 > self.slots.len() {
                     return Lookup::Full;
                 }
-                slot.publish(frames, key);
+                slot.publish(slot_stack, key, stack());
                 self.len.store(len + 1, Relaxed);
                 return Lookup::Slot(slot);
             }
@@ -355,13 +376,14 @@ impl SiteTable {
 
     /// Moves every published slot of `self` into `bigger` (owner thread, cold).
     pub fn move_into(&self, bigger: &SiteTable) {
-        self.for_each_site(|slot, meta, frames| {
+        self.for_each_stack(|slot, meta, stack| {
+            let frames = stack.frames();
             let key = SiteKey {
                 meta,
                 frames,
                 hash: key_hash(meta, frames),
             };
-            if let Lookup::Slot(dst) = bigger.lookup(&key) {
+            if let Lookup::Slot(dst) = bigger.lookup_with(&key, || stack) {
                 dst.take_counts_from(slot);
             }
         });
@@ -387,16 +409,18 @@ impl SiteTable {
     }
 }
 
-/// The key of a published slot, or `None` for an empty one. Safe from any thread.
-fn read_key(slot: &Slot, frames: &SlotFrames, out: &mut Frames) -> Option<SiteMeta> {
+/// The meta word and stack of a published slot, or `None` for an empty one. Safe
+/// from any thread.
+fn read_key(slot: &Slot, stack: &AtomicPtr<Stack>) -> Option<(SiteMeta, &'static Stack)> {
     if slot.tag.load(Acquire) == 0 {
         return None;
     }
     let meta = SiteMeta(slot.meta.load(Relaxed));
-    for (o, f) in out.iter_mut().zip(frames).take(meta.depth()) {
-        *o = f.load(Relaxed);
-    }
-    Some(meta)
+    // SAFETY: published with the tag, from `stacks::intern`, whose records live for
+    // the process.
+    let stack = unsafe { &*stack.load(Relaxed) };
+    // A stack past the cap has the folded record's one frame, whatever its depth.
+    Some((meta.without_depth().with_depth(stack.frames().len()), stack))
 }
 
 impl Slot {
@@ -468,6 +492,22 @@ mod tests {
             first[h as usize & 15] += 1;
         }
         assert!(first.iter().all(|&n| n > 20), "first slots {first:?}");
+    }
+
+    #[test]
+    fn a_folded_stack_reads_as_the_folded_site() {
+        let table = SiteTable::with_capacity(8);
+        let frames = [0x10, 0x20, 0x30];
+        let k = key(SiteMeta::new(2, 5, 3), &frames);
+        let Lookup::Slot(slot) = table.lookup_with(&k, stacks::folded) else {
+            panic!("full")
+        };
+        let mut seen = vec![];
+        table.for_each_site(|_, meta, frames| seen.push((meta, frames.to_vec())));
+        assert_eq!(seen, [(SiteMeta::new(2, 5, 1), vec![stacks::FOLDED_FRAME])]);
+        let mut out = [0; MAX_DEPTH];
+        assert_eq!(table.frames_of(slot, &mut out), 1);
+        assert_eq!(out[0], stacks::FOLDED_FRAME);
     }
 
     #[test]

@@ -175,8 +175,9 @@ fn foreign_walk(st: &ThreadState) {
     bump(&st.foreign_walks, 1);
 }
 
-/// Inserts a site not in the table yet: takes its frames from the trail, then grows
-/// or empties a full table. Cold, under the guard.
+/// Inserts a site not in the table yet: takes its frames from the trail, interns
+/// them (`stacks`: the first thread to meet a stack allocates its record), then
+/// grows or empties a full table. Cold, under the guard.
 #[cold]
 #[inline(never)]
 fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'t Slot {
@@ -188,12 +189,13 @@ fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'
         frames,
         hash: walk.hash,
     };
-    if let Lookup::Slot(slot) = st.table().lookup(&key) {
-        return slot;
-    }
     let local = thread::current();
     let was = local.replace_guard(true);
     let mut grow = true;
+    if let Lookup::Slot(slot) = st.table().lookup(&key) {
+        local.set_guard(was);
+        return slot;
+    }
     let slot = loop {
         if grow && st.grow_table() {
             grow = false;
