@@ -7,12 +7,14 @@
 
 use super::schema::{ColumnType, Table};
 use crate::Error;
+use crate::fast_hash::FastBuild;
 use parquet::basic::Compression;
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, Int32Type, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -106,94 +108,153 @@ fn byte_array(s: &str) -> ByteArray {
     ByteArray::from(s.as_bytes())
 }
 
-/// Writes `columns` (in the table's order) to `path`.
+/// Byte arrays of borrowed strings, made once per string: the frames table repeats
+/// each frame's names on every row that holds the frame, and a byte array's clone
+/// shares its bytes (copying each row's was most of a large report's writing time).
+/// Keyed by address and length, which no other string shares while these live.
+#[derive(Default)]
+struct SharedBytes(HashMap<(usize, usize), ByteArray, FastBuild>);
+
+impl SharedBytes {
+    fn get(&mut self, s: &Cow<'_, str>) -> ByteArray {
+        match s {
+            Cow::Borrowed(b) => self
+                .0
+                .entry((b.as_ptr().addr(), b.len()))
+                .or_insert_with(|| byte_array(b))
+                .clone(),
+            Cow::Owned(o) => byte_array(o),
+        }
+    }
+}
+
+/// Writes `columns` (in the table's order) to `path`, as one row group.
 pub fn write(path: &Path, table: &Table, columns: Vec<Values<'_>>) -> Result<(), Error> {
-    let err = |cause: parquet::errors::ParquetError| Error::Parquet {
-        path: path.to_owned(),
-        cause,
-    };
-    assert_eq!(
-        columns.len(),
-        table.columns.len(),
-        "{}: column count",
-        table.file
-    );
-    let rows = columns.first().map_or(0, Values::len);
-    for (c, v) in table.columns.iter().zip(&columns) {
-        assert!(
-            v.fits(c.ty, c.nullable),
-            "{}: {} has the wrong variant",
-            table.file,
-            c.name
+    let mut file = TableFile::create(path, table)?;
+    file.write_group(columns)?;
+    file.close()
+}
+
+/// A table's file being written one row group at a time, so that a large table's
+/// columns need not be held whole (see `tables::write_frames`).
+pub struct TableFile<'t> {
+    path: &'t Path,
+    table: &'t Table,
+    writer: SerializedFileWriter<std::fs::File>,
+}
+
+impl<'t> TableFile<'t> {
+    /// Creates `path` for `table`'s rows.
+    pub fn create(path: &'t Path, table: &'t Table) -> Result<TableFile<'t>, Error> {
+        let schema =
+            Arc::new(parse_message_type(&message_type(table)).map_err(parquet_error(path))?);
+        let props = Arc::new(
+            WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .set_created_by(format!("alloc-tracer {}", env!("CARGO_PKG_VERSION")))
+                .build(),
         );
+        let file = std::fs::File::create(path).map_err(|cause| Error::Io {
+            path: path.to_owned(),
+            cause,
+        })?;
+        let writer = SerializedFileWriter::new(file, schema, props).map_err(parquet_error(path))?;
+        Ok(TableFile {
+            path,
+            table,
+            writer,
+        })
+    }
+
+    /// Writes `columns` (in the table's order, all of one length) as a row group.
+    pub fn write_group(&mut self, columns: Vec<Values<'_>>) -> Result<(), Error> {
+        let (path, table) = (self.path, self.table);
+        let err = parquet_error(path);
         assert_eq!(
-            v.len(),
-            rows,
-            "{}: {} has the wrong length",
-            table.file,
-            c.name
+            columns.len(),
+            table.columns.len(),
+            "{}: column count",
+            table.file
         );
+        let rows = columns.first().map_or(0, Values::len);
+        for (c, v) in table.columns.iter().zip(&columns) {
+            assert!(
+                v.fits(c.ty, c.nullable),
+                "{}: {} has the wrong variant",
+                table.file,
+                c.name
+            );
+            assert_eq!(
+                v.len(),
+                rows,
+                "{}: {} has the wrong length",
+                table.file,
+                c.name
+            );
+        }
+        let mut group = self.writer.next_row_group().map_err(err)?;
+        let mut values = columns.into_iter();
+        while let Some(mut col) = group.next_column().map_err(err)? {
+            let v = values.next().expect("one value vector per column");
+            let written = match v {
+                Values::U64(v) => {
+                    let v: Vec<i64> = v.into_iter().map(|x| x as i64).collect();
+                    col.typed::<Int64Type>().write_batch(&v, None, None)
+                }
+                Values::OptU64(v) => {
+                    let (d, v) = levels(&v);
+                    let v: Vec<i64> = v.into_iter().map(|x| x as i64).collect();
+                    col.typed::<Int64Type>().write_batch(&v, Some(&d), None)
+                }
+                Values::I64(v) => col.typed::<Int64Type>().write_batch(&v, None, None),
+                Values::U32(v) => {
+                    let v: Vec<i32> = v.into_iter().map(|x| x as i32).collect();
+                    col.typed::<Int32Type>().write_batch(&v, None, None)
+                }
+                Values::OptU32(v) => {
+                    let (d, v) = levels(&v);
+                    let v: Vec<i32> = v.into_iter().map(|x| x as i32).collect();
+                    col.typed::<Int32Type>().write_batch(&v, Some(&d), None)
+                }
+                Values::Bool(v) => col.typed::<BoolType>().write_batch(&v, None, None),
+                Values::Str(v) => {
+                    let w = col.typed::<ByteArrayType>();
+                    let mut shared = SharedBytes::default();
+                    in_batches(&v, |chunk| {
+                        let bytes: Vec<ByteArray> = chunk.iter().map(|s| shared.get(s)).collect();
+                        w.write_batch(&bytes, None, None)
+                    })
+                }
+                Values::OptStr(v) => {
+                    let w = col.typed::<ByteArrayType>();
+                    let mut shared = SharedBytes::default();
+                    in_batches(&v, |chunk| {
+                        let defs: Vec<i16> = chunk.iter().map(|s| s.is_some() as i16).collect();
+                        let bytes: Vec<ByteArray> =
+                            chunk.iter().flatten().map(|s| shared.get(s)).collect();
+                        w.write_batch(&bytes, Some(&defs), None)
+                    })
+                }
+            };
+            written.map_err(err)?;
+            col.close().map_err(err)?;
+        }
+        group.close().map_err(err)?;
+        Ok(())
     }
-    let schema = Arc::new(parse_message_type(&message_type(table)).map_err(err)?);
-    let props = Arc::new(
-        WriterProperties::builder()
-            .set_compression(Compression::SNAPPY)
-            .set_created_by(format!("alloc-tracer {}", env!("CARGO_PKG_VERSION")))
-            .build(),
-    );
-    let file = std::fs::File::create(path).map_err(|cause| Error::Io {
+
+    /// Writes the footer.
+    pub fn close(self) -> Result<(), Error> {
+        self.writer.close().map_err(parquet_error(self.path))?;
+        Ok(())
+    }
+}
+
+fn parquet_error(path: &Path) -> impl Fn(parquet::errors::ParquetError) -> Error + Copy + '_ {
+    move |cause| Error::Parquet {
         path: path.to_owned(),
         cause,
-    })?;
-    let mut writer = SerializedFileWriter::new(file, schema, props).map_err(err)?;
-    let mut group = writer.next_row_group().map_err(err)?;
-    let mut values = columns.into_iter();
-    while let Some(mut col) = group.next_column().map_err(err)? {
-        let v = values.next().expect("one value vector per column");
-        let written = match v {
-            Values::U64(v) => {
-                let v: Vec<i64> = v.into_iter().map(|x| x as i64).collect();
-                col.typed::<Int64Type>().write_batch(&v, None, None)
-            }
-            Values::OptU64(v) => {
-                let (d, v) = levels(&v);
-                let v: Vec<i64> = v.into_iter().map(|x| x as i64).collect();
-                col.typed::<Int64Type>().write_batch(&v, Some(&d), None)
-            }
-            Values::I64(v) => col.typed::<Int64Type>().write_batch(&v, None, None),
-            Values::U32(v) => {
-                let v: Vec<i32> = v.into_iter().map(|x| x as i32).collect();
-                col.typed::<Int32Type>().write_batch(&v, None, None)
-            }
-            Values::OptU32(v) => {
-                let (d, v) = levels(&v);
-                let v: Vec<i32> = v.into_iter().map(|x| x as i32).collect();
-                col.typed::<Int32Type>().write_batch(&v, Some(&d), None)
-            }
-            Values::Bool(v) => col.typed::<BoolType>().write_batch(&v, None, None),
-            Values::Str(v) => {
-                let w = col.typed::<ByteArrayType>();
-                in_batches(&v, |chunk| {
-                    let bytes: Vec<ByteArray> = chunk.iter().map(|s| byte_array(s)).collect();
-                    w.write_batch(&bytes, None, None)
-                })
-            }
-            Values::OptStr(v) => {
-                let w = col.typed::<ByteArrayType>();
-                in_batches(&v, |chunk| {
-                    let defs: Vec<i16> = chunk.iter().map(|s| s.is_some() as i16).collect();
-                    let bytes: Vec<ByteArray> =
-                        chunk.iter().flatten().map(|s| byte_array(s)).collect();
-                    w.write_batch(&bytes, Some(&defs), None)
-                })
-            }
-        };
-        written.map_err(err)?;
-        col.close().map_err(err)?;
     }
-    group.close().map_err(err)?;
-    writer.close().map_err(err)?;
-    Ok(())
 }
 
 #[cfg(test)]

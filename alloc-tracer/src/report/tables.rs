@@ -156,44 +156,102 @@ pub fn bucket_high(b: usize, sub_bits: u32) -> u64 {
     }
 }
 
-/// `frames.parquet`: the symbolized frames of every stack, innermost first.
+/// Rows of `frames.parquet` held before they are written as a row group: a program
+/// of many deep stacks has millions of frame rows (a rayon pool's recursion makes
+/// a stack per path), about 80 bytes each while held.
+const FRAMES_GROUP_ROWS: usize = 1 << 18;
+
+/// `frames.parquet`: the symbolized frames of every stack, innermost first, in row
+/// groups of about [`FRAMES_GROUP_ROWS`] rows.
 pub fn write_frames(
     dir: &Path,
     stacks: &[(&[usize], u64)],
     site_ids: &HashMap<&[usize], u64>,
     symbols: &HashMap<usize, Vec<Frame>>,
 ) -> Result<usize, Error> {
-    let (mut site, mut index, mut stack_index, mut address) = (vec![], vec![], vec![], vec![]);
-    let (mut function, mut file, mut line, mut inlined) = (vec![], vec![], vec![], vec![]);
+    write_frames_grouped(dir, stacks, site_ids, symbols, FRAMES_GROUP_ROWS)
+}
+
+fn write_frames_grouped(
+    dir: &Path,
+    stacks: &[(&[usize], u64)],
+    site_ids: &HashMap<&[usize], u64>,
+    symbols: &HashMap<usize, Vec<Frame>>,
+    group_rows: usize,
+) -> Result<usize, Error> {
+    let path = dir.join(schema::FRAMES.file);
+    let mut file = parquet::TableFile::create(&path, &schema::FRAMES)?;
+    // Room for a group (a stack's rows, at most a few hundred, may pass it), or for
+    // every stack at about 64 rows when they are fewer: growing the columns row by
+    // row copied them again and again.
+    let room = group_rows.min(stacks.len().saturating_mul(64)) + 512;
+    let mut rows = FrameRows::with_capacity(room);
+    let mut written = 0;
     for (stack, _) in stacks {
         let id = site_ids[stack];
         for (i, (si, a, f)) in user_frames(stack, symbols).into_iter().enumerate() {
-            site.push(id);
-            index.push(i as u32);
-            stack_index.push(si as u32);
-            address.push(a as u64);
-            function.push(Cow::Borrowed(f.function.as_str()));
-            file.push(f.file.as_deref().map(Cow::Borrowed));
-            line.push(f.line);
-            inlined.push(f.inlined);
+            rows.site.push(id);
+            rows.index.push(i as u32);
+            rows.stack_index.push(si as u32);
+            rows.address.push(a as u64);
+            rows.function.push(Cow::Borrowed(f.function.as_str()));
+            rows.file.push(f.file.as_deref().map(Cow::Borrowed));
+            rows.line.push(f.line);
+            rows.inlined.push(f.inlined);
+        }
+        if rows.site.len() >= group_rows {
+            written += rows.site.len();
+            let full = std::mem::replace(&mut rows, FrameRows::with_capacity(room));
+            file.write_group(full.into_values())?;
         }
     }
-    let n = site.len();
-    parquet::write(
-        &dir.join(schema::FRAMES.file),
-        &schema::FRAMES,
+    // The last rows; a table of none still gets its (empty) group.
+    if !rows.site.is_empty() || written == 0 {
+        written += rows.site.len();
+        file.write_group(rows.into_values())?;
+    }
+    file.close()?;
+    Ok(written)
+}
+
+/// The columns of `frames.parquet` for one row group.
+struct FrameRows<'a> {
+    site: Vec<u64>,
+    index: Vec<u32>,
+    stack_index: Vec<u32>,
+    address: Vec<u64>,
+    function: Vec<Cow<'a, str>>,
+    file: Vec<Option<Cow<'a, str>>>,
+    line: Vec<Option<u32>>,
+    inlined: Vec<bool>,
+}
+
+impl<'a> FrameRows<'a> {
+    fn with_capacity(n: usize) -> FrameRows<'a> {
+        FrameRows {
+            site: Vec::with_capacity(n),
+            index: Vec::with_capacity(n),
+            stack_index: Vec::with_capacity(n),
+            address: Vec::with_capacity(n),
+            function: Vec::with_capacity(n),
+            file: Vec::with_capacity(n),
+            line: Vec::with_capacity(n),
+            inlined: Vec::with_capacity(n),
+        }
+    }
+
+    fn into_values(self) -> Vec<Values<'a>> {
         vec![
-            Values::U64(site),
-            Values::U32(index),
-            Values::U32(stack_index),
-            Values::U64(address),
-            Values::Str(function),
-            Values::OptStr(file),
-            Values::OptU32(line),
-            Values::Bool(inlined),
-        ],
-    )?;
-    Ok(n)
+            Values::U64(self.site),
+            Values::U32(self.index),
+            Values::U32(self.stack_index),
+            Values::U64(self.address),
+            Values::Str(self.function),
+            Values::OptStr(self.file),
+            Values::OptU32(self.line),
+            Values::Bool(self.inlined),
+        ]
+    }
 }
 
 /// `size_classes.parquet`: allocations per phase and size class.
@@ -333,4 +391,80 @@ pub fn write_lifetimes(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
         ],
     )?;
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ::parquet::file::reader::{FileReader, SerializedFileReader};
+    use ::parquet::record::Field;
+
+    #[test]
+    fn frames_in_row_groups_read_back_as_one_table() {
+        // Three stacks of 2, 3 and 1 addresses; the second address has an inlined
+        // frame, so the stacks have 3, 4 and 1 rows. Groups close at 3 rows or more.
+        let frame = |name: &str, inlined| Frame {
+            function: name.to_owned(),
+            file: (name != "c").then(|| format!("{name}.rs")),
+            line: Some(name.len() as u32),
+            inlined,
+        };
+        let symbols: HashMap<usize, Vec<Frame>> = [
+            (1, vec![frame("a", false)]),
+            (2, vec![frame("b_inlined", true), frame("b", false)]),
+            (3, vec![frame("c", false)]),
+        ]
+        .into_iter()
+        .collect();
+        let (s1, s2, s3): (&[usize], &[usize], &[usize]) = (&[1, 2], &[2, 1, 3], &[3]);
+        let stacks = [(s1, 0), (s2, 0), (s3, 0)];
+        let site_ids: HashMap<&[usize], u64> = [(s1, 10), (s2, 20), (s3, 30)].into_iter().collect();
+        let dir = std::env::temp_dir().join(format!("alloc-tracer-frames-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let n = write_frames_grouped(&dir, &stacks, &site_ids, &symbols, 3).unwrap();
+        let reader =
+            SerializedFileReader::new(std::fs::File::open(dir.join(schema::FRAMES.file)).unwrap())
+                .unwrap();
+        let groups = reader.metadata().num_row_groups();
+        let rows: Vec<(u64, u32, u32, String)> = reader
+            .get_row_iter(None)
+            .unwrap()
+            .map(|r| {
+                let r = r.unwrap();
+                let col = |name: &str| {
+                    r.get_column_iter()
+                        .find(|(n, _)| n.as_str() == name)
+                        .map(|(_, v)| v.clone())
+                        .unwrap()
+                };
+                let (Field::ULong(site), Field::UInt(index), Field::UInt(si), Field::Str(f)) = (
+                    col("site_id"),
+                    col("frame_index"),
+                    col("stack_index"),
+                    col("function"),
+                ) else {
+                    panic!("column types of {r:?}")
+                };
+                (site, index, si, f)
+            })
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(n, 8);
+        assert_eq!(groups, 3);
+        let want = [
+            (10, 0, 0, "a"),
+            (10, 1, 1, "b_inlined"),
+            (10, 2, 1, "b"),
+            (20, 0, 0, "b_inlined"),
+            (20, 1, 0, "b"),
+            (20, 2, 1, "a"),
+            (20, 3, 2, "c"),
+            (30, 0, 0, "c"),
+        ];
+        let got: Vec<_> = rows
+            .iter()
+            .map(|(a, b, c, d)| (*a, *b, *c, d.as_str()))
+            .collect();
+        assert_eq!(got, want);
+    }
 }
