@@ -116,15 +116,18 @@ fn byte_array(s: &str) -> ByteArray {
 struct SharedBytes(HashMap<(usize, usize), ByteArray, FastBuild>);
 
 impl SharedBytes {
+    /// The bytes of `s`: shared when borrowed (names repeated row after row), copied
+    /// when owned (made for its row). (A `Cow`, not a `&str`: whether it borrows is
+    /// what decides.)
+    #[allow(clippy::ptr_arg)]
     fn get(&mut self, s: &Cow<'_, str>) -> ByteArray {
-        match s {
-            Cow::Borrowed(b) => self
-                .0
-                .entry((b.as_ptr().addr(), b.len()))
-                .or_insert_with(|| byte_array(b))
-                .clone(),
-            Cow::Owned(o) => byte_array(o),
-        }
+        let Cow::Borrowed(b) = *s else {
+            return byte_array(s);
+        };
+        self.0
+            .entry((b.as_ptr().addr(), b.len()))
+            .or_insert_with(|| byte_array(b))
+            .clone()
     }
 }
 
