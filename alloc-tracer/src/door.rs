@@ -40,6 +40,12 @@ impl Door for Cold {
 
     #[cold]
     #[inline(never)]
+    fn if_tables_unread(f: impl FnOnce()) {
+        registry::if_unlocked(f);
+    }
+
+    #[cold]
+    #[inline(never)]
     fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
         let p = ptr as usize;
         // Claimed first, released if its shard turns it away.

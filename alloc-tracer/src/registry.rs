@@ -343,6 +343,18 @@ pub(crate) unsafe fn retire(state: *mut ThreadState) {
     drop(live);
 }
 
+/// Runs `f` with the live list locked if no other thread holds it (every reader of
+/// another thread's site table does); otherwise does nothing. Never waits.
+pub(crate) fn if_unlocked(f: impl FnOnce()) {
+    let _live = match LIVE.try_lock() {
+        Ok(live) => live,
+        // As in `live`: a panic cannot leave the list inconsistent.
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    f();
+}
+
 /// Moves a full site table's contents into the global table and empties it. Owner
 /// thread, under the guard.
 pub(crate) fn flush_table(st: &ThreadState) {

@@ -60,6 +60,59 @@ fn recording_neither_allocates_nor_blocks() {
     for mode in [Mode::Count, Mode::Sample(1 << 62), Mode::Sites] {
         check(mode);
     }
+    grow_while_locked();
+}
+
+/// A thread meeting new sites grows its table (cold, under the guard), and frees
+/// the tables it replaced only when no reader holds the registry lock: it never
+/// waits for the lock.
+fn grow_while_locked() {
+    Settings {
+        mode: Mode::Sites,
+        depth: alloc_tracer::MAX_DEPTH,
+        lifetime_interval: 0,
+        heap_interval: Some(0),
+        ..Default::default()
+    }
+    .apply();
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let worker = std::thread::spawn(move || {
+        black_box(vec![0u8; 1]); // creates this thread's state
+        ready_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        // About 300 sites (12 stacks, 25 size classes): the table of 256 slots
+        // grows twice.
+        for depth in 0..12 {
+            for size in (8..=4096).step_by(64) {
+                nest(depth, size);
+            }
+        }
+        done_tx.send(()).unwrap();
+    });
+    ready_rx.recv().unwrap();
+    // Failing, the lock is released before the test says so.
+    let waited = alloc_tracer::with_registry_locked(|| {
+        go_tx.send(()).unwrap();
+        done_rx.recv_timeout(Duration::from_secs(20)).is_err()
+    });
+    worker.join().unwrap();
+    assert!(
+        !waited,
+        "a thread growing its site table waited for the registry lock"
+    );
+}
+
+/// Allocates `size` bytes `depth` calls down: a stack per depth.
+#[inline(never)]
+fn nest(depth: usize, size: usize) {
+    if depth == 0 {
+        black_box(Vec::<u8>::with_capacity(size));
+    } else {
+        nest(depth - 1, size);
+        black_box(depth);
+    }
 }
 
 fn check(mode: Mode) {

@@ -80,6 +80,11 @@ pub trait Door {
     /// leave it empty.
     fn table_full(state: &ThreadState);
 
+    /// Runs `f` now if no other thread can be reading a live thread's site tables,
+    /// and keeps it so while `f` runs; otherwise does nothing. Never waits (the owner
+    /// of a table that grew frees the tables it replaced here).
+    fn if_tables_unread(f: impl FnOnce());
+
     /// Start following the block at `ptr` (of `class_bytes` real bytes) allocated
     /// at `site`, until [`block_ended`](Door::block_ended). Must count it in
     /// `hot::followed` (`claim`) so that frees of it take the cold path.

@@ -199,6 +199,8 @@ fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'
     let slot = loop {
         if grow && st.grow_table() {
             grow = false;
+            // SAFETY: with the registry lock held, no other thread reads our tables.
+            D::if_tables_unread(|| unsafe { st.free_retired() });
         } else {
             // At the size cap: the cold side takes the contents. An empty table of
             // at least two slots always has room, so the next lookup succeeds.

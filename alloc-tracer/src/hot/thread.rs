@@ -150,6 +150,9 @@ pub struct ThreadState {
     pub rng: Cell<u64>,
     retired: [Cell<*mut SiteTable>; MAX_RETIRED],
     retired_len: Cell<usize>,
+    /// Slots of the `retired` tables, for [`ThreadState::table_bytes`] from other
+    /// threads (written by the owner only).
+    retired_slots: AtomicUsize,
 
     // Fields other threads read (only while holding the registry lock).
     /// The current site table.
@@ -421,8 +424,9 @@ impl ThreadState {
     #[inline(always)]
     pub fn table(&self) -> &SiteTable {
         // SAFETY: `table` always points to a live table: it is replaced only by
-        // `grow_table`, which retires (does not free) the old one, and freed only by
-        // `free_tables` when the state itself goes away.
+        // `grow_table`, which retires the old one (freed by `free_retired` once no
+        // other thread can be reading it; the owner reads only the current one),
+        // and freed only by `free_tables` when the state itself goes away.
         unsafe { &*self.table.load(Relaxed) }
     }
 
@@ -440,21 +444,41 @@ impl ThreadState {
         let old_ptr = self
             .table
             .swap(Box::into_raw(bigger), std::sync::atomic::Ordering::Release);
-        // A reader may still be walking the old table: keep it until the state is freed.
+        // A reader may still be walking the old table: keep it until no reader can
+        // be (`free_retired`) or the state is freed.
         self.retired[n].set(old_ptr);
         self.retired_len.set(n + 1);
+        self.retired_slots
+            .store(self.retired_slots.load(Relaxed) + old.capacity(), Relaxed);
         // The last block's slot moved; temporaries are then credited to the phase only.
         self.last_slot.set(ptr::null());
         true
     }
 
-    /// At most how many bytes this thread's site tables take, current and retired:
-    /// each table is twice the one it replaced, so the retired ones hold fewer slots
-    /// together than the current one; and the predictor's kept walks. For the cold
+    /// How many bytes this thread's site tables take, current and retired (each
+    /// table is twice the one it replaced, so the retired ones hold fewer slots
+    /// together than the current one), and the predictor's kept walks. For the cold
     /// side's account of the tracer's memory, from any thread under the registry lock
     /// (the owner's `retired` list is not read).
     pub fn table_bytes(&self) -> usize {
-        2 * SiteTable::bytes(self.table().capacity()) + self.predictor.bytes()
+        SiteTable::bytes(self.table().capacity() + self.retired_slots.load(Relaxed))
+            + self.predictor.bytes()
+    }
+
+    /// Frees the tables [`grow_table`](ThreadState::grow_table) replaced. Owner thread.
+    ///
+    /// # Safety
+    /// No other thread may be reading this state's tables, or start to before the
+    /// call returns: the registry lock, which every reader holds, must be held.
+    pub unsafe fn free_retired(&self) {
+        for t in &self.retired[..self.retired_len.get()] {
+            // SAFETY: each came from `Box::into_raw` in `grow_table` and appears once;
+            // the owner reads only the current table, and the caller rules out
+            // every other reader.
+            drop(unsafe { Box::from_raw(t.replace(null_mut())) });
+        }
+        self.retired_len.set(0);
+        self.retired_slots.store(0, Relaxed);
     }
 
     /// Frees the current and retired tables.
@@ -476,6 +500,7 @@ impl ThreadState {
             }
         }
         self.retired_len.set(0);
+        self.retired_slots.store(0, Relaxed);
         // SAFETY: the owner does not record into this state again.
         unsafe { self.predictor.free() };
     }
@@ -565,6 +590,23 @@ mod tests {
         // What each recording thread costs, as the comment in `ThreadState::new` says.
         let kib = size_of::<ThreadState>() / 1024;
         assert!((200..220).contains(&kib), "{kib} KiB");
+    }
+
+    #[test]
+    fn replaced_tables_count_until_freed() {
+        let st = ThreadState::new_for_tests();
+        let bytes = |slots| SiteTable::bytes(slots) + st.predictor.bytes();
+        assert_eq!(st.table_bytes(), bytes(INITIAL_SLOTS));
+        assert!(st.grow_table() && st.grow_table());
+        assert_eq!(st.table().capacity(), 4 * INITIAL_SLOTS);
+        assert_eq!(st.table_bytes(), bytes(7 * INITIAL_SLOTS));
+        // SAFETY: no other thread knows this state.
+        unsafe { st.free_retired() };
+        assert_eq!(st.table_bytes(), bytes(4 * INITIAL_SLOTS));
+        assert!(st.grow_table());
+        assert_eq!(st.table_bytes(), bytes(12 * INITIAL_SLOTS));
+        // SAFETY: as above; the state is not recorded into again.
+        unsafe { st.free_tables() };
     }
 
     #[test]
