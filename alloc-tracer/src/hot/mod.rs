@@ -11,9 +11,10 @@
 //!    allocations then pass straight through and are counted apart (`caller`).
 //! 2. **Never block** and never take a lock on the recording path. The cold paths
 //!    above may take the cold side's locks (the registry's once per thread and per
-//!    full table flushed; a shard's, a stripe's and the site numbers' per followed or
-//!    heap-sampled block; the kept peak's per new peak), never one a recording
-//!    thread could be waiting on while holding it.
+//!    full table flushed, and tried, never waited for, when a table grows; a
+//!    shard's, a stripe's and the site numbers' per followed or heap-sampled
+//!    block; the kept peak's per new peak), never one a recording thread could be
+//!    waiting on while holding it.
 //! 3. **Never do I/O, symbolize or panic.** No `unwrap`, no indexing that can fail
 //!    (indices are clamped by construction), no formatting.
 //! 4. **No shared atomic read-modify-write per call.** Counters are per thread,
