@@ -9,6 +9,9 @@
 //! baseline; then, among the rest, with lines ignored, for stacks through code the
 //! patch moved. The diff says how many sites, and what share of each side's
 //! allocations, matched each way: the per-site rows are only as telling as that share.
+//! Both keys are of the stack's job frames (`naming::job_frames`): a thread pool's
+//! frames around a job, which its work stealing varies from run to run, are left
+//! out, and the sites of one job are summed in one row.
 //!
 //! A change that recycles blocks through a pool instead of allocating them does not
 //! make their cost vanish: each allocation it removes still costs a take and a
@@ -21,7 +24,7 @@ use crate::calibrate::{Calibration, RECYCLE};
 use crate::categories::{self, Category};
 use crate::cost;
 use crate::matching::{LOOSE_PREFIX, Matched, pair_up};
-use crate::naming::{self, loose_key, stack_key};
+use crate::naming::{self, job_frames, loose_key, stack_key};
 use crate::rank::frames_of;
 use crate::report::Report;
 use std::collections::{BTreeMap, HashMap};
@@ -205,18 +208,19 @@ fn by_key(
     for row in report.rows(phase) {
         let key = keys
             .entry(row.site_id)
-            .or_insert_with(|| stack_key(frames_of(&report.frames, row.site_id)))
+            .or_insert_with(|| stack_key(&job_frames(frames_of(&report.frames, row.site_id))))
             .clone();
         let fresh = !out.contains_key(&key);
         let a = out.entry(key).or_default();
         if fresh || row.calls() > a.lead_allocs {
             let frames = frames_of(&report.frames, row.site_id);
+            let job = job_frames(frames);
             a.site_id = row.site_id;
             a.lead_allocs = row.calls();
-            a.name = naming::site_name(frames);
-            a.callers = naming::callers(frames, crate::rank::CALLERS);
+            a.name = naming::site_name(&job);
+            a.callers = naming::callers(&job, crate::rank::CALLERS);
             a.category = categories::classify(rules, frames);
-            a.loose = loose_key(frames);
+            a.loose = loose_key(&job);
         }
         a.allocs = a.allocs.saturating_add(row.calls());
         a.bytes = a.bytes.saturating_add(row.bytes_requested);
@@ -415,7 +419,7 @@ pub fn diff(
         // categories' change.
         if x.allocs != y.allocs || x.bytes != y.bytes || d_cost.is_some_and(|c| c != 0.0) {
             sites.push((
-                frames_of(&from.frames, named.site_id),
+                job_frames(frames_of(&from.frames, named.site_id)),
                 SiteDelta {
                     name: named.name.clone(),
                     callers: named.callers.clone(),
@@ -442,10 +446,11 @@ pub fn diff(
             .then_with(|| p.name.cmp(&q.name))
     });
     sites.truncate(limit);
-    let stacks: Vec<&[crate::report::FrameRow]> = sites.iter().map(|(f, _)| *f).collect();
+    let stacks: Vec<&[crate::report::FrameRow]> = sites.iter().map(|(f, _)| &**f).collect();
+    let distinctions = naming::distinctions(&stacks);
     let sites: Vec<SiteDelta> = sites
         .into_iter()
-        .zip(naming::distinctions(&stacks))
+        .zip(distinctions)
         .map(|((_, mut s), d)| {
             s.distinction = d;
             s
@@ -904,6 +909,74 @@ mod tests {
         let json = serde_json::to_value(&d).unwrap();
         assert_eq!(json["matched_alloc_share"], 1.0);
         assert_eq!(json["sites_matched_by_path"], 40);
+    }
+
+    #[test]
+    fn a_pool_job_matches_whatever_frames_work_stealing_put_around_it() {
+        // One job (a closure parsing lines) run under different rayon frames in two
+        // runs: on the calling thread two joins deep, on a worker one join deep.
+        let frame = |function: &'static str, file: &str, line| (function, file.to_owned(), line);
+        let join = frame(
+            "{closure#0}",
+            "/r/src/index/rayon-core-1.12.1/src/join/mod.rs",
+            412,
+        );
+        let job = |outer: Vec<TestFrame<'static>>, n| {
+            let mut frames = vec![
+                frame("alloc", "/rustc/x/library/alloc/src/alloc.rs", 9),
+                frame("parse_line", "/me/app/src/main.rs", 57),
+                frame("{closure#0}", "/me/app/src/main.rs", 64),
+            ];
+            frames.extend(outer);
+            (frames, n)
+        };
+        let main = frame("main", "/me/app/src/main.rs", 114);
+        let worker = frame(
+            "main_loop",
+            "/r/src/index/rayon-core-1.12.1/src/registry.rs",
+            900,
+        );
+        let base = report_of(&[
+            job(vec![join.clone(), join.clone(), main.clone()], 60),
+            job(vec![join.clone(), worker.clone()], 40),
+        ]);
+        let change = report_of(&[
+            job(vec![join.clone(), main.clone()], 70),
+            job(vec![join.clone(), join.clone(), join.clone(), worker], 40),
+        ]);
+        let rules = crate::categories::default_rules();
+        let d = diff(
+            &base,
+            &change,
+            Pricing::default(),
+            &rules,
+            Some("p"),
+            Measured::default(),
+            10,
+        );
+        assert_eq!((d.sites_matched, d.sites_gone, d.sites_new), (1, 0, 0));
+        assert_eq!(d.matched_alloc_share, 1.0);
+        let rows: Vec<(&str, &str, u64, u64)> = d
+            .sites
+            .iter()
+            .map(|s| {
+                (
+                    s.name.as_str(),
+                    s.callers.as_str(),
+                    s.base_alloc_count,
+                    s.change_alloc_count,
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [(
+                "parse_line (main.rs:57)",
+                "{closure#0} (main.rs:64)",
+                100,
+                110
+            )]
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! ([`crate::naming::stack_key`]), then, among the rest, by the stack without lines
 //! ([`crate::naming::loose_key`]) where both sides have it, for stacks through code a
 //! patch moved. Never by address or site id, which differ between builds and runs.
+//! The callers key the job frames of each stack (`crate::naming::job_frames`), so
+//! that a thread pool's varying frames around a job do not split it.
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,8 @@
 //! the tracer's summary) over the report's frame rows.
 
 use crate::report::FrameRow;
-use alloc_tracer_format::site;
+use alloc_tracer_format::{jobs, site};
+use std::borrow::Cow;
 
 pub use alloc_tracer_format::frames::without_generics;
 pub use alloc_tracer_format::site::{CALLERS, crate_path, with_distinction};
@@ -45,6 +46,13 @@ pub fn callers(frames: &[FrameRow], n: usize) -> String {
 /// read the same (see `site::distinctions`); empty for the others.
 pub fn distinctions(stacks: &[&[FrameRow]]) -> Vec<String> {
     site::distinctions(stacks, CALLERS)
+}
+
+/// The frames two reports' sites are matched by: a thread pool job's, without the
+/// frames the pool's work stealing varies from run to run (see `jobs::job_frames`);
+/// the whole stack when it has no pool frames.
+pub fn job_frames(frames: &[FrameRow]) -> Cow<'_, [FrameRow]> {
+    jobs::job_frames(frames)
 }
 
 /// What identifies a site across reports and builds (see `site::stack_key`).

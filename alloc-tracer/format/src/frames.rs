@@ -47,23 +47,35 @@ pub fn is_plumbing(function: &str, file: Option<&str>) -> bool {
 /// - this tracer (`alloc-tracer/src/`, versioned or not, or a relative path): what it
 ///   allocates for the program, such as `Session::new`'s copy of its path.
 fn in_plumbing_crate(file: &str) -> bool {
+    in_crate(file, &["alloc-tracer", "rayon", "rayon-core"])
+}
+
+/// True for a source file of a thread pool's crate (rayon, rayon-core), whose frames
+/// between a worker's start, or a caller's `par_iter`, and the job it runs depend on
+/// which thread stole what (see `jobs`).
+pub fn in_pool_crate(file: &str) -> bool {
+    in_crate(file, &["rayon", "rayon-core"])
+}
+
+/// True for a source file under `<name>/src/` or `<name>-<version>/src/`, for one of
+/// `names`: a registry folder (`rayon-1.12.0`), or a crate vendored or checked out
+/// under its own name (`vendor/rayon/src`).
+fn in_crate(file: &str, names: &[&str]) -> bool {
     let versioned = |folder: &str, name: &str| {
         folder
             .strip_prefix(name)
             .and_then(|v| v.strip_prefix('-'))
             .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
     };
-    // As a registry folder (`rayon-1.12.0`), or vendored or checked out under its
-    // own name (`vendor/rayon/src`).
-    let plumbing = |folder: &str| {
-        ["alloc-tracer", "rayon", "rayon-core"]
+    let named = |folder: &str| {
+        names
             .iter()
             .any(|name| folder == *name || versioned(folder, name))
     };
     file.split('/')
         .collect::<Vec<_>>()
         .windows(2)
-        .any(|w| w[1] == "src" && plumbing(w[0]))
+        .any(|w| w[1] == "src" && named(w[0]))
 }
 
 /// A function name without generic arguments: `Vec<T>::push<u8>` -> `Vec::push`,

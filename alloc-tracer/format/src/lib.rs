@@ -2,11 +2,13 @@
 //! that readers such as the analyzer do not build jemalloc): the report schema and
 //! its typed manifest (with the one schema-version check), the size-class grid, the
 //! rules that name a site and match it across reports (`site`, over the frame
-//! conventions of `frames`), and how the host is described.
+//! conventions of `frames`; `jobs` for the part of a stack a thread pool's work
+//! stealing leaves the same), and how the host is described.
 #![forbid(unsafe_code)]
 
 pub mod frames;
 pub mod host;
+pub mod jobs;
 pub mod manifest;
 pub mod schema;
 pub mod site;

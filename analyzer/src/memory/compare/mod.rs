@@ -14,7 +14,7 @@ use crate::matching::{LOOSE_PREFIX, Matched, pair_leftovers, pair_up};
 
 /// The prefix of keys matched by their naming frame alone (see [`compare`]).
 const NAME_PREFIX: &str = "(name only)\n";
-use crate::naming::{self, loose_key, stack_key};
+use crate::naming::{self, job_frames, loose_key, stack_key};
 use crate::rank::frames_of;
 use crate::report::Report;
 use std::collections::{BTreeMap, HashMap};
@@ -187,7 +187,7 @@ impl Matched for Acc {
 fn by_key(report: &Report, sites: &[HeldSite]) -> BTreeMap<String, Acc> {
     let mut out: BTreeMap<String, Acc> = BTreeMap::new();
     for s in sites {
-        let frames = frames_of(&report.frames, s.site_id);
+        let frames = job_frames(frames_of(&report.frames, s.site_id));
         let one = Acc {
             bytes: s.live_bytes,
             variance: (s.live_bytes_se as f64).powi(2),
@@ -196,9 +196,9 @@ fn by_key(report: &Report, sites: &[HeldSite]) -> BTreeMap<String, Acc> {
             name: s.name.clone(),
             callers: s.callers.clone(),
             category: s.category.clone(),
-            loose: loose_key(frames),
+            loose: loose_key(&frames),
         };
-        out.entry(stack_key(frames)).or_default().merge(&one);
+        out.entry(stack_key(&frames)).or_default().merge(&one);
     }
     out
 }
@@ -292,14 +292,15 @@ pub fn compare(
         .map(|(s, _)| s.change.delta_bytes)
         .fold(0i64, i64::saturating_add);
     sites.truncate(limit);
-    let stacks: Vec<&[crate::report::FrameRow]> = sites
+    let stacks: Vec<_> = sites
         .iter()
         .map(|(_, stack)| match stack {
-            Some((id, true)) => frames_of(&change_report.frames, *id),
-            Some((id, false)) => frames_of(&base_report.frames, *id),
-            None => &[],
+            Some((id, true)) => job_frames(frames_of(&change_report.frames, *id)),
+            Some((id, false)) => job_frames(frames_of(&base_report.frames, *id)),
+            None => job_frames(&[]),
         })
         .collect();
+    let stacks: Vec<&[crate::report::FrameRow]> = stacks.iter().map(|s| &**s).collect();
     let distinctions = naming::distinctions(&stacks);
     let sites: Vec<SiteChange> = sites
         .into_iter()
