@@ -65,8 +65,8 @@ def _run(*args: str | os.PathLike) -> bytes:
 def named_sites(report_dir: str | os.PathLike, rules: str | os.PathLike | None = None) -> pl.DataFrame:
     """`analyzer export REPORT --format parquet [--rules RULES]`, read: one row per
     (site, phase) with site_id, phase, name, callers, category, category_index,
-    stack_key and the counts (docs/report-schema.md, "Derived: the named-sites
-    table")."""
+    stack_key, job_key and the counts (docs/report-schema.md, "Derived: the
+    named-sites table")."""
     rules_args = [] if rules is None else ["--rules", rules]
     return pl.read_parquet(io.BytesIO(_run("export", report_dir, "--format", "parquet", *rules_args)))
 

@@ -2,7 +2,8 @@
 per-site deltas.
 
 Site ids are per report, so sites are matched as `analyzer diff` matches them: by
-the analyzer's stack key (its `stack_key` column: the source-level call stack), then
+the analyzer's job key (its `job_key` column: the source-level call stack, less
+the frames a rayon pool nests around a job, which differ from run to run), then
 the stacks left on each side by the same key with line numbers ignored (a patch that
 moved code within its files): status `by path` and `ignoring lines`, as `analyzer
 diff` names them. Two reports of one build match site for site; a stack found on one
@@ -170,7 +171,7 @@ def _keyed_sites(r: Report, phase: str | None, key: str) -> pl.DataFrame:
     key; each key is named after its lowest site id (site ids rank sites by
     allocations, 0 = most)."""
     if key == "stack":
-        key_column = "stack_key"
+        key_column = "job_key"
     elif key == "name":
         key_column = "name"
     else:

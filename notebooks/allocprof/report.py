@@ -27,7 +27,7 @@ LATER_TABLES = {
 }
 
 #: What the analyzer derives per site (`Report.site_labels`).
-LABELS = ("name", "callers", "distinction", "category", "category_index", "stack_key")
+LABELS = ("name", "callers", "distinction", "category", "category_index", "stack_key", "job_key")
 
 
 class ReportError(Exception):
@@ -96,7 +96,8 @@ class Report:
     @property
     def named_sites(self) -> pl.DataFrame:
         """The analyzer's named-sites table (`analyzer.named_sites`): per (site, phase),
-        name, callers, category, category_index, stack_key and counts. Made once."""
+        name, callers, category, category_index, stack_key, job_key and counts. Made
+        once."""
         if "_named_sites" not in self._tables:
             self._tables["_named_sites"] = analyzer.named_sites(self.dir, self.rules)
         return self._tables["_named_sites"]
@@ -104,7 +105,7 @@ class Report:
     @property
     def site_labels(self) -> pl.DataFrame:
         """One row per site, by site_id: name, callers, distinction, category,
-        category_index and stack_key, from `named_sites`."""
+        category_index, stack_key and job_key, from `named_sites`."""
         if "_site_labels" not in self._tables:
             self._tables["_site_labels"] = (
                 self.named_sites.select("site_id", *LABELS)

@@ -259,6 +259,6 @@ def test_changed_sites_are_matched_sites_that_changed(report, tmp_path):
     ).write_parquet(more.dir / "sites.parquet")
     every = compare.site_deltas(report, allocprof.load(more.dir), limit=None)
     changed = compare.changed_sites(every)
-    key = report.site_labels.filter(pl.col("site_id") == 0)["stack_key"].item()
+    key = report.site_labels.filter(pl.col("site_id") == 0)["job_key"].item()
     assert changed["key"].to_list() == [key]
     assert changed["delta_count"].item() == report.sites.filter(pl.col("site_id") == 0)["alloc_count"].sum()

@@ -13,9 +13,10 @@ from allocprof import sites
 
 COLUMNS = [
     "site_id", "phase", "name", "callers", "distinction", "category", "category_index", "stack_key",
-    "alloc_count", "realloc_count", "bytes_requested", "bytes_allocated", "temporary_count",
+    "job_key", "alloc_count", "realloc_count", "bytes_requested", "bytes_allocated",
+    "temporary_count",
 ]
-COUNTS = COLUMNS[8:]
+COUNTS = COLUMNS[9:]
 
 
 def test_one_row_per_site_and_phase_with_the_reports_counts(any_report):
@@ -53,10 +54,10 @@ def test_category_totals_are_the_analyzers(any_report, analyzer, phase):
     assert sum(t["alloc_count"] for t in theirs) > 0
 
 
-def test_stack_keys_are_the_ones_analyzer_diff_matches(any_report, analyzer, fixture_calibration):
+def test_job_keys_are_the_ones_analyzer_diff_matches(any_report, analyzer, fixture_calibration):
     d = analyzer("diff", any_report.dir, any_report.dir, "--calibration", fixture_calibration)
     labels = any_report.site_labels
-    assert d["sites_matched"] == labels["stack_key"].n_unique()
+    assert d["sites_matched"] == labels["job_key"].n_unique()
     assert d["sites_gone"] == d["sites_new"] == 0
     # One line per frame: source lines, not addresses, so sites whose return addresses
     # differ but expand to the same lines share a key.

@@ -1,5 +1,5 @@
 //! The named-sites table (parquet): what the analyzer derives from each site's frames
-//! (name, callers, category, stack key) as columns, so that readers in other
+//! (name, callers, category, stack key, job key) as columns, so that readers in other
 //! languages use these rules instead of porting them.
 
 use crate::categories::{self, Category};
@@ -33,6 +33,9 @@ pub struct NamedSite {
     pub category_index: u32,
     /// What identifies the site across reports and builds.
     pub stack_key: String,
+    /// The stack key of its job frames (`naming::job_frames`): what `diff` matches,
+    /// the same as `stack_key` but where a thread pool nests frames around a job.
+    pub job_key: String,
     /// Allocations.
     pub alloc_count: u64,
     /// Reallocs.
@@ -66,7 +69,7 @@ pub fn named_sites(report: &Report, rules: &[Category], phase: Option<&str>) -> 
     let mut ids: Vec<u64> = counts.keys().map(|&(site, _)| site).collect();
     ids.dedup();
     let stacks: Vec<&[FrameRow]> = ids.iter().map(|&s| frames_of(&report.frames, s)).collect();
-    let derived: HashMap<u64, (String, String, String, usize, String)> = ids
+    let derived: HashMap<u64, (String, String, String, usize, String, String)> = ids
         .iter()
         .zip(&stacks)
         .zip(naming::distinctions(&stacks))
@@ -79,6 +82,7 @@ pub fn named_sites(report: &Report, rules: &[Category], phase: Option<&str>) -> 
                     distinction,
                     categories::classify(rules, frames),
                     naming::stack_key(frames),
+                    naming::stack_key(&naming::job_frames(frames)),
                 ),
             )
         })
@@ -86,7 +90,7 @@ pub fn named_sites(report: &Report, rules: &[Category], phase: Option<&str>) -> 
     counts
         .into_iter()
         .map(|((site_id, phase), c)| {
-            let (name, callers, distinction, category, stack_key) = derived
+            let (name, callers, distinction, category, stack_key, job_key) = derived
                 .get(&site_id)
                 .expect("every site of the table was derived");
             NamedSite {
@@ -98,6 +102,7 @@ pub fn named_sites(report: &Report, rules: &[Category], phase: Option<&str>) -> 
                 category: categories::category_name(rules, *category).to_owned(),
                 category_index: *category as u32,
                 stack_key: stack_key.clone(),
+                job_key: job_key.clone(),
                 alloc_count: c[0],
                 realloc_count: c[1],
                 bytes_requested: c[2],
@@ -128,6 +133,7 @@ pub fn named_sites_parquet(rows: &[NamedSite], out: &mut dyn Write) -> io::Resul
             rows.iter().map(|r| r.category_index).collect::<Vec<u32>>(),
         ),
         strings("stack_key", |r| &r.stack_key),
+        strings("job_key", |r| &r.job_key),
         u64s("alloc_count", |r| r.alloc_count),
         u64s("realloc_count", |r| r.realloc_count),
         u64s("bytes_requested", |r| r.bytes_requested),
