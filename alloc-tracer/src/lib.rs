@@ -57,9 +57,10 @@
 //! on a whole synthesis, is measured in BENCHMARKS.md (with the commands that
 //! measure it). Memory: every thread that allocates while recording gets a state of
 //! about 210 KiB (counters for 16 phases, one per request size up to 1 KiB), plus a
-//! site table in `sites` and `sample` modes (72 bytes a slot, at most twice as many
-//! slots as sites; each distinct stack's frames are kept once for every thread's
-//! table), and in `sites` mode 2.2 MiB of kept walks for the guess.
+//! site table in `sites` and `sample` modes (72 bytes a slot, two to four slots a
+//! site, and as many again in the tables it replaced until it can free them; each
+//! distinct stack's frames are kept once for every thread's table), and in `sites`
+//! mode 2.2 MiB of kept walks for the guess.
 //!
 //! `ALLOC_TRACE_DEPTH` (default 48, at most 62) bounds stacks; `ALLOC_TRACE_LIFETIMES`
 //! (default 64) follows one block in N to its free in `sites` mode; `sample:N` follows

@@ -288,7 +288,7 @@ fn merge_table(table: &SiteTable) {
 
 /// Sites folded so far because the merged table was full, once per thread table
 /// merged (see `SiteMap::folded`), or because the threads' shared stacks were at
-/// their cap, once per thread table that met a new stack then (`hot::stacks`).
+/// their cap, once per site a thread's table published then (`hot::stacks`).
 pub fn folded_sites() -> u64 {
     MERGED_SITES.folded() + crate::hot::stacks::folded_count()
 }

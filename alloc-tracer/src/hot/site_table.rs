@@ -226,8 +226,8 @@ pub enum Lookup<'t> {
 /// A power-of-two array of slots, and their sites' stacks.
 pub struct SiteTable {
     slots: Box<[Slot]>,
-    /// Slot `i`'s stack (null while the slot is empty), apart from the slots so
-    /// that a lookup reads one line.
+    /// Slot `i`'s stack (written before the slot's tag is published, and read only
+    /// after it), apart from the slots so that a lookup reads one line.
     stacks: Box<[AtomicPtr<Stack>]>,
     len: AtomicUsize,
 }
@@ -277,14 +277,15 @@ impl SiteTable {
     /// Calls `f` with each published slot, its meta word and its frames. Safe from
     /// any thread: a slot's key is written before its tag is published.
     pub fn for_each_site(&self, mut f: impl FnMut(&Slot, SiteMeta, &[usize])) {
-        self.for_each_stack(|slot, meta, stack| f(slot, meta, stack.frames()));
+        self.for_each_key(|slot, meta, _, stack| f(slot, shown(meta, stack), stack.frames()));
     }
 
-    /// Calls `f` with each published slot, its meta word and its interned stack.
-    fn for_each_stack(&self, mut f: impl FnMut(&Slot, SiteMeta, &'static Stack)) {
+    /// Calls `f` with each published slot, its key as the owner looks it up (meta
+    /// word and hash: a folded stack's too) and its interned stack.
+    fn for_each_key(&self, mut f: impl FnMut(&Slot, SiteMeta, u64, &'static Stack)) {
         for (slot, stack) in self.slots.iter().zip(self.stacks.iter()) {
-            if let Some((meta, stack)) = read_key(slot, stack) {
-                f(slot, meta, stack);
+            if let Some((meta, hash, stack)) = read_key(slot, stack) {
+                f(slot, meta, hash, stack);
             }
         }
     }
@@ -303,7 +304,7 @@ impl SiteTable {
             .addr()
             .wrapping_sub(self.slots.as_ptr().addr())
             / size_of::<Slot>();
-        let Some((_, stack)) = self
+        let Some((_, _, stack)) = self
             .slots
             .get(i)
             .zip(self.stacks.get(i))
@@ -374,14 +375,14 @@ impl SiteTable {
         }
     }
 
-    /// Moves every published slot of `self` into `bigger` (owner thread, cold).
+    /// Moves every published slot of `self` into `bigger` (owner thread, cold), under
+    /// the key the owner looks it up by: a folded stack's slot keeps its own.
     pub fn move_into(&self, bigger: &SiteTable) {
-        self.for_each_stack(|slot, meta, stack| {
-            let frames = stack.frames();
+        self.for_each_key(|slot, meta, hash, stack| {
             let key = SiteKey {
                 meta,
-                frames,
-                hash: key_hash(meta, frames),
+                frames: stack.frames(),
+                hash,
             };
             if let Lookup::Slot(dst) = bigger.lookup_with(&key, || stack) {
                 dst.take_counts_from(slot);
@@ -409,18 +410,24 @@ impl SiteTable {
     }
 }
 
-/// The meta word and stack of a published slot, or `None` for an empty one. Safe
-/// from any thread.
-fn read_key(slot: &Slot, stack: &AtomicPtr<Stack>) -> Option<(SiteMeta, &'static Stack)> {
-    if slot.tag.load(Acquire) == 0 {
+/// The meta word, hash and stack of a published slot, or `None` for an empty one.
+/// Safe from any thread.
+fn read_key(slot: &Slot, stack: &AtomicPtr<Stack>) -> Option<(SiteMeta, u64, &'static Stack)> {
+    let hash = slot.tag.load(Acquire);
+    if hash == 0 {
         return None;
     }
     let meta = SiteMeta(slot.meta.load(Relaxed));
     // SAFETY: published with the tag, from `stacks::intern`, whose records live for
     // the process.
     let stack = unsafe { &*stack.load(Relaxed) };
-    // A stack past the cap has the folded record's one frame, whatever its depth.
-    Some((meta.without_depth().with_depth(stack.frames().len()), stack))
+    Some((meta, hash, stack))
+}
+
+/// The meta word readers see for a slot of key `meta` and stack `stack`: a stack
+/// past the cap has the folded record's one frame, whatever the walk's depth.
+fn shown(meta: SiteMeta, stack: &Stack) -> SiteMeta {
+    meta.without_depth().with_depth(stack.frames().len())
 }
 
 impl Slot {
@@ -508,6 +515,42 @@ mod tests {
         let mut out = [0; MAX_DEPTH];
         assert_eq!(table.frames_of(slot, &mut out), 1);
         assert_eq!(out[0], stacks::FOLDED_FRAME);
+    }
+
+    #[test]
+    fn folded_slots_keep_their_keys_and_counts_when_the_table_grows() {
+        // Two stacks past the cap, of one phase and class: two slots, both folded.
+        let table = SiteTable::with_capacity(8);
+        let stacks_of = [[0x10usize, 0x20], [0x10, 0x30]];
+        let keys: Vec<SiteKey<'_>> = stacks_of
+            .iter()
+            .map(|s| key(SiteMeta::new(1, 4, 2), s))
+            .collect();
+        for (k, n) in keys.iter().zip([7, 5]) {
+            let Lookup::Slot(slot) = table.lookup_with(k, stacks::folded) else {
+                panic!("full")
+            };
+            bump(&slot.allocs, n);
+        }
+        let bigger = SiteTable::with_capacity(16);
+        table.move_into(&bigger);
+        assert_eq!(bigger.len(), 2);
+        for (k, n) in keys.iter().zip([7, 5]) {
+            let slot = bigger
+                .find(k.hash, k.meta)
+                .expect("found by the owner's key");
+            assert_eq!(slot.allocs.load(Relaxed), n);
+        }
+        let mut seen = vec![];
+        bigger.for_each_site(|slot, meta, frames| {
+            seen.push((meta, frames.to_vec(), slot.allocs.load(Relaxed)));
+        });
+        seen.sort_by_key(|s| s.2);
+        let folded = (SiteMeta::new(1, 4, 1), vec![stacks::FOLDED_FRAME]);
+        assert_eq!(
+            seen,
+            [(folded.0, folded.1.clone(), 5), (folded.0, folded.1, 7)]
+        );
     }
 
     #[test]

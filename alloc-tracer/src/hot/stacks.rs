@@ -36,23 +36,20 @@ pub const MAX_STACKS: usize = 1 << 20;
 pub const FOLDED_FRAME: usize = usize::MAX;
 
 /// The record every stack past [`MAX_STACKS`] gets.
-static FOLDED: Folded = Folded {
-    header: Stack {
-        next: std::ptr::null(),
-        hash: 0,
-        len: 1,
-    },
-    frame: FOLDED_FRAME,
-};
+static FOLDED: Folded = Folded(Stack {
+    next: std::ptr::null(),
+    hash: 0,
+    frames: FOLDED_FRAMES.as_ptr(),
+    len: 1,
+});
 
-/// [`FOLDED`]'s header and frame, laid out as an interned record.
-#[repr(C)]
-struct Folded {
-    header: Stack,
-    frame: usize,
-}
+/// [`FOLDED`]'s one frame.
+static FOLDED_FRAMES: [usize; 1] = [FOLDED_FRAME];
 
-// SAFETY: `next` is null and never written; the record is never written at all.
+/// A record that is never written, shareable between threads.
+struct Folded(Stack);
+
+// SAFETY: `next` is null and `frames` points to a static; nothing is ever written.
 unsafe impl Sync for Folded {}
 
 /// The bucket array, made at the first interning (null until then).
@@ -61,7 +58,8 @@ static TABLE: AtomicPtr<AtomicPtr<Stack>> = AtomicPtr::new(null_mut());
 static RECORD_BYTES: AtomicU64 = AtomicU64::new(0);
 /// Records interned so far.
 static RECORDS: AtomicUsize = AtomicUsize::new(0);
-/// Stacks given the folded record because [`MAX_STACKS`] were kept.
+/// Sites given the folded record because [`MAX_STACKS`] were kept (see
+/// [`folded_count`]).
 static FOLDED_COUNT: AtomicU64 = AtomicU64::new(0);
 
 /// An interned stack: its header, followed in the same allocation by its frames.
@@ -70,6 +68,9 @@ pub struct Stack {
     /// The next record of the bucket, published before this one.
     next: *const Stack,
     hash: u64,
+    /// The frames after the header, by a pointer made from the whole allocation's
+    /// (a reference to the header covers the header only).
+    frames: *const usize,
     len: usize,
 }
 
@@ -78,7 +79,7 @@ impl Stack {
     pub fn frames(&self) -> &[usize] {
         // SAFETY: `intern` allocated `len` words right after the header, wrote them
         // before publishing the record, and never writes or frees them afterwards.
-        unsafe { std::slice::from_raw_parts((self as *const Stack).add(1).cast(), self.len) }
+        unsafe { std::slice::from_raw_parts(self.frames, self.len) }
     }
 }
 
@@ -92,10 +93,12 @@ pub fn intern(frames: &[usize]) -> &'static Stack {
 
 /// The record that stands for every stack past the cap: one frame, [`FOLDED_FRAME`].
 pub fn folded() -> &'static Stack {
-    &FOLDED.header
+    &FOLDED.0
 }
 
-/// Stacks given the folded record so far (once per thread table that met one).
+/// Sites given the folded record so far: once per site (stack, phase, size class)
+/// a thread's table published after the cap, again if the table was emptied when
+/// full and met it anew.
 pub fn folded_count() -> u64 {
     FOLDED_COUNT.load(Relaxed)
 }
@@ -111,13 +114,18 @@ fn intern_capped(frames: &[usize], cap: usize) -> &'static Stack {
     loop {
         if let Some(found) = find(head, seen, hash, frames) {
             if !made.is_null() {
+                RECORDS.fetch_sub(1, Relaxed);
                 // SAFETY: `made` is ours, never published.
                 unsafe { dealloc(made.cast(), layout(frames.len())) };
             }
             return found;
         }
         if made.is_null() {
-            if RECORDS.load(Relaxed) >= cap {
+            // A place among the `cap`, taken before the record is made (given back
+            // if another thread interns the stack first), so that racing threads
+            // never keep more.
+            if RECORDS.fetch_add(1, Relaxed) >= cap {
+                RECORDS.fetch_sub(1, Relaxed);
                 FOLDED_COUNT.fetch_add(1, Relaxed);
                 return folded();
             }
@@ -128,7 +136,6 @@ fn intern_capped(frames: &[usize], cap: usize) -> &'static Stack {
         unsafe { (*made).next = head };
         match bucket.compare_exchange(head, made, AcqRel, Acquire) {
             Ok(_) => {
-                RECORDS.fetch_add(1, Relaxed);
                 RECORD_BYTES.fetch_add(layout(frames.len()).size() as u64, Relaxed);
                 // SAFETY: published records are never freed or written.
                 return unsafe { &*made };
@@ -178,12 +185,14 @@ fn new_record(hash: u64, frames: &[usize]) -> *mut Stack {
     }
     // SAFETY: `p` holds the header and `frames.len()` words after it.
     unsafe {
+        let words = p.add(1).cast::<usize>();
         p.write(Stack {
             next: std::ptr::null(),
             hash,
+            frames: words,
             len: frames.len(),
         });
-        std::ptr::copy_nonoverlapping(frames.as_ptr(), p.add(1).cast(), frames.len());
+        std::ptr::copy_nonoverlapping(frames.as_ptr(), words, frames.len());
     }
     p
 }

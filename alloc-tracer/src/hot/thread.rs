@@ -427,7 +427,9 @@ impl ThreadState {
         // `grow_table`, which retires the old one (freed by `free_retired` once no
         // other thread can be reading it; the owner reads only the current one),
         // and freed only by `free_tables` when the state itself goes away.
-        unsafe { &*self.table.load(Relaxed) }
+        // `Acquire`, pairing with `grow_table`'s `Release`: a reader on another
+        // thread sees the new table's contents (a plain load on x86).
+        unsafe { &*self.table.load(Acquire) }
     }
 
     /// Replaces the site table with one twice as large, or returns false when it is
