@@ -977,6 +977,17 @@ mod tests {
                 110
             )]
         );
+        // The named-sites export keys and names them as the diff does.
+        let named = crate::export::named_sites(&base, &rules, Some("p"));
+        assert_eq!(named.len(), 2);
+        assert_ne!(named[0].stack_key, named[1].stack_key);
+        assert_eq!(named[0].job_key, named[1].job_key);
+        for n in &named {
+            assert_eq!(
+                (n.job_callers.as_str(), n.job_distinction.as_str()),
+                ("{closure#0} (main.rs:64)", "")
+            );
+        }
     }
 
     #[test]

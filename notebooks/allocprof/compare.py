@@ -169,14 +169,16 @@ def category_deltas(base: Report, change: Report, phase: str | None = None) -> p
 def _keyed_sites(r: Report, phase: str | None, key: str) -> pl.DataFrame:
     """The named-sites rows of `phase` (one the report lacks is refused) summed per
     key; each key is named after its lowest site id (site ids rank sites by
-    allocations, 0 = most)."""
+    allocations, 0 = most), by stack with the job's callers and distinction, as
+    `analyzer diff` names them."""
+    rows = r.named_sites
     if key == "stack":
         key_column = "job_key"
+        rows = rows.with_columns(callers=pl.col("job_callers"), distinction=pl.col("job_distinction"))
     elif key == "name":
         key_column = "name"
     else:
         raise ValueError(f"key must be 'stack' or 'name', not {key!r}")
-    rows = r.named_sites
     if _check_phase(r, phase) is not None:
         rows = rows.filter(pl.col("phase") == phase)
     return (

@@ -13,10 +13,10 @@ from allocprof import sites
 
 COLUMNS = [
     "site_id", "phase", "name", "callers", "distinction", "category", "category_index", "stack_key",
-    "job_key", "alloc_count", "realloc_count", "bytes_requested", "bytes_allocated",
-    "temporary_count",
+    "job_key", "job_callers", "job_distinction", "alloc_count", "realloc_count",
+    "bytes_requested", "bytes_allocated", "temporary_count",
 ]
-COUNTS = COLUMNS[9:]
+COUNTS = COLUMNS[11:]
 
 
 def test_one_row_per_site_and_phase_with_the_reports_counts(any_report):

@@ -50,13 +50,6 @@ fn in_plumbing_crate(file: &str) -> bool {
     in_crate(file, &["alloc-tracer", "rayon", "rayon-core"])
 }
 
-/// True for a source file of a thread pool's crate (rayon, rayon-core), whose frames
-/// between a worker's start, or a caller's `par_iter`, and the job it runs depend on
-/// which thread stole what (see `jobs`).
-pub fn in_pool_crate(file: &str) -> bool {
-    in_crate(file, &["rayon", "rayon-core"])
-}
-
 /// True for a source file under `<name>/src/` or `<name>-<version>/src/`, for one of
 /// `names`: a registry folder (`rayon-1.12.0`), or a crate vendored or checked out
 /// under its own name (`vendor/rayon/src`).

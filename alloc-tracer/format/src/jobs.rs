@@ -11,11 +11,18 @@
 //! did and from which closure; what is cut says only how the pool got there (the
 //! caller of the `par_iter`, which the closure's own frame names already).
 //!
-//! A stack with no pool frames is its own job frames: a synthesis that runs inside
-//! one pool job keeps every site apart as before.
+//! What is cut is also what a job stolen by another thread does not have on its
+//! stack: where the job was submitted from. So a function running its own
+//! `par_iter`, called from two places, has jobs of one key; and the pool's own
+//! allocations on a worker (a collect's vectors, its queues) keep no frame of the
+//! program at all.
+//!
+//! A stack with no pool frames is its own job frames; a synthesis that runs inside
+//! one pool job keeps every site apart as before (the frames cut are the same for
+//! all of its sites).
 
-use crate::frames::{in_pool_crate, is_plumbing};
-use crate::site::Frame;
+use crate::frames::is_plumbing;
+use crate::site::{Frame, crate_path};
 use std::borrow::Cow;
 
 /// The job frames of `frames` (innermost first): see the module docs.
@@ -41,6 +48,19 @@ pub fn job_frames<F: Frame + Clone>(frames: &[F]) -> Cow<'_, [F]> {
         return Cow::Borrowed(&frames[..first_pool]);
     }
     Cow::Owned(out)
+}
+
+/// True for a source file of a thread pool's crate (rayon, rayon-core), whose frames
+/// between a worker's start, or a caller's `par_iter`, and the job it runs depend on
+/// which thread stole what: from the registry, vendored, a path dependency or a git
+/// checkout, as [`crate_path`] reads them.
+pub fn in_pool_crate(file: &str) -> bool {
+    let path = crate_path(file);
+    let mut parts = path.splitn(3, '/');
+    matches!(
+        (parts.next(), parts.next()),
+        (Some("rayon" | "rayon-core"), Some("src"))
+    )
 }
 
 #[cfg(test)]
@@ -101,6 +121,27 @@ mod tests {
         assert_eq!(*job_frames(&inline), [ALLOC, PARSE]);
         let stolen = [ALLOC, BRIDGE, JOIN, WORKER, START];
         assert_eq!(*job_frames(&stolen), [ALLOC, START]);
+    }
+
+    #[test]
+    fn the_pool_is_found_wherever_its_crate_was_built_from() {
+        for file in [
+            "/r/registry/src/index.crates.io-1949cf8c6b5b557f/rayon-1.10.0/src/iter/mod.rs",
+            "/r/registry/src/index.crates.io-1949cf8c6b5b557f/rayon-core-1.12.1/src/join/mod.rs",
+            "/work/vendor/rayon-core/src/registry.rs",
+            "/home/a/.cargo/git/checkouts/rayon-3a1f9c0d2e4b5a67/8d1c2f3/src/iter/mod.rs",
+            "/home/a/.cargo/git/checkouts/rayon-3a1f9c0d2e4b5a67/8d1c2f3/rayon-core/src/job.rs",
+        ] {
+            assert!(in_pool_crate(file), "{file}");
+        }
+        for file in [
+            "/r/registry/src/index/rayon-cond-0.3.0/src/lib.rs",
+            "/r/registry/src/index/crossbeam-deque-0.8.5/src/deque.rs",
+            "/home/me/app/src/main.rs",
+            "./nptl/pthread_create.c",
+        ] {
+            assert!(!in_pool_crate(file), "{file}");
+        }
     }
 
     #[test]

@@ -36,6 +36,11 @@ pub struct NamedSite {
     /// The stack key of its job frames (`naming::job_frames`): what `diff` matches,
     /// the same as `stack_key` but where a thread pool nests frames around a job.
     pub job_key: String,
+    /// `callers` of the job frames: what `diff` shows for the sites of one job key.
+    pub job_callers: String,
+    /// What tells the job apart from the table's other jobs whose name and
+    /// `job_callers` read the same (as `distinction`, among job keys).
+    pub job_distinction: String,
     /// Allocations.
     pub alloc_count: u64,
     /// Reallocs.
@@ -69,40 +74,56 @@ pub fn named_sites(report: &Report, rules: &[Category], phase: Option<&str>) -> 
     let mut ids: Vec<u64> = counts.keys().map(|&(site, _)| site).collect();
     ids.dedup();
     let stacks: Vec<&[FrameRow]> = ids.iter().map(|&s| frames_of(&report.frames, s)).collect();
-    let derived: HashMap<u64, (String, String, String, usize, String, String)> = ids
+    let jobs: Vec<_> = stacks.iter().map(|f| naming::job_frames(f)).collect();
+    let job_keys: Vec<String> = jobs.iter().map(|j| naming::stack_key(j)).collect();
+    // Jobs are told apart among jobs: one stack per job key, the first site's.
+    let mut first_of_job: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, k) in job_keys.iter().enumerate() {
+        first_of_job.entry(k).or_insert(i);
+    }
+    let job_stacks: Vec<&[FrameRow]> = first_of_job.values().map(|&i| &*jobs[i]).collect();
+    let job_distinctions: HashMap<&str, String> = first_of_job
+        .keys()
+        .copied()
+        .zip(naming::distinctions(&job_stacks))
+        .collect();
+    let derived: HashMap<u64, Derived> = ids
         .iter()
         .zip(&stacks)
         .zip(naming::distinctions(&stacks))
-        .map(|((&site, frames), distinction)| {
-            (
-                site,
-                (
-                    naming::site_name(frames),
-                    naming::callers(frames, naming::CALLERS),
-                    distinction,
-                    categories::classify(rules, frames),
-                    naming::stack_key(frames),
-                    naming::stack_key(&naming::job_frames(frames)),
-                ),
-            )
+        .zip(jobs.iter().zip(&job_keys))
+        .map(|(((&site, frames), distinction), (job, job_key))| {
+            let derived = Derived {
+                name: naming::site_name(frames),
+                callers: naming::callers(frames, naming::CALLERS),
+                distinction,
+                category: categories::classify(rules, frames),
+                stack_key: naming::stack_key(frames),
+                job_callers: naming::callers(job, naming::CALLERS),
+                job_distinction: job_distinctions[job_key.as_str()].clone(),
+                job_key: job_key.clone(),
+            };
+            (site, derived)
         })
         .collect();
     counts
         .into_iter()
         .map(|((site_id, phase), c)| {
-            let (name, callers, distinction, category, stack_key, job_key) = derived
+            let d = derived
                 .get(&site_id)
                 .expect("every site of the table was derived");
             NamedSite {
                 site_id,
                 phase: phase.to_owned(),
-                name: name.clone(),
-                callers: callers.clone(),
-                distinction: distinction.clone(),
-                category: categories::category_name(rules, *category).to_owned(),
-                category_index: *category as u32,
-                stack_key: stack_key.clone(),
-                job_key: job_key.clone(),
+                name: d.name.clone(),
+                callers: d.callers.clone(),
+                distinction: d.distinction.clone(),
+                category: categories::category_name(rules, d.category).to_owned(),
+                category_index: d.category as u32,
+                stack_key: d.stack_key.clone(),
+                job_key: d.job_key.clone(),
+                job_callers: d.job_callers.clone(),
+                job_distinction: d.job_distinction.clone(),
                 alloc_count: c[0],
                 realloc_count: c[1],
                 bytes_requested: c[2],
@@ -111,6 +132,18 @@ pub fn named_sites(report: &Report, rules: &[Category], phase: Option<&str>) -> 
             }
         })
         .collect()
+}
+
+/// What the table derives from one site's frames.
+struct Derived {
+    name: String,
+    callers: String,
+    distinction: String,
+    category: usize,
+    stack_key: String,
+    job_key: String,
+    job_callers: String,
+    job_distinction: String,
 }
 
 /// The named-sites table as parquet (snappy, as the tracer writes its tables).
@@ -134,6 +167,8 @@ pub fn named_sites_parquet(rows: &[NamedSite], out: &mut dyn Write) -> io::Resul
         ),
         strings("stack_key", |r| &r.stack_key),
         strings("job_key", |r| &r.job_key),
+        strings("job_callers", |r| &r.job_callers),
+        strings("job_distinction", |r| &r.job_distinction),
         u64s("alloc_count", |r| r.alloc_count),
         u64s("realloc_count", |r| r.realloc_count),
         u64s("bytes_requested", |r| r.bytes_requested),

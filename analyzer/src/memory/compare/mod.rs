@@ -194,7 +194,9 @@ fn by_key(report: &Report, sites: &[HeldSite]) -> BTreeMap<String, Acc> {
             lead_bytes: s.live_bytes,
             site_id: s.site_id,
             name: s.name.clone(),
-            callers: s.callers.clone(),
+            // As `diff` names a job's sites: its own callers, not one stack's way
+            // through the pool.
+            callers: naming::callers(&frames, naming::CALLERS),
             category: s.category.clone(),
             loose: loose_key(&frames),
         };

@@ -318,7 +318,8 @@ enum Command {
         out: PathBuf,
     },
     /// The report in other tools' formats: folded stacks, a pprof profile, or the
-    /// named-sites table (each site's name, callers, category and stack key as columns).
+    /// named-sites table (each site's name, callers, category, stack key and job key
+    /// as columns).
     Export {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
