@@ -11,6 +11,9 @@ use std::collections::HashMap;
 pub enum GroupBy {
     /// One call site (a distinct stack).
     Site,
+    /// The sites of one rayon job (`naming::job_frames`): one site, in a program
+    /// without a thread pool.
+    Job,
     /// The sites named by one function (its crate path and function, lines ignored).
     Function,
     /// The sites named by one line (`function (file:line)`).
@@ -209,7 +212,8 @@ fn first(mut sites: Vec<RankedSite>, by: RankBy, limit: usize) -> Vec<RankedSite
 /// Like [`top`], with each row a group of sites (`group`; [`GroupBy::Site`] is
 /// [`top`]): counts and costs summed over the group's sites, named by the group (a
 /// function as `function (file)`, a line as `function (file:line)`, a category by its
-/// name), `site_id` and the main size class those of its site with most allocations.
+/// name; a job by its name and callers, told apart as sites are), `site_id` and the
+/// main size class those of its site with most allocations.
 /// `costs` must price every site for the groups' costs to be whole.
 pub fn top_grouped(
     report: &Report,
@@ -233,6 +237,10 @@ pub fn top_grouped(
     for s in sites {
         let frames = frames_of(&report.frames, s.site_id);
         let (key, label) = match group {
+            GroupBy::Job => {
+                let job = naming::job_frames(frames);
+                (naming::stack_key(&job), naming::site_name(&job))
+            }
             GroupBy::Category => {
                 let i = categories::classify(rules, frames);
                 (
@@ -309,6 +317,23 @@ pub fn top_grouped(
             g
         })
         .collect();
+    if group == GroupBy::Job {
+        let mut rows = first(rows, by, limit);
+        let jobs: Vec<_> = rows
+            .iter()
+            .map(|r| naming::job_frames(frames_of(&report.frames, r.site_id)))
+            .collect();
+        let stacks: Vec<&[FrameRow]> = jobs.iter().map(|j| &**j).collect();
+        for ((r, job), d) in rows
+            .iter_mut()
+            .zip(&stacks)
+            .zip(naming::distinctions(&stacks))
+        {
+            r.callers = naming::callers(job, CALLERS);
+            r.distinction = d;
+        }
+        return rows;
+    }
     // Two functions (or lines) of one name in files of one name, in different crates:
     // name them by their crate paths.
     let mut seen: HashMap<String, usize> = HashMap::new();
@@ -385,6 +410,66 @@ mod tests {
                 "{group:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_job_under_several_pool_paths_is_one_row() {
+        // Sites 0 and 1: one job (`parse_line` from its closure) under two ways
+        // through rayon; site 2: another closure's job, whose name reads the same.
+        let frame = |site_id, i: u32, function: &str, file: &str, line| FrameRow {
+            site_id,
+            frame_index: i,
+            stack_index: i,
+            ..FrameRow::test(function, file, Some(line))
+        };
+        let join = "/r/rayon-core-1.12.1/src/join/mod.rs";
+        let stacks: [&[(&str, &str, u32)]; 3] = [
+            &[
+                ("parse_line", "/a/src/main.rs", 57),
+                ("{closure#0}", "/a/src/main.rs", 64),
+                ("{closure#0}", join, 412),
+            ],
+            &[
+                ("parse_line", "/a/src/main.rs", 57),
+                ("{closure#0}", "/a/src/main.rs", 64),
+                ("{closure#1}", join, 421),
+                ("{closure#0}", join, 412),
+            ],
+            &[
+                ("parse_line", "/a/src/main.rs", 57),
+                ("{closure#0}", "/a/src/main.rs", 90),
+                ("{closure#0}", join, 412),
+            ],
+        ];
+        let mut frames = vec![];
+        for (id, stack) in stacks.iter().enumerate() {
+            for (i, &(function, file, line)) in stack.iter().enumerate() {
+                frames.push(frame(id as u64, i as u32, function, file, line));
+            }
+        }
+        let sites = [(0, 5), (1, 7), (2, 4)]
+            .into_iter()
+            .map(|(id, n)| site(id, "/a/src/main.rs", n).0)
+            .collect();
+        let report = Report {
+            sites,
+            frames,
+            ..Report::default()
+        };
+        let rows = top_grouped(&report, RankBy::Count, 10, None, None, GroupBy::Job, &[]);
+        let got: Vec<(u64, usize, &str, &str)> = rows
+            .iter()
+            .map(|r| (r.alloc_count, r.sites, r.callers.as_str(), r.name.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (12, 2, "{closure#0} (main.rs:64)", "parse_line (main.rs:57)"),
+                (4, 1, "{closure#0} (main.rs:90)", "parse_line (main.rs:57)"),
+            ]
+        );
+        // Per site, the two paths are two rows.
+        assert_eq!(top(&report, RankBy::Count, 10, None, None).len(), 3);
     }
 
     #[test]

@@ -99,8 +99,9 @@ enum Command {
         #[arg(long, value_enum, default_value = "count")]
         by: ByArg,
         /// What a row is: a call site (sites that read the same are told apart by
-        /// the first frame where they differ, `[via ...]`), the sites named by one
-        /// function or one line, or a category.
+        /// the first frame where they differ, `[via ...]`), the sites of one rayon
+        /// job (a site without the pool's frames around it, as `diff` matches
+        /// them), the sites named by one function or one line, or a category.
         #[arg(long, value_enum, default_value = "site")]
         group_by: GroupByArg,
         /// Rows to show.

@@ -32,6 +32,7 @@ pub(super) enum ByArg {
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(super) enum GroupByArg {
     Site,
+    Job,
     Function,
     Line,
     Category,
@@ -41,6 +42,7 @@ impl From<GroupByArg> for GroupBy {
     fn from(g: GroupByArg) -> GroupBy {
         match g {
             GroupByArg::Site => GroupBy::Site,
+            GroupByArg::Job => GroupBy::Job,
             GroupByArg::Function => GroupBy::Function,
             GroupByArg::Line => GroupBy::Line,
             GroupByArg::Category => GroupBy::Category,
