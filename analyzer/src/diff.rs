@@ -787,6 +787,19 @@ mod tests {
     /// A frame as (function, file, line).
     type TestFrame<'a> = (&'a str, String, u32);
 
+    /// `diff` of phase `p` without pricing or measured times.
+    fn plain_diff(base: &Report, change: &Report, rules: &[Category], limit: usize) -> Diff {
+        diff(
+            base,
+            change,
+            Pricing::default(),
+            rules,
+            Some("p"),
+            Measured::default(),
+            limit,
+        )
+    }
+
     /// A report of `stacks` (frames innermost first, and allocations), site ids in
     /// order.
     fn report_of(stacks: &[(Vec<TestFrame>, u64)]) -> Report {
@@ -872,15 +885,7 @@ mod tests {
             report_of(&stacks(checkout, 3)),
         );
         let rules = crate::categories::default_rules();
-        let d = diff(
-            &base,
-            &change,
-            Pricing::default(),
-            &rules,
-            Some("p"),
-            Measured::default(),
-            100,
-        );
+        let d = plain_diff(&base, &change, &rules, 100);
         let unchanged: u64 = (0..40).map(|i| 1000 + i).sum();
         let all = unchanged + 1000;
         assert_eq!(
@@ -945,15 +950,7 @@ mod tests {
             job(vec![join.clone(), join.clone(), join.clone(), worker], 40),
         ]);
         let rules = crate::categories::default_rules();
-        let d = diff(
-            &base,
-            &change,
-            Pricing::default(),
-            &rules,
-            Some("p"),
-            Measured::default(),
-            10,
-        );
+        let d = plain_diff(&base, &change, &rules, 10);
         assert_eq!((d.sites_matched, d.sites_gone, d.sites_new), (1, 0, 0));
         assert_eq!(d.matched_alloc_share, 1.0);
         let rows: Vec<(&str, &str, u64, u64)> = d
