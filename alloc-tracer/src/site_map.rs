@@ -32,11 +32,14 @@ impl SiteId {
             frames: frames[..meta.depth()].into(),
         }
     }
-    /// The id of a followed or heap-sampled block's site (its frames copied).
+    /// The id of a followed or heap-sampled block's site (its frames copied). Its
+    /// depth is that of the frames kept: a stack past the threads' stacks' cap has
+    /// the folded frame alone, as the site's counts do (`hot::site_table`).
     pub(crate) fn of_site(site: SiteRef<'_>) -> SiteId {
+        let frames: Box<[usize]> = site.frames(&mut [0; MAX_DEPTH]).into();
         SiteId {
-            meta: site.meta,
-            frames: site.frames(&mut [0; MAX_DEPTH]).into(),
+            meta: site.meta.without_depth().with_depth(frames.len()),
+            frames,
         }
     }
     /// The most heap bytes a site's frames take at the depth in force: what the

@@ -415,7 +415,9 @@ mod tests {
     #[test]
     fn a_job_under_several_pool_paths_is_one_row() {
         // Sites 0 and 1: one job (`parse_line` from its closure) under two ways
-        // through rayon; site 2: another closure's job, whose name reads the same.
+        // through rayon, site 1 (the one with most allocations, which names the row)
+        // reached from `run`; site 2: another closure's job, whose name reads the
+        // same.
         let frame = |site_id, i: u32, function: &str, file: &str, line| FrameRow {
             site_id,
             frame_index: i,
@@ -434,6 +436,8 @@ mod tests {
                 ("{closure#0}", "/a/src/main.rs", 64),
                 ("{closure#1}", join, 421),
                 ("{closure#0}", join, 412),
+                // Outward of the pool: what the job frames leave out, callers too.
+                ("run", "/a/src/lib.rs", 20),
             ],
             &[
                 ("parse_line", "/a/src/main.rs", 57),

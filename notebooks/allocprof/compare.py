@@ -169,8 +169,9 @@ def category_deltas(base: Report, change: Report, phase: str | None = None) -> p
 def _keyed_sites(r: Report, phase: str | None, key: str) -> pl.DataFrame:
     """The named-sites rows of `phase` (one the report lacks is refused) summed per
     key; each key is named after its lowest site id (site ids rank sites by
-    allocations, 0 = most), by stack with the job's callers and distinction, as
-    `analyzer diff` names them."""
+    allocations, 0 = most), by stack with the job's callers and distinction (told
+    apart among all the report's jobs, where `analyzer diff` tells apart the rows it
+    shows)."""
     rows = r.named_sites
     if key == "stack":
         key_column = "job_key"

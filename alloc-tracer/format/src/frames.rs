@@ -41,7 +41,7 @@ pub fn is_plumbing(function: &str, file: Option<&str>) -> bool {
 /// True for a source file of a crate that allocates on its caller's behalf, which
 /// line tables name without a crate path:
 /// - rayon and rayon-core (`rayon-1.12.0/src/` in the registry, `rayon/src/`
-///   vendored or checked out): a
+///   vendored, or a git checkout): a
 ///   `par_iter().collect()` is the caller's vector, and the frames between a
 ///   worker's start and the caller's closure are rayon's own;
 /// - this tracer (`alloc-tracer/src/`, versioned or not, or a relative path): what it
@@ -50,25 +50,98 @@ fn in_plumbing_crate(file: &str) -> bool {
     in_crate(file, &["alloc-tracer", "rayon", "rayon-core"])
 }
 
-/// True for a source file under `<name>/src/` or `<name>-<version>/src/`, for one of
-/// `names`: a registry folder (`rayon-1.12.0`), or a crate vendored or checked out
-/// under its own name (`vendor/rayon/src`).
-fn in_crate(file: &str, names: &[&str]) -> bool {
-    let versioned = |folder: &str, name: &str| {
-        folder
-            .strip_prefix(name)
-            .and_then(|v| v.strip_prefix('-'))
-            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
-    };
-    let named = |folder: &str| {
-        names
+/// True for a source file of one of the crates `names`, wherever it was built from
+/// (a registry folder `rayon-1.12.0`, a vendored or path folder `rayon`, a git
+/// checkout), as [`crate_path`] reads it: a file under the crate's `src`.
+pub(crate) fn in_crate(file: &str, names: &[&str]) -> bool {
+    let path = crate_path(file);
+    let mut parts = path.splitn(3, '/');
+    matches!((parts.next(), parts.next()), (Some(krate), Some("src")) if names.contains(&krate))
+}
+
+/// A source path as `<crate>/<path inside the crate>`, whatever folder the crate was
+/// built from:
+///
+/// | source | path | crate path |
+/// |---|---|---|
+/// | registry | `~/.cargo/registry/src/<index>/bellpepper-core-0.2.1/src/lc.rs` | `bellpepper-core/src/lc.rs` |
+/// | vendored | `vendor/bellpepper-core/src/lc.rs` | `bellpepper-core/src/lc.rs` |
+/// | path dependency | `/home/me/bellpepper/crates/bellpepper-core/src/lc.rs` | `bellpepper-core/src/lc.rs` |
+/// | git, workspace | `~/.cargo/git/checkouts/bellpepper-<hash>/<rev>/crates/bellpepper-core/src/lc.rs` | `bellpepper-core/src/lc.rs` |
+/// | git, one crate | `~/.cargo/git/checkouts/bellpepper-core-<hash>/<rev>/src/lc.rs` | `bellpepper-core/src/lc.rs` |
+/// | standard library | `/rustc/<hash>/library/alloc/src/vec/mod.rs` | `alloc/src/vec/mod.rs` |
+///
+/// The crate folder is the one that holds the last `src` component (else the last
+/// `examples`, `tests` or `benches`), without a `-<version>` suffix; in a git checkout
+/// without a crate folder, the checkout's name without its `-<hash>`. A path with none
+/// of these keeps its last four components. The crate is named by its folder, so a
+/// path dependency checked out under another folder name (`my-fork/src/lc.rs`) does
+/// not match the registry's crate.
+pub fn crate_path(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').collect();
+    let marker = |names: &[&str]| {
+        parts
             .iter()
-            .any(|name| folder == *name || versioned(folder, name))
+            .rposition(|p| names.contains(p))
+            .filter(|&i| i > 0)
     };
-    file.split('/')
-        .collect::<Vec<_>>()
-        .windows(2)
-        .any(|w| w[1] == "src" && named(w[0]))
+    let Some(root) = marker(&["src"]).or_else(|| marker(&["examples", "tests", "benches"])) else {
+        return path_tail(path).to_owned();
+    };
+    let folder = parts[root - 1];
+    // `checkouts/<name>-<hash>/<rev>/src`: the folder is a revision, the crate is the
+    // checkout.
+    let krate = if root >= 3 && parts[root - 3] == "checkouts" && is_hex(folder) {
+        without_hash(parts[root - 2])
+    } else {
+        without_version(folder)
+    };
+    format!("{krate}/{}", parts[root..].join("/"))
+}
+
+fn is_hex(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// `name-<hex>` (a git checkout's folder) without the `-<hex>`.
+fn without_hash(folder: &str) -> &str {
+    match folder.rsplit_once('-') {
+        Some((name, hash)) if !name.is_empty() && hash.len() >= 8 && is_hex(hash) => name,
+        _ => folder,
+    }
+}
+
+/// `name-1.2.3` (a registry or vendored folder) without the `-1.2.3`; the version
+/// may carry a pre-release or build suffix (`-rc.1`, `+zstd.1.5`).
+fn without_version(folder: &str) -> &str {
+    for (i, _) in folder.match_indices('-') {
+        if i > 0 && is_version(&folder[i + 1..]) {
+            return &folder[..i];
+        }
+    }
+    folder
+}
+
+/// `MAJOR.MINOR.PATCH`, optionally followed by `-...` or `+...`.
+fn is_version(s: &str) -> bool {
+    let core = s.split(['-', '+']).next().unwrap_or("");
+    let numbers: Vec<&str> = core.split('.').collect();
+    numbers.len() == 3
+        && numbers
+            .iter()
+            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The last four components of a path (all of it when shorter).
+fn path_tail(p: &str) -> &str {
+    let mut start = p.len();
+    for _ in 0..4 {
+        match p[..start].rfind('/') {
+            Some(i) => start = i,
+            None => return p,
+        }
+    }
+    &p[start + 1..]
 }
 
 /// A function name without generic arguments: `Vec<T>::push<u8>` -> `Vec::push`,
@@ -231,6 +304,11 @@ mod tests {
         assert!(is_plumbing(
             "collect_with_consumer",
             Some("/w/proj/vendor/rayon/src/iter/collect/mod.rs")
+        ));
+        // A git checkout: the folder before `src` is a revision.
+        assert!(is_plumbing(
+            "collect_with_consumer",
+            Some("/h/.cargo/git/checkouts/rayon-3a1f9c0d2e4b5a67/8d1c2f3/src/iter/collect/mod.rs")
         ));
         // A program of one's own that only begins with rayon's name is not it.
         assert!(!is_plumbing("main", Some("/home/u/rayon-demo/src/main.rs")));

@@ -21,8 +21,8 @@
 //! one pool job keeps every site apart as before (the frames cut are the same for
 //! all of its sites).
 
-use crate::frames::is_plumbing;
-use crate::site::{Frame, crate_path};
+use crate::frames::{in_crate, is_plumbing};
+use crate::site::Frame;
 use std::borrow::Cow;
 
 /// The job frames of `frames` (innermost first): see the module docs.
@@ -53,14 +53,9 @@ pub fn job_frames<F: Frame + Clone>(frames: &[F]) -> Cow<'_, [F]> {
 /// True for a source file of a thread pool's crate (rayon, rayon-core), whose frames
 /// between a worker's start, or a caller's `par_iter`, and the job it runs depend on
 /// which thread stole what: from the registry, vendored, a path dependency or a git
-/// checkout, as [`crate_path`] reads them.
+/// checkout, as `frames::crate_path` reads them.
 pub fn in_pool_crate(file: &str) -> bool {
-    let path = crate_path(file);
-    let mut parts = path.splitn(3, '/');
-    matches!(
-        (parts.next(), parts.next()),
-        (Some("rayon" | "rayon-core"), Some("src"))
-    )
+    in_crate(file, &["rayon", "rayon-core"])
 }
 
 #[cfg(test)]

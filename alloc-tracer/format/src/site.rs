@@ -23,6 +23,7 @@
 //!   and the line. The **loose key** is the same without lines, for stacks that a patch
 //!   moved.
 
+pub use crate::frames::crate_path;
 use crate::frames::{describe, is_plumbing, without_generics};
 
 /// What the rules read of a frame.
@@ -267,91 +268,6 @@ fn key<F: Frame>(frames: &[F], lines: bool) -> String {
         key.push('\n');
     }
     key
-}
-
-/// A source path as `<crate>/<path inside the crate>`, whatever folder the crate was
-/// built from:
-///
-/// | source | path | crate path |
-/// |---|---|---|
-/// | registry | `~/.cargo/registry/src/<index>/bellpepper-core-0.2.1/src/lc.rs` | `bellpepper-core/src/lc.rs` |
-/// | vendored | `vendor/bellpepper-core/src/lc.rs` | `bellpepper-core/src/lc.rs` |
-/// | path dependency | `/home/me/bellpepper/crates/bellpepper-core/src/lc.rs` | `bellpepper-core/src/lc.rs` |
-/// | git, workspace | `~/.cargo/git/checkouts/bellpepper-<hash>/<rev>/crates/bellpepper-core/src/lc.rs` | `bellpepper-core/src/lc.rs` |
-/// | git, one crate | `~/.cargo/git/checkouts/bellpepper-core-<hash>/<rev>/src/lc.rs` | `bellpepper-core/src/lc.rs` |
-/// | standard library | `/rustc/<hash>/library/alloc/src/vec/mod.rs` | `alloc/src/vec/mod.rs` |
-///
-/// The crate folder is the one that holds the last `src` component (else the last
-/// `examples`, `tests` or `benches`), without a `-<version>` suffix; in a git checkout
-/// without a crate folder, the checkout's name without its `-<hash>`. A path with none
-/// of these keeps its last four components. The crate is named by its folder, so a
-/// path dependency checked out under another folder name (`my-fork/src/lc.rs`) does
-/// not match the registry's crate.
-pub fn crate_path(path: &str) -> String {
-    let parts: Vec<&str> = path.split('/').collect();
-    let marker = |names: &[&str]| {
-        parts
-            .iter()
-            .rposition(|p| names.contains(p))
-            .filter(|&i| i > 0)
-    };
-    let Some(root) = marker(&["src"]).or_else(|| marker(&["examples", "tests", "benches"])) else {
-        return path_tail(path).to_owned();
-    };
-    let folder = parts[root - 1];
-    // `checkouts/<name>-<hash>/<rev>/src`: the folder is a revision, the crate is the
-    // checkout.
-    let krate = if root >= 3 && parts[root - 3] == "checkouts" && is_hex(folder) {
-        without_hash(parts[root - 2])
-    } else {
-        without_version(folder)
-    };
-    format!("{krate}/{}", parts[root..].join("/"))
-}
-
-fn is_hex(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit())
-}
-
-/// `name-<hex>` (a git checkout's folder) without the `-<hex>`.
-fn without_hash(folder: &str) -> &str {
-    match folder.rsplit_once('-') {
-        Some((name, hash)) if !name.is_empty() && hash.len() >= 8 && is_hex(hash) => name,
-        _ => folder,
-    }
-}
-
-/// `name-1.2.3` (a registry or vendored folder) without the `-1.2.3`; the version
-/// may carry a pre-release or build suffix (`-rc.1`, `+zstd.1.5`).
-fn without_version(folder: &str) -> &str {
-    for (i, _) in folder.match_indices('-') {
-        if i > 0 && is_version(&folder[i + 1..]) {
-            return &folder[..i];
-        }
-    }
-    folder
-}
-
-/// `MAJOR.MINOR.PATCH`, optionally followed by `-...` or `+...`.
-fn is_version(s: &str) -> bool {
-    let core = s.split(['-', '+']).next().unwrap_or("");
-    let numbers: Vec<&str> = core.split('.').collect();
-    numbers.len() == 3
-        && numbers
-            .iter()
-            .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The last four components of a path (all of it when shorter).
-fn path_tail(p: &str) -> &str {
-    let mut start = p.len();
-    for _ in 0..4 {
-        match p[..start].rfind('/') {
-            Some(i) => start = i,
-            None => return p,
-        }
-    }
-    &p[start + 1..]
 }
 
 /// A frame as plain borrowed fields, for readers without a frame type of their own.

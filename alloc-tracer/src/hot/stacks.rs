@@ -56,7 +56,9 @@ unsafe impl Sync for Folded {}
 static TABLE: AtomicPtr<AtomicPtr<Stack>> = AtomicPtr::new(null_mut());
 /// Bytes of the records interned so far.
 static RECORD_BYTES: AtomicU64 = AtomicU64::new(0);
-/// Records interned so far.
+/// Records interned so far, and places taken for records being made (given back
+/// when another thread interns the stack first): near the cap, a place held a
+/// moment may fold a stack that would have fit.
 static RECORDS: AtomicUsize = AtomicUsize::new(0);
 /// Sites given the folded record because [`MAX_STACKS`] were kept (see
 /// [`folded_count`]).
@@ -88,7 +90,7 @@ impl Stack {
 /// time a stack is met, so only under the re-entrancy guard. Aborts, as a `Box`
 /// does, if the allocator has no memory left.
 pub fn intern(frames: &[usize]) -> &'static Stack {
-    intern_capped(frames, MAX_STACKS)
+    intern_capped(frames, MAX_STACKS, &RECORDS)
 }
 
 /// The record that stands for every stack past the cap: one frame, [`FOLDED_FRAME`].
@@ -103,8 +105,8 @@ pub fn folded_count() -> u64 {
     FOLDED_COUNT.load(Relaxed)
 }
 
-/// [`intern`], keeping at most `cap` records.
-fn intern_capped(frames: &[usize], cap: usize) -> &'static Stack {
+/// [`intern`], keeping at most `cap` records counted in `records`.
+fn intern_capped(frames: &[usize], cap: usize, records: &AtomicUsize) -> &'static Stack {
     let hash = hash(frames);
     let bucket = &buckets()[hash as usize & (BUCKETS - 1)];
     let mut head = bucket.load(Acquire);
@@ -114,7 +116,7 @@ fn intern_capped(frames: &[usize], cap: usize) -> &'static Stack {
     loop {
         if let Some(found) = find(head, seen, hash, frames) {
             if !made.is_null() {
-                RECORDS.fetch_sub(1, Relaxed);
+                records.fetch_sub(1, Relaxed);
                 // SAFETY: `made` is ours, never published.
                 unsafe { dealloc(made.cast(), layout(frames.len())) };
             }
@@ -124,8 +126,8 @@ fn intern_capped(frames: &[usize], cap: usize) -> &'static Stack {
             // A place among the `cap`, taken before the record is made (given back
             // if another thread interns the stack first), so that racing threads
             // never keep more.
-            if RECORDS.fetch_add(1, Relaxed) >= cap {
-                RECORDS.fetch_sub(1, Relaxed);
+            if records.fetch_add(1, Relaxed) >= cap {
+                records.fetch_sub(1, Relaxed);
                 FOLDED_COUNT.fetch_add(1, Relaxed);
                 return folded();
             }
@@ -256,13 +258,42 @@ mod tests {
     fn past_the_cap_new_stacks_fold_and_known_ones_do_not() {
         let known = intern(&[0x5000, 0x6000]);
         let before = folded_count();
-        assert!(std::ptr::eq(intern_capped(&[0x5000, 0x6000], 0), known));
-        let new = intern_capped(&[0x5000, 0x7000], 0);
+        assert!(std::ptr::eq(
+            intern_capped(&[0x5000, 0x6000], 0, &RECORDS),
+            known
+        ));
+        let new = intern_capped(&[0x5000, 0x7000], 0, &RECORDS);
         assert!(std::ptr::eq(new, folded()));
         assert_eq!(new.frames(), [FOLDED_FRAME]);
         assert!(folded_count() > before);
         // Not kept: the next interning with room makes its record.
         assert_ne!(intern(&[0x5000, 0x7000]).frames(), [FOLDED_FRAME]);
+    }
+
+    #[test]
+    fn threads_racing_at_the_cap_keep_exactly_the_cap() {
+        // 4 threads each intern 200 stacks of their own, new to the process, against
+        // a cap of 100 counted apart from the process's: exactly 100 are kept.
+        let records = AtomicUsize::new(0);
+        let base = 0x7e57_0000_0000usize;
+        let kept: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|t| {
+                    let records = &records;
+                    s.spawn(move || {
+                        (0..200)
+                            .filter(|i| {
+                                let frames = [base + t * 1000 + i, 0x1];
+                                !std::ptr::eq(intern_capped(&frames, 100, records), folded())
+                            })
+                            .count()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(kept, 100);
+        assert_eq!(records.load(Relaxed), 100);
     }
 
     #[test]

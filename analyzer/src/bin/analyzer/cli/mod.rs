@@ -319,8 +319,8 @@ enum Command {
         out: PathBuf,
     },
     /// The report in other tools' formats: folded stacks, a pprof profile, or the
-    /// named-sites table (each site's name, callers, category, stack key and job key
-    /// as columns).
+    /// named-sites table (each site's name, callers, category, stack key, and its
+    /// job's key, callers and distinction, as columns).
     Export {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
