@@ -54,9 +54,18 @@ fn in_plumbing_crate(file: &str) -> bool {
 /// (a registry folder `rayon-1.12.0`, a vendored or path folder `rayon`, a git
 /// checkout), as [`crate_path`] reads it: a file under the crate's `src`.
 pub(crate) fn in_crate(file: &str, names: &[&str]) -> bool {
-    let path = crate_path(file);
-    let mut parts = path.splitn(3, '/');
-    matches!((parts.next(), parts.next()), (Some(krate), Some("src")) if names.contains(&krate))
+    // `crate_path`'s reading of the folders before the last `src`, without making
+    // the path: naming asks this of every frame it passes.
+    let mut up = file.rsplit('/').skip_while(|p| *p != "src").skip(1);
+    let Some(folder) = up.next() else {
+        return false;
+    };
+    let (checkout, above) = (up.next(), up.next());
+    let krate = match (checkout, above) {
+        (Some(checkout), Some("checkouts")) if is_hex(folder) => without_hash(checkout),
+        _ => without_version(folder),
+    };
+    names.contains(&krate)
 }
 
 /// A source path as `<crate>/<path inside the crate>`, whatever folder the crate was
@@ -312,5 +321,24 @@ mod tests {
         ));
         // A program of one's own that only begins with rayon's name is not it.
         assert!(!is_plumbing("main", Some("/home/u/rayon-demo/src/main.rs")));
+    }
+
+    #[test]
+    fn a_files_crate_reads_as_crate_path_reads_it() {
+        for path in [
+            "/r/registry/src/index.crates.io-1949cf8c6b5b557f/bellpepper-core-0.2.1/src/lc.rs",
+            "/h/.cargo/git/checkouts/bellpepper-3a1f9c0d2e4b5a67/8d1c2f3/src/lc.rs",
+            "/h/.cargo/git/checkouts/bellpepper-3a1f9c0d2e4b5a67/8d1c2f3/crates/core/src/lc.rs",
+            "/w/vendor/rayon/src/iter/mod.rs",
+            "alloc-tracer/src/session.rs",
+            "/w/app/src/main.rs",
+        ] {
+            let krate = crate_path(path).split('/').next().unwrap().to_owned();
+            assert!(in_crate(path, &[krate.as_str()]), "{path}: {krate}");
+            assert!(!in_crate(path, &["other"]), "{path}");
+        }
+        for path in ["src/main.rs", "/w/app/examples/demo.rs", "lc.rs"] {
+            assert!(!in_crate(path, &["src", "app", "w", ""]), "{path}");
+        }
     }
 }
