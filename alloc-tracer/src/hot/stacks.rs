@@ -23,9 +23,9 @@ use std::sync::atomic::{
     Ordering::{AcqRel, Acquire, Relaxed},
 };
 
-/// Lists the records hang from. A bucket holds about one record per 16,384
-/// distinct stacks; a lookup walks its bucket's list only when a thread meets a
-/// stack new to its table.
+/// Lists the records hang from: on average a list holds one record for every
+/// 16,384 distinct stacks, and is walked only when a thread meets a stack new to
+/// its table.
 const BUCKETS: usize = 1 << 14;
 
 /// Most distinct stacks kept (the cap of the merged sites too).
@@ -79,8 +79,9 @@ pub struct Stack {
 impl Stack {
     /// The return addresses, innermost first.
     pub fn frames(&self) -> &[usize] {
-        // SAFETY: `intern` allocated `len` words right after the header, wrote them
-        // before publishing the record, and never writes or frees them afterwards.
+        // SAFETY: `frames` points to `len` words (after the header in `new_record`'s
+        // allocation, or the folded record's static), written before the record was
+        // published and never written or freed afterwards.
         unsafe { std::slice::from_raw_parts(self.frames, self.len) }
     }
 }
