@@ -14,7 +14,8 @@ pub enum GroupBy {
     /// The sites of one rayon job (`naming::job_frames`): one site, in a program
     /// without a thread pool.
     Job,
-    /// The sites named by one function (its crate path and function, lines ignored).
+    /// The sites named by one function (its crate path and function, lines ignored;
+    /// a closure with the function it is defined in, see `function_of`).
     Function,
     /// The sites named by one line (`function (file:line)`).
     Line,
@@ -209,6 +210,72 @@ fn first(mut sites: Vec<RankedSite>, by: RankBy, limit: usize) -> Vec<RankedSite
     sites
 }
 
+/// The function frame `i` of `frames` stands for, without generic arguments, and
+/// the line that tells it apart when its name cannot. A closure (`{closure#0}`, as
+/// line tables name it) goes with the function it is defined in: the first frame
+/// further out in its file that is not a closure (`parse_line::{closure#0}`); where
+/// none is on the stack (a rayon job stolen by another thread), the one `parents`
+/// found for the same closure frame on other stacks; else it goes by its line.
+/// Closures of one index in different functions are different functions.
+fn function_of(frames: &[FrameRow], i: usize, parents: &Parents) -> (String, Option<u32>) {
+    let function = naming::without_generics(&frames[i].function);
+    if !is_closure(&function) {
+        return (function, None);
+    }
+    let parent =
+        parent_on_stack(frames, i).or_else(|| parents.get(&closure_key(&frames[i])).cloned());
+    match parent {
+        Some(parent) => (format!("{parent}::{function}"), None),
+        None => (function, frames[i].line),
+    }
+}
+
+/// A closure frame's function, file and line, to find its parent from other stacks.
+type ClosureKey = (String, Option<String>, Option<u32>);
+
+/// The function each closure frame was found in on some stack (see `function_of`).
+type Parents = HashMap<ClosureKey, String>;
+
+fn closure_key(f: &FrameRow) -> ClosureKey {
+    (f.function.clone(), f.file.clone(), f.line)
+}
+
+/// The first frame outward of closure frame `i` in its file that is not a closure.
+fn parent_on_stack(frames: &[FrameRow], i: usize) -> Option<String> {
+    let file = frames[i].file.as_deref();
+    frames[i + 1..]
+        .iter()
+        .filter(|f| f.file.as_deref() == file)
+        .map(|f| naming::without_generics(&f.function))
+        .find(|f| !is_closure(f))
+}
+
+/// The parents of the naming frames that are closures, from the stacks that hold
+/// them.
+fn closure_parents(report: &Report, sites: &[RankedSite]) -> Parents {
+    let mut parents = Parents::new();
+    for s in sites {
+        let frames = frames_of(&report.frames, s.site_id);
+        if let Some(i) = naming::naming_index(frames)
+            && is_closure(&naming::without_generics(&frames[i].function))
+            && let Some(parent) = parent_on_stack(frames, i)
+        {
+            parents.entry(closure_key(&frames[i])).or_insert(parent);
+        }
+    }
+    parents
+}
+
+/// True for a closure's name as line tables give it (`{closure#0}`), or a path
+/// ending in one.
+fn is_closure(function: &str) -> bool {
+    function.ends_with('}')
+        && function
+            .rsplit("::")
+            .next()
+            .is_some_and(|last| last.starts_with("{closure#"))
+}
+
 /// Like [`top`], with each row a group of sites (`group`; [`GroupBy::Site`] is
 /// [`top`]): counts and costs summed over the group's sites, named by the group (a
 /// function as `function (file)`, a line as `function (file:line)`, a category by its
@@ -234,6 +301,10 @@ pub fn top_grouped(
         .iter()
         .map(|s| s.alloc_count.saturating_add(s.realloc_count))
         .fold(0, u64::saturating_add);
+    let parents = match group {
+        GroupBy::Function => closure_parents(report, &sites),
+        _ => Parents::new(),
+    };
     for s in sites {
         let frames = frames_of(&report.frames, s.site_id);
         let (key, label) = match group {
@@ -258,18 +329,23 @@ pub fn top_grouped(
                     .unwrap_or_default();
                 (format!("{name}@{file}"), name)
             }
-            GroupBy::Function | GroupBy::Site => match naming::naming_frame(frames) {
-                Some(f) => {
-                    let function = naming::without_generics(&f.function);
+            GroupBy::Function | GroupBy::Site => match naming::naming_index(frames) {
+                Some(i) => {
+                    let f = &frames[i];
+                    let (function, line) = function_of(frames, i, &parents);
                     let file = f.file.as_deref().map(naming::crate_path);
+                    let at = line.map(|l| format!(":{l}")).unwrap_or_default();
                     let label = match &file {
                         Some(file) => format!(
-                            "{function} ({})",
+                            "{function} ({}{at})",
                             alloc_tracer_format::frames::file_name(file)
                         ),
                         None => function.clone(),
                     };
-                    (format!("{function}@{}", file.unwrap_or_default()), label)
+                    (
+                        format!("{function}@{}{at}", file.unwrap_or_default()),
+                        label,
+                    )
                 }
                 None => (String::new(), naming::site_name(frames)),
             },
@@ -410,6 +486,64 @@ mod tests {
                 "{group:?}"
             );
         }
+    }
+
+    #[test]
+    fn closures_of_one_index_in_different_functions_are_different_functions() {
+        let main = "/a/src/main.rs";
+        let join = "/r/rayon-core-1.12.1/src/join/mod.rs";
+        let stacks: [&[(&str, &str, u32)]; 5] = [
+            // `parse_line`'s closure, twice (two lines of it), and `summarize`'s.
+            &[("{closure#0}", main, 55), ("parse_line", main, 57)],
+            &[("{closure#0}", main, 56), ("parse_line", main, 57)],
+            &[("{closure#0}", main, 100), ("summarize", main, 98)],
+            // A job stolen by a worker: its function is not on the stack, nor on
+            // any other.
+            &[("{closure#0}", main, 64), ("{closure#0}", join, 412)],
+            // `summarize`'s closure stolen: its function is found on the stack above.
+            &[("{closure#0}", main, 100), ("{closure#0}", join, 412)],
+        ];
+        let mut frames = vec![];
+        for (id, stack) in stacks.iter().enumerate() {
+            for (i, &(function, file, line)) in stack.iter().enumerate() {
+                frames.push(FrameRow {
+                    site_id: id as u64,
+                    frame_index: i as u32,
+                    stack_index: i as u32,
+                    ..FrameRow::test(function, file, Some(line))
+                });
+            }
+        }
+        let sites = [(0, 5), (1, 4), (2, 3), (3, 2), (4, 3)]
+            .into_iter()
+            .map(|(id, n)| site(id, main, n).0)
+            .collect();
+        let report = Report {
+            sites,
+            frames,
+            ..Report::default()
+        };
+        let rows = top_grouped(
+            &report,
+            RankBy::Count,
+            10,
+            None,
+            None,
+            GroupBy::Function,
+            &[],
+        );
+        let got: Vec<(&str, u64)> = rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.alloc_count))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("parse_line::{closure#0} (main.rs)", 9),
+                ("summarize::{closure#0} (main.rs)", 6),
+                ("{closure#0} (main.rs:64)", 2),
+            ]
+        );
     }
 
     #[test]
