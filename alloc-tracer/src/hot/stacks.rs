@@ -108,7 +108,8 @@ pub fn folded_count() -> u64 {
 
 /// [`intern`], keeping at most `cap` records counted in `records`.
 fn intern_capped(frames: &[usize], cap: usize, records: &AtomicUsize) -> &'static Stack {
-    let hash = hash(frames);
+    // The site tables' hash, unseeded: it spreads every bit into the low ones.
+    let hash = super::site_table::hash(0, frames);
     let bucket = &buckets()[hash as usize & (BUCKETS - 1)];
     let mut head = bucket.load(Acquire);
     // Records at and past `seen` were searched in an earlier round.
@@ -226,15 +227,6 @@ fn buckets() -> &'static [AtomicPtr<Stack>] {
     }
     // SAFETY: the array is made once, published whole and never freed.
     unsafe { std::slice::from_raw_parts(table, BUCKETS) }
-}
-
-/// Any well-spread hash of the frames: equal frames give equal hashes.
-fn hash(frames: &[usize]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let h = frames.iter().fold(frames.len() as u64, |h, &f| {
-        (h.rotate_left(23) ^ f as u64).wrapping_mul(K)
-    });
-    h ^ (h >> 32)
 }
 
 #[cfg(test)]
