@@ -282,6 +282,13 @@ pub fn no_table(h: &Held) -> String {
 mod tests {
     use super::*;
 
+    /// What `table` writes for `h`.
+    fn rendered(h: &Held) -> String {
+        let mut out = Vec::new();
+        table(&mut out, h).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
     #[test]
     fn a_moment_with_no_sampled_block_says_so_instead_of_empty_tables() {
         let h = Held {
@@ -292,38 +299,24 @@ mod tests {
             ..Held::default()
         };
         // A report without the moment's table is not one where nothing was sampled.
-        let mut out = Vec::new();
-        table(
-            &mut out,
-            &Held {
-                table_written: false,
-                ..h.clone()
-            },
-        )
-        .unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = rendered(&Held {
+            table_written: false,
+            ..h.clone()
+        });
         assert!(
             text.contains("this report has no heap_end table (written by a tracer from before"),
             "{text}"
         );
         assert!(!text.contains("no sampled block"), "{text}");
-        let mut out = Vec::new();
-        table(&mut out, &h).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = rendered(&h);
         assert!(text.contains("no sampled block was live then"), "{text}");
         assert!(!text.contains("rank"), "{text}");
         assert!(!text.contains("resident"), "{text}");
         // Resident memory, where the timeline sampled it.
-        let mut out = Vec::new();
-        table(
-            &mut out,
-            &Held {
-                rss_bytes: 3 << 20,
-                ..h.clone()
-            },
-        )
-        .unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = rendered(&Held {
+            rss_bytes: 3 << 20,
+            ..h.clone()
+        });
         assert!(
             text.contains("resident memory at the end: 3.0 MiB (when the report was taken)"),
             "{text}"
@@ -333,9 +326,7 @@ mod tests {
             estimated_bytes_all_phases: 1 << 20,
             ..h
         };
-        let mut out = Vec::new();
-        table(&mut out, &h).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = rendered(&h);
         assert!(text.contains("none of the sampled blocks"), "{text}");
         assert!(!text.contains("rank"), "{text}");
         // Sites of that phase live, none shown (`--limit 0`): their categories.
@@ -349,9 +340,7 @@ mod tests {
             }],
             ..h
         };
-        let mut out = Vec::new();
-        table(&mut out, &h).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = rendered(&h);
         assert!(text.contains("gadget vectors"), "{text}");
         assert!(
             !text.contains("none of the sampled") && !text.contains("rank"),
