@@ -137,10 +137,10 @@ pub fn hash_finish(sum: u64, seed: u64) -> u64 {
 
 /// Counters of one (stack, phase, size class), in one cache line: a lookup touches
 /// this line only. The site's frames lie apart, one copy for every thread's tables
-/// (`stacks`; read only when a site is inserted or reported), so that slots stay dense
-/// however deep the stacks. (On a synthesis the lookup and its counters take about a sixth of the
-/// recording function's time, cache misses included; the walk takes the rest. See
-/// BENCHMARKS.md.)
+/// (`stacks`; read only when a site is inserted or reported), so that slots stay
+/// dense however deep the stacks. (On a synthesis the lookup and its counters take
+/// about a sixth of the recording function's time, cache misses included; the walk
+/// takes the rest. See BENCHMARKS.md.)
 #[repr(C, align(64))]
 pub struct Slot {
     tag: AtomicU64,

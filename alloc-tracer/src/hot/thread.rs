@@ -490,19 +490,13 @@ impl ThreadState {
     /// registry lock must be held and the state unregistered), and the owner must
     /// not record into it again.
     pub unsafe fn free_tables(&self) {
+        // SAFETY: the caller rules out every other reader.
+        unsafe { self.free_retired() };
         let current = self.table.swap(null_mut(), Relaxed);
-        for t in self.retired[..self.retired_len.get()]
-            .iter()
-            .map(|c| c.get())
-            .chain([current])
-        {
-            if !t.is_null() {
-                // SAFETY: each pointer came from `Box::into_raw` and appears once.
-                drop(unsafe { Box::from_raw(t) });
-            }
+        if !current.is_null() {
+            // SAFETY: it came from `Box::into_raw`, and is no longer the table.
+            drop(unsafe { Box::from_raw(current) });
         }
-        self.retired_len.set(0);
-        self.retired_slots.store(0, Relaxed);
         // SAFETY: the owner does not record into this state again.
         unsafe { self.predictor.free() };
     }
