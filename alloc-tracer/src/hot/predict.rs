@@ -3,9 +3,10 @@
 //! A synthesis allocates in the same order again and again (each gadget, each
 //! constraint, the same calls), so the site that followed a site last time nearly
 //! always follows it again: 92 % of `sites` mode's allocations on a 2 KiB PoRep
-//! partition and on a SHA-256 chain. Each thread keeps, for each site it met (up to
-//! [`ENTRIES`], by the slot's address), the walk that found it (where it started, and
-//! the two words read at each frame) and the site that came next. An allocation
+//! partition and on a SHA-256 chain. Each thread keeps, for each site it met (one
+//! entry a slot of its site table, up to [`MAX_ENTRIES`], by the slot's address), the
+//! walk that found it (where it started, and the two words read at each frame, up to
+//! the depth in force) and the site that came next. An allocation
 //! first checks the site that followed the thread's latest one: if the stack holds
 //! every word of that walk at its address, the slot is that site's, with no walk,
 //! no hash and no lookup. Failing that, it checks the latest kept walk that started
@@ -35,13 +36,14 @@ use super::trail::{self, Trail, Walk};
 use std::alloc::Layout;
 use std::cell::Cell;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicPtr, Ordering::Relaxed};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
-/// Sites a thread keeps walks of; a site whose place is taken is walked again.
-pub const ENTRIES: usize = 2048;
+/// Most sites a thread keeps walks of: one a slot of its site table, up to this
+/// many; past it a site whose place is taken is walked again.
+pub const MAX_ENTRIES: usize = 2048;
 /// Places in the index by first frame (see [`Predictor::second_guess`]).
 const STARTS: usize = 4096;
-const _: () = assert!(ENTRIES.is_power_of_two() && STARTS.is_power_of_two());
+const _: () = assert!(MAX_ENTRIES.is_power_of_two() && STARTS.is_power_of_two());
 
 /// The two words read at a frame, side by side and 16-byte aligned, as the stack
 /// holds them, so that one 16-byte load compares them.
@@ -54,8 +56,9 @@ struct Words {
     ret: usize,
 }
 
-/// One site's kept walk and the site that followed it.
-#[repr(C, align(64))]
+/// One site's kept walk and the site that followed it. Its words follow it in the
+/// kept walks' allocation, as many as the walks' depth (`Kept::frames`).
+#[repr(C)]
 struct Entry {
     /// The site's slot (null: an empty entry).
     slot: *const Slot,
@@ -68,23 +71,74 @@ struct Entry {
     key: u64,
     /// Frames walked, at least 1.
     n: usize,
-    /// The words read at each frame, innermost first; the first `n` count.
-    words: [Words; MAX_DEPTH],
+    /// The words read at each frame, innermost first; the first `n` count. The
+    /// allocation holds `Kept::frames` of them from here (see [`words`]).
+    words: [Words; 0],
 }
 
-/// What a predictor allocates: the kept walks, by slot, and an index of them by
-/// where they start.
+/// What a predictor allocates: an index of the kept walks by where they start, the
+/// sizes, then the entries (from [`ENTRIES_AT`], `stride` bytes apart), one a slot
+/// of the thread's site table up to [`MAX_ENTRIES`]. Sized to the table and the depth
+/// in force, so that a thread that meets a hundred sites does not hold room for
+/// thousands of walks of 62 frames.
 #[repr(C)]
 struct Kept {
-    entries: [Entry; ENTRIES],
     starts: [*mut Entry; STARTS],
+    /// Entries, a power of two.
+    entries: usize,
+    /// Words an entry holds: the deepest walk it may keep.
+    frames: usize,
+    /// Bytes from one entry to the next: an entry and its words, in whole cache lines.
+    stride: usize,
+}
+
+/// Where the entries start in a predictor's allocation: after its `Kept`, on a cache
+/// line.
+const ENTRIES_AT: usize = size_of::<Kept>().next_multiple_of(64);
+
+impl Kept {
+    /// The layout of kept walks of `entries` entries of `frames` words, and the stride.
+    fn layout(entries: usize, frames: usize) -> (Layout, usize) {
+        let stride = (size_of::<Entry>() + frames * size_of::<Words>()).next_multiple_of(64);
+        let size = ENTRIES_AT + entries * stride;
+        // A size under `isize::MAX` (entries and frames are bounded), align 64.
+        let layout = Layout::from_size_align(size, 64).expect("kept walks' layout");
+        (layout, stride)
+    }
+}
+
+/// Entry `i` of `kept`.
+///
+/// # Safety
+/// `kept` must be a predictor's allocation and `i` below its `entries`.
+#[inline(always)]
+unsafe fn entry(kept: *mut Kept, i: usize) -> *mut Entry {
+    // SAFETY: the caller's contract: the entry lies in the allocation.
+    unsafe {
+        kept.cast::<u8>()
+            .add(ENTRIES_AT + i * (*kept).stride)
+            .cast()
+    }
+}
+
+/// The words of entry `e`.
+///
+/// # Safety
+/// `e` must be an entry of a predictor's allocation (a pointer with its provenance).
+#[inline(always)]
+unsafe fn words(e: *const Entry) -> *const Words {
+    // SAFETY: the caller's contract; a raw place, no reference made.
+    unsafe { (&raw const (*e).words).cast() }
 }
 
 /// A thread's kept walks. All zeros is an empty one. Owner thread only.
 pub struct Predictor {
-    /// Allocated at the first walk kept (null before). Atomic only so that the cold
-    /// side may ask [`Predictor::bytes`] from another thread.
-    kept: AtomicPtr<Kept>,
+    /// Allocated at the first walk kept (null before), and anew when the thread's
+    /// table or the depth outgrows it.
+    kept: Cell<*mut Kept>,
+    /// Bytes `kept` takes, for the cold side, which may ask [`Predictor::bytes`] from
+    /// another thread while the owner replaces `kept`.
+    bytes: AtomicUsize,
     /// The entry of the thread's latest site, if it has one.
     latest: Cell<*mut Entry>,
     /// `latest`'s `then`: the guess for the next allocation.
@@ -100,7 +154,8 @@ pub struct Predictor {
 impl Default for Predictor {
     fn default() -> Predictor {
         Predictor {
-            kept: AtomicPtr::new(null_mut()),
+            kept: Cell::new(null_mut()),
+            bytes: AtomicUsize::new(0),
             latest: Cell::new(null_mut()),
             guess: Cell::new(null_mut()),
             tried: Cell::new(null_mut()),
@@ -115,6 +170,12 @@ impl Default for Predictor {
 #[inline(always)]
 pub fn key(seed: u64, depth: usize) -> u64 {
     seed ^ (depth as u64) << 40
+}
+
+/// The walk's depth in a key made by [`key`] (epoch or not).
+#[inline(always)]
+fn depth_of(key: u64) -> usize {
+    (key >> 40) as usize & 0xff
 }
 
 /// One reset, in a key's epoch bits.
@@ -150,7 +211,7 @@ impl Predictor {
     /// As for [`Predictor::guess`].
     #[inline(never)]
     unsafe fn second_guess(&self, fp: usize, key: u64) -> Option<&Slot> {
-        let kept = self.kept.load(Relaxed);
+        let kept = self.kept.get();
         if kept.is_null() {
             return None;
         }
@@ -188,51 +249,66 @@ impl Predictor {
     }
 
     /// Keeps `walk`, the latest walk of `trail`, which started at `fp` with key
-    /// `key` and found `slot`; and `slot` as the site after the latest. A walk of no
-    /// frames keeps nothing and forgets the latest site.
+    /// `key` and found `slot`, a slot of the thread's site table of `slots` slots;
+    /// and `slot` as the site after the latest. A walk of no frames keeps nothing and
+    /// forgets the latest site.
     #[inline(never)]
-    pub fn learn(&self, slot: &Slot, trail: &Trail, walk: &Walk, fp: usize, key: u64) {
+    pub fn learn(
+        &self,
+        slot: &Slot,
+        slots: usize,
+        trail: &Trail,
+        walk: &Walk,
+        fp: usize,
+        key: u64,
+    ) {
         let key = key ^ self.epoch.get();
-        let tried = self.tried.replace(null_mut());
-        let kept = self.kept();
         let n = walk.n.min(MAX_DEPTH);
+        // Before `tried` is read: kept walks allocated anew forget it.
+        let kept = self.kept(slots.min(MAX_ENTRIES), depth_of(key).max(n));
+        let tried = self.tried.replace(null_mut());
         if n == 0 || kept.is_null() {
             self.latest.set(null_mut());
             self.guess.set(null_mut());
             return;
         }
         let slot_ptr = std::ptr::from_ref(slot);
-        let index = (slot_ptr as usize >> 6) & (ENTRIES - 1);
-        // SAFETY: `kept` is this predictor's, only this thread touches it, and
-        // `index` is below `ENTRIES`.
-        let (e, starts) = unsafe { (&raw mut (*kept).entries[index], &mut (*kept).starts) };
+        // Slots are 64 bytes: the slots of a table of at most `entries` slots have
+        // entries of their own.
+        // SAFETY: `kept` is this predictor's and only this thread touches it.
+        let index = (slot_ptr as usize >> 6) & unsafe { (*kept).entries - 1 };
+        // SAFETY: as above, and `index` is below `entries`.
+        let e = unsafe { entry(kept, index) };
         // SAFETY: as above.
-        let entry = unsafe { &mut *e };
-        if entry.slot != slot_ptr {
-            entry.slot = slot_ptr;
-            entry.then = null_mut();
-            entry.fp = 0;
+        let head = unsafe { &mut *e };
+        if head.slot != slot_ptr {
+            head.slot = slot_ptr;
+            head.then = null_mut();
+            head.fp = 0;
         }
+        // SAFETY: `e` is an entry of `kept`, whose `frames` are at least `n`.
+        let w = unsafe { words(e).cast_mut() };
         // A walk kept for this slot from here is still good unless it was checked
         // just now and failed (the guesses were `guess` and `tried`): any walk that
         // reads its words finds this slot.
-        if entry.fp != fp || entry.key != key || entry.n != n || e == self.guess.get() || e == tried
-        {
-            entry.fp = fp;
-            entry.key = key;
-            entry.n = n;
+        if head.fp != fp || head.key != key || head.n != n || e == self.guess.get() || e == tried {
+            head.fp = fp;
+            head.key = key;
+            head.n = n;
             let mut expected = fp;
-            for (k, w) in entry.words.iter_mut().take(n).enumerate() {
+            for k in 0..n {
                 let (at, next, ret) = trail::frame(trail, walk, k);
                 debug_assert_eq!(at, expected);
                 expected = next;
-                *w = Words { next, ret };
+                // SAFETY: `k < n <= frames`.
+                unsafe { w.add(k).write(Words { next, ret }) };
             }
         }
-        starts[start_index(fp, entry.words[0].ret, key)] = e;
+        // SAFETY: `n >= 1` words were kept; only this thread touches `kept`.
+        unsafe { (*kept).starts[start_index(fp, (*w).ret, key)] = e };
         self.follows_latest(e);
         self.latest.set(e);
-        self.guess.set(entry.then);
+        self.guess.set(head.then);
     }
 
     /// Keeps entry `e` as the one after the latest.
@@ -255,21 +331,24 @@ impl Predictor {
         self.tried.set(null_mut());
         let epoch = self.epoch.get().wrapping_add(EPOCH);
         self.epoch.set(epoch);
-        let kept = self.kept.load(Relaxed);
+        let kept = self.kept.get();
         if epoch == 0 && !kept.is_null() {
-            // SAFETY: all zeros is empty entries and an empty index; only this
-            // thread touches them.
-            unsafe { kept.write_bytes(0, 1) };
+            // SAFETY: all zeros is an empty index and empty entries, which lie in the
+            // allocation of these sizes after `ENTRIES_AT`; only this thread touches
+            // them.
+            unsafe {
+                (*kept).starts = [null_mut(); STARTS];
+                let (layout, _) = Kept::layout((*kept).entries, (*kept).frames);
+                kept.cast::<u8>()
+                    .add(ENTRIES_AT)
+                    .write_bytes(0, layout.size() - ENTRIES_AT);
+            }
         }
     }
 
     /// Bytes the kept walks take (0 before the first).
     pub fn bytes(&self) -> usize {
-        if self.kept.load(Relaxed).is_null() {
-            0
-        } else {
-            size_of::<Kept>()
-        }
+        self.bytes.load(Relaxed)
     }
 
     /// Frees the kept walks; a later `learn` allocates them anew.
@@ -277,34 +356,59 @@ impl Predictor {
     /// # Safety
     /// Owner thread only, as every call.
     pub unsafe fn free(&self) {
-        let kept = self.kept.swap(null_mut(), Relaxed);
+        let kept = self.kept.replace(null_mut());
+        self.bytes.store(0, Relaxed);
         self.latest.set(null_mut());
         self.guess.set(null_mut());
+        self.tried.set(null_mut());
         if !kept.is_null() {
-            // SAFETY: allocated in `allocate` with this layout.
-            unsafe { std::alloc::dealloc(kept.cast(), Layout::new::<Kept>()) };
+            // SAFETY: allocated in `allocate` with the layout of these sizes, and no
+            // longer reachable from this predictor.
+            unsafe {
+                let (layout, _) = Kept::layout((*kept).entries, (*kept).frames);
+                std::alloc::dealloc(kept.cast(), layout);
+            }
         }
     }
 
-    /// The kept walks, allocated at the first call; null if that failed.
+    /// The kept walks, with at least `entries` entries of `frames` words: allocated
+    /// at the first call, and anew, empty, when the thread's table or the depth
+    /// outgrew them; null if that failed.
     #[inline(always)]
-    fn kept(&self) -> *mut Kept {
-        let kept = self.kept.load(Relaxed);
-        if !kept.is_null() {
+    fn kept(&self, entries: usize, frames: usize) -> *mut Kept {
+        let kept = self.kept.get();
+        // SAFETY: a non-null `kept` is this predictor's allocation.
+        if !kept.is_null() && unsafe { (*kept).entries >= entries && (*kept).frames >= frames } {
             return kept;
         }
-        self.allocate()
+        self.allocate(entries, frames)
     }
 
-    /// Allocates the kept walks, zeroed (all empty), under the re-entrancy guard.
+    /// Allocates kept walks of `entries` entries (a power of two) of `frames` words,
+    /// zeroed (all empty), in place of any the thread had (every walk forgotten),
+    /// under the re-entrancy guard. The entries grow with the table, from its first
+    /// 256 slots to [`MAX_ENTRIES`], and the words with the depth in force, so this
+    /// runs a few times a thread.
     #[cold]
     #[inline(never)]
-    fn allocate(&self) -> *mut Kept {
-        // SAFETY: `Kept` is not zero-sized.
-        let kept = super::thread::guarded(|| unsafe {
-            std::alloc::alloc_zeroed(Layout::new::<Kept>()).cast::<Kept>()
+    fn allocate(&self, entries: usize, frames: usize) -> *mut Kept {
+        let (layout, stride) = Kept::layout(entries, frames);
+        let kept = super::thread::guarded(|| {
+            // SAFETY: owner thread; the old allocation is unreachable once freed.
+            unsafe { self.free() };
+            // SAFETY: the layout is not zero-sized.
+            unsafe { std::alloc::alloc_zeroed(layout).cast::<Kept>() }
         });
-        self.kept.store(kept, Relaxed);
+        if !kept.is_null() {
+            // SAFETY: a fresh allocation of `layout`, which holds a `Kept`.
+            unsafe {
+                (*kept).entries = entries;
+                (*kept).frames = frames;
+                (*kept).stride = stride;
+            }
+            self.bytes.store(layout.size(), Relaxed);
+        }
+        self.kept.set(kept);
         kept
     }
 }
@@ -326,10 +430,10 @@ fn start_index(fp: usize, ret: usize, key: u64) -> usize {
 #[inline(always)]
 unsafe fn holds(e: *const Entry, fp: usize, key: u64) -> bool {
     // SAFETY: the caller's contract; only this thread touches the entry.
-    let entry = unsafe { &*e };
+    let (at, kept_key) = unsafe { ((*e).fp, (*e).key) };
     // SAFETY: the entry's walk started at `fp` on this stack, so its addresses are
     // mapped.
-    entry.fp == fp && entry.key == key && unsafe { same_words(entry) }
+    at == fp && kept_key == key && unsafe { same_words(e) }
 }
 
 /// True when the stack holds every word of the entry's walk at its address (the
@@ -342,19 +446,22 @@ unsafe fn holds(e: *const Entry, fp: usize, key: u64) -> bool {
 /// otherwise make, cost 0.013x of a SHA-256 synthesis; BENCHMARKS.md).
 ///
 /// # Safety
-/// The entry's addresses must be mapped (see [`Predictor::guess`]).
+/// `e` must be an entry of a predictor's allocation, and its addresses mapped (see
+/// [`Predictor::guess`]).
 #[inline(always)]
-unsafe fn same_words(entry: &Entry) -> bool {
-    let n = entry.n.min(MAX_DEPTH);
-    let w = entry.words.as_ptr();
+unsafe fn same_words(e: *const Entry) -> bool {
+    // SAFETY: the caller's contract; `learn` keeps at most `frames` words.
+    let (n, fp) = unsafe { ((*e).n, (*e).fp) };
+    // SAFETY: as above.
+    let w = unsafe { words(e) };
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{
             __m128i, _mm_cmpeq_epi8, _mm_load_si128, _mm_loadu_si128, _mm_movemask_epi8,
             _mm_or_si128, _mm_setzero_si128, _mm_xor_si128,
         };
-        // SAFETY: `k < n <= MAX_DEPTH` for every kept element read, and `Words` is
-        // 16-byte aligned; frame 0 lies at `fp`, each next frame at the address the
+        // SAFETY: `k < n <= frames` for every kept element read, and `Words` is
+        // 16-byte aligned (an entry is, in a stride of whole cache lines); frame 0 lies at `fp`, each next frame at the address the
         // kept words before it hold, and the stack's 16 bytes there are the
         // caller's contract; SSE2 is part of x86_64's baseline.
         unsafe {
@@ -374,7 +481,7 @@ unsafe fn same_words(entry: &Entry) -> bool {
                 )
             };
             let mut before = _mm_load_si128(w.cast());
-            let mut all = _mm_xor_si128(_mm_loadu_si128(entry.fp as *const __m128i), before);
+            let mut all = _mm_xor_si128(_mm_loadu_si128(fp as *const __m128i), before);
             let mut k = 1;
             while k + 4 <= n {
                 let (a, b1) = step(before, k);
@@ -396,12 +503,12 @@ unsafe fn same_words(entry: &Entry) -> bool {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let mut at = entry.fp;
+        let mut at = fp;
         let mut d = 0;
         for k in 0..n {
             // SAFETY: as above.
             let (next, ret) = unsafe { super::stack::read_frame(at) };
-            // SAFETY: `k < n <= MAX_DEPTH`.
+            // SAFETY: `k < n <= frames`.
             let kept = unsafe { *w.add(k) };
             d |= (next ^ kept.next) | (ret ^ kept.ret);
             at = kept.next;
@@ -423,6 +530,8 @@ mod tests {
         trail: Trail,
         predictor: Predictor,
         table: Box<SiteTable>,
+        /// The table size the predictor is told (its entries follow it).
+        slots: usize,
         guessed: usize,
         walked: usize,
     }
@@ -433,6 +542,7 @@ mod tests {
                 trail: Trail::default(),
                 predictor: Predictor::default(),
                 table: SiteTable::with_capacity(1 << 14),
+                slots: 1 << 14,
                 guessed: 0,
                 walked: 0,
             }
@@ -467,7 +577,7 @@ mod tests {
             assert_eq!(walk.hash, key_hash(meta, &expected));
             // SAFETY: `want` lies in `self.table`, which outlives this call.
             self.predictor
-                .learn(unsafe { &*want }, &self.trail, &walk, fp, key);
+                .learn(unsafe { &*want }, self.slots, &self.trail, &walk, fp, key);
             self.walked += 1;
             want
         }
@@ -496,6 +606,11 @@ mod tests {
     fn a_guess_is_the_site_a_walk_finds_however_the_stack_changed() {
         for seed in 1..=30 {
             let mut w = Walker::new();
+            // Half the seeds with fewer entries than the table has slots: slots share
+            // entries.
+            if seed % 2 == 1 {
+                w.slots = 256;
+            }
             let mut stack = FakeStack::with_frames(seed, 20);
             for step in 0..3_000 {
                 // Mostly the same few calls again and again, as in a synthesis; now and
@@ -555,6 +670,37 @@ mod tests {
     }
 
     #[test]
+    fn kept_walks_grow_with_the_table_and_the_depth() {
+        let mut w = Walker::new();
+        w.slots = 256;
+        let stack = FakeStack::with_frames(5, 30);
+        let fp = stack.innermost();
+        let first = w.site(&stack, fp, 8, 0);
+        let small = Kept::layout(256, 8).0.size();
+        assert_eq!(w.predictor.bytes(), small);
+        assert_eq!(w.site(&stack, fp, 8, 0), first);
+        assert_eq!((w.guessed, w.predictor.bytes()), (1, small));
+        // A deeper walk than the entries hold: room made for it, the walks kept
+        // before forgotten; then it is guessed.
+        let deep = w.site(&stack, fp, MAX_DEPTH, 0);
+        assert_eq!(w.predictor.bytes(), Kept::layout(256, MAX_DEPTH).0.size());
+        assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), deep);
+        assert_eq!(w.guessed, 2);
+        // The table grew (which resets the predictor): an entry a slot, up to the cap.
+        w.slots = 1 << 14;
+        w.predictor.reset();
+        assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), deep);
+        let big = Kept::layout(MAX_ENTRIES, MAX_DEPTH).0.size();
+        assert_eq!((w.walked, w.predictor.bytes()), (3, big));
+        assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), deep);
+        // Shallower walks fit: nothing allocated anew, nothing forgotten.
+        assert_eq!(w.site(&stack, fp, 8, 0), first);
+        assert_eq!(w.site(&stack, fp, 8, 0), first);
+        assert_eq!((w.guessed, w.walked, w.predictor.bytes()), (4, 4, big));
+        assert!(small < 300 << 10 && big > 2 << 20, "{small} {big}");
+    }
+
+    #[test]
     fn after_a_reset_nothing_is_guessed() {
         let mut w = Walker::new();
         let stack = FakeStack::with_frames(4, 10);
@@ -566,5 +712,17 @@ mod tests {
         w.site(&stack, fp, MAX_DEPTH, 0);
         assert_eq!((w.guessed, w.walked), (1, 2));
         assert!(w.predictor.bytes() > 0);
+        // When the epochs wrap around, the entries are emptied (not the sizes): the
+        // next walk is kept and guessed as before.
+        for _ in 0..1 << 16 {
+            w.predictor.reset();
+        }
+        let kept = w.predictor.kept.get();
+        // SAFETY: the predictor's allocation, not freed while `w` lives.
+        let sizes = unsafe { ((*kept).entries, (*kept).frames) };
+        assert_eq!(sizes, (MAX_ENTRIES, MAX_DEPTH));
+        w.site(&stack, fp, MAX_DEPTH, 0);
+        w.site(&stack, fp, MAX_DEPTH, 0);
+        assert_eq!((w.guessed, w.walked), (2, 3));
     }
 }

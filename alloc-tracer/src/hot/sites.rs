@@ -163,7 +163,8 @@ fn site_slot<D: Door, const SKIP: usize>(st: &ThreadState, ctl: Control, class: 
         None => new_site::<D>(st, &walk, meta),
     };
     if SKIP == 0 {
-        st.predictor.learn(slot, &st.trail, &walk, fp, key);
+        st.predictor
+            .learn(slot, st.table().capacity(), &st.trail, &walk, fp, key);
     }
     slot
 }
