@@ -86,7 +86,8 @@ pub struct Lifetimes {
     pub freed: u64,
     /// Sum of their lifetimes.
     pub total_ns: u128,
-    /// Their lifetimes, per `log_linear` bucket (2 sub-bits).
+    /// Their lifetimes, per `log_linear` bucket (2 sub-bits), up to the last bucket
+    /// that holds any.
     pub buckets: Vec<u64>,
     /// Followed blocks still live.
     pub live: u64,
@@ -229,7 +230,7 @@ pub fn snapshot() -> HashMap<SiteId, Lifetimes> {
                     freed: e.freed,
                     dropped: e.dropped,
                     total_ns: e.total_ns,
-                    buckets: e.buckets.to_vec(),
+                    buckets: e.buckets(),
                     ..Lifetimes::default()
                 };
                 (k, l)
