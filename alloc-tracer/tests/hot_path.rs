@@ -19,6 +19,9 @@ use std::time::Duration;
 struct Counting;
 
 static INNER_ALLOCS: AtomicU64 = AtomicU64::new(0);
+/// Frees of 16 or 32 KiB from counted threads: a site table's slots of 256 or 512
+/// (64-byte slots).
+static SMALL_TABLE_FREES: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// Whether this thread's calls are counted (const, no destructor: reading it
@@ -36,6 +39,9 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { tikv_jemallocator::Jemalloc.alloc(l) }
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        if COUNTED.with(Cell::get) && matches!(l.size(), 16384 | 32768) {
+            SMALL_TABLE_FREES.fetch_add(1, Relaxed);
+        }
         // SAFETY: forwarded contract.
         unsafe { tikv_jemallocator::Jemalloc.dealloc(p, l) }
     }
@@ -65,7 +71,7 @@ fn recording_neither_allocates_nor_blocks() {
 
 /// A thread meeting new sites grows its table (cold, under the guard), and frees
 /// the tables it replaced only when no reader holds the registry lock: it never
-/// waits for the lock.
+/// waits for the lock. Those it could not free then it frees at its next new site.
 fn grow_while_locked() {
     Settings {
         mode: Mode::Sites,
@@ -78,18 +84,32 @@ fn grow_while_locked() {
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let (done_tx, done_rx) = mpsc::channel::<()>();
+    let (again_tx, again_rx) = mpsc::channel::<()>();
+    let (freed_tx, freed_rx) = mpsc::channel::<u64>();
     let worker = std::thread::spawn(move || {
         black_box(vec![0u8; 1]); // creates this thread's state
         ready_tx.send(()).unwrap();
         go_rx.recv().unwrap();
-        // About 300 sites (12 stacks, 25 size classes): the table of 256 slots
-        // grows twice.
-        for depth in 0..12 {
+        // About 340 sites (16 stacks, 21 size classes): the table of 256 slots
+        // grows twice (it grows when half full).
+        for depth in 0..16 {
             for size in (8..=4096).step_by(64) {
                 nest(depth, size);
             }
         }
         done_tx.send(()).unwrap();
+        // The lock released: a new site (a few, should another thread of the test
+        // process hold the lock just then).
+        again_rx.recv().unwrap();
+        COUNTED.with(|c| c.set(true));
+        for size in [8, 16, 32, 48, 64, 80, 96, 112] {
+            nest(20, size);
+            if SMALL_TABLE_FREES.load(Relaxed) == 2 {
+                break;
+            }
+        }
+        COUNTED.with(|c| c.set(false));
+        freed_tx.send(SMALL_TABLE_FREES.load(Relaxed)).unwrap();
     });
     ready_rx.recv().unwrap();
     // Failing, the lock is released before the test says so.
@@ -97,10 +117,16 @@ fn grow_while_locked() {
         go_tx.send(()).unwrap();
         done_rx.recv_timeout(Duration::from_secs(20)).is_err()
     });
+    again_tx.send(()).unwrap();
+    let freed = freed_rx.recv().unwrap();
     worker.join().unwrap();
     assert!(
         !waited,
         "a thread growing its site table waited for the registry lock"
+    );
+    assert_eq!(
+        freed, 2,
+        "the tables of 256 and 512 slots replaced under the lock, freed at a new site after"
     );
 }
 

@@ -192,6 +192,12 @@ fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'
     };
     let local = thread::current();
     let was = local.replace_guard(true);
+    if st.has_retired() {
+        // Tables replaced while a reader held the registry: freed at the first new
+        // site after, when none does.
+        // SAFETY: with the registry lock held, no other thread reads our tables.
+        D::if_tables_unread(|| unsafe { st.free_retired() });
+    }
     let mut grow = true;
     if let Lookup::Slot(slot) = st.table().lookup(&key) {
         local.set_guard(was);

@@ -467,6 +467,12 @@ impl ThreadState {
             + self.predictor.bytes()
     }
 
+    /// True when tables [`grow_table`](ThreadState::grow_table) replaced are not
+    /// freed yet. Owner thread.
+    pub fn has_retired(&self) -> bool {
+        self.retired_len.get() != 0
+    }
+
     /// Frees the tables [`grow_table`](ThreadState::grow_table) replaced. Owner thread.
     ///
     /// # Safety
