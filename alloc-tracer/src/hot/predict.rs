@@ -373,15 +373,20 @@ impl Predictor {
 
     /// The kept walks, with at least `entries` entries of `frames` words: allocated
     /// at the first call, and anew, empty, when the thread's table or the depth
-    /// outgrew them; null if that failed.
+    /// outgrew them (never smaller than before, so that walks of two depths taking
+    /// turns do not make them anew each time); null if that failed.
     #[inline(always)]
     fn kept(&self, entries: usize, frames: usize) -> *mut Kept {
         let kept = self.kept.get();
+        if kept.is_null() {
+            return self.allocate(entries, frames);
+        }
         // SAFETY: a non-null `kept` is this predictor's allocation.
-        if !kept.is_null() && unsafe { (*kept).entries >= entries && (*kept).frames >= frames } {
+        let (had_entries, had_frames) = unsafe { ((*kept).entries, (*kept).frames) };
+        if had_entries >= entries && had_frames >= frames {
             return kept;
         }
-        self.allocate(entries, frames)
+        self.allocate(entries.max(had_entries), frames.max(had_frames))
     }
 
     /// Allocates kept walks of `entries` entries (a power of two) of `frames` words,
@@ -686,16 +691,17 @@ mod tests {
         assert_eq!(w.predictor.bytes(), Kept::layout(256, MAX_DEPTH).0.size());
         assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), deep);
         assert_eq!(w.guessed, 2);
-        // The table grew (which resets the predictor): an entry a slot, up to the cap.
+        // The table grew (which resets the predictor), met by a shallower walk: an
+        // entry a slot, up to the cap, and room for the deeper walks kept.
         w.slots = 1 << 14;
         w.predictor.reset();
-        assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), deep);
+        assert_eq!(w.site(&stack, fp, 8, 0), first);
         let big = Kept::layout(MAX_ENTRIES, MAX_DEPTH).0.size();
         assert_eq!((w.walked, w.predictor.bytes()), (3, big));
+        assert_eq!(w.site(&stack, fp, 8, 0), first);
+        // Deeper walks fit: nothing allocated anew.
         assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), deep);
-        // Shallower walks fit: nothing allocated anew, nothing forgotten.
-        assert_eq!(w.site(&stack, fp, 8, 0), first);
-        assert_eq!(w.site(&stack, fp, 8, 0), first);
+        assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), deep);
         assert_eq!((w.guessed, w.walked, w.predictor.bytes()), (4, 4, big));
         assert!(small < 300 << 10 && big > 2 << 20, "{small} {big}");
     }
