@@ -7,7 +7,7 @@ rounds taking turns, and prints a markdown table of medians: the run's time, its
 peak RSS before the report (the manifest's `totals.max_rss_bytes`) and the
 process's (report writing included, as `/usr/bin/time` gives it), the tracer's own
 memory (`tracer.memory_bytes`) beside the `off` run's peak RSS, and the time the
-report took to write.
+report took to write; then the tracer's memory by part (`tracer.memory_parts`).
 
 Usage: scripts/bench_threads.py [--rounds 5] [--records 200000] [--threads 1,4,16]
        [--modes sites,sample:1000,count] [--no-build]
@@ -80,6 +80,36 @@ def main() -> None:
                 "" if report is None else f"{report:.2f}",
             ]
             print("| " + " | ".join(cells) + " |")
+    print_parts(threads, modes, runs)
+
+
+PARTS = [
+    "thread_states",
+    "site_tables",
+    "kept_walks",
+    "stacks",
+    "merged_sites",
+    "lifetimes",
+    "heap",
+    "timeline",
+]
+
+
+def print_parts(threads: list[int], modes: list[str], runs: dict) -> None:
+    """The tracer's memory by part (`tracer.memory_parts`), medians in MiB, for the
+    modes that record; nothing for reports without the parts."""
+    if not any(r.get("parts") for rs in runs.values() for r in rs):
+        return
+    print("\ntracer memory by part, MiB (`tracer.memory_parts`)\n")
+    print("| threads | mode | " + " | ".join(p.replace("_", " ") for p in PARTS) + " |")
+    print("|---:|---|" + "---:|" * len(PARTS))
+    for t in threads:
+        for mode in modes:
+            if mode == "off":
+                continue
+            rs = [r["parts"] for r in runs[(t, mode)] if r.get("parts")]
+            cells = [f"{statistics.median(r[p] for r in rs) / 2**20:.1f}" for p in PARTS]
+            print(f"| {t} | {mode} | " + " | ".join(cells) + " |")
 
 
 def run(pool: Path, scratch: Path, threads: int, mode: str, records: int) -> dict:
@@ -102,6 +132,7 @@ def run(pool: Path, scratch: Path, threads: int, mode: str, records: int) -> dic
     got["run"] = m["duration_s"]
     got["run_rss"] = m["totals"]["max_rss_bytes"]
     got["memory"] = m["tracer"].get("memory_bytes")
+    got["parts"] = m["tracer"].get("memory_parts")
     return got
 
 

@@ -17,6 +17,7 @@ use crate::hot::stack::MAX_DEPTH;
 use crate::hot::thread::{PhaseCounters, ThreadState};
 use crate::site_map::SiteMap;
 pub use crate::site_map::{FOLDED_FRAME, SiteId};
+use alloc_tracer_format::manifest::MemoryParts;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex, MutexGuard};
@@ -293,19 +294,23 @@ pub fn folded_sites() -> u64 {
     MERGED_SITES.folded() + crate::hot::stacks::folded_count()
 }
 
-/// About how many bytes the tracer holds for the program: thread states and their
-/// site tables (current and retired), the stacks those tables share, and the merged
-/// sites.
-pub fn memory_bytes() -> u64 {
+/// About how many bytes the tracer holds for the program, in the parts the
+/// registry knows: thread states, their site tables (current and retired) and kept
+/// walks, the stacks those tables share, and the merged sites. The rest is zero.
+pub fn memory_parts() -> MemoryParts {
     let live = live();
-    let mut bytes = 0;
+    let mut parts = MemoryParts::default();
     for &p in live.iter() {
         // SAFETY: as in `counts`; only the table sizes are read.
         let st = unsafe { &*(p as *const ThreadState) };
-        bytes += (size_of::<ThreadState>() + st.table_bytes()) as u64;
+        parts.thread_states += size_of::<ThreadState>() as u64;
+        parts.site_tables += st.table_bytes() as u64;
+        parts.kept_walks += st.predictor.bytes() as u64;
     }
     let entry = size_of::<(SiteId, SiteCounts)>() + MAX_DEPTH * size_of::<usize>() / 2;
-    bytes + crate::hot::stacks::memory_bytes() + (MERGED_SITES.len() * entry) as u64
+    parts.stacks = crate::hot::stacks::memory_bytes();
+    parts.merged_sites = (MERGED_SITES.len() * entry) as u64;
+    parts
 }
 
 fn slot_counts(slot: &Slot) -> SiteCounts {

@@ -230,6 +230,33 @@ fn report_matches_the_documented_schema() {
         "rss_bytes_end {end}"
     );
 
+    // The tracer's own memory, by part: the parts sum to it, and a `sites` run holds
+    // each of these.
+    let parts = &manifest["tracer"]["memory_parts"];
+    let part = |k: &str| {
+        parts[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("memory_parts.{k}"))
+    };
+    let names = [
+        "thread_states",
+        "site_tables",
+        "kept_walks",
+        "stacks",
+        "merged_sites",
+        "lifetimes",
+        "heap",
+        "timeline",
+    ];
+    assert_eq!(
+        names.iter().map(|k| part(k)).sum::<u64>(),
+        manifest["tracer"]["memory_bytes"].as_u64().unwrap()
+    );
+    for k in ["thread_states", "site_tables", "kept_walks", "stacks"] {
+        assert!(part(k) > 0, "memory_parts.{k} is 0");
+    }
+    assert_eq!(parts.as_object().unwrap().len(), names.len(), "{parts}");
+
     // Writing again replaces the report; a directory that is not a report is refused.
     alloc_tracer::write_report(&dir).unwrap();
     assert!(dir.join(schema::MANIFEST).exists());

@@ -58,7 +58,10 @@ def totals(report: Report) -> pl.DataFrame:
 
     rows += [(f"totals.{k}", total(k, v)) for k, v in m.get("totals", {}).items()]
     rows += [(f"dropped.{k}", v) for k, v in m.get("dropped", {}).items()]
-    rows += [(f"tracer.{k}", v) for k, v in m.get("tracer", {}).items()]
+    for k, v in m.get("tracer", {}).items():
+        # `memory_parts` is an object: one row a part.
+        parts = v.items() if isinstance(v, dict) else []
+        rows += [(f"tracer.{k}.{p}", n) for p, n in parts] or [(f"tracer.{k}", v)]
     return pl.DataFrame(
         {"key": [k for k, _ in rows], "value": [str(v) for _, v in rows]}
     )

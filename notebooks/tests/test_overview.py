@@ -59,6 +59,9 @@ def test_totals_show_the_manifest(any_report):
     t = dict(overview.totals(any_report).iter_rows())
     assert t["mode"] == any_report.manifest["mode"]
     assert t["totals.alloc_count"] == str(any_report.manifest["totals"]["alloc_count"])
+    # The tracer's memory by part, a row each (reports of this build have them).
+    parts = any_report.manifest["tracer"]["memory_parts"]
+    assert parts and all(t[f"tracer.memory_parts.{k}"] == str(n) for k, n in parts.items())
 
 
 def test_totals_say_how_temporaries_were_counted(report, tmp_path):

@@ -163,6 +163,44 @@ pub struct TracerOwn {
     /// before it existed.)
     #[serde(default)]
     pub memory_bytes: u64,
+    /// `memory_bytes` by part. (`None` in reports written before it existed.)
+    #[serde(default)]
+    pub memory_parts: Option<MemoryParts>,
+}
+
+/// What the tracer's own memory holds, in bytes; the parts sum to `memory_bytes`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryParts {
+    /// Each recording thread's state (its counters).
+    pub thread_states: u64,
+    /// The threads' site tables, current and replaced ones not freed yet.
+    pub site_tables: u64,
+    /// The threads' kept walks for the guess (`sites` mode).
+    pub kept_walks: u64,
+    /// Each distinct stack's frames, kept once for every thread.
+    pub stacks: u64,
+    /// The sites of threads that exited.
+    pub merged_sites: u64,
+    /// Blocks followed for lifetimes, their sites' numbers and ended lifetimes.
+    pub lifetimes: u64,
+    /// Heap sampling's blocks and per-site sums.
+    pub heap: u64,
+    /// The live-bytes timeline.
+    pub timeline: u64,
+}
+
+impl MemoryParts {
+    /// The parts' sum.
+    pub fn total(&self) -> u64 {
+        self.thread_states
+            + self.site_tables
+            + self.kept_walks
+            + self.stacks
+            + self.merged_sites
+            + self.lifetimes
+            + self.heap
+            + self.timeline
+    }
 }
 
 /// What was not recorded, or recorded coarsely.

@@ -459,12 +459,11 @@ impl ThreadState {
 
     /// How many bytes this thread's site tables take, current and retired (each
     /// table is twice the one it replaced, so the retired ones hold fewer slots
-    /// together than the current one), and the predictor's kept walks. For the cold
-    /// side's account of the tracer's memory, from any thread under the registry lock
-    /// (the owner's `retired` list is not read).
+    /// together than the current one). For the cold side's account of the tracer's
+    /// memory, from any thread under the registry lock (the owner's `retired` list is
+    /// not read).
     pub fn table_bytes(&self) -> usize {
         SiteTable::bytes(self.table().capacity() + self.retired_slots.load(Relaxed))
-            + self.predictor.bytes()
     }
 
     /// True when tables [`grow_table`](ThreadState::grow_table) replaced are not
@@ -597,7 +596,7 @@ mod tests {
     #[test]
     fn replaced_tables_count_until_freed() {
         let st = ThreadState::new_for_tests();
-        let bytes = |slots| SiteTable::bytes(slots) + st.predictor.bytes();
+        let bytes = SiteTable::bytes;
         assert_eq!(st.table_bytes(), bytes(INITIAL_SLOTS));
         assert!(st.grow_table() && st.grow_table());
         assert_eq!(st.table().capacity(), 4 * INITIAL_SLOTS);

@@ -8,7 +8,8 @@ use crate::hot::live::LIVE_PUBLISH_BYTES;
 use crate::hot::log_linear::{self, SIZE_SUB_BITS};
 use crate::registry::Counts;
 use alloc_tracer_format::manifest::{
-    Dropped, HeapPeak, Manifest, RequestedPercentiles, TOOL, TableInfo, Totals, TracerOwn,
+    Dropped, HeapPeak, Manifest, MemoryParts, RequestedPercentiles, TOOL, TableInfo, Totals,
+    TracerOwn,
 };
 use alloc_tracer_format::schema::SCHEMA_VERSION;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -64,6 +65,12 @@ pub fn build(
         max_rss_bytes: snap.max_rss_bytes,
         rss_bytes_end: snap.rss_bytes,
     };
+    let memory = MemoryParts {
+        lifetimes: crate::lifetimes::memory_bytes(),
+        heap: crate::heap::memory_bytes(),
+        timeline: crate::timeline::memory_bytes(),
+        ..crate::registry::memory_parts()
+    };
     // The run ends where the snapshot read it, before symbolizing and writing.
     let end_unix = snap.taken_unix_s;
     let start_ns = crate::hot::clock::start_ns();
@@ -90,10 +97,8 @@ pub fn build(
         tracer: TracerOwn {
             alloc_count: c.own_allocs,
             bytes_requested: c.own_bytes,
-            memory_bytes: crate::registry::memory_bytes()
-                + crate::lifetimes::memory_bytes()
-                + crate::heap::memory_bytes()
-                + crate::timeline::memory_bytes(),
+            memory_bytes: memory.total(),
+            memory_parts: Some(memory),
         },
         dropped: Dropped {
             late_alloc_count: c.late_allocs,
