@@ -83,32 +83,23 @@ def main() -> None:
     print_parts(threads, modes, runs)
 
 
-PARTS = [
-    "thread_states",
-    "site_tables",
-    "kept_walks",
-    "stacks",
-    "merged_sites",
-    "lifetimes",
-    "heap",
-    "timeline",
-]
-
-
 def print_parts(threads: list[int], modes: list[str], runs: dict) -> None:
     """The tracer's memory by part (`tracer.memory_parts`), medians in MiB, for the
     modes that record; nothing for reports without the parts."""
-    if not any(r.get("parts") for rs in runs.values() for r in rs):
+    some = [r["parts"] for rs in runs.values() for r in rs if r.get("parts")]
+    if not some:
         return
+    # In the manifest's order.
+    parts = list(some[0])
     print("\ntracer memory by part, MiB (`tracer.memory_parts`)\n")
-    print("| threads | mode | " + " | ".join(p.replace("_", " ") for p in PARTS) + " |")
-    print("|---:|---|" + "---:|" * len(PARTS))
+    print("| threads | mode | " + " | ".join(p.replace("_", " ") for p in parts) + " |")
+    print("|---:|---|" + "---:|" * len(parts))
     for t in threads:
         for mode in modes:
             if mode == "off":
                 continue
             rs = [r["parts"] for r in runs[(t, mode)] if r.get("parts")]
-            cells = [f"{statistics.median(r[p] for r in rs) / 2**20:.1f}" for p in PARTS]
+            cells = [f"{statistics.median(r[p] for r in rs) / 2**20:.1f}" for p in parts]
             print(f"| {t} | {mode} | " + " | ".join(cells) + " |")
 
 
