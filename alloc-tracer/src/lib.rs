@@ -60,9 +60,9 @@
 //! site table in `sites` and `sample` modes (72 bytes a slot, two to four slots a
 //! site, and as many again in the tables it replaced until it can free them; each
 //! distinct stack's frames are kept once for every thread's table), and in `sites`
-//! mode kept walks for the guess, sized to the thread's table and the depth: 240 KiB
-//! for a thread that met under 128 sites, at most 1.7 MiB at the default depth (2.2
-//! MiB at depth 62).
+//! mode kept walks for the guess, sized to the thread's table and its deepest walk:
+//! at most 240 KiB for a thread that met under 128 sites, at most 1.7 MiB at the
+//! default depth (2.2 MiB at depth 62).
 //!
 //! `ALLOC_TRACE_DEPTH` (default 48, at most 62) bounds stacks; `ALLOC_TRACE_LIFETIMES`
 //! (default 64) follows one block in N to its free in `sites` mode; `sample:N` follows

@@ -5,8 +5,8 @@
 //! always follows it again: 92 % of `sites` mode's allocations on a 2 KiB PoRep
 //! partition and on a SHA-256 chain. Each thread keeps, for each site it met (one
 //! entry a slot of its site table, up to [`MAX_ENTRIES`], by the slot's address), the
-//! walk that found it (where it started, and the two words read at each frame, up to
-//! the depth in force) and the site that came next. An allocation
+//! walk that found it (where it started, and the two words read at each frame: room
+//! for as many as the thread's deepest walk so far) and the site that came next. An allocation
 //! first checks the site that followed the thread's latest one: if the stack holds
 //! every word of that walk at its address, the slot is that site's, with no walk,
 //! no hash and no lookup. Failing that, it checks the latest kept walk that started
@@ -78,9 +78,9 @@ struct Entry {
 
 /// What a predictor allocates: an index of the kept walks by where they start, the
 /// sizes, then the entries (from [`ENTRIES_AT`], `stride` bytes apart), one a slot
-/// of the thread's site table up to [`MAX_ENTRIES`]. Sized to the table and the depth
-/// in force, so that a thread that meets a hundred sites does not hold room for
-/// thousands of walks of 62 frames.
+/// of the thread's site table up to [`MAX_ENTRIES`]. Sized to the table and to the
+/// thread's deepest walk, so that a thread that meets a hundred sites does not hold
+/// room for thousands of walks, nor one whose stacks are 20 frames deep room for 62.
 #[repr(C)]
 struct Kept {
     starts: [*mut Entry; STARTS],
@@ -97,6 +97,15 @@ struct Kept {
 const ENTRIES_AT: usize = size_of::<Kept>().next_multiple_of(64);
 
 impl Kept {
+    /// Words an entry holds to keep a walk of `n` frames: `n` rounded up to fill the
+    /// entry's last cache line (a 48-byte head, then 16 bytes a frame), at least 1.
+    fn frames_for(n: usize) -> usize {
+        const HEAD: usize = size_of::<Entry>();
+        const PER_LINE: usize = 64 / size_of::<Words>();
+        const _: () = assert!(HEAD % 64 + size_of::<Words>() == 64);
+        n.saturating_sub(1).next_multiple_of(PER_LINE) + 1
+    }
+
     /// The layout of kept walks of `entries` entries of `frames` words, and the stride.
     fn layout(entries: usize, frames: usize) -> (Layout, usize) {
         let stride = (size_of::<Entry>() + frames * size_of::<Words>()).next_multiple_of(64);
@@ -170,12 +179,6 @@ impl Default for Predictor {
 #[inline(always)]
 pub fn key(seed: u64, depth: usize) -> u64 {
     seed ^ (depth as u64) << 40
-}
-
-/// The walk's depth in a key made by [`key`] (epoch or not).
-#[inline(always)]
-fn depth_of(key: u64) -> usize {
-    (key >> 40) as usize & 0xff
 }
 
 /// One reset, in a key's epoch bits.
@@ -265,7 +268,7 @@ impl Predictor {
         let key = key ^ self.epoch.get();
         let n = walk.n.min(MAX_DEPTH);
         // Before `tried` is read: kept walks allocated anew forget it.
-        let kept = self.kept(slots.min(MAX_ENTRIES), depth_of(key).max(n));
+        let kept = self.kept(slots.min(MAX_ENTRIES), Kept::frames_for(n));
         let tried = self.tried.replace(null_mut());
         if n == 0 || kept.is_null() {
             self.latest.set(null_mut());
@@ -372,7 +375,7 @@ impl Predictor {
     }
 
     /// The kept walks, with at least `entries` entries of `frames` words: allocated
-    /// at the first call, and anew, empty, when the thread's table or the depth
+    /// at the first call, and anew, empty, when the thread's table or its walks
     /// outgrew them (never smaller than before, so that walks of two depths taking
     /// turns do not make them anew each time); null if that failed.
     #[inline(always)]
@@ -392,8 +395,8 @@ impl Predictor {
     /// Allocates kept walks of `entries` entries (a power of two) of `frames` words,
     /// zeroed (all empty), in place of any the thread had (every walk forgotten),
     /// under the re-entrancy guard. The entries grow with the table, from its first
-    /// 256 slots to [`MAX_ENTRIES`], and the words with the depth in force, so this
-    /// runs a few times a thread.
+    /// 256 slots to [`MAX_ENTRIES`], and the words with the thread's deepest walk,
+    /// four frames at a time, so this runs a few times a thread, mostly at its start.
     #[cold]
     #[inline(never)]
     fn allocate(&self, entries: usize, frames: usize) -> *mut Kept {
@@ -675,20 +678,43 @@ mod tests {
     }
 
     #[test]
-    fn kept_walks_grow_with_the_table_and_the_depth() {
+    fn an_entry_fills_its_last_cache_line() {
+        let stride = |n| Kept::layout(1, Kept::frames_for(n)).1;
+        assert_eq!(Kept::frames_for(0), 1);
+        assert_eq!(Kept::frames_for(1), 1);
+        assert_eq!(Kept::frames_for(2), 5);
+        assert_eq!(Kept::frames_for(5), 5);
+        assert_eq!(Kept::frames_for(6), 9);
+        assert_eq!(Kept::frames_for(MAX_DEPTH), MAX_DEPTH + 1);
+        for n in 1..=MAX_DEPTH {
+            let frames = Kept::frames_for(n);
+            assert!(frames >= n && frames < n + 4);
+            // No word more would fit in the same lines.
+            assert_eq!(
+                stride(n),
+                size_of::<Entry>() + frames * size_of::<Words>(),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn kept_walks_grow_with_the_table_and_the_walks() {
         let mut w = Walker::new();
         w.slots = 256;
+        // 30 frames: a walk at the greatest depth reads 30.
         let stack = FakeStack::with_frames(5, 30);
         let fp = stack.innermost();
         let first = w.site(&stack, fp, 8, 0);
-        let small = Kept::layout(256, 8).0.size();
+        let small = Kept::layout(256, Kept::frames_for(8)).0.size();
         assert_eq!(w.predictor.bytes(), small);
         assert_eq!(w.site(&stack, fp, 8, 0), first);
         assert_eq!((w.guessed, w.predictor.bytes()), (1, small));
-        // A deeper walk than the entries hold: room made for it, the walks kept
-        // before forgotten; then it is guessed.
+        // A deeper walk than the entries hold: room made for it (for its 30 frames,
+        // not the depth's 64), the walks kept before forgotten; then it is guessed.
         let deep = w.site(&stack, fp, MAX_DEPTH, 0);
-        assert_eq!(w.predictor.bytes(), Kept::layout(256, MAX_DEPTH).0.size());
+        let frames = Kept::frames_for(30);
+        assert_eq!(w.predictor.bytes(), Kept::layout(256, frames).0.size());
         assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), deep);
         assert_eq!(w.guessed, 2);
         // The table grew (which resets the predictor), met by a shallower walk: an
@@ -696,14 +722,14 @@ mod tests {
         w.slots = 1 << 14;
         w.predictor.reset();
         assert_eq!(w.site(&stack, fp, 8, 0), first);
-        let big = Kept::layout(MAX_ENTRIES, MAX_DEPTH).0.size();
+        let big = Kept::layout(MAX_ENTRIES, frames).0.size();
         assert_eq!((w.walked, w.predictor.bytes()), (3, big));
         assert_eq!(w.site(&stack, fp, 8, 0), first);
         // Deeper walks fit: nothing allocated anew.
         assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), deep);
         assert_eq!(w.site(&stack, fp, MAX_DEPTH, 0), deep);
         assert_eq!((w.guessed, w.walked, w.predictor.bytes()), (4, 4, big));
-        assert!(small < 300 << 10 && big > 2 << 20, "{small} {big}");
+        assert!(small < 200 << 10 && big < 1200 << 10, "{small} {big}");
     }
 
     #[test]
@@ -726,7 +752,7 @@ mod tests {
         let kept = w.predictor.kept.get();
         // SAFETY: the predictor's allocation, not freed while `w` lives.
         let sizes = unsafe { ((*kept).entries, (*kept).frames) };
-        assert_eq!(sizes, (MAX_ENTRIES, MAX_DEPTH));
+        assert_eq!(sizes, (MAX_ENTRIES, Kept::frames_for(10)));
         w.site(&stack, fp, MAX_DEPTH, 0);
         w.site(&stack, fp, MAX_DEPTH, 0);
         assert_eq!((w.guessed, w.walked), (2, 3));
