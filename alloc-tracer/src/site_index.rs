@@ -23,6 +23,8 @@ struct Numbered {
     by_key: HashMap<(u64, u64), u32, FastBuild>,
     /// The site of each number.
     sites: Vec<SiteId>,
+    /// Frames the sites hold, all together.
+    frames: usize,
 }
 
 static NUMBERED: LazyLock<Mutex<Numbered>> = LazyLock::new(Mutex::default);
@@ -42,9 +44,18 @@ impl Numbered {
             return n;
         }
         let n = self.sites.len() as u32;
-        self.sites.push(site());
+        let site = site();
+        self.frames += site.frames.len();
+        self.sites.push(site);
         self.by_key.insert(key, n);
         n
+    }
+
+    /// About how many bytes the sites take: each site, its frames and its entry in
+    /// the map by key (three words).
+    fn bytes(&self) -> usize {
+        let per_site = size_of::<SiteId>() + 3 * size_of::<u64>();
+        self.sites.len() * per_site + self.frames * size_of::<usize>()
     }
 
     /// The number of `site`, numbering it if new, or its folded site's past `cap`
@@ -97,8 +108,7 @@ pub(crate) fn sites(numbers: impl IntoIterator<Item = u32>) -> Vec<SiteId> {
 
 /// About how many bytes the numbered sites take.
 pub(crate) fn memory_bytes() -> u64 {
-    let per_site = size_of::<SiteId>() + SiteId::max_frames_bytes() + 3 * size_of::<u64>();
-    (numbered().sites.len() * per_site) as u64
+    numbered().bytes() as u64
 }
 
 /// The lock of the numbered sites, held across a `fork()` (see `fork`).
@@ -211,5 +221,30 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(b, c, "both past the cap: the folded site's number");
         assert_eq!(n.sites[b as usize], SiteId::folded(meta));
+    }
+
+    #[test]
+    fn memory_counts_the_frames_each_site_holds() {
+        let mut n = Numbered::default();
+        let meta = SiteMeta::new(1, 7, 1);
+        let per_site = size_of::<SiteId>() + 3 * size_of::<u64>();
+        n.number_site(
+            SiteRef {
+                meta,
+                hash: 21,
+                stack: Stack::Frames(&[1, 2, 3]),
+            },
+            10,
+        );
+        assert_eq!(n.bytes(), per_site + 3 * size_of::<usize>());
+        n.number_site(
+            SiteRef {
+                meta,
+                hash: 23,
+                stack: Stack::Frames(&[4; 40]),
+            },
+            10,
+        );
+        assert_eq!(n.bytes(), 2 * per_site + 43 * size_of::<usize>());
     }
 }

@@ -42,11 +42,6 @@ impl SiteId {
             frames,
         }
     }
-    /// The most heap bytes a site's frames take at the depth in force: what the
-    /// tracer's memory estimates count for each site id they hold.
-    pub(crate) fn max_frames_bytes() -> usize {
-        crate::hot::control::load().depth() * size_of::<usize>()
-    }
     /// Phase id of the site.
     pub fn phase(&self) -> usize {
         self.meta.phase()
