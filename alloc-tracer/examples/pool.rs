@@ -1,5 +1,5 @@
 //! A rayon pool's program under the tracer: the tracer's own memory and report time
-//! as threads are added (`scripts/bench-threads.sh`). Parses generated log lines in
+//! as threads are added (`scripts/bench_threads.py`). Parses generated log lines in
 //! parallel, groups them by key with a parallel fold, and formats one line per key.
 //! A pool's work stealing runs the same code at many recursion depths, so each
 //! thread meets thousands of distinct stacks.

@@ -55,12 +55,16 @@ pub fn resolve(address: usize) -> Vec<Frame> {
     out
 }
 
-/// Resolves every address once.
+/// Resolves every address once, then frees the debug information parsed for it
+/// (the binary's mapping and its line tables: tens of MiB that the process would
+/// otherwise hold to its end, through every later part of the report too; a second
+/// report parses it again).
 pub fn resolve_all(addresses: impl IntoIterator<Item = usize>) -> HashMap<usize, Vec<Frame>> {
     let mut out = HashMap::new();
     for a in addresses {
         out.entry(a).or_insert_with(|| resolve(a));
     }
+    backtrace::clear_symbol_cache();
     out
 }
 

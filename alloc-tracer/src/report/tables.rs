@@ -201,8 +201,11 @@ fn write_frames_grouped(
         }
         if rows.site.len() >= group_rows {
             written += rows.site.len();
-            let full = std::mem::replace(&mut rows, FrameRows::with_capacity(room));
+            // The next group's room made after this one is written and freed: one
+            // group held at a time.
+            let full = std::mem::replace(&mut rows, FrameRows::with_capacity(0));
             file.write_group(full.into_values())?;
+            rows = FrameRows::with_capacity(room);
         }
     }
     // The last rows; a table of none still gets its (empty) group.
