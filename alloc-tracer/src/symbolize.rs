@@ -95,4 +95,14 @@ mod tests {
         );
         assert!(!frames.last().unwrap().inlined);
     }
+
+    #[test]
+    fn names_again_after_the_parsed_debug_information_is_freed() {
+        let a = return_address_here();
+        let first = resolve_all([a]);
+        // `resolve_all` freed what it parsed: the next report parses it again.
+        let again = resolve_all([a, a]);
+        assert_eq!(first, again);
+        assert!(first[&a].iter().any(|f| f.function.contains("names_again")));
+    }
 }
