@@ -49,9 +49,12 @@ impl Ended {
         new
     }
 
-    /// Lifetimes per bucket, up to the last bucket that holds any.
+    /// Lifetimes per bucket, up to the last bucket that holds any, in an allocation
+    /// of at most the groups it reaches (a report holds one for each site with
+    /// lifetimes: 2 KiB each at the whole histogram's length).
     pub(crate) fn buckets(&self) -> Vec<u64> {
-        let mut out = vec![0; LIFETIME_BUCKETS];
+        let reach = self.groups.iter().rposition(Option::is_some);
+        let mut out = vec![0; reach.map_or(0, |g| (g + 1) * GROUP).min(LIFETIME_BUCKETS)];
         for (g, group) in self.groups.iter().enumerate() {
             if let Some(group) = group {
                 for (k, &n) in group.iter().enumerate() {
@@ -229,6 +232,7 @@ mod tests {
         let b = e.buckets();
         assert_eq!(b.len(), bucket(1_500, LIFETIME_SUB_BITS) + 1);
         assert_eq!(b.iter().sum::<u64>(), 2);
+        assert!(b.capacity() <= (bucket(1_500, LIFETIME_SUB_BITS) / GROUP + 1) * GROUP);
         assert!(Ended::EMPTY.buckets().is_empty());
     }
 
