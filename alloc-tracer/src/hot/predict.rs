@@ -6,13 +6,13 @@
 //! partition and on a SHA-256 chain. Each thread keeps, for each site it met (one
 //! entry a slot of its site table, up to [`MAX_ENTRIES`], by the slot's address), the
 //! walk that found it (where it started, and the two words read at each frame: room
-//! for as many as the thread's deepest walk so far) and the site that came next. An allocation
-//! first checks the site that followed the thread's latest one: if the stack holds
-//! every word of that walk at its address, the slot is that site's, with no walk,
-//! no hash and no lookup. Failing that, it checks the latest kept walk that started
-//! at the same frame with the same first return address (the successor guessed
-//! wrong mostly because this allocation comes from elsewhere). Otherwise `trail`
-//! walks as usual and the walk is kept here.
+//! for as many as the thread's deepest walk so far) and the site that came next. An
+//! allocation first checks the site that followed the thread's latest one: if the
+//! stack holds every word of that walk at its address, the slot is that site's, with
+//! no walk, no hash and no lookup. Failing that, it checks the latest kept walk that
+//! started at the same frame with the same first return address (the successor
+//! guessed wrong mostly because this allocation comes from elsewhere). Otherwise
+//! `trail` walks as usual and the walk is kept here.
 //!
 //! **Exact.** A walk is a function of the words it reads, of where it starts, of the
 //! stack's top and of its depth. The kept walk was made on this thread (same top),
