@@ -13,7 +13,6 @@ use crate::hot::live;
 use crate::hot::log_linear::SIZE_BUCKETS;
 use crate::hot::site_table::{SiteTable, Slot};
 use crate::hot::size_class::{LAST_SMALL, NUM_CLASSES, SMALL_REQUESTS, class_bytes};
-use crate::hot::stack::MAX_DEPTH;
 use crate::hot::thread::{PhaseCounters, ThreadState};
 use crate::site_map::SiteMap;
 pub use crate::site_map::{FOLDED_FRAME, SiteId};
@@ -307,9 +306,8 @@ pub fn memory_parts() -> MemoryParts {
         parts.site_tables += st.table_bytes() as u64;
         parts.kept_walks += st.predictor.bytes() as u64;
     }
-    let entry = size_of::<(SiteId, SiteCounts)>() + MAX_DEPTH * size_of::<usize>() / 2;
     parts.stacks = crate::hot::stacks::memory_bytes();
-    parts.merged_sites = (MERGED_SITES.len() * entry) as u64;
+    parts.merged_sites = MERGED_SITES.memory_bytes() as u64;
     parts
 }
 

@@ -72,6 +72,8 @@ pub const MAX_SITES: usize = 1 << 20;
 pub struct SiteMap<V> {
     map: DashMap<SiteId, V, FastBuild>,
     len: AtomicUsize,
+    /// Frames the kept sites hold, all together.
+    frames: AtomicUsize,
     folded: AtomicU64,
     /// [`MAX_SITES`], but in tests.
     cap: usize,
@@ -87,6 +89,7 @@ impl<V: Default> SiteMap<V> {
         SiteMap {
             map: DashMap::with_hasher(FastBuild::default()),
             len: AtomicUsize::new(0),
+            frames: AtomicUsize::new(0),
             folded: AtomicU64::new(0),
             cap,
         }
@@ -106,6 +109,7 @@ impl<V: Default> SiteMap<V> {
             Entry::Vacant(e) => {
                 // Counted under the shard's write lock: one insert per new site.
                 self.len.fetch_add(1, Relaxed);
+                self.frames.fetch_add(e.key().frames.len(), Relaxed);
                 f(e.insert(V::default()).value_mut());
             }
         }
@@ -125,6 +129,11 @@ impl<V> SiteMap<V> {
     /// Distinct sites kept.
     pub fn len(&self) -> usize {
         self.len.load(Relaxed)
+    }
+
+    /// About how many bytes the map holds: each site with its value, and its frames.
+    pub fn memory_bytes(&self) -> usize {
+        self.len() * size_of::<(SiteId, V)>() + self.frames.load(Relaxed) * size_of::<usize>()
     }
 
     /// Updates sent to a folded site so far because the map was full.
@@ -177,6 +186,16 @@ mod tests {
         all.sort();
         assert_eq!(all, [(1, 3), (2, 2), (3, 1)]);
         assert_eq!(map.folded(), 0);
+        let entry = size_of::<(SiteId, u64)>();
+        assert_eq!(map.memory_bytes(), 3 * (entry + size_of::<usize>()));
+        map.update(
+            SiteId {
+                meta: SiteMeta::new(0, 3, 40),
+                frames: vec![7; 40].into(),
+            },
+            |n| *n += 1,
+        );
+        assert_eq!(map.memory_bytes(), 4 * entry + 43 * size_of::<usize>());
     }
 
     #[test]
