@@ -6,9 +6,10 @@
 //! stack again. A site is looked
 //! up by its slot's key, the stack's 64-bit hash and the meta word, as the hot path's
 //! site tables do (two stacks with equal hashes and meta words are taken to be the
-//! same; see `hot::site_table::Slot`), so its frames are copied once, when it is
-//! numbered. Past [`MAX_SITES`] distinct sites, a new site gets the number of its
-//! phase and class's folded site.
+//! same; see `hot::site_table::Slot`). A site numbered from its slot keeps the
+//! slot's interned stack (`hot::stacks`, kept for the process), not a copy; one
+//! numbered from frames already read copies them, once. Past [`MAX_SITES`] distinct
+//! sites, a new site gets the number of its phase and class's folded site.
 
 use crate::fast_hash::FastBuild;
 use crate::hot::door::{SiteRef, Stack};
@@ -17,13 +18,75 @@ use crate::site_map::{MAX_SITES, SiteId};
 use std::collections::HashMap;
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
+/// A numbered site: its meta word (depth that of its frames) and its frames.
+struct NumberedSite {
+    meta: SiteMeta,
+    frames: HeldFrames,
+}
+
+/// A numbered site's frames, innermost first.
+enum HeldFrames {
+    /// Its slot's interned stack, kept for the process.
+    Interned(&'static [usize]),
+    /// A copy.
+    Copied(Box<[usize]>),
+}
+
+impl NumberedSite {
+    fn frames(&self) -> &[usize] {
+        match &self.frames {
+            HeldFrames::Interned(f) => f,
+            HeldFrames::Copied(f) => f,
+        }
+    }
+
+    /// Frames this site holds a copy of.
+    fn copied_frames(&self) -> usize {
+        match &self.frames {
+            HeldFrames::Interned(_) => 0,
+            HeldFrames::Copied(f) => f.len(),
+        }
+    }
+
+    fn site_id(&self) -> SiteId {
+        SiteId {
+            meta: self.meta,
+            frames: self.frames().into(),
+        }
+    }
+
+    fn copied(site: SiteId) -> NumberedSite {
+        NumberedSite {
+            meta: site.meta,
+            frames: HeldFrames::Copied(site.frames),
+        }
+    }
+
+    /// `site`'s frames: its slot's interned stack, or a copy of the frames given.
+    /// Its depth is that of the frames kept: a stack past the threads' stacks' cap
+    /// has the folded frame alone (see `SiteId::of_site`).
+    fn of_site(site: SiteRef<'_>) -> NumberedSite {
+        let interned = match site.stack {
+            Stack::Slot(table, slot) => table.stack_of(slot),
+            Stack::Frames(_) => None,
+        };
+        match interned {
+            Some(stack) => NumberedSite {
+                meta: site.meta.without_depth().with_depth(stack.frames().len()),
+                frames: HeldFrames::Interned(stack.frames()),
+            },
+            None => NumberedSite::copied(SiteId::of_site(site)),
+        }
+    }
+}
+
 #[derive(Default)]
 struct Numbered {
     /// (stack hash, meta word) to number.
     by_key: HashMap<(u64, u64), u32, FastBuild>,
     /// The site of each number.
-    sites: Vec<SiteId>,
-    /// Frames the sites hold, all together.
+    sites: Vec<NumberedSite>,
+    /// Frames the sites hold copies of, all together.
     frames: usize,
 }
 
@@ -39,22 +102,22 @@ fn numbered() -> MutexGuard<'static, Numbered> {
 const FOLDED_HASH: u64 = 0;
 
 impl Numbered {
-    fn number(&mut self, key: (u64, u64), site: impl FnOnce() -> SiteId) -> u32 {
+    fn number(&mut self, key: (u64, u64), site: impl FnOnce() -> NumberedSite) -> u32 {
         if let Some(&n) = self.by_key.get(&key) {
             return n;
         }
         let n = self.sites.len() as u32;
         let site = site();
-        self.frames += site.frames.len();
+        self.frames += site.copied_frames();
         self.sites.push(site);
         self.by_key.insert(key, n);
         n
     }
 
-    /// About how many bytes the sites take: each site, its frames and its entry in
-    /// the map by key (three words).
+    /// About how many bytes the sites take: each site, the frames it copied and its
+    /// entry in the map by key (three words).
     fn bytes(&self) -> usize {
-        let per_site = size_of::<SiteId>() + 3 * size_of::<u64>();
+        let per_site = size_of::<NumberedSite>() + 3 * size_of::<u64>();
         self.sites.len() * per_site + self.frames * size_of::<usize>()
     }
 
@@ -67,9 +130,10 @@ impl Numbered {
         }
         if self.sites.len() >= cap {
             let folded = SiteId::folded(site.meta);
-            return self.number((FOLDED_HASH, folded.meta.bits()), || folded);
+            let key = (FOLDED_HASH, folded.meta.bits());
+            return self.number(key, || NumberedSite::copied(folded));
         }
-        self.number(key, || SiteId::of_site(site))
+        self.number(key, || NumberedSite::of_site(site))
     }
 }
 
@@ -97,7 +161,7 @@ pub(crate) fn sites(numbers: impl IntoIterator<Item = u32>) -> Vec<SiteId> {
     numbers
         .into_iter()
         .map(|k| match n.sites.get(k as usize) {
-            Some(site) => site.clone(),
+            Some(site) => site.site_id(),
             None => SiteId {
                 meta: SiteMeta::new(0, 0, 0),
                 frames: Box::new([]),
@@ -220,14 +284,14 @@ mod tests {
         );
         assert_ne!(a, b);
         assert_eq!(b, c, "both past the cap: the folded site's number");
-        assert_eq!(n.sites[b as usize], SiteId::folded(meta));
+        assert_eq!(n.sites[b as usize].site_id(), SiteId::folded(meta));
     }
 
     #[test]
-    fn memory_counts_the_frames_each_site_holds() {
+    fn memory_counts_the_frames_each_site_copies() {
         let mut n = Numbered::default();
         let meta = SiteMeta::new(1, 7, 1);
-        let per_site = size_of::<SiteId>() + 3 * size_of::<u64>();
+        let per_site = size_of::<NumberedSite>() + 3 * size_of::<u64>();
         n.number_site(
             SiteRef {
                 meta,
@@ -246,5 +310,29 @@ mod tests {
             10,
         );
         assert_eq!(n.bytes(), 2 * per_site + 43 * size_of::<usize>());
+        // A site numbered from its slot holds the slot's interned stack: no copy.
+        use crate::hot::site_table::{Lookup, SiteKey, SiteTable, key_hash};
+        let table = SiteTable::with_capacity(8);
+        let frames = [0x51, 0x52, 0x53, 0x54];
+        let meta = SiteMeta::new(1, 7, frames.len());
+        let hash = key_hash(meta, &frames);
+        let Lookup::Slot(slot) = table.lookup(&SiteKey {
+            meta,
+            frames: &frames,
+            hash,
+        }) else {
+            panic!("room for one site")
+        };
+        let k = n.number_site(
+            SiteRef {
+                meta,
+                hash,
+                stack: Stack::Slot(&table, slot),
+            },
+            10,
+        );
+        assert_eq!(n.bytes(), 3 * per_site + 43 * size_of::<usize>());
+        let site = n.sites[k as usize].site_id();
+        assert_eq!((&*site.frames, site.meta), (&frames[..], meta));
     }
 }

@@ -300,21 +300,26 @@ impl SiteTable {
     /// The frames of `slot`, a slot of this table, into `out`, and how many (0 if
     /// it is not published).
     pub fn frames_of(&self, slot: &Slot, out: &mut Frames) -> usize {
-        let i = (slot as *const Slot)
-            .addr()
-            .wrapping_sub(self.slots.as_ptr().addr())
-            / size_of::<Slot>();
-        let Some((_, _, stack)) = self
-            .slots
-            .get(i)
-            .zip(self.stacks.get(i))
-            .and_then(|(slot, stack)| read_key(slot, stack))
-        else {
+        let Some(stack) = self.stack_of(slot) else {
             return 0;
         };
         let frames = stack.frames();
         out[..frames.len()].copy_from_slice(frames);
         frames.len()
+    }
+
+    /// The interned stack of `slot`, a slot of this table (`None` while it is
+    /// empty): what [`frames_of`](SiteTable::frames_of) copies.
+    pub fn stack_of(&self, slot: &Slot) -> Option<&'static Stack> {
+        let i = (slot as *const Slot)
+            .addr()
+            .wrapping_sub(self.slots.as_ptr().addr())
+            / size_of::<Slot>();
+        self.slots
+            .get(i)
+            .zip(self.stacks.get(i))
+            .and_then(|(slot, stack)| read_key(slot, stack))
+            .map(|(_, _, stack)| stack)
     }
 
     /// The slot of a site already in the table: same hash and meta word (see
