@@ -72,7 +72,7 @@ impl NumberedSite {
         };
         match interned {
             Some(stack) => NumberedSite {
-                meta: site.meta.without_depth().with_depth(stack.frames().len()),
+                meta: site.meta.at_depth(stack.frames().len()),
                 frames: HeldFrames::Interned(stack.frames()),
             },
             None => NumberedSite::copied(SiteId::of_site(site)),

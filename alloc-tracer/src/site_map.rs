@@ -38,7 +38,7 @@ impl SiteId {
     pub(crate) fn of_site(site: SiteRef<'_>) -> SiteId {
         let frames: Box<[usize]> = site.frames(&mut [0; MAX_DEPTH]).into();
         SiteId {
-            meta: site.meta.without_depth().with_depth(frames.len()),
+            meta: site.meta.at_depth(frames.len()),
             frames,
         }
     }

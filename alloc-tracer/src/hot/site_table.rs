@@ -55,6 +55,12 @@ impl SiteMeta {
     pub const fn without_depth(self) -> SiteMeta {
         SiteMeta(self.0 & !(0xff << 24))
     }
+    /// The same with its depth replaced by `depth`: the depth of the frames a site
+    /// keeps, which for a stack past the cap is the folded frame's one.
+    #[inline(always)]
+    pub const fn at_depth(self, depth: usize) -> SiteMeta {
+        self.without_depth().with_depth(depth)
+    }
     /// Phase id.
     pub const fn phase(self) -> usize {
         (self.0 & 0xff) as usize
@@ -432,7 +438,7 @@ fn read_key(slot: &Slot, stack: &AtomicPtr<Stack>) -> Option<(SiteMeta, u64, &'s
 /// The meta word readers see for a slot of key `meta` and stack `stack`: a stack
 /// past the cap has the folded record's one frame, whatever the walk's depth.
 fn shown(meta: SiteMeta, stack: &Stack) -> SiteMeta {
-    meta.without_depth().with_depth(stack.frames().len())
+    meta.at_depth(stack.frames().len())
 }
 
 impl Slot {
@@ -572,5 +578,6 @@ mod tests {
         assert_eq!((m.phase(), m.class(), m.depth()), (5, 156, 32));
         assert_eq!(SiteMeta::new(5, 156, 0).with_depth(32), m);
         assert_eq!(m.without_depth(), SiteMeta::new(5, 156, 0));
+        assert_eq!(m.at_depth(1), SiteMeta::new(5, 156, 1));
     }
 }
