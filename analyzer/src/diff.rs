@@ -19,6 +19,10 @@
 //! allocation, at the calibrated `recycle` operation's cost
 //! ([`crate::calibrate::RECYCLE`]). Removed means removed in all: allocations that
 //! only moved to another site or category are not charged.
+//!
+//! Where a report was traced in `sample:N` mode, each delta comes with how far
+//! sampling alone may move it (`crate::sampling_noise`): a site rarely recorded
+//! shows up `gone` or `new` by chance, with its whole cost.
 
 use crate::calibrate::{Calibration, RECYCLE};
 use crate::categories::{self, Category};
@@ -27,6 +31,7 @@ use crate::matching::{LOOSE_PREFIX, Matched, pair_up};
 use crate::naming::{self, job_frames, loose_key, stack_key};
 use crate::rank::frames_of;
 use crate::report::Report;
+use crate::sampling_noise::{Noise, Sampled};
 use std::collections::{BTreeMap, HashMap};
 
 /// One side's totals.
@@ -77,6 +82,12 @@ pub struct SiteDelta {
     pub delta_bytes_requested: i64,
     /// Predicted cost, `change - base` (negative: a saving).
     pub delta_cost_s: Option<f64>,
+    /// How far sampling alone may move `delta_alloc_count` (half-width of a 95 %
+    /// interval; see `crate::sampling_noise`); `None` when neither report was
+    /// traced in `sample:N` mode.
+    pub alloc_count_noise: Option<u64>,
+    /// The same for `delta_cost_s`.
+    pub cost_noise_s: Option<f64>,
 }
 
 /// A category's change.
@@ -94,6 +105,10 @@ pub struct CategoryDelta {
     pub delta_bytes_requested: i64,
     /// Predicted cost, `change - base`.
     pub delta_cost_s: Option<f64>,
+    /// How far sampling alone may move `delta_alloc_count` (as for a site).
+    pub alloc_count_noise: Option<u64>,
+    /// The same for `delta_cost_s`.
+    pub cost_noise_s: Option<f64>,
 }
 
 /// The comparison.
@@ -110,6 +125,9 @@ pub struct Diff {
     /// Predicted change in seconds (`change - base` of the predicted costs, plus
     /// `recycling_s`).
     pub predicted_change_s: Option<f64>,
+    /// How far sampling alone may move `predicted_change_s` (half-width of a 95 %
+    /// interval); `None` when neither report was traced in `sample:N` mode.
+    pub predicted_change_noise_s: Option<f64>,
     /// With [`Pricing::recycled`]: what recycling the removed allocations costs: the
     /// allocations removed in all (the baseline's less the change's) at the
     /// calibrated `recycle` cost, shared among the categories (and sites) whose
@@ -324,6 +342,8 @@ pub fn diff(
             delta_alloc_count: 0,
             delta_bytes_requested: 0,
             delta_cost_s: cal.map(|_| 0.0),
+            alloc_count_noise: None,
+            cost_noise_s: None,
         })
         .collect();
     for (side, sign) in [(&a, -1.0), (&b, 1.0)] {
@@ -380,6 +400,10 @@ pub fn diff(
     keys.sort();
     let mut sites = Vec::new();
     let (mut matched, mut gone, mut new) = (0, 0, 0);
+    let interval = |r: &Report| r.manifest.sample_interval.max(1);
+    let (base_interval, change_interval) = (interval(base), interval(change));
+    let mut total_noise = Noise::default();
+    let mut category_noise = vec![Noise::default(); cats.len()];
     for k in keys {
         let (x, y) = (a.get(k), b.get(k));
         let how = match (x, y) {
@@ -414,6 +438,14 @@ pub fn diff(
                     + recycling(x.allocs.saturating_sub(y.allocs), site_decreases).unwrap_or(0.0),
             )
         });
+        let sampled = |acc: &Acc, interval| Sampled {
+            allocs: acc.allocs,
+            cost_s: cal.map(|_| acc.cost_ns.unwrap_or(0.0) * 1e-9),
+            interval,
+        };
+        let noise = Noise::of_delta(sampled(x, base_interval), sampled(y, change_interval));
+        total_noise.add(noise);
+        category_noise[named.category].add(noise);
         // A site whose counts stayed can still cost more or less (its blocks now
         // live longer, say): listed too, or the sites would not add up to the
         // categories' change.
@@ -431,6 +463,8 @@ pub fn diff(
                     delta_alloc_count: delta(x.allocs, y.allocs),
                     delta_bytes_requested: delta(x.bytes, y.bytes),
                     delta_cost_s: d_cost,
+                    alloc_count_noise: noise.count_bound(),
+                    cost_noise_s: noise.cost_bound_s(),
                 },
             ));
         }
@@ -456,6 +490,10 @@ pub fn diff(
             s
         })
         .collect();
+    for (c, noise) in cats.iter_mut().zip(&category_noise) {
+        c.alloc_count_noise = noise.count_bound();
+        c.cost_noise_s = noise.cost_bound_s();
+    }
     let share = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
     // The totals from `phases.parquet`, exact in every mode (the sites table holds
     // estimates in `sample:N`), so that a gate on them compares what happened.
@@ -489,6 +527,7 @@ pub fn diff(
             .cost_s
             .zip(change_side.cost_s)
             .map(|(x, y)| to_ns(y - x + recycling_s.unwrap_or(0.0))),
+        predicted_change_noise_s: total_noise.cost_bound_s(),
         recycling_s,
         measured_change_s: base_side
             .wall_s
@@ -1012,5 +1051,45 @@ mod tests {
             matched,
             [("new (boolean.rs:3)", NEW), ("gone (boolean.rs:2)", GONE)]
         );
+    }
+
+    #[test]
+    fn a_sampled_report_gives_each_delta_its_noise() {
+        // A rare site (63 allocations) the sample:1000 change did not record, and a
+        // common one it recorded at about its count.
+        let rules = crate::categories::default_rules();
+        let base = report(&[(0, "lc", 1, 1_000_000), (1, "rare", 2, 63)]);
+        let mut change = report(&[(0, "lc", 1, 1_000_000)]);
+        let cal = crate::calibrate::test_calibration();
+        let exact = priced(&base, &change, &rules, &cal, false, Some("p"));
+        assert_eq!(exact.predicted_change_noise_s, None);
+        assert!(exact.sites.iter().all(|s| s.alloc_count_noise.is_none()));
+        assert!(
+            exact
+                .categories
+                .iter()
+                .all(|c| c.alloc_count_noise.is_none())
+        );
+        change.manifest.sample_interval = 1000;
+        let d = priced(&base, &change, &rules, &cal, false, Some("p"));
+        let rare = d.sites.iter().find(|s| s.name.starts_with("rare")).unwrap();
+        assert_eq!(rare.delta_alloc_count, -63);
+        // 2 * sqrt(1000 * 63).
+        assert_eq!(rare.alloc_count_noise, Some(502));
+        let (delta, noise) = (rare.delta_cost_s.unwrap(), rare.cost_noise_s.unwrap());
+        assert!(delta < 0.0 && delta.abs() < noise, "{delta} {noise}");
+        // The total's noise holds both sites': 2 * sqrt(1000 * 1e6) from the common
+        // one, priced like the rare one, so wider than the rare one's alone.
+        let total = d.predicted_change_noise_s.unwrap();
+        assert!(total > noise, "{total} {noise}");
+        let counted: u64 = d
+            .categories
+            .iter()
+            .filter_map(|c| c.alloc_count_noise)
+            .map(|n| n * n)
+            .sum();
+        // The categories' variances add up to the sites' (bounds rounded up).
+        let whole = 4.0 * 1000.0 * (1_000_000.0 + 63.0);
+        assert!((counted as f64 - whole).abs() / whole < 1e-3, "{counted}");
     }
 }

@@ -287,6 +287,7 @@ mod tests {
             change,
             wall_source: String::new(),
             predicted_change_s: None,
+            predicted_change_noise_s: None,
             recycling_s: None,
             measured_change_s: None,
             sites_matched: 0,

@@ -32,6 +32,7 @@ mod pages;
 pub mod rank;
 pub mod render;
 pub mod report;
+pub mod sampling_noise;
 
 pub use error::Error;
 

@@ -1230,8 +1230,15 @@ fn diff_says_when_the_reports_differ_beyond_a_patch() {
         edit("diff-a", "sites", "1000"),
         edit("diff-b", "sample:100", "2000"),
     );
+    edit_manifest(&b, |m| m["sample_interval"] = 100.into());
     let out = analyzer(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert!(out.status.success(), "{out:?}");
+    // Sampled: the deltas carry their noise.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("~ marks a change under two standard errors"),
+        "{stdout}"
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("different modes (sites and sample:100)"),

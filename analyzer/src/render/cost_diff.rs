@@ -7,6 +7,7 @@ use crate::cost::{CategoryCost, CostReport, SiteCost};
 use crate::diff::{CategoryDelta, Diff, SiteDelta};
 use crate::fail_if::Failed;
 use crate::naming;
+use crate::sampling_noise::within;
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -85,6 +86,8 @@ struct DiffCsvRow<'a> {
     delta_alloc_count: i64,
     delta_bytes_requested: i64,
     delta_cost_s: Option<f64>,
+    alloc_count_noise: Option<u64>,
+    cost_noise_s: Option<f64>,
 }
 
 impl<'a> From<&'a CategoryDelta> for DiffCsvRow<'a> {
@@ -101,6 +104,8 @@ impl<'a> From<&'a CategoryDelta> for DiffCsvRow<'a> {
             delta_alloc_count: c.delta_alloc_count,
             delta_bytes_requested: c.delta_bytes_requested,
             delta_cost_s: c.delta_cost_s,
+            alloc_count_noise: c.alloc_count_noise,
+            cost_noise_s: c.cost_noise_s,
         }
     }
 }
@@ -119,6 +124,8 @@ impl<'a> From<&'a SiteDelta> for DiffCsvRow<'a> {
             delta_alloc_count: s.delta_alloc_count,
             delta_bytes_requested: s.delta_bytes_requested,
             delta_cost_s: s.delta_cost_s,
+            alloc_count_noise: s.alloc_count_noise,
+            cost_noise_s: s.cost_noise_s,
         }
     }
 }
@@ -196,6 +203,26 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             }
             Ok(())
         }
+    }
+}
+
+/// A count delta, marked `~` when sampling alone may have made it (`noise`: its
+/// bound, see `crate::sampling_noise`); no change is not marked.
+fn count_delta(delta: i64, noise: Option<u64>) -> String {
+    let mark = if delta != 0 && within(delta as f64, noise.map(|n| n as f64)) {
+        "~"
+    } else {
+        ""
+    };
+    format!("{mark}{delta:+}")
+}
+
+/// A cost delta (`-` when unpriced), marked likewise.
+fn cost_delta(delta: Option<f64>, noise: Option<f64>) -> String {
+    match delta {
+        None => "-".to_owned(),
+        Some(d) if within(d, noise) => format!("~{}", seconds(d)),
+        Some(d) => seconds(d),
     }
 }
 
@@ -278,9 +305,12 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
             let recycling = d.recycling_s.map_or(String::new(), |r| {
                 format!(", plus {} to recycle what it removes", seconds(r))
             });
+            let noise = d.predicted_change_noise_s.map_or(String::new(), |n| {
+                format!(" ± {} from sampling", seconds(n))
+            });
             writeln!(
                 out,
-                "predicted change {} (allocation cost {} -> {}{recycling}); measured change {} ({} -> {}; {})",
+                "predicted change {}{noise} (allocation cost {} -> {}{recycling}); measured change {} ({} -> {}; {})",
                 opt_s(d.predicted_change_s),
                 opt_s(d.base.cost_s),
                 opt_s(d.change.cost_s),
@@ -301,12 +331,12 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
             for c in shown {
                 writeln!(
                     out,
-                    "{:<40} {:>12} {:>12} {:>+12} {:>10}",
+                    "{:<40} {:>12} {:>12} {:>12} {:>10}",
                     c.category,
                     c.base_alloc_count,
                     c.change_alloc_count,
-                    c.delta_alloc_count,
-                    opt_s(c.delta_cost_s)
+                    count_delta(c.delta_alloc_count, c.alloc_count_noise),
+                    cost_delta(c.delta_cost_s, c.cost_noise_s)
                 )?;
             }
             if let Some(left) = left {
@@ -321,14 +351,22 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
             for s in &d.sites {
                 writeln!(
                     out,
-                    "{:>12} {:>12} {:>+12} {:>10} {:>14}  {} {{{}}}",
+                    "{:>12} {:>12} {:>12} {:>10} {:>14}  {} {{{}}}",
                     s.base_alloc_count,
                     s.change_alloc_count,
-                    s.delta_alloc_count,
-                    opt_s(s.delta_cost_s),
+                    count_delta(s.delta_alloc_count, s.alloc_count_noise),
+                    cost_delta(s.delta_cost_s, s.cost_noise_s),
                     s.matched,
                     naming::with_distinction(&with_callers(&s.name, &s.callers), &s.distinction),
                     s.category
+                )?;
+            }
+            if d.categories.iter().any(|c| c.alloc_count_noise.is_some()) {
+                writeln!(
+                    out,
+                    "\n~ marks a change under two standard errors: sampling alone could make \
+                     it (a sample:N report records one allocation in N, so a site with fewer \
+                     than N is mostly not recorded at all)"
                 )?;
             }
             Ok(())
@@ -351,6 +389,20 @@ mod tests {
         for (k, v) in &c {
             assert!(j.contains_key(k) || k == "kind" || v.is_null(), "{k}: {v}");
         }
+    }
+
+    #[test]
+    fn deltas_within_sampling_noise_are_marked() {
+        assert_eq!(count_delta(-63, Some(502)), "~-63");
+        assert_eq!(count_delta(-600, Some(502)), "-600");
+        assert_eq!(count_delta(0, Some(502)), "+0");
+        assert_eq!(count_delta(-63, None), "-63");
+        assert_eq!(
+            cost_delta(Some(-0.03), Some(0.25)),
+            format!("~{}", seconds(-0.03))
+        );
+        assert_eq!(cost_delta(Some(-0.03), None), seconds(-0.03));
+        assert_eq!(cost_delta(None, Some(0.25)), "-");
     }
 
     #[test]
@@ -417,6 +469,8 @@ mod tests {
             delta_alloc_count: 1,
             delta_bytes_requested: -10,
             delta_cost_s: Some(-0.5),
+            alloc_count_noise: Some(40),
+            cost_noise_s: Some(0.25),
         };
         same_fields(DiffCsvRow::from(&site), &site);
         let category = CategoryDelta {
@@ -426,6 +480,8 @@ mod tests {
             delta_alloc_count: 2,
             delta_bytes_requested: 12,
             delta_cost_s: None,
+            alloc_count_noise: Some(3),
+            cost_noise_s: None,
         };
         same_fields(DiffCsvRow::from(&category), &category);
     }

@@ -153,7 +153,8 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
     if ma.mode != mb.mode {
         note!(
             "analyzer: the reports were written in different modes ({} and {}): sampled \
-             figures are estimates, so small differences may be sampling noise",
+             figures are estimates (the table marks with ~ the deltas sampling alone could \
+             make), and lifetimes are followed differently, which moves predicted costs",
             ma.mode,
             mb.mode
         );
