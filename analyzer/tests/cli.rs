@@ -2683,3 +2683,39 @@ fn info_prints_bytes_in_the_unit_that_suits_them() {
         "{synthesize}"
     );
 }
+
+#[test]
+fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
+    // The stored calibration is a cache: `top` ranks without costs and says why. One
+    // given on the command line is the user's input: refused, naming the file.
+    let home = std::env::temp_dir().join(format!("analyzer-bad-cal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&home);
+    let stored = home.join("alloc-profiler").join("calibration.json");
+    std::fs::create_dir_all(stored.parent().unwrap()).unwrap();
+    std::fs::write(&stored, "{}").unwrap();
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    let run = |given: Option<&Path>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_analyzer"));
+        c.args(["top", r, "--limit", "1"])
+            .env_remove("ALLOC_PROFILER_CALIBRATION")
+            .env("XDG_CACHE_HOME", &home)
+            .env("HOME", &home);
+        if let Some(p) = given {
+            c.arg("--calibration").arg(p);
+        }
+        c.output().unwrap()
+    };
+    let out = run(None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the stored calibration") && stderr.contains("passed over"),
+        "{stderr}"
+    );
+    let out = run(Some(&stored));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("calibration.json"), "{stderr}");
+    let _ = std::fs::remove_dir_all(home);
+}

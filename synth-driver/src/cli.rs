@@ -89,8 +89,9 @@ struct TraceArgs {
         global = true
     )]
     trace: Vec<Mode>,
-    /// Frames kept per call stack (1 to 62). This and the three below set the
-    /// tracer: given on the command line with --trace off, they are refused.
+    /// Frames kept per call stack (1 to 62). Like --heap-sample, --lifetimes and
+    /// --timeline-ms, it sets the tracer: given on the command line with --trace
+    /// off, it is refused.
     #[arg(long, env = "ALLOC_TRACE_DEPTH", default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = clap::value_parser!(u64).range(1..=alloc_tracer::MAX_DEPTH as u64), global = true)]
     depth: u64,
     /// Heap sampling: mean bytes between sampled bytes (e.g. 1MiB, 65536; 0 = off;

@@ -468,16 +468,29 @@ pub(crate) fn no_sites_note(r: &report::Report, phase: Option<&str>, what: &str)
 }
 
 /// The calibration given, else the stored one, if any: for commands that show costs
-/// when they can but do not need them.
+/// when they can but do not need them. A calibration given that cannot be read is an
+/// error; a stored one (a cache) is passed over with a note, as if there were none.
 pub(crate) fn stored_calibration(path: Option<&Path>) -> Result<Option<Calibration>> {
     if let Some(p) = path {
-        return Ok(Some(Calibration::load(p)?));
+        let c = Calibration::load(p)
+            .map_err(|e| anyhow::anyhow!("calibration {}: {e}", p.display()))?;
+        return Ok(Some(c));
     }
     let stored = calibrate::default_path();
-    if stored.exists() {
-        return Ok(Some(Calibration::load(&stored)?));
+    if !stored.exists() {
+        return Ok(None);
     }
-    Ok(None)
+    match Calibration::load(&stored) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) => {
+            note!(
+                "analyzer: the stored calibration {} cannot be used ({e}): passed over \
+                 (`analyzer calibrate` measures and stores a new one)",
+                stored.display()
+            );
+            Ok(None)
+        }
+    }
 }
 
 /// The calibration to price with: the file given, else the stored one, else a fresh
