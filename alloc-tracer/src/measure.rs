@@ -154,7 +154,7 @@ pub fn last_top_sites() -> Vec<(String, u64)> {
                     .collect()
             })
             .collect();
-        crate::report::summary::site_names(&stacks)
+        crate::report::summary::site_names(&stacks, stacks.len())
             .into_iter()
             .zip(grown.iter().map(|(_, n)| *n))
             .collect()

@@ -118,6 +118,7 @@ fn main() -> PolarsResult<()> {
         (&schema::SITES, n),
         (&schema::FRAMES, n * frames),
         (&schema::PHASES, 2),
+        (&schema::LIFETIMES, 0),
     ];
     std::fs::write(dir.join(schema::MANIFEST), manifest(&tables))?;
     for (table, rows) in tables {

@@ -48,6 +48,13 @@ pub fn distinctions(stacks: &[&[FrameRow]]) -> Vec<String> {
     site::distinctions(stacks, CALLERS)
 }
 
+/// [`distinctions`] of the stacks at positions `shown` of `all`, worked out among
+/// every stack of `all` (a report's sites, in site order), not only those shown (see
+/// `site::distinctions_among`).
+pub fn distinctions_among(all: &[&[FrameRow]], shown: &[usize]) -> Vec<String> {
+    site::distinctions_among(all, shown, CALLERS)
+}
+
 /// The frames two reports' sites are matched by: a thread pool job's, without the
 /// frames the pool's work stealing varies from run to run (see `jobs::job_frames`);
 /// the whole stack when it has no pool frames.
@@ -85,6 +92,35 @@ mod tests {
         assert_eq!(site_name(&frames), "insert_or_update (lc.rs:7)");
         assert_eq!(site_name(&[]), "(no frames)");
         assert_eq!(callers(&frames, 2), "");
+    }
+
+    #[test]
+    fn a_site_reads_the_same_whatever_else_is_shown() {
+        // Three sites of one name and callers, told apart two frames out; shown
+        // alone, or with one other, each still reads as among all three.
+        let stack = |outer: &str| {
+            vec![
+                frame("insert_or_update<S>", "/r/bellpepper-core-0.2.1/src/lc.rs"),
+                frame("lc<S>", "/r/bellpepper-core-0.2.1/src/gadgets/boolean.rs"),
+                frame(
+                    "addmany<S>",
+                    "/r/bellpepper-core-0.2.1/src/gadgets/uint32.rs",
+                ),
+                frame("compute<S>", "/r/sha256.rs"),
+                frame(outer, "/r/label.rs"),
+            ]
+        };
+        let (a, b, c) = (stack("first"), stack("first"), stack("second"));
+        let mut b = b;
+        b[3] = frame("other<S>", "/r/sha256.rs");
+        let all: Vec<&[FrameRow]> = vec![&a, &b, &c];
+        let whole = distinctions(&all);
+        for shown in [vec![0], vec![2], vec![0, 2], vec![1, 2], vec![0, 1, 2]] {
+            let got = distinctions_among(&all, &shown);
+            let want: Vec<String> = shown.iter().map(|&i| whole[i].clone()).collect();
+            assert_eq!(got, want, "{shown:?}");
+        }
+        assert!(!whole[0].is_empty() && whole[0] != whole[2], "{whole:?}");
     }
 
     #[test]

@@ -47,8 +47,9 @@ pub struct RankedSite {
     pub name: String,
     /// Where that frame was reached from (see `naming::callers`).
     pub callers: String,
-    /// What tells this site apart from the others shown whose name and callers read
-    /// the same (`via` a frame further out, or `#n`); empty when none do.
+    /// What tells this site apart from the report's other sites (of the phase)
+    /// whose name and callers read the same (`via` a frame further out, or `#n`;
+    /// `naming::distinctions_among`); empty when none do.
     pub distinction: String,
     /// Sites in the row (1 unless grouped).
     pub sites: usize,
@@ -137,6 +138,24 @@ pub fn frames_of(frames: &[FrameRow], site_id: u64) -> &[FrameRow] {
     &frames[start..end]
 }
 
+/// The frames of each of `ids` (in increasing order), as [`frames_of`] finds them,
+/// in one pass over `frames` rather than two searches a site.
+pub fn stacks_of<'f>(frames: &'f [FrameRow], ids: &[u64]) -> Vec<&'f [FrameRow]> {
+    let mut rest = frames;
+    ids.iter()
+        .map(|&id| {
+            let start = rest
+                .iter()
+                .position(|f| f.site_id >= id)
+                .unwrap_or(rest.len());
+            let end = start + rest[start..].iter().take_while(|f| f.site_id == id).count();
+            let (stack, after) = (&rest[start..end], &rest[end..]);
+            rest = after;
+            stack
+        })
+        .collect()
+}
+
 /// Callers shown after a site's name.
 pub use alloc_tracer_format::site::CALLERS;
 
@@ -171,14 +190,32 @@ pub fn top(
     for s in &mut sites {
         name(report, s);
     }
-    let stacks: Vec<&[FrameRow]> = sites
+    let ids = site_ids(report, phase);
+    let all = stacks_of(&report.frames, &ids);
+    let shown: Vec<usize> = sites
         .iter()
-        .map(|s| frames_of(&report.frames, s.site_id))
+        .map(|s| {
+            ids.binary_search(&s.site_id)
+                .expect("a ranked site has rows")
+        })
         .collect();
-    for (s, d) in sites.iter_mut().zip(naming::distinctions(&stacks)) {
+    for (s, d) in sites
+        .iter_mut()
+        .zip(naming::distinctions_among(&all, &shown))
+    {
         s.distinction = d;
     }
     sites
+}
+
+/// The sites with rows in `phase` (all phases if `None`), in site order: those a
+/// site's distinction is worked out among (`naming::distinctions_among`), as the
+/// export's named sites are.
+pub fn site_ids(report: &Report, phase: Option<&str>) -> Vec<u64> {
+    let mut ids: Vec<u64> = report.rows(phase).map(|r| r.site_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// The `limit` rows ranked first by `by`, in order, ranks filled in.
@@ -395,17 +432,32 @@ pub fn top_grouped(
         .collect();
     if group == GroupBy::Job {
         let mut rows = first(rows, by, limit);
-        let jobs: Vec<_> = rows
-            .iter()
-            .map(|r| naming::job_frames(frames_of(&report.frames, r.site_id)))
+        // Told apart among every job, one stack a job key (its first site's), in key
+        // order, as the export's jobs are.
+        let job_of = |site: u64| naming::job_frames(frames_of(&report.frames, site));
+        let mut first_of_job: std::collections::BTreeMap<String, u64> = Default::default();
+        for id in site_ids(report, phase) {
+            first_of_job
+                .entry(naming::stack_key(&job_of(id)))
+                .or_insert(id);
+        }
+        let jobs: Vec<_> = first_of_job.values().map(|&id| job_of(id)).collect();
+        let all: Vec<&[FrameRow]> = jobs.iter().map(|j| &**j).collect();
+        let position: HashMap<&str, usize> = first_of_job
+            .keys()
+            .enumerate()
+            .map(|(i, k)| (k.as_str(), i))
             .collect();
-        let stacks: Vec<&[FrameRow]> = jobs.iter().map(|j| &**j).collect();
-        for ((r, job), d) in rows
+        let shown: Vec<usize> = rows
+            .iter()
+            .map(|r| position[naming::stack_key(&job_of(r.site_id)).as_str()])
+            .collect();
+        for ((r, &i), d) in rows
             .iter_mut()
-            .zip(&stacks)
-            .zip(naming::distinctions(&stacks))
+            .zip(&shown)
+            .zip(naming::distinctions_among(&all, &shown))
         {
-            r.callers = naming::callers(job, CALLERS);
+            r.callers = naming::callers(all[i], CALLERS);
             r.distinction = d;
         }
         return rows;

@@ -36,6 +36,18 @@ pub trait Frame {
     fn line(&self) -> Option<u32>;
 }
 
+impl<F: Frame> Frame for &F {
+    fn function(&self) -> &str {
+        (**self).function()
+    }
+    fn file(&self) -> Option<&str> {
+        (**self).file()
+    }
+    fn line(&self) -> Option<u32> {
+        (**self).line()
+    }
+}
+
 /// The name of a site without frames.
 pub const NO_FRAMES: &str = "(no frames)";
 
@@ -210,6 +222,40 @@ pub fn distinctions<F: Frame>(stacks: &[&[F]], n: usize) -> Vec<String> {
 const INWARD: &str = "in ";
 
 /// `via A < B`, then `in C` (inward), then `#N`, each part where there is one.
+/// [`distinctions`] of the stacks at positions `shown` of `all`, worked out among
+/// every stack of `all` (a report's sites, in site order), not among those shown: so
+/// that a site reads the same however many rows a view lists, in every view of one
+/// report and in its export. Only the stacks whose name and callers read as a shown
+/// one's are compared, as the others cannot change its distinction (nor its number,
+/// the order among them kept).
+pub fn distinctions_among<F: Frame>(all: &[&[F]], shown: &[usize], n: usize) -> Vec<String> {
+    let text = |s: &[F]| name_with_callers(s, n);
+    // Sites that read alike have naming frames of one line, so a stack none of whose
+    // frames has a shown site's naming line is passed over before its naming frame
+    // is looked for: tests that build no string, so that texts are made for few of
+    // a million sites.
+    let line = |s: &[F]| naming_index(s).map(|i| s[i].line());
+    let is_shown: std::collections::HashSet<usize> = shown.iter().copied().collect();
+    let lines: std::collections::HashSet<_> = shown.iter().map(|&i| line(all[i])).collect();
+    // Few lines (one a row shown): compared in a list, not hashed.
+    let frame_lines: Vec<Option<u32>> = lines.iter().flatten().copied().collect();
+    let may = |s: &[F]| {
+        (s.is_empty() && lines.contains(&None)) || s.iter().any(|f| frame_lines.contains(&f.line()))
+    };
+    let wanted: std::collections::HashSet<String> = shown.iter().map(|&i| text(all[i])).collect();
+    let alike: Vec<usize> = (0..all.len())
+        .filter(|&i| {
+            let s = all[i];
+            is_shown.contains(&i)
+                || (may(s) && lines.contains(&line(s)) && wanted.contains(&text(s)))
+        })
+        .collect();
+    let stacks: Vec<&[F]> = alike.iter().map(|&i| all[i]).collect();
+    let found: std::collections::HashMap<usize, String> =
+        alike.into_iter().zip(distinctions(&stacks, n)).collect();
+    shown.iter().map(|i| found[i].clone()).collect()
+}
+
 fn distinction_text(parts: &[String]) -> String {
     let outward: Vec<&str> = parts
         .iter()

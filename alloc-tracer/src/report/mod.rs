@@ -165,19 +165,20 @@ fn write_snapshot(
     std::fs::write(&manifest_path, manifest.to_json()).map_err(io(&manifest_path))?;
     staging.commit()?;
 
-    let shown = &stacks[..stacks.len().min(SUMMARY_SITES)];
-    let frames: Vec<Vec<_>> = shown
+    // Named among every site, as the analyzer names them.
+    let frames: Vec<Vec<_>> = stacks
         .iter()
         .map(|(stack, _)| {
             user_frames(stack, &snap.symbols)
                 .into_iter()
-                .map(|(_, _, f)| f.clone())
+                .map(|(_, _, f)| f)
                 .collect()
         })
         .collect();
+    let shown = &stacks[..stacks.len().min(SUMMARY_SITES)];
     let top = shown
         .iter()
-        .zip(summary::site_names(&frames))
+        .zip(summary::site_names(&frames, shown.len()))
         .map(|((stack, allocs), name)| {
             let of_stack = snap.sites.iter().filter(|(id, _)| &*id.frames == *stack);
             TopSite {

@@ -38,21 +38,20 @@ pub fn is_shim(frame: &Frame) -> bool {
         || frame.function.starts_with("__rustc::__rust_")
 }
 
-/// A site's display name on one line: its name and callers as the analyzer shows
-/// them (`alloc_tracer_format::site`), from the frames the report keeps for it (the
-/// tracer's own and the allocator shim already dropped).
-pub fn site_name(frames: &[Frame]) -> String {
-    site::name_with_callers(frames, site::CALLERS)
-}
-
-/// The display names of sites shown together: each [`site_name`], and where two
-/// would read the same, what tells them apart (`alloc_tracer_format::site::distinctions`,
-/// the rule `analyzer top` follows).
-pub fn site_names(stacks: &[Vec<Frame>]) -> Vec<String> {
-    let refs: Vec<&[Frame]> = stacks.iter().map(Vec::as_slice).collect();
+/// The display names of the first `shown` of `stacks` (every site of the report, in
+/// site order, from the frames the report keeps: the tracer's own and the allocator
+/// shim dropped): each its name and callers as the analyzer shows them
+/// (`alloc_tracer_format::site`), and where two sites would read the same, what
+/// tells them apart among all of them (`alloc_tracer_format::site::distinctions_among`,
+/// as `analyzer top` and the export name them).
+pub fn site_names<F: site::Frame>(stacks: &[Vec<F>], shown: usize) -> Vec<String> {
+    let refs: Vec<&[F]> = stacks.iter().map(Vec::as_slice).collect();
+    let shown: Vec<usize> = (0..shown.min(refs.len())).collect();
     refs.iter()
-        .zip(site::distinctions(&refs, site::CALLERS))
-        .map(|(frames, d)| site::with_distinction(&site_name(frames), &d))
+        .zip(site::distinctions_among(&refs, &shown, site::CALLERS))
+        .map(|(frames, d)| {
+            site::with_distinction(&site::name_with_callers(frames, site::CALLERS), &d)
+        })
         .collect()
 }
 
@@ -161,6 +160,11 @@ impl fmt::Display for ReportSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A site's name and callers, as the summary shows it.
+    fn site_name(frames: &[Frame]) -> String {
+        site::name_with_callers(frames, site::CALLERS)
+    }
 
     fn frame(function: &str) -> Frame {
         Frame {
@@ -287,7 +291,8 @@ mod tests {
                 ),
             ]
         };
-        let names = site_names(&[stack(57), stack(61), vec![at("main", "/r/m.rs", 1)]]);
+        let all = [stack(57), stack(61), vec![at("main", "/r/m.rs", 1)]];
+        let names = site_names(&all, 3);
         assert_eq!(
             names,
             [
@@ -296,5 +301,7 @@ mod tests {
                 "main (m.rs:1)",
             ]
         );
+        // The first shown alone still reads as among every site.
+        assert_eq!(site_names(&all, 1), names[..1]);
     }
 }

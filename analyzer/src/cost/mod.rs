@@ -133,8 +133,9 @@ pub struct SiteCost {
     pub name: String,
     /// Where that frame was reached from (see `naming::callers`).
     pub callers: String,
-    /// For sites listed whose name and callers read the same: the first frame further
-    /// out that tells them apart (`naming::distinctions`); empty otherwise.
+    /// For sites of the phase whose name and callers read the same: the first frame
+    /// further out that tells them apart (`naming::distinctions_among`); empty
+    /// otherwise.
     pub distinction: String,
     /// Category (first rule that claims the site).
     pub category: String,
@@ -286,14 +287,18 @@ pub fn estimate(
     let mut ranked: Vec<(&u64, &(Nanos, usize, bool))> = costs.iter().collect();
     ranked.sort_by(|a, b| b.1.0.total().total_cmp(&a.1.0.total()).then(a.0.cmp(b.0)));
     let listed: Vec<_> = ranked.into_iter().take(limit).collect();
-    let stacks: Vec<_> = listed
+    // Told apart among every site of the phase, as `top` and the export do.
+    let ids = crate::rank::site_ids(report, phase);
+    let every = crate::rank::stacks_of(&report.frames, &ids);
+    let shown: Vec<usize> = listed
         .iter()
-        .map(|(site_id, _)| frames_of(&report.frames, **site_id))
+        .map(|(site_id, _)| ids.binary_search(site_id).expect("a priced site has rows"))
         .collect();
+    let stacks: Vec<_> = shown.iter().map(|&i| every[i]).collect();
     let sites = listed
         .into_iter()
         .zip(&stacks)
-        .zip(naming::distinctions(&stacks))
+        .zip(naming::distinctions_among(&every, &shown))
         .enumerate()
         .map(|(i, (((&site_id, &(n, cat, _)), frames), distinction))| {
             let (alloc_count, realloc_count, temporary_count) = counts[&site_id];
