@@ -97,7 +97,15 @@ pub fn draft(
     };
     let mut out = String::new();
     let mode = &report.manifest.mode;
-    let pct = |m: f64| format!("{:.0} %", m * 100.0);
+    // Whole per cents as such; a smaller margin with the decimals it has.
+    let pct = |m: f64| {
+        let p = m * 100.0;
+        if p == p.round() {
+            format!("{p:.0} %")
+        } else {
+            format!("{} %", (p * 100.0).round() / 100.0)
+        }
+    };
     let _ = writeln!(
         out,
         "# Allocation budget drafted by `analyzer budget` from {source}.\n\

@@ -1439,6 +1439,9 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
             stderr.contains("a count-mode report records no sites"),
             "{cmd}: {stderr}"
         );
+        // No cost of 0 is claimed.
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("allocation cost 0"), "{cmd}: {stdout}");
     }
 
     // An option the format does not read is refused, not ignored.
@@ -1793,6 +1796,9 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
     // With no margin every limit is the report's own figure, and still passes.
     draft(&r, &["--margin", "0", "--memory-margin", "0%"]);
     assert_eq!(check(&r).status.code(), Some(0));
+    // A margin under one per cent, said as given.
+    let text = draft(&r, &["--margin", "0.5%"]);
+    assert!(text.contains("maximum, 0.5 % above"), "{text}");
     // A build that allocates more in a phase breaks it.
     let grown = copy_fixture("draft-grown");
     edit_table(&grown, "phases.parquet", |mut df| {
@@ -1920,6 +1926,11 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
         ("-5%", "-5%"),
         ("5%%", "5%%"),
         ("2000%", "not between 0 and 1000 %"),
+        // A fraction, which would be taken in per cent.
+        (
+            "0.05",
+            "would be a margin of 0.05 %: write 5% for five per cent",
+        ),
     ] {
         assert_one_line_error(&["budget", r.to_str().unwrap(), "--margin", margin], says);
     }
@@ -2718,4 +2729,24 @@ fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("calibration.json"), "{stderr}");
     let _ = std::fs::remove_dir_all(home);
+}
+
+#[test]
+fn a_flame_graph_of_nothing_says_why_from_the_report() {
+    // A count report: no sites, and (without heap sampling) no live bytes.
+    let count = count_copy(&fixture(), "flame-count");
+    let c = count.to_str().unwrap();
+    let svg = std::env::temp_dir().join(format!("analyzer-flame-{}.svg", std::process::id()));
+    let s = svg.to_str().unwrap();
+    assert_one_line_error(
+        &["flamegraph", c, "-o", s],
+        "no allocations to draw: a count-mode report records no sites",
+    );
+    edit_manifest(&count, |m| m["heap_interval"] = 0.into());
+    assert_one_line_error(
+        &["flamegraph", c, "--by", "peak-bytes", "-o", s],
+        "no live bytes to draw: heap sampling did not see that moment",
+    );
+    let _ = std::fs::remove_dir_all(count);
+    let _ = std::fs::remove_file(svg);
 }

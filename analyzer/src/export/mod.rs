@@ -154,7 +154,7 @@ pub fn flamegraph(
 ) -> io::Result<()> {
     let lines = folded_frames(report, by, phase, Frames::Readable);
     if lines.is_empty() {
-        return Err(nothing_to_draw());
+        return Err(nothing_to_draw(&[report], phase));
     }
     let title = format!(
         "{}: {}{}",
@@ -184,10 +184,18 @@ pub fn readable_flamegraph(
         .map_err(io::Error::other)
 }
 
-fn nothing_to_draw() -> io::Error {
+/// Why there is nothing to draw, from what the reports say of themselves.
+fn nothing_to_draw(reports: &[&Report], phase: Option<&str>) -> io::Error {
+    let why = if reports.iter().any(|r| r.manifest.mode == "count") {
+        "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)"
+    } else if phase.is_some() {
+        "no allocation of this phase was recorded"
+    } else {
+        "no allocation was recorded"
+    };
     io::Error::new(
         io::ErrorKind::InvalidData,
-        "no allocations to draw (a phase without allocations, or a count-mode report without sites?)",
+        format!("no allocations to draw: {why}"),
     )
 }
 
@@ -210,7 +218,7 @@ pub fn flamegraph_diff(
     };
     let (a, b) = (text(base), text(change));
     if a.trim().is_empty() && b.trim().is_empty() {
-        return Err(nothing_to_draw());
+        return Err(nothing_to_draw(&[base, change], phase));
     }
     let title = format!(
         "{}: {} against {}{}",

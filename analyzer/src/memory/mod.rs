@@ -503,9 +503,11 @@ pub fn flamegraph(
 ) -> std::io::Result<()> {
     let lines = folded(report, memory, moment, phase);
     if lines.is_empty() && !moment_sampled(report, memory, moment) {
+        // (Sampling on and nothing live then is drawn, below: an answer.)
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("no live bytes to draw: {NOTHING_LIVE}"),
+            "no live bytes to draw: heap sampling did not see that moment (it was off: \
+             ALLOC_TRACE_HEAP, synth-driver --heap-sample)",
         ));
     }
     let title = format!(

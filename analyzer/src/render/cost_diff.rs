@@ -143,15 +143,23 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             csv_rows(out, &rows)
         }
         Format::Table => {
-            writeln!(
-                out,
-                "phase {}: {} wall (traced), allocation cost {} = {} direct + {} indirect (estimate)",
-                c.phase.as_deref().unwrap_or("(all)"),
-                c.phase_wall_s.map_or("-".to_owned(), seconds),
-                seconds(c.total_s),
-                seconds(c.direct_s),
-                seconds(c.indirect_s),
-            )?;
+            let phase = c.phase.as_deref().unwrap_or("(all)");
+            let wall = c.phase_wall_s.map_or("-".to_owned(), seconds);
+            if c.sites.is_empty() {
+                // Not a cost of 0: nothing was there to price (a count-mode report).
+                writeln!(
+                    out,
+                    "phase {phase}: {wall} wall (traced), no sites to price"
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "phase {phase}: {wall} wall (traced), allocation cost {} = {} direct + {} indirect (estimate)",
+                    seconds(c.total_s),
+                    seconds(c.direct_s),
+                    seconds(c.indirect_s),
+                )?;
+            }
             if !c.host_matches {
                 writeln!(
                     out,
