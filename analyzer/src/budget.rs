@@ -304,11 +304,14 @@ pub fn check(
     };
     // A run cut short passes any budget it had not reached yet.
     if let Some(why) = &report.manifest.incomplete {
-        return Err(bad(format!(
-            "the report {} is incomplete (written on {why}): its counts cover part of the \
-             run, and a budget is for whole runs",
-            report.dir.display()
-        )));
+        // The report's fault, not the budget file's: named by the report.
+        return Err(Error::Budget {
+            path: report.dir.clone(),
+            reason: format!(
+                "the report is incomplete (written on {why}): its counts cover part of the \
+                 run, and a budget is for whole runs"
+            ),
+        });
     }
     // Another mode first: what else it lacks follows from it.
     if let Some(mode) = budget.mode.as_ref().filter(|m| **m != report.manifest.mode) {

@@ -877,6 +877,14 @@ fn assert_one_line_error(args: &[&str], expected: &str) {
 #[test]
 fn bad_input_is_one_line_naming_the_file() {
     assert_one_line_error(&["top", "/no/such/report"], "/no/such/report");
+    // A folder that is not a report says so.
+    let empty = std::env::temp_dir().join(format!("analyzer-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    assert_one_line_error(
+        &["info", empty.to_str().unwrap()],
+        "not a report: no manifest.json",
+    );
+    let _ = std::fs::remove_dir(&empty);
     // Usage errors too, their tip and the missing arguments kept.
     assert_one_line_error(&["top"], "not provided: <REPORT>");
     assert_one_line_error(
@@ -1296,7 +1304,7 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
     };
     let stderr = pprof(&dir, &[]);
     assert!(
-        stderr.contains("no allocation sites to export (a count-mode report"),
+        stderr.contains("no allocation sites to export, a count-mode report"),
         "{stderr}"
     );
     assert!(stderr.contains("the profile is empty"), "{stderr}");

@@ -298,6 +298,15 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
             });
         }
     }
+    if !manifest_path.exists() {
+        return Err(Error::Corrupt {
+            path: dir.to_owned(),
+            reason: format!(
+                "not a report: no {} (an alloc-tracer report directory holds one)",
+                schema::MANIFEST
+            ),
+        });
+    }
     let text = read_file(&manifest_path)?;
     let manifest = Manifest::from_json(&text).map_err(|e| match e {
         ManifestError::Version { found } => Error::SchemaVersion {

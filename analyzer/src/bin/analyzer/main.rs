@@ -425,7 +425,7 @@ impl ExportJob {
                          (inuse_space, inuse_objects)"
                     };
                     note!(
-                        "analyzer: {}: no allocation sites to export ({}): {holds}",
+                        "analyzer: {}: no allocation sites to export, {}; {holds}",
                         r.dir.display(),
                         no_sites(&r, phase)
                     );
