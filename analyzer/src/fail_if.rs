@@ -124,6 +124,9 @@ pub struct Failed {
     pub base: f64,
     /// The change's.
     pub change: f64,
+    /// For `cost` where a report was traced in `sample:N` mode: how far sampling
+    /// alone may move the growth (`Diff::predicted_change_noise_s`).
+    pub sampling_noise: Option<f64>,
 }
 
 impl fmt::Display for Failed {
@@ -147,6 +150,9 @@ impl fmt::Display for Failed {
         )?;
         if self.base != 0.0 {
             write!(f, ", {:+.1}%", (self.change / self.base - 1.0) * 100.0)?;
+        }
+        if let Some(n) = self.sampling_noise {
+            write!(f, "; sampling alone moves it by up to {}", show(n))?;
         }
         write!(f, ")")
     }
@@ -216,6 +222,10 @@ pub fn outcomes(conditions: &[Condition], diff: &Diff) -> Result<Vec<(Failed, bo
             metric: c.metric,
             base,
             change,
+            sampling_noise: match c.metric {
+                Metric::Cost => diff.predicted_change_noise_s,
+                _ => None,
+            },
         };
         all.push((figures, holds));
     }
@@ -330,6 +340,15 @@ mod tests {
                 "temporaries>-1: 7 -> 7 (+0, +0.0%)",
                 "cost>+5ms: 10.000 ms -> 16.000 ms (+6.000 ms, +60.0%)"
             ]
+        );
+        // A sampled report's cost gate says how far sampling alone moves it.
+        let mut sampled = d.clone();
+        sampled.predicted_change_noise_s = Some(0.008);
+        let gate = [parse_condition("cost>+5ms").unwrap()];
+        assert_eq!(
+            evaluate(&gate, &sampled).unwrap()[0].to_string(),
+            "cost>+5ms: 10.000 ms -> 16.000 ms (+6.000 ms, +60.0%; sampling alone moves it \
+             by up to 8.000 ms)"
         );
         // The peak: 2,048 -> 2,048 bytes here (half the requested bytes).
         assert_eq!(
