@@ -153,8 +153,7 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
     if ma.mode != mb.mode {
         note!(
             "analyzer: the reports were written in different modes ({} and {}): sampled \
-             figures are estimates (the table marks with ~ the deltas sampling alone could \
-             make), and lifetimes are followed differently, which moves predicted costs",
+             figures are estimates, so small differences may be sampling noise",
             ma.mode,
             mb.mode
         );
