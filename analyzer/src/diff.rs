@@ -31,7 +31,7 @@ use crate::matching::{LOOSE_PREFIX, Matched, pair_up};
 use crate::naming::{self, job_frames, loose_key, stack_key};
 use crate::rank::frames_of;
 use crate::report::Report;
-use crate::sampling_noise::{Noise, Sampled};
+use crate::sampling_noise::{Noise, Sampled, cost_weight};
 use std::collections::{BTreeMap, HashMap};
 
 /// One side's totals.
@@ -186,6 +186,9 @@ struct Acc {
     allocs: u64,
     bytes: u64,
     cost_ns: Option<f64>,
+    /// The sum over the key's sites of each one's cost squared over its
+    /// allocations, in ns² (`sampling_noise::cost_weight`).
+    cost_weight_ns2: f64,
     name: String,
     callers: String,
     category: usize,
@@ -211,6 +214,7 @@ impl Matched for Acc {
         if let Some(c) = o.cost_ns {
             *self.cost_ns.get_or_insert(0.0) += c;
         }
+        self.cost_weight_ns2 += o.cost_weight_ns2;
     }
 }
 
@@ -222,8 +226,11 @@ fn by_key(
 ) -> BTreeMap<String, Acc> {
     let costs = cal.map(|c| cost::per_site(report, c, rules, phase, None));
     let mut keys: HashMap<u64, String> = HashMap::new();
+    let mut calls: HashMap<u64, u64> = HashMap::new();
     let mut out: BTreeMap<String, Acc> = BTreeMap::new();
     for row in report.rows(phase) {
+        let n = calls.entry(row.site_id).or_default();
+        *n = n.saturating_add(row.calls());
         let key = keys
             .entry(row.site_id)
             .or_insert_with(|| stack_key(&job_frames(frames_of(&report.frames, row.site_id))))
@@ -250,6 +257,7 @@ fn by_key(
                 .get_mut(&keys[&site])
                 .expect("every priced site has rows");
             *a.cost_ns.get_or_insert(0.0) += n.total();
+            a.cost_weight_ns2 += cost_weight(n.total(), calls[&site]);
         }
     }
     out
@@ -440,12 +448,20 @@ pub fn diff(
         });
         let sampled = |acc: &Acc, interval| Sampled {
             allocs: acc.allocs,
-            cost_s: cal.map(|_| acc.cost_ns.unwrap_or(0.0) * 1e-9),
+            cost_weight_s2: cal.map(|_| acc.cost_weight_ns2 * 1e-18),
             interval,
         };
-        let noise = Noise::of_delta(sampled(x, base_interval), sampled(y, change_interval));
+        let (base_noise, change_noise) =
+            Noise::of_sides(sampled(x, base_interval), sampled(y, change_interval));
+        let mut noise = base_noise;
+        noise.add(change_noise);
         total_noise.add(noise);
-        category_noise[named.category].add(noise);
+        // Each side's part to the category that side counts the key in (the two
+        // sides' lead sites may be classified apart); a side without the key, to
+        // the other side's.
+        let category_of = |acc: Option<&Acc>| acc.map_or(named.category, |a| a.category);
+        category_noise[category_of(a.get(k))].add(base_noise);
+        category_noise[category_of(b.get(k))].add(change_noise);
         // A site whose counts stayed can still cost more or less (its blocks now
         // live longer, say): listed too, or the sites would not add up to the
         // categories' change.

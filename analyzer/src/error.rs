@@ -40,10 +40,11 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
-    /// A budget file is not valid, or names what the report or rules lack.
+    /// A budget file is not valid, or names what the report or rules lack, or the
+    /// report cannot be judged by any budget.
     #[error("{}: {reason}", path.display())]
     Budget {
-        /// The budget file.
+        /// The budget file (the report, where the report is what is wrong).
         path: PathBuf,
         /// What is wrong.
         reason: String,

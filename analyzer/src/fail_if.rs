@@ -126,7 +126,7 @@ pub struct Failed {
     pub change: f64,
     /// For `cost` where a report was traced in `sample:N` mode: how far sampling
     /// alone may move the growth (`Diff::predicted_change_noise_s`).
-    pub sampling_noise: Option<f64>,
+    pub sampling_noise_s: Option<f64>,
 }
 
 impl fmt::Display for Failed {
@@ -151,7 +151,7 @@ impl fmt::Display for Failed {
         if self.base != 0.0 {
             write!(f, ", {:+.1}%", (self.change / self.base - 1.0) * 100.0)?;
         }
-        if let Some(n) = self.sampling_noise {
+        if let Some(n) = self.sampling_noise_s {
             write!(f, "; sampling alone moves it by up to {}", show(n))?;
         }
         write!(f, ")")
@@ -222,7 +222,7 @@ pub fn outcomes(conditions: &[Condition], diff: &Diff) -> Result<Vec<(Failed, bo
             metric: c.metric,
             base,
             change,
-            sampling_noise: match c.metric {
+            sampling_noise_s: match c.metric {
                 Metric::Cost => diff.predicted_change_noise_s,
                 _ => None,
             },

@@ -513,6 +513,22 @@ mod tests {
     }
 
     #[test]
+    fn stacks_of_finds_each_sites_frames_in_one_pass() {
+        // Frames of sites 1 (two), 3 and 7; asked for 0 (none), 1, 3, 5 (none), 9.
+        let frame = |site_id, line| FrameRow {
+            site_id,
+            ..FrameRow::test("f", "/r/a.rs", Some(line))
+        };
+        let frames = [frame(1, 1), frame(1, 2), frame(3, 3), frame(7, 7)];
+        let ids = [0, 1, 3, 5, 9];
+        let got = stacks_of(&frames, &ids);
+        let want: Vec<&[FrameRow]> = ids.iter().map(|&id| frames_of(&frames, id)).collect();
+        assert_eq!(got, want);
+        assert_eq!(got[1].len(), 2);
+        assert!(got[3].is_empty() && got[4].is_empty());
+    }
+
+    #[test]
     fn one_line_in_two_crates_is_two_lines() {
         let (sites, frames) = [
             site(0, "/r/crate-a-1.0.0/src/mod.rs", 3),

@@ -1,21 +1,25 @@
-//! How far a diff's deltas may move by sampling alone, when a report was traced in
-//! `sample:N` mode.
+//! How far a diff's deltas may move by the sampling of allocations alone, when a
+//! report was traced in `sample:N` mode.
 //!
 //! A `sample:N` report records one allocation in `N` at random (a geometric
 //! countdown: each allocation independently, with probability `1/N`) and counts
 //! each recorded one `N` times. A site that made `c` allocations is recorded about
 //! `c/N` times, a Poisson count for the many small `1/N`, so its estimate `N k`
-//! has variance about `N c`, and its estimated cost that times the square of its
-//! cost per allocation. A site with fewer than `N` allocations is usually not
-//! recorded at all, and then comes out `gone` or `new` in a diff: the deltas of such
-//! sites, and of the categories and predicted change they add to, mean nothing
-//! unless they exceed this noise.
+//! has variance about `N c` (a little more than the binomial `N c (1 - 1/N)`), and
+//! its estimated cost `N` times the sum of its allocations' squared costs, `N c p²`
+//! for a cost `p` each. A site with `c` allocations goes unrecorded with probability
+//! about `e^(-c/N)`: one of fewer than `N` often comes out `gone` or `new` in a diff,
+//! with its whole cost, and the deltas of such sites, and of the categories and
+//! predicted change they add to, mean little unless they exceed this noise.
 //!
-//! The true count is taken as the larger of the two sides' figures (no change is
-//! what the noise is measured against, and the larger figure is the conservative
-//! one: a side that recorded nothing says little). The bound given is the half-width
-//! of a 95 % interval, twice the standard deviation. A `sites` report counts every
-//! allocation (`N` = 1): no noise of its own.
+//! The true figures are taken as the larger of the two sides' (no change is what the
+//! noise is measured against, and the larger figure is the conservative one: a side
+//! that recorded nothing says little). The bound given is twice the standard
+//! deviation, about a 95 % interval. A `sites` report records every allocation
+//! (`N` = 1): no noise of this kind. Not counted here: the sampling of the blocks
+//! followed for lifetimes, which moves predicted costs in every mode (a few
+//! hundredths of a per cent between two runs: `docs/cost-model.md`), and sites that
+//! neither sampled report recorded.
 
 /// Standard deviations in the bound (about 95 % for a normal distribution).
 const SIGMAS: f64 = 2.0;
@@ -34,32 +38,38 @@ pub struct Noise {
 pub struct Sampled {
     /// Allocations and reallocs (an estimate in `sample:N`).
     pub allocs: u64,
-    /// Predicted cost in seconds, if priced.
-    pub cost_s: Option<f64>,
+    /// The sum over its sites of each site's cost squared over its allocations
+    /// (`c p²` for `c` allocations of cost `p`), in seconds squared; `None`
+    /// unpriced.
+    pub cost_weight_s2: Option<f64>,
     /// The report's sample interval `N`.
     pub interval: u64,
 }
 
 impl Noise {
-    /// The noise of `change - base` for one site (or one key of matched sites).
-    pub fn of_delta(base: Sampled, change: Sampled) -> Noise {
+    /// The noise of `change - base` for one site (or one key of matched sites), as
+    /// the base side's part and the change side's.
+    pub fn of_sides(base: Sampled, change: Sampled) -> (Noise, Noise) {
         let truth = base.allocs.max(change.allocs) as f64;
-        // Cost per allocation: from the side that recorded more, the better estimate.
-        let per_alloc = [base, change]
-            .into_iter()
-            .filter(|s| s.allocs > 0)
-            .max_by_key(|s| s.allocs)
-            .and_then(|s| s.cost_s.map(|c| c / s.allocs as f64))
-            .unwrap_or(0.0);
-        let count_var: f64 = [base.interval, change.interval]
-            .into_iter()
-            .filter(|&n| n > 1)
-            .map(|n| n as f64 * truth)
-            .sum();
-        Noise {
-            count_var,
-            cost_var: count_var * per_alloc * per_alloc,
-        }
+        let weight = base
+            .cost_weight_s2
+            .unwrap_or(0.0)
+            .max(change.cost_weight_s2.unwrap_or(0.0));
+        let side = |s: Sampled| match s.interval {
+            0 | 1 => Noise::default(),
+            n => Noise {
+                count_var: n as f64 * truth,
+                cost_var: n as f64 * weight,
+            },
+        };
+        (side(base), side(change))
+    }
+
+    /// The noise of `change - base`: both sides' parts.
+    pub fn of_delta(base: Sampled, change: Sampled) -> Noise {
+        let (mut n, other) = Noise::of_sides(base, change);
+        n.add(other);
+        n
     }
 
     /// Adds another delta's noise (independent sites: the variances add).
@@ -80,9 +90,20 @@ impl Noise {
     }
 }
 
-/// True when a delta lies within its bound (a bound of `None`: exact, so never).
+/// The sum for [`Sampled::cost_weight_s2`] of one site of `allocs` allocations
+/// costing `cost_s` in all.
+pub fn cost_weight(cost_s: f64, allocs: u64) -> f64 {
+    if allocs == 0 {
+        0.0
+    } else {
+        cost_s * cost_s / allocs as f64
+    }
+}
+
+/// True when a non-zero delta lies under its bound (as `peak --base` marks its
+/// changes under two standard errors); a bound of `None` (exact) never.
 pub fn within(delta: f64, bound: Option<f64>) -> bool {
-    bound.is_some_and(|b| delta.abs() <= b)
+    delta != 0.0 && bound.is_some_and(|b| delta.abs() < b)
 }
 
 #[cfg(test)]
@@ -92,7 +113,7 @@ mod tests {
     fn side(allocs: u64, cost_s: f64, interval: u64) -> Sampled {
         Sampled {
             allocs,
-            cost_s: Some(cost_s),
+            cost_weight_s2: Some(cost_weight(cost_s, allocs)),
             interval,
         }
     }
@@ -109,14 +130,19 @@ mod tests {
         // 63 allocations costing 0.5 ms each in a `sites` report; none recorded in
         // a `sample:1000` one. Recording none of 63 at 1 in 1000 happens 94 % of
         // the time: the saving of 31.5 ms is noise.
+        let (base, change) = Noise::of_sides(side(63, 0.0315, 1), side(0, 0.0, 1000));
+        assert_eq!(base, Noise::default(), "the sites report is exact");
         let n = Noise::of_delta(side(63, 0.0315, 1), side(0, 0.0, 1000));
+        assert_eq!(n, change);
         let count = n.count_bound().unwrap();
         // 2 * sqrt(1000 * 63) = 502.
         assert_eq!(count, 502);
         assert!(within(-63.0, Some(count as f64)));
+        // 2 * sqrt(1000 * 63 * 0.0005^2) = 0.251 s.
         let cost = n.cost_bound_s().unwrap();
         assert!((cost - 502.0 * 0.0005).abs() < 0.001, "{cost}");
         assert!(within(-0.0315, Some(cost)));
+        assert!(!within(0.0, Some(cost)), "no change is not marked");
     }
 
     #[test]
@@ -130,6 +156,15 @@ mod tests {
     }
 
     #[test]
+    fn a_costlier_few_weigh_more_than_their_average() {
+        // Two sites under one key: 99 allocations of 1 us and one of 1 ms. Their sum
+        // of c p^2 (1e-6 * 1e-6 * 99 + 1e-6) is far above 100 times the squared mean.
+        let weight = cost_weight(99e-6, 99) + cost_weight(1e-3, 1);
+        let mean = (99e-6 + 1e-3) / 100.0;
+        assert!(weight > 10.0 * 100.0 * mean * mean, "{weight}");
+    }
+
+    #[test]
     fn noise_adds_in_variance() {
         let one = Noise::of_delta(side(1000, 0.0, 100), side(1000, 0.0, 100));
         let mut two = one;
@@ -140,7 +175,7 @@ mod tests {
         // Unpriced: no cost bound.
         let unpriced = Sampled {
             allocs: 1000,
-            cost_s: None,
+            cost_weight_s2: None,
             interval: 100,
         };
         assert_eq!(Noise::of_delta(unpriced, unpriced).cost_bound_s(), None);

@@ -1937,7 +1937,7 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
         // A fraction, which would be taken in per cent.
         (
             "0.05",
-            "would be a margin of 0.05 %: write 5% for five per cent",
+            "would be a margin of 0.05 %: write 5% for the fraction 0.05",
         ),
     ] {
         assert_one_line_error(&["budget", r.to_str().unwrap(), "--margin", margin], says);
@@ -2729,13 +2729,29 @@ fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("the stored calibration") && stderr.contains("passed over"),
+        stderr.contains("the stored calibration cannot be used, and is passed over")
+            && stderr.contains("calibration.json"),
         "{stderr}"
     );
+    assert_eq!(stderr.matches("calibration.json").count(), 1, "{stderr}");
     let out = run(Some(&stored));
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("calibration.json"), "{stderr}");
+    assert_eq!(stderr.matches("calibration.json").count(), 1, "{stderr}");
+    // `cost` needs one: the damaged file is an error, not measured over.
+    let out = Command::new(env!("CARGO_BIN_EXE_analyzer"))
+        .args(["cost", r])
+        .env_remove("ALLOC_PROFILER_CALIBRATION")
+        .env("XDG_CACHE_HOME", &home)
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(&stored).unwrap(),
+        "{}",
+        "left as it was"
+    );
     let _ = std::fs::remove_dir_all(home);
 }
 

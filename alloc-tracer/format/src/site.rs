@@ -221,7 +221,6 @@ pub fn distinctions<F: Frame>(stacks: &[&[F]], n: usize) -> Vec<String> {
 /// Marks a distinction found inward of the naming frame.
 const INWARD: &str = "in ";
 
-/// `via A < B`, then `in C` (inward), then `#N`, each part where there is one.
 /// [`distinctions`] of the stacks at positions `shown` of `all`, worked out among
 /// every stack of `all` (a report's sites, in site order), not among those shown: so
 /// that a site reads the same however many rows a view lists, in every view of one
@@ -230,17 +229,20 @@ const INWARD: &str = "in ";
 /// the order among them kept).
 pub fn distinctions_among<F: Frame>(all: &[&[F]], shown: &[usize], n: usize) -> Vec<String> {
     let text = |s: &[F]| name_with_callers(s, n);
-    // Sites that read alike have naming frames of one line, so a stack none of whose
-    // frames has a shown site's naming line is passed over before its naming frame
-    // is looked for: tests that build no string, so that texts are made for few of
-    // a million sites.
-    let line = |s: &[F]| naming_index(s).map(|i| s[i].line());
+    // Sites that read alike have naming frames of one shown line (a frame's line is
+    // shown only with its file: `describe`), so a stack none of whose frames has a
+    // shown site's naming line is passed over before its naming frame is looked
+    // for: tests that build no string, so that texts are made for few of a million
+    // sites.
+    let shown_line = |f: &F| f.file().and(f.line());
+    let line = |s: &[F]| naming_index(s).map(|i| shown_line(&s[i]));
     let is_shown: std::collections::HashSet<usize> = shown.iter().copied().collect();
     let lines: std::collections::HashSet<_> = shown.iter().map(|&i| line(all[i])).collect();
     // Few lines (one a row shown): compared in a list, not hashed.
     let frame_lines: Vec<Option<u32>> = lines.iter().flatten().copied().collect();
     let may = |s: &[F]| {
-        (s.is_empty() && lines.contains(&None)) || s.iter().any(|f| frame_lines.contains(&f.line()))
+        (s.is_empty() && lines.contains(&None))
+            || s.iter().any(|f| frame_lines.contains(&shown_line(f)))
     };
     let wanted: std::collections::HashSet<String> = shown.iter().map(|&i| text(all[i])).collect();
     let alike: Vec<usize> = (0..all.len())
@@ -256,6 +258,7 @@ pub fn distinctions_among<F: Frame>(all: &[&[F]], shown: &[usize], n: usize) -> 
     shown.iter().map(|i| found[i].clone()).collect()
 }
 
+/// `via A < B`, then `in C` (inward), then `#N`, each part where there is one.
 fn distinction_text(parts: &[String]) -> String {
     let outward: Vec<&str> = parts
         .iter()
@@ -386,6 +389,46 @@ mod tests {
     const PUSH: &str = "/rustc/x/library/alloc/src/vec/mod.rs";
     const LC: &str = "/r/bellpepper-core-0.2.1/src/lc.rs";
     const BOOLEAN: &str = "/r/bellpepper-core-0.2.1/src/gadgets/boolean.rs";
+
+    #[test]
+    fn distinctions_among_all_equal_those_of_the_whole() {
+        // Sites of distinct lines (passed over by the prefilter), two that read alike
+        // and differ further out, and two whose naming frames read `f` alone: one
+        // without a file but with a line, one with a file but no line.
+        let alike = |outer: &'static str| {
+            vec![
+                at("lc<S>", BOOLEAN, 450),
+                at("addmany<S>", "/r/uint32.rs", 350),
+                at("compute<S>", "/r/sha256.rs", 144),
+                at(outer, "/r/label.rs", 61),
+            ]
+        };
+        let bare = |file: Option<&'static str>, line: Option<u32>| {
+            vec![
+                FrameRef {
+                    function: "f",
+                    file,
+                    line,
+                },
+                at("main", "/r/main.rs", 9),
+                at("outer", "/r/outer.rs", 1),
+            ]
+        };
+        let mut stacks: Vec<Vec<FrameRef>> = (0..6)
+            .map(|k| vec![at("other", "/r/o.rs", 100 + k), at("main", "/r/main.rs", 9)])
+            .collect();
+        stacks.push(alike("first"));
+        stacks.push(alike("second"));
+        stacks.push(bare(None, Some(5)));
+        stacks.push(bare(Some("/r/f.rs"), None));
+        let all: Vec<&[FrameRef]> = stacks.iter().map(Vec::as_slice).collect();
+        let whole = distinctions(&all, CALLERS);
+        assert!(!whole[6].is_empty() && !whole[8].is_empty(), "{whole:?}");
+        for shown in [vec![6], vec![7], vec![8], vec![9], vec![0, 7, 9], vec![3]] {
+            let want: Vec<String> = shown.iter().map(|&i| whole[i].clone()).collect();
+            assert_eq!(distinctions_among(&all, &shown, CALLERS), want, "{shown:?}");
+        }
+    }
 
     #[test]
     fn callers_are_outside_the_naming_file() {

@@ -154,7 +154,7 @@ pub fn flamegraph(
 ) -> io::Result<()> {
     let lines = folded_frames(report, by, phase, Frames::Readable);
     if lines.is_empty() {
-        return Err(nothing_to_draw(&[report], phase));
+        return Err(nothing_to_draw(&[report], by, phase));
     }
     let title = format!(
         "{}: {}{}",
@@ -184,10 +184,13 @@ pub fn readable_flamegraph(
         .map_err(io::Error::other)
 }
 
-/// Why there is nothing to draw, from what the reports say of themselves.
-fn nothing_to_draw(reports: &[&Report], phase: Option<&str>) -> io::Error {
+/// Why there is nothing to draw by `by`, from what the reports say of themselves.
+fn nothing_to_draw(reports: &[&Report], by: Weight, phase: Option<&str>) -> io::Error {
     let why = if reports.iter().any(|r| r.manifest.mode == "count") {
         "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)"
+    } else if reports.iter().any(|r| r.rows(phase).next().is_some()) {
+        // Sites, but none weighs anything (no temporaries, say).
+        "the sites recorded hold none"
     } else if phase.is_some() {
         "no allocation of this phase was recorded"
     } else {
@@ -195,7 +198,7 @@ fn nothing_to_draw(reports: &[&Report], phase: Option<&str>) -> io::Error {
     };
     io::Error::new(
         io::ErrorKind::InvalidData,
-        format!("no allocations to draw: {why}"),
+        format!("no {} to draw: {why}", by.unit()),
     )
 }
 
@@ -218,7 +221,7 @@ pub fn flamegraph_diff(
     };
     let (a, b) = (text(base), text(change));
     if a.trim().is_empty() && b.trim().is_empty() {
-        return Err(nothing_to_draw(&[base, change], phase));
+        return Err(nothing_to_draw(&[base, change], by, phase));
     }
     let title = format!(
         "{}: {} against {}{}",

@@ -506,8 +506,8 @@ pub fn flamegraph(
         // (Sampling on and nothing live then is drawn, below: an answer.)
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            "no live bytes to draw: heap sampling did not see that moment (it was off: \
-             ALLOC_TRACE_HEAP, synth-driver --heap-sample)",
+            "no live bytes to draw: heap sampling did not see that moment (it was off, \
+             ALLOC_TRACE_HEAP or synth-driver --heap-sample, or kept no peak)",
         ));
     }
     let title = format!(

@@ -145,7 +145,7 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
         Format::Table => {
             let phase = c.phase.as_deref().unwrap_or("(all)");
             let wall = c.phase_wall_s.map_or("-".to_owned(), seconds);
-            if c.sites.is_empty() {
+            if c.categories.iter().all(|k| k.sites == 0) {
                 // Not a cost of 0: nothing was there to price (a count-mode report).
                 writeln!(
                     out,
@@ -215,9 +215,9 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
 }
 
 /// A count delta, marked `~` when sampling alone may have made it (`noise`: its
-/// bound, see `crate::sampling_noise`); no change is not marked.
+/// bound, see `crate::sampling_noise`); no change is not marked, nor below.
 fn count_delta(delta: i64, noise: Option<u64>) -> String {
-    let mark = if delta != 0 && within(delta as f64, noise.map(|n| n as f64)) {
+    let mark = if within(delta as f64, noise.map(|n| n as f64)) {
         "~"
     } else {
         ""
@@ -373,8 +373,8 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
                 writeln!(
                     out,
                     "\n~ marks a change under two standard errors: sampling alone could make \
-                     it (a sample:N report records one allocation in N, so a site with fewer \
-                     than N is mostly not recorded at all)"
+                     it (a sample:N report records one allocation in N, so a site of fewer \
+                     than N allocations is often not recorded at all)"
                 )?;
             }
             Ok(())

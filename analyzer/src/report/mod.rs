@@ -298,7 +298,7 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
             });
         }
     }
-    if !manifest_path.exists() {
+    if matches!(manifest_path.try_exists(), Ok(false)) {
         return Err(Error::Corrupt {
             path: dir.to_owned(),
             reason: format!(

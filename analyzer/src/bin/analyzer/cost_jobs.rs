@@ -471,9 +471,7 @@ pub(crate) fn no_sites_note(r: &report::Report, phase: Option<&str>, what: &str)
 /// error; a stored one (a cache) is passed over with a note, as if there were none.
 pub(crate) fn stored_calibration(path: Option<&Path>) -> Result<Option<Calibration>> {
     if let Some(p) = path {
-        let c = Calibration::load(p)
-            .map_err(|e| anyhow::anyhow!("calibration {}: {e}", p.display()))?;
-        return Ok(Some(c));
+        return Ok(Some(Calibration::load(p)?));
     }
     let stored = calibrate::default_path();
     if !stored.exists() {
@@ -483,9 +481,8 @@ pub(crate) fn stored_calibration(path: Option<&Path>) -> Result<Option<Calibrati
         Ok(c) => Ok(Some(c)),
         Err(e) => {
             note!(
-                "analyzer: the stored calibration {} cannot be used ({e}): passed over \
-                 (`analyzer calibrate` measures and stores a new one)",
-                stored.display()
+                "analyzer: the stored calibration cannot be used, and is passed over: {e} \
+                 (`analyzer calibrate` measures and stores a new one)"
             );
             Ok(None)
         }
@@ -493,12 +490,13 @@ pub(crate) fn stored_calibration(path: Option<&Path>) -> Result<Option<Calibrati
 }
 
 /// The calibration to price with: the file given, else the stored one, else a fresh
-/// measurement of this machine (stored for next time).
+/// measurement of this machine (stored for next time). A stored file that cannot
+/// be read is an error here, not measured over: it may be a newer analyzer's.
 pub(crate) fn calibration(path: Option<&Path>) -> Result<Calibration> {
-    if let Some(c) = stored_calibration(path)? {
-        return Ok(c);
-    }
     let stored = calibrate::default_path();
+    if let Some(p) = path.or(stored.exists().then_some(stored.as_path())) {
+        return Ok(Calibration::load(p)?);
+    }
     note!(
         "analyzer: no calibration at {}; measuring this machine now ({}, once)",
         stored.display(),

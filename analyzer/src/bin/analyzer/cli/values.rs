@@ -116,8 +116,9 @@ pub(super) fn margin(text: &str) -> Result<f64, String> {
     match number.unwrap_or(trimmed).trim().parse::<f64>() {
         // A bare fraction reads as one (0.05 for 5 %) but would be taken in per cent.
         Ok(p) if !percent && p > 0.0 && p < 1.0 => Err(format!(
-            "{text:?} would be a margin of {p} %: write 5% for five per cent, or \
-             {p}% if that is what you mean"
+            "{text:?} would be a margin of {p} %: write {}% for the fraction {p}, or \
+             {p}% if that is what you mean",
+            (p * 1e4).round() / 1e2
         )),
         Ok(p) if p.is_finite() && p >= 0.0 => Ok(p / 100.0),
         _ => Err(format!("{text:?} is not a margin in per cent (e.g. 5%)")),
