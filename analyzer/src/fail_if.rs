@@ -82,7 +82,12 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
     }
     let scale = match (metric, unit) {
         (_, "%") => return Ok(condition(text, metric, Threshold::Percent(number))),
-        (Metric::Allocs | Metric::Temporaries, "") => 1.0,
+        (Metric::Allocs | Metric::Temporaries, "") if number.fract() == 0.0 => 1.0,
+        (Metric::Allocs | Metric::Temporaries, "") => {
+            return Err(bad(
+                "allocs and temporaries take a whole count (or a percentage, e.g. +1.5%)",
+            ));
+        }
         (Metric::Bytes | Metric::Peak | Metric::Rss, "" | "B") => 1.0,
         (Metric::Bytes | Metric::Peak | Metric::Rss, "KiB") => 1024.0,
         (Metric::Bytes | Metric::Peak | Metric::Rss, "MiB") => 1024.0 * 1024.0,
@@ -271,10 +276,14 @@ mod tests {
             "cost>+5",
             "bytes>x",
             "cost>+inf s",
+            "allocs>+1.5",
+            "temporaries>+0.5",
         ] {
             let e = parse_condition(bad).unwrap_err().to_string();
             assert!(e.starts_with(&format!("--fail-if {bad}")), "{e}");
         }
+        // A fraction of a per cent is fine.
+        assert!(parse_condition("allocs>+1.5%").is_ok());
     }
 
     fn side(alloc_count: u64, bytes_requested: u64, cost_s: Option<f64>) -> crate::diff::Side {

@@ -559,7 +559,8 @@ fn check_trace_env(modes: &[Mode]) -> Result<()> {
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
-    const EXPECTED: &str = "expected off, count, sites or sample:N (N >= 1)";
+    const EXPECTED: &str =
+        "expected off, count, sites or sample:N (N >= 1), from --trace or ALLOC_TRACE";
     if s.trim().is_empty() {
         return Err(format!("an empty mode: {EXPECTED}"));
     }

@@ -521,7 +521,15 @@ fn check_writable(dir: &Path) -> Result<()> {
     std::fs::write(&probe, b"")
         .with_context(|| format!("report directory {}: not writable", dir.display()))?;
     let _ = std::fs::remove_file(probe);
-    alloc_tracer::check_report_dir(dir).map_err(|e| anyhow::anyhow!("report directory {e}"))
+    alloc_tracer::check_report_dir(dir).map_err(|e| anyhow::anyhow!("report directory {e}"))?;
+    // Allowed, and documented, but not silently.
+    if dir.join("manifest.json").is_file() {
+        eprintln!(
+            "synth-driver: {} holds an earlier report; this run's replaces it",
+            dir.display()
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -199,6 +199,26 @@ fn seal_writes_only_where_it_sealed_before() {
 }
 
 #[test]
+fn an_earlier_report_is_replaced_and_said_to_be() {
+    let dir = scratch("replaced");
+    let report = dir.join("report");
+    let run = || {
+        driver()
+            .args(["--trace", "count", "--report"])
+            .arg(&report)
+            .args(["sha256", "--blocks", "1"])
+            .output()
+            .unwrap()
+    };
+    let said = |out: &std::process::Output| {
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).contains("holds an earlier report")
+    };
+    assert!(!said(&run()), "a new folder");
+    assert!(said(&run()), "the same folder again");
+}
+
+#[test]
 fn a_reader_that_goes_away_does_not_cost_the_report() {
     let dir = scratch("pipe");
     let report = dir.join("report");

@@ -351,11 +351,15 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
                 writeln!(out, "{left}")?;
             }
             writeln!(out)?;
-            writeln!(
-                out,
-                "{:>12} {:>12} {:>12} {:>10} {:>14}  site {{category}}",
-                "base", "change", "delta", "cost", "matched"
-            )?;
+            if d.sites.is_empty() {
+                writeln!(out, "(no site changed)")?;
+            } else {
+                writeln!(
+                    out,
+                    "{:>12} {:>12} {:>12} {:>10} {:>14}  site {{category}}",
+                    "base", "change", "delta", "cost", "matched"
+                )?;
+            }
             for s in &d.sites {
                 writeln!(
                     out,

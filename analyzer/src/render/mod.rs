@@ -99,6 +99,10 @@ pub(crate) fn used_categories<T>(
     let shown: Vec<&T> = rows.iter().filter(|r| used(r)).collect();
     let left = rows.len() - shown.len();
     let note = (left > 0).then(|| {
+        if shown.is_empty() {
+            // Not "more": none was shown.
+            return "(no category has anything in it: --format json lists every one)".to_owned();
+        }
         format!(
             "({left} more {} with nothing in {}: --format json lists every one)",
             if left == 1 { "category" } else { "categories" },
@@ -266,6 +270,23 @@ mod tests {
         assert_eq!(lifetime(180_223), "180.2 us");
         assert_eq!(lifetime(251_658_239), "251.7 ms");
         assert_eq!(lifetime(12_884_901_887), "12.9 s");
+    }
+
+    #[test]
+    fn unused_categories_are_counted_as_more_only_after_some_shown() {
+        let rows = [0, 3, 0];
+        let (shown, note) = used_categories(&rows, |n| *n > 0);
+        assert_eq!(shown, [&3]);
+        assert_eq!(
+            note.unwrap(),
+            "(2 more categories with nothing in them: --format json lists every one)"
+        );
+        let (shown, note) = used_categories(&[0, 0], |n: &i32| *n > 0);
+        assert!(shown.is_empty());
+        assert_eq!(
+            note.unwrap(),
+            "(no category has anything in it: --format json lists every one)"
+        );
     }
 
     #[test]
