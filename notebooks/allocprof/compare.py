@@ -163,7 +163,22 @@ def category_deltas(base: Report, change: Report, phase: str | None = None) -> p
         .drop("order", "base_index", "change_index")
     )
     out = out.with_columns([pl.col(c).fill_null(0) for c in out.columns if c != "category"])
-    return _with_deltas(out, cols)
+    # Each side's part of a key's variance to the category that side counts it in
+    # (a side without the key: the other's), as `analyzer diff` assigns it.
+    rows = _site_rows(base, change, phase, "stack")
+    parts = pl.concat(
+        [
+            rows.select(
+                category=pl.coalesce(f"{side}_category", f"{other}_category"),
+                variance=pl.col(f"{side}_variance"),
+            )
+            for side, other in (("base", "change"), ("change", "base"))
+        ]
+    )
+    noise = parts.group_by("category").agg(pl.col("variance").sum()).select(
+        "category", count_noise=_noise_bound(pl.col("variance"))
+    )
+    return _with_deltas(out, cols).join(noise, on="category", how="left", maintain_order="left")
 
 
 def _keyed_sites(r: Report, phase: str | None, key: str) -> pl.DataFrame:
@@ -227,17 +242,28 @@ def _match_ignoring_lines(b: pl.DataFrame, c: pl.DataFrame) -> tuple[pl.DataFram
     return side(b, b_only), side(c, c_only)
 
 
-def site_deltas(
-    base: Report,
-    change: Report,
-    phase: str | None = None,
-    key: str = "stack",
-    limit: int | None = 20,
-) -> pl.DataFrame:
-    """The sites whose allocations + reallocs changed most (by absolute delta), with
-    both sides' figures, the category, a name and a status: `by path`, `ignoring
-    lines` (matched with line numbers ignored, summed per side; `key="stack"` only),
-    `gone` or `new`. A phase either report lacks is refused."""
+def _sampled_weights(base: Report, change: Report) -> tuple[int, int]:
+    """Each side's sample interval where it samples (0 for a report that records
+    every allocation): the weight of the side's part of a delta's variance."""
+
+    def weight(r: Report) -> int:
+        n = int(r.manifest.get("sample_interval") or 1)
+        return n if n > 1 else 0
+
+    return weight(base), weight(change)
+
+
+def _noise_bound(variance: pl.Expr) -> pl.Expr:
+    """Two standard errors of a count whose variance is `variance` (null where 0: no
+    side sampled), rounded up, as `analyzer diff`'s `alloc_count_noise`."""
+    return pl.when(variance > 0).then((2.0 * variance.sqrt()).ceil().cast(pl.UInt64))
+
+
+def _site_rows(base: Report, change: Report, phase: str | None, key: str) -> pl.DataFrame:
+    """Both sides' keyed sites joined, with status, labels, deltas and each side's
+    part of the count delta's sampling variance (`base_variance`, `change_variance`:
+    the side's sample interval times the larger side's count, 0 where the side
+    records every allocation; see `site_deltas`)."""
     _with_sites(base, change)
     check_phase(base, change, phase)
     b = _keyed_sites(base, phase, key)
@@ -265,10 +291,35 @@ def site_deltas(
         .with_columns(
             delta_count=pl.col("delta_alloc_count") + pl.col("delta_realloc_count")
         )
-        .sort(
-            [pl.col("delta_count").abs(), "key"], descending=[True, False]
-        )
     )
+    wb, wc = _sampled_weights(base, change)
+    truth = pl.max_horizontal(
+        pl.col("base_alloc_count") + pl.col("base_realloc_count"),
+        pl.col("change_alloc_count") + pl.col("change_realloc_count"),
+    ).cast(pl.Float64)
+    return out.with_columns(base_variance=wb * truth, change_variance=wc * truth)
+
+
+def site_deltas(
+    base: Report,
+    change: Report,
+    phase: str | None = None,
+    key: str = "stack",
+    limit: int | None = 20,
+) -> pl.DataFrame:
+    """The sites whose allocations + reallocs changed most (by absolute delta), with
+    both sides' figures, the category, a name and a status: `by path`, `ignoring
+    lines` (matched with line numbers ignored, summed per side; `key="stack"` only),
+    `gone` or `new`. A phase either report lacks is refused.
+
+    `count_noise` is how far the sampling of allocations alone may move
+    `delta_count` where a report was traced in `sample:N` mode (null otherwise), as
+    `analyzer diff`'s `alloc_count_noise`: two standard errors, each side's count
+    taken as Poisson in its samples, `N` times the larger side's count its variance.
+    A site of `c` allocations goes unrecorded with probability about `e^(-c/N)`."""
+    out = _site_rows(base, change, phase, key).with_columns(
+        count_noise=_noise_bound(pl.col("base_variance") + pl.col("change_variance"))
+    ).sort([pl.col("delta_count").abs(), "key"], descending=[True, False])
     if limit is not None:
         out = out.head(limit)
     return out.select(
@@ -290,6 +341,7 @@ def site_deltas(
         "delta_realloc_count",
         "delta_bytes_requested",
         "delta_temporary_count",
+        "count_noise",
         "key",
     )
 

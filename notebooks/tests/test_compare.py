@@ -262,3 +262,33 @@ def test_changed_sites_are_matched_sites_that_changed(report, tmp_path):
     key = report.site_labels.filter(pl.col("site_id") == 0)["job_key"].item()
     assert changed["key"].to_list() == [key]
     assert changed["delta_count"].item() == report.sites.filter(pl.col("site_id") == 0)["alloc_count"].sum()
+
+
+def test_sampling_noise_is_analyzer_diffs(base_and_change, tmp_path, fixture_calibration):
+    """Where a report was traced in `sample:N`, each category's and site's count noise
+    is `analyzer diff`'s `alloc_count_noise`; where neither was, there is none."""
+    base, change = base_and_change
+    assert compare.category_deltas(base, change)["count_noise"].null_count() == \
+        compare.category_deltas(base, change).height
+    assert compare.site_deltas(base, change, limit=None)["count_noise"].null_count() == \
+        compare.site_deltas(base, change, limit=None).height
+    sampled = edited_copy(change, tmp_path / "sampled",
+                          manifest=lambda m: m.update(mode="sample:1000", sample_interval=1000))
+    out = subprocess.run([str(analyzer_module.binary()), "diff", str(base.dir), str(sampled.dir),
+                          "--format", "json", "--limit", "100000",
+                          "--calibration", str(fixture_calibration)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    want = {c["category"]: c["alloc_count_noise"] for c in d["categories"]}
+    got = {r["category"]: r["count_noise"]
+           for r in compare.category_deltas(base, sampled).iter_rows(named=True)}
+    assert {k: v for k, v in got.items() if v is not None}
+    for category, noise in got.items():
+        assert noise == want[category], category
+    # Per site: the same bounds, as a multiset (rows are named alike on both sides).
+    rows = compare.site_deltas(base, sampled, limit=None)
+    changed = rows.filter(pl.col("delta_count") != 0)
+    assert sorted(changed["count_noise"].to_list()) == sorted(
+        s["alloc_count_noise"] for s in d["sites"] if s["delta_alloc_count"] != 0
+    )
