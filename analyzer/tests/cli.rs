@@ -819,6 +819,18 @@ fn copy_report(from: &Path, name: &str) -> PathBuf {
 }
 
 /// Edits the manifest of a copied report.
+/// The analyzer run as on a machine whose home (and cache) is `home`, with no
+/// calibration named in the environment.
+fn analyzer_at_home(args: &[&str], home: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_analyzer"))
+        .args(args)
+        .env_remove("ALLOC_PROFILER_CALIBRATION")
+        .env("XDG_CACHE_HOME", home)
+        .env("HOME", home)
+        .output()
+        .unwrap()
+}
+
 fn edit_manifest(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     let path = dir.join("manifest.json");
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -2578,8 +2590,8 @@ fn a_gate_on_counts_needs_no_calibration() {
     std::fs::create_dir_all(&home).unwrap();
     let r = fixture();
     let r = r.to_str().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_analyzer"))
-        .args([
+    let out = analyzer_at_home(
+        &[
             "diff",
             r,
             r,
@@ -2587,12 +2599,9 @@ fn a_gate_on_counts_needs_no_calibration() {
             "allocs>+0",
             "--fail-if",
             "bytes>+1%",
-        ])
-        .env_remove("ALLOC_PROFILER_CALIBRATION")
-        .env("XDG_CACHE_HOME", &home)
-        .env("HOME", &home)
-        .output()
-        .unwrap();
+        ],
+        &home,
+    );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("the diff is not priced"), "{stderr}");
@@ -2714,18 +2723,8 @@ fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
     std::fs::write(&stored, "{}").unwrap();
     let r = fixture();
     let r = r.to_str().unwrap();
-    let run = |given: Option<&Path>| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_analyzer"));
-        c.args(["top", r, "--limit", "1"])
-            .env_remove("ALLOC_PROFILER_CALIBRATION")
-            .env("XDG_CACHE_HOME", &home)
-            .env("HOME", &home);
-        if let Some(p) = given {
-            c.arg("--calibration").arg(p);
-        }
-        c.output().unwrap()
-    };
-    let out = run(None);
+    let given = stored.to_str().unwrap();
+    let out = analyzer_at_home(&["top", r, "--limit", "1"], &home);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -2734,18 +2733,12 @@ fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
         "{stderr}"
     );
     assert_eq!(stderr.matches("calibration.json").count(), 1, "{stderr}");
-    let out = run(Some(&stored));
+    let out = analyzer_at_home(&["top", r, "--limit", "1", "--calibration", given], &home);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("calibration.json").count(), 1, "{stderr}");
     // `cost` needs one: the damaged file is an error, not measured over.
-    let out = Command::new(env!("CARGO_BIN_EXE_analyzer"))
-        .args(["cost", r])
-        .env_remove("ALLOC_PROFILER_CALIBRATION")
-        .env("XDG_CACHE_HOME", &home)
-        .env("HOME", &home)
-        .output()
-        .unwrap();
+    let out = analyzer_at_home(&["cost", r], &home);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert_eq!(
         std::fs::read_to_string(&stored).unwrap(),
