@@ -64,8 +64,9 @@ pub struct SiteDelta {
     pub name: String,
     /// Where that frame was reached from (see `naming::callers`).
     pub callers: String,
-    /// What tells this row apart from others listed with the same name and callers
-    /// (see `alloc_tracer_format::site::distinctions`); empty when none do.
+    /// What tells this row apart from the diff's other rows (listed or not) with the
+    /// same name and callers (see `alloc_tracer_format::site::distinctions_among`);
+    /// empty when none do.
     pub distinction: String,
     /// How the site matched: [`BY_PATH`], [`IGNORING_LINES`], or [`GONE`] / [`NEW`]
     /// (in one report only).
@@ -407,6 +408,9 @@ pub fn diff(
         .collect();
     keys.sort();
     let mut sites = Vec::new();
+    // Every key's job stack, in key order: the rows listed are told apart among them
+    // all, so that a row reads the same whatever `--limit` lists.
+    let mut every_stack = Vec::with_capacity(keys.len());
     let (mut matched, mut gone, mut new) = (0, 0, 0);
     let interval = |r: &Report| r.manifest.sample_interval.max(1);
     let (base_interval, change_interval) = (interval(base), interval(change));
@@ -439,6 +443,7 @@ pub fn diff(
             Some(x) => (x, base),
             None => (y.expect("a key comes from one side"), change),
         };
+        every_stack.push(job_frames(frames_of(&from.frames, named.site_id)));
         let (x, y) = (x.unwrap_or(&empty), y.unwrap_or(&empty));
         let d_cost = cal.map(|_| {
             to_ns(
@@ -467,7 +472,7 @@ pub fn diff(
         // categories' change.
         if x.allocs != y.allocs || x.bytes != y.bytes || d_cost.is_some_and(|c| c != 0.0) {
             sites.push((
-                job_frames(frames_of(&from.frames, named.site_id)),
+                every_stack.len() - 1,
                 SiteDelta {
                     name: named.name.clone(),
                     callers: named.callers.clone(),
@@ -496,8 +501,9 @@ pub fn diff(
             .then_with(|| p.name.cmp(&q.name))
     });
     sites.truncate(limit);
-    let stacks: Vec<&[crate::report::FrameRow]> = sites.iter().map(|(f, _)| &**f).collect();
-    let distinctions = naming::distinctions(&stacks);
+    let all: Vec<&[crate::report::FrameRow]> = every_stack.iter().map(|f| &**f).collect();
+    let shown: Vec<usize> = sites.iter().map(|(i, _)| *i).collect();
+    let distinctions = naming::distinctions_among(&all, &shown);
     let sites: Vec<SiteDelta> = sites
         .into_iter()
         .zip(distinctions)
@@ -1107,5 +1113,49 @@ mod tests {
         // The categories' variances add up to the sites' (bounds rounded up).
         let whole = 4.0 * 1000.0 * (1_000_000.0 + 63.0);
         assert!((counted as f64 - whole).abs() / whole < 1e-3, "{counted}");
+    }
+
+    #[test]
+    fn a_row_reads_the_same_whatever_the_limit() {
+        // Three changed sites of one name and callers, told apart two frames out;
+        // the largest change listed alone still reads as among all three.
+        let stack = |outer: &'static str, n: u64| {
+            let f = |function: &'static str, file: &str, line| (function, file.to_owned(), line);
+            (
+                vec![
+                    f(
+                        "lc<S>",
+                        "/r/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
+                        450,
+                    ),
+                    f(
+                        "addmany<S>",
+                        "/r/bellperson-0.27.0/src/gadgets/uint32.rs",
+                        350,
+                    ),
+                    f("compute<S>", "/r/sha256.rs", 144),
+                    f(outer, "/r/label.rs", 61),
+                ],
+                n,
+            )
+        };
+        let base = report_of(&[
+            stack("first", 100),
+            stack("second", 100),
+            stack("third", 100),
+        ]);
+        let change = report_of(&[
+            stack("first", 400),
+            stack("second", 300),
+            stack("third", 200),
+        ]);
+        let rules = crate::categories::default_rules();
+        let row = |limit| {
+            plain_diff(&base, &change, &rules, limit).sites[0]
+                .distinction
+                .clone()
+        };
+        assert!(!row(3).is_empty());
+        assert_eq!(row(1), row(3));
     }
 }

@@ -164,8 +164,9 @@ pub struct HeldSite {
     pub name: String,
     /// Where that frame was reached from.
     pub callers: String,
-    /// For sites shown whose name and callers read the same: the first frame further
-    /// out that tells them apart (`naming::distinctions`); empty otherwise.
+    /// For sites of the phase whose name and callers read the same (listed or not):
+    /// the first frame further out that tells them apart
+    /// (`naming::distinctions_among`); empty otherwise.
     pub distinction: String,
     /// The first category whose rules claim the site.
     pub category: String,
@@ -386,14 +387,21 @@ pub fn held(
             .cmp(&a.live_bytes)
             .then(a.category.cmp(&b.category))
     });
+    // Told apart among every site of the phase, as `top` tells them apart, and the
+    // sites live only here (heap sampling's, in `sample:N`).
+    let mut ids = crate::rank::site_ids(report, phase);
+    ids.extend(sites.iter().map(|s| s.site_id));
+    ids.sort_unstable();
+    ids.dedup();
+    let all = crate::rank::stacks_of(&report.frames, &ids);
     sites.truncate(limit);
-    let stacks: Vec<&[crate::report::FrameRow]> = sites
+    let shown: Vec<usize> = sites
         .iter()
-        .map(|s| frames_of(&report.frames, s.site_id))
+        .map(|s| ids.binary_search(&s.site_id).expect("every site is in ids"))
         .collect();
     for (i, (s, d)) in sites
         .iter_mut()
-        .zip(naming::distinctions(&stacks))
+        .zip(naming::distinctions_among(&all, &shown))
         .enumerate()
     {
         s.rank = i + 1;

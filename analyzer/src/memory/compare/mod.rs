@@ -117,8 +117,8 @@ pub struct SiteChange {
     pub name: String,
     /// Where that frame was reached from.
     pub callers: String,
-    /// For rows whose name and callers read the same: the frame further out that
-    /// tells them apart.
+    /// For rows whose name and callers read the same (listed or not): the frame
+    /// further out that tells them apart.
     pub distinction: String,
     /// The first category whose rules claim it.
     pub category: String,
@@ -293,7 +293,8 @@ pub fn compare(
         .skip(limit)
         .map(|(s, _)| s.change.delta_bytes)
         .fold(0i64, i64::saturating_add);
-    sites.truncate(limit);
+    // Every row's stack, so that the rows listed are told apart among them all and
+    // read the same whatever `--limit` lists.
     let stacks: Vec<_> = sites
         .iter()
         .map(|(_, stack)| match stack {
@@ -303,7 +304,9 @@ pub fn compare(
         })
         .collect();
     let stacks: Vec<&[crate::report::FrameRow]> = stacks.iter().map(|s| &**s).collect();
-    let distinctions = naming::distinctions(&stacks);
+    sites.truncate(limit);
+    let shown: Vec<usize> = (0..sites.len()).collect();
+    let distinctions = naming::distinctions_among(&stacks, &shown);
     let sites: Vec<SiteChange> = sites
         .into_iter()
         .zip(distinctions)
