@@ -140,7 +140,7 @@ pub fn frames_of(frames: &[FrameRow], site_id: u64) -> &[FrameRow] {
 
 /// The frames of each of `ids` (in increasing order), as [`frames_of`] finds them,
 /// in one pass over `frames` rather than two searches a site.
-pub fn stacks_of<'f>(frames: &'f [FrameRow], ids: &[u64]) -> Vec<&'f [FrameRow]> {
+fn stacks_of<'f>(frames: &'f [FrameRow], ids: &[u64]) -> Vec<&'f [FrameRow]> {
     let mut rest = frames;
     ids.iter()
         .map(|&id| {
@@ -190,22 +190,23 @@ pub fn top(
     for s in &mut sites {
         name(report, s);
     }
-    let ids = site_ids(report, phase);
-    let all = stacks_of(&report.frames, &ids);
-    let shown: Vec<usize> = sites
-        .iter()
-        .map(|s| {
-            ids.binary_search(&s.site_id)
-                .expect("a ranked site has rows")
-        })
-        .collect();
-    for (s, d) in sites
-        .iter_mut()
-        .zip(naming::distinctions_among(&all, &shown))
-    {
+    let shown: Vec<u64> = sites.iter().map(|s| s.site_id).collect();
+    let distinctions = distinctions_among_sites(report, &site_ids(report, phase), &shown);
+    for (s, d) in sites.iter_mut().zip(distinctions) {
         s.distinction = d;
     }
     sites
+}
+
+/// The distinctions (`naming::distinctions_among`) of the sites `shown`, worked out
+/// among the sites `ids` (in increasing order, holding every one shown).
+pub fn distinctions_among_sites(report: &Report, ids: &[u64], shown: &[u64]) -> Vec<String> {
+    let all = stacks_of(&report.frames, ids);
+    let shown: Vec<usize> = shown
+        .iter()
+        .map(|s| ids.binary_search(s).expect("every site shown is among ids"))
+        .collect();
+    naming::distinctions_among(&all, &shown)
 }
 
 /// The sites with rows in `phase` (all phases if `None`), in site order: those a

@@ -288,17 +288,20 @@ pub fn estimate(
     ranked.sort_by(|a, b| b.1.0.total().total_cmp(&a.1.0.total()).then(a.0.cmp(b.0)));
     let listed: Vec<_> = ranked.into_iter().take(limit).collect();
     // Told apart among every site of the phase, as `top` and the export do.
-    let ids = crate::rank::site_ids(report, phase);
-    let every = crate::rank::stacks_of(&report.frames, &ids);
-    let shown: Vec<usize> = listed
+    let shown: Vec<u64> = listed.iter().map(|(site_id, _)| **site_id).collect();
+    let distinctions = crate::rank::distinctions_among_sites(
+        report,
+        &crate::rank::site_ids(report, phase),
+        &shown,
+    );
+    let stacks: Vec<_> = shown
         .iter()
-        .map(|(site_id, _)| ids.binary_search(site_id).expect("a priced site has rows"))
+        .map(|&s| frames_of(&report.frames, s))
         .collect();
-    let stacks: Vec<_> = shown.iter().map(|&i| every[i]).collect();
     let sites = listed
         .into_iter()
         .zip(&stacks)
-        .zip(naming::distinctions_among(&every, &shown))
+        .zip(distinctions)
         .enumerate()
         .map(|(i, (((&site_id, &(n, cat, _)), frames), distinction))| {
             let (alloc_count, realloc_count, temporary_count) = counts[&site_id];

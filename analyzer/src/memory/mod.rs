@@ -393,17 +393,10 @@ pub fn held(
     ids.extend(sites.iter().map(|s| s.site_id));
     ids.sort_unstable();
     ids.dedup();
-    let all = crate::rank::stacks_of(&report.frames, &ids);
     sites.truncate(limit);
-    let shown: Vec<usize> = sites
-        .iter()
-        .map(|s| ids.binary_search(&s.site_id).expect("every site is in ids"))
-        .collect();
-    for (i, (s, d)) in sites
-        .iter_mut()
-        .zip(naming::distinctions_among(&all, &shown))
-        .enumerate()
-    {
+    let shown: Vec<u64> = sites.iter().map(|s| s.site_id).collect();
+    let distinctions = crate::rank::distinctions_among_sites(report, &ids, &shown);
+    for (i, (s, d)) in sites.iter_mut().zip(distinctions).enumerate() {
         s.rank = i + 1;
         s.distinction = d;
     }
