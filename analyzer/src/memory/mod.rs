@@ -114,7 +114,7 @@ pub fn load(report: &Report) -> Result<Memory, Error> {
 
 fn heap_rows(df: &DataFrame) -> Result<Vec<HeapRow>, String> {
     let site = report::u64s(df, "site_id")?;
-    let phase = report::strings(df, "phase")?;
+    let mut phase = report::strings(df, "phase")?;
     let class = report::u64s(df, "size_class_bytes")?;
     let sampled = report::u64s(df, "sampled_count")?;
     let bytes = report::u64s(df, "live_bytes_estimate")?;
@@ -122,7 +122,7 @@ fn heap_rows(df: &DataFrame) -> Result<Vec<HeapRow>, String> {
     Ok((0..df.height())
         .map(|i| HeapRow {
             site_id: site[i],
-            phase: phase[i].clone().unwrap_or_default(),
+            phase: phase[i].take().unwrap_or_default(),
             size_class_bytes: class[i],
             sampled_count: sampled[i],
             live_bytes_estimate: bytes[i],
@@ -133,7 +133,7 @@ fn heap_rows(df: &DataFrame) -> Result<Vec<HeapRow>, String> {
 
 fn timeline_rows(df: &DataFrame) -> Result<Vec<TimelinePoint>, String> {
     let time = report::u64s(df, "time_ns")?;
-    let phase = report::strings(df, "phase")?;
+    let mut phase = report::strings(df, "phase")?;
     let live = report::i64s(df, "live_bytes")?;
     let allocs = report::u64s(df, "alloc_count")?;
     let bytes = report::u64s(df, "bytes_allocated")?;
@@ -144,7 +144,7 @@ fn timeline_rows(df: &DataFrame) -> Result<Vec<TimelinePoint>, String> {
     Ok((0..df.height())
         .map(|i| TimelinePoint {
             time_ns: time[i],
-            phase: phase[i].clone().unwrap_or_default(),
+            phase: phase[i].take().unwrap_or_default(),
             live_bytes: live[i],
             alloc_count: allocs[i],
             bytes_allocated: bytes[i],

@@ -401,7 +401,7 @@ const PHASE_COLUMNS: &[&str] = &[
 
 fn site_rows(df: &DataFrame) -> Result<Vec<SiteRow>, String> {
     let site_id = u64s(df, "site_id")?;
-    let phase = strings(df, "phase")?;
+    let mut phase = strings(df, "phase")?;
     let class = u64s(df, "size_class_bytes")?;
     let allocs = u64s(df, "alloc_count")?;
     let reallocs = u64s(df, "realloc_count")?;
@@ -414,7 +414,7 @@ fn site_rows(df: &DataFrame) -> Result<Vec<SiteRow>, String> {
     Ok((0..df.height())
         .map(|i| SiteRow {
             site_id: site_id[i],
-            phase: phase[i].clone().unwrap_or_default(),
+            phase: phase[i].take().unwrap_or_default(),
             size_class_bytes: class[i],
             alloc_count: allocs[i],
             realloc_count: reallocs[i],
@@ -430,7 +430,7 @@ fn site_rows(df: &DataFrame) -> Result<Vec<SiteRow>, String> {
 
 fn lifetime_rows(df: &DataFrame) -> Result<Vec<LifetimeRow>, String> {
     let site_id = u64s(df, "site_id")?;
-    let phase = strings(df, "phase")?;
+    let mut phase = strings(df, "phase")?;
     let class = u64s(df, "size_class_bytes")?;
     let low = u64s(df, "lifetime_ns_low")?;
     let high = u64s(df, "lifetime_ns_high")?;
@@ -438,7 +438,7 @@ fn lifetime_rows(df: &DataFrame) -> Result<Vec<LifetimeRow>, String> {
     Ok((0..df.height())
         .map(|i| LifetimeRow {
             site_id: site_id[i],
-            phase: phase[i].clone().unwrap_or_default(),
+            phase: phase[i].take().unwrap_or_default(),
             size_class_bytes: class[i],
             low_ns: low[i],
             high_ns: high[i],
@@ -448,7 +448,7 @@ fn lifetime_rows(df: &DataFrame) -> Result<Vec<LifetimeRow>, String> {
 }
 
 fn phase_rows(df: &DataFrame) -> Result<Vec<PhaseRow>, String> {
-    let phase = strings(df, "phase")?;
+    let mut phase = strings(df, "phase")?;
     let wall = u64s(df, "wall_ns")?;
     let entries = u64s(df, "entry_count")?;
     let allocs = u64s(df, "alloc_count")?;
@@ -461,7 +461,7 @@ fn phase_rows(df: &DataFrame) -> Result<Vec<PhaseRow>, String> {
     };
     Ok((0..df.height())
         .map(|i| PhaseRow {
-            phase: phase[i].clone().unwrap_or_default(),
+            phase: phase[i].take().unwrap_or_default(),
             wall_ns: wall[i],
             entry_count: entries[i],
             alloc_count: allocs[i],
@@ -478,8 +478,8 @@ fn frame_rows(df: &DataFrame) -> Result<Vec<FrameRow>, String> {
     let index = u32s(df, "frame_index")?;
     let stack_index = u32s(df, "stack_index")?;
     let address = u64s(df, "address")?;
-    let function = strings(df, "function")?;
-    let file = strings(df, "file")?;
+    let mut function = strings(df, "function")?;
+    let mut file = strings(df, "file")?;
     let line = opt_u32s(df, "line")?;
     Ok((0..df.height())
         .map(|i| FrameRow {
@@ -487,8 +487,8 @@ fn frame_rows(df: &DataFrame) -> Result<Vec<FrameRow>, String> {
             frame_index: index[i],
             stack_index: stack_index[i],
             address: address[i],
-            function: function[i].clone().unwrap_or_default(),
-            file: file[i].clone(),
+            function: function[i].take().unwrap_or_default(),
+            file: file[i].take(),
             line: line[i],
         })
         .collect())
