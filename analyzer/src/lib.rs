@@ -24,6 +24,7 @@ pub mod diff;
 pub mod error;
 pub mod export;
 pub mod fail_if;
+pub mod id_map;
 pub mod info;
 pub mod matching;
 pub mod memory;

@@ -2,6 +2,7 @@
 //! category).
 
 use crate::categories::{self, Category};
+use crate::id_map::{self, IdMap};
 use crate::naming;
 use crate::report::{FrameRow, Report};
 use std::collections::HashMap;
@@ -88,7 +89,7 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
         temporaries: u64,
         main: (u64, u64, Option<u64>),
     }
-    let mut by_site: HashMap<u64, Acc> = HashMap::new();
+    let mut by_site: IdMap<Acc> = id_map::with_capacity(report.sites.len());
     for r in report.rows(phase) {
         let a = by_site.entry(r.site_id).or_default();
         // Saturating: the counts come from a file, and a sum that wraps would rank

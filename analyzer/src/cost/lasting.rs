@@ -4,7 +4,7 @@
 //! allocations estimated from its followed blocks.
 
 use crate::report::{LifetimeRow, Report, SiteRow};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Blocks freed within this many of the program's allocations are priced as batch:
 /// the `batch` pair's blocks live 64 allocations (the calibration allocates 64, then
@@ -35,12 +35,21 @@ pub struct Lasting<'r> {
 }
 
 impl<'r> Lasting<'r> {
-    /// Reads the followed blocks of `report`'s rows in `phase` (all, when `None`).
-    pub fn of(report: &'r Report, phase: Option<&'r str>) -> Lasting<'r> {
+    /// Reads the followed blocks of `report`'s rows in `phase` (all, when `None`),
+    /// keeping each row's own share for the sites in `only` (all, when `None`): the
+    /// report's share, which every row leans on, takes every row of the phase, and
+    /// a `top` of 20 sites in a million need not keep the others' (nor a row's
+    /// with no block live or long-lived, whose own share is 0).
+    pub fn of(
+        report: &'r Report,
+        phase: Option<&'r str>,
+        only: Option<&HashSet<u64>>,
+    ) -> Lasting<'r> {
         // Summed in the report's order, so that the figures come out the same every
         // time (not in the map's).
         let (mut all_long, mut all) = (0.0, 0.0);
         let mut long: HashMap<(u64, &str, u64), f64> = HashMap::new();
+        let kept = |site: u64| only.is_none_or(|o| o.contains(&site));
         let rate = ns_per_alloc(report);
         for l in report
             .lifetimes
@@ -51,6 +60,8 @@ impl<'r> Lasting<'r> {
             let n = rate.map_or(0.0, |r| long_in_bucket(l, r));
             if n > 0.0 {
                 all_long += n;
+            }
+            if n > 0.0 && kept(l.site_id) {
                 *long
                     .entry((l.site_id, l.phase.as_str(), l.size_class_bytes))
                     .or_default() += n;
@@ -58,9 +69,11 @@ impl<'r> Lasting<'r> {
         }
         for row in report.rows(phase) {
             let unfreed = row.followed_count.saturating_sub(row.followed_freed_count) as f64;
-            *long
-                .entry((row.site_id, row.phase.as_str(), row.size_class_bytes))
-                .or_default() += unfreed;
+            if unfreed > 0.0 && kept(row.site_id) {
+                *long
+                    .entry((row.site_id, row.phase.as_str(), row.size_class_bytes))
+                    .or_default() += unfreed;
+            }
             all_long += unfreed;
             all += row.followed_count as f64;
         }
@@ -234,7 +247,7 @@ mod tests {
     #[test]
     fn long_lived_shares_come_from_lifetimes_and_lean_on_the_report() {
         let report = report(1);
-        let l = Lasting::of(&report, Some("p"));
+        let l = Lasting::of(&report, Some("p"), None);
         let share = |i: usize| l.share(&report.sites[i]);
         let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
         // Site 1: 300 + 50 + 400 of 1,000; site 2: 0 of 1; together 750 of 1,001.
@@ -246,13 +259,18 @@ mod tests {
         assert!(close(share(1), prior * 16.0 / 17.0));
         // Nothing followed: the report's share.
         assert!(close(share(2), prior));
+        // Kept for some sites only: their shares, and the report's, as before.
+        let some = Lasting::of(&report, Some("p"), Some(&HashSet::from([1, 3])));
+        assert!(close(some.prior(), prior), "{}", some.prior());
+        assert!(close(some.share(&report.sites[0]), share(0)));
+        assert!(close(some.share(&report.sites[2]), share(2)));
         // No followed blocks anywhere (lifetimes off): every row batch.
         let none = Report {
             sites: vec![followed(3, 0, 0)],
             lifetimes: Vec::new(),
             ..report
         };
-        let l = Lasting::of(&none, None);
+        let l = Lasting::of(&none, None, None);
         assert_eq!(l.share(&none.sites[0]), 0.0);
     }
 
@@ -262,8 +280,8 @@ mod tests {
         // time three times longer, the same allocations.
         let (quick, slow) = (report(1), report(3));
         let (a, b) = (
-            Lasting::of(&quick, Some("p")),
-            Lasting::of(&slow, Some("p")),
+            Lasting::of(&quick, Some("p"), None),
+            Lasting::of(&slow, Some("p"), None),
         );
         for (x, y) in quick.sites.iter().zip(&slow.sites).take(3) {
             assert!((a.share(x) - b.share(y)).abs() < 1e-9);
@@ -272,7 +290,7 @@ mod tests {
         // in it, not their allocations.
         let mut nested = report(1);
         nested.phases[0].wall_ns *= 3;
-        let c = Lasting::of(&nested, Some("p"));
+        let c = Lasting::of(&nested, Some("p"), None);
         assert!((c.share(&nested.sites[0]) - a.share(&quick.sites[0])).abs() < 1e-9);
     }
 }

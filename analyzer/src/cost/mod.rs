@@ -219,7 +219,7 @@ pub fn per_site(
         .chain([Indirect::None])
         .collect();
     let growth_ns = cal.operation(VEC_GROWTH).map_or(0.0, |o| o.ns);
-    let lasting = Lasting::of(report, phase);
+    let lasting = Lasting::of(report, phase, only);
     let mut out: BTreeMap<u64, (Nanos, usize, bool)> = BTreeMap::new();
     for row in report
         .rows(phase)
