@@ -248,21 +248,44 @@ pub struct Held {
 }
 
 /// The variance of a heap-sampling row's estimate, as its sampled blocks estimate it:
-/// each live block of `s` bytes was sampled with probability `p = 1 - (1 -
-/// 1/interval)^s` and stands for `s/p` bytes, so the row's estimate has variance
-/// `k s^2 (1 - p) / p^2` over its `k` sampled blocks. `s` is the row's bytes over its
-/// blocks: exact for a small size class, whose blocks are all one size, and a mean
-/// for a large class's grid bin. 0 at an interval of 1 (exact) or unknown (0).
+/// each live block of `s` bytes was sampled with probability `p` ([`sampled_share`])
+/// and stands for `s/p` bytes, so the row's estimate has variance `k s^2 (1 - p) /
+/// p^2` over its `k` sampled blocks. `s` is the row's bytes over its blocks: exact
+/// for a small size class, whose blocks are all one size, and a mean for a large
+/// class's grid bin. 0 at an interval of 1 (exact) or unknown (0).
 fn row_variance(r: &HeapRow, interval: u64) -> f64 {
-    if interval <= 1 || r.live_blocks_estimate == 0 {
+    if r.live_blocks_estimate == 0 {
         return 0.0;
     }
     let s = r.live_bytes_estimate as f64 / r.live_blocks_estimate as f64;
-    let p = -(s * (-1.0 / interval as f64).ln_1p()).exp_m1();
-    if p <= 0.0 {
-        return 0.0;
+    match sampled_share(s, interval) {
+        Some(p) => r.sampled_count as f64 * s * s * (1.0 - p) / (p * p),
+        None => 0.0,
     }
-    r.sampled_count as f64 * s * s * (1.0 - p) / (p * p)
+}
+
+/// The variance heap sampling at `interval` gives an estimate of `bytes` live in
+/// blocks of `block` bytes: `bytes/block` blocks, each sampled with probability `p`
+/// and standing for `block/p` bytes, give `bytes * block * (1 - p) / p`. What a
+/// report that sampled none of them could have estimated, which its own sampled
+/// blocks cannot say ([`row_variance`]). 0 at an interval of 1 (exact) or unknown.
+pub(crate) fn variance_of(bytes: f64, block: f64, interval: u64) -> f64 {
+    match sampled_share(block, interval) {
+        Some(p) => bytes * block * (1.0 - p) / p,
+        None => 0.0,
+    }
+}
+
+/// The probability that heap sampling at a mean `interval` samples a block of
+/// `block` bytes: `1 - (1 - 1/interval)^block`. `None` where the estimate has no
+/// sampling error to speak of: an interval of 1 (every block), 0 (unknown), or no
+/// block.
+fn sampled_share(block: f64, interval: u64) -> Option<f64> {
+    if interval <= 1 || block <= 0.0 {
+        return None;
+    }
+    let p = -(block * (-1.0 / interval as f64).ln_1p()).exp_m1();
+    (p > 0.0).then_some(p)
 }
 
 /// Which table a [`Held`] is made from.
@@ -668,5 +691,19 @@ mod tests {
         // interval / s blocks, so its error is about the interval itself.
         let small = row_variance(&row(160 * 6554, 6554, 1), 1 << 20).sqrt();
         assert!((small / (1u64 << 20) as f64 - 1.0).abs() < 0.01, "{small}");
+        // The same from the bytes alone, as a report that sampled none of them would
+        // have estimated them: about bytes times the interval for small blocks.
+        let bytes = 160.0 * 6554.0;
+        let none = variance_of(bytes, 160.0, 1 << 20);
+        assert!(
+            (none / (bytes * (1u64 << 20) as f64) - 1.0).abs() < 0.01,
+            "{none}"
+        );
+        // Where the estimate is exactly k s / p, both say the same.
+        let p = 1.0 - (1.0 - 1.0 / (1u64 << 20) as f64).powf(s);
+        let of = variance_of(4.0 * s / p, s, 1 << 20);
+        assert!((of / want - 1.0).abs() < 1e-9, "{of} {want}");
+        assert_eq!(variance_of(bytes, 160.0, 1), 0.0);
+        assert_eq!(variance_of(bytes, 160.0, 0), 0.0);
     }
 }

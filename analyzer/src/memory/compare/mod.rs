@@ -3,9 +3,11 @@
 //! their estimated live bytes changed. Sites are matched as `diff` matches them
 //! ([`crate::matching`]), then what is left by the frame that names them: a vector
 //! grown by doubling is charged to whichever caller grew it last. Heap sampling's
-//! estimates carry an error, so every change
-//! comes with its standard error, and a change within two of them is marked as one
-//! sampling alone could make.
+//! estimates carry an error, so every change comes with its standard error, and a
+//! change within two of them is marked as one sampling alone could make. Each side's
+//! error is taken at the larger of the two estimates ([`variances`]): a report that
+//! sampled no block at a site has no error of its own there, yet sampling alone may
+//! be why it has none.
 
 pub mod render;
 
@@ -155,6 +157,8 @@ pub struct HeldChange {
 #[derive(Default, Clone)]
 struct Acc {
     bytes: u64,
+    /// Estimated live blocks (the mean block, `bytes / blocks`, gives the error).
+    blocks: u64,
     variance: f64,
     /// The largest site's id, name, callers and category name the row.
     lead_bytes: u64,
@@ -180,6 +184,7 @@ impl Matched for Acc {
             self.loose.clone_from(&o.loose);
         }
         self.bytes = self.bytes.saturating_add(o.bytes);
+        self.blocks = self.blocks.saturating_add(o.blocks);
         self.variance += o.variance;
     }
 }
@@ -190,6 +195,7 @@ fn by_key(report: &Report, sites: &[HeldSite]) -> BTreeMap<String, Acc> {
         let frames = job_frames(frames_of(&report.frames, s.site_id));
         let one = Acc {
             bytes: s.live_bytes,
+            blocks: s.live_blocks,
             variance: (s.live_bytes_se as f64).powi(2),
             lead_bytes: s.live_bytes,
             site_id: s.site_id,
@@ -203,6 +209,29 @@ fn by_key(report: &Report, sites: &[HeldSite]) -> BTreeMap<String, Acc> {
         out.entry(stack_key(&frames)).or_default().merge(&one);
     }
     out
+}
+
+/// The variances of one key's estimates in the base and the change: each side's own
+/// ([`super::HeldSite::live_bytes_se`]), or, where larger, what its interval gives
+/// the larger side's bytes in the larger side's mean block ([`super::variance_of`]).
+/// A report that sampled none of a site's blocks has no variance of its own there,
+/// so without this a site the sparser sampling missed read as a change beyond noise.
+fn variances(x: Option<&Acc>, y: Option<&Acc>, intervals: [u64; 2]) -> [f64; 2] {
+    let larger = match (x, y) {
+        (Some(a), Some(b)) if b.bytes > a.bytes => b,
+        (Some(a), _) | (None, Some(a)) => a,
+        (None, None) => return [0.0; 2],
+    };
+    let block = if larger.blocks > 0 {
+        larger.bytes as f64 / larger.blocks as f64
+    } else {
+        0.0
+    };
+    let side = |s: Option<&Acc>, interval: u64| {
+        let own = s.map_or(0.0, |s| s.variance);
+        own.max(super::variance_of(larger.bytes as f64, block, interval))
+    };
+    [side(x, intervals[0]), side(y, intervals[1])]
 }
 
 /// Compares what holds memory in `base` and `change` (each [`super::held`] at the same
@@ -245,11 +274,22 @@ pub fn compare(
         matched_share(&a, &b) - base_matched,
         matched_share(&b, &a) - change_matched,
     );
+    let intervals = [base.heap_interval, change.heap_interval];
+    // Each side's variance by category (a side without the key takes the other's
+    // category for it, as `diff` does), and in all.
+    let mut category_variance: HashMap<String, [f64; 2]> = HashMap::new();
+    let mut variance = [0.0; 2];
     let mut sites: Vec<(SiteChange, Option<(u64, bool)>)> = a
         .keys()
         .chain(b.keys().filter(|k| !a.contains_key(*k)))
         .map(|key| {
             let (x, y) = (a.get(key), b.get(key));
+            let v = variances(x, y, intervals);
+            for (side, (own, other)) in [(x, y), (y, x)].into_iter().enumerate() {
+                let category = own.or(other).map_or("", |s| s.category.as_str());
+                category_variance.entry(category.to_owned()).or_default()[side] += v[side];
+                variance[side] += v[side];
+            }
             let named = y.or(x).expect("a key of either side");
             let matched = match (x, y) {
                 (Some(_), Some(_)) if key.starts_with(LOOSE_PREFIX) => "lines ignored",
@@ -268,8 +308,8 @@ pub fn compare(
                 change: Change::new(
                     x.map_or(0, |s| s.bytes),
                     y.map_or(0, |s| s.bytes),
-                    x.map_or(0.0, |s| s.variance),
-                    y.map_or(0.0, |s| s.variance),
+                    v[0],
+                    v[1],
                 ),
             };
             // The stack that names the row, for telling rows apart.
@@ -332,10 +372,10 @@ pub fn compare(
         estimated: Change::new(
             base.estimated_bytes,
             change.estimated_bytes,
-            (base.estimated_bytes_se as f64).powi(2),
-            (change.estimated_bytes_se as f64).powi(2),
+            variance[0].max((base.estimated_bytes_se as f64).powi(2)),
+            variance[1].max((change.estimated_bytes_se as f64).powi(2)),
         ),
-        categories: categories(base, change),
+        categories: categories(base, change, &category_variance),
         sites,
         more_sites,
         more_delta_bytes,
@@ -343,21 +383,27 @@ pub fn compare(
 }
 
 /// Categories of either side, by the size of their change; a category's variance is
-/// the sum of its sites'.
-fn categories(base: &Held, change: &Held) -> Vec<CategoryChange> {
-    let mut totals: HashMap<&str, [(u64, f64); 2]> = HashMap::new();
+/// the sum of its keys' on each side (`variance`, see [`variances`]).
+fn categories(
+    base: &Held,
+    change: &Held,
+    variance: &HashMap<String, [f64; 2]>,
+) -> Vec<CategoryChange> {
+    let mut totals: HashMap<&str, [u64; 2]> = HashMap::new();
     for (side, held) in [base, change].into_iter().enumerate() {
         for s in &held.sites {
             let t = &mut totals.entry(s.category.as_str()).or_default()[side];
-            t.0 = t.0.saturating_add(s.live_bytes);
-            t.1 += (s.live_bytes_se as f64).powi(2);
+            *t = t.saturating_add(s.live_bytes);
         }
     }
     let mut out: Vec<CategoryChange> = totals
         .into_iter()
-        .map(|(category, [(a, va), (b, vb)])| CategoryChange {
-            category: category.to_owned(),
-            change: Change::new(a, b, va, vb),
+        .map(|(category, [a, b])| {
+            let [va, vb] = variance.get(category).copied().unwrap_or_default();
+            CategoryChange {
+                category: category.to_owned(),
+                change: Change::new(a, b, va, vb),
+            }
         })
         .collect();
     out.sort_by(|p, q| {
@@ -503,6 +549,35 @@ mod tests {
         assert_eq!(c.sites[0].change.delta_se, 5 << 20);
         assert!(c.sites[0].change.within_noise);
         assert_eq!(c.categories[0].change.delta_se, 5 << 20);
+    }
+
+    #[test]
+    fn a_site_the_sparser_sampling_missed_is_within_its_noise() {
+        // 1 MiB live in 64-byte blocks: every block sampled in the change (an
+        // interval of 1), none in the base (1 MiB): about 1 MiB of error there.
+        let (ra, mut a) = side(&[("kept", 1, 8 << 20, 0, "x")]);
+        let (rb, mut b) = side(&[
+            ("kept", 1, 8 << 20, 0, "x"),
+            ("trackers", 2, 1 << 20, 0, "y"),
+        ]);
+        b.sites[1].live_blocks = (1 << 20) / 64;
+        a.heap_interval = 1 << 20;
+        b.heap_interval = 1;
+        let c = compare(&ra, &a, &rb, &b, 10);
+        let trackers = &c.sites[0];
+        assert_eq!(trackers.matched, "change only");
+        assert!(trackers.change.within_noise, "{trackers:?}");
+        let se = trackers.change.delta_se as f64 / (1u64 << 20) as f64;
+        assert!((se - 1.0).abs() < 0.01, "{se}");
+        // The change's side is exact: the error is all the base's.
+        let y = c.categories.iter().find(|k| k.category == "y").unwrap();
+        assert_eq!(y.change.delta_se, trackers.change.delta_se);
+        assert!(c.estimated.within_noise, "{:?}", c.estimated);
+        // Both sides exact: the same change is real.
+        a.heap_interval = 1;
+        let c = compare(&ra, &a, &rb, &b, 10);
+        assert!(!c.sites[0].change.within_noise);
+        assert_eq!(c.sites[0].change.delta_se, 0);
     }
 
     #[test]

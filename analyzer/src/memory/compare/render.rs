@@ -164,12 +164,30 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
             out,
             "~ marks a change under two standard errors: heap sampling alone could make it"
         )?;
+        if c.base.heap_interval != c.change.heap_interval {
+            writeln!(
+                out,
+                "heap sampling's intervals differ (every {} on average in the base, {} in \
+                 the change): each side's error is its own interval's, at the larger of \
+                 the two estimates",
+                bytes(c.base.heap_interval as f64),
+                bytes(c.change.heap_interval as f64)
+            )?;
+        }
     }
+    // A side that estimates nothing has no share to match.
+    let matched = |s: &HeldSide, whose: &str| {
+        if s.estimated_bytes > 0 {
+            format!("{} of the {whose} estimates", pct(s.matched_share))
+        } else {
+            format!("the {whose} estimates hold nothing")
+        }
+    };
     writeln!(
         out,
-        "in sites both reports have: {} of the base's estimates, {} of the change's{}",
-        pct(c.base.matched_share),
-        pct(c.change.matched_share),
+        "in sites both reports have: {}, {}{}",
+        matched(&c.base, "base's"),
+        matched(&c.change, "change's"),
         if c.base.name_only_share > 0.0 || c.change.name_only_share > 0.0 {
             format!(
                 "; {} and {} more paired by naming frame alone (`name only`)",
@@ -180,7 +198,10 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
             String::new()
         }
     )?;
-    if c.base.matched_share.min(c.change.matched_share) < crate::diff::LOW_MATCH_SHARE {
+    if c.base.estimated_bytes > 0
+        && c.change.estimated_bytes > 0
+        && c.base.matched_share.min(c.change.matched_share) < crate::diff::LOW_MATCH_SHARE
+    {
         writeln!(
             out,
             "(a fifth or more of the bytes sit in sites only one report has: compare the \
@@ -324,6 +345,30 @@ mod tests {
         assert!(text.contains("~+1.0 MiB"), "{text}");
         assert!(text.contains("lc (lc.rs:9) {other}\n"), "{text}");
         assert!(text.contains("3 more sites, -1.0 MiB in all"), "{text}");
+        assert!(!text.contains("intervals differ"), "{text}");
+        // A base sampled more sparsely that estimates nothing: said, not 100 % matched.
+        let sparse = HeldChange {
+            base: HeldSide {
+                heap_interval: 4 << 20,
+                estimated_bytes: 0,
+                estimated_bytes_all_phases: 1 << 20,
+                ..c.base.clone()
+            },
+            ..c.clone()
+        };
+        let mut out = Vec::new();
+        table(&mut out, &sparse).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "intervals differ (every 4.0 MiB on average in the base, 1.0 MiB in the change)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("in sites both reports have: the base's estimates hold nothing, "),
+            "{text}"
+        );
         // Nothing sampled live on either side: said, not an empty table.
         let none = HeldChange {
             moment: "end".into(),
