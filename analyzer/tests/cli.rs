@@ -118,12 +118,20 @@ fn memory_at_the_peak_and_the_end() {
         "{text}"
     );
     let label = format!(
-        "peak {:.1} MiB at {:.2} s ({})",
+        "kept peak {:.1} MiB at {:.2} s ({})",
         peak["live_bytes"].as_f64().unwrap() / (1u64 << 20) as f64,
         peak["time_ns"].as_f64().unwrap() * 1e-9,
         peak["phase"].as_str().unwrap()
     );
     assert!(text.contains(&label), "no `{label}` in the plot");
+    // And the run's exact highest live bytes, which the points can miss.
+    let highest = format!(
+        "highest live bytes {:.1} MiB (within {:.1} KiB; points {} ms apart",
+        m["totals"]["peak_live_bytes"].as_f64().unwrap() / (1u64 << 20) as f64,
+        m["totals"]["peak_live_bytes_error_bytes"].as_f64().unwrap() / 1024.0,
+        m["timeline_interval_ms"]
+    );
+    assert!(text.contains(&highest), "no `{highest}` in the plot");
     // (`combine` takes under a millisecond: no point falls in it.)
     for phase in ["build", "main"] {
         assert!(text.contains(&format!("phase {phase}")), "{phase}");

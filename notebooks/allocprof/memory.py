@@ -40,13 +40,22 @@ def timeline_note(report: Report) -> str | None:
 
 
 def timeline_phases(report: Report) -> pl.DataFrame | None:
-    """Per phase of the timeline, in order: from_s, to_s, max_live_mib, max_rss_mib;
-    None without a timeline (`timeline_note` says why)."""
+    """Per phase of the timeline, in order: from_s, to_s, max_live_mib and max_rss_mib
+    (the highest of its points, which, every `timeline_interval_ms`, can miss a short
+    rise), and peak_live_mib: the highest live bytes while the phase was in force,
+    from `phases.parquet`, exact to within the manifest's
+    `totals.peak_live_bytes_error_bytes` (null in reports written before it was kept). None
+    without a timeline (`timeline_note` says why)."""
     if timeline_note(report) is not None:
         return None
-    return timeline(report).group_by("phase", maintain_order=True).agg(
+    out = timeline(report).group_by("phase", maintain_order=True).agg(
         pl.col("time_s").min().alias("from_s"), pl.col("time_s").max().alias("to_s"),
         pl.col("live_mib").max().alias("max_live_mib"), pl.col("rss_mib").max().alias("max_rss_mib"))
+    phases = report.phases
+    peak = (pl.col("peak_live_bytes") / MIB if "peak_live_bytes" in phases.columns
+            else pl.lit(None, dtype=pl.Float64))
+    return out.join(phases.select("phase", peak.alias("peak_live_mib")), on="phase",
+                    how="left", maintain_order="left")
 
 
 def phase_spans(tl: pl.DataFrame) -> list[tuple[str, float, float]]:

@@ -403,10 +403,12 @@ def side_by_side(df: pl.DataFrame, label: str, columns: list[str], title: str, y
 
 
 def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict | None,
-             title: str):
+             title: str, highest_bytes: int | None = None):
     """Live MiB over time (`memory.timeline`) and resident MiB where the report
-    sampled it, the phases shaded behind the lines (`memory.phase_spans`), and the
-    kept peak (the manifest's `heap_peak`) marked."""
+    sampled it, the phases shaded behind the lines (`memory.phase_spans`), the kept
+    peak (the manifest's `heap_peak`) marked, and the run's highest live bytes
+    (`highest_bytes`, the manifest's `totals.peak_live_bytes`) as a faint line: points
+    taken every few milliseconds can miss a short rise."""
     fig, ax = plt.subplots(figsize=(11, 4))
     colors = _category_colors([p for p, _, _ in spans])
     seen = set()
@@ -416,6 +418,10 @@ def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict
         seen.add(phase)
     ax.plot(tl["time_s"].to_list(), tl["live_mib"].to_list(), color="tab:blue",
             linewidth=1.6, label="live bytes")
+    highest = highest_bytes / float(1 << 20) if highest_bytes and highest_bytes > 0 else None
+    if highest is not None:
+        ax.axhline(highest, color="tab:blue", alpha=0.4, linewidth=1,
+                   label=f"highest live bytes {highest:,.1f} MiB (points can miss it)")
     rss = tl.drop_nulls("rss_mib")
     if rss.height:
         ax.plot(rss["time_s"].to_list(), rss["rss_mib"].to_list(), color="tab:orange",
@@ -423,7 +429,7 @@ def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict
     if peak:
         t, mib = peak["time_ns"] / 1e9, peak["live_bytes"] / float(1 << 20)
         ax.plot([t], [mib], "o", color="tab:red")
-        ax.annotate(f"peak {mib:,.0f} MiB at {t:.1f} s ({peak['phase']})", (t, mib),
+        ax.annotate(f"kept peak {mib:,.0f} MiB at {t:.1f} s ({peak['phase']})", (t, mib),
                     textcoords="offset points", xytext=(-8, 6),
                     ha="right" if t > 0.5 * (tl["time_s"].max() or 0) else "left",
                     color="tab:red", fontsize=8)
@@ -431,7 +437,7 @@ def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict
     ax.set_ylabel("MiB")
     _plain(ax.yaxis)
     top = max([*tl["live_mib"].to_list(), *rss["rss_mib"].to_list(),
-               peak["live_bytes"] / float(1 << 20) if peak else 0, 1])
+               peak["live_bytes"] / float(1 << 20) if peak else 0, highest or 0, 1])
     ax.set_ylim(0, top * 1.15)
     ax.legend(fontsize=8, loc="upper left")
     ax.set_title(title)

@@ -72,6 +72,20 @@ def test_tables_the_manifest_does_not_list_are_absent(report, tmp_path):
     assert memory.timeline_phases(report).height > 0
 
 
+def test_timeline_phases_give_each_phases_exact_peak_beside_its_highest_point(report):
+    """The timeline's points can miss a short rise: each phase's exact highest live
+    bytes come from phases.parquet, and no point of the phase lies above them (but
+    for the publish error the manifest bounds)."""
+    t = memory.timeline_phases(report)
+    exact = dict(zip(report.phases["phase"].to_list(),
+                     (report.phases["peak_live_bytes"] / memory.MIB).to_list()))
+    slack = report.manifest["totals"]["peak_live_bytes_error_bytes"] / memory.MIB
+    assert t.height > 0
+    for phase, point, peak in t.select("phase", "max_live_mib", "peak_live_mib").iter_rows():
+        assert peak == exact[phase], phase
+        assert point <= peak + slack, (phase, point, peak)
+
+
 def test_peak_note_tells_an_older_report_from_a_small_peak(report, tmp_path):
     """Without a heap_peak table (an older tracer), the note says so, with the run's
     peak, not that live bytes never reached 1 MiB; nor does a report whose manifest

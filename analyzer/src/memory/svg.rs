@@ -1,6 +1,8 @@
 //! `analyzer timeline -o FILE.svg`: live bytes over time, and the process's resident
 //! memory where the report sampled it, the phases shaded behind the lines, the kept
-//! peak marked; drawn with plotters (SVG, text left to the viewer's fonts).
+//! peak marked, and the exact high-water marks of both (which points taken every few
+//! milliseconds can miss) as faint lines; drawn with plotters (SVG, text left to the
+//! viewer's fonts).
 
 use super::{Memory, render::bytes};
 use crate::report::Report;
@@ -45,6 +47,11 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     // The kernel's high-water mark, drawn beside the sampled line (the samples, 10 ms
     // apart, can miss the top).
     let max_rss = if rss { m.totals.max_rss_bytes } else { 0 };
+    // The same for live bytes: exact, where the points can lie below it.
+    let highest_live = (
+        m.totals.peak_live_bytes,
+        m.totals.peak_live_bytes_error_bytes,
+    );
     let top = memory
         .timeline
         .iter()
@@ -57,7 +64,7 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
                 .map(|p| p.rss_bytes.min(i64::MAX as u64) as i64),
         )
         .chain(peak.map(|p| p.live_bytes))
-        .chain(std::iter::once(max_rss.min(i64::MAX as u64) as i64))
+        .chain([max_rss.min(i64::MAX as u64) as i64, highest_live.0])
         .max()
         .unwrap_or(0)
         .max(1) as f64;
@@ -89,10 +96,14 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (1100, 520)).into_drawing_area();
-        draw(
-            &root, memory, &title, t_end, y_top, unit, scale, peak, max_rss,
-        )
-        .map_err(|e| io::Error::other(e.to_string()))?;
+        let marks = Marks {
+            peak,
+            max_rss,
+            highest_live,
+            interval_ms: m.timeline_interval_ms,
+        };
+        draw(&root, memory, &title, t_end, y_top, unit, scale, &marks)
+            .map_err(|e| io::Error::other(e.to_string()))?;
         root.present()
             .map_err(|e| io::Error::other(e.to_string()))?;
     }
@@ -100,6 +111,19 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// What the plot marks besides its lines.
+struct Marks<'m> {
+    /// The kept peak (heap sampling's), a dot.
+    peak: Option<&'m alloc_tracer_format::manifest::HeapPeak>,
+    /// The kernel's high-water mark of resident memory (0: none), a faint line.
+    max_rss: u64,
+    /// The run's highest live bytes (0 or less: none), a faint line, and the bound
+    /// on their error (threads that had not published their last bytes).
+    highest_live: (i64, u64),
+    /// The timeline's interval, in milliseconds.
+    interval_ms: u64,
+}
 
 #[allow(clippy::too_many_arguments)]
 fn draw(
@@ -110,9 +134,9 @@ fn draw(
     y_top: f64,
     unit: &str,
     scale: f64,
-    peak: Option<&alloc_tracer_format::manifest::HeapPeak>,
-    max_rss: u64,
+    marks: &Marks<'_>,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    let (peak, max_rss) = (marks.peak, marks.max_rss);
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 18))
@@ -161,6 +185,28 @@ fn draw(
         ))?
         .label("live bytes")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BLUE.stroke_width(2)));
+    if let (highest, error) = marks.highest_live
+        && highest > 0
+    {
+        let y = highest as f64 / scale;
+        let within = if error > 0 {
+            format!("within {}", bytes(error as f64))
+        } else {
+            "exact".to_owned()
+        };
+        let faint = BLUE.mix(0.4);
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, y), (t_end, y)],
+                faint.stroke_width(1),
+            ))?
+            .label(format!(
+                "highest live bytes {} ({within}; points {} ms apart can miss it)",
+                bytes(highest as f64),
+                marks.interval_ms
+            ))
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], faint.stroke_width(1)));
+    }
     if has_rss(memory) {
         let orange = RGBColor(230, 120, 0);
         chart
@@ -196,7 +242,7 @@ fn draw(
         let (t, y) = (p.time_ns as f64 / 1e9, p.live_bytes as f64 / scale);
         chart.draw_series(std::iter::once(Circle::new((t, y), 5, RED.filled())))?;
         let label = format!(
-            "peak {} at {t:.2} s ({})",
+            "kept peak {} at {t:.2} s ({})",
             bytes(p.live_bytes as f64),
             p.phase
         );
@@ -265,6 +311,28 @@ mod tests {
         let svg = timeline(&r, &memory(&[3 << 30, 3 << 30, 3 << 30])).unwrap();
         assert!(
             svg.contains("peak resident set size 4.00 GiB (the kernel&apos;s high-water mark)"),
+            "{svg}"
+        );
+        // The run's highest live bytes, exact, beside the points that can miss it;
+        // heap sampling's kept peak named as such.
+        r.manifest.totals.peak_live_bytes = 150 << 20;
+        r.manifest.totals.peak_live_bytes_error_bytes = 256 << 10;
+        r.manifest.timeline_interval_ms = 10;
+        r.manifest.heap_peak = Some(alloc_tracer_format::manifest::HeapPeak {
+            live_bytes: 149 << 20,
+            time_ns: 10_000_000,
+            phase: "synthesize".into(),
+            ..Default::default()
+        });
+        let svg = timeline(&r, &memory(&[3 << 30, 3 << 30, 3 << 30])).unwrap();
+        assert!(
+            svg.contains(
+                "highest live bytes 150.0 MiB (within 256.0 KiB; points 10 ms apart can miss it)"
+            ),
+            "{svg}"
+        );
+        assert!(
+            svg.contains("kept peak 149.0 MiB at 0.01 s (synthesize)"),
             "{svg}"
         );
         // Reports from before (zeros): live bytes alone, in MiB.
