@@ -194,6 +194,14 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     )?;
     // Empty tables would read as a failure; say what they mean instead.
     if h.estimated_bytes_all_phases == 0 {
+        // At the end, a net of zero or less while traced gives sampling nothing to
+        // look for: no advice to sample more.
+        if h.moment == "end" && h.live_bytes.is_some_and(|b| b <= 0) {
+            return writeln!(
+                out,
+                "no sampled block was live then, and no more was allocated than freed while traced: nothing points to a leak"
+            );
+        }
         return writeln!(
             out,
             "no sampled block was live then: a block of fewer bytes than the interval is sampled only now and then (a smaller ALLOC_TRACE_HEAP, synth-driver --heap-sample, samples more)"
@@ -310,7 +318,15 @@ mod tests {
         assert!(!text.contains("no sampled block"), "{text}");
         let text = rendered(&h);
         assert!(text.contains("no sampled block was live then"), "{text}");
+        assert!(text.contains("samples more"), "{text}");
         assert!(!text.contains("rank"), "{text}");
+        // Nothing more allocated than freed: no advice to sample more.
+        let text = rendered(&Held {
+            live_bytes: Some(-1400),
+            ..h.clone()
+        });
+        assert!(text.contains("nothing points to a leak"), "{text}");
+        assert!(!text.contains("samples more"), "{text}");
         assert!(!text.contains("resident"), "{text}");
         // Resident memory, where the timeline sampled it.
         let text = rendered(&Held {
