@@ -143,6 +143,10 @@ pub struct Counts {
     pub threads: u64,
     /// Stack walks made off the thread's known stack (recorded without frames).
     pub foreign_walks: u64,
+    /// The highest global live bytes so far, as the report's `peak_live_bytes` gives
+    /// them: exact to within 256 KiB a thread recording at once (each publishes its
+    /// drift past that).
+    pub peak_live_bytes: i64,
 }
 
 impl Default for Counts {
@@ -166,6 +170,7 @@ impl Counts {
         late_frees: 0,
         threads: 0,
         foreign_walks: 0,
+        peak_live_bytes: 0,
     };
 
     fn add_live(&mut self, st: &ThreadState) {
@@ -385,6 +390,7 @@ pub fn counts() -> Counts {
     }
     c.late_allocs = stateless.late_allocs;
     c.late_frees = stateless.late_frees;
+    c.peak_live_bytes = live::phase_peak_bytes().into_iter().max().unwrap_or(0);
     c
 }
 

@@ -62,6 +62,9 @@ fn peak_is_within_its_stated_bound() {
         peak >= at_peak - bound && peak <= at_peak + bound + slack,
         "peak {peak}, live at the peak {at_peak}, bound {bound}"
     );
+    // `counts()` gives the same peak while the program runs (what synth-driver
+    // prints after each iteration).
+    assert_eq!(alloc_tracer::counts().peak_live_bytes, peak);
     // The kernel's resident peak held the 20 MiB of small blocks written above (the
     // large ones were never touched).
     let rss = totals["max_rss_bytes"].as_u64().unwrap();

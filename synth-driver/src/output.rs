@@ -44,6 +44,11 @@ pub struct IterationReport {
     /// Temporaries during synthesis (`sites` and `sample:N` runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temporaries: Option<u64>,
+    /// The run's highest live bytes so far, setup and earlier iterations included
+    /// (traced runs; exact to within 256 KiB a thread recording at once, the
+    /// report's `peak_live_bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_live_bytes: Option<i64>,
     /// Allocations inside enforce-closure evaluation (traced mirror runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enforce_allocs: Option<u64>,
@@ -100,6 +105,13 @@ impl IterationReport {
         }
         if let Some(e) = r.enforce_allocs_per_row {
             write!(out, " ({e:.2} per constraint)")?;
+        }
+        if let Some(p) = r.peak_live_bytes {
+            write!(
+                out,
+                ", peak {:.1} MiB live so far",
+                p as f64 / (1u64 << 20) as f64
+            )?;
         }
         if let Some(d) = &r.abc_digest {
             write!(out, ", abc digest {d}")?;
@@ -158,6 +170,7 @@ mod tests {
             substituted_values: None,
             allocs: Some(900_000),
             temporaries: None,
+            peak_live_bytes: Some(3 << 19),
             enforce_allocs: Some(104_000),
             enforce_allocs_per_row: Some(2.0),
         }
@@ -174,7 +187,8 @@ mod tests {
         let want = format!(
             "sha256 --blocks 2 [mirror] iteration 1: 52000 rows, 51000 aux, 2 inputs, \
              synthesis 0.250 s (variant baseline, trace count, allocator system), \
-             900000 allocations, 104000 in enforce (2.00 per constraint), abc digest {}\n",
+             900000 allocations, 104000 in enforce (2.00 per constraint), peak 1.5 MiB \
+             live so far, abc digest {}\n",
             "ab".repeat(32)
         );
         assert_eq!(printed(&report(), Output::Text), want);
@@ -197,7 +211,8 @@ mod tests {
             "{{\"circuit\":\"sha256 --blocks 2\",\"iteration\":1,\"prover\":\"mirror\",\
              \"variant\":\"baseline\",\"witness\":\"real\",\"rows\":52000,\"aux\":51000,\
              \"inputs\":2,\"synth_seconds\":0.25,\"trace\":\"count\",\"allocator\":\"system\",\"abc_digest\":\"{}\",\
-             \"allocs\":900000,\"enforce_allocs\":104000,\"enforce_allocs_per_row\":2.0}}\n",
+             \"allocs\":900000,\"peak_live_bytes\":1572864,\"enforce_allocs\":104000,\
+             \"enforce_allocs_per_row\":2.0}}\n",
             "ab".repeat(32)
         );
         assert_eq!(printed(&report(), Output::Json), want);

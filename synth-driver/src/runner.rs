@@ -253,6 +253,7 @@ impl Runner<'_> {
             allocator: allocator::name(),
             allocs: None,
             temporaries: None,
+            peak_live_bytes: None,
             enforce_allocs: None,
             enforce_allocs_per_row: None,
             abc_digest: None,
@@ -386,6 +387,7 @@ impl Runner<'_> {
                 .map(|weight| {
                     (after.total(|p| p.temporaries) - before.total(|p| p.temporaries)) * weight
                 }),
+                peak_live_bytes: traced.then_some(after.peak_live_bytes),
                 enforce_allocs: enforce,
                 enforce_allocs_per_row: enforce
                     .filter(|_| shape.rows > 0)

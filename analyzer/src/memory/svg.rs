@@ -322,7 +322,6 @@ mod tests {
             live_bytes: 149 << 20,
             time_ns: 10_000_000,
             phase: "synthesize".into(),
-            ..Default::default()
         });
         let svg = timeline(&r, &memory(&[3 << 30, 3 << 30, 3 << 30])).unwrap();
         assert!(
