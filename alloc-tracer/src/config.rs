@@ -214,20 +214,36 @@ impl Settings {
     }
 }
 
-/// Parses a byte count: digits, optionally followed by `B`, `KiB`, `MiB`, `GiB`
-/// (or `K`, `M`, `G`, also powers of 1024).
+/// Parses a byte count: a number, optionally followed by `B`, `KiB`, `MiB`, `GiB`,
+/// `TiB` (or `K`, `M`, `G`, `T`, also powers of 1024). A unit above bytes takes a
+/// decimal too (`1.5MiB`), rounded to whole bytes. Allocates nothing: it runs inside
+/// the first allocation, for `ALLOC_TRACE_HEAP`.
 pub fn parse_bytes(s: &str) -> Option<u64> {
     let s = s.trim();
-    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let n: u64 = s[..digits].parse().ok()?;
-    let shift = match s[digits..].trim() {
+    let number = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let shift = match s[number..].trim() {
         "" | "B" => 0,
         "K" | "KiB" => 10,
         "M" | "MiB" => 20,
         "G" | "GiB" => 30,
+        "T" | "TiB" => 40,
         _ => return None,
     };
-    n.checked_mul(1 << shift)
+    let number = &s[..number];
+    if let Ok(n) = number.parse::<u64>() {
+        return n.checked_mul(1 << shift);
+    }
+    // A decimal: digits on both sides of one point, of a unit above bytes.
+    let (whole, fraction) = number.split_once('.')?;
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+    if shift == 0 || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let bytes = (number.parse::<f64>().ok()? * (1u64 << shift) as f64).round();
+    // 2^64 is the first f64 past u64::MAX.
+    (bytes < 18_446_744_073_709_551_616.0).then_some(bytes as u64)
 }
 
 /// `getenv` without allocating or taking std's environment lock: this runs inside
@@ -267,7 +283,23 @@ mod tests {
         assert_eq!(parse_bytes(" 1MiB "), Some(1 << 20));
         assert_eq!(parse_bytes("4K"), Some(4096));
         assert_eq!(parse_bytes("2 GiB"), Some(2 << 30));
-        for bad in ["", "MiB", "1.5MiB", "1TB", "-1", "99999999999999999999G"] {
+        assert_eq!(parse_bytes("1TiB"), Some(1 << 40));
+        assert_eq!(parse_bytes("1.5MiB"), Some(3 << 19));
+        assert_eq!(parse_bytes("0.5 K"), Some(512));
+        assert_eq!(parse_bytes("1.1MiB"), Some(1_153_434));
+        for bad in [
+            "",
+            "MiB",
+            "1TB",
+            "-1",
+            "99999999999999999999G",
+            "1.5",
+            "1.5B",
+            ".5MiB",
+            "1.MiB",
+            "1.2.3MiB",
+            "16777216.0TiB",
+        ] {
             assert_eq!(parse_bytes(bad), None, "{bad}");
         }
     }

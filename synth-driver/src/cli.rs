@@ -94,8 +94,9 @@ struct TraceArgs {
     /// off, it is refused.
     #[arg(long, env = "ALLOC_TRACE_DEPTH", default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = clap::value_parser!(u64).range(1..=alloc_tracer::MAX_DEPTH as u64), global = true)]
     depth: u64,
-    /// Heap sampling: mean bytes between sampled bytes (e.g. 1MiB, 65536; 0 = off;
-    /// 1 = every block). Default: 1MiB in sites and sample:N, off in count.
+    /// Heap sampling: mean bytes between sampled bytes (B, KiB, MiB, GiB, TiB or
+    /// K, M, G, T, e.g. 1MiB, 1.5MiB, 65536; 0 = off; 1 = every block). Default: 1MiB
+    /// in sites and sample:N, off in count.
     #[arg(long, env = "ALLOC_TRACE_HEAP", value_parser = parse_bytes, global = true)]
     heap_sample: Option<u64>,
     /// Mean interval, in allocations, between blocks followed to their free for
@@ -579,7 +580,9 @@ fn parse_top(s: &str) -> Result<usize, String> {
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
     alloc_tracer::parse_bytes(s)
-        .ok_or_else(|| format!("{s:?} is not a byte count (e.g. 1MiB, 64KiB, 65536)"))
+        .ok_or_else(|| {
+        format!("{s:?} is not a byte count (e.g. 1MiB, 1.5MiB, 64KiB, 65536; units B, KiB, MiB, GiB, TiB)")
+    })
 }
 
 fn parse_arity(s: &str) -> Result<usize, String> {
