@@ -75,8 +75,9 @@ struct TraceArgs {
     /// What the tracer records: off (a pass-through, the baseline), count (totals,
     /// no temporaries), sites (every stack, temporaries exact) or sample:N (one
     /// stack in N; temporaries among those, times N). Several, comma-separated,
-    /// take turns iteration by iteration in one process, each with its own default
-    /// settings (as --variant does; not with several variants or --report): what
+    /// take turns iteration by iteration in one process, each with its own defaults
+    /// for the settings not given (those given, such as --heap-sample, hold in every
+    /// traced mode; as --variant does; not with several variants or --report): what
     /// each mode costs, timed without the machine's drift over seconds. Default:
     /// ALLOC_TRACE (which the tracer reads at the first allocation, so a --trace that
     /// differs from it is refused), else off.
