@@ -448,6 +448,8 @@ mod pprof {
         pub time_nanos: i64,
         #[prost(int64, tag = "10")]
         pub duration_nanos: i64,
+        #[prost(int64, repeated, tag = "13")]
+        pub comment: Vec<i64>,
         #[prost(int64, tag = "14")]
         pub default_sample_type: i64,
     }
@@ -591,6 +593,13 @@ fn pprof_profile_decodes_and_matches_top() {
     );
     // What Go's pprof and Pyroscope show first.
     assert_eq!(s(p.default_sample_type), "alloc_objects");
+    // Its comments say which figures are estimates: here heap sampling's.
+    let comments: Vec<&str> = p.comment.iter().map(|&c| s(c)).collect();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert!(
+        comments[0].starts_with("inuse_objects and inuse_space are heap sampling's estimates"),
+        "{comments:?}"
+    );
     // Every reference resolves.
     let locations: std::collections::HashMap<u64, &pprof::Location> =
         p.location.iter().map(|l| (l.id, l)).collect();

@@ -6,7 +6,7 @@ mod named_sites;
 mod pprof;
 
 pub use named_sites::{NamedSite, named_sites, named_sites_parquet};
-pub use pprof::{InUse, pprof, pprof_protobuf};
+pub use pprof::{InUse, estimates as pprof_estimates, pprof, pprof_protobuf};
 
 use crate::naming::{self, without_generics};
 use crate::rank::frames_of;

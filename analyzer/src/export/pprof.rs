@@ -233,6 +233,7 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
             m.uint(4, file);
         });
     }
+    let comments: Vec<u64> = estimates(report).iter().map(|c| strings.id(c)).collect();
     for s in &strings.table {
         p.bytes(6, s.as_bytes());
     }
@@ -249,8 +250,36 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
     let duration = report.manifest.duration_s;
     p.uint(9, (start * 1e9) as u64);
     p.uint(10, (duration * 1e9) as u64);
+    if !comments.is_empty() {
+        p.packed(13, comments);
+    }
     p.uint(14, default_type);
     p.0
+}
+
+/// Which of the profile's figures are estimates, in words, one line each: what
+/// `pprof_protobuf` writes as the profile's comments (which `go tool pprof -comments`
+/// prints), and the CLI says on standard error for a `sample:N` report, whose
+/// allocation figures a user may otherwise take for exact counts.
+pub fn estimates(report: &Report) -> Vec<String> {
+    let m = &report.manifest;
+    let mut lines = Vec::new();
+    if m.mode.starts_with("sample:") {
+        lines.push(format!(
+            "{}: alloc_objects, alloc_space and temporaries are estimates: each sampled \
+             allocation counts {} times, and a site with few large allocations may be \
+             missed or counted many times over",
+            m.mode, m.sample_interval
+        ));
+    }
+    if m.heap_interval > 1 {
+        lines.push(format!(
+            "inuse_objects and inuse_space are heap sampling's estimates at the kept peak \
+             (a byte sampled in every {} on average)",
+            m.heap_interval
+        ));
+    }
+    lines
 }
 
 /// The pprof profile, gzip-compressed (what `go tool pprof` and others read).
@@ -283,6 +312,35 @@ mod tests {
         let mut p = Pb(Vec::new());
         p.packed(1, [1, 300]);
         assert_eq!(p.0, [0x0a, 3, 1, 0xac, 0x02]);
+    }
+
+    #[test]
+    fn estimates_are_said_in_the_profiles_comments() {
+        let mut r = Report::default();
+        r.manifest.mode = "sites".into();
+        r.manifest.heap_interval = 1;
+        // Exact in every figure: no comment at all.
+        assert!(estimates(&r).is_empty());
+        r.manifest.mode = "sample:1000".into();
+        r.manifest.sample_interval = 1000;
+        r.manifest.heap_interval = 1 << 20;
+        let lines = estimates(&r);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].starts_with("sample:1000: alloc_objects, alloc_space and temporaries are estimates: each sampled allocation counts 1000 times"), "{lines:?}");
+        assert!(
+            lines[1].contains("a byte sampled in every 1048576 on average"),
+            "{lines:?}"
+        );
+        // Written in the string table, for the profile's comments (field 13; the CLI
+        // test decodes them).
+        let raw = pprof_protobuf(&r, None, &[]);
+        for line in &lines {
+            let at = raw
+                .windows(line.len())
+                .position(|w| w == line.as_bytes())
+                .unwrap_or_else(|| panic!("{line} not in the string table"));
+            assert!(at > 0);
+        }
     }
 
     #[test]

@@ -430,6 +430,14 @@ impl ExportJob {
                         no_sites(&r, phase)
                     );
                 }
+                if r.manifest.mode.starts_with("sample:") {
+                    let first = export::pprof_estimates(&r).into_iter().next();
+                    note!(
+                        "analyzer: {}: {}",
+                        r.dir.display(),
+                        first.unwrap_or_default()
+                    );
+                }
                 export::pprof(&r, phase, &in_use, &mut w)?
             }
             ExportAs::NamedSites { rules: path } => {
