@@ -196,6 +196,8 @@ pub struct HeldCategory {
     pub share: f64,
     /// Sites in the category.
     pub sites: usize,
+    /// One standard error of `live_bytes` (its sites' variances summed).
+    pub live_bytes_se: u64,
 }
 
 /// What holds memory at one moment: the moment's exact live bytes (when known),
@@ -390,19 +392,21 @@ pub fn held(
             .cmp(&a.live_bytes)
             .then(a.site_id.cmp(&b.site_id))
     });
-    let mut cats: HashMap<&str, (u64, usize)> = HashMap::new();
+    let mut cats: HashMap<&str, (u64, usize, f64)> = HashMap::new();
     for s in &sites {
         let c = cats.entry(s.category.as_str()).or_default();
         c.0 = c.0.saturating_add(s.live_bytes);
         c.1 += 1;
+        c.2 += (s.live_bytes_se as f64).powi(2);
     }
     let mut categories: Vec<HeldCategory> = cats
         .into_iter()
-        .map(|(name, (bytes, n))| HeldCategory {
+        .map(|(name, (bytes, n, variance))| HeldCategory {
             category: name.to_owned(),
             live_bytes: bytes,
             share: share(bytes),
             sites: n,
+            live_bytes_se: variance.sqrt().round() as u64,
         })
         .collect();
     categories.sort_by(|a, b| {

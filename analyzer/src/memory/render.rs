@@ -55,6 +55,7 @@ impl<'a> From<&'a HeldCategory> for HeldCsvRow<'a> {
             category: &c.category,
             sites: Some(c.sites),
             live_bytes: c.live_bytes,
+            live_bytes_se: Some(c.live_bytes_se),
             share: c.share,
             ..HeldCsvRow::default()
         }
@@ -216,14 +217,18 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "{:>12} {:>7} {:>6}  category",
-        "live", "share", "sites"
+        "{:>12}{} {:>7} {:>6}  category",
+        "live",
+        se_column(h, "± se"),
+        "share",
+        "sites"
     )?;
     for c in &h.categories {
         writeln!(
             out,
-            "{:>12} {:>7} {:>6}  {}",
+            "{:>12}{} {:>7} {:>6}  {}",
             bytes(c.live_bytes as f64),
+            se_column(h, &bytes(c.live_bytes_se as f64)),
             pct(c.share),
             c.sites,
             c.category
@@ -246,19 +251,36 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     Ok(())
 }
 
+/// A column of standard errors, where the estimates have any (heap sampling at an
+/// interval of 1 is exact): `text` right-aligned, or nothing.
+fn se_column(h: &Held, text: &str) -> String {
+    if h.estimated_bytes_se > 0 {
+        format!(" {text:>11}")
+    } else {
+        String::new()
+    }
+}
+
 fn site_table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "{:>4} {:>12} {:>7} {:>12} {:>8} {:>11}  site {{category}}",
-        "rank", "live", "share", "blocks", "sampled", "class"
+        "{:>4} {:>12}{} {:>7} {:>12} {:>8} {:>11}  site {{category}}",
+        "rank",
+        "live",
+        se_column(h, "± se"),
+        "share",
+        "blocks",
+        "sampled",
+        "class"
     )?;
     for s in &h.sites {
         writeln!(
             out,
-            "{:>4} {:>12} {:>7} {:>12} {:>8} {:>11}  {} {{{}}}",
+            "{:>4} {:>12}{} {:>7} {:>12} {:>8} {:>11}  {} {{{}}}",
             s.rank,
             bytes(s.live_bytes as f64),
+            se_column(h, &bytes(s.live_bytes_se as f64)),
             pct(s.share),
             s.live_blocks,
             s.sampled_count,
@@ -353,6 +375,7 @@ mod tests {
                 live_bytes: 1 << 20,
                 share: 1.0,
                 sites: 3,
+                live_bytes_se: 0,
             }],
             ..h
         };
@@ -360,6 +383,25 @@ mod tests {
         assert!(text.contains("gadget vectors"), "{text}");
         assert!(
             !text.contains("none of the sampled") && !text.contains("rank"),
+            "{text}"
+        );
+        // Exact estimates (no error): no column of errors.
+        assert!(!text.contains("± se"), "{text}");
+        // Estimates with an error: each row's beside it.
+        let text = rendered(&Held {
+            estimated_bytes_se: 700 << 10,
+            categories: vec![super::super::HeldCategory {
+                live_bytes_se: 700 << 10,
+                ..h.categories[0].clone()
+            }],
+            ..h
+        });
+        assert!(
+            text.contains("        live        ± se   share  sites  category"),
+            "{text}"
+        );
+        assert!(
+            text.contains("     1.0 MiB   700.0 KiB  100.0%      3  gadget vectors"),
             "{text}"
         );
     }
