@@ -5,7 +5,7 @@
 //! grown by doubling is charged to whichever caller grew it last. Heap sampling's
 //! estimates carry an error, so every change comes with its standard error, and a
 //! change within two of them is marked as one sampling alone could make. Each side's
-//! error is taken at the larger of the two estimates ([`variances`]): a report that
+//! error is taken at the larger of the two estimates (`variances`): a report that
 //! sampled no block at a site has no error of its own there, yet sampling alone may
 //! be why it has none.
 
