@@ -1146,7 +1146,7 @@ fn info_describes_the_report() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.lines()
-            .any(|l| l.starts_with("heap      sampled every 4.0 KiB;")),
+            .any(|l| l.starts_with("heap      sampled every 4.0 KiB on average;")),
         "{text}"
     );
 }

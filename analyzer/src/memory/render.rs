@@ -175,8 +175,8 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         "heap sampling, stopped before the report was written:".to_owned()
     } else {
         format!(
-            "heap sampling every {} on average:",
-            bytes(h.heap_interval as f64)
+            "heap sampling {}:",
+            crate::render::heap_every(h.heap_interval)
         )
     };
     // One standard error of the sampling, where there is one.

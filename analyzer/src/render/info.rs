@@ -96,13 +96,13 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         match (&i.heap_peak, i.heap_interval) {
             (_, 0) => "sampling off (ALLOC_TRACE_HEAP)".to_owned(),
             (Some(p), n) => format!(
-                "sampled every {}; kept peak {} at {} in {} (`analyzer peak`)",
-                super::bytes(n as f64),
+                "sampled {}; kept peak {} at {} in {} (`analyzer peak`)",
+                super::heap_every(n),
                 super::bytes(p.live_bytes as f64),
                 seconds(p.time_ns as f64 / 1e9),
                 p.phase
             ),
-            (None, n) => format!("sampled every {}; no peak kept", super::bytes(n as f64)),
+            (None, n) => format!("sampled {}; no peak kept", super::heap_every(n)),
         }
     )?;
     if !i.labels.is_empty() {

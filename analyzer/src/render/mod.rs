@@ -34,6 +34,16 @@ pub(crate) fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
+/// How often heap sampling at `interval` (above 0) samples, in words: `every block
+/// (exact)` at 1, else `every 1.0 MiB on average`.
+pub fn heap_every(interval: u64) -> String {
+    if interval == 1 {
+        "every block (exact)".to_owned()
+    } else {
+        format!("every {} on average", bytes(interval as f64))
+    }
+}
+
 /// Bytes in the unit that suits their size (binary units, as the tracer prints).
 pub fn bytes(b: f64) -> String {
     let a = b.abs();
@@ -247,6 +257,12 @@ mod tests {
             Value::Object(m) => m,
             other => panic!("not an object: {other}"),
         }
+    }
+
+    #[test]
+    fn heap_sampling_at_one_byte_is_every_block() {
+        assert_eq!(heap_every(1), "every block (exact)");
+        assert_eq!(heap_every(1 << 20), "every 1.0 MiB on average");
     }
 
     #[test]

@@ -167,11 +167,11 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
         if c.base.heap_interval != c.change.heap_interval {
             writeln!(
                 out,
-                "heap sampling's intervals differ (every {} on average in the base, {} in \
-                 the change): each side's error is its own interval's, at the larger of \
-                 the two estimates",
-                bytes(c.base.heap_interval as f64),
-                bytes(c.change.heap_interval as f64)
+                "heap sampling's intervals differ ({} in the base, {} in the change): \
+                 each side's error is its own interval's, at the larger of the two \
+                 estimates",
+                crate::render::heap_every(c.base.heap_interval),
+                crate::render::heap_every(c.change.heap_interval)
             )?;
         }
     }
@@ -361,7 +361,7 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.contains(
-                "intervals differ (every 4.0 MiB on average in the base, 1.0 MiB in the change)"
+                "intervals differ (every 4.0 MiB on average in the base, every 1.0 MiB on average in the change)"
             ),
             "{text}"
         );
