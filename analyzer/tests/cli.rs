@@ -136,6 +136,25 @@ fn memory_at_the_peak_and_the_end() {
     for phase in ["build", "main"] {
         assert!(text.contains(&format!("phase {phase}")), "{phase}");
     }
+    // An SVG under another image's name is refused, and nothing written.
+    let png = dir.join("live.png");
+    for command in [
+        vec!["timeline", r, "-o", png.to_str().unwrap()],
+        vec![
+            "flamegraph",
+            r,
+            "--by",
+            "peak-bytes",
+            "-o",
+            png.to_str().unwrap(),
+        ],
+    ] {
+        let out = analyzer(&command);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command:?}: {err}");
+        assert!(err.contains("this writes SVG, not .png"), "{err}");
+        assert!(!png.exists());
+    }
     // The flame graph of live bytes at the peak names the buffer that holds them.
     let flame = dir.join("peak.svg");
     let out = analyzer(&[

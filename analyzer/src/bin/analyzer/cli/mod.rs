@@ -269,8 +269,8 @@ enum Command {
         /// Only allocations made in this phase (e.g. synthesize).
         #[arg(long)]
         phase: Option<String>,
-        /// SVG file to write.
-        #[arg(long, short)]
+        /// SVG file to write (named .svg, or with no extension).
+        #[arg(long, short, value_parser = values::svg_path)]
         out: PathBuf,
     },
     /// What holds memory at the kept peak of live bytes: sites and categories by
@@ -314,8 +314,8 @@ enum Command {
     Timeline {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
-        /// SVG file to write.
-        #[arg(long, short)]
+        /// SVG file to write (named .svg, or with no extension).
+        #[arg(long, short, value_parser = values::svg_path)]
         out: PathBuf,
     },
     /// The report in other tools' formats: folded stacks, a pprof profile, or the

@@ -99,6 +99,19 @@ impl From<ByArg> for RankBy {
     }
 }
 
+/// Where an SVG goes: a path without an extension or ending in `.svg` (a `.png`
+/// would hold an SVG all the same, which no image viewer opens).
+pub(super) fn svg_path(text: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::PathBuf::from(text);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if !e.eq_ignore_ascii_case("svg") => Err(format!(
+            "this writes SVG, not .{e}: name the file .svg (rsvg-convert or a browser \
+             turns it into .{e})"
+        )),
+        _ => Ok(path),
+    }
+}
+
 /// A wall time given on the command line: seconds, finite and above zero.
 pub(super) fn seconds(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
