@@ -2428,7 +2428,25 @@ fn diff_notes_runs_at_different_speeds() {
     );
     let out = analyzer(&["diff", r.to_str().unwrap(), r.to_str().unwrap()]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("different speeds"));
-    let _ = std::fs::remove_dir_all(slow);
+    // Count reports, compared by their totals, have no costs to warn of.
+    let (count, slow_count) = (
+        count_copy(&r, "speed-count"),
+        count_copy(&slow, "speed-slow-count"),
+    );
+    let out = analyzer(&[
+        "diff",
+        count.to_str().unwrap(),
+        slow_count.to_str().unwrap(),
+        "--fail-if",
+        "allocs>+1%",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("count reports"), "{stderr}");
+    assert!(!stderr.contains("different speeds"), "{stderr}");
+    for dir in [slow, count, slow_count] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 #[test]

@@ -181,8 +181,11 @@ pub(crate) fn warn_if_other_circuits(a: &report::Report, b: &report::Report) {
 /// some lifetimes (a thread descheduled) far more than others, which moves the
 /// prices of long-lived blocks beyond the patch. A patch that removes allocations
 /// changes the time per allocation by itself, so runs of different work are not
-/// compared.
+/// compared. Nor are reports without sites, which have no costs to predict.
 pub(crate) fn warn_of_speeds(a: &report::Report, b: &report::Report) {
+    if !(a.records_sites() && b.records_sites()) {
+        return;
+    }
     let (ca, cb) = (a.calls(None) as f64, b.calls(None) as f64);
     if let (Some(x), Some(y)) = (cost::ns_per_alloc(a), cost::ns_per_alloc(b))
         && ca.max(cb) <= SAME_WORK * ca.min(cb)
