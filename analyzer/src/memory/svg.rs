@@ -89,8 +89,13 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     } else {
         "Live bytes"
     };
+    // A run stopped early ends where it stopped, not where it would have.
+    let stopped = m
+        .incomplete
+        .as_ref()
+        .map_or(String::new(), |why| format!("; stopped early: {why}"));
     let title = format!(
-        "{what} over time: {name} ({}, a point every {} ms)",
+        "{what} over time: {name} ({}, a point every {} ms{stopped})",
         m.mode, m.timeline_interval_ms
     );
     let mut svg = String::new();
@@ -332,6 +337,14 @@ mod tests {
         );
         assert!(
             svg.contains("kept peak 149.0 MiB at 0.01 s (synthesize)"),
+            "{svg}"
+        );
+        assert!(!svg.contains("stopped early"), "{svg}");
+        // A run stopped by a signal says so in the title.
+        r.manifest.incomplete = Some("SIGINT".into());
+        let svg = timeline(&r, &memory(&[3 << 30, 3 << 30, 3 << 30])).unwrap();
+        assert!(
+            svg.contains("a point every 10 ms; stopped early: SIGINT)"),
             "{svg}"
         );
         // Reports from before (zeros): live bytes alone, in MiB.
