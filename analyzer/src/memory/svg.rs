@@ -199,18 +199,12 @@ fn draw(
         } else {
             "exact".to_owned()
         };
-        let faint = BLUE.mix(0.4);
-        chart
-            .draw_series(LineSeries::new(
-                [(0.0, y), (t_end, y)],
-                faint.stroke_width(1),
-            ))?
-            .label(format!(
-                "highest live bytes {} ({within}; points {} ms apart can miss it)",
-                bytes(highest as f64),
-                marks.interval_ms
-            ))
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], faint.stroke_width(1)));
+        let label = format!(
+            "highest live bytes {} ({within}; points {} ms apart can miss it)",
+            bytes(highest as f64),
+            marks.interval_ms
+        );
+        high_water(&mut chart, y, t_end, BLUE.mix(0.4), label)?;
     }
     if has_rss(memory) {
         let orange = RGBColor(230, 120, 0);
@@ -227,20 +221,17 @@ fn draw(
             .label("resident set size")
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], orange.stroke_width(2)));
         if max_rss > 0 {
-            let y = max_rss as f64 / scale;
-            let faint = orange.mix(0.5);
-            chart
-                .draw_series(LineSeries::new(
-                    [(0.0, y), (t_end, y)],
-                    faint.stroke_width(1),
-                ))?
-                .label(format!(
-                    "peak resident set size {} (the kernel's high-water mark)",
-                    bytes(max_rss as f64)
-                ))
-                .legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 14, y)], faint.stroke_width(1))
-                });
+            let label = format!(
+                "peak resident set size {} (the kernel's high-water mark)",
+                bytes(max_rss as f64)
+            );
+            high_water(
+                &mut chart,
+                max_rss as f64 / scale,
+                t_end,
+                orange.mix(0.5),
+                label,
+            )?;
         }
     }
     if let Some(p) = peak {
@@ -274,6 +265,32 @@ fn draw(
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.4))
         .draw()?;
+    Ok(())
+}
+
+/// The plot's axes: seconds across, the unit up.
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// A faint line across the plot at `y`, in the legend as `label`: a high-water mark,
+/// exact where the sampled points beside it can miss the top.
+fn high_water(
+    chart: &mut Chart<'_, '_>,
+    y: f64,
+    t_end: f64,
+    faint: RGBAColor,
+    label: String,
+) -> Result<(), Box<dyn std::error::Error>> {
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, y), (t_end, y)],
+            faint.stroke_width(1),
+        ))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 14, y)], faint.stroke_width(1)));
     Ok(())
 }
 
