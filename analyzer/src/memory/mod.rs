@@ -16,7 +16,7 @@ use crate::report::{self, Report};
 use crate::report::{read, read_with_later};
 use alloc_tracer_format::schema;
 use polars::prelude::DataFrame;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// One row of `heap_peak.parquet` or `heap_end.parquet`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -183,6 +183,10 @@ pub struct HeldSite {
     pub live_bytes_se: u64,
     /// The size class holding most of the site's live bytes.
     pub main_size_class_bytes: u64,
+    /// Estimated live bytes and blocks per size class (not written: what
+    /// `compare` needs to take a site's error at the other report's bytes).
+    #[serde(skip)]
+    pub classes: BTreeMap<u64, (u64, u64)>,
 }
 
 /// Live bytes per category at a moment.
@@ -341,7 +345,8 @@ pub fn held(
         blocks: u64,
         sampled: u64,
         variance: f64,
-        classes: HashMap<u64, u64>,
+        /// Bytes and blocks per size class.
+        classes: BTreeMap<u64, (u64, u64)>,
     }
     let mut by_site: HashMap<u64, Acc> = HashMap::new();
     let mut variance = 0.0;
@@ -354,7 +359,8 @@ pub fn held(
         a.sampled = a.sampled.saturating_add(r.sampled_count);
         a.variance += v;
         let class = a.classes.entry(r.size_class_bytes).or_default();
-        *class = class.saturating_add(r.live_bytes_estimate);
+        class.0 = class.0.saturating_add(r.live_bytes_estimate);
+        class.1 = class.1.saturating_add(r.live_blocks_estimate);
     }
     // Shares of the kept peak's exact live bytes; at the end, of what the estimates
     // say is live (`live_bytes_end` is a net of allocations and frees, not that).
@@ -382,8 +388,9 @@ pub fn held(
                 main_size_class_bytes: a
                     .classes
                     .iter()
-                    .max_by_key(|(c, b)| (**b, **c))
+                    .max_by_key(|(c, (b, _))| (*b, **c))
                     .map_or(0, |(c, _)| *c),
+                classes: a.classes,
             }
         })
         .collect();

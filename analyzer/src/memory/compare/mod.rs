@@ -19,7 +19,7 @@ const NAME_PREFIX: &str = "(name only)\n";
 use crate::naming::{self, job_frames, loose_key, stack_key};
 use crate::rank::frames_of;
 use crate::report::Report;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// One report's figures at the moment.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -156,10 +156,7 @@ pub struct HeldChange {
 /// The sites of one side under one key.
 #[derive(Default, Clone)]
 struct Acc {
-    bytes: u64,
-    /// Estimated live blocks (the mean block, `bytes / blocks`, gives the error).
-    blocks: u64,
-    variance: f64,
+    estimate: Estimate,
     /// The largest site's id, name, callers and category name the row.
     lead_bytes: u64,
     site_id: u64,
@@ -183,9 +180,36 @@ impl Matched for Acc {
             self.category.clone_from(&o.category);
             self.loose.clone_from(&o.loose);
         }
+        self.estimate.add(&o.estimate);
+    }
+}
+
+/// One side's estimate of what a key's sites or a category's hold: their bytes, the
+/// variance their own sampled blocks give, and their bytes and blocks per size class.
+#[derive(Default, Clone)]
+struct Estimate {
+    bytes: u64,
+    variance: f64,
+    classes: BTreeMap<u64, (u64, u64)>,
+}
+
+impl Estimate {
+    fn of(s: &HeldSite) -> Estimate {
+        Estimate {
+            bytes: s.live_bytes,
+            variance: (s.live_bytes_se as f64).powi(2),
+            classes: s.classes.clone(),
+        }
+    }
+
+    fn add(&mut self, o: &Estimate) {
         self.bytes = self.bytes.saturating_add(o.bytes);
-        self.blocks = self.blocks.saturating_add(o.blocks);
         self.variance += o.variance;
+        for (class, (bytes, blocks)) in &o.classes {
+            let c = self.classes.entry(*class).or_default();
+            c.0 = c.0.saturating_add(*bytes);
+            c.1 = c.1.saturating_add(*blocks);
+        }
     }
 }
 
@@ -194,9 +218,7 @@ fn by_key(report: &Report, sites: &[HeldSite]) -> BTreeMap<String, Acc> {
     for s in sites {
         let frames = job_frames(frames_of(&report.frames, s.site_id));
         let one = Acc {
-            bytes: s.live_bytes,
-            blocks: s.live_blocks,
-            variance: (s.live_bytes_se as f64).powi(2),
+            estimate: Estimate::of(s),
             lead_bytes: s.live_bytes,
             site_id: s.site_id,
             name: s.name.clone(),
@@ -211,27 +233,35 @@ fn by_key(report: &Report, sites: &[HeldSite]) -> BTreeMap<String, Acc> {
     out
 }
 
-/// The variances of one key's estimates in the base and the change: each side's own
-/// ([`super::HeldSite::live_bytes_se`]), or, where larger, what its interval gives
-/// the larger side's bytes in the larger side's mean block ([`super::variance_of`]).
-/// A report that sampled none of a site's blocks has no variance of its own there,
-/// so without this a site the sparser sampling missed read as a change beyond noise.
-fn variances(x: Option<&Acc>, y: Option<&Acc>, intervals: [u64; 2]) -> [f64; 2] {
-    let larger = match (x, y) {
-        (Some(a), Some(b)) if b.bytes > a.bytes => b,
-        (Some(a), _) | (None, Some(a)) => a,
-        (None, None) => return [0.0; 2],
-    };
-    let block = if larger.blocks > 0 {
-        larger.bytes as f64 / larger.blocks as f64
-    } else {
-        0.0
-    };
-    let side = |s: Option<&Acc>, interval: u64| {
-        let own = s.map_or(0.0, |s| s.variance);
-        own.max(super::variance_of(larger.bytes as f64, block, interval))
-    };
-    [side(x, intervals[0]), side(y, intervals[1])]
+/// The variances of two sides' estimates of one thing (a key's sites, a category):
+/// each side's own ([`super::HeldSite::live_bytes_se`]), or, where larger, what its
+/// interval gives, size class by size class, the larger side's bytes there in that
+/// side's mean block of the class ([`super::variance_of`]). A report that sampled
+/// none of a site's blocks has no variance of its own there, so without this a site
+/// the sparser sampling missed read as a change beyond noise; class by class, so
+/// that a block far larger than the interval (sampled almost surely) does not lend
+/// its size to the small blocks beside it.
+fn variances(x: Option<&Estimate>, y: Option<&Estimate>, intervals: [u64; 2]) -> [f64; 2] {
+    let none = Estimate::default();
+    let (x, y) = (x.unwrap_or(&none), y.unwrap_or(&none));
+    let mut floor = [0.0; 2];
+    for class in x
+        .classes
+        .keys()
+        .chain(y.classes.keys().filter(|c| !x.classes.contains_key(c)))
+    {
+        let a = x.classes.get(class).copied().unwrap_or_default();
+        let b = y.classes.get(class).copied().unwrap_or_default();
+        let (bytes, blocks) = if b.0 > a.0 { b } else { a };
+        if blocks == 0 {
+            continue;
+        }
+        let block = bytes as f64 / blocks as f64;
+        for (f, interval) in floor.iter_mut().zip(intervals) {
+            *f += super::variance_of(bytes as f64, block, interval);
+        }
+    }
+    [x.variance.max(floor[0]), y.variance.max(floor[1])]
 }
 
 /// Compares what holds memory in `base` and `change` (each [`super::held`] at the same
@@ -253,11 +283,11 @@ pub fn compare(
     // reordering the gadgets moves to another caller with no byte changed. What is
     // left unmatched pairs by the naming frame alone (`alloc (mod.rs:110)`).
     let matched_share = |side: &BTreeMap<String, Acc>, other: &BTreeMap<String, Acc>| {
-        let all: u64 = side.values().map(|s| s.bytes).sum();
+        let all: u64 = side.values().map(|s| s.estimate.bytes).sum();
         let matched: u64 = side
             .iter()
             .filter(|(k, _)| other.contains_key(*k))
-            .map(|(_, s)| s.bytes)
+            .map(|(_, s)| s.estimate.bytes)
             .sum();
         if all > 0 {
             matched as f64 / all as f64
@@ -275,21 +305,16 @@ pub fn compare(
         matched_share(&b, &a) - change_matched,
     );
     let intervals = [base.heap_interval, change.heap_interval];
-    // Each side's variance by category (a side without the key takes the other's
-    // category for it, as `diff` does), and in all.
-    let mut category_variance: HashMap<String, [f64; 2]> = HashMap::new();
+    // Each side's variance in all: the sum of its keys'.
     let mut variance = [0.0; 2];
     let mut sites: Vec<(SiteChange, Option<(u64, bool)>)> = a
         .keys()
         .chain(b.keys().filter(|k| !a.contains_key(*k)))
         .map(|key| {
             let (x, y) = (a.get(key), b.get(key));
-            let v = variances(x, y, intervals);
-            for (side, (own, other)) in [(x, y), (y, x)].into_iter().enumerate() {
-                let category = own.or(other).map_or("", |s| s.category.as_str());
-                category_variance.entry(category.to_owned()).or_default()[side] += v[side];
-                variance[side] += v[side];
-            }
+            let v = variances(x.map(|s| &s.estimate), y.map(|s| &s.estimate), intervals);
+            variance[0] += v[0];
+            variance[1] += v[1];
             let named = y.or(x).expect("a key of either side");
             let matched = match (x, y) {
                 (Some(_), Some(_)) if key.starts_with(LOOSE_PREFIX) => "lines ignored",
@@ -306,8 +331,8 @@ pub fn compare(
                 category: named.category.clone(),
                 matched: matched.to_owned(),
                 change: Change::new(
-                    x.map_or(0, |s| s.bytes),
-                    y.map_or(0, |s| s.bytes),
+                    x.map_or(0, |s| s.estimate.bytes),
+                    y.map_or(0, |s| s.estimate.bytes),
                     v[0],
                     v[1],
                 ),
@@ -375,34 +400,34 @@ pub fn compare(
             variance[0].max((base.estimated_bytes_se as f64).powi(2)),
             variance[1].max((change.estimated_bytes_se as f64).powi(2)),
         ),
-        categories: categories(base, change, &category_variance),
+        categories: categories(base, change),
         sites,
         more_sites,
         more_delta_bytes,
     }
 }
 
-/// Categories of either side, by the size of their change; a category's variance is
-/// the sum of its keys' on each side (`variance`, see [`variances`]).
-fn categories(
-    base: &Held,
-    change: &Held,
-    variance: &HashMap<String, [f64; 2]>,
-) -> Vec<CategoryChange> {
-    let mut totals: HashMap<&str, [u64; 2]> = HashMap::new();
+/// Categories of either side, by the size of their change; each side's estimate of a
+/// category is its sites' (by each site's own category), and their variances are
+/// taken as [`variances`] takes a key's.
+fn categories(base: &Held, change: &Held) -> Vec<CategoryChange> {
+    let mut totals: BTreeMap<&str, [Option<Estimate>; 2]> = BTreeMap::new();
     for (side, held) in [base, change].into_iter().enumerate() {
         for s in &held.sites {
             let t = &mut totals.entry(s.category.as_str()).or_default()[side];
-            *t = t.saturating_add(s.live_bytes);
+            t.get_or_insert_with(Estimate::default)
+                .add(&Estimate::of(s));
         }
     }
+    let intervals = [base.heap_interval, change.heap_interval];
     let mut out: Vec<CategoryChange> = totals
         .into_iter()
         .map(|(category, [a, b])| {
-            let [va, vb] = variance.get(category).copied().unwrap_or_default();
+            let [va, vb] = variances(a.as_ref(), b.as_ref(), intervals);
+            let bytes = |e: &Option<Estimate>| e.as_ref().map_or(0, |e| e.bytes);
             CategoryChange {
                 category: category.to_owned(),
-                change: Change::new(a, b, va, vb),
+                change: Change::new(bytes(&a), bytes(&b), va, vb),
             }
         })
         .collect();
@@ -560,7 +585,7 @@ mod tests {
             ("kept", 1, 8 << 20, 0, "x"),
             ("trackers", 2, 1 << 20, 0, "y"),
         ]);
-        b.sites[1].live_blocks = (1 << 20) / 64;
+        b.sites[1].classes = BTreeMap::from([(64, (1 << 20, (1 << 20) / 64))]);
         a.heap_interval = 1 << 20;
         b.heap_interval = 1;
         let c = compare(&ra, &a, &rb, &b, 10);
@@ -578,6 +603,86 @@ mod tests {
         let c = compare(&ra, &a, &rb, &b, 10);
         assert!(!c.sites[0].change.within_noise);
         assert_eq!(c.sites[0].change.delta_se, 0);
+    }
+
+    #[test]
+    fn a_missed_sites_error_is_taken_class_by_class() {
+        // One 64 MiB block (sampled almost surely at 1 MiB) beside 1 MiB in 64-byte
+        // blocks: the error the base could have had is the small blocks', about
+        // 1 MiB, not that of 16,385 blocks of their mean size (about 8 MiB).
+        let (ra, mut a) = side(&[("kept", 1, 8 << 20, 0, "x")]);
+        let (rb, mut b) = side(&[
+            ("kept", 1, 8 << 20, 0, "x"),
+            ("mixed", 2, (64 << 20) + (1 << 20), 0, "y"),
+        ]);
+        b.sites[1].classes =
+            BTreeMap::from([(64, (1 << 20, (1 << 20) / 64)), (64 << 20, (64 << 20, 1))]);
+        a.heap_interval = 1 << 20;
+        b.heap_interval = 1;
+        let c = compare(&ra, &a, &rb, &b, 10);
+        let se = c.sites[0].change.delta_se as f64 / (1u64 << 20) as f64;
+        assert!((se - 1.0).abs() < 0.01, "{se}");
+        assert!(!c.sites[0].change.within_noise, "{:?}", c.sites[0]);
+    }
+
+    #[test]
+    fn a_category_takes_the_errors_of_its_own_sites() {
+        // One naming frame, reached from other callers in each report: the rows pair
+        // `name only`, led by the change's vector, and the trackers' 1 MiB of small
+        // blocks rides in that row. Their category's error is still their own.
+        let sites = |list: &[(u64, &str, u64, &str)]| {
+            let mut r = Report::default();
+            let mut h = Held {
+                heap_interval: 1 << 20,
+                ..Held::default()
+            };
+            for &(site_id, caller, bytes, category) in list {
+                for (i, (function, line)) in [("alloc", 110), (caller, 9)].into_iter().enumerate() {
+                    r.frames.push(FrameRow {
+                        site_id,
+                        frame_index: i as u32,
+                        stack_index: i as u32,
+                        ..FrameRow::test(function, "/r/gadget-1.0.0/src/lib.rs", Some(line))
+                    });
+                }
+                let block = if category == "trackers" { 64 } else { bytes };
+                h.sites.push(HeldSite {
+                    site_id,
+                    name: "alloc (lib.rs:110)".into(),
+                    category: category.into(),
+                    live_bytes: bytes,
+                    classes: BTreeMap::from([(block, (bytes, bytes / block))]),
+                    ..HeldSite::default()
+                });
+            }
+            (r, h)
+        };
+        let (ra, a) = sites(&[(1, "first", 64 << 20, "vectors")]);
+        let (rb, b) = sites(&[
+            (1, "second", 64 << 20, "vectors"),
+            (2, "third", 1 << 20, "trackers"),
+        ]);
+        let c = compare(&ra, &a, &rb, &b, 10);
+        assert_eq!(c.sites.len(), 1);
+        assert_eq!(c.sites[0].matched, "name only");
+        let trackers = c
+            .categories
+            .iter()
+            .find(|k| k.category == "trackers")
+            .unwrap();
+        assert_eq!(trackers.change.delta_bytes, 1 << 20);
+        // About 1 MiB a side (the change's own sampled blocks, here none given, and
+        // the base's as it could have sampled them): about 1.41 MiB together.
+        let se = trackers.change.delta_se as f64 / (1u64 << 20) as f64;
+        assert!((se - 2f64.sqrt()).abs() < 0.02, "{se}");
+        assert!(trackers.change.within_noise, "{trackers:?}");
+        // The vectors, blocks far above the interval, have next to no error.
+        let vectors = c
+            .categories
+            .iter()
+            .find(|k| k.category == "vectors")
+            .unwrap();
+        assert!(vectors.change.delta_se < 64 << 10, "{vectors:?}");
     }
 
     #[test]
