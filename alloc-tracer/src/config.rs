@@ -242,8 +242,11 @@ pub fn parse_bytes(s: &str) -> Option<u64> {
         return None;
     }
     let bytes = (number.parse::<f64>().ok()? * (1u64 << shift) as f64).round();
-    // 2^64 is the first f64 past u64::MAX.
-    (bytes < 18_446_744_073_709_551_616.0).then_some(bytes as u64)
+    // 2^64 is the first f64 past u64::MAX. A decimal is a size, never 0 (which
+    // turns heap sampling off): one that rounds to it is refused.
+    (1.0..18_446_744_073_709_551_616.0)
+        .contains(&bytes)
+        .then_some(bytes as u64)
 }
 
 /// `getenv` without allocating or taking std's environment lock: this runs inside
@@ -299,6 +302,8 @@ mod tests {
             "1.MiB",
             "1.2.3MiB",
             "16777216.0TiB",
+            "0.0000001MiB",
+            "0.0K",
         ] {
             assert_eq!(parse_bytes(bad), None, "{bad}");
         }

@@ -70,13 +70,13 @@ pub struct Budget {
     pub phase: BTreeMap<String, PhaseLimits>,
 }
 
-/// A byte limit: an integer, or a string of a number and `B`, `KiB`, `MiB` or `GiB`
+/// A byte limit: an integer, or a string of a number and `B`, `KiB`, `MiB`, `GiB` or `TiB`
 /// (`"700MiB"`, `"1.5GiB"`), as `--fail-if` takes them.
 fn byte_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let bad = |shown: String| {
         serde::de::Error::custom(format!(
             "{shown} is not a byte count (a whole number, or a string of a number and B, \
-             KiB, MiB or GiB such as \"700MiB\")"
+             KiB, MiB, GiB or TiB such as \"700MiB\")"
         ))
     };
     let text = match <toml::Value as serde::Deserialize>::deserialize(d)? {
@@ -96,6 +96,7 @@ fn byte_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::
         "KiB" => 1 << 10,
         "MiB" => 1 << 20,
         "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
         _ => return Err(bad(format!("\"{text}\""))),
     };
     let bytes = number.parse::<f64>().ok().map(|n| n * scale as f64);
@@ -582,13 +583,14 @@ mod tests {
     fn byte_limits_take_binary_units() {
         let b = parse(
             "peak_live_bytes = \"700MiB\"\npeak_rss_bytes = \"1.5 GiB\"\n\
-             [phase.p]\nbytes = 4096\n",
+             [phase.p]\nbytes = 4096\npeak_live_bytes = \"0.25TiB\"\n",
             Path::new("b.toml"),
         )
         .unwrap();
         assert_eq!(b.peak_live_bytes, Some(700 << 20));
         assert_eq!(b.peak_rss_bytes, Some(3 << 29));
         assert_eq!(b.phase["p"].bytes, Some(4096));
+        assert_eq!(b.phase["p"].peak_live_bytes, Some(1 << 38));
         for bad in [
             "\"700MB\"",
             "\"-1KiB\"",

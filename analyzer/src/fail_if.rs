@@ -92,6 +92,7 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
         (Metric::Bytes | Metric::Peak | Metric::Rss, "KiB") => 1024.0,
         (Metric::Bytes | Metric::Peak | Metric::Rss, "MiB") => 1024.0 * 1024.0,
         (Metric::Bytes | Metric::Peak | Metric::Rss, "GiB") => 1024.0 * 1024.0 * 1024.0,
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "TiB") => 1024.0 * 1024.0 * 1024.0 * 1024.0,
         (Metric::Cost, "s") => 1.0,
         // No growth at all needs no unit.
         (Metric::Cost, "") if number == 0.0 => 1.0,
@@ -101,9 +102,9 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
         (Metric::Allocs | Metric::Temporaries, _) => {
             return Err(bad("allocs and temporaries take a count or a percentage"));
         }
-        (Metric::Bytes, _) => return Err(bad("bytes takes B, KiB, MiB, GiB or %")),
-        (Metric::Peak, _) => return Err(bad("peak takes B, KiB, MiB, GiB or %")),
-        (Metric::Rss, _) => return Err(bad("rss takes B, KiB, MiB, GiB or %")),
+        (Metric::Bytes, _) => return Err(bad("bytes takes B, KiB, MiB, GiB, TiB or %")),
+        (Metric::Peak, _) => return Err(bad("peak takes B, KiB, MiB, GiB, TiB or %")),
+        (Metric::Rss, _) => return Err(bad("rss takes B, KiB, MiB, GiB, TiB or %")),
         (Metric::Cost, _) => return Err(bad("cost takes s, ms, us, ns or %")),
     };
     Ok(condition(text, metric, Threshold::Absolute(number * scale)))
@@ -255,6 +256,10 @@ mod tests {
         assert_eq!(
             c("bytes>+10MiB").unwrap(),
             (Metric::Bytes, Threshold::Absolute(10.0 * 1024.0 * 1024.0))
+        );
+        assert_eq!(
+            c("peak>+0.5TiB").unwrap(),
+            (Metric::Peak, Threshold::Absolute((1u64 << 39) as f64))
         );
         assert_eq!(
             c("cost>+5ms").unwrap(),

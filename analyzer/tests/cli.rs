@@ -126,9 +126,9 @@ fn memory_at_the_peak_and_the_end() {
     assert!(text.contains(&label), "no `{label}` in the plot");
     // And the run's exact highest live bytes, which the points can miss.
     let highest = format!(
-        "highest live bytes {:.1} MiB (within {:.1} KiB; points {} ms apart",
-        m["totals"]["peak_live_bytes"].as_f64().unwrap() / (1u64 << 20) as f64,
-        m["totals"]["peak_live_bytes_error_bytes"].as_f64().unwrap() / 1024.0,
+        "highest live bytes {} (within {}; points {} ms apart",
+        analyzer::render::bytes(m["totals"]["peak_live_bytes"].as_f64().unwrap()),
+        analyzer::render::bytes(m["totals"]["peak_live_bytes_error_bytes"].as_f64().unwrap()),
         m["timeline_interval_ms"]
     );
     assert!(text.contains(&highest), "no `{highest}` in the plot");

@@ -42,8 +42,8 @@ def timeline_note(report: Report) -> str | None:
 def timeline_phases(report: Report) -> pl.DataFrame | None:
     """Per phase of the timeline, in order: from_s, to_s, max_live_mib and max_rss_mib
     (the highest of its points, which, every `timeline_interval_ms`, can miss a short
-    rise), and peak_live_mib: the highest live bytes while the phase was in force,
-    from `phases.parquet`, exact to within the manifest's
+    rise), and peak_live_mib: the highest live bytes while the phase was the innermost
+    in force, from `phases.parquet`, exact to within the manifest's
     `totals.peak_live_bytes_error_bytes` (null in reports written before it was kept). None
     without a timeline (`timeline_note` says why)."""
     if timeline_note(report) is not None:

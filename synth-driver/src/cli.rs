@@ -580,9 +580,11 @@ fn parse_top(s: &str) -> Result<usize, String> {
 }
 
 fn parse_bytes(s: &str) -> Result<u64, String> {
-    alloc_tracer::parse_bytes(s)
-        .ok_or_else(|| {
-        format!("{s:?} is not a byte count (e.g. 1MiB, 1.5MiB, 64KiB, 65536; units B, KiB, MiB, GiB, TiB)")
+    alloc_tracer::parse_bytes(s).ok_or_else(|| {
+        format!(
+            "{s:?} is not a byte count (e.g. 1MiB, 1.5MiB, 64KiB, 65536; units B, KiB, \
+             MiB, GiB, TiB)"
+        )
     })
 }
 

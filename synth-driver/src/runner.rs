@@ -293,8 +293,8 @@ impl Runner<'_> {
         for iteration in 0..iterations {
             let (variant, mode, round) = self.turn_of(iteration);
             if self.modes.len() > 1 {
-                // Each mode with its own defaults (heap sampling), as a run of it
-                // alone would have them.
+                // Each mode with the settings given, and its own defaults for the
+                // others (heap sampling), as a run of it alone would have them.
                 Settings {
                     mode,
                     ..self.settings
@@ -387,7 +387,10 @@ impl Runner<'_> {
                 .map(|weight| {
                     (after.total(|p| p.temporaries) - before.total(|p| p.temporaries)) * weight
                 }),
-                peak_live_bytes: traced.then_some(after.peak_live_bytes),
+                // Not where `off` takes turns: frees in its turns go unrecorded, so the
+                // live bytes, and their peak, only rise.
+                peak_live_bytes: (traced && !self.modes.contains(&Mode::Off))
+                    .then_some(after.peak_live_bytes),
                 enforce_allocs: enforce,
                 enforce_allocs_per_row: enforce
                     .filter(|_| shape.rows > 0)

@@ -252,4 +252,23 @@ fn several_modes_take_turns_and_count_alike() {
     assert_eq!(rows[5]["allocs"], count[1]["allocs"]);
     assert_eq!(rows[6]["allocs"], count[1]["allocs"]);
     assert!(rows[7]["allocs"].is_null(), "{}", rows[7]);
+    // The run's peak live bytes, given alone, are left out where `off` takes turns
+    // (its frees go unrecorded, so the live bytes only rise).
+    assert!(
+        count
+            .iter()
+            .all(|r| r["peak_live_bytes"].as_i64() > Some(0)),
+        "{count:?}"
+    );
+    assert!(
+        rows.iter().all(|r| r["peak_live_bytes"].is_null()),
+        "{rows:?}"
+    );
+    let traced = run_json_lines(&args("count,sites", "2"));
+    assert!(
+        traced
+            .iter()
+            .all(|r| r["peak_live_bytes"].as_i64() > Some(0)),
+        "{traced:?}"
+    );
 }

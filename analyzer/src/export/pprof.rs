@@ -233,7 +233,10 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
             m.uint(4, file);
         });
     }
-    let comments: Vec<u64> = estimates(report).iter().map(|c| strings.id(c)).collect();
+    let comments: Vec<u64> = estimates(report, in_use)
+        .iter()
+        .map(|c| strings.id(c))
+        .collect();
     for s in &strings.table {
         p.bytes(6, s.as_bytes());
     }
@@ -261,7 +264,7 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
 /// `pprof_protobuf` writes as the profile's comments (which `go tool pprof -comments`
 /// prints), and the CLI says on standard error for a `sample:N` report, whose
 /// allocation figures a user may otherwise take for exact counts.
-pub fn estimates(report: &Report) -> Vec<String> {
+pub fn estimates(report: &Report, in_use: &[InUse]) -> Vec<String> {
     let m = &report.manifest;
     let mut lines = Vec::new();
     if m.mode.starts_with("sample:") {
@@ -272,11 +275,16 @@ pub fn estimates(report: &Report) -> Vec<String> {
             m.mode, m.sample_interval
         ));
     }
-    if m.heap_interval > 1 {
+    // Exact at an interval of 1; a report whose heap sampling stopped before it was
+    // written (interval 0) still holds the estimates of the peak it kept.
+    if !in_use.is_empty() && m.heap_interval != 1 {
+        let every = match m.heap_interval {
+            0 => "heap sampling stopped before the report was written".to_owned(),
+            n => format!("sampled {}", crate::render::heap_every(n)),
+        };
         lines.push(format!(
             "inuse_objects and inuse_space are heap sampling's estimates at the kept peak \
-             (a byte sampled in every {} on average)",
-            m.heap_interval
+             ({every})"
         ));
     }
     lines
@@ -319,27 +327,42 @@ mod tests {
         let mut r = Report::default();
         r.manifest.mode = "sites".into();
         r.manifest.heap_interval = 1;
+        let live = [InUse {
+            site_id: 1,
+            phase: "p".into(),
+            objects: 1,
+            bytes: 64,
+        }];
         // Exact in every figure: no comment at all.
-        assert!(estimates(&r).is_empty());
+        assert!(estimates(&r, &live).is_empty());
         r.manifest.mode = "sample:1000".into();
         r.manifest.sample_interval = 1000;
         r.manifest.heap_interval = 1 << 20;
-        let lines = estimates(&r);
+        let lines = estimates(&r, &live);
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[0].starts_with("sample:1000: alloc_objects, alloc_space and temporaries are estimates: each sampled allocation counts 1000 times"), "{lines:?}");
         assert!(
-            lines[1].contains("a byte sampled in every 1048576 on average"),
+            lines[1].ends_with("at the kept peak (sampled every 1.0 MiB on average)"),
             "{lines:?}"
+        );
+        // Nothing live sampled: no in-use figures to call estimates.
+        assert_eq!(estimates(&r, &[]).len(), 1);
+        // Heap sampling stopped before the report: its kept estimates still are.
+        r.manifest.heap_interval = 0;
+        let stopped = estimates(&r, &live);
+        assert!(
+            stopped[1].contains("(heap sampling stopped before"),
+            "{stopped:?}"
         );
         // Written in the string table, for the profile's comments (field 13; the CLI
         // test decodes them).
-        let raw = pprof_protobuf(&r, None, &[]);
+        r.manifest.heap_interval = 1 << 20;
+        let raw = pprof_protobuf(&r, None, &live);
         for line in &lines {
-            let at = raw
-                .windows(line.len())
-                .position(|w| w == line.as_bytes())
-                .unwrap_or_else(|| panic!("{line} not in the string table"));
-            assert!(at > 0);
+            assert!(
+                raw.windows(line.len()).any(|w| w == line.as_bytes()),
+                "{line} not in the string table"
+            );
         }
     }
 

@@ -195,12 +195,13 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     )?;
     // Empty tables would read as a failure; say what they mean instead.
     if h.estimated_bytes_all_phases == 0 {
-        // At the end, a net of zero or less while traced gives sampling nothing to
-        // look for: no advice to sample more.
+        // At the end, a net of zero or less while traced leaves sampling little to
+        // look for: no advice to sample more (frees of blocks allocated before
+        // tracing can still hide a leak, which the line says).
         if h.moment == "end" && h.live_bytes.is_some_and(|b| b <= 0) {
             return writeln!(
                 out,
-                "no sampled block was live then, and no more was allocated than freed while traced: nothing points to a leak"
+                "no sampled block was live then, and no more was allocated than freed while traced: sampling more is unlikely to find a leak (unless frees of blocks allocated before tracing hide one)"
             );
         }
         return writeln!(
@@ -347,7 +348,10 @@ mod tests {
             live_bytes: Some(-1400),
             ..h.clone()
         });
-        assert!(text.contains("nothing points to a leak"), "{text}");
+        assert!(
+            text.contains("sampling more is unlikely to find a leak"),
+            "{text}"
+        );
         assert!(!text.contains("samples more"), "{text}");
         assert!(!text.contains("resident"), "{text}");
         // Resident memory, where the timeline sampled it.

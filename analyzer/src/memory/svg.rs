@@ -1,6 +1,6 @@
 //! `analyzer timeline -o FILE.svg`: live bytes over time, and the process's resident
 //! memory where the report sampled it, the phases shaded behind the lines, the kept
-//! peak marked, and the exact high-water marks of both (which points taken every few
+//! peak marked, and the high-water marks of both (which points taken every few
 //! milliseconds can miss) as faint lines; drawn with plotters (SVG, text left to the
 //! viewer's fonts).
 
@@ -47,7 +47,8 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     // The kernel's high-water mark, drawn beside the sampled line (the samples, 10 ms
     // apart, can miss the top).
     let max_rss = if rss { m.totals.max_rss_bytes } else { 0 };
-    // The same for live bytes: exact, where the points can lie below it.
+    // The same for live bytes (exact to within its bound), where the points can lie
+    // below it.
     let highest_live = (
         m.totals.peak_live_bytes,
         m.totals.peak_live_bytes_error_bytes,
@@ -276,7 +277,7 @@ type Chart<'a, 'b> = ChartContext<
 >;
 
 /// A faint line across the plot at `y`, in the legend as `label`: a high-water mark,
-/// exact where the sampled points beside it can miss the top.
+/// kept as the run went, where the sampled points beside it can miss the top.
 fn high_water(
     chart: &mut Chart<'_, '_>,
     y: f64,
@@ -335,7 +336,7 @@ mod tests {
             svg.contains("peak resident set size 4.00 GiB (the kernel&apos;s high-water mark)"),
             "{svg}"
         );
-        // The run's highest live bytes, exact, beside the points that can miss it;
+        // The run's highest live bytes, within their bound, beside the points that can miss it;
         // heap sampling's kept peak named as such.
         r.manifest.totals.peak_live_bytes = 150 << 20;
         r.manifest.totals.peak_live_bytes_error_bytes = 256 << 10;

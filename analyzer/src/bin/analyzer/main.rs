@@ -431,7 +431,7 @@ impl ExportJob {
                     );
                 }
                 if r.manifest.mode.starts_with("sample:") {
-                    let first = export::pprof_estimates(&r).into_iter().next();
+                    let first = export::pprof_estimates(&r, &in_use).into_iter().next();
                     note!(
                         "analyzer: {}: {}",
                         r.dir.display(),
