@@ -197,6 +197,18 @@ pub enum CountedCircuit {
 }
 
 impl Work {
+    /// The input file it reads, if any (`porep --c1`): opened before the run's
+    /// notes are printed, so that a path mistyped is the one thing said.
+    pub fn input_file(&self) -> Option<&std::path::Path> {
+        match self {
+            Work::Porep {
+                input: PorepInput::C1 { path, .. },
+                ..
+            } => Some(path),
+            _ => None,
+        }
+    }
+
     /// The command as error messages name it.
     pub fn command(&self) -> &'static str {
         match self {

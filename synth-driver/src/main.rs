@@ -31,7 +31,7 @@ mod prover;
 mod runner;
 mod signals;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -80,6 +80,10 @@ fn run() -> Result<ExitCode> {
         }
     };
     let job = cli.into_job()?;
+    if let Some(path) = job.work.input_file() {
+        // The same words as reading it later, before any note.
+        std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    }
     for note in &job.notes {
         writeln!(std::io::stderr(), "synth-driver: note: {note}")?;
     }

@@ -260,6 +260,18 @@ fn bad_c1_files_are_one_line_errors() {
             ],
             "missing.json",
         ),
+        // With a note to print (stacks without --report), the missing file is still
+        // the one line said.
+        (
+            vec![
+                "--trace".into(),
+                "sites".into(),
+                "porep".into(),
+                "--c1".into(),
+                dir.join("missing.json").display().to_string(),
+            ],
+            "missing.json",
+        ),
         (
             vec![
                 "porep".into(),
