@@ -58,10 +58,12 @@ pub fn bytes(b: f64) -> String {
     }
 }
 
-/// Seconds with a precision that suits their size.
+/// Seconds with a precision that suits their size, down to nanoseconds: a site of a
+/// few cheap allocations costs tens of them.
 pub(crate) fn seconds(s: f64) -> String {
-    // What rounds to zero in the finest unit (0.1 us), and -0, prints as 0.
-    let s = if s.abs() < 5e-8 { 0.0 } else { s };
+    // What rounds to zero in the finest unit (1 ns: a sum's leftovers are far
+    // below it), and -0, prints as 0.
+    let s = if s.abs() < 5e-10 { 0.0 } else { s };
     let a = s.abs();
     if a >= 10.0 {
         format!("{s:.1} s")
@@ -69,8 +71,10 @@ pub(crate) fn seconds(s: f64) -> String {
         format!("{s:.2} s")
     } else if a >= 1e-4 {
         format!("{:.2} ms", s * 1e3)
-    } else {
+    } else if a >= 9.95e-7 {
         format!("{:.1} us", s * 1e6)
+    } else {
+        format!("{:.0} ns", s * 1e9)
     }
 }
 
@@ -307,11 +311,15 @@ mod tests {
 
     #[test]
     fn seconds_that_round_to_zero_print_as_zero() {
-        // A sum's rounding leftover of either sign, and anything under 0.05 us.
-        for s in [5.55e-17, -5.55e-17, -0.0, 4.9e-8, -4.9e-8] {
-            assert_eq!(seconds(s), "0.0 us", "{s}");
+        // A sum's rounding leftover of either sign, and anything under 0.5 ns.
+        for s in [5.55e-17, -5.55e-17, -0.0, 4.9e-10, -4.9e-10] {
+            assert_eq!(seconds(s), "0 ns", "{s}");
         }
-        assert_eq!(seconds(-5e-7), "-0.5 us");
+        // A few cheap allocations: nanoseconds, not 0.0 us.
+        assert_eq!(seconds(4.2e-8), "42 ns");
+        assert_eq!(seconds(-5e-7), "-500 ns");
+        assert_eq!(seconds(2.5e-6), "2.5 us");
+        assert_eq!(seconds(9.99e-7), "1.0 us");
         assert_eq!(seconds(0.25), "0.25 s");
     }
 
