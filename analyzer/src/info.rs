@@ -77,6 +77,8 @@ pub struct Info {
     /// The process's highest resident set size when the report was written (0:
     /// unknown, as in reports written before it was recorded).
     pub max_rss_bytes: u64,
+    /// The process's resident set size when the report was taken (0: unknown).
+    pub rss_bytes_end: u64,
     /// The phases, in the report's order.
     pub phases: Vec<PhaseInfo>,
     /// What the tables do not hold (the manifest's `dropped`).
@@ -87,6 +89,8 @@ pub struct Info {
     pub heap_interval: u64,
     /// The kept peak of live bytes, if any.
     pub heap_peak: Option<alloc_tracer_format::manifest::HeapPeak>,
+    /// The timeline's interval in milliseconds (0: no timeline).
+    pub timeline_interval_ms: u64,
     /// What the program said about its run (`alloc_tracer::label`).
     pub labels: std::collections::BTreeMap<String, String>,
     /// The inner allocator as the program named it (`alloc_tracer::set_allocator_name`).
@@ -146,11 +150,13 @@ pub fn info(report: &Report) -> Info {
         peak_live_bytes: m.totals.peak_live_bytes,
         peak_live_bytes_error_bytes: m.totals.peak_live_bytes_error_bytes,
         max_rss_bytes: m.totals.max_rss_bytes,
+        rss_bytes_end: m.totals.rss_bytes_end,
         phases,
         dropped: m.dropped.clone(),
         tables: m.tables.clone(),
         heap_interval: m.heap_interval,
         heap_peak: m.heap_peak.clone(),
+        timeline_interval_ms: m.timeline_interval_ms,
         labels: m.labels.clone(),
         allocator: m.allocator.clone(),
     }

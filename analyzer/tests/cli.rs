@@ -1093,6 +1093,33 @@ fn info_describes_the_report() {
     ] {
         assert_eq!(info[key], manifest[key], "{key}");
     }
+    // Figures a report without them (as this fixture, from before) reads as 0; a
+    // report that has them, as they are.
+    let with = copy_fixture("info-rss");
+    edit_manifest(&with, |m| {
+        m["timeline_interval_ms"] = 10.into();
+        m["totals"]["max_rss_bytes"] = 3_000_000.into();
+        m["totals"]["rss_bytes_end"] = 2_000_000.into();
+    });
+    let out = analyzer(&["info", with.to_str().unwrap(), "--format", "json"]);
+    let later: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let _ = std::fs::remove_dir_all(&with);
+    assert_eq!(
+        [
+            &info["timeline_interval_ms"],
+            &info["max_rss_bytes"],
+            &info["rss_bytes_end"]
+        ],
+        [0, 0, 0]
+    );
+    assert_eq!(
+        [
+            &later["timeline_interval_ms"],
+            &later["max_rss_bytes"],
+            &later["rss_bytes_end"]
+        ],
+        [10, 3_000_000, 2_000_000]
+    );
     // The fixture predates some of `dropped`'s fields: those it has.
     for (key, value) in manifest["dropped"].as_object().unwrap() {
         assert_eq!(&info["dropped"][key], value, "dropped.{key}");
