@@ -155,6 +155,24 @@ pub fn seal_sector(
 ) -> Result<PathBuf> {
     check_seal_folder(out)?;
     check_parent_cache()?;
+    // An earlier seal's sector goes first: pre-commit 1 took the trees in its cache
+    // for this sector's and failed halfway ("pieces and comm_d do not match"), and a
+    // seal that fails must not leave the earlier C1 beside this one's files.
+    let work = out.join("sector");
+    for (old, gone) in [
+        (
+            out.join("c1.json"),
+            std::fs::remove_file(out.join("c1.json")),
+        ),
+        (work.clone(), std::fs::remove_dir_all(&work)),
+    ] {
+        if let Err(e) = gone
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(e)
+                .with_context(|| format!("removing the earlier seal's {}", old.display()));
+        }
+    }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mark = out.join(SEALED_MARK);
     std::fs::write(
@@ -162,7 +180,6 @@ pub fn seal_sector(
         b"written by synth-driver seal: a later seal may replace this folder's contents\n",
     )
     .with_context(|| format!("writing {}", mark.display()))?;
-    let work = out.join("sector");
     let cache = work.join("cache");
     std::fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
     let staged = work.join("staged");

@@ -180,17 +180,27 @@ fn seal_writes_only_where_it_sealed_before() {
         std::fs::read_to_string(theirs.join("c1.json")).unwrap(),
         "precious"
     );
-    // A new folder, then the same folder again: its own output, replaced.
+    // A new folder, then the same folder again, another sector's (another seed)
+    // and the first again: its own output, replaced each time (the earlier sector's
+    // cache once made the next seal fail halfway, its old C1 left beside new files).
     let ours = dir.join("ours");
-    for _ in 0..2 {
-        let out = seal_into(&ours, &[]);
+    let mut c1s = Vec::new();
+    for seed in ["0", "0", "1", "0"] {
+        let out = driver()
+            .args(["seal", "--sector-size", "2KiB", "--seed", seed, "--out"])
+            .arg(&ours)
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
-            "{}",
+            "seed {seed}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(ours.join("c1.json").is_file());
+        c1s.push(std::fs::read(ours.join("c1.json")).unwrap());
     }
+    assert_eq!(c1s[0], c1s[1]);
+    assert_ne!(c1s[1], c1s[2]);
+    assert_eq!(c1s[0], c1s[3]);
     // With --json, its one line is JSON too.
     let out = seal_into(&ours, &["--json"]);
     assert!(out.status.success());
