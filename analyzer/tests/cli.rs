@@ -1436,7 +1436,20 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
     );
     let out = analyzer(&["diff", r, cut]);
     assert!(out.status.success(), "{out:?}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is incomplete"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("is incomplete").count(), 1, "{stderr}");
+    // So do the commands that answer from it alone.
+    for command in [vec!["top", cut], vec!["cost", cut], vec!["categories", cut]] {
+        let out = analyzer(&command);
+        assert!(out.status.success(), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(
+                "the report is incomplete (written on SIGINT): its counts cover part of the run"
+            ),
+            "{command:?}: {stderr}"
+        );
+    }
 
     // A failed export leaves the file it would have replaced as it was.
     let dir = std::env::temp_dir().join(format!("analyzer-keep-{}", std::process::id()));

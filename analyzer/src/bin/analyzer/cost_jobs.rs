@@ -79,7 +79,7 @@ impl CostJob {
             }
         }
         warn_if_other_host(&cal, &r);
-        warn_of_setup(&r);
+        warn_of_report(&r);
         no_sites_note(&r, phase, "to price");
         let est = cost::estimate(&r, &cal, &rules, phase, self.limit);
         Ok(render::cost(out, &est, s.format)?)
@@ -255,16 +255,12 @@ impl DiffJob {
                 // A run cut short allocated less: it passes any gate on growth.
                 if !conditions.is_empty() {
                     anyhow::bail!(
-                        "the report {} is incomplete (written on {why}): its counts cover \
-                         part of the run, and --fail-if gates whole runs",
-                        r.dir.display()
+                        "{}: {}, and --fail-if gates whole runs",
+                        r.dir.display(),
+                        incomplete(why)
                     );
                 }
-                note!(
-                    "analyzer: the report {} is incomplete (written on {why}): its counts \
-                     cover part of the run",
-                    r.dir.display()
-                );
+                note!("analyzer: {}: {}", r.dir.display(), incomplete(why));
             }
         }
         let phase = a.check_phase(self.phase.as_deref())?;
@@ -427,6 +423,22 @@ pub(crate) fn warn_of_setup(r: &report::Report) {
     if let Some(w) = r.manifest.setup_warning() {
         note!("analyzer: {}: {w}", r.dir.display());
     }
+}
+
+/// [`warn_of_setup`], and when the run was stopped before it finished (a signal):
+/// its counts, and the labels the program had set by then, cover part of it. For
+/// commands that answer from one report (`diff`, `check` and `budget` say it, or
+/// refuse it, themselves; `info` shows it).
+pub(crate) fn warn_of_report(r: &report::Report) {
+    warn_of_setup(r);
+    if let Some(why) = &r.manifest.incomplete {
+        note!("analyzer: {}: {}", r.dir.display(), incomplete(why));
+    }
+}
+
+/// What a report written on `why` (a signal) holds.
+fn incomplete(why: &str) -> String {
+    format!("the report is incomplete (written on {why}): its counts cover part of the run")
 }
 
 /// Says on standard error when `cal` was measured on another machine than the one

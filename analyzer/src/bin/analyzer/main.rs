@@ -250,7 +250,7 @@ impl TopJob {
         } = self.selection;
         let r = report::load(&dir)?;
         let phase = r.check_phase(phase.as_deref())?;
-        cost_jobs::warn_of_setup(&r);
+        cost_jobs::warn_of_report(&r);
         let rules = rules(self.inputs.rules.as_deref())?;
         // Only ranking by cost needs prices; otherwise costs are shown when a
         // calibration is at hand, and nothing is measured.
@@ -307,7 +307,7 @@ impl CategoriesJob {
         let s = self.selection;
         let r = report::load(&s.report)?;
         let phase = r.check_phase(s.phase.as_deref())?;
-        cost_jobs::warn_of_setup(&r);
+        cost_jobs::warn_of_report(&r);
         cost_jobs::no_sites_note(&r, phase, "to put in categories");
         let cats = analyzer::category_totals::totals(&r, &rules, phase);
         Ok(render::categories(out, &cats, s.format)?)
@@ -321,7 +321,7 @@ impl FlamegraphJob {
             (FlamegraphOf::Report(dir), FlameBy::Allocated(by)) => {
                 let r = report::load(dir)?;
                 let phase = r.check_phase(self.phase.as_deref())?;
-                cost_jobs::warn_of_setup(&r);
+                cost_jobs::warn_of_report(&r);
                 export::flamegraph(&r, by, phase, &mut svg)?;
             }
             (FlamegraphOf::Report(dir), FlameBy::Live(moment)) => {
@@ -330,16 +330,16 @@ impl FlamegraphJob {
             (FlamegraphOf::Diff { base, change }, FlameBy::Allocated(by)) => {
                 let (a, b) = (report::load(base)?, report::load(change)?);
                 cost_jobs::comparable(&a, &b, cost_jobs::Gates::default())?;
-                cost_jobs::warn_of_setup(&a);
-                cost_jobs::warn_of_setup(&b);
+                cost_jobs::warn_of_report(&a);
+                cost_jobs::warn_of_report(&b);
                 let phase = a.check_phase(self.phase.as_deref())?;
                 b.check_phase(phase)?;
                 export::flamegraph_diff(&a, &b, by, phase, &mut svg)?;
             }
             (FlamegraphOf::Diff { base, change }, FlameBy::Live(moment)) => {
                 let (a, b) = (report::load(base)?, report::load(change)?);
-                cost_jobs::warn_of_setup(&a);
-                cost_jobs::warn_of_setup(&b);
+                cost_jobs::warn_of_report(&a);
+                cost_jobs::warn_of_report(&b);
                 let phase = a.check_phase(self.phase.as_deref())?;
                 b.check_phase(phase)?;
                 let (ma, mb) = (analyzer::memory::load(&a)?, analyzer::memory::load(&b)?);

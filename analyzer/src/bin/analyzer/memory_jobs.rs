@@ -28,7 +28,7 @@ impl HeldJob {
         let r = report::load(&s.report)?;
         let phase = r.check_phase(s.phase.as_deref())?;
         let m = memory::load(&r)?;
-        crate::cost_jobs::warn_of_setup(&r);
+        crate::cost_jobs::warn_of_report(&r);
         warn_if_stopped(&s.report, &r, self.moment);
         let held = memory::held(&r, &m, self.moment, &rules, phase, self.limit);
         warn_if_unsampled(&s.report, &held, s.format);
@@ -49,7 +49,7 @@ impl HeldJob {
         let ha = memory::held(&a, &ma, self.moment, &rules, phase, usize::MAX);
         let hb = memory::held(&b, &mb, self.moment, &rules, phase, usize::MAX);
         for (dir, r, h) in [(&base_dir, &a, &ha), (&s.report, &b, &hb)] {
-            crate::cost_jobs::warn_of_setup(r);
+            crate::cost_jobs::warn_of_report(r);
             warn_if_stopped(dir, r, self.moment);
             warn_if_unsampled(dir, h, s.format);
         }
@@ -117,6 +117,6 @@ pub(crate) fn heap_flamegraph(
     let r = report::load(report)?;
     let phase = r.check_phase(phase)?;
     let m = memory::load(&r)?;
-    crate::cost_jobs::warn_of_setup(&r);
+    crate::cost_jobs::warn_of_report(&r);
     Ok(memory::flamegraph(&r, &m, moment, phase, svg)?)
 }
