@@ -136,8 +136,10 @@ fn seal(
     let _seal = alloc_tracer::phase("seal");
     let progress = progress::Progress::new("seal", None, false);
     porep::seal_sector(proof, sector_size, out, seed, &mut |step| {
+        // When the step began, not how long it took (a line read as the latter
+        // gave each step its predecessor's time).
         progress.step(format!(
-            "seal {proof:?}: {step} ({:.1} s)",
+            "seal {proof:?}: {step}, from {:.1} s",
             start.elapsed().as_secs_f64()
         ))
     })
