@@ -440,10 +440,34 @@ impl Cli {
         if let [mode @ (Mode::Sites | Mode::Sample(_))] = self.trace.trace[..]
             && !report
         {
+            let prints = if work.synthesizes() {
+                "this run prints counts only"
+            } else {
+                "this run writes nothing of them"
+            };
             notes.push(format!(
-                "--trace {} records stacks, but only --report DIR writes them: this run prints counts only",
+                "--trace {} records stacks, but only --report DIR writes them: {prints}",
                 mode.name()
             ));
+        }
+        // Settings that no mode of the run uses: accepted (a script may set them for
+        // every mode), but said.
+        let modes = &self.trace.trace;
+        let given = |flag| self.tracer_flags.contains(&flag);
+        if traced && given("--lifetimes") && !modes.contains(&Mode::Sites) {
+            notes.push(
+                "--lifetimes sets how often sites mode follows a block to its free; \
+                 sample:N follows each sampled block and count none, so it changes nothing here"
+                    .to_owned(),
+            );
+        }
+        if traced && given("--depth") && modes.iter().all(|m| matches!(m, Mode::Count | Mode::Off))
+        {
+            notes.push(
+                "--depth sets the frames kept per stack; count records no stacks, so it changes \
+                 nothing here"
+                    .to_owned(),
+            );
         }
         if allocator::BUILD != Build::Traced && (traced || report) {
             bail!(
@@ -627,6 +651,24 @@ mod tests {
         assert!(notes("--trace count sha256").is_empty());
         // Modes taking turns time the tracer; they have no report anyway.
         assert!(notes("--trace off,sites sha256 -i 2").is_empty());
+        // Seal prints no counts.
+        let n = notes("--trace sites seal --sector-size 2KiB --out o");
+        assert!(n[0].ends_with("this run writes nothing of them"), "{n:?}");
+        // Settings no mode of the run uses.
+        let n = notes("--trace sample:100 --lifetimes 8 --report r sha256");
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(
+            n[0].starts_with("--lifetimes sets how often sites mode"),
+            "{n:?}"
+        );
+        let n = notes("--trace count --depth 8 --lifetimes 8 sha256");
+        assert_eq!(n.len(), 2, "{n:?}");
+        assert!(
+            n[1].starts_with("--depth sets the frames kept per stack"),
+            "{n:?}"
+        );
+        assert!(notes("--trace sites --depth 8 --lifetimes 8 --report r sha256").is_empty());
+        assert!(notes("--trace count,sites --lifetimes 8 sha256 -i 2").is_empty());
     }
 
     #[test]
