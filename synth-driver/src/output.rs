@@ -41,7 +41,8 @@ pub struct IterationReport {
     /// Allocations during synthesis (traced runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allocs: Option<u64>,
-    /// Temporaries during synthesis (`sites` and `sample:N` runs).
+    /// Temporaries during synthesis (`sites` runs; in `sample:N` runs an estimate,
+    /// those among the sampled blocks times N, which the text line marks `~`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temporaries: Option<u64>,
     /// The run's highest live bytes so far, setup and earlier iterations included
@@ -98,7 +99,13 @@ impl IterationReport {
             write!(out, ", {a} allocations")?;
         }
         if let Some(t) = r.temporaries {
-            write!(out, ", {t} temporaries")?;
+            // Counted among the sampled blocks only, times N.
+            let about = if r.trace.starts_with("sample:") {
+                "~"
+            } else {
+                ""
+            };
+            write!(out, ", {about}{t} temporaries")?;
         }
         if let Some(e) = r.enforce_allocs {
             write!(out, ", {e} in enforce")?;
@@ -203,6 +210,19 @@ mod tests {
             "{}",
             printed(&blank, Output::Text)
         );
+        // Temporaries estimated from sampled blocks are marked as such.
+        let sampled = IterationReport {
+            trace: "sample:1000".into(),
+            temporaries: Some(6_200_000),
+            ..report()
+        };
+        assert!(printed(&sampled, Output::Text).contains(", ~6200000 temporaries"));
+        let exact = IterationReport {
+            trace: "sites".into(),
+            temporaries: Some(6_171_128),
+            ..report()
+        };
+        assert!(printed(&exact, Output::Text).contains(", 6171128 temporaries"));
     }
 
     #[test]
