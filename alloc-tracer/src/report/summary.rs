@@ -136,16 +136,18 @@ impl fmt::Display for ReportSummary {
         if self.top.is_empty() {
             return Ok(());
         }
-        writeln!(f, "  top sites by allocations:")?;
+        // A site's count is of allocations and reallocs (a realloc that moves a block
+        // is an allocation too), and the header says so.
+        writeln!(f, "  top sites by allocations and reallocs:")?;
         writeln!(
             f,
-            "  {:>12} {:>6} {:>6} {:>9}  site",
-            "allocs", "share", "temps", "B/alloc"
+            "  {:>13} {:>6} {:>6} {:>9}  site",
+            "alloc+realloc", "share", "temps", "B/call"
         )?;
         for s in &self.top {
             writeln!(
                 f,
-                "  {:>12} {:>5.1}% {:>5.0}% {:>9.0}  {}",
+                "  {:>13} {:>5.1}% {:>5.0}% {:>9.0}  {}",
                 s.allocs,
                 pct(s.allocs, calls),
                 pct(s.temporaries, s.allocs),

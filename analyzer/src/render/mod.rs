@@ -182,9 +182,11 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
             };
             writeln!(
                 out,
-                "{:>4} {:>12} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  site",
+                "{:>4} {:>13} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  site",
                 "rank",
-                "allocs",
+                // What sites count and rank by: a realloc that moves a block is
+                // an allocation too.
+                "alloc+realloc",
                 "share",
                 "bytes",
                 "temps",
@@ -196,7 +198,7 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
             for s in sites {
                 writeln!(
                     out,
-                    "{:>4} {:>12} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  {}",
+                    "{:>4} {:>13} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  {}",
                     s.rank,
                     s.alloc_count.saturating_add(s.realloc_count),
                     pct(s.share),
