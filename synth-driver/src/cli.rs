@@ -25,8 +25,9 @@ use std::path::PathBuf;
     synth-driver --prover mirror --variant pooled-enforce porep --sector-size 2KiB --synthetic\n  \
     synth-driver --json porep --sector-size 32GiB --synthetic --count-only\n  \
     synth-driver poseidon --hashes 10000 --arity 8\n\n\
-    EXIT STATUS: 0 on success (and when the reader of standard output goes away);\n  \
-    2 on a usage error or a failed run (one line on standard error); 130, 143 or\n  \
+    EXIT STATUS: 0 on success (and when the reader of standard output goes away:\n  \
+    at once, or with --report after the run and its report); 2 on a usage error\n  \
+    (clap's message) or a failed run (one line on standard error); 130, 143 or\n  \
     129 when SIGINT, SIGTERM or SIGHUP stops a run (with --report, after writing\n  \
     the report, marked incomplete)."
 )]
