@@ -81,7 +81,7 @@ struct TraceArgs {
     /// traced mode; as --variant does; not with several variants or --report): what
     /// each mode costs, timed without the machine's drift over seconds. Default:
     /// ALLOC_TRACE (which the tracer reads at the first allocation, so a --trace that
-    /// differs from it is refused), else off.
+    /// differs from it is refused, but for ALLOC_TRACE=off), else off.
     #[arg(
         long,
         env = "ALLOC_TRACE",
