@@ -608,7 +608,7 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
     alloc_tracer::parse_bytes(s).ok_or_else(|| {
         format!(
             "{s:?} is not a byte count (e.g. 1MiB, 1.5MiB, 64KiB, 65536; units B, KiB, \
-             MiB, GiB, TiB)"
+             MiB, GiB, TiB, or K, M, G, T)"
         )
     })
 }
