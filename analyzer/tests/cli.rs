@@ -1180,7 +1180,7 @@ fn info_describes_the_report() {
         "mode      sites",
         "command ",
         "host ",
-        "dropped ",
+        "not kept ",
         "tables ",
     ] {
         assert!(text.lines().any(|l| l.starts_with(line)), "{line}: {text}");

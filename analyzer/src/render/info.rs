@@ -94,7 +94,7 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         out,
         "heap      {}",
         match (&i.heap_peak, i.heap_interval) {
-            (_, 0) => "sampling off (ALLOC_TRACE_HEAP)".to_owned(),
+            (_, 0) => "sampling off (ALLOC_TRACE_HEAP, synth-driver --heap-sample)".to_owned(),
             (Some(p), n) => format!(
                 "sampled {}; kept peak {} at {} in {} (`analyzer peak`)",
                 super::heap_every(n),
@@ -185,9 +185,11 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             .then(|| "phases past the 15th merged".to_owned()),
     )
     .collect();
+    // Detail the tables lack (frames past the depth, blocks not followed, ...), not
+    // allocations lost: "dropped" read as the latter to a user of --depth 16.
     writeln!(
         out,
-        "dropped   {}",
+        "not kept  {}",
         if dropped.is_empty() {
             "nothing".to_owned()
         } else {
