@@ -1333,7 +1333,31 @@ fn diff_says_when_the_reports_differ_beyond_a_patch() {
     );
     let out = analyzer(&["diff", a.to_str().unwrap(), a.to_str().unwrap()]);
     assert!(out.stderr.is_empty(), "{out:?}");
-    for d in [a, b] {
+    // One circuit run once and twice: said as such, and a gate refuses it.
+    let twice = edit("diff-twice", "sites", "2000");
+    for (dir, n) in [(&a, "1"), (&twice, "2")] {
+        edit_manifest(dir, |m| {
+            m["labels"]["circuit"] = "sha256 --blocks 1".into();
+            m["labels"]["iterations"] = n.into();
+        });
+    }
+    let out = analyzer(&["diff", a.to_str().unwrap(), twice.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("of one circuit run 1 and 2 times (rows 1000 and 2000)"),
+        "{stderr}"
+    );
+    assert_one_line_error(
+        &[
+            "diff",
+            a.to_str().unwrap(),
+            twice.to_str().unwrap(),
+            "--fail-if",
+            "allocs>+1%",
+        ],
+        "of one circuit run 1 and 2 times",
+    );
+    for d in [a, b, twice] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

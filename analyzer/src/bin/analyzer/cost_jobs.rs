@@ -103,16 +103,11 @@ pub(crate) struct Gates {
 /// that they differ beyond the patch.
 pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -> Result<()> {
     let (ma, mb) = (&a.manifest, &b.manifest);
-    let rows = ma
-        .labels
-        .get("rows")
-        .zip(mb.labels.get("rows"))
-        .filter(|(ra, rb)| ra != rb);
     if gates.any {
-        if let Some((ra, rb)) = rows {
+        if let Some(apart) = other_work(a, b) {
             anyhow::bail!(
-                "--fail-if compares like with like, and the reports are of circuits of \
-                 different sizes (rows {ra} and {rb}): a smaller circuit passes any gate"
+                "--fail-if compares like with like, and the reports are {apart}: less work \
+                 passes any gate"
             );
         }
         if ma.mode != mb.mode {
@@ -162,18 +157,30 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
     Ok(())
 }
 
-/// Says on standard error when two reports are of circuits of different sizes (the
-/// driver's `rows` label): their differences are not a patch's alone.
+/// Says on standard error when two reports synthesized different amounts of work
+/// (the driver's `rows` label): their differences are not a patch's alone.
 pub(crate) fn warn_if_other_circuits(a: &report::Report, b: &report::Report) {
-    let (ra, rb) = (a.manifest.labels.get("rows"), b.manifest.labels.get("rows"));
-    if let (Some(ra), Some(rb)) = (ra, rb)
-        && ra != rb
-    {
-        note!(
-            "analyzer: the reports are of circuits of different sizes (rows {ra} and \
-             {rb}): their differences are not a patch's alone"
-        );
+    if let Some(apart) = other_work(a, b) {
+        note!("analyzer: the reports are {apart}: their differences are not a patch's alone");
     }
+}
+
+/// How two reports' work differs, where their `rows` labels do (the rows synthesized
+/// over every iteration): one circuit run a different number of times (the same
+/// `circuit` label, other `iterations`), or circuits of different sizes.
+fn other_work(a: &report::Report, b: &report::Report) -> Option<String> {
+    let label = |r: &report::Report, key: &str| r.manifest.labels.get(key).cloned();
+    let (ra, rb) = (label(a, "rows")?, label(b, "rows")?);
+    if ra == rb {
+        return None;
+    }
+    let (ia, ib) = (label(a, "iterations"), label(b, "iterations"));
+    Some(match (ia, ib) {
+        (Some(ia), Some(ib)) if ia != ib && label(a, "circuit") == label(b, "circuit") => {
+            format!("of one circuit run {ia} and {ib} times (rows {ra} and {rb})")
+        }
+        _ => format!("of circuits of different sizes (rows {ra} and {rb})"),
+    })
 }
 
 /// Says on standard error when two runs that allocated about alike (within
