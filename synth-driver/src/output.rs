@@ -19,6 +19,11 @@ pub struct IterationReport {
     pub variant: &'static str,
     /// Where the witness came from: `real`, `synthetic`, `blank` or `none`.
     pub witness: &'static str,
+    /// The seed of this iteration's made-up data, where it has any: sha256 and
+    /// poseidon inputs and `--blank` values (`--seed` plus the round), `--synthetic`
+    /// vanilla proofs (`--seed`). Absent for a real C1 partition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// Rows of the prover's a/b/c vectors.
     pub rows: usize,
     /// Private variables.
@@ -87,6 +92,9 @@ impl IterationReport {
             r.trace,
             r.allocator
         )?;
+        if let Some(seed) = r.seed {
+            write!(out, ", seed {seed}")?;
+        }
         // A witness not the circuit's own is said, as JSON says it.
         if r.witness != "real" {
             write!(out, ", witness: {}", r.witness)?;
@@ -177,6 +185,7 @@ mod tests {
             substituted_values: None,
             allocs: Some(900_000),
             temporaries: None,
+            seed: None,
             peak_live_bytes: Some(3 << 19),
             enforce_allocs: Some(104_000),
             enforce_allocs_per_row: Some(2.0),
@@ -201,12 +210,13 @@ mod tests {
         assert_eq!(printed(&report(), Output::Text), want);
         let blank = IterationReport {
             witness: "blank",
+            seed: Some(3),
             substituted_values: Some(7),
             ..report()
         };
         assert!(
             printed(&blank, Output::Text)
-                .contains("(variant baseline, trace count, allocator system, witness: blank, 7 values substituted)"),
+                .contains("(variant baseline, trace count, allocator system, seed 3, witness: blank, 7 values substituted)"),
             "{}",
             printed(&blank, Output::Text)
         );
@@ -236,5 +246,15 @@ mod tests {
             "ab".repeat(32)
         );
         assert_eq!(printed(&report(), Output::Json), want);
+        // A seed, where the data has one, after the witness.
+        let seeded = IterationReport {
+            seed: Some(7),
+            ..report()
+        };
+        assert!(
+            printed(&seeded, Output::Json).contains("\"witness\":\"real\",\"seed\":7,\"rows\""),
+            "{}",
+            printed(&seeded, Output::Json)
+        );
     }
 }

@@ -82,11 +82,13 @@ pub fn run(job: Job) -> Result<()> {
             iterations,
             Witness::Real,
             |round, variant| {
-                Ok(circuits::Sha256Chain::random(
+                let seed = seed.wrapping_add(round);
+                let chain = circuits::Sha256Chain::random(
                     blocks as usize,
-                    seed.wrapping_add(round),
+                    seed,
                     variant == Variant::InplaceLc,
-                ))
+                );
+                Ok((chain, Some(seed)))
             },
         )?,
         Work::Poseidon {
@@ -99,11 +101,9 @@ pub fn run(job: Job) -> Result<()> {
             iterations,
             Witness::Real,
             |round, _| {
-                Ok(circuits::PoseidonChain::new(
-                    hashes as usize,
-                    arity,
-                    seed.wrapping_add(round),
-                ))
+                let seed = seed.wrapping_add(round);
+                let chain = circuits::PoseidonChain::new(hashes as usize, arity, seed);
+                Ok((chain, Some(seed)))
             },
         )?,
         Work::Porep { input, iterations } => runner.porep(input, iterations)?,
@@ -188,8 +188,10 @@ impl Runner<'_> {
             PorepInput::Blank { proof, seed } => {
                 let label = format!("porep {proof:?} blank partition");
                 porep::with_tree_shape!(proof.sector_size(), Tree => {
-                    self.iterations(&label, iterations, Witness::Blank { seed }, |_, _| {
-                        porep::blank_circuit::<Tree>(proof)
+                    // The mirror prover's made-up values come from the seed plus the
+                    // round (`Witness::Blank`).
+                    self.iterations(&label, iterations, Witness::Blank { seed }, |round, _| {
+                        Ok((porep::blank_circuit::<Tree>(proof)?, Some(seed.wrapping_add(round))))
                     })
                 })
             }
@@ -197,7 +199,7 @@ impl Runner<'_> {
                 let label = format!("porep {proof:?} synthetic partition");
                 porep::with_tree_shape!(proof.sector_size(), Tree => {
                     self.iterations(&label, iterations, Witness::Synthetic, |_, _| {
-                        porep::synthetic_circuit::<Tree>(proof, seed)
+                        Ok((porep::synthetic_circuit::<Tree>(proof, seed)?, Some(seed)))
                     })
                 })
             }
@@ -216,8 +218,9 @@ impl Runner<'_> {
                 let label = format!("porep {:?} partition {partition}", c1.registered_proof);
                 porep::with_tree_shape!(c1.registered_proof.sector_size(), Tree => {
                     self.iterations(&label, iterations, Witness::Real, |_, _| {
-                        porep::partition_circuit::<Tree>(&c1, partition)
-                            .with_context(|| path.display().to_string())
+                        let circuit = porep::partition_circuit::<Tree>(&c1, partition)
+                            .with_context(|| path.display().to_string())?;
+                        Ok((circuit, None))
                     })
                 })
             }
@@ -255,6 +258,7 @@ impl Runner<'_> {
             allocator: allocator::name(),
             allocs: None,
             temporaries: None,
+            seed: None,
             peak_live_bytes: None,
             enforce_allocs: None,
             enforce_allocs_per_row: None,
@@ -288,7 +292,7 @@ impl Runner<'_> {
         label: &str,
         iterations: u64,
         witness: Witness,
-        mut make: impl FnMut(u64, Variant) -> Result<C>,
+        mut make: impl FnMut(u64, Variant) -> Result<(C, Option<u64>)>,
     ) -> Result<()> {
         let progress = progress::Progress::new("synthesis", Some(iterations), true);
         let mut rows_synthesized = 0;
@@ -303,7 +307,7 @@ impl Runner<'_> {
                 }
                 .apply();
             }
-            let (circuit, shape) = {
+            let (circuit, shape, seed) = {
                 let _setup = alloc_tracer::phase("setup");
                 // The stock prover keeps the shape to itself: count it on a circuit
                 // of its own, before the one that is synthesized, made and freed
@@ -311,11 +315,12 @@ impl Runner<'_> {
                 // in the report for good).
                 let shape = match self.prover {
                     Prover::Reference => Some(alloc_tracer::untraced(|| {
-                        make(round, variant).and_then(circuits::shape)
+                        make(round, variant).and_then(|(circuit, _)| circuits::shape(circuit))
                     })?),
                     Prover::Mirror => None,
                 };
-                (make(round, variant)?, shape)
+                let (circuit, seed) = make(round, variant)?;
+                (circuit, shape, seed)
             };
             // The mirror prover publishes its rows as it synthesizes; the stock prover
             // publishes none, so the progress line keeps the rows its shape counted
@@ -391,6 +396,7 @@ impl Runner<'_> {
                 }),
                 // Not where `off` takes turns: frees in its turns go unrecorded, so the
                 // live bytes, and their peak, only rise.
+                seed,
                 peak_live_bytes: (traced && !self.modes.contains(&Mode::Off))
                     .then_some(after.peak_live_bytes),
                 enforce_allocs: enforce,

@@ -264,6 +264,9 @@ fn several_modes_take_turns_and_count_alike() {
         rows.iter().all(|r| r["peak_live_bytes"].is_null()),
         "{rows:?}"
     );
+    // Each round's data from --seed plus the round, said in its line.
+    let seeds: Vec<&serde_json::Value> = count.iter().map(|r| &r["seed"]).collect();
+    assert_eq!(seeds, [3, 4]);
     let traced = run_json_lines(&args("count,sites", "2"));
     assert!(
         traced
