@@ -170,14 +170,14 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             writeln!(out)?;
             writeln!(
                 out,
-                "{:<40} {:>12} {:>10} {:>10} {:>10} {:>7}",
-                "category", "allocs", "direct", "indirect", "saves", "of phase"
+                "{:<40} {:>13} {:>10} {:>10} {:>10} {:>7}",
+                "category", "alloc+realloc", "direct", "indirect", "saves", "of phase"
             )?;
             let (shown, left) = super::used_categories(&c.categories, |k| k.sites > 0);
             for k in shown {
                 writeln!(
                     out,
-                    "{:<40} {:>12} {:>10} {:>10} {:>10} {:>7}",
+                    "{:<40} {:>13} {:>10} {:>10} {:>10} {:>7}",
                     k.category,
                     k.alloc_count.saturating_add(k.realloc_count),
                     seconds(k.direct_s),
@@ -192,13 +192,13 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             writeln!(out)?;
             writeln!(
                 out,
-                "{:>4} {:>12} {:>10} {:>10} {:>10} {:>7}  site {{category}} (removing it saves ~saves)",
-                "rank", "allocs", "direct", "indirect", "saves", "of phase"
+                "{:>4} {:>13} {:>10} {:>10} {:>10} {:>7}  site {{category}} (removing it saves ~saves)",
+                "rank", "alloc+realloc", "direct", "indirect", "saves", "of phase"
             )?;
             for s in &c.sites {
                 writeln!(
                     out,
-                    "{:>4} {:>12} {:>10} {:>10} {:>10} {:>7}  {} {{{}}}",
+                    "{:>4} {:>13} {:>10} {:>10} {:>10} {:>7}  {} {{{}}}",
                     s.rank,
                     s.alloc_count.saturating_add(s.realloc_count),
                     seconds(s.direct_s),

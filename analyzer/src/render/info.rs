@@ -185,8 +185,9 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             .then(|| "phases past the 15th merged".to_owned()),
     )
     .collect();
-    // Detail the tables lack (frames past the depth, blocks not followed, ...), not
-    // allocations lost: "dropped" read as the latter to a user of --depth 16.
+    // What the tables lack (frames past the depth, blocks not followed, allocations
+    // after their thread's exit, ...): "dropped" read as allocations lost from the
+    // counts to a user of --depth 16.
     writeln!(
         out,
         "not kept  {}",

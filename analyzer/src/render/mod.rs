@@ -63,13 +63,14 @@ pub fn bytes(b: f64) -> String {
 pub(crate) fn seconds(s: f64) -> String {
     // What rounds to zero in the finest unit (1 ns: a sum's leftovers are far
     // below it), and -0, prints as 0.
-    let s = if s.abs() < 5e-10 { 0.0 } else { s };
+    let s = if s.abs() <= 5e-10 { 0.0 } else { s };
     let a = s.abs();
-    if a >= 10.0 {
+    // Each unit from where the finer one's digits would round up into it.
+    if a >= 9.995 {
         format!("{s:.1} s")
-    } else if a >= 0.1 {
+    } else if a >= 0.099995 {
         format!("{s:.2} s")
-    } else if a >= 1e-4 {
+    } else if a >= 9.995e-5 {
         format!("{:.2} ms", s * 1e3)
     } else if a >= 9.95e-7 {
         format!("{:.1} us", s * 1e6)
@@ -227,14 +228,14 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
         Format::Table => {
             writeln!(
                 out,
-                "{:<40} {:>6} {:>12} {:>7} {:>14} {:>12}  top site",
-                "category", "sites", "allocs", "share", "bytes", "temporaries"
+                "{:<40} {:>6} {:>13} {:>7} {:>14} {:>12}  top site",
+                "category", "sites", "alloc+realloc", "share", "bytes", "temporaries"
             )?;
             let (shown, left) = used_categories(cats, |c| c.sites > 0);
             for c in shown {
                 writeln!(
                     out,
-                    "{:<40} {:>6} {:>12} {:>7} {:>14} {:>12}  {}",
+                    "{:<40} {:>6} {:>13} {:>7} {:>14} {:>12}  {}",
                     c.category,
                     c.sites,
                     c.alloc_count.saturating_add(c.realloc_count),
@@ -323,6 +324,11 @@ mod tests {
         assert_eq!(seconds(2.5e-6), "2.5 us");
         assert_eq!(seconds(9.99e-7), "1.0 us");
         assert_eq!(seconds(0.25), "0.25 s");
+        // At each unit's edge, never "100.0 us", "100.00 ms", "10.00 s" or "-0 ns".
+        assert_eq!(seconds(9.9999e-5), "0.10 ms");
+        assert_eq!(seconds(0.0999996), "0.10 s");
+        assert_eq!(seconds(9.996), "10.0 s");
+        assert_eq!(seconds(-5e-10), "0 ns");
     }
 
     #[test]
