@@ -1357,6 +1357,14 @@ fn diff_says_when_the_reports_differ_beyond_a_patch() {
         ],
         "of one circuit run 1 and 2 times",
     );
+    // Twice, and larger each time (a patch that changed the rows too): sizes.
+    edit_manifest(&twice, |m| m["labels"]["rows"] = "3000".into());
+    let out = analyzer(&["diff", a.to_str().unwrap(), twice.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("of circuits of different sizes (rows 1000 and 3000)"),
+        "{stderr}"
+    );
     for d in [a, b, twice] {
         let _ = std::fs::remove_dir_all(d);
     }
@@ -1463,7 +1471,12 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("is incomplete").count(), 1, "{stderr}");
     // So do the commands that answer from it alone.
-    for command in [vec!["top", cut], vec!["cost", cut], vec!["categories", cut]] {
+    for command in [
+        vec!["top", cut],
+        vec!["cost", cut],
+        vec!["categories", cut],
+        vec!["peak", cut],
+    ] {
         let out = analyzer(&command);
         assert!(out.status.success(), "{out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1474,6 +1487,11 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
             "{command:?}: {stderr}"
         );
     }
+    // At the end of a stopped run, one line says what that means there.
+    let out = analyzer(&["leaks", cut]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the run was stopped (SIGINT)"), "{stderr}");
+    assert!(!stderr.contains("is incomplete"), "{stderr}");
 
     // A failed export leaves the file it would have replaced as it was.
     let dir = std::env::temp_dir().join(format!("analyzer-keep-{}", std::process::id()));

@@ -57,8 +57,10 @@ def check_phase(base: Report, change: Report, phase: str | None) -> str | None:
 
 def warnings(base: Report, change: Report) -> list[str]:
     """What `analyzer diff` says on standard error of two reports that differ beyond a
-    patch: traced in different modes (sampled figures are estimates), or of circuits of
-    different sizes (synth-driver's `rows` label)."""
+    patch: traced in different modes (sampled figures are estimates), or of different
+    work (synth-driver's `rows` label, over every iteration): one circuit run a different
+    number of times (the same `circuit` label and rows an iteration), or circuits of
+    different sizes."""
     out = []
     mb, mc = base.manifest.get("mode"), change.manifest.get("mode")
     if mb != mc:
@@ -66,14 +68,26 @@ def warnings(base: Report, change: Report) -> list[str]:
             f"the reports were written in different modes ({mb} and {mc}): sampled "
             "figures are estimates, so small differences may be sampling noise"
         )
-    rb = (base.manifest.get("labels") or {}).get("rows")
-    rc = (change.manifest.get("labels") or {}).get("rows")
+    lb = base.manifest.get("labels") or {}
+    lc = change.manifest.get("labels") or {}
+    rb, rc = lb.get("rows"), lc.get("rows")
     if rb is not None and rc is not None and rb != rc:
-        out.append(
-            f"the reports are of circuits of different sizes (rows {rb} and {rc}): their "
-            "differences are not a patch's alone"
-        )
+        out.append(f"the reports are {_other_work(lb, lc)}: their differences are not a "
+                   "patch's alone")
     return out
+
+
+def _other_work(lb: dict, lc: dict) -> str:
+    """How two reports' different `rows` labels differ, in `analyzer diff`'s words."""
+    rb, rc, ib, ic = lb.get("rows"), lc.get("rows"), lb.get("iterations"), lc.get("iterations")
+    try:
+        nb, nc, ib_n, ic_n = int(rb), int(rc), int(ib), int(ic)
+    except (TypeError, ValueError):
+        nb = None
+    same = lb.get("circuit") is not None and lb.get("circuit") == lc.get("circuit")
+    if nb is not None and same and ib_n != ic_n and nb * ic_n == nc * ib_n:
+        return f"of one circuit run {ib} and {ic} times (rows {rb} and {rc})"
+    return f"of circuits of different sizes (rows {rb} and {rc})"
 
 
 def _with_deltas(df: pl.DataFrame, measures) -> pl.DataFrame:

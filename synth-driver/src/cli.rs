@@ -131,8 +131,8 @@ enum Command {
         #[arg(long, value_parser = porep::parse_sector_size)]
         sector_size: (u64, RegisteredSealProof),
         /// Directory for c1.json and the sector's files: new, empty, or an earlier
-        /// seal's output (its files are written over; files this seal does not make
-        /// stay); any other folder is refused.
+        /// seal's output (its c1.json and sector/ folder are removed first; other
+        /// files there stay); any other folder is refused.
         #[arg(long)]
         out: PathBuf,
         /// Seed of the sector's data, ticket and challenge seed.
@@ -462,11 +462,16 @@ impl Cli {
                     .to_owned(),
             );
         }
-        if traced && given("--depth") && modes.iter().all(|m| matches!(m, Mode::Count | Mode::Off))
+        // Count mode walks stacks only for heap sampling's blocks.
+        let heap = self.trace.heap_sample.is_some_and(|h| h > 0);
+        if traced
+            && given("--depth")
+            && !heap
+            && modes.iter().all(|m| matches!(m, Mode::Count | Mode::Off))
         {
             notes.push(
-                "--depth sets the frames kept per stack; count records no stacks, so it changes \
-                 nothing here"
+                "--depth sets the frames kept per stack; count mode without heap sampling \
+                 records no stacks, so it changes nothing here"
                     .to_owned(),
             );
         }
@@ -669,6 +674,8 @@ mod tests {
             "{n:?}"
         );
         assert!(notes("--trace sites --depth 8 --lifetimes 8 --report r sha256").is_empty());
+        // Count mode walks the stacks of heap sampling's blocks.
+        assert!(notes("--trace count --heap-sample 1KiB --depth 8 sha256").is_empty());
         assert!(notes("--trace count,sites --lifetimes 8 sha256 -i 2").is_empty());
     }
 

@@ -197,7 +197,7 @@ pub enum CountedCircuit {
 }
 
 impl Work {
-    /// The input file it reads, if any (`porep --c1`): opened before the run's
+    /// The input file it reads, if any (`porep --c1`): looked up before the run's
     /// notes are printed, so that a path mistyped is the one thing said.
     pub fn input_file(&self) -> Option<&std::path::Path> {
         match self {

@@ -81,8 +81,9 @@ fn run() -> Result<ExitCode> {
     };
     let job = cli.into_job()?;
     if let Some(path) = job.work.input_file() {
-        // The same words as reading it later, before any note.
-        std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        // A path that leads nowhere, in the same words as reading it later, before
+        // any note. Not opened: a FIFO's writer would take it for the reader.
+        std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
     }
     for note in &job.notes {
         writeln!(std::io::stderr(), "synth-driver: note: {note}")?;

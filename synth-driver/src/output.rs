@@ -21,7 +21,8 @@ pub struct IterationReport {
     pub witness: &'static str,
     /// The seed of this iteration's made-up data, where it has any: sha256 and
     /// poseidon inputs and `--blank` values (`--seed` plus the round), `--synthetic`
-    /// vanilla proofs (`--seed`). Absent for a real C1 partition.
+    /// vanilla proofs (`--seed`). Absent for a real C1 partition, and for
+    /// `--count-only`, which synthesizes nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
     /// Rows of the prover's a/b/c vectors.

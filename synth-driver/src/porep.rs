@@ -96,8 +96,8 @@ struct CurioC1 {
 const SEALED_MARK: &str = ".synth-driver-seal";
 
 /// Refuses `out` unless it is absent, empty, or an earlier `seal`'s output (marked
-/// by [`SEALED_MARK`]): sealing writes `c1.json` and `sector/` there, over whatever
-/// had those names.
+/// by [`SEALED_MARK`]): sealing removes an earlier `c1.json` and `sector/` there,
+/// then writes its own.
 fn check_seal_folder(out: &Path) -> Result<()> {
     // A link to a folder (on a larger disk, say) is that folder.
     let meta = match std::fs::metadata(out) {
@@ -127,10 +127,6 @@ fn check_seal_folder(out: &Path) -> Result<()> {
     }
 }
 
-/// Seals a sector of random data fully offline (piece, pre-commit 1 and 2, commit
-/// phase 1; no Groth parameters) and writes `out/c1.json` in Curio's format.
-/// `out` must be absent, empty or an earlier seal's output, which this replaces.
-/// `progress` is told each step as it starts.
 /// Fails unless the SDR parent cache's folder exists or can be made: pre-commit 1
 /// writes the cache there, and when it cannot, filecoin-proofs' error names neither
 /// the folder nor the variable, after the piece was made. (A folder that exists may
@@ -146,6 +142,10 @@ fn check_parent_cache() -> Result<()> {
     })
 }
 
+/// Seals a sector of random data fully offline (piece, pre-commit 1 and 2, commit
+/// phase 1; no Groth parameters) and writes `out/c1.json` in Curio's format.
+/// `out` must be absent, empty or an earlier seal's output, which this replaces.
+/// `progress` is told each step as it starts.
 pub fn seal_sector(
     proof: RegisteredSealProof,
     sector_size: u64,

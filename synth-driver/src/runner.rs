@@ -394,9 +394,9 @@ impl Runner<'_> {
                 .map(|weight| {
                     (after.total(|p| p.temporaries) - before.total(|p| p.temporaries)) * weight
                 }),
+                seed,
                 // Not where `off` takes turns: frees in its turns go unrecorded, so the
                 // live bytes, and their peak, only rise.
-                seed,
                 peak_live_bytes: (traced && !self.modes.contains(&Mode::Off))
                     .then_some(after.peak_live_bytes),
                 enforce_allocs: enforce,

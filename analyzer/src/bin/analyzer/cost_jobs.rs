@@ -99,8 +99,9 @@ pub(crate) struct Gates {
 /// Refuses a diff that would compare nothing: a `count` report records no sites,
 /// which a diff compares (nor does a report whose mode was switched to `off`), but
 /// for two of them gated on totals alone. Refuses, under gates, reports of different
-/// modes or circuit sizes (the driver's `rows` label); without gates, says on stderr
-/// that they differ beyond the patch.
+/// modes or amounts of work (the driver's `rows` label: circuit sizes, or one circuit
+/// run a different number of times); without gates, says on stderr that they differ
+/// beyond the patch.
 pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -> Result<()> {
     let (ma, mb) = (&a.manifest, &b.manifest);
     if gates.any {
@@ -167,20 +168,31 @@ pub(crate) fn warn_if_other_circuits(a: &report::Report, b: &report::Report) {
 
 /// How two reports' work differs, where their `rows` labels do (the rows synthesized
 /// over every iteration): one circuit run a different number of times (the same
-/// `circuit` label, other `iterations`), or circuits of different sizes.
+/// `circuit` label, the same rows an iteration, other `iterations`), or circuits of
+/// different sizes.
 fn other_work(a: &report::Report, b: &report::Report) -> Option<String> {
     let label = |r: &report::Report, key: &str| r.manifest.labels.get(key).cloned();
     let (ra, rb) = (label(a, "rows")?, label(b, "rows")?);
     if ra == rb {
         return None;
     }
-    let (ia, ib) = (label(a, "iterations"), label(b, "iterations"));
-    Some(match (ia, ib) {
-        (Some(ia), Some(ib)) if ia != ib && label(a, "circuit") == label(b, "circuit") => {
-            format!("of one circuit run {ia} and {ib} times (rows {ra} and {rb})")
-        }
-        _ => format!("of circuits of different sizes (rows {ra} and {rb})"),
-    })
+    let number = |r: &report::Report, key: &str| label(r, key)?.parse::<u128>().ok();
+    let same_circuit = label(a, "circuit").is_some() && label(a, "circuit") == label(b, "circuit");
+    Some(
+        match (
+            number(a, "rows"),
+            number(b, "rows"),
+            number(a, "iterations"),
+            number(b, "iterations"),
+        ) {
+            (Some(na), Some(nb), Some(ia), Some(ib))
+                if same_circuit && ia != ib && na * ib == nb * ia =>
+            {
+                format!("of one circuit run {ia} and {ib} times (rows {ra} and {rb})")
+            }
+            _ => format!("of circuits of different sizes (rows {ra} and {rb})"),
+        },
+    )
 }
 
 /// Says on standard error when two runs that allocated about alike (within

@@ -28,8 +28,7 @@ impl HeldJob {
         let r = report::load(&s.report)?;
         let phase = r.check_phase(s.phase.as_deref())?;
         let m = memory::load(&r)?;
-        crate::cost_jobs::warn_of_report(&r);
-        warn_if_stopped(&s.report, &r, self.moment);
+        warn_of_report(&s.report, &r, self.moment);
         let held = memory::held(&r, &m, self.moment, &rules, phase, self.limit);
         warn_if_unsampled(&s.report, &held, s.format);
         Ok(memory::render::held(out, &held, s.format)?)
@@ -49,8 +48,7 @@ impl HeldJob {
         let ha = memory::held(&a, &ma, self.moment, &rules, phase, usize::MAX);
         let hb = memory::held(&b, &mb, self.moment, &rules, phase, usize::MAX);
         for (dir, r, h) in [(&base_dir, &a, &ha), (&s.report, &b, &hb)] {
-            crate::cost_jobs::warn_of_report(r);
-            warn_if_stopped(dir, r, self.moment);
+            warn_of_report(dir, r, self.moment);
             warn_if_unsampled(dir, h, s.format);
         }
         let change = memory::compare::compare(&a, &ha, &b, &hb, self.limit);
@@ -60,14 +58,19 @@ impl HeldJob {
     }
 }
 
-/// At the end of a run that was stopped: what was live then is not a leak.
-fn warn_if_stopped(dir: &Path, r: &report::Report, moment: Moment) {
-    if let (Some(why), Moment::End) = (&r.manifest.incomplete, moment) {
-        note!(
-            "analyzer: {}: the run was stopped ({why}): \"the end\" is where it stopped, \
-             and what is live then is not a leak",
-            dir.display()
-        );
+/// `cost_jobs::warn_of_report`, but at the end of a run that was stopped, the one
+/// line that says what that means there: what was live then is not a leak.
+fn warn_of_report(dir: &Path, r: &report::Report, moment: Moment) {
+    match (&r.manifest.incomplete, moment) {
+        (Some(why), Moment::End) => {
+            crate::cost_jobs::warn_of_setup(r);
+            note!(
+                "analyzer: {}: the run was stopped ({why}): \"the end\" is where it \
+                 stopped, and what is live then is not a leak",
+                dir.display()
+            );
+        }
+        _ => crate::cost_jobs::warn_of_report(r),
     }
 }
 
