@@ -82,6 +82,21 @@ fn memory_at_the_peak_and_the_end() {
         &["peak", r, "--limit", "3", "--format", "json"],
     );
     snapshot("leaks.csv", &["leaks", r, "--format", "csv"]);
+    // The run's peak resident memory is in leaks' JSON too (it read 0, "unknown"),
+    // and in the table beside the peak only.
+    let rss = copy_report(&memory_fixture(), "leaks-rss");
+    edit_manifest(&rss, |m| m["totals"]["max_rss_bytes"] = 5_000_000.into());
+    let json = analyzer(&["leaks", rss.to_str().unwrap(), "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(json["max_rss_bytes"], 5_000_000);
+    let table = analyzer(&["leaks", rss.to_str().unwrap()]);
+    assert!(!String::from_utf8_lossy(&table.stdout).contains("peak resident memory"));
+    let table = analyzer(&["peak", rss.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&table.stdout)
+            .contains("the process's peak resident memory: 4.8 MiB")
+    );
+    let _ = std::fs::remove_dir_all(&rss);
     // What the sites account for, in a phase and in all: their bytes' sum (the kept
     // peak's one sampled block is `main`'s, none is `build`'s).
     for (phase, blocks) in [(None, 1), (Some("main"), 1), (Some("build"), 0)] {

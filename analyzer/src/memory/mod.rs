@@ -218,8 +218,9 @@ pub struct Held {
     /// kept peak lies below it by less than 1/128 of it or 1 MiB, and what was
     /// allocated between the two is in no table.
     pub run_peak_live_bytes: Option<i64>,
-    /// The process's highest resident set size (`max_rss_bytes`; the peak moment
-    /// only, and 0 where the report does not have it).
+    /// The process's highest resident set size over the run (`max_rss_bytes`, at
+    /// either moment: the tables print it at the peak; 0 where the report does not
+    /// have it).
     pub max_rss_bytes: u64,
     /// The process's resident set size at the moment: at the kept peak, the
     /// timeline's nearest point (its time in `rss_time_s`); at the end, when the
@@ -446,11 +447,7 @@ pub fn held(
         .to_owned(),
         live_bytes,
         run_peak_live_bytes: (moment == Moment::Peak).then_some(m.totals.peak_live_bytes),
-        max_rss_bytes: if moment == Moment::Peak {
-            m.totals.max_rss_bytes
-        } else {
-            0
-        },
+        max_rss_bytes: m.totals.max_rss_bytes,
         rss_bytes: rss.0,
         rss_time_s: rss.1,
         time_s,

@@ -147,7 +147,8 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         };
         writeln!(out, "resident memory {when}")?;
     }
-    if h.max_rss_bytes > 0 {
+    // The run's figure: beside the peak, not the end.
+    if h.max_rss_bytes > 0 && h.moment == "peak" {
         writeln!(
             out,
             "the process's peak resident memory: {} (the kernel's count: the tracer's and \

@@ -30,7 +30,7 @@ pub struct HeldSide {
     pub run_peak_live_bytes: Option<i64>,
     /// Resident memory at the moment (see [`Held::rss_bytes`]; 0: unknown).
     pub rss_bytes: u64,
-    /// The process's peak resident set size (the peak moment only; 0: unknown).
+    /// The process's peak resident set size over the run (0: unknown).
     pub max_rss_bytes: u64,
     /// When the kept peak was, in seconds after tracing started.
     pub time_s: Option<f64>,

@@ -115,9 +115,11 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
             signed(b.saturating_sub(a))
         )?;
     }
+    // The runs' figures: beside the peak, not the end.
     if let (a, b) = (c.base.max_rss_bytes, c.change.max_rss_bytes)
         && a > 0
         && b > 0
+        && c.moment == "peak"
     {
         writeln!(
             out,
