@@ -342,11 +342,9 @@ pub fn held(
         .fold(0, u64::saturating_add);
     #[derive(Default)]
     struct Acc {
-        bytes: u64,
-        blocks: u64,
         sampled: u64,
         variance: f64,
-        /// Bytes and blocks per size class.
+        /// Bytes and blocks per size class (the site's are their sums).
         classes: BTreeMap<u64, (u64, u64)>,
     }
     let mut by_site: HashMap<u64, Acc> = HashMap::new();
@@ -355,8 +353,6 @@ pub fn held(
         let v = row_variance(r, m.heap_interval);
         variance += v;
         let a = by_site.entry(r.site_id).or_default();
-        a.bytes = a.bytes.saturating_add(r.live_bytes_estimate);
-        a.blocks = a.blocks.saturating_add(r.live_blocks_estimate);
         a.sampled = a.sampled.saturating_add(r.sampled_count);
         a.variance += v;
         let class = a.classes.entry(r.size_class_bytes).or_default();
@@ -374,6 +370,9 @@ pub fn held(
         .map(|(site_id, a)| {
             let frames = frames_of(&report.frames, site_id);
             let category = categories::classify(rules, frames);
+            let (bytes, blocks) = a.classes.values().fold((0u64, 0u64), |(b, n), c| {
+                (b.saturating_add(c.0), n.saturating_add(c.1))
+            });
             HeldSite {
                 rank: 0,
                 site_id,
@@ -381,9 +380,9 @@ pub fn held(
                 callers: naming::callers(frames, CALLERS),
                 distinction: String::new(),
                 category: categories::category_name(rules, category).to_owned(),
-                live_bytes: a.bytes,
-                share: share(a.bytes),
-                live_blocks: a.blocks,
+                live_bytes: bytes,
+                share: share(bytes),
+                live_blocks: blocks,
                 sampled_count: a.sampled,
                 live_bytes_se: a.variance.sqrt().round() as u64,
                 main_size_class_bytes: a

@@ -28,7 +28,7 @@ impl HeldJob {
         let r = report::load(&s.report)?;
         let phase = r.check_phase(s.phase.as_deref())?;
         let m = memory::load(&r)?;
-        warn_of_report(&s.report, &r, self.moment);
+        warn_of_held_report(&s.report, &r, self.moment);
         let held = memory::held(&r, &m, self.moment, &rules, phase, self.limit);
         warn_if_unsampled(&s.report, &held, s.format);
         Ok(memory::render::held(out, &held, s.format)?)
@@ -48,7 +48,7 @@ impl HeldJob {
         let ha = memory::held(&a, &ma, self.moment, &rules, phase, usize::MAX);
         let hb = memory::held(&b, &mb, self.moment, &rules, phase, usize::MAX);
         for (dir, r, h) in [(&base_dir, &a, &ha), (&s.report, &b, &hb)] {
-            warn_of_report(dir, r, self.moment);
+            warn_of_held_report(dir, r, self.moment);
             warn_if_unsampled(dir, h, s.format);
         }
         let change = memory::compare::compare(&a, &ha, &b, &hb, self.limit);
@@ -60,7 +60,7 @@ impl HeldJob {
 
 /// `cost_jobs::warn_of_report`, but at the end of a run that was stopped, the one
 /// line that says what that means there: what was live then is not a leak.
-fn warn_of_report(dir: &Path, r: &report::Report, moment: Moment) {
+fn warn_of_held_report(dir: &Path, r: &report::Report, moment: Moment) {
     match (&r.manifest.incomplete, moment) {
         (Some(why), Moment::End) => {
             crate::cost_jobs::warn_of_setup(r);
