@@ -34,7 +34,10 @@
 //! ```
 //!
 //! Settings applied in code replace the `ALLOC_TRACE_*` variables; `Settings { mode,
-//! ..Settings::from_env()? }` keeps the environment's for the fields not set.
+//! ..Settings::from_env()? }` keeps the environment's for the fields not set. An
+//! invalid variable is named on standard error at the first allocation; a program
+//! that reads the variables itself (as defaults of its own flags, say) and names
+//! their errors can call [`env_checked_by_program`] before that.
 //!
 //! Build with frame pointers and line tables, so that stacks are complete and
 //! inlined frames are named: in your project's `.cargo/config.toml`,
@@ -186,6 +189,7 @@ pub use report::manifest::set_allocator_name;
 pub use report::schema::{self, SCHEMA_VERSION};
 pub use report::{ReportSummary, SUMMARY_SITES, TopSite};
 pub use session::{Session, check_report_dir, expand_path, write_incomplete_report, write_report};
+pub use start::env_checked_by_program;
 /// tikv-jemallocator's allocator, the usual inner allocator (feature `jemalloc`, on by
 /// default).
 #[cfg(feature = "jemalloc")]

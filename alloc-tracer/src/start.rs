@@ -5,6 +5,21 @@
 use crate::config::{Mode, Settings};
 use crate::hot::control::{self, MODE_UNINIT};
 use crate::session;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
+/// Set by [`env_checked_by_program`].
+static ENV_CHECKED_BY_PROGRAM: AtomicBool = AtomicBool::new(false);
+
+/// Says that the program reads the tracer's environment variables itself and
+/// names what is wrong with them (as a command line whose flags take `ALLOC_TRACE`
+/// and the others for defaults does): an invalid setting is then ignored without
+/// the tracer's own line on standard error, which would say tracing is off just
+/// before the program turns it on. A valid setting still applies from the first
+/// allocation. It counts only when called before the program's first allocation,
+/// e.g. from a constructor in `.init_array`; it does not allocate.
+pub fn env_checked_by_program() {
+    ENV_CHECKED_BY_PROGRAM.store(true, Relaxed);
+}
 
 /// What the first allocation of the process sets up (the door's
 /// `first_allocation`), under the re-entrancy guard. Also run by
@@ -19,7 +34,8 @@ pub(crate) fn first_allocation() {
 /// choose one in code). Cold, once, under the guard (arming the exit report reads the
 /// working directory, which allocates); a bad
 /// setting is named in one line on standard error (pieces written with `write(2)`,
-/// which does not allocate or lock) and tracing stays off.
+/// which does not allocate or lock), unless the program names it itself
+/// ([`env_checked_by_program`]), and tracing stays off.
 fn settings_from_env() {
     let settings = Settings::from_env();
     let (settings, bad) = match settings {
@@ -38,7 +54,7 @@ fn settings_from_env() {
             // `from_env` makes no other error; should it, the line stays true.
             Some(_) => (b"ALLOC_TRACE*", b"...", b"see the crate documentation"),
         };
-        if bad.is_some() {
+        if bad.is_some() && !ENV_CHECKED_BY_PROGRAM.load(Relaxed) {
             let pieces = [
                 b"alloc-tracer: ignoring invalid ",
                 name,

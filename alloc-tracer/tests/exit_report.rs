@@ -13,6 +13,19 @@ use std::process::{Command, Output};
 static GLOBAL: TracingAllocator<tikv_jemallocator::Jemalloc> =
     TracingAllocator::new(tikv_jemallocator::Jemalloc);
 
+/// Tells the tracer, before any allocation, that this program names bad settings
+/// itself, when the child's environment asks (`ALLOC_TRACER_TEST_QUIET`).
+extern "C" fn quiet_if_asked() {
+    // SAFETY: a NUL-terminated name; `getenv` neither allocates nor keeps it.
+    if !unsafe { libc::getenv(c"ALLOC_TRACER_TEST_QUIET".as_ptr()) }.is_null() {
+        alloc_tracer::env_checked_by_program();
+    }
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static QUIET_IF_ASKED: extern "C" fn() = quiet_if_asked;
+
 /// Allocations the child makes once tracing is on.
 const ALLOCS: usize = 1000;
 
@@ -111,6 +124,23 @@ fn a_bad_setting_is_named_with_its_value() {
         );
         assert!(!dir.exists());
     }
+}
+
+#[test]
+fn a_program_that_names_bad_settings_itself_is_left_to_do_so() {
+    let dir = common::scratch("exit-quiet").join("report");
+    let quiet = [("ALLOC_TRACER_TEST_QUIET", "1")];
+    let out = child("idle", &dir, &[("ALLOC_TRACE", "count,sites"), quiet[0]]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("ignoring invalid"), "{stderr}");
+    assert!(!dir.exists());
+    // A valid setting still applies from the first allocation.
+    let out = child("idle", &dir, &[("ALLOC_TRACE", "count"), quiet[0]]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("alloc-tracer: report written to "),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -332,7 +332,8 @@ fn scan<'a>(args: impl IntoIterator<Item = &'a [u8]>) -> Option<Inner> {
 }
 
 /// Records the allocator the command line asks for, from glibc's `.init_array` call
-/// (`argc`, `argv`, `envp`), reading the C strings in place: nothing allocates here.
+/// (`argc`, `argv`, `envp`), reading the C strings in place, and tells the tracer
+/// that the driver names bad `ALLOC_TRACE*` values itself: nothing allocates here.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 extern "C" fn read_argv(
     argc: libc::c_int,
@@ -353,6 +354,10 @@ extern "C" fn read_argv(
     if let Some(inner) = scan(args) {
         REQUESTED.store(inner.code(), Ordering::Relaxed);
     }
+    // `--trace` and the other tracer flags take `ALLOC_TRACE*` for defaults, and
+    // clap names what is wrong with them; `ALLOC_TRACE=count,sites` (turns) is the
+    // driver's alone. So the tracer need not say it ignores them.
+    alloc_tracer::env_checked_by_program();
 }
 
 /// `read_argv` in the section of constructors the loader runs before `main`, with

@@ -168,6 +168,37 @@ fn alloc_trace_in_the_environment_is_the_mode() {
 }
 
 #[test]
+fn alloc_trace_values_only_the_driver_takes_are_named_once() {
+    // Turns from the environment: the tracer, which takes one mode, leaves the
+    // value to the driver and does not say it ignores it.
+    let out = driver()
+        .env("ALLOC_TRACE", "count,sites")
+        .args(["--json", "sha256", "--blocks", "1", "--iterations", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("alloc-tracer"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let modes: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["trace"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(modes, ["count", "sites"], "{stdout}");
+    // A value nobody takes: the driver's error alone.
+    let out = driver()
+        .env("ALLOC_TRACE", "bogus")
+        .args(["sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("invalid value 'bogus'"), "{stderr}");
+    assert!(!stderr.contains("alloc-tracer"), "{stderr}");
+}
+
+#[test]
 fn seal_writes_only_where_it_sealed_before() {
     let dir = scratch("seal");
     // A folder of the user's: refused, its files untouched.
