@@ -94,7 +94,7 @@ struct TraceArgs {
     /// Frames kept per call stack (1 to 62). Like --heap-sample, --lifetimes and
     /// --timeline-ms, it sets the tracer: given on the command line with --trace
     /// off, it is refused.
-    #[arg(long, env = "ALLOC_TRACE_DEPTH", default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = clap::value_parser!(u64).range(1..=alloc_tracer::MAX_DEPTH as u64), global = true)]
+    #[arg(long, env = "ALLOC_TRACE_DEPTH", default_value_t = alloc_tracer::DEFAULT_DEPTH as u64, value_parser = parse_depth, allow_negative_numbers = true, global = true)]
     depth: u64,
     /// Heap sampling: mean bytes between sampled bytes (B, KiB, MiB, GiB, TiB or
     /// K, M, G, T, e.g. 1MiB, 1.5MiB, 65536; 0 = off; 1 = every block). Default: 1MiB
@@ -103,10 +103,10 @@ struct TraceArgs {
     heap_sample: Option<u64>,
     /// Mean interval, in allocations, between blocks followed to their free for
     /// lifetimes in sites mode (0 = none; sample:N follows its sampled blocks).
-    #[arg(long, env = "ALLOC_TRACE_LIFETIMES", default_value_t = alloc_tracer::DEFAULT_LIFETIME_INTERVAL, global = true)]
+    #[arg(long, env = "ALLOC_TRACE_LIFETIMES", default_value_t = alloc_tracer::DEFAULT_LIFETIME_INTERVAL, value_parser = parse_lifetimes, allow_negative_numbers = true, global = true)]
     lifetimes: u64,
     /// Interval of the report's live-bytes timeline, in milliseconds (0 = none).
-    #[arg(long, env = "ALLOC_TRACE_TIMELINE_MS", default_value_t = alloc_tracer::DEFAULT_TIMELINE_MS, global = true)]
+    #[arg(long, env = "ALLOC_TRACE_TIMELINE_MS", default_value_t = alloc_tracer::DEFAULT_TIMELINE_MS, value_parser = parse_timeline_ms, allow_negative_numbers = true, global = true)]
     timeline_ms: u64,
     /// Write the tracer's report (parquet tables and manifest.json) to this directory,
     /// with --trace other than off: new, empty, or an earlier report (replaced); any
@@ -136,7 +136,7 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
         /// Seed of the sector's data, ticket and challenge seed.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = at_least::<0>, allow_negative_numbers = true)]
         seed: u64,
     },
     /// Synthesizes one partition of a Filecoin PoRep (StackedDrg) circuit from a C1
@@ -152,35 +152,35 @@ enum Command {
         #[command(flatten)]
         input: PorepArgs,
         /// Iterations (each builds and synthesizes the circuit anew).
-        #[arg(short = 'i', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        #[arg(short = 'i', long, default_value_t = 1, value_parser = at_least::<1>, allow_negative_numbers = true)]
         iterations: u64,
     },
     /// A chain of SHA-256 compressions over random bits (bellperson's sha256 gadget).
     Sha256 {
         /// Message blocks (one compression, about 26 k constraints, each).
-        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        #[arg(long, default_value_t = 4, value_parser = within::<1, 1_000_000>, allow_negative_numbers = true)]
         blocks: u64,
         /// Iterations (each synthesizes the circuit anew).
-        #[arg(short = 'i', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        #[arg(short = 'i', long, default_value_t = 1, value_parser = at_least::<1>, allow_negative_numbers = true)]
         iterations: u64,
         /// Seed of the random message.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = at_least::<0>, allow_negative_numbers = true)]
         seed: u64,
     },
     /// A chain of Poseidon hashes (neptune's legacy circuit with filecoin-hashers'
     /// constants, as Filecoin's Merkle proofs use them).
     Poseidon {
         /// Hashes (about 500 constraints each at arity 8).
-        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+        #[arg(long, default_value_t = 1000, value_parser = within::<1, 100_000_000>, allow_negative_numbers = true)]
         hashes: u64,
         /// Inputs per hash: 2, 4, 8, 11, 16, 24 or 36.
         #[arg(long, default_value = "8", value_parser = parse_arity)]
         arity: usize,
         /// Iterations (each synthesizes the circuit anew).
-        #[arg(short = 'i', long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        #[arg(short = 'i', long, default_value_t = 1, value_parser = at_least::<1>, allow_negative_numbers = true)]
         iterations: u64,
         /// Seed of the random preimages.
-        #[arg(long, default_value_t = 0)]
+        #[arg(long, default_value_t = 0, value_parser = at_least::<0>, allow_negative_numbers = true)]
         seed: u64,
     },
 }
@@ -217,10 +217,10 @@ struct PorepArgs {
     synthetic: bool,
     /// Seed of the substituted values (--blank) or synthetic proofs (--synthetic);
     /// default 0.
-    #[arg(long)]
+    #[arg(long, value_parser = at_least::<0>, allow_negative_numbers = true)]
     seed: Option<u64>,
     /// Partition to synthesize (--c1).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = parse_partition, allow_negative_numbers = true)]
     partition: usize,
 }
 
@@ -599,6 +599,44 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
     Mode::parse(s).map_err(|_| EXPECTED.to_owned())
 }
 
+/// A whole number from `min` to `max`; `env`, the variable that may have given it.
+fn whole(s: &str, min: u64, max: u64, env: Option<&str>) -> Result<u64, String> {
+    let range = match (min, max) {
+        (_, u64::MAX) => format!("{min} or more"),
+        _ => format!("from {min} to {max}"),
+    };
+    let from = env.map_or(String::new(), |env| format!(" (here or from {env})"));
+    match s.parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(format!("expected a whole number, {range}{from}")),
+    }
+}
+
+fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
+    whole(s, MIN, u64::MAX, None)
+}
+
+fn within<const MIN: u64, const MAX: u64>(s: &str) -> Result<u64, String> {
+    whole(s, MIN, MAX, None)
+}
+
+fn parse_depth(s: &str) -> Result<u64, String> {
+    let most = alloc_tracer::MAX_DEPTH as u64;
+    whole(s, 1, most, Some("ALLOC_TRACE_DEPTH"))
+}
+
+fn parse_lifetimes(s: &str) -> Result<u64, String> {
+    whole(s, 0, u64::MAX, Some("ALLOC_TRACE_LIFETIMES"))
+}
+
+fn parse_timeline_ms(s: &str) -> Result<u64, String> {
+    whole(s, 0, u64::MAX, Some("ALLOC_TRACE_TIMELINE_MS"))
+}
+
+fn parse_partition(s: &str) -> Result<usize, String> {
+    whole(s, 0, usize::MAX as u64, None).map(|n| n as usize)
+}
+
 fn parse_top(s: &str) -> Result<usize, String> {
     let most = alloc_tracer::SUMMARY_SITES;
     match s.parse::<usize>() {
@@ -613,7 +651,7 @@ fn parse_bytes(s: &str) -> Result<u64, String> {
     alloc_tracer::parse_bytes(s).ok_or_else(|| {
         format!(
             "{s:?} is not a byte count (e.g. 1MiB, 1.5MiB, 64KiB, 65536; units B, KiB, \
-             MiB, GiB, TiB, or K, M, G, T)"
+             MiB, GiB, TiB, or K, M, G, T; here or from ALLOC_TRACE_HEAP)"
         )
     })
 }
@@ -643,6 +681,33 @@ mod tests {
         );
         assert!(job("--trace count --depth 8 sha256").is_ok());
         assert!(job("sha256 --heap-sample 1MiB --trace count").is_ok());
+    }
+
+    #[test]
+    fn numbers_out_of_range_say_what_is_taken() {
+        for (args, expected) in [
+            ("sha256 -i 0", "expected a whole number, 1 or more"),
+            ("sha256 --seed -3", "expected a whole number, 0 or more"),
+            (
+                "sha256 --blocks 0",
+                "expected a whole number, from 1 to 1000000",
+            ),
+            (
+                "--trace sites --depth 99 sha256",
+                "expected a whole number, from 1 to 62 (here or from ALLOC_TRACE_DEPTH)",
+            ),
+            (
+                "--trace sites --timeline-ms -1 sha256",
+                "(here or from ALLOC_TRACE_TIMELINE_MS)",
+            ),
+            (
+                "porep --c1 x --partition -1",
+                "expected a whole number, 0 or more",
+            ),
+        ] {
+            let e = job(args).map(|_| ()).unwrap_err();
+            assert!(e.contains(expected), "{args}: {e}");
+        }
     }
 
     #[test]
