@@ -185,6 +185,10 @@ pub struct Checked {
     pub found: f64,
     /// The budget's.
     pub budget: f64,
+    /// Where the limit is in the budget file: the keys from the top table down
+    /// (`["phase", "synthesize", "category", "clones", "allocs"]`).
+    #[serde(skip)]
+    pub key: Vec<String>,
 }
 
 impl Checked {
@@ -379,6 +383,7 @@ pub fn check(
             limit: "peak_live_bytes".into(),
             found: peak as f64,
             budget: max as f64,
+            key: vec!["peak_live_bytes".into()],
         });
     }
     if let Some(max) = budget.peak_rss_bytes {
@@ -396,6 +401,7 @@ pub fn check(
             limit: "peak_rss_bytes".into(),
             found: rss as f64,
             budget: max as f64,
+            key: vec!["peak_rss_bytes".into()],
         });
     }
     for (phase, limits) in &budget.phase {
@@ -410,12 +416,21 @@ pub fn check(
                 known.join(", ")
             )));
         }
-        let mut push = |limit: String, found: f64, budget: f64| {
+        // `key`: the limit's keys within the phase's table.
+        let mut push = |key: &[&str], found: f64, budget: f64| {
+            let limit = match key {
+                [name] => (*name).to_owned(),
+                [table, name, limit] => format!("{table}.\"{name}\".{limit}"),
+                _ => key.join("."),
+            };
+            let mut path = vec!["phase".to_owned(), phase.clone()];
+            path.extend(key.iter().map(|k| (*k).to_owned()));
             checked.push(Checked {
                 phase: Some(phase.clone()),
                 limit,
                 found,
                 budget,
+                key: path,
             });
         };
         let rows = || report.rows(Some(phase));
@@ -439,7 +454,7 @@ pub fn check(
             ),
         ] {
             if let Some(max) = max {
-                push(name.into(), found, max as f64);
+                push(&[name], found, max as f64);
             }
         }
         if let Some(max) = limits.allocs_per_row {
@@ -450,11 +465,7 @@ pub fn check(
                          can with alloc_tracer::label(\"rows\", n))"
                 ))
             })?;
-            push(
-                "allocs_per_row".into(),
-                sum(|r| r.calls()) / rows as f64,
-                max,
-            );
+            push(&["allocs_per_row"], sum(|r| r.calls()) / rows as f64, max);
         }
         if let Some(max) = limits.peak_live_bytes {
             let peak = report
@@ -470,7 +481,7 @@ pub fn check(
                         report.dir.display()
                     ))
                 })?;
-            push("peak_live_bytes".into(), peak.max(0) as f64, max as f64);
+            push(&["peak_live_bytes"], peak.max(0) as f64, max as f64);
         }
         if !limits.category.is_empty() {
             let totals = crate::category_totals::totals(report, rules, Some(phase));
@@ -481,11 +492,11 @@ pub fn check(
                     ))
                 })?;
                 if let Some(share) = c.share {
-                    push(format!("category.\"{name}\".share"), t.share, share);
+                    push(&["category", name, "share"], t.share, share);
                 }
                 if let Some(allocs) = c.allocs {
                     push(
-                        format!("category.\"{name}\".allocs"),
+                        &["category", name, "allocs"],
                         t.alloc_count.saturating_add(t.realloc_count) as f64,
                         allocs as f64,
                     );
@@ -523,11 +534,7 @@ pub fn check(
                     .filter(|r| names[&r.site_id].contains(fragment.as_str()))
                     .map(|r| r.calls())
                     .fold(0u64, u64::saturating_add);
-                push(
-                    format!("site.\"{fragment}\".allocs"),
-                    found as f64,
-                    s.allocs as f64,
-                );
+                push(&["site", fragment, "allocs"], found as f64, s.allocs as f64);
             }
         }
     }

@@ -55,6 +55,25 @@ pub struct Margins {
     pub memory: f64,
 }
 
+impl Margins {
+    /// Refuses a margin below 0 or past [`MAX_MARGIN`]; `path` is what the error names.
+    pub fn check(&self, path: &Path) -> Result<(), Error> {
+        for m in [self.counts, self.memory] {
+            if !(0.0..=MAX_MARGIN).contains(&m) {
+                return Err(Error::Budget {
+                    path: path.into(),
+                    reason: format!(
+                        "a margin of {} % is not between 0 and {:.0} %",
+                        m * 100.0,
+                        MAX_MARGIN * 100.0
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for Margins {
     fn default() -> Self {
         Margins {
@@ -74,18 +93,7 @@ pub fn draft(
     source: &str,
     rules_file: Option<&Path>,
 ) -> Result<String, Error> {
-    for m in [margins.counts, margins.memory] {
-        if !(0.0..=MAX_MARGIN).contains(&m) {
-            return Err(Error::Budget {
-                path: source.into(),
-                reason: format!(
-                    "a margin of {} % is not between 0 and {:.0} %",
-                    m * 100.0,
-                    MAX_MARGIN * 100.0
-                ),
-            });
-        }
-    }
+    margins.check(Path::new(source))?;
     let probe = probe(report, rules);
     let checked = budget::check(&probe, report, rules, Path::new(source))?;
     let figure = |phase: Option<&str>, limit: &str| {
@@ -282,8 +290,8 @@ fn categories_gap(report: &Report) -> Option<String> {
 }
 
 /// How a limit is written.
-#[derive(Clone, Copy)]
-enum Kind {
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Kind {
     /// A whole number, rounded up.
     Count,
     /// Three decimals, rounded up.
@@ -294,28 +302,41 @@ enum Kind {
 
 /// `limit = the figure plus the margin   # report: the figure`.
 fn line(out: &mut String, limit: &str, found: f64, margin: f64, kind: Kind) {
+    let (value, _) = limit_value(found, margin, kind);
+    let _ = writeln!(out, "{limit} = {value}   # report: {}", shown(found, kind));
+}
+
+/// The limit `margin` above `found`, as TOML text and as a number: a count rounded
+/// up to a whole number, a ratio or share up to three decimals (a share at most 1).
+pub(crate) fn limit_value(found: f64, margin: f64, kind: Kind) -> (String, f64) {
     let raised = found * (1.0 + margin);
-    let (value, shown) = match kind {
-        // TOML's integers are i64's.
-        Kind::Count => (
-            // `i64::MAX as f64` rounds up, past the largest integer TOML holds.
-            grouped(if raised >= i64::MAX as f64 {
+    match kind {
+        Kind::Count => {
+            // TOML's integers are i64's; `i64::MAX as f64` rounds up, past the
+            // largest integer TOML holds.
+            let n = if raised >= i64::MAX as f64 {
                 i64::MAX as u64
             } else {
                 raised.ceil() as u64
-            }),
-            budget::figure(found),
-        ),
-        Kind::Ratio => (
-            format!("{:.3}", (raised * 1000.0).ceil() / 1000.0),
-            format!("{found:.3}"),
-        ),
-        Kind::Share => (
-            format!("{:.3}", ((raised * 1000.0).ceil() / 1000.0).min(1.0)),
-            format!("{found:.3}"),
-        ),
-    };
-    let _ = writeln!(out, "{limit} = {value}   # report: {shown}");
+            };
+            (grouped(n), n as f64)
+        }
+        Kind::Ratio | Kind::Share => {
+            let mut x = (raised * 1000.0).ceil() / 1000.0;
+            if kind == Kind::Share {
+                x = x.min(1.0);
+            }
+            (format!("{x:.3}"), x)
+        }
+    }
+}
+
+/// A report's figure as the comment beside a limit gives it.
+pub(crate) fn shown(found: f64, kind: Kind) -> String {
+    match kind {
+        Kind::Count => budget::figure(found),
+        Kind::Ratio | Kind::Share => format!("{found:.3}"),
+    }
 }
 
 /// `text` as one shell word: as it is when it needs no quoting, else in single quotes.
@@ -332,7 +353,7 @@ fn shell_word(text: &str) -> String {
 }
 
 /// `13401937` as `13_401_937`.
-fn grouped(n: u64) -> String {
+pub(crate) fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

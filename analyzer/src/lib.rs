@@ -16,6 +16,7 @@
 
 pub mod budget;
 pub mod budget_draft;
+pub mod budget_tighten;
 pub mod calibrate;
 pub mod categories;
 pub mod category_totals;

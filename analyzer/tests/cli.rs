@@ -1900,6 +1900,64 @@ site."demo.rs:21".allocs = 12
 "#;
 
 #[test]
+fn tighten_lowers_limits_with_headroom_keeps_the_file_and_never_raises() {
+    let r = fixture();
+    // The fixture's build phase: 85 726 allocations, 2 793 080 bytes, 80 357
+    // temporaries, 12 allocations at demo.rs:21.
+    let b = budget_file(
+        "tighten",
+        "# ours\n[phase.build]\nallocs = 200_000   # report: 1\nbytes = \"2.75MiB\"\n\
+         temporaries = 80_000\nsite.\"demo.rs:21\".allocs = 13\n",
+    );
+    let args = [
+        "budget",
+        r.to_str().unwrap(),
+        "--tighten",
+        b.to_str().unwrap(),
+    ];
+    let out = analyzer(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    // allocs comes down to 5 % over; bytes (2.75 MiB, 3 % over) and the site (13,
+    // 8 % over, within 1.5 margins) stay; temporaries are over and stay, named.
+    assert_eq!(
+        std::fs::read_to_string(&b).unwrap(),
+        "# ours\n[phase.build]\nallocs = 90_013   # report: 85726\nbytes = \"2.75MiB\"\n\
+         temporaries = 80_000\nsite.\"demo.rs:21\".allocs = 13\n"
+    );
+    assert!(
+        stdout.contains("phase build: allocs") && stdout.contains("200000"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "1 limit lowered, 2 already within the margin, 1 over budget and left as they are"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("over budget, left as it is: phase build: temporaries 80357 > 80000"),
+        "{stderr}"
+    );
+    // Again: nothing to lower, the file as it was.
+    let before = std::fs::read_to_string(&b).unwrap();
+    let out = analyzer(&args);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("0 limits lowered"));
+    assert_eq!(std::fs::read_to_string(&b).unwrap(), before);
+    // What check refuses, tighten refuses: a phase the report lacks.
+    let bad = budget_file("tighten-bad", "[phase.nope]\nallocs = 5\n");
+    let out = analyzer(&[
+        "budget",
+        r.to_str().unwrap(),
+        "--tighten",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("phase nope is not in the report"));
+}
+
+#[test]
 fn a_drafted_budget_passes_its_report_and_catches_growth() {
     let r = fixture();
     let dir = std::env::temp_dir().join(format!("analyzer-draft-{}", std::process::id()));

@@ -91,3 +91,50 @@ pub fn checked(out: &mut dyn Write, checked: &[Checked], format: Format) -> io::
         }
     }
 }
+
+/// `analyzer budget --tighten`'s answer: each limit lowered, with the report's
+/// figure, then how many stayed and why.
+pub fn tightened(out: &mut dyn Write, t: &crate::budget_tighten::Tightened) -> io::Result<()> {
+    if !t.lowered.is_empty() {
+        let width = t
+            .lowered
+            .iter()
+            .map(|l| l.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max("limit".len());
+        writeln!(
+            out,
+            "{:<width$} {:>14} {:>14} {:>14}",
+            "limit", "report", "was", "now"
+        )?;
+        for l in &t.lowered {
+            writeln!(
+                out,
+                "{:<width$} {:>14} {:>14} {:>14}",
+                l.name,
+                budget::figure(l.found),
+                budget::figure(l.was),
+                budget::figure(l.now)
+            )?;
+        }
+    }
+    let limits = |n: usize| match n {
+        1 => "1 limit".to_owned(),
+        n => format!("{n} limits"),
+    };
+    write!(
+        out,
+        "{} lowered, {} already within the margin",
+        limits(t.lowered.len()),
+        t.kept
+    )?;
+    match t.over.len() {
+        0 => writeln!(out),
+        n => writeln!(
+            out,
+            ", {} over budget and left as they are (`analyzer check` fails on them)",
+            n
+        ),
+    }
+}

@@ -9,7 +9,7 @@ mod check;
 mod cost_diff;
 mod info;
 
-pub use check::checked;
+pub use check::{checked, tightened};
 pub use cost_diff::{cost, diff, diff_totals};
 pub use info::{calibration, info};
 

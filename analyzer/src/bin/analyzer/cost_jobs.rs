@@ -415,6 +415,8 @@ pub(crate) struct BudgetJob {
     pub(crate) margins: analyzer::budget_draft::Margins,
     pub(crate) rules: Option<PathBuf>,
     pub(crate) out: Option<PathBuf>,
+    /// A budget file to tighten to the report, in place of a draft.
+    pub(crate) tighten: Option<PathBuf>,
 }
 
 impl BudgetJob {
@@ -422,6 +424,18 @@ impl BudgetJob {
         let r = report::load(&self.report)?;
         warn_of_setup(&r);
         let rules = rules(self.rules.as_deref())?;
+        if let Some(path) = &self.tighten {
+            let text =
+                std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+            let t = analyzer::budget_tighten::tighten(&text, path, &r, &rules, self.margins)?;
+            if !t.lowered.is_empty() {
+                crate::write_file(path, t.text.as_bytes())?;
+            }
+            for c in &t.over {
+                note!("analyzer: over budget, left as it is: {c}");
+            }
+            return Ok(render::tightened(out, &t)?);
+        }
         let text = analyzer::budget_draft::draft(
             &r,
             &rules,

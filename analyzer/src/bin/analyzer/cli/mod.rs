@@ -230,7 +230,9 @@ enum Command {
     /// sites report temporaries and the allocations of each category that takes 5 %
     /// or more), a margin above the report's figures, with the report's mode and
     /// labels (but variant and rows, which change between builds). Commented TOML, to
-    /// edit and commit; no site limits (names move with the code).
+    /// edit and commit; no site limits (names move with the code). With --tighten,
+    /// lowers an existing budget's limits to the report's figures plus the margins
+    /// instead (a ratchet: none goes up).
     Budget {
         /// Report directory (written by alloc-tracer).
         report: PathBuf,
@@ -246,8 +248,15 @@ enum Command {
         #[arg(long)]
         rules: Option<PathBuf>,
         /// Write the budget to this file instead of standard output.
-        #[arg(short, long)]
+        #[arg(short, long, conflicts_with = "tighten")]
         out: Option<PathBuf>,
+        /// Rewrite this budget file as a ratchet: every limit more than 1.5 margins
+        /// above the report's figure comes down to the figure plus the margin; none
+        /// goes up, and comments, order and units stay. Prints the limits lowered.
+        /// The report is checked against the file as `check` does (the same
+        /// refusals).
+        #[arg(long, value_name = "FILE")]
+        tighten: Option<PathBuf>,
     },
     /// A flame graph (SVG) of the allocating stacks, allocator frames folded into the
     /// first frame outside them; or, with --diff, a differential one of two reports.
@@ -454,6 +463,7 @@ impl Command {
                 memory_margin,
                 rules,
                 out,
+                tighten,
             } => Job::Budget(BudgetJob {
                 report,
                 margins: analyzer::budget_draft::Margins {
@@ -462,6 +472,7 @@ impl Command {
                 },
                 rules,
                 out,
+                tighten,
             }),
             Command::Flamegraph {
                 report,

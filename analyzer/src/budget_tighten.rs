@@ -1,0 +1,308 @@
+//! A ratchet for a budget (`analyzer budget REPORT --tighten FILE`): every limit
+//! that lies more than one and a half margins above the report's figure comes down
+//! to the figure plus the margin, as a draft would set it; none goes up. The file is
+//! rewritten as it was (comments, order, the form of each value: a byte limit
+//! written `"660MiB"` stays in binary units) but for the limits lowered, and the
+//! `# report: N` comment a draft puts beside a limit gives the new figure.
+//!
+//! So a patch that saves allocations can lock its saving in, and the next one that
+//! gives it back fails `analyzer check`, rather than passing inside headroom the
+//! budget no longer needs. A limit the report is over stays as it is: the check
+//! still fails on it.
+
+use crate::Error;
+use crate::budget::{self, Checked};
+use crate::budget_draft::{Kind, Margins, limit_value, shown};
+use crate::categories::Category;
+use crate::report::Report;
+use std::path::Path;
+
+/// A limit comes down only when it lies more than this many margins above the
+/// report's figure, so that run-to-run jitter of a few allocations or bytes does not
+/// rewrite the file each time.
+pub const SLACK: f64 = 1.5;
+
+/// A limit brought down.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Lowered {
+    /// The limit, as `analyzer check` names it (`phase synthesize: allocs`).
+    pub name: String,
+    /// The report's figure.
+    pub found: f64,
+    /// The limit before.
+    pub was: f64,
+    /// The limit now.
+    pub now: f64,
+}
+
+/// What tightening did.
+#[derive(Clone, Debug)]
+pub struct Tightened {
+    /// The budget file's new text.
+    pub text: String,
+    /// The limits lowered, in `analyzer check`'s order.
+    pub lowered: Vec<Lowered>,
+    /// Limits already within the margin of the report's figure.
+    pub kept: usize,
+    /// Limits the report is over (`analyzer check`'s breaches), left as they are.
+    pub over: Vec<Checked>,
+}
+
+/// Tightens the budget `text` (the file `path`) to `report`, whose figures
+/// `budget::check` reads against `rules`, as `analyzer check` would.
+pub fn tighten(
+    text: &str,
+    path: &Path,
+    report: &Report,
+    rules: &[Category],
+    margins: Margins,
+) -> Result<Tightened, Error> {
+    margins.check(path)?;
+    let bad = |reason: String| Error::Budget {
+        path: path.to_owned(),
+        reason,
+    };
+    let budget = budget::parse(text, path)?;
+    let checked = budget::check(&budget, report, rules, path)?;
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| bad(e.message().to_owned()))?;
+    let mut lowered = Vec::new();
+    let mut over = Vec::new();
+    let mut kept = 0;
+    for c in checked {
+        if c.over() {
+            over.push(c);
+            continue;
+        }
+        let kind = kind_of(&c.key);
+        let margin = match c.key.last().map(String::as_str) {
+            Some("peak_live_bytes" | "peak_rss_bytes") => margins.memory,
+            _ => margins.counts,
+        };
+        let (text, now) = limit_value(c.found, margin, kind);
+        // (A share or ratio rounded up to three decimals may not come down at all.)
+        if c.budget <= c.found * (1.0 + SLACK * margin) || now >= c.budget {
+            kept += 1;
+            continue;
+        }
+        let value = value_at(&mut doc, &c.key).ok_or_else(|| {
+            bad(format!(
+                "{}: not found where the file was read (a key written in a form this \
+                 command cannot edit)",
+                c.name()
+            ))
+        })?;
+        let (text, now) = match value.as_str() {
+            // A byte limit written with a unit keeps one, when rounding to a whole
+            // one still lowers it.
+            Some(_) => match in_units(now as u64) {
+                (units, whole) if whole < c.budget => (units, whole),
+                _ => (text, now),
+            },
+            None => (text, now),
+        };
+        let mut new: toml_edit::Value = text
+            .parse()
+            .map_err(|_| bad(format!("{}: {text} is not a TOML value", c.name())))?;
+        *new.decor_mut() = value.decor().clone();
+        if let Some(suffix) = new.decor().suffix().and_then(|s| s.as_str()) {
+            let updated = with_report_figure(suffix, &shown(c.found, kind));
+            new.decor_mut().set_suffix(updated);
+        }
+        *value = new;
+        lowered.push(Lowered {
+            name: c.name(),
+            found: c.found,
+            was: c.budget,
+            now,
+        });
+    }
+    Ok(Tightened {
+        text: doc.to_string(),
+        lowered,
+        kept,
+        over,
+    })
+}
+
+/// How the limit at `key` is written: a category's share, allocations per row, or
+/// a count (allocations, bytes, temporaries, peaks).
+fn kind_of(key: &[String]) -> Kind {
+    match key.last().map(String::as_str) {
+        Some("share") => Kind::Share,
+        Some("allocs_per_row") => Kind::Ratio,
+        _ => Kind::Count,
+    }
+}
+
+/// The value at `key` in `doc`, through tables, inline tables and dotted keys.
+fn value_at<'d>(
+    doc: &'d mut toml_edit::DocumentMut,
+    key: &[String],
+) -> Option<&'d mut toml_edit::Value> {
+    let mut item = doc.as_item_mut();
+    for (i, k) in key.iter().enumerate() {
+        item = match item {
+            toml_edit::Item::Table(t) => t.get_mut(k)?,
+            toml_edit::Item::Value(toml_edit::Value::InlineTable(t)) => {
+                return inline_value_at(t, &key[i..]);
+            }
+            _ => return None,
+        };
+    }
+    item.as_value_mut()
+}
+
+/// [`value_at`] within an inline table.
+fn inline_value_at<'d>(
+    table: &'d mut toml_edit::InlineTable,
+    key: &[String],
+) -> Option<&'d mut toml_edit::Value> {
+    let (first, rest) = key.split_first()?;
+    match (table.get_mut(first)?, rest) {
+        (value, []) => Some(value),
+        (toml_edit::Value::InlineTable(t), rest) => inline_value_at(t, rest),
+        _ => None,
+    }
+}
+
+/// `bytes` as a string in the largest binary unit of which it is 10 or more, rounded
+/// up to a whole one (`"685MiB"`), so that a limit in units stays readable: it
+/// rises by under a tenth. With its value in bytes.
+fn in_units(bytes: u64) -> (String, f64) {
+    for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if bytes >= 10 << shift {
+            let whole = bytes.div_ceil(1 << shift);
+            return (format!("\"{whole}{unit}\""), (whole << shift) as f64);
+        }
+    }
+    (format!("\"{bytes}B\""), bytes as f64)
+}
+
+/// A value's trailing comment with a draft's `# report: N` made to give `figure`;
+/// other comments as they are.
+fn with_report_figure(suffix: &str, figure: &str) -> String {
+    const MARK: &str = "# report: ";
+    match suffix.find(MARK) {
+        Some(at) => {
+            let rest = &suffix[at + MARK.len()..];
+            let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
+            format!("{}{MARK}{figure}{}", &suffix[..at], &rest[end..])
+        }
+        None => suffix.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::PhaseRow;
+
+    /// A report of one phase `p` with `allocs` allocations, `bytes` requested bytes
+    /// and a peak of `peak` live bytes.
+    fn report(allocs: u64, bytes: u64, peak: i64) -> Report {
+        let mut r = Report {
+            phases: vec![PhaseRow {
+                phase: "p".into(),
+                alloc_count: allocs,
+                bytes_requested: bytes,
+                peak_live_bytes: Some(peak),
+                ..Default::default()
+            }],
+            ..Report::default()
+        };
+        r.manifest.totals.peak_live_bytes = peak;
+        r
+    }
+
+    fn tightened(text: &str, r: &Report) -> Tightened {
+        tighten(text, Path::new("b.toml"), r, &[], Margins::default()).unwrap()
+    }
+
+    #[test]
+    fn limits_come_down_to_the_margin_and_the_file_keeps_its_form() {
+        let text = "# my budget\n\
+                    peak_live_bytes = \"900MiB\"   # kept by hand\n\
+                    [phase.p]\n\
+                    allocs = 2_000   # report: 1000\n\
+                    bytes = 1_000_000\n\
+                    peak_live_bytes = 700_000_000\n";
+        let r = report(1000, 990_000, 600 << 20);
+        let t = tightened(text, &r);
+        assert_eq!(
+            t.text,
+            "# my budget\n\
+             peak_live_bytes = \"690MiB\"   # kept by hand\n\
+             [phase.p]\n\
+             allocs = 1_050   # report: 1000\n\
+             bytes = 1_000_000\n\
+             peak_live_bytes = 700_000_000\n"
+        );
+        let names: Vec<&str> = t.lowered.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["run: peak_live_bytes", "phase p: allocs"]);
+        assert_eq!(t.lowered[1].now, 1050.0);
+        // bytes: within 1.5 margins; the phase peak: 629 MiB + 15 % is over 700 MB.
+        assert_eq!(t.kept, 2);
+        // What a check of the new file reads: every limit holds.
+        let b = budget::parse(&t.text, Path::new("b.toml")).unwrap();
+        let checked = budget::check(&b, &r, &[], Path::new("b.toml")).unwrap();
+        assert!(checked.iter().all(|c| !c.over()), "{checked:?}");
+        // Run again on the same report: nothing left to lower.
+        let again = tightened(&t.text, &r);
+        assert!(again.lowered.is_empty());
+        assert_eq!(again.text, t.text);
+    }
+
+    #[test]
+    fn a_limit_the_report_is_over_stays() {
+        let r = report(3000, 10, 1);
+        let t = tightened("[phase.p]\nallocs = 2_000\n", &r);
+        assert_eq!(t.text, "[phase.p]\nallocs = 2_000\n");
+        assert_eq!(t.over.len(), 1);
+        assert!(t.lowered.is_empty());
+    }
+
+    #[test]
+    fn inline_and_dotted_keys_are_found() {
+        let r = report(1000, 10, 1);
+        for text in [
+            "phase = { p = { allocs = 5000 } }\n",
+            "phase.p.allocs = 5000\n",
+            "[phase]\np.allocs = 5000\n",
+        ] {
+            let t = tightened(text, &r);
+            assert_eq!(t.text, text.replace("5000", "1_050"), "{text}");
+        }
+    }
+
+    #[test]
+    fn byte_units_stay_readable_and_whole() {
+        assert_eq!(
+            in_units(629 << 20),
+            ("\"629MiB\"".into(), (629u64 << 20) as f64)
+        );
+        // Rounded up to a whole unit, in the largest of which there are 10 or more.
+        assert_eq!(in_units((9 << 30) + 1).0, "\"9217MiB\"");
+        assert_eq!(in_units(10 << 30).0, "\"10GiB\"");
+        assert_eq!(in_units(9).0, "\"9B\"");
+        assert_eq!(
+            with_report_figure("   # report: 1000 (a draft)", "1050"),
+            "   # report: 1050 (a draft)"
+        );
+        assert_eq!(with_report_figure("  # mine", "1"), "  # mine");
+    }
+
+    #[test]
+    fn a_bad_margin_is_refused() {
+        let r = report(1000, 10, 1);
+        let m = Margins {
+            counts: -0.1,
+            memory: 0.15,
+        };
+        let e = tighten("[phase.p]\nallocs = 5\n", Path::new("b.toml"), &r, &[], m)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is not between 0 and"), "{e}");
+    }
+}
