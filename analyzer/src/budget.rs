@@ -318,6 +318,12 @@ pub fn check(
             ),
         });
     }
+    if let Some(why) = report.nothing_recorded() {
+        return Err(Error::Budget {
+            path: report.dir.clone(),
+            reason: why,
+        });
+    }
     // Another mode first: what else it lacks follows from it.
     if let Some(mode) = budget.mode.as_ref().filter(|m| **m != report.manifest.mode) {
         return Err(bad(format!(
@@ -548,7 +554,13 @@ mod tests {
     #[test]
     fn peak_rss_is_checked_where_the_report_records_it() {
         let b = parse("peak_rss_bytes = 1_000\n", Path::new("b.toml")).unwrap();
-        let mut r = Report::default();
+        let mut r = Report {
+            phases: vec![crate::report::PhaseRow {
+                alloc_count: 1,
+                ..Default::default()
+            }],
+            ..Report::default()
+        };
         let err = check(&b, &r, &[], Path::new("b.toml")).unwrap_err();
         assert!(err.to_string().contains("does not record it"), "{err}");
         r.manifest.totals.max_rss_bytes = 1_001;
@@ -569,6 +581,7 @@ mod tests {
         .unwrap();
         let row = |peak| crate::report::PhaseRow {
             phase: "p".into(),
+            alloc_count: 1,
             peak_live_bytes: peak,
             ..Default::default()
         };
@@ -583,6 +596,27 @@ mod tests {
         assert_eq!(checked[0].name(), "phase p: peak_live_bytes");
         assert!(checked[0].over());
         r.phases = vec![row(Some(1024))];
+        assert!(!check(&b, &r, &[], Path::new("b.toml")).unwrap()[0].over());
+    }
+
+    #[test]
+    fn a_report_of_no_allocation_is_judged_by_no_budget() {
+        let b = parse("[phase.main]\nallocs = 1_000\n", Path::new("b.toml")).unwrap();
+        let mut r = Report {
+            phases: vec![crate::report::PhaseRow {
+                phase: "main".into(),
+                ..Default::default()
+            }],
+            ..Report::default()
+        };
+        r.manifest.mode = "off".into();
+        let err = check(&b, &r, &[], Path::new("b.toml")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("records no allocation: the tracer was off"),
+            "{err}"
+        );
+        r.phases[0].realloc_count = 1;
         assert!(!check(&b, &r, &[], Path::new("b.toml")).unwrap()[0].over());
     }
 

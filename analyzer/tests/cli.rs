@@ -2397,6 +2397,33 @@ fn bad_budget_files_exit_2_with_one_line() {
 }
 
 #[test]
+fn gates_and_budgets_refuse_a_report_that_recorded_nothing() {
+    use polars::prelude::*;
+    // A program run with the tracer off still writes its Session's report: zeros.
+    let off = copy_fixture("nothing-recorded");
+    edit_manifest(&off, |m| m["mode"] = "off".into());
+    edit_table(&off, "phases.parquet", |mut df| {
+        for column in ["alloc_count", "realloc_count"] {
+            let zeros = vec![0u64; df.height()];
+            df.replace(column, Column::new(column.into(), zeros)).unwrap();
+        }
+        df
+    });
+    let off = off.to_str().unwrap();
+    let out = analyzer(&["diff", off, off, "--fail-if", "allocs>+0"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("records no allocation: the tracer was off"),
+        "{stderr}"
+    );
+    let b = budget_file("nothing", "[phase.build]\nallocs = 100_000\n");
+    let out = analyzer(&["check", off, "--budget", b.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("records no allocation"));
+}
+
+#[test]
 fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
     let r = fixture();
     let r = r.to_str().unwrap();

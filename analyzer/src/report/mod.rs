@@ -176,6 +176,24 @@ impl Report {
         self.sites.is_empty() && self.calls(None) > 0
     }
 
+    /// Why the report can answer no gate or budget, when it recorded no allocation
+    /// at all (a program traced with the tracer `off`, which still writes a
+    /// `Session`'s report): every maximum would pass on its zeros.
+    pub fn nothing_recorded(&self) -> Option<String> {
+        (self.calls(None) == 0).then(|| {
+            let why = if self.manifest.mode == "off" {
+                "the tracer was off (set ALLOC_TRACE=sites, count or sample:N, or call \
+                 Settings::apply)"
+            } else {
+                "the program allocated nothing while it was traced"
+            };
+            format!(
+                "{} records no allocation: {why}, and every limit passes on zeros",
+                self.dir.display()
+            )
+        })
+    }
+
     /// True when the report records sites to share its allocations out by: not a
     /// `count` report, nor one [`Report::counts_without_sites`].
     pub fn records_sites(&self) -> bool {

@@ -105,6 +105,11 @@ pub(crate) struct Gates {
 pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -> Result<()> {
     let (ma, mb) = (&a.manifest, &b.manifest);
     if gates.any {
+        for r in [a, b] {
+            if let Some(why) = r.nothing_recorded() {
+                anyhow::bail!("--fail-if needs what each run allocated, and {why}");
+            }
+        }
         if let Some(apart) = other_work(a, b) {
             anyhow::bail!(
                 "--fail-if compares like with like, and the reports are {apart}: less work \
