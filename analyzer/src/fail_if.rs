@@ -53,10 +53,10 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
         reason: reason.to_owned(),
     };
     let compact: String = text.split_whitespace().collect();
-    let (metric, threshold) = compact
+    let (name, threshold) = compact
         .split_once('>')
         .ok_or_else(|| bad("expected METRIC>THRESHOLD, e.g. allocs>+1%"))?;
-    let metric = match metric {
+    let metric = match name {
         "allocs" => Metric::Allocs,
         "bytes" => Metric::Bytes,
         "temporaries" => Metric::Temporaries,
@@ -69,6 +69,14 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
             ));
         }
     };
+    // `allocs>100` could be read as a cap on the change's own count; a gate compares
+    // with the base, so its threshold says which way, as a change does.
+    if !threshold.starts_with(['+', '-']) {
+        return Err(bad(&format!(
+            "the threshold is a change from the base and takes a sign: \
+             {name}>+{threshold} fails when the change has more than {threshold} over the base"
+        )));
+    }
     let split = threshold
         .find(|c: char| !(c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | '_')))
         .unwrap_or(threshold.len());
@@ -289,6 +297,11 @@ mod tests {
         }
         // A fraction of a per cent is fine.
         assert!(parse_condition("allocs>+1.5%").is_ok());
+        // A bare number could be read as a cap on the change's own count.
+        for (bare, hint) in [("allocs>100", "allocs>+100"), ("peak>1GiB", "peak>+1GiB")] {
+            let e = parse_condition(bare).unwrap_err().to_string();
+            assert!(e.contains(&format!("takes a sign: {hint} fails")), "{e}");
+        }
     }
 
     fn side(alloc_count: u64, bytes_requested: u64, cost_s: Option<f64>) -> crate::diff::Side {

@@ -2405,7 +2405,8 @@ fn gates_and_budgets_refuse_a_report_that_recorded_nothing() {
     edit_table(&off, "phases.parquet", |mut df| {
         for column in ["alloc_count", "realloc_count"] {
             let zeros = vec![0u64; df.height()];
-            df.replace(column, Column::new(column.into(), zeros)).unwrap();
+            df.replace(column, Column::new(column.into(), zeros))
+                .unwrap();
         }
         df
     });

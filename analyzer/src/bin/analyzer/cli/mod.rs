@@ -190,7 +190,8 @@ enum Command {
         /// Sites to show.
         #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
         limit: usize,
-        /// Exit 1 when the change grows beyond this: METRIC>THRESHOLD with METRIC
+        /// Exit 1 when the change grows beyond this: METRIC>THRESHOLD, the
+        /// threshold a signed change from the base, with METRIC
         /// allocs or temporaries (a count or %), bytes, peak (the run's highest
         /// live bytes) or rss (the process's peak resident memory; B, KiB, MiB, GiB
         /// or %) or cost (s, ms, us, ns or %), e.g. 'allocs>+1%', 'bytes>+10MiB',
