@@ -33,7 +33,7 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 struct Held {
     // Fields drop in declaration order, releasing in the reverse of taking.
     report_locks: MutexGuard<'static, Vec<std::os::fd::RawFd>>,
-    _session: MutexGuard<'static, Option<std::path::PathBuf>>,
+    _session: crate::session::HeldForFork,
     _phases: MutexGuard<'static, Vec<crate::phase::PhaseTime>>,
     _allocator_name: MutexGuard<'static, Option<&'static str>>,
     _labels: MutexGuard<'static, std::collections::BTreeMap<String, String>>,

@@ -76,7 +76,10 @@
 //! a thread of the tracer's own (none is started with `0`).
 //! `ALLOC_TRACE_REPORT=DIR` writes a report at normal process exit, whether the mode
 //! came from `ALLOC_TRACE` or from [`Settings::apply`] (if tracing never came on, it
-//! writes none and says so on standard error, unless `ALLOC_TRACE` chose `off`).
+//! writes none and says so on standard error, unless `ALLOC_TRACE` chose `off`; an
+//! empty `ALLOC_TRACE_REPORT` writes none and says so). An `ALLOC_TRACE_*` variable
+//! the tracer does not read (`ALLOC_TRACE_REPROT`) is named on standard error at the
+//! first allocation.
 //!
 //! # What is exact and what is estimated
 //!
@@ -122,7 +125,9 @@
 //! schema is documented in `docs/report-schema.md` and versioned
 //! ([`SCHEMA_VERSION`]). The tracer cannot tell one inner allocator from another;
 //! [`set_allocator_name`] names it in the manifest and the summary. Reports are written by [`Session::finish`], when a
-//! [`Session`] drops (also when a panic unwinds through it), by [`write_report`], and
+//! [`Session`] drops (also when a panic unwinds through it, and at exit for one
+//! never dropped: `std::process::exit`; none when tracing never came on, which it
+//! says), by [`write_report`], and
 //! at normal process exit (including `std::process::exit` and a panic that ends
 //! `main`) when `ALLOC_TRACE_REPORT` is set (unless the program's latest report
 //! went to that same folder: no second copy; a relative path is taken from the

@@ -7,7 +7,7 @@
 use crate::Error;
 use crate::report::{self, ReportSummary};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
 /// The last directory a report was written to, so that the exit hook does not write
@@ -104,21 +104,38 @@ fn same_file(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }
 
-/// The lock of the last written path, held across a `fork()` (see `fork`).
-pub(crate) fn hold_for_fork() -> std::sync::MutexGuard<'static, Option<PathBuf>> {
-    LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner())
+/// The locks of the live sessions and of the last written path (each a leaf, never
+/// held while another is taken), held across a `fork()` (see `fork`).
+pub(crate) type HeldForFork = (
+    std::sync::MutexGuard<'static, Vec<Live>>,
+    std::sync::MutexGuard<'static, Option<PathBuf>>,
+);
+
+/// Takes [`HeldForFork`].
+pub(crate) fn hold_for_fork() -> HeldForFork {
+    (
+        live(),
+        LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()),
+    )
 }
 
 /// Writes a report to its directory when dropped, unless [`Session::finish`] did.
 ///
 /// Dropping happens on unwinding too, so a panic that unwinds through the guard
-/// still leaves a report. With `panic = "abort"`, or on `std::process::exit` or a
-/// signal, guards do not run; the `ALLOC_TRACE_REPORT` exit hook still covers
-/// `process::exit` (it runs from `atexit`), nothing covers abort or signals.
+/// still leaves a report. A session the program never drops, because it ends with
+/// `std::process::exit`, writes its report at exit (from `atexit`). With
+/// `panic = "abort"` or on a signal nothing runs, and no report is written.
+///
+/// If tracing never came on (no `ALLOC_TRACE` mode, no [`Settings::apply`](crate::Settings::apply)),
+/// dropping writes no report, whose zeros would pass any budget, and says so on
+/// standard error (silently where `ALLOC_TRACE` chose `off`). A report written on
+/// drop or at exit whose stacks mostly end early (code built without frame
+/// pointers) has its warning printed too, since the program never sees its summary.
 ///
 /// A forked child that drops its copy of the guard writes no report unless the path
 /// holds `%p` (it says so on standard error), so that it never replaces its
-/// parent's; [`Session::finish`], called on purpose, writes one anyway.
+/// parent's; [`Session::finish`], called on purpose, writes one anyway, as it does
+/// with tracing never on.
 #[must_use = "the report is written when the session is dropped"]
 pub struct Session {
     dir: Option<PathBuf>,
@@ -126,6 +143,27 @@ pub struct Session {
     base: Option<PathBuf>,
     /// The process that made the guard.
     pid: u32,
+    /// Its entry in [`LIVE`].
+    id: u64,
+}
+
+/// A session not yet dropped or finished, for the exit hook.
+pub(crate) struct Live {
+    id: u64,
+    dir: PathBuf,
+    base: Option<PathBuf>,
+    pid: u32,
+}
+
+/// Sessions not yet dropped or finished: at exit, their reports are written.
+static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
+/// Numbers sessions, for [`LIVE`].
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+/// Registers [`sessions_at_exit`], once.
+static SESSIONS_HOOK: std::sync::Once = std::sync::Once::new();
+
+fn live() -> std::sync::MutexGuard<'static, Vec<Live>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Session {
@@ -147,16 +185,33 @@ impl Session {
                 ));
             }
         });
+        let pid = std::process::id();
+        let id = NEXT_ID.fetch_add(1, Relaxed);
+        crate::hot::thread::guarded(|| {
+            live().push(Live {
+                id,
+                dir: dir.clone(),
+                base: base.clone(),
+                pid,
+            });
+            // SAFETY: `sessions_at_exit` is a plain `extern "C" fn()` that never
+            // unwinds (errors are printed, panics are caught).
+            SESSIONS_HOOK.call_once(|| unsafe {
+                libc::atexit(sessions_at_exit);
+            });
+        });
         Session {
             base,
             dir: Some(dir),
-            pid: std::process::id(),
+            pid,
+            id,
         }
     }
 
     /// Writes the report now and returns what was written.
     pub fn finish(mut self) -> Result<ReportSummary, Error> {
         let dir = self.dir.take().expect("dir is only taken here or in drop");
+        forget_live(self.id);
         write_expanded(in_dir(self.base.as_ref(), &dir), None)
     }
 }
@@ -166,18 +221,85 @@ impl Drop for Session {
         let Some(dir) = self.dir.take() else {
             return;
         };
-        if self.pid != std::process::id() && !holds_pid(&dir) {
+        forget_live(self.id);
+        end(&dir, self.base.as_ref(), self.pid, "");
+    }
+}
+
+/// Takes session `id` off [`LIVE`].
+fn forget_live(id: u64) {
+    crate::hot::thread::guarded(|| live().retain(|s| s.id != id));
+}
+
+/// Writes the report of a session that ends without [`Session::finish`]: dropped,
+/// or (`at_exit`, said after the line) never dropped before the process exited.
+fn end(dir: &Path, base: Option<&PathBuf>, pid: u32, at_exit: &str) {
+    if pid != std::process::id() && !holds_pid(dir) {
+        say(&format!(
+            "alloc-tracer: a forked child's session writes no report to {} \
+             (its parent's; put %p in the path for one per process)\n",
+            dir.display()
+        ));
+        return;
+    }
+    if !crate::timeline::started() {
+        if !mode_chosen() {
             say(&format!(
-                "alloc-tracer: a forked child's session writes no report to {} \
-                 (its parent's; put %p in the path for one per process)\n",
+                "alloc-tracer: Session: tracing was never on (set ALLOC_TRACE=count, \
+                 sites or sample:N, or call Settings::apply): no report written to {}{at_exit}\n",
                 dir.display()
             ));
-            return;
         }
-        if let Err(e) = write_expanded(in_dir(self.base.as_ref(), &dir), None) {
-            eprintln!("alloc-tracer: report not written: {e}");
-        }
+        return;
     }
+    match write_expanded(in_dir(base, dir), None) {
+        Ok(s) => {
+            if !at_exit.is_empty() {
+                eprintln!(
+                    "alloc-tracer: report written to {}{at_exit}",
+                    s.dir.display()
+                );
+            }
+            warn_of_setup(&s);
+        }
+        Err(e) => eprintln!("alloc-tracer: report not written: {e}{at_exit}"),
+    }
+}
+
+/// True when `ALLOC_TRACE` chose a mode, or a value already named as invalid: an
+/// empty one chose nothing (most likely a variable that was not set).
+fn mode_chosen() -> bool {
+    crate::config::getenv(c"ALLOC_TRACE").is_some_and(|m| !m.trim().is_empty())
+}
+
+/// Prints a written report's setup warning (stacks that end early), which a
+/// program that did not ask for the summary would not see.
+fn warn_of_setup(s: &ReportSummary) {
+    if let Some(w) = &s.setup_warning {
+        eprintln!("alloc-tracer: {}: {w}", s.dir.display());
+    }
+}
+
+/// Writes the reports of the sessions the program never dropped (it called
+/// `std::process::exit`), newest first, as dropping them would have.
+extern "C" fn sessions_at_exit() {
+    let _ = std::panic::catch_unwind(|| {
+        // `try_lock`: in a forked child the lock may be held by a thread that did not
+        // come along.
+        let left = match LIVE.try_lock() {
+            Ok(mut live) => std::mem::take(&mut *live),
+            Err(std::sync::TryLockError::Poisoned(e)) => std::mem::take(&mut *e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        for s in left.iter().rev() {
+            end(
+                &s.dir,
+                s.base.as_ref(),
+                s.pid,
+                " (its Session was not dropped before the process exited)",
+            );
+        }
+    });
 }
 
 /// Writes `line` to standard error with `write(2)`: in a forked child, std's lock of
@@ -211,6 +333,12 @@ static ARMED_IN: OnceLock<PathBuf> = OnceLock::new();
 /// Registers the exit hook when `ALLOC_TRACE_REPORT` is set. Runs once, under the
 /// guard, from the first allocation.
 pub(crate) fn arm_exit_report() {
+    if crate::config::getenv(c"ALLOC_TRACE_REPORT").is_some_and(|s| s.trim().is_empty()) {
+        // Most likely a variable that was not set (`ALLOC_TRACE_REPORT=$DIR`): taken
+        // as a path, it would be the working directory.
+        say("alloc-tracer: ALLOC_TRACE_REPORT is empty: no report at exit (give it a folder)\n");
+        return;
+    }
     if let Some(setting) = crate::config::getenv(c"ALLOC_TRACE_REPORT") {
         ARMED_BY.store(std::process::id(), Relaxed);
         if let Ok(cwd) = std::env::current_dir() {
@@ -251,7 +379,7 @@ extern "C" fn report_at_exit() {
         if !crate::timeline::started() {
             // Tracing never came on: nothing to report. Unless the mode was chosen
             // (`ALLOC_TRACE=off`, or a bad value already named), say why there is none.
-            if crate::config::getenv(c"ALLOC_TRACE").is_none() {
+            if !mode_chosen() {
                 eprintln!(
                     "alloc-tracer: ALLOC_TRACE_REPORT is set, but tracing was never on \
                      (set ALLOC_TRACE=count, sites or sample:N, or call Settings::apply): \
@@ -272,7 +400,10 @@ extern "C" fn report_at_exit() {
             return;
         }
         match write_expanded(dir, None) {
-            Ok(s) => eprintln!("alloc-tracer: report written to {}", s.dir.display()),
+            Ok(s) => {
+                eprintln!("alloc-tracer: report written to {}", s.dir.display());
+                warn_of_setup(&s);
+            }
             Err(e) => eprintln!("alloc-tracer: report not written: {e}"),
         }
     });

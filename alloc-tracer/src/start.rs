@@ -27,6 +27,63 @@ pub fn env_checked_by_program() {
 pub(crate) fn first_allocation() {
     crate::fork::arm();
     settings_from_env();
+    name_unknown_variables();
+}
+
+/// The variables the tracer reads.
+const KNOWN: [&[u8]; 6] = [
+    b"ALLOC_TRACE",
+    b"ALLOC_TRACE_DEPTH",
+    b"ALLOC_TRACE_HEAP",
+    b"ALLOC_TRACE_LIFETIMES",
+    b"ALLOC_TRACE_REPORT",
+    b"ALLOC_TRACE_TIMELINE_MS",
+];
+
+/// Names, on standard error, each `ALLOC_TRACE_*` variable the tracer does not read
+/// (`ALLOC_TRACE_REPROT`): a misspelt setting would otherwise be ignored unseen.
+/// Reads the C library's `environ` in place, without allocating.
+fn name_unknown_variables() {
+    unsafe extern "C" {
+        static environ: *const *const libc::c_char;
+    }
+    // SAFETY: `environ` is the C library's array of NUL-terminated strings, ended by
+    // a null pointer; nothing modifies it during the program's first allocation.
+    let mut at = unsafe { environ };
+    if at.is_null() {
+        return;
+    }
+    loop {
+        // SAFETY: as above, `at` lies within the array, up to its null end.
+        let entry = unsafe { *at };
+        if entry.is_null() {
+            return;
+        }
+        // SAFETY: as above, a NUL-terminated string.
+        let bytes = unsafe { std::ffi::CStr::from_ptr(entry) }.to_bytes();
+        let name = bytes.split(|&b| b == b'=').next().unwrap_or(bytes);
+        if unknown(name) {
+            let pieces: [&[u8]; 3] = [
+                b"alloc-tracer: ignoring ",
+                name,
+                b", which the tracer does not read (it reads ALLOC_TRACE, ALLOC_TRACE_DEPTH, \
+                  ALLOC_TRACE_HEAP, ALLOC_TRACE_LIFETIMES, ALLOC_TRACE_REPORT and \
+                  ALLOC_TRACE_TIMELINE_MS)\n",
+            ];
+            for piece in pieces {
+                // SAFETY: writes a live buffer of its length to fd 2.
+                unsafe { libc::write(2, piece.as_ptr().cast(), piece.len()) };
+            }
+        }
+        // SAFETY: the entry was not the null end, so the next one is in the array.
+        at = unsafe { at.add(1) };
+    }
+}
+
+/// True for a variable named like the tracer's (`ALLOC_TRACE_` and more) that is not
+/// one of them.
+fn unknown(name: &[u8]) -> bool {
+    name.starts_with(b"ALLOC_TRACE_") && !KNOWN.contains(&name)
 }
 
 /// Decides the mode at the first allocation, from the environment, and arms the
@@ -107,5 +164,22 @@ impl Settings {
         if self.mode != Mode::Off {
             crate::timeline::start();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_misspelt_names_of_the_tracers_are_unknown() {
+        for name in KNOWN {
+            assert!(!unknown(name));
+        }
+        assert!(unknown(b"ALLOC_TRACE_REPROT"));
+        assert!(unknown(b"ALLOC_TRACE_"));
+        // Another tool's, or a test's, prefix.
+        assert!(!unknown(b"ALLOC_TRACER_TEST_CHILD"));
+        assert!(!unknown(b"ALLOC_TRACEX"));
     }
 }

@@ -52,6 +52,10 @@ fn child_allocates() {
     for i in 0..ALLOCS {
         black_box(vec![0u8; 64 + i % 64]);
     }
+    if std::env::var_os("ALLOC_TRACER_TEST_EXIT").is_some() {
+        // The session is never dropped.
+        std::process::exit(0);
+    }
     drop(session);
 }
 
@@ -219,6 +223,74 @@ fn a_session_names_a_destination_it_cannot_write_when_made() {
         std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
         "keep me"
     );
+}
+
+#[test]
+fn a_session_never_dropped_writes_its_report_at_exit() {
+    let dir = common::scratch("session-exit").join("report");
+    let hook = common::scratch("session-exit-hook").join("report");
+    let out = child(
+        "apply",
+        &hook,
+        &[
+            ("ALLOC_TRACER_TEST_SESSION", dir.to_str().unwrap()),
+            ("ALLOC_TRACER_TEST_EXIT", "1"),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("(its Session was not dropped before the process exited)"),
+        "{stderr}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert!(manifest["totals"]["alloc_count"].as_u64().unwrap() >= ALLOCS as u64);
+    // The exit hook's report is written as well.
+    assert!(hook.join("manifest.json").exists(), "{stderr}");
+}
+
+#[test]
+fn a_session_with_tracing_never_on_writes_no_report_and_says_why() {
+    let dir = common::scratch("session-never").join("report");
+    let hook = common::scratch("session-never-hook").join("report");
+    let session = [("ALLOC_TRACER_TEST_SESSION", dir.to_str().unwrap())];
+    let out = child("idle", &hook, &session);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("alloc-tracer: Session: tracing was never on (set ALLOC_TRACE"),
+        "{stderr}"
+    );
+    assert!(!dir.exists(), "a report of zeros would pass any budget");
+    // An empty ALLOC_TRACE (a variable that was not set) chose nothing either.
+    let out = child("idle", &hook, &[session[0], ("ALLOC_TRACE", "")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("tracing was never on"), "{stderr}");
+    assert!(!dir.exists());
+    // ALLOC_TRACE=off chose it: nothing to say.
+    let out = child("idle", &hook, &[session[0], ("ALLOC_TRACE", "off")]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("alloc-tracer"));
+    assert!(!dir.exists());
+}
+
+#[test]
+fn misspelt_and_empty_settings_are_named() {
+    let dir = common::scratch("exit-misspelt").join("report");
+    let out = child("apply", &dir, &[("ALLOC_TRACE_REPROT", "elsewhere")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .contains("alloc-tracer: ignoring ALLOC_TRACE_REPROT, which the tracer does not read"),
+        "{stderr}"
+    );
+    assert!(dir.join("manifest.json").exists());
+    // An empty report path (`ALLOC_TRACE_REPORT=$UNSET`) is not the working folder.
+    let out = child("apply", Path::new(""), &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("alloc-tracer: ALLOC_TRACE_REPORT is empty: no report at exit"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("report written"), "{stderr}");
 }
 
 #[test]
