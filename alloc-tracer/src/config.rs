@@ -17,7 +17,8 @@ pub enum Mode {
     /// one block in `lifetime_interval` followed to its free.
     Sites,
     /// `Count`, plus one allocation in N (on average, geometric intervals) attributed
-    /// to its call stack and followed to its free; temporaries among those.
+    /// to its call stack and followed to its free; temporaries among those. N >= 1
+    /// ([`Settings::apply`] panics on 0).
     Sample(u64),
 }
 
@@ -93,8 +94,9 @@ pub const DEFAULT_TIMELINE_MS: u64 = crate::timeline::DEFAULT_INTERVAL_MS;
 pub struct Settings {
     /// The mode.
     pub mode: Mode,
-    /// Frames kept per stack: 1 to [`MAX_DEPTH`] (more is taken as `MAX_DEPTH`; the
-    /// environment's `ALLOC_TRACE_DEPTH` refuses 0 and more).
+    /// Frames kept per stack: 1 to [`MAX_DEPTH`] (more is taken as `MAX_DEPTH`, 0
+    /// makes [`Settings::apply`] panic; the environment's `ALLOC_TRACE_DEPTH` refuses
+    /// 0 and more).
     pub depth: usize,
     /// Mean interval, in allocations, between blocks followed to their free in
     /// `sites` mode; 0 follows none. (`sample` mode follows its sampled blocks.)

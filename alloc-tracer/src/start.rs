@@ -146,7 +146,21 @@ impl Settings {
     /// Called before the program's first allocation, it first makes the setup that
     /// allocation would have made: the fork handlers, the environment's settings
     /// (which these then replace) and the `ALLOC_TRACE_REPORT` exit hook.
+    ///
+    /// # Panics
+    /// On a `depth` of 0 or `Mode::Sample(0)`, which the environment's variables
+    /// refuse too: a stack of no frames names no site, and sampling one allocation
+    /// in 0 means nothing.
     pub fn apply(self) {
+        assert!(
+            self.depth >= 1,
+            "alloc_tracer::Settings::apply: depth 0; a stack keeps 1 to {} frames",
+            crate::MAX_DEPTH
+        );
+        assert!(
+            self.mode != crate::Mode::Sample(0),
+            "alloc_tracer::Settings::apply: Mode::Sample(0); sample one allocation in N, N >= 1"
+        );
         if control::load().mode() == MODE_UNINIT {
             crate::hot::thread::guarded(first_allocation);
         }
@@ -181,5 +195,25 @@ mod tests {
         // Another tool's, or a test's, prefix.
         assert!(!unknown(b"ALLOC_TRACER_TEST_CHILD"));
         assert!(!unknown(b"ALLOC_TRACEX"));
+    }
+
+    #[test]
+    #[should_panic(expected = "depth 0; a stack keeps 1 to 62 frames")]
+    fn a_depth_of_0_is_refused() {
+        Settings {
+            depth: 0,
+            ..Default::default()
+        }
+        .apply();
+    }
+
+    #[test]
+    #[should_panic(expected = "Mode::Sample(0)")]
+    fn sampling_one_in_0_is_refused() {
+        Settings {
+            mode: crate::Mode::Sample(0),
+            ..Default::default()
+        }
+        .apply();
     }
 }
