@@ -283,23 +283,26 @@ fn warn_of_setup(s: &ReportSummary) {
 /// Writes the reports of the sessions the program never dropped (it called
 /// `std::process::exit`), newest first, as dropping them would have.
 extern "C" fn sessions_at_exit() {
-    let _ = std::panic::catch_unwind(|| {
-        // `try_lock`: in a forked child the lock may be held by a thread that did not
-        // come along.
-        let left = match LIVE.try_lock() {
-            Ok(mut live) => std::mem::take(&mut *live),
-            Err(std::sync::TryLockError::Poisoned(e)) => std::mem::take(&mut *e.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => return,
-        };
-        for s in left.iter().rev() {
-            end(
-                &s.dir,
-                s.base.as_ref(),
-                s.pid,
-                " (its Session was not dropped before the process exited)",
-            );
-        }
-    });
+    // Under the guard, as `report_at_exit`.
+    let _ = std::panic::catch_unwind(|| crate::hot::thread::guarded(sessions_at_exit_guarded));
+}
+
+fn sessions_at_exit_guarded() {
+    // `try_lock`: in a forked child the lock may be held by a thread that did not
+    // come along.
+    let left = match LIVE.try_lock() {
+        Ok(mut live) => std::mem::take(&mut *live),
+        Err(std::sync::TryLockError::Poisoned(e)) => std::mem::take(&mut *e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    for s in left.iter().rev() {
+        end(
+            &s.dir,
+            s.base.as_ref(),
+            s.pid,
+            " (its Session was not dropped before the process exited)",
+        );
+    }
 }
 
 /// Writes `line` to standard error with `write(2)`: in a forked child, std's lock of
@@ -359,52 +362,55 @@ pub(crate) fn arm_exit_report() {
 }
 
 extern "C" fn report_at_exit() {
-    let _ = std::panic::catch_unwind(|| {
-        // Read with the C library's getenv, not std's: std's environment lock may be
-        // held, in a forked child, by a thread that did not come along.
-        let Some(setting) = crate::config::getenv(c"ALLOC_TRACE_REPORT").map(PathBuf::from) else {
-            return;
-        };
-        // A forked child shares its parent's setting: it writes a report of its own
-        // only where the path tells the two apart.
-        let forked = ARMED_BY.load(Relaxed) != std::process::id();
-        if forked && !holds_pid(&setting) {
-            say(&format!(
-                "alloc-tracer: a forked child writes no report at exit to {} (its \
-                 parent's; put %p in ALLOC_TRACE_REPORT for one per process)\n",
-                setting.display()
-            ));
-            return;
+    // Under the guard: the C library has run the threads' exit destructors, so an
+    // allocation here (the path's) would count as the program's, made after its
+    // thread's exit.
+    let _ = std::panic::catch_unwind(|| crate::hot::thread::guarded(report_at_exit_guarded));
+}
+
+fn report_at_exit_guarded() {
+    // Read with the C library's getenv, not std's: std's environment lock may be
+    // held, in a forked child, by a thread that did not come along.
+    let Some(setting) = crate::config::getenv(c"ALLOC_TRACE_REPORT").map(PathBuf::from) else {
+        return;
+    };
+    // A forked child shares its parent's setting: it writes a report of its own
+    // only where the path tells the two apart.
+    let forked = ARMED_BY.load(Relaxed) != std::process::id();
+    if forked && !holds_pid(&setting) {
+        say(&format!(
+            "alloc-tracer: a forked child writes no report at exit to {} (its \
+             parent's; put %p in ALLOC_TRACE_REPORT for one per process)\n",
+            setting.display()
+        ));
+        return;
+    }
+    if !crate::timeline::started() {
+        // Tracing never came on: nothing to report. Unless the mode was chosen
+        // (`ALLOC_TRACE=off`, or a bad value already named), say why there is none.
+        if !mode_chosen() {
+            eprintln!(
+                "alloc-tracer: ALLOC_TRACE_REPORT is set, but tracing was never on \
+                 (set ALLOC_TRACE=count, sites or sample:N, or call Settings::apply): \
+                 no report written"
+            );
         }
-        if !crate::timeline::started() {
-            // Tracing never came on: nothing to report. Unless the mode was chosen
-            // (`ALLOC_TRACE=off`, or a bad value already named), say why there is none.
-            if !mode_chosen() {
-                eprintln!(
-                    "alloc-tracer: ALLOC_TRACE_REPORT is set, but tracing was never on \
-                     (set ALLOC_TRACE=count, sites or sample:N, or call Settings::apply): \
-                     no report written"
-                );
-            }
-            return;
+        return;
+    }
+    let dir = in_dir(ARMED_IN.get(), &setting);
+    let already = LAST_WRITTEN
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_deref()
+        == Some(&same_file(&dir));
+    if already {
+        return;
+    }
+    match write_expanded(dir, None) {
+        Ok(s) => {
+            eprintln!("alloc-tracer: report written to {}", s.dir.display());
+            warn_of_setup(&s);
         }
-        let dir = in_dir(ARMED_IN.get(), &setting);
-        let already = crate::hot::thread::guarded(|| {
-            LAST_WRITTEN
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_deref()
-                == Some(&same_file(&dir))
-        });
-        if already {
-            return;
-        }
-        match write_expanded(dir, None) {
-            Ok(s) => {
-                eprintln!("alloc-tracer: report written to {}", s.dir.display());
-                warn_of_setup(&s);
-            }
-            Err(e) => eprintln!("alloc-tracer: report not written: {e}"),
-        }
-    });
+        Err(e) => eprintln!("alloc-tracer: report not written: {e}"),
+    }
 }
