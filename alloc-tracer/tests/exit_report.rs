@@ -183,6 +183,18 @@ fn a_destination_the_report_cannot_go_to_is_named_at_the_start() {
         stderr.contains("plain: not a folder, and the report would go inside it"),
         "{stderr}"
     );
+    // And at the end, in the same words, not the error of making folders there.
+    let at_end = stderr
+        .find("report not written: ")
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        stderr[at_end..]
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("plain: not a folder, and the report would go inside it"),
+        "{stderr}"
+    );
     // A path that names no folder.
     let out = child(
         "idle",

@@ -46,6 +46,9 @@ impl Staging {
     /// Takes the parent folder's lock, checks that `dir` may be replaced (absent,
     /// empty, or a report of ours), and creates the staging folder beside it.
     pub fn new(dir: &Path) -> Result<Staging, Error> {
+        // A file where a folder of the path would go, or a folder that cannot be
+        // written, named as such rather than by the error of making the folders.
+        check_destination(dir)?;
         let parent = match dir.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
             _ => PathBuf::from("."),
