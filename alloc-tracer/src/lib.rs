@@ -79,7 +79,9 @@
 //! writes none and says so on standard error, unless `ALLOC_TRACE` chose `off`; an
 //! empty `ALLOC_TRACE_REPORT` writes none and says so). An `ALLOC_TRACE_*` variable
 //! the tracer does not read (`ALLOC_TRACE_REPROT`) is named on standard error at the
-//! first allocation.
+//! first allocation, and a run that `ALLOC_TRACE` traced while nothing asked for a
+//! report (no `ALLOC_TRACE_REPORT`, [`Session`], [`write_report`] or [`measure`]) says
+//! so at exit.
 //!
 //! # What is exact and what is estimated
 //!

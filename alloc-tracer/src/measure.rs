@@ -203,6 +203,8 @@ fn nothing_counted() -> ! {
 
 /// Switches the tracer to `count` if it is off (process-wide, and left so).
 fn counting() {
+    // Its counts are what the program reads: no report is missed.
+    crate::session::answered_elsewhere();
     let current = Settings::current();
     if current.mode == Mode::Off {
         Settings {

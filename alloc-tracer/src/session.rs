@@ -7,7 +7,7 @@
 use crate::Error;
 use crate::report::{self, ReportSummary};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, OnceLock};
 
 /// The last directory a report was written to, so that the exit hook does not write
@@ -31,6 +31,7 @@ pub fn write_incomplete_report(dir: &Path, why: &str) -> Result<ReportSummary, E
 }
 
 fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
+    answered_elsewhere();
     // The tracer's own work: its allocations are not the program's.
     write_expanded(crate::hot::thread::guarded(|| expand_path(dir)), incomplete)
 }
@@ -170,6 +171,7 @@ impl Session {
     /// A session that reports to `dir`, a relative path taken from the working
     /// directory now (a program that changes directory still reports there).
     pub fn new(dir: impl Into<PathBuf>) -> Session {
+        answered_elsewhere();
         let dir = dir.into();
         let base = dir
             .is_relative()
@@ -325,6 +327,44 @@ fn holds_pid(path: &Path) -> bool {
         }
     }
     false
+}
+
+/// Set once the program has asked for a report, or for counts, some other way than
+/// `ALLOC_TRACE_REPORT`: a [`Session`], [`write_report`], `measure`, or a program
+/// that handles the tracer's variables itself.
+static ANSWERED: AtomicBool = AtomicBool::new(false);
+
+/// Notes that the program reads what the tracer records in a way of its own.
+pub(crate) fn answered_elsewhere() {
+    ANSWERED.store(true, Relaxed);
+}
+
+/// Registers [`no_report_note`] for a run that `ALLOC_TRACE` traces without
+/// `ALLOC_TRACE_REPORT`. Runs once, under the guard, from the first allocation.
+pub(crate) fn arm_no_report_note() {
+    if crate::config::getenv(c"ALLOC_TRACE_REPORT").is_none() {
+        // SAFETY: `no_report_note` is a plain `extern "C" fn()` that never unwinds.
+        unsafe { libc::atexit(no_report_note) };
+    }
+}
+
+/// At exit: says so when `ALLOC_TRACE` traced the run and nothing asked for its
+/// report, so that a user who set the mode alone learns where the report would
+/// come from rather than find none.
+extern "C" fn no_report_note() {
+    if ANSWERED.load(Relaxed) || ARMED_BY.load(Relaxed) != 0 {
+        return;
+    }
+    let written = match LAST_WRITTEN.try_lock() {
+        Ok(w) => w.is_some(),
+        Err(_) => true,
+    };
+    if !written {
+        say(
+            "alloc-tracer: ALLOC_TRACE traced this run, but nothing asked for its report: \
+             set ALLOC_TRACE_REPORT=DIR, or make an alloc_tracer::Session\n",
+        );
+    }
 }
 
 /// The process that armed the exit hook: a child forked from it inherits the hook.

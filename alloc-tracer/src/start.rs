@@ -19,6 +19,8 @@ static ENV_CHECKED_BY_PROGRAM: AtomicBool = AtomicBool::new(false);
 /// e.g. from a constructor in `.init_array`; it does not allocate.
 pub fn env_checked_by_program() {
     ENV_CHECKED_BY_PROGRAM.store(true, Relaxed);
+    // It knows where its reports go, too.
+    session::answered_elsewhere();
 }
 
 /// What the first allocation of the process sets up (the door's
@@ -129,6 +131,7 @@ fn settings_from_env() {
         session::arm_exit_report();
         if settings.mode != Mode::Off {
             crate::timeline::start();
+            session::arm_no_report_note();
         }
     }
 }

@@ -288,6 +288,34 @@ fn a_session_with_tracing_never_on_writes_no_report_and_says_why() {
 }
 
 #[test]
+fn a_traced_run_whose_report_nobody_asked_for_says_so_at_exit() {
+    let run = |env: &[(&str, &str)]| {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--ignored", "--exact", "child_allocates"])
+            .env("ALLOC_TRACER_TEST_CHILD", "idle")
+            .env("ALLOC_TRACE", "count")
+            .env_remove("ALLOC_TRACE_REPORT");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let note = "alloc-tracer: ALLOC_TRACE traced this run, but nothing asked for its report: \
+                set ALLOC_TRACE_REPORT=DIR, or make an alloc_tracer::Session";
+    let stderr = run(&[]);
+    assert!(stderr.contains(note), "{stderr}");
+    // A Session asked for one; a program that reads the variables itself knows.
+    let dir = common::scratch("exit-asked").join("report");
+    let stderr = run(&[("ALLOC_TRACER_TEST_SESSION", dir.to_str().unwrap())]);
+    assert!(!stderr.contains("nothing asked"), "{stderr}");
+    assert!(dir.join("manifest.json").exists());
+    let stderr = run(&[("ALLOC_TRACER_TEST_QUIET", "1")]);
+    assert!(!stderr.contains("nothing asked"), "{stderr}");
+}
+
+#[test]
 fn misspelt_and_empty_settings_are_named() {
     let dir = common::scratch("exit-misspelt").join("report");
     let out = child("apply", &dir, &[("ALLOC_TRACE_REPROT", "elsewhere")]);
