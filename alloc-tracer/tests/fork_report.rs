@@ -79,6 +79,18 @@ fn forked_children_and_reports() {
         hung, 0,
         "of {CHILDREN} children, these waited for the lock of a report another thread was writing"
     );
+    // A child's report says whose counts it holds besides its own; the parent's
+    // says nothing of the kind.
+    let forked_from = |dir: std::path::PathBuf| {
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+        m["forked_from_pid"].clone()
+    };
+    assert_eq!(
+        forked_from(shared.join("child-0")),
+        serde_json::json!(std::process::id())
+    );
+    assert_eq!(forked_from(shared.join("parent")), serde_json::Value::Null);
     for d in [root, shared] {
         std::fs::remove_dir_all(d).unwrap();
     }

@@ -95,6 +95,9 @@ pub struct Info {
     pub labels: std::collections::BTreeMap<String, String>,
     /// The inner allocator as the program named it (`alloc_tracer::set_allocator_name`).
     pub allocator: Option<String>,
+    /// For a forked child's report, the process it was forked from: its counts
+    /// include what that process recorded before the fork.
+    pub forked_from_pid: Option<u32>,
 }
 
 /// Describes `report`.
@@ -159,5 +162,6 @@ pub fn info(report: &Report) -> Info {
         timeline_interval_ms: m.timeline_interval_ms,
         labels: m.labels.clone(),
         allocator: m.allocator.clone(),
+        forked_from_pid: m.forked_from_pid,
     }
 }

@@ -84,6 +84,11 @@ pub struct Manifest {
     /// reports written before it existed.)
     #[serde(default)]
     pub allocator: Option<String>,
+    /// For a report written by a forked child, the process it was forked from (the
+    /// latest fork's parent): its counts include what that process recorded before
+    /// the fork. `None` otherwise, and in reports written before it existed.
+    #[serde(default)]
+    pub forked_from_pid: Option<u32>,
 }
 
 /// The latest kept peak of live bytes.

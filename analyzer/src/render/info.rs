@@ -47,6 +47,12 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         )?;
     }
     writeln!(out, "command   {}", i.command_line.join(" "))?;
+    if let Some(pid) = i.forked_from_pid {
+        writeln!(
+            out,
+            "forked    from process {pid}: the counts include what it recorded before the fork"
+        )?;
+    }
     writeln!(
         out,
         "host      {} ({}, {} core{}), {} thread{} recorded",
