@@ -26,8 +26,8 @@
 
 use std::cell::RefCell;
 use std::sync::MutexGuard;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 
 /// Every cold lock, held by the forking thread from `prepare` to `parent`/`child`.
 struct Held {
@@ -90,20 +90,8 @@ pub fn arm() {
     }
 }
 
-/// The process that forked, set in `prepare`; in a child, the process it was forked
-/// from.
-static FORKING_PID: AtomicU32 = AtomicU32::new(0);
-/// Set in a forked child: `FORKING_PID` is its parent's.
-static FORKED: AtomicBool = AtomicBool::new(false);
-
-/// The process this one was forked from, if it is a forked child (the latest
-/// fork's parent).
-pub(crate) fn forked_from() -> Option<u32> {
-    FORKED.load(Acquire).then(|| FORKING_PID.load(Acquire))
-}
-
 extern "C" fn prepare() {
-    FORKING_PID.store(std::process::id(), Release);
+    crate::lineage::forking();
     // Registered twice (see `arm`), the handlers run twice a fork: the second time
     // the locks are held already, by this thread, and taking them again would wait
     // for good.
@@ -154,7 +142,7 @@ extern "C" fn child() {
     // These handlers ran, so they are registered here, whatever state the fork
     // caught `arm` in.
     ARMED.fetch_or(1, Release);
-    FORKED.store(true, Release);
+    crate::lineage::forked();
     crate::hot::thread::guarded(|| {
         let _ = HELD.try_with(|h| {
             if let Some(held) = h.borrow_mut().as_mut() {

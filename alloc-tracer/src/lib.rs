@@ -165,6 +165,7 @@ mod heap;
 mod hot;
 mod labels;
 mod lifetimes;
+mod lineage;
 mod measure;
 mod phase;
 mod registry;

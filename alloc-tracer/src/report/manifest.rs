@@ -127,7 +127,7 @@ pub fn build(
         timeline_interval_ms: snap.settings.timeline_ms,
         labels: snap.labels.clone(),
         allocator: allocator_name().map(str::to_owned),
-        forked_from_pid: crate::fork::forked_from(),
+        forked_from_pid: crate::lineage::forked_from(),
     }
 }
 
