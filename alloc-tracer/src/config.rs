@@ -193,9 +193,14 @@ impl Settings {
         crate::hot::clock::mark_start();
     }
 
-    /// The settings in force now.
+    /// The settings in force now: before the first allocation and any
+    /// [`Settings::apply`] (or in a program whose global allocator is not the
+    /// tracer's), none are, and this is [`Settings::default`].
     pub fn current() -> Settings {
         let c = control::load();
+        if c.mode() == control::MODE_UNINIT {
+            return Settings::default();
+        }
         let mode = match c.mode() {
             MODE_COUNT => Mode::Count,
             MODE_SITES => Mode::Sites,
