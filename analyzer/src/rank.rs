@@ -199,6 +199,24 @@ pub fn top(
     sites
 }
 
+/// How many of the sites `shown` share their thread-pool job with another one shown:
+/// one place in the code, split into several sites by the pool's work stealing
+/// (the frames between the job and the pool's entry vary from call to call).
+/// `top --group-by job` shows each such job once.
+pub fn split_by_pool(report: &Report, shown: &[RankedSite]) -> usize {
+    let mut jobs: HashMap<String, usize> = HashMap::new();
+    for s in shown {
+        // Only stacks with pool frames: two sites that read the same for other
+        // reasons (`#1`, `#2`) are not a pool's doing.
+        let frames = frames_of(&report.frames, s.site_id);
+        let job = naming::job_frames(frames);
+        if job.len() < frames.len() {
+            *jobs.entry(naming::stack_key(&job)).or_default() += 1;
+        }
+    }
+    jobs.values().filter(|&&n| n > 1).sum()
+}
+
 /// The distinctions (`naming::distinctions_among`) of the sites `shown`, worked out
 /// among the sites `ids` (in increasing order, holding every one shown).
 pub fn distinctions_among_sites(report: &Report, ids: &[u64], shown: &[u64]) -> Vec<String> {
@@ -676,8 +694,12 @@ mod tests {
                 (4, 1, "{closure#0} (main.rs:90)", "parse_line (main.rs:57)"),
             ]
         );
-        // Per site, the two paths are two rows.
-        assert_eq!(top(&report, RankBy::Count, 10, None, None).len(), 3);
+        // Per site, the two paths are two rows, which `top` says are one job's.
+        let per_site = top(&report, RankBy::Count, 10, None, None);
+        assert_eq!(per_site.len(), 3);
+        assert_eq!(split_by_pool(&report, &per_site), 2);
+        // Shown alone, neither is split.
+        assert_eq!(split_by_pool(&report, &per_site[..1]), 0);
     }
 
     #[test]

@@ -285,6 +285,16 @@ impl TopJob {
         if let Some(cal) = &cal {
             cost_jobs::warn_if_other_host(cal, &r);
         }
+        if self.group_by == GroupBy::Site {
+            let split = rank::split_by_pool(&r, &sites);
+            if split > 0 {
+                note!(
+                    "analyzer: {split} of the sites shown are jobs of a thread pool split into \
+                     several sites by its work stealing (told apart by `[via ...]`): \
+                     `--group-by job` shows each job once"
+                );
+            }
+        }
         if sites.is_empty() {
             // An empty table is an answer; say why it is empty.
             note!(
