@@ -181,6 +181,17 @@ pub fn draft(
             "\n# The workload this budget is for: a report of another is not judged. Remove\n\
              # a label that changes between builds of one workload (a commit, a date).\n",
         );
+        if let Some(rows) = report.rows_label() {
+            // Left out of the labels, so that a patch to the circuit is judged; but a
+            // program that labels its input's size `rows` may mean it to name the
+            // workload.
+            let _ = writeln!(
+                out,
+                "# The report's rows ({rows}) are not required: allocs_per_row follows them,
+                 # every other limit is for this size. Add rows = \"{rows}\" to judge only
+                 # runs of this size."
+            );
+        }
         out.push_str("[labels]\n");
         for (name, value) in &probe.labels {
             let _ = writeln!(
