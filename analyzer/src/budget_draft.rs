@@ -187,9 +187,9 @@ pub fn draft(
             // workload.
             let _ = writeln!(
                 out,
-                "# The report's rows ({rows}) are not required: allocs_per_row follows them,
-                 # every other limit is for this size. Add rows = \"{rows}\" to judge only
-                 # runs of this size."
+                "# The report's rows ({rows}) are not required: allocs_per_row follows them,\n\
+                 # every other limit is for this size. Add a rows label (\"{rows}\") to judge\n\
+                 # only runs of this size."
             );
         }
         out.push_str("[labels]\n");

@@ -2050,6 +2050,11 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
         !text.contains("rows =") && !text.contains("variant ="),
         "{text}"
     );
+    // A program that labels its input's size `rows` learns how to hold it.
+    assert!(
+        text.contains("# The report's rows (1000) are not required"),
+        "{text}"
+    );
     // Outside count mode the peak RSS holds the tracer's own per-thread memory: its
     // limit is there, commented out.
     assert!(
