@@ -127,13 +127,14 @@
 //! schema is documented in `docs/report-schema.md` and versioned
 //! ([`SCHEMA_VERSION`]). The tracer cannot tell one inner allocator from another;
 //! [`set_allocator_name`] names it in the manifest and the summary. Reports are written by [`Session::finish`], when a
-//! [`Session`] drops (also when a panic unwinds through it, and at exit for one
-//! never dropped: `std::process::exit`; none when tracing never came on, which it
-//! says), by [`write_report`], and
+//! [`Session`] drops (also when a panic unwinds through it, marked incomplete, and
+//! at exit for one never dropped: `std::process::exit`; none when tracing never
+//! came on, which it says), by [`write_report`], and
 //! at normal process exit (including `std::process::exit` and a panic that ends
 //! `main`) when `ALLOC_TRACE_REPORT` is set (unless the program's latest report
 //! went to that same folder: no second copy; a relative path is taken from the
-//! working directory at the first allocation). Threads that have exited were merged
+//! working directory at the first allocation). A report written at exit with a
+//! status other than 0 is marked incomplete (`exit status N`). Threads that have exited were merged
 //! into global tables; live threads (rayon workers) are read in place. Nothing is
 //! written on `panic = "abort"` or a fatal signal; [`write_incomplete_report`] marks a
 //! report of a run stopped early (synth-driver writes one on SIGINT, SIGTERM and SIGHUP).
@@ -190,7 +191,7 @@ pub use hot::size_class::{NUM_CLASSES, class_bytes};
 pub use labels::label;
 pub use measure::{Measured, last_top_sites, measure, measure_process};
 pub use phase::{
-    PauseGuard, PhaseGuard, PhaseId, PhaseTime, QuickPhaseGuard, pause, phase, phase_id, phases,
+    PauseGuard, PhaseGuard, PhaseId, PhaseTime, QuickPhaseGuard, pause, phase, phase_id,
 };
 pub use registry::{Counts, PhaseTotals};
 pub use report::manifest::set_allocator_name;
@@ -207,7 +208,15 @@ pub use tikv_jemallocator::Jemalloc;
 /// the caller (the tracer's own work runs under its re-entrancy guard); the value
 /// is about 35 KiB, returned on the stack.
 pub fn counts() -> Counts {
+    session::answered_elsewhere();
     hot::thread::guarded(registry::counts)
+}
+
+/// Every phase so far, indexed by phase id (id 0 is `"main"`, in force outside any
+/// phase guard); a phase's open entries count up to now.
+pub fn phases() -> Vec<PhaseTime> {
+    session::answered_elsewhere();
+    phase::phases()
 }
 
 /// The bytes of the block jemalloc serves for a `size`/`align` request through

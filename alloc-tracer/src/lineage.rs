@@ -4,9 +4,12 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Acquire, Ordering::Release};
 
-/// The process that forked, set before each fork; in a child, its parent.
+/// The process that forks, set before each fork.
 static FORKING_PID: AtomicU32 = AtomicU32::new(0);
-/// Set in a forked child: `FORKING_PID` is its parent's.
+/// In a forked child, the process it was forked from: `FORKING_PID` as the child
+/// found it, kept apart so that a fork of its own does not change it.
+static PARENT_PID: AtomicU32 = AtomicU32::new(0);
+/// Set in a forked child: `PARENT_PID` is its parent's.
 static FORKED: AtomicBool = AtomicBool::new(false);
 
 /// Before a fork, in the process that forks. Allocation-free.
@@ -16,11 +19,12 @@ pub(crate) fn forking() {
 
 /// After a fork, in the child. Allocation-free.
 pub(crate) fn forked() {
+    PARENT_PID.store(FORKING_PID.load(Acquire), Release);
     FORKED.store(true, Release);
 }
 
 /// The process this one was forked from, if it is a forked child (the latest
 /// fork's parent).
 pub(crate) fn forked_from() -> Option<u32> {
-    FORKED.load(Acquire).then(|| FORKING_PID.load(Acquire))
+    FORKED.load(Acquire).then(|| PARENT_PID.load(Acquire))
 }

@@ -137,6 +137,7 @@ fn this_thread_sites() -> HashMap<Vec<usize>, u64> {
 /// when the mode records no stacks).
 #[doc(hidden)]
 pub fn last_top_sites() -> Vec<(String, u64)> {
+    crate::session::answered_elsewhere();
     thread::guarded(|| {
         let grown = LAST_SITES.with(|l| l.borrow().clone());
         let symbols =

@@ -14,8 +14,10 @@ static ENV_CHECKED_BY_PROGRAM: AtomicBool = AtomicBool::new(false);
 /// names what is wrong with them (as a command line whose flags take `ALLOC_TRACE`
 /// and the others for defaults does): an invalid setting is then ignored without
 /// the tracer's own line on standard error, which would say tracing is off just
-/// before the program turns it on. A valid setting still applies from the first
-/// allocation. It counts only when called before the program's first allocation,
+/// before the program turns it on; nor is a run that asked for no report told so
+/// at exit (the program knows where its reports go). A valid setting still applies
+/// from the first allocation, and unknown `ALLOC_TRACE_*` names and an empty
+/// `ALLOC_TRACE_REPORT` are still named. It counts only when called before the program's first allocation,
 /// e.g. from a constructor in `.init_array`; it does not allocate.
 pub fn env_checked_by_program() {
     ENV_CHECKED_BY_PROGRAM.store(true, Relaxed);
@@ -29,7 +31,6 @@ pub fn env_checked_by_program() {
 pub(crate) fn first_allocation() {
     crate::fork::arm();
     settings_from_env();
-    name_unknown_variables();
 }
 
 /// The variables the tracer reads.
@@ -47,10 +48,12 @@ const KNOWN: [&[u8]; 6] = [
 /// Reads the C library's `environ` in place, without allocating.
 fn name_unknown_variables() {
     unsafe extern "C" {
-        static environ: *const *const libc::c_char;
+        // `mut`: `setenv` replaces it.
+        static mut environ: *const *const libc::c_char;
     }
     // SAFETY: `environ` is the C library's array of NUL-terminated strings, ended by
-    // a null pointer; nothing modifies it during the program's first allocation.
+    // a null pointer, read by value; nothing modifies it during the program's first
+    // allocation.
     let mut at = unsafe { environ };
     if at.is_null() {
         return;
@@ -128,6 +131,7 @@ fn settings_from_env() {
                 unsafe { libc::write(2, piece.as_ptr().cast(), piece.len()) };
             }
         }
+        name_unknown_variables();
         session::arm_exit_report();
         if settings.mode != Mode::Off {
             crate::timeline::start();

@@ -52,9 +52,9 @@ fn child_allocates() {
     for i in 0..ALLOCS {
         black_box(vec![0u8; 64 + i % 64]);
     }
-    if std::env::var_os("ALLOC_TRACER_TEST_EXIT").is_some() {
+    if let Some(code) = std::env::var_os("ALLOC_TRACER_TEST_EXIT") {
         // The session is never dropped.
-        std::process::exit(0);
+        std::process::exit(code.to_str().and_then(|c| c.parse().ok()).unwrap_or(0));
     }
     drop(session);
 }
@@ -244,12 +244,15 @@ fn a_session_names_a_destination_it_cannot_write_when_made() {
 fn a_session_never_dropped_writes_its_report_at_exit() {
     let dir = common::scratch("session-exit").join("report");
     let hook = common::scratch("session-exit-hook").join("report");
+    let manifest = |dir: &Path| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
+    };
     let out = child(
         "apply",
         &hook,
         &[
             ("ALLOC_TRACER_TEST_SESSION", dir.to_str().unwrap()),
-            ("ALLOC_TRACER_TEST_EXIT", "1"),
+            ("ALLOC_TRACER_TEST_EXIT", "0"),
         ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -257,11 +260,24 @@ fn a_session_never_dropped_writes_its_report_at_exit() {
         stderr.contains("(its Session was not dropped before the process exited)"),
         "{stderr}"
     );
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
-    assert!(manifest["totals"]["alloc_count"].as_u64().unwrap() >= ALLOCS as u64);
+    let m = manifest(&dir);
+    assert!(m["totals"]["alloc_count"].as_u64().unwrap() >= ALLOCS as u64);
+    assert_eq!(m["incomplete"], serde_json::Value::Null);
     // The exit hook's report is written as well.
-    assert!(hook.join("manifest.json").exists(), "{stderr}");
+    assert_eq!(manifest(&hook)["incomplete"], serde_json::Value::Null);
+    // A program that bails out: both reports say the run did not finish, so that
+    // no budget judges them.
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--ignored", "--exact", "child_allocates"])
+        .env("ALLOC_TRACER_TEST_CHILD", "apply")
+        .env("ALLOC_TRACE_REPORT", &hook)
+        .env("ALLOC_TRACER_TEST_SESSION", &dir)
+        .env("ALLOC_TRACER_TEST_EXIT", "3")
+        .env_remove("ALLOC_TRACE");
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(manifest(&dir)["incomplete"], "exit status 3");
+    assert_eq!(manifest(&hook)["incomplete"], "exit status 3");
 }
 
 #[test]

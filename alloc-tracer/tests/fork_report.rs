@@ -91,6 +91,21 @@ fn forked_children_and_reports() {
         serde_json::json!(std::process::id())
     );
     assert_eq!(forked_from(shared.join("parent")), serde_json::Value::Null);
+    // A child that forks a child of its own still names its own parent.
+    let grand = shared.join("after-grandchild");
+    let grand_in_child = grand.clone();
+    let code = in_child(move || {
+        if in_child(|| 0) != Some(0) {
+            return 2;
+        }
+        if write_report(&grand_in_child).is_ok() {
+            0
+        } else {
+            1
+        }
+    });
+    assert_eq!(code, Some(0));
+    assert_eq!(forked_from(grand), serde_json::json!(std::process::id()));
     for d in [root, shared] {
         std::fs::remove_dir_all(d).unwrap();
     }

@@ -26,7 +26,10 @@ fn session_writes_while_unwinding() {
         panic!("traced code failed");
     });
     assert!(r.is_err());
-    assert!(dir.join("manifest.json").exists());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    // The work the session covered stopped short: the report says so.
+    assert_eq!(manifest["incomplete"], "panic");
 }
 
 /// Run as a child by the test below: panics with the environment asking for a
@@ -67,6 +70,8 @@ fn exit_hook_writes_after_a_panic() {
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["mode"], "sites");
     assert!(manifest["totals"]["alloc_count"].as_u64().unwrap() > 0);
+    // The test harness exits with 101 after a failed test.
+    assert_eq!(manifest["incomplete"], "exit status 101");
 }
 
 #[test]

@@ -44,6 +44,9 @@ pub struct Tightened {
     pub lowered: Vec<Lowered>,
     /// Limits already within the margin of the report's figure.
     pub kept: usize,
+    /// Limits not tightened whatever their headroom, with why: a figure of 0, or
+    /// an estimate in `sample:N`.
+    pub left: Vec<(String, &'static str)>,
     /// Limits the report is over (`analyzer check`'s breaches), left as they are.
     pub over: Vec<Checked>,
 }
@@ -70,9 +73,21 @@ pub fn tighten(
     let mut lowered = Vec::new();
     let mut over = Vec::new();
     let mut kept = 0;
+    let mut left = Vec::new();
+    let sampled = report.manifest.mode.starts_with("sample:");
     for c in checked {
         if c.over() {
             over.push(c);
+            continue;
+        }
+        // As a draft leaves them out: a limit of 0 fails at the first event, and a
+        // margin of a few per cent does not cover sampling's noise.
+        if c.found == 0.0 {
+            left.push((c.name(), "the report's figure is 0"));
+            continue;
+        }
+        if sampled && estimated(&c.key) {
+            left.push((c.name(), "an estimate from sampled stacks"));
             continue;
         }
         let kind = kind_of(&c.key);
@@ -94,12 +109,11 @@ pub fn tighten(
             ))
         })?;
         let (text, now) = match value.as_str() {
-            // A byte limit written with a unit keeps one, when rounding to a whole
-            // one still lowers it.
-            Some(_) => match in_units(now as u64) {
-                (units, whole) if whole < c.budget => (units, whole),
-                _ => (text, now),
-            },
+            // A byte limit written with a unit keeps one.
+            Some(_) => in_units(
+                now as u64,
+                (c.found * (1.0 + SLACK * margin)).min(c.budget - 1.0),
+            ),
             None => (text, now),
         };
         let mut new: toml_edit::Value = text
@@ -122,8 +136,18 @@ pub fn tighten(
         text: doc.to_string(),
         lowered,
         kept,
+        left,
         over,
     })
+}
+
+/// True for a limit whose figure is estimated from sampled stacks in `sample:N`
+/// mode: temporaries, categories and sites (phase totals and peaks are exact).
+fn estimated(key: &[String]) -> bool {
+    matches!(
+        key.get(2).map(String::as_str),
+        Some("temporaries" | "category" | "site")
+    )
 }
 
 /// How the limit at `key` is written: a category's share, allocations per row, or
@@ -167,14 +191,16 @@ fn inline_value_at<'d>(
     }
 }
 
-/// `bytes` as a string in the largest binary unit of which it is 10 or more, rounded
-/// up to a whole one (`"685MiB"`), so that a limit in units stays readable: it
-/// rises by under a tenth. With its value in bytes.
-fn in_units(bytes: u64) -> (String, f64) {
+/// `bytes` as a string in a binary unit (`"685MiB"`), with its value: rounded up
+/// to a whole unit, the largest unit of which it is 10 or more whose rounding stays
+/// at or under `most` (else a smaller unit, down to whole bytes), so that a limit in
+/// units stays readable and a second run on the same report finds nothing to lower.
+fn in_units(bytes: u64, most: f64) -> (String, f64) {
     for (unit, shift) in [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)] {
-        if bytes >= 10 << shift {
-            let whole = bytes.div_ceil(1 << shift);
-            return (format!("\"{whole}{unit}\""), (whole << shift) as f64);
+        let whole = bytes.div_ceil(1 << shift);
+        let value = (whole << shift) as f64;
+        if bytes >= 10 << shift && value <= most {
+            return (format!("\"{whole}{unit}\""), value);
         }
     }
     (format!("\"{bytes}B\""), bytes as f64)
@@ -278,19 +304,73 @@ mod tests {
 
     #[test]
     fn byte_units_stay_readable_and_whole() {
+        let any = f64::MAX;
         assert_eq!(
-            in_units(629 << 20),
+            in_units(629 << 20, any),
             ("\"629MiB\"".into(), (629u64 << 20) as f64)
         );
         // Rounded up to a whole unit, in the largest of which there are 10 or more.
-        assert_eq!(in_units((9 << 30) + 1).0, "\"9217MiB\"");
-        assert_eq!(in_units(10 << 30).0, "\"10GiB\"");
-        assert_eq!(in_units(9).0, "\"9B\"");
+        assert_eq!(in_units((9 << 30) + 1, any).0, "\"9217MiB\"");
+        assert_eq!(in_units(10 << 30, any).0, "\"10GiB\"");
+        assert_eq!(in_units(9, any).0, "\"9B\"");
+        // A smaller unit where the whole one would pass the bound.
+        assert_eq!(
+            in_units((12 << 30) + 1, (12u64 << 30) as f64 * 1.05).0,
+            "\"12289MiB\""
+        );
         assert_eq!(
             with_report_figure("   # report: 1000 (a draft)", "1050"),
             "   # report: 1050 (a draft)"
         );
         assert_eq!(with_report_figure("  # mine", "1"), "  # mine");
+    }
+
+    #[test]
+    fn a_second_run_on_the_same_report_lowers_nothing() {
+        // 12 GiB and 8.8 GiB figures against limits in GiB: rounding to whole GiB
+        // would land past 1.5 margins and be lowered again, into bytes.
+        for (limit, found) in [("20GiB", 12u64 << 30), ("16GiB", (88u64 << 30) / 10)] {
+            let r = report(1000, found, 1);
+            let text = format!("[phase.p]\nbytes = \"{limit}\"\n");
+            let once = tightened(&text, &r);
+            assert_eq!(once.lowered.len(), 1, "{limit}");
+            assert!(once.text.contains("iB\""), "keeps a unit: {}", once.text);
+            let twice = tightened(&once.text, &r);
+            assert!(twice.lowered.is_empty(), "{limit}: {}", twice.text);
+            assert_eq!(twice.text, once.text);
+        }
+    }
+
+    #[test]
+    fn zero_figures_and_sampled_estimates_are_left_as_they_are() {
+        let mut r = report(1000, 0, 1);
+        r.phases[0].temporary_count = 50;
+        // A report with sites, as temporaries limits need.
+        r.sites = vec![crate::report::SiteRow {
+            site_id: 0,
+            phase: "p".into(),
+            size_class_bytes: 16,
+            alloc_count: 1000,
+            realloc_count: 0,
+            bytes_requested: 0,
+            bytes_allocated: 0,
+            temporary_count: 50,
+            lifetime_ns_median: None,
+            followed_freed_count: 0,
+            followed_count: 0,
+        }];
+        let text = "[phase.p]\nbytes = 1_000\ntemporaries = 5_000\n";
+        let t = tightened(text, &r);
+        assert_eq!(
+            t.left,
+            [("phase p: bytes".to_owned(), "the report's figure is 0")]
+        );
+        assert_eq!(t.lowered.len(), 1, "temporaries, exact outside sample:N");
+        r.manifest.mode = "sample:1000".into();
+        let t = tightened(text, &r);
+        assert_eq!(t.text, text);
+        assert_eq!(t.left.len(), 2);
+        assert_eq!(t.left[1].1, "an estimate from sampled stacks");
     }
 
     #[test]

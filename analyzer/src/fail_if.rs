@@ -71,7 +71,7 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
     };
     // `allocs>100` could be read as a cap on the change's own count; a gate compares
     // with the base, so its threshold says which way, as a change does.
-    if !threshold.starts_with(['+', '-']) {
+    if threshold.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
         return Err(bad(&format!(
             "the threshold is a change from the base and takes a sign: \
              {name}>+{threshold} fails when the change has more than {threshold} over the base"
@@ -282,6 +282,11 @@ mod tests {
             c("allocs>-1_000").unwrap(),
             (Metric::Allocs, Threshold::Absolute(-1000.0))
         );
+        // A threshold that is no number says so, with no sign to suggest.
+        for bad in ["bytes>x", "allocs>=+1%", "allocs>"] {
+            let e = parse_condition(bad).unwrap_err().to_string();
+            assert!(e.contains("the threshold is a number"), "{bad}: {e}");
+        }
         for bad in [
             "allocs",
             "walls>+1%",

@@ -2404,7 +2404,7 @@ fn bad_budget_files_exit_2_with_one_line() {
 #[test]
 fn gates_and_budgets_refuse_a_report_that_recorded_nothing() {
     use polars::prelude::*;
-    // A program run with the tracer off still writes its Session's report: zeros.
+    // A report written with the tracer off (`Session::finish`, `write_report`): zeros.
     let off = copy_fixture("nothing-recorded");
     edit_manifest(&off, |m| m["mode"] = "off".into());
     edit_table(&off, "phases.parquet", |mut df| {

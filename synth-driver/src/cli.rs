@@ -606,8 +606,12 @@ fn whole(s: &str, min: u64, max: u64, env: Option<&str>) -> Result<u64, String> 
         _ => format!("from {min} to {max}"),
     };
     let from = env.map_or(String::new(), |env| format!(" (here or from {env})"));
+    let s = s.trim();
     match s.parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err(format!("too large: expected a whole number, {range}{from}"))
+        }
         _ => Err(format!("expected a whole number, {range}{from}")),
     }
 }
@@ -703,6 +707,10 @@ mod tests {
             (
                 "porep --c1 x --partition -1",
                 "expected a whole number, 0 or more",
+            ),
+            (
+                "sha256 --seed 99999999999999999999",
+                "too large: expected a whole number",
             ),
         ] {
             let e = job(args).map(|_| ()).unwrap_err();

@@ -123,6 +123,9 @@ pub fn tightened(out: &mut dyn Write, t: &crate::budget_tighten::Tightened) -> i
         1 => "1 limit".to_owned(),
         n => format!("{n} limits"),
     };
+    for (name, why) in &t.left {
+        writeln!(out, "left as it is: {name} ({why})")?;
+    }
     write!(
         out,
         "{} lowered, {} already within the margin",

@@ -177,8 +177,8 @@ impl Report {
     }
 
     /// Why the report can answer no gate or budget, when it recorded no allocation
-    /// at all (a program traced with the tracer `off`, which still writes a
-    /// `Session`'s report): every maximum would pass on its zeros.
+    /// at all (one written with the tracer `off`, by `Session::finish` or
+    /// `write_report`): every maximum would pass on its zeros.
     pub fn nothing_recorded(&self) -> Option<String> {
         (self.calls(None) == 0).then(|| {
             let why = if self.manifest.mode == "off" {

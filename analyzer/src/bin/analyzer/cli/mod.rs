@@ -38,6 +38,7 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     analyzer diff reports/base reports/patched --phase synthesize\n  \
     analyzer diff reports/base reports/patched --fail-if 'allocs>+1%' --fail-if 'cost>+5ms'\n  \
     analyzer budget reports/porep-2k --margin 5% -o budget.toml\n  \
+    analyzer budget reports/patched --tighten budget.toml\n  \
     analyzer check reports/porep-2k --budget docs/budget.example.toml\n  \
     analyzer flamegraph reports/porep-2k --by count -o allocs.svg\n  \
     analyzer peak reports/porep-2k --limit 10\n  \
@@ -53,7 +54,8 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     `analyzer calibrate` writes it (about 15 s). `cost`, `diff` and `top --by cost`\n  \
     measure it on first use; `top` shows costs only when one is stored.\n\n\
     EXIT STATUS: 0 on success; 1 when `check` or `diff --fail-if` finds a breach (one\n  \
-    line each on standard error); 2 on bad input (a bad report, budget file or\n  \
+    line each on standard error; `budget --tighten` leaves breached limits as they\n  \
+    are, names them, and exits 0); 2 on bad input (a bad report, budget file or\n  \
     condition: one line on standard error)."
 )]
 struct Cli {

@@ -4,11 +4,15 @@
 //! `%t` (when tracing started, Unix seconds), so that many processes (test binaries,
 //! forked children) can share one setting without writing over each other.
 
+mod exit;
+
+pub(crate) use exit::{answered_elsewhere, arm_exit_report, arm_no_report_note};
+
 use crate::Error;
 use crate::report::{self, ReportSummary};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The last directory a report was written to, so that the exit hook does not write
 /// the same report twice.
@@ -123,9 +127,11 @@ pub(crate) fn hold_for_fork() -> HeldForFork {
 /// Writes a report to its directory when dropped, unless [`Session::finish`] did.
 ///
 /// Dropping happens on unwinding too, so a panic that unwinds through the guard
-/// still leaves a report. A session the program never drops, because it ends with
-/// `std::process::exit`, writes its report at exit (from `atexit`). With
-/// `panic = "abort"` or on a signal nothing runs, and no report is written.
+/// still leaves a report, marked incomplete (`panic`: the work it covers stopped
+/// short; `analyzer check` refuses it). A session the program never drops, because
+/// it ends with `std::process::exit`, writes its report at exit, marked incomplete
+/// (`exit status N`) when the status is not 0. With `panic = "abort"` or on a
+/// signal nothing runs, and no report is written.
 ///
 /// If tracing never came on (no `ALLOC_TRACE` mode, no [`Settings::apply`](crate::Settings::apply)),
 /// dropping writes no report, whose zeros would pass any budget, and says so on
@@ -160,8 +166,6 @@ pub(crate) struct Live {
 static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
 /// Numbers sessions, for [`LIVE`].
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
-/// Registers [`sessions_at_exit`], once.
-static SESSIONS_HOOK: std::sync::Once = std::sync::Once::new();
 
 fn live() -> std::sync::MutexGuard<'static, Vec<Live>> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
@@ -196,11 +200,7 @@ impl Session {
                 base: base.clone(),
                 pid,
             });
-            // SAFETY: `sessions_at_exit` is a plain `extern "C" fn()` that never
-            // unwinds (errors are printed, panics are caught).
-            SESSIONS_HOOK.call_once(|| unsafe {
-                libc::atexit(sessions_at_exit);
-            });
+            exit::arm_sessions();
         });
         Session {
             base,
@@ -224,7 +224,9 @@ impl Drop for Session {
             return;
         };
         forget_live(self.id);
-        end(&dir, self.base.as_ref(), self.pid, "");
+        // Dropped while a panic unwinds: the work it covers stopped short.
+        let panic = std::thread::panicking().then_some("panic");
+        end(&dir, self.base.as_ref(), self.pid, panic, "");
     }
 }
 
@@ -234,12 +236,13 @@ fn forget_live(id: u64) {
 }
 
 /// Writes the report of a session that ends without [`Session::finish`]: dropped,
-/// or (`at_exit`, said after the line) never dropped before the process exited.
-fn end(dir: &Path, base: Option<&PathBuf>, pid: u32, at_exit: &str) {
+/// or (`at_exit`, said after each line) never dropped before the process exited;
+/// marked `incomplete` when its run stopped short (a panic, a non-zero exit).
+fn end(dir: &Path, base: Option<&PathBuf>, pid: u32, incomplete: Option<&str>, at_exit: &str) {
     if pid != std::process::id() && !holds_pid(dir) {
         say(&format!(
             "alloc-tracer: a forked child's session writes no report to {} \
-             (its parent's; put %p in the path for one per process)\n",
+             (its parent's; put %p in the path for one per process){at_exit}\n",
             dir.display()
         ));
         return;
@@ -248,23 +251,24 @@ fn end(dir: &Path, base: Option<&PathBuf>, pid: u32, at_exit: &str) {
         if !mode_chosen() {
             say(&format!(
                 "alloc-tracer: Session: tracing was never on (set ALLOC_TRACE=count, \
-                 sites or sample:N, or call Settings::apply): no report written to {}{at_exit}\n",
+                 sites or sample:N, or apply Settings with one of those modes): no report \
+                 written to {}{at_exit}\n",
                 dir.display()
             ));
         }
         return;
     }
-    match write_expanded(in_dir(base, dir), None) {
+    match write_expanded(in_dir(base, dir), incomplete) {
         Ok(s) => {
             if !at_exit.is_empty() {
-                eprintln!(
-                    "alloc-tracer: report written to {}{at_exit}",
+                say(&format!(
+                    "alloc-tracer: report written to {}{at_exit}\n",
                     s.dir.display()
-                );
+                ));
             }
-            warn_of_setup(&s);
+            exit::warn_of_setup(&s);
         }
-        Err(e) => eprintln!("alloc-tracer: report not written: {e}{at_exit}"),
+        Err(e) => say(&format!("alloc-tracer: report not written: {e}{at_exit}\n")),
     }
 }
 
@@ -272,39 +276,6 @@ fn end(dir: &Path, base: Option<&PathBuf>, pid: u32, at_exit: &str) {
 /// empty one chose nothing (most likely a variable that was not set).
 fn mode_chosen() -> bool {
     crate::config::getenv(c"ALLOC_TRACE").is_some_and(|m| !m.trim().is_empty())
-}
-
-/// Prints a written report's setup warning (stacks that end early), which a
-/// program that did not ask for the summary would not see.
-fn warn_of_setup(s: &ReportSummary) {
-    if let Some(w) = &s.setup_warning {
-        eprintln!("alloc-tracer: {}: {w}", s.dir.display());
-    }
-}
-
-/// Writes the reports of the sessions the program never dropped (it called
-/// `std::process::exit`), newest first, as dropping them would have.
-extern "C" fn sessions_at_exit() {
-    // Under the guard, as `report_at_exit`.
-    let _ = std::panic::catch_unwind(|| crate::hot::thread::guarded(sessions_at_exit_guarded));
-}
-
-fn sessions_at_exit_guarded() {
-    // `try_lock`: in a forked child the lock may be held by a thread that did not
-    // come along.
-    let left = match LIVE.try_lock() {
-        Ok(mut live) => std::mem::take(&mut *live),
-        Err(std::sync::TryLockError::Poisoned(e)) => std::mem::take(&mut *e.into_inner()),
-        Err(std::sync::TryLockError::WouldBlock) => return,
-    };
-    for s in left.iter().rev() {
-        end(
-            &s.dir,
-            s.base.as_ref(),
-            s.pid,
-            " (its Session was not dropped before the process exited)",
-        );
-    }
 }
 
 /// Writes `line` to standard error with `write(2)`: in a forked child, std's lock of
@@ -327,130 +298,4 @@ fn holds_pid(path: &Path) -> bool {
         }
     }
     false
-}
-
-/// Set once the program has asked for a report, or for counts, some other way than
-/// `ALLOC_TRACE_REPORT`: a [`Session`], [`write_report`], `measure`, or a program
-/// that handles the tracer's variables itself.
-static ANSWERED: AtomicBool = AtomicBool::new(false);
-
-/// Notes that the program reads what the tracer records in a way of its own.
-pub(crate) fn answered_elsewhere() {
-    ANSWERED.store(true, Relaxed);
-}
-
-/// Registers [`no_report_note`] for a run that `ALLOC_TRACE` traces without
-/// `ALLOC_TRACE_REPORT`. Runs once, under the guard, from the first allocation.
-pub(crate) fn arm_no_report_note() {
-    if crate::config::getenv(c"ALLOC_TRACE_REPORT").is_none() {
-        // SAFETY: `no_report_note` is a plain `extern "C" fn()` that never unwinds.
-        unsafe { libc::atexit(no_report_note) };
-    }
-}
-
-/// At exit: says so when `ALLOC_TRACE` traced the run and nothing asked for its
-/// report, so that a user who set the mode alone learns where the report would
-/// come from rather than find none.
-extern "C" fn no_report_note() {
-    if ANSWERED.load(Relaxed) || ARMED_BY.load(Relaxed) != 0 {
-        return;
-    }
-    let written = match LAST_WRITTEN.try_lock() {
-        Ok(w) => w.is_some(),
-        Err(_) => true,
-    };
-    if !written {
-        say(
-            "alloc-tracer: ALLOC_TRACE traced this run, but nothing asked for its report: \
-             set ALLOC_TRACE_REPORT=DIR, or make an alloc_tracer::Session\n",
-        );
-    }
-}
-
-/// The process that armed the exit hook: a child forked from it inherits the hook.
-static ARMED_BY: AtomicU32 = AtomicU32::new(0);
-/// The working directory when the exit hook was armed: a relative
-/// `ALLOC_TRACE_REPORT` lies there, wherever the program moved since.
-static ARMED_IN: OnceLock<PathBuf> = OnceLock::new();
-
-/// Registers the exit hook when `ALLOC_TRACE_REPORT` is set. Runs once, under the
-/// guard, from the first allocation.
-pub(crate) fn arm_exit_report() {
-    if crate::config::getenv(c"ALLOC_TRACE_REPORT").is_some_and(|s| s.trim().is_empty()) {
-        // Most likely a variable that was not set (`ALLOC_TRACE_REPORT=$DIR`): taken
-        // as a path, it would be the working directory.
-        say("alloc-tracer: ALLOC_TRACE_REPORT is empty: no report at exit (give it a folder)\n");
-        return;
-    }
-    if let Some(setting) = crate::config::getenv(c"ALLOC_TRACE_REPORT") {
-        ARMED_BY.store(std::process::id(), Relaxed);
-        if let Ok(cwd) = std::env::current_dir() {
-            let _ = ARMED_IN.set(cwd);
-        }
-        // Where the report could not go is said now, not at the end of a long run.
-        let dir = in_dir(ARMED_IN.get(), Path::new(&setting));
-        if let Err(e) = crate::report::directory::check_destination(&dir) {
-            say(&format!(
-                "alloc-tracer: ALLOC_TRACE_REPORT: {e}: the report at exit will not be \
-                 written unless that changes\n"
-            ));
-        }
-        // SAFETY: `report_at_exit` is a plain `extern "C" fn()` that never unwinds
-        // (errors are printed, panics are caught).
-        unsafe { libc::atexit(report_at_exit) };
-    }
-}
-
-extern "C" fn report_at_exit() {
-    // Under the guard: the C library has run the threads' exit destructors, so an
-    // allocation here (the path's) would count as the program's, made after its
-    // thread's exit.
-    let _ = std::panic::catch_unwind(|| crate::hot::thread::guarded(report_at_exit_guarded));
-}
-
-fn report_at_exit_guarded() {
-    // Read with the C library's getenv, not std's: std's environment lock may be
-    // held, in a forked child, by a thread that did not come along.
-    let Some(setting) = crate::config::getenv(c"ALLOC_TRACE_REPORT").map(PathBuf::from) else {
-        return;
-    };
-    // A forked child shares its parent's setting: it writes a report of its own
-    // only where the path tells the two apart.
-    let forked = ARMED_BY.load(Relaxed) != std::process::id();
-    if forked && !holds_pid(&setting) {
-        say(&format!(
-            "alloc-tracer: a forked child writes no report at exit to {} (its \
-             parent's; put %p in ALLOC_TRACE_REPORT for one per process)\n",
-            setting.display()
-        ));
-        return;
-    }
-    if !crate::timeline::started() {
-        // Tracing never came on: nothing to report. Unless the mode was chosen
-        // (`ALLOC_TRACE=off`, or a bad value already named), say why there is none.
-        if !mode_chosen() {
-            eprintln!(
-                "alloc-tracer: ALLOC_TRACE_REPORT is set, but tracing was never on \
-                 (set ALLOC_TRACE=count, sites or sample:N, or call Settings::apply): \
-                 no report written"
-            );
-        }
-        return;
-    }
-    let dir = in_dir(ARMED_IN.get(), &setting);
-    let already = LAST_WRITTEN
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_deref()
-        == Some(&same_file(&dir));
-    if already {
-        return;
-    }
-    match write_expanded(dir, None) {
-        Ok(s) => {
-            eprintln!("alloc-tracer: report written to {}", s.dir.display());
-            warn_of_setup(&s);
-        }
-        Err(e) => eprintln!("alloc-tracer: report not written: {e}"),
-    }
 }
