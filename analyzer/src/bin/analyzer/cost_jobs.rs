@@ -67,6 +67,7 @@ impl CostJob {
         let s = self.selection;
         let r = report::load(&s.report)?;
         let phase = r.check_phase(s.phase.as_deref())?;
+        refuse_without_sites(&r, "to price")?;
         let cal = calibration(self.inputs.calibration.as_deref())?;
         for c in &rules {
             if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
@@ -509,6 +510,27 @@ pub(crate) fn warn_if_other_host(cal: &Calibration, r: &report::Report) {
 
 /// Says on standard error why `r` has no site rows to work on (`what`: "to rank",
 /// ...), when it has none: an empty answer is an answer, but not a silent one.
+/// Refuses a report that records no sites by its mode (`count`, or switched to
+/// `off` before it was written) for a command whose only answer is per site: it
+/// cannot answer, which is exit 2, not an empty table (as `flamegraph` refuses it).
+/// A `sample:N` report that sampled no allocation is an answer, if an empty one.
+pub(crate) fn refuse_without_sites(r: &report::Report, what: &str) -> Result<()> {
+    let mode = &r.manifest.mode;
+    if mode == "count" || (mode == "off" && r.counts_without_sites()) {
+        let why = if r.manifest.mode == "count" {
+            crate::no_sites(r, None).to_owned()
+        } else {
+            format!(
+                "it records allocations but no sites (mode {} when written; trace with \
+                 sites or sample:N)",
+                r.manifest.mode
+            )
+        };
+        anyhow::bail!("{}: no sites {what}: {why}", r.dir.display());
+    }
+    Ok(())
+}
+
 pub(crate) fn no_sites_note(r: &report::Report, phase: Option<&str>, what: &str) {
     if r.rows(phase).next().is_none() {
         note!(

@@ -250,6 +250,7 @@ impl TopJob {
         } = self.selection;
         let r = report::load(&dir)?;
         let phase = r.check_phase(phase.as_deref())?;
+        cost_jobs::refuse_without_sites(&r, "to rank")?;
         cost_jobs::warn_of_report(&r);
         let rules = rules(self.inputs.rules.as_deref())?;
         // Only ranking by cost needs prices; otherwise costs are shown when a
@@ -317,6 +318,7 @@ impl CategoriesJob {
         let s = self.selection;
         let r = report::load(&s.report)?;
         let phase = r.check_phase(s.phase.as_deref())?;
+        cost_jobs::refuse_without_sites(&r, "to put in categories")?;
         cost_jobs::warn_of_report(&r);
         cost_jobs::no_sites_note(&r, phase, "to put in categories");
         let cats = analyzer::category_totals::totals(&r, &rules, phase);
