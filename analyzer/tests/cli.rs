@@ -1380,6 +1380,45 @@ fn diff_says_when_the_reports_differ_beyond_a_patch() {
         stderr.contains("of circuits of different sizes (rows 1000 and 3000)"),
         "{stderr}"
     );
+    // Another prover (the mirror's enforce phase is its own), or another circuit:
+    // said, and a gate refuses them, whatever the rows.
+    for (key, value, said) in [
+        (
+            "prover",
+            "mirror",
+            "run by different provers (reference and mirror)",
+        ),
+        (
+            "circuit",
+            "poseidon --hashes 1000",
+            "of different circuits (sha256 --blocks 1 and poseidon --hashes 1000)",
+        ),
+    ] {
+        for (dir, v) in [(&a, "reference"), (&twice, value)] {
+            edit_manifest(dir, |m| {
+                m["labels"]["rows"] = "1000".into();
+                m["labels"]["iterations"] = "1".into();
+                m["labels"]["circuit"] = "sha256 --blocks 1".into();
+                m["labels"]["prover"] = "reference".into();
+                if key == "prover" || v != "reference" {
+                    m["labels"][key] = v.into();
+                }
+            });
+        }
+        let out = analyzer(&["diff", a.to_str().unwrap(), twice.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(said), "{stderr}");
+        assert_one_line_error(
+            &[
+                "diff",
+                a.to_str().unwrap(),
+                twice.to_str().unwrap(),
+                "--fail-if",
+                "allocs>+0",
+            ],
+            said,
+        );
+    }
     for d in [a, b, twice] {
         let _ = std::fs::remove_dir_all(d);
     }

@@ -58,9 +58,10 @@ def check_phase(base: Report, change: Report, phase: str | None) -> str | None:
 def warnings(base: Report, change: Report) -> list[str]:
     """What `analyzer diff` says on standard error of two reports that differ beyond a
     patch: traced in different modes (sampled figures are estimates), or of different
-    work (synth-driver's `rows` label, over every iteration): one circuit run a different
-    number of times (the same `circuit` label and rows an iteration), or circuits of
-    different sizes."""
+    work: other circuits or provers (synth-driver's `circuit` and `prover` labels), one
+    circuit run a different number of times (the same `circuit` label and rows an
+    iteration), or circuits of different sizes (the `rows` label, over every
+    iteration)."""
     out = []
     mb, mc = base.manifest.get("mode"), change.manifest.get("mode")
     if mb != mc:
@@ -70,16 +71,23 @@ def warnings(base: Report, change: Report) -> list[str]:
         )
     lb = base.manifest.get("labels") or {}
     lc = change.manifest.get("labels") or {}
-    rb, rc = lb.get("rows"), lc.get("rows")
-    if rb is not None and rc is not None and rb != rc:
-        out.append(f"the reports are {_other_work(lb, lc)}: their differences are not a "
-                   "patch's alone")
+    apart = _other_work(lb, lc)
+    if apart is not None:
+        out.append(f"the reports are {apart}: their differences are not a patch's alone")
     return out
 
 
-def _other_work(lb: dict, lc: dict) -> str:
-    """How two reports' different `rows` labels differ, in `analyzer diff`'s words."""
+def _other_work(lb: dict, lc: dict) -> str | None:
+    """How two reports' work differs, in `analyzer diff`'s words: other circuits, other
+    provers, or (different `rows` labels) one circuit run a different number of times
+    or circuits of different sizes; None when it does not."""
+    for key, what in (("circuit", "of different circuits"), ("prover", "run by different provers")):
+        x, y = lb.get(key), lc.get(key)
+        if x is not None and y is not None and x != y:
+            return f"{what} ({x} and {y})"
     rb, rc, ib, ic = lb.get("rows"), lc.get("rows"), lb.get("iterations"), lc.get("iterations")
+    if rb is None or rc is None or rb == rc:
+        return None
     try:
         nb, nc, ib_n, ic_n = int(rb), int(rc), int(ib), int(ic)
     except (TypeError, ValueError):

@@ -205,18 +205,23 @@ def test_reports_of_different_modes_are_said_to_be(base_and_change, tmp_path, fi
     assert f"analyzer: {warning}" in out.stderr
 
 
-@pytest.mark.parametrize("rows, said", [
-    ("2000", "of one circuit run 1 and 2 times (rows 1000 and 2000)"),
-    ("3000", "of circuits of different sizes (rows 1000 and 3000)"),
+@pytest.mark.parametrize("rows, other, said", [
+    ("2000", {}, "of one circuit run 1 and 2 times (rows 1000 and 2000)"),
+    ("3000", {}, "of circuits of different sizes (rows 1000 and 3000)"),
+    ("1000", {"prover": "mirror"}, "run by different provers (reference and mirror)"),
+    ("1000", {"circuit": "poseidon"}, "of different circuits (sha256 --blocks 1 and poseidon)"),
 ])
 def test_other_work_is_said_as_analyzer_diff_says_it(base_and_change, tmp_path, fixture_calibration,
-                                                      rows, said):
-    """One circuit run twice, against once, or a larger one: `analyzer diff`'s words."""
+                                                      rows, other, said):
+    """One circuit run twice, against once, a larger one, another prover or another
+    circuit: `analyzer diff`'s words."""
     base, change = base_and_change
-    labels = lambda n, its: lambda m: m.setdefault("labels", {}).update(
-        circuit="sha256 --blocks 1", rows=n, iterations=its)
-    once = edited_copy(base, tmp_path / "once", manifest=labels("1000", "1"))
-    twice = edited_copy(change, tmp_path / "twice", manifest=labels(rows, "2"))
+    labels = lambda n, its, more: lambda m: m.setdefault("labels", {}).update(
+        {"circuit": "sha256 --blocks 1", "prover": "reference", "rows": n, "iterations": its,
+         **more})
+    once = edited_copy(base, tmp_path / "once", manifest=labels("1000", "1", {}))
+    its = "2" if rows != "1000" else "1"
+    twice = edited_copy(change, tmp_path / "twice", manifest=labels(rows, its, other))
     (warning,) = compare.warnings(once, twice)
     assert warning == f"the reports are {said}: their differences are not a patch's alone"
     out = subprocess.run([str(analyzer_module.binary()), "diff", str(once.dir), str(twice.dir),

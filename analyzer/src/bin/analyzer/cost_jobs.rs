@@ -172,12 +172,24 @@ pub(crate) fn warn_if_other_circuits(a: &report::Report, b: &report::Report) {
     }
 }
 
-/// How two reports' work differs, where their `rows` labels do (the rows synthesized
-/// over every iteration): one circuit run a different number of times (the same
-/// `circuit` label, the same rows an iteration, other `iterations`), or circuits of
-/// different sizes.
+/// How two reports' work differs: other circuits (their `circuit` labels), other
+/// provers (`prover`: the driver's mirror prover counts a/b/c in an `enforce` phase
+/// of its own, so its phases do not line up with the stock prover's), or, where
+/// their `rows` labels differ (the rows synthesized over every iteration), one
+/// circuit run a different number of times (the same `circuit` label, the same rows
+/// an iteration, other `iterations`) or circuits of different sizes.
 fn other_work(a: &report::Report, b: &report::Report) -> Option<String> {
     let label = |r: &report::Report, key: &str| r.manifest.labels.get(key).cloned();
+    for (key, what) in [
+        ("circuit", "of different circuits"),
+        ("prover", "run by different provers"),
+    ] {
+        if let (Some(x), Some(y)) = (label(a, key), label(b, key))
+            && x != y
+        {
+            return Some(format!("{what} ({x} and {y})"));
+        }
+    }
     let (ra, rb) = (label(a, "rows")?, label(b, "rows")?);
     if ra == rb {
         return None;
