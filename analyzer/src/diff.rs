@@ -558,7 +558,11 @@ pub fn diff(
         wall_source: if given {
             "given (--base-seconds, --change-seconds)".to_owned()
         } else {
-            "the traced runs' phase wall times (tracer overhead included)".to_owned()
+            "one traced run each, tracer overhead included: two runs of one build differ by \
+             several per cent, so this does not test the prediction; time the variants \
+             taking turns untraced (synth-driver --variant A,B -i N) and give their medians \
+             with --base-seconds and --change-seconds"
+                .to_owned()
         },
         base: base_side,
         change: change_side,

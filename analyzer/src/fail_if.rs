@@ -69,6 +69,11 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
             ));
         }
     };
+    if let Some(rest) = threshold.strip_prefix('=') {
+        return Err(bad(&format!(
+            "a gate fails when the change grows beyond its threshold: write {name}>{rest}"
+        )));
+    }
     // `allocs>100` could be read as a cap on the change's own count; a gate compares
     // with the base, so its threshold says which way, as a change does.
     if threshold.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
@@ -283,7 +288,9 @@ mod tests {
             (Metric::Allocs, Threshold::Absolute(-1000.0))
         );
         // A threshold that is no number says so, with no sign to suggest.
-        for bad in ["bytes>x", "allocs>=+1%", "allocs>"] {
+        let e = parse_condition("allocs >= +1%").unwrap_err().to_string();
+        assert!(e.contains("write allocs>+1%"), "{e}");
+        for bad in ["bytes>x", "allocs>"] {
             let e = parse_condition(bad).unwrap_err().to_string();
             assert!(e.contains("the threshold is a number"), "{bad}: {e}");
         }

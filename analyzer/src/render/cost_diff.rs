@@ -305,8 +305,8 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
                 writeln!(
                     out,
                     "warning: only {} of the base's allocations are at sites found in the change: \
-                     the site rows marked gone and new are largely the same code under other frames \
-                     (trust the category totals)",
+                     the patch removed that code, or the site rows marked gone and new are \
+                     largely the same code under other frames (trust the category totals)",
                     pct(d.matched_alloc_share)
                 )?;
             }
@@ -316,16 +316,24 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
             let noise = d.predicted_change_noise_s.map_or(String::new(), |n| {
                 format!(" ± {} from sampling", seconds(n))
             });
+            let measured = match d.measured_change_s {
+                Some(m) => format!(
+                    "{} ({} -> {}; {})",
+                    seconds(m),
+                    opt_s(d.base.wall_s),
+                    opt_s(d.change.wall_s),
+                    d.wall_source
+                ),
+                None => "none (a phase the tracer did not time; give --base-seconds and \
+                         --change-seconds)"
+                    .to_owned(),
+            };
             writeln!(
                 out,
-                "predicted change {}{noise} (allocation cost {} -> {}{recycling}); measured change {} ({} -> {}; {})",
+                "predicted change {}{noise} (allocation cost {} -> {}{recycling}); measured change {measured}",
                 opt_s(d.predicted_change_s),
                 opt_s(d.base.cost_s),
                 opt_s(d.change.cost_s),
-                opt_s(d.measured_change_s),
-                opt_s(d.base.wall_s),
-                opt_s(d.change.wall_s),
-                d.wall_source
             )?;
             writeln!(out)?;
             writeln!(
@@ -352,7 +360,17 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
             }
             writeln!(out)?;
             if d.sites.is_empty() {
-                writeln!(out, "(no site changed)")?;
+                let changed = d.sites_gone + d.sites_new > 0
+                    || d.categories.iter().any(|c| c.delta_alloc_count != 0);
+                writeln!(
+                    out,
+                    "{}",
+                    if changed {
+                        "(no site shown: --limit shows the sites that changed)"
+                    } else {
+                        "(no site changed)"
+                    }
+                )?;
             } else {
                 writeln!(
                     out,

@@ -136,8 +136,8 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
         if count(r) {
             anyhow::bail!(
                 "{} was written in `count` mode, which records no sites: a diff compares \
-                 sites (trace with sites or sample:N; `--fail-if` on allocs, bytes, peak or \
-                 rss alone compares two count reports' totals)",
+                 sites (trace with sites or sample:N; `analyzer diff --fail-if` on allocs, \
+                 bytes, peak or rss alone compares two count reports' totals)",
                 r.dir.display()
             );
         }
