@@ -80,8 +80,8 @@
 //! empty `ALLOC_TRACE_REPORT` writes none and says so). An `ALLOC_TRACE_*` variable
 //! the tracer does not read (`ALLOC_TRACE_REPROT`) is named on standard error at the
 //! first allocation, and a run that `ALLOC_TRACE` traced while nothing asked for a
-//! report (no `ALLOC_TRACE_REPORT`, [`Session`], [`write_report`] or [`measure`]) says
-//! so at exit.
+//! report or read its counts (no `ALLOC_TRACE_REPORT`, [`Session`], [`write_report`],
+//! [`measure`], [`counts`], [`phases`] or [`last_top_sites`]) says so at exit.
 //!
 //! # What is exact and what is estimated
 //!
@@ -134,8 +134,8 @@
 //! `main`) when `ALLOC_TRACE_REPORT` is set (unless the program's latest report
 //! went to that same folder: no second copy; a relative path is taken from the
 //! working directory at the first allocation). A report written at exit with a
-//! status other than 0 is marked incomplete (`exit status N`). Threads that have exited were merged
-//! into global tables; live threads (rayon workers) are read in place. Nothing is
+//! status other than 0 is marked incomplete (`exit status N`). Threads that have
+//! exited were merged into global tables; live threads (rayon workers) are read in place. Nothing is
 //! written on `panic = "abort"` or a fatal signal; [`write_incomplete_report`] marks a
 //! report of a run stopped early (synth-driver writes one on SIGINT, SIGTERM and SIGHUP).
 //!

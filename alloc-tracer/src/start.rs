@@ -17,8 +17,9 @@ static ENV_CHECKED_BY_PROGRAM: AtomicBool = AtomicBool::new(false);
 /// before the program turns it on; nor is a run that asked for no report told so
 /// at exit (the program knows where its reports go). A valid setting still applies
 /// from the first allocation, and unknown `ALLOC_TRACE_*` names and an empty
-/// `ALLOC_TRACE_REPORT` are still named. It counts only when called before the program's first allocation,
-/// e.g. from a constructor in `.init_array`; it does not allocate.
+/// `ALLOC_TRACE_REPORT` are still named. It counts only when called before the
+/// program's first allocation, e.g. from a constructor in `.init_array`; it does not
+/// allocate.
 pub fn env_checked_by_program() {
     ENV_CHECKED_BY_PROGRAM.store(true, Relaxed);
     // It knows where its reports go, too.
