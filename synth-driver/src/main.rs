@@ -30,6 +30,7 @@ mod progress;
 mod prover;
 mod runner;
 mod signals;
+mod turns;
 
 use anyhow::{Context, Result};
 use std::io::Write;

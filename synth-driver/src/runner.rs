@@ -5,7 +5,7 @@
 
 use crate::job::{CountedCircuit, Job, Output, PorepInput, Prover, Variant, Work};
 use crate::output::{self, IterationReport};
-use crate::{allocator, circuits, lc_pool, mirror, porep, progress, prover, signals};
+use crate::{allocator, circuits, lc_pool, mirror, porep, progress, prover, signals, turns};
 use alloc_tracer::{Mode, Settings};
 use anyhow::{Context, Result};
 use filecoin_proofs_api::RegisteredSealProof;
@@ -296,6 +296,7 @@ impl Runner<'_> {
     ) -> Result<()> {
         let progress = progress::Progress::new("synthesis", Some(iterations), true);
         let mut rows_synthesized = 0;
+        let mut times = turns::TurnTimes::default();
         for iteration in 0..iterations {
             let (variant, mode, round) = self.turn_of(iteration);
             if self.modes.len() > 1 {
@@ -366,6 +367,11 @@ impl Runner<'_> {
             };
             let synth_seconds = start.elapsed().as_secs_f64();
             let after = alloc_tracer::counts();
+            if self.variants.len() > 1 {
+                times.record(variant.name(), synth_seconds);
+            } else if self.modes.len() > 1 {
+                times.record(&mode.name(), synth_seconds);
+            }
             let traced = mode != Mode::Off;
             let enforce = match (traced, self.prover) {
                 (true, Prover::Mirror) => enforce_allocs(&before, &after),
@@ -420,6 +426,10 @@ impl Runner<'_> {
             alloc_tracer::label("variant", variants.join(","));
             progress.suspend(|| report.print(self.out, self.output))?;
             progress.inc();
+        }
+        // On standard error, so that `--json` output stays one record a line.
+        if let Some(summary) = times.summary() {
+            progress.suspend(|| eprint!("{summary}"));
         }
         Ok(())
     }

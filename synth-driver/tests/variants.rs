@@ -152,6 +152,32 @@ fn several_variants_take_turns_on_the_same_seed() {
     assert!(digests[..3].iter().all(|d| *d == digests[0]), "{digests:?}");
     assert!(digests[3..].iter().all(|d| *d == digests[3]), "{digests:?}");
     assert_ne!(digests[0], digests[3]);
+    // The turns come to a summary on standard error, the output staying one record
+    // a line: each variant's median, and the others' ratios to the first.
+    let out = driver()
+        .args([
+            "--json",
+            "--prover",
+            "mirror",
+            "--variant",
+            "baseline,inplace-lc",
+        ])
+        .args(["sha256", "--blocks", "1", "--iterations", "4"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    assert!(
+        lines[0].starts_with("synth-driver: 2 rounds of turns"),
+        "{stderr}"
+    );
+    assert!(lines[1].trim_start().starts_with("baseline "), "{stderr}");
+    assert!(
+        lines[2].trim_start().starts_with("inplace-lc") && lines[2].contains("x ["),
+        "{stderr}"
+    );
     // A command without iterations refuses several variants.
     let out = driver()
         .args([
