@@ -1753,6 +1753,48 @@ fn differential_flamegraph_colours_what_grew() {
     let deltas = title_deltas(&text);
     assert!(deltas.iter().any(|d| d.starts_with('+')), "{deltas:?}");
     assert!(deltas.iter().any(|d| *d == "0.00%)"), "{deltas:?}");
+    // The base's widths: growth still reads as growth, in red.
+    let draw = |change: &Path, widths: &str, svg: &Path| {
+        let out = analyzer(&[
+            "flamegraph",
+            "--diff",
+            base.to_str().unwrap(),
+            change.to_str().unwrap(),
+            "--widths",
+            widths,
+            "-o",
+            svg.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        std::fs::read_to_string(svg).unwrap()
+    };
+    let reds = |text: &str| {
+        text.split("fill=\"rgb(")
+            .skip(1)
+            .filter(|c| c.starts_with("255,") && !c.starts_with("255,255,255"))
+            .count()
+    };
+    let text = draw(&change, "base", &change.join("base.svg"));
+    assert!(text.contains("widths: the base; red: more in the change"));
+    assert!(title_deltas(&text).iter().any(|d| d.starts_with('+')));
+    assert!(reds(&text) > 0, "growth in red");
+    // A site the change no longer has: drawn only at the base's widths.
+    let gone = fixture_with_site_0_times("flame-diff-gone", 0);
+    let at_change = draw(&gone, "change", &gone.join("change.svg"));
+    let at_base = draw(&gone, "base", &gone.join("base.svg"));
+    // The base's 91,978 allocations are all drawn only at its widths.
+    let whole_base = "<title>all (91,978 allocations";
+    assert!(
+        !at_change.contains(whole_base),
+        "the removed site is not drawn"
+    );
+    assert!(at_base.contains(whole_base), "the removed site is drawn");
+    assert!(
+        title_deltas(&at_base).iter().any(|d| d.starts_with('-')),
+        "as a loss"
+    );
+    assert_eq!(reds(&at_base), 0, "a loss is not red");
+    std::fs::remove_dir_all(gone).unwrap();
     // A report against itself: no frame changed.
     let same = change.join("same.svg");
     let out = analyzer(&[

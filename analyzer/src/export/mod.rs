@@ -212,6 +212,7 @@ pub fn flamegraph_diff(
     change: &Report,
     by: Weight,
     phase: Option<&str>,
+    widths: Widths,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let text = |r: &Report| {
@@ -230,37 +231,67 @@ pub fn flamegraph_diff(
         report_name(base),
         phase_words(phase)
     );
-    differential_flamegraph(
-        &a,
-        &b,
-        title,
-        "widths: the change; red: more than the base, blue: fewer; stacks only in the base not drawn",
-        by.unit(),
-        out,
-    )
+    differential_flamegraph(&a, &b, title, "", by.unit(), widths, out)
 }
 
-/// A differential flame graph SVG of two folded texts (`stack weight` lines): widths
-/// the change's, red where it has more than the base, blue where fewer.
+/// Whose stacks a differential flame graph draws, at their widths: the change's
+/// (what a patch left or added; a stack it removed is not drawn) or the base's
+/// (what a patch removed shows, in blue; a stack it added is not drawn).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Widths {
+    /// The change's stacks.
+    #[default]
+    Change,
+    /// The base's stacks.
+    Base,
+}
+
+impl Widths {
+    /// The subtitle's words for it.
+    fn words(self) -> &'static str {
+        match self {
+            Widths::Change => {
+                "widths: the change; red: more than the base, blue: fewer; stacks only in \
+                 the base not drawn (--widths base draws them)"
+            }
+            Widths::Base => {
+                "widths: the base; red: more in the change, blue: fewer; stacks only in \
+                 the change not drawn"
+            }
+        }
+    }
+}
+
+/// A differential flame graph SVG of two folded texts (`stack weight` lines): the
+/// stacks of the side `widths` names at their widths, red where the change has more
+/// than the base, blue where fewer; `more` is added to the subtitle.
 pub fn differential_flamegraph(
     base: &str,
     change: &str,
     title: String,
-    subtitle: &str,
+    more: &str,
     unit: &str,
+    widths: Widths,
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    // inferno draws the second profile's stacks and colours by second minus first:
+    // for the base's widths, the two trade places and the hues are swapped back.
+    let (first, second) = match widths {
+        Widths::Change => (base, change),
+        Widths::Base => (change, base),
+    };
     let mut merged = Vec::new();
     inferno::differential::from_readers(
         inferno::differential::Options::default(),
-        base.as_bytes(),
-        change.as_bytes(),
+        first.as_bytes(),
+        second.as_bytes(),
         &mut merged,
     )?;
     let merged = String::from_utf8(merged).map_err(io::Error::other)?;
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title;
-    opts.subtitle = Some(subtitle.to_owned());
+    opts.subtitle = Some(format!("{}{more}", widths.words()));
+    opts.negate_differentials = widths == Widths::Base;
     opts.count_name = unit.to_owned();
     inferno::flamegraph::from_lines(&mut opts, merged.lines(), out).map_err(io::Error::other)
 }

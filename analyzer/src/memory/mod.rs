@@ -559,8 +559,8 @@ pub fn flamegraph(
 }
 
 /// A differential flame graph SVG of live bytes at `moment` in two reports
-/// (`flamegraph --diff --by peak-bytes` or `end-bytes`): widths the change's, red
-/// where it holds more than the base. Heap sampling's estimates, so small
+/// (`flamegraph --diff --by peak-bytes` or `end-bytes`): the stacks of the side
+/// `widths` names, red where the change holds more than the base. Heap sampling's estimates, so small
 /// differences are its noise; and a vector grown by doubling is charged to the stack
 /// that last grew it, so a patch that reorders gadgets moves bytes between stacks
 /// with none changed (`peak --base` pairs those rows by naming frame).
@@ -569,6 +569,7 @@ pub fn flamegraph_diff(
     change: (&Report, &Memory),
     moment: Moment,
     phase: Option<&str>,
+    widths: export::Widths,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     let text = |(r, m): (&Report, &Memory)| {
@@ -587,12 +588,17 @@ pub fn flamegraph_diff(
         }
     }
     let (a, b) = (text(base), text(change));
-    if b.trim().is_empty() {
-        // Widths are the change's: with nothing of its live, there is nothing to draw.
+    let (drawn, side, other) = match widths {
+        export::Widths::Change => (&b, change, "base"),
+        export::Widths::Base => (&a, base, "change"),
+    };
+    if drawn.trim().is_empty() {
+        // With nothing of the drawn side's live, there is nothing to draw.
         return refuse(format!(
-            "no sampled block of the change ({}) was live then: nothing to draw (`peak \
-             --base` lists what the base held)",
-            change.0.dir.display()
+            "no sampled block of the {} ({}) was live then: nothing to draw (`peak \
+             --base` lists what the {other} held)",
+            if other == "base" { "change" } else { "base" },
+            side.0.dir.display()
         ));
     }
     let title = format!(
@@ -609,10 +615,10 @@ pub fn flamegraph_diff(
         &a,
         &b,
         title,
-        "widths: the change; red: more than the base, blue: fewer; stacks only in the \
-         base not drawn; estimates, and a vector is charged to the stack that last grew \
-         it (peak --base pairs such stacks)",
+        "; estimates, and a vector is charged to the stack that last grew it (peak \
+         --base pairs such stacks)",
         "bytes",
+        widths,
         out,
     )
 }

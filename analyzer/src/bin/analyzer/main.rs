@@ -102,8 +102,12 @@ struct CategoriesJob {
 enum FlamegraphOf {
     /// One report.
     Report(PathBuf),
-    /// The change against the base.
-    Diff { base: PathBuf, change: PathBuf },
+    /// The change against the base, drawing the stacks of the side `widths` names.
+    Diff {
+        base: PathBuf,
+        change: PathBuf,
+        widths: analyzer::export::Widths,
+    },
 }
 
 struct FlamegraphJob {
@@ -339,23 +343,44 @@ impl FlamegraphJob {
             (FlamegraphOf::Report(dir), FlameBy::Live(moment)) => {
                 memory_jobs::heap_flamegraph(dir, moment, self.phase.as_deref(), &mut svg)?;
             }
-            (FlamegraphOf::Diff { base, change }, FlameBy::Allocated(by)) => {
+            (
+                FlamegraphOf::Diff {
+                    base,
+                    change,
+                    widths,
+                },
+                FlameBy::Allocated(by),
+            ) => {
                 let (a, b) = (report::load(base)?, report::load(change)?);
                 cost_jobs::comparable(&a, &b, cost_jobs::Gates::default())?;
                 cost_jobs::warn_of_report(&a);
                 cost_jobs::warn_of_report(&b);
                 let phase = a.check_phase(self.phase.as_deref())?;
                 b.check_phase(phase)?;
-                export::flamegraph_diff(&a, &b, by, phase, &mut svg)?;
+                export::flamegraph_diff(&a, &b, by, phase, *widths, &mut svg)?;
             }
-            (FlamegraphOf::Diff { base, change }, FlameBy::Live(moment)) => {
+            (
+                FlamegraphOf::Diff {
+                    base,
+                    change,
+                    widths,
+                },
+                FlameBy::Live(moment),
+            ) => {
                 let (a, b) = (report::load(base)?, report::load(change)?);
                 cost_jobs::warn_of_report(&a);
                 cost_jobs::warn_of_report(&b);
                 let phase = a.check_phase(self.phase.as_deref())?;
                 b.check_phase(phase)?;
                 let (ma, mb) = (analyzer::memory::load(&a)?, analyzer::memory::load(&b)?);
-                analyzer::memory::flamegraph_diff((&a, &ma), (&b, &mb), moment, phase, &mut svg)?;
+                analyzer::memory::flamegraph_diff(
+                    (&a, &ma),
+                    (&b, &mb),
+                    moment,
+                    phase,
+                    *widths,
+                    &mut svg,
+                )?;
             }
         }
         write_file(&self.out, &svg)

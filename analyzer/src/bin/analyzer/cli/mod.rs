@@ -17,7 +17,7 @@ use analyzer::memory::Moment;
 use analyzer::render::Format;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
-use values::{ByArg, ExportFormat, FlameArg, FormatArg, GroupByArg, InfoFormatArg};
+use values::{ByArg, ExportFormat, FlameArg, FormatArg, GroupByArg, InfoFormatArg, WidthsArg};
 
 /// Parses the command line into a job; clap's error (or help, or version) otherwise.
 pub(crate) fn parse() -> Result<Job, clap::Error> {
@@ -267,10 +267,15 @@ enum Command {
         /// Report directory (written by alloc-tracer).
         #[arg(required_unless_present = "diff", conflicts_with = "diff")]
         report: Option<PathBuf>,
-        /// Compare two reports: widths are the change's, red where it has more than
-        /// the base, blue where fewer.
+        /// Compare two reports: red where the change has more than the base, blue
+        /// where fewer, at the widths --widths says.
         #[arg(long, num_args = 2, value_names = ["BASE", "CHANGE"])]
         diff: Option<Vec<PathBuf>>,
+        /// With --diff, whose stacks are drawn at their widths: the change's (what a
+        /// patch kept or added; what it removed is not drawn) or the base's (what it
+        /// removed shows, in blue; what it added is not drawn).
+        #[arg(long, value_enum, default_value = "change", requires = "diff")]
+        widths: WidthsArg,
         /// Width of a stack: allocations, requested bytes, temporaries, or live bytes
         /// at the kept peak or when the report was written (heap sampling's
         /// estimates; with --diff, a vector grown by doubling is charged to the stack
@@ -480,6 +485,7 @@ impl Command {
             Command::Flamegraph {
                 report,
                 diff,
+                widths,
                 by,
                 phase,
                 out,
@@ -488,7 +494,15 @@ impl Command {
                     Some(mut pair) => {
                         let change = pair.pop().expect("clap takes two values");
                         let base = pair.pop().expect("clap takes two values");
-                        FlamegraphOf::Diff { base, change }
+                        let widths = match widths {
+                            WidthsArg::Change => analyzer::export::Widths::Change,
+                            WidthsArg::Base => analyzer::export::Widths::Base,
+                        };
+                        FlamegraphOf::Diff {
+                            base,
+                            change,
+                            widths,
+                        }
                     }
                     None => FlamegraphOf::Report(report.expect("clap requires it without --diff")),
                 },

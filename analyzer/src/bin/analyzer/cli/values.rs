@@ -50,6 +50,13 @@ impl From<GroupByArg> for GroupBy {
     }
 }
 
+/// Whose stacks a differential flame graph draws.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum WidthsArg {
+    Change,
+    Base,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(super) enum FlameArg {
     Count,
