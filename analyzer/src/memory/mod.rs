@@ -560,10 +560,11 @@ pub fn flamegraph(
 
 /// A differential flame graph SVG of live bytes at `moment` in two reports
 /// (`flamegraph --diff --by peak-bytes` or `end-bytes`): the stacks of the side
-/// `widths` names, red where the change holds more than the base. Heap sampling's estimates, so small
-/// differences are its noise; and a vector grown by doubling is charged to the stack
-/// that last grew it, so a patch that reorders gadgets moves bytes between stacks
-/// with none changed (`peak --base` pairs those rows by naming frame).
+/// `widths` names, red where the change holds more than the base. Heap sampling's
+/// estimates, so small differences are its noise; and a vector grown by doubling is
+/// charged to the stack that last grew it, so a patch that reorders gadgets moves
+/// bytes between stacks with none changed (`peak --base` pairs those rows by naming
+/// frame).
 pub fn flamegraph_diff(
     base: (&Report, &Memory),
     change: (&Report, &Memory),
@@ -588,16 +589,15 @@ pub fn flamegraph_diff(
         }
     }
     let (a, b) = (text(base), text(change));
-    let (drawn, side, other) = match widths {
-        export::Widths::Change => (&b, change, "base"),
-        export::Widths::Base => (&a, base, "change"),
+    // With nothing of the drawn side's live, there is nothing to draw.
+    let (drawn, name, side, other) = match widths {
+        export::Widths::Change => (&b, "change", change, "base"),
+        export::Widths::Base => (&a, "base", base, "change"),
     };
     if drawn.trim().is_empty() {
-        // With nothing of the drawn side's live, there is nothing to draw.
         return refuse(format!(
-            "no sampled block of the {} ({}) was live then: nothing to draw (`peak \
+            "no sampled block of the {name} ({}) was live then: nothing to draw (`peak \
              --base` lists what the {other} held)",
-            if other == "base" { "change" } else { "base" },
             side.0.dir.display()
         ));
     }

@@ -529,13 +529,12 @@ pub(crate) fn warn_if_other_host(cal: &Calibration, r: &report::Report) {
 pub(crate) fn refuse_without_sites(r: &report::Report, what: &str) -> Result<()> {
     let mode = &r.manifest.mode;
     if mode == "count" || (mode == "off" && r.counts_without_sites()) {
-        let why = if r.manifest.mode == "count" {
+        let why = if mode == "count" {
             crate::no_sites(r, None).to_owned()
         } else {
             format!(
-                "it records allocations but no sites (mode {} when written; trace with \
-                 sites or sample:N)",
-                r.manifest.mode
+                "it records allocations but no sites (mode {mode} when written; trace \
+                 with sites or sample:N)"
             )
         };
         anyhow::bail!("{}: no sites {what}: {why}", r.dir.display());
