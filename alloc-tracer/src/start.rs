@@ -76,13 +76,19 @@ fn name_unknown_variables() {
                   ALLOC_TRACE_HEAP, ALLOC_TRACE_LIFETIMES, ALLOC_TRACE_REPORT and \
                   ALLOC_TRACE_TIMELINE_MS)\n",
             ];
-            for piece in pieces {
-                // SAFETY: writes a live buffer of its length to fd 2.
-                unsafe { libc::write(2, piece.as_ptr().cast(), piece.len()) };
-            }
+            say(&pieces);
         }
         // SAFETY: the entry was not the null end, so the next one is in the array.
         at = unsafe { at.add(1) };
+    }
+}
+
+/// Writes `pieces` to standard error with `write(2)`, which neither allocates nor
+/// locks: this runs inside the program's first allocation.
+fn say(pieces: &[&[u8]]) {
+    for piece in pieces {
+        // SAFETY: writes a live buffer of its length to fd 2.
+        unsafe { libc::write(2, piece.as_ptr().cast(), piece.len()) };
     }
 }
 
@@ -127,10 +133,7 @@ fn settings_from_env() {
                 expected,
                 b"); tracing is off unless the program applies settings of its own\n",
             ];
-            for piece in pieces {
-                // SAFETY: writes a live buffer of its length to fd 2.
-                unsafe { libc::write(2, piece.as_ptr().cast(), piece.len()) };
-            }
+            say(&pieces);
         }
         name_unknown_variables();
         session::arm_exit_report();
