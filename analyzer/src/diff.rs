@@ -134,6 +134,15 @@ pub struct Diff {
     /// calibrated `recycle` cost, shared among the categories (and sites) whose
     /// counts fell, in proportion to their fall.
     pub recycling_s: Option<f64>,
+    /// Of `predicted_change_s`, the part at sites in both reports with the same
+    /// allocations and requested bytes on each side: the same allocations priced
+    /// apart, because their blocks lived a different share of the program's
+    /// allocations (a patch that removes many allocations elsewhere makes them read
+    /// shorter-lived; `docs/cost-model.md`, "Across a patch"). `None` without a
+    /// calibration.
+    pub repriced_s: Option<f64>,
+    /// How many sites (keys) make up `repriced_s`.
+    pub repriced_sites: usize,
     /// Measured change in seconds (`change - base` of the wall times).
     pub measured_change_s: Option<f64>,
     /// Sites (keys) in both reports: by whole stack, or with lines ignored.
@@ -415,6 +424,7 @@ pub fn diff(
     let interval = |r: &Report| r.manifest.sample_interval.max(1);
     let (base_interval, change_interval) = (interval(base), interval(change));
     let mut total_noise = Noise::default();
+    let (mut repriced_s, mut repriced_sites) = (cal.map(|_| 0.0), 0);
     let mut category_noise = vec![Noise::default(); cats.len()];
     for k in keys {
         let (x, y) = (a.get(k), b.get(k));
@@ -451,6 +461,15 @@ pub fn diff(
                     + recycling(x.allocs.saturating_sub(y.allocs), site_decreases).unwrap_or(0.0),
             )
         });
+        let in_both = how == BY_PATH || how == IGNORING_LINES;
+        if let Some(r) = repriced_s.as_mut().filter(|_| in_both)
+            && x.allocs == y.allocs
+            && x.bytes == y.bytes
+            && d_cost.is_some_and(|c| c != 0.0)
+        {
+            *r += d_cost.unwrap_or(0.0);
+            repriced_sites += 1;
+        }
         let sampled = |acc: &Acc, interval| Sampled {
             allocs: acc.allocs,
             cost_weight_s2: cal.map(|_| acc.cost_weight_ns2 * 1e-18),
@@ -551,6 +570,8 @@ pub fn diff(
             .map(|(x, y)| to_ns(y - x + recycling_s.unwrap_or(0.0))),
         predicted_change_noise_s: total_noise.cost_bound_s(),
         recycling_s,
+        repriced_s: repriced_s.map(to_ns),
+        repriced_sites,
         measured_change_s: base_side
             .wall_s
             .zip(change_side.wall_s)
@@ -724,6 +745,53 @@ mod tests {
             10,
         );
         assert!(d.sites.is_empty(), "{d:?}");
+    }
+
+    #[test]
+    fn the_same_allocations_priced_apart_are_told_apart_from_the_patch() {
+        // "kept" allocates as before, its blocks now living long; "lc" halves. Only
+        // "kept"'s change is repriced; the prediction holds both.
+        let rules = crate::categories::default_rules();
+        let (mut base, mut change) = (
+            report(&[(0, "kept", 1, 100), (1, "lc", 2, 100)]),
+            report(&[(0, "kept", 1, 100), (1, "lc", 2, 50)]),
+        );
+        base.sites[0].temporary_count = 0;
+        change.sites[0].temporary_count = 0;
+        change.sites[0].followed_count = 100;
+        let cal = crate::calibrate::test_calibration();
+        let d = priced(&base, &change, &rules, &cal, false, None);
+        let kept = d
+            .sites
+            .iter()
+            .find(|s| s.name.starts_with("kept "))
+            .unwrap();
+        let lc = d.sites.iter().find(|s| s.name.starts_with("lc ")).unwrap();
+        assert!(kept.delta_cost_s.unwrap() > 0.0 && lc.delta_cost_s.unwrap() < 0.0);
+        assert_eq!(d.repriced_s, kept.delta_cost_s, "{d:?}");
+        assert_eq!(d.repriced_sites, 1);
+        let both = kept.delta_cost_s.unwrap() + lc.delta_cost_s.unwrap();
+        assert!(
+            (d.predicted_change_s.unwrap() - both).abs() < 1e-12,
+            "{d:?}"
+        );
+        // A report against itself reprices nothing; without a calibration, no figure.
+        let same = priced(&base, &base, &rules, &cal, false, None);
+        assert_eq!((same.repriced_s, same.repriced_sites), (Some(0.0), 0));
+        let unpriced = Pricing {
+            cal: None,
+            recycled: false,
+        };
+        let d = diff(
+            &base,
+            &change,
+            unpriced,
+            &rules,
+            None,
+            Measured::default(),
+            10,
+        );
+        assert_eq!(d.repriced_s, None);
     }
 
     /// The diff of `base` and `change` priced by `cal`, the first 10 sites.

@@ -338,6 +338,8 @@ mod tests {
             predicted_change_s: None,
             predicted_change_noise_s: None,
             recycling_s: None,
+            repriced_s: None,
+            repriced_sites: 0,
             measured_change_s: None,
             sites_matched: 0,
             sites_matched_by_path: 0,

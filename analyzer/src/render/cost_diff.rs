@@ -335,6 +335,21 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
                 opt_s(d.base.cost_s),
                 opt_s(d.change.cost_s),
             )?;
+            if let Some(r) = d.repriced_s.filter(|r| *r != 0.0) {
+                writeln!(
+                    out,
+                    "of which {} at {} {} whose allocations and bytes did not change: \
+                     their blocks lived a different share of the program's allocations \
+                     (docs/cost-model.md, \"Across a patch\")",
+                    seconds(r),
+                    d.repriced_sites,
+                    if d.repriced_sites == 1 {
+                        "site"
+                    } else {
+                        "sites"
+                    }
+                )?;
+            }
             writeln!(out)?;
             writeln!(
                 out,
