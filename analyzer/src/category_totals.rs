@@ -4,6 +4,7 @@
 use crate::categories::{Category, UNMATCHED, classify};
 use crate::rank::{self, RankedSite, frames_of, site_totals};
 use crate::report::Report;
+use crate::sampling_noise::estimate_bound;
 
 /// Totals of one category.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -22,6 +23,10 @@ pub struct CategoryTotals {
     pub temporary_count: u64,
     /// Share of all allocations (and reallocs) in the selection.
     pub share: f64,
+    /// How far sampling alone may put `alloc_count + realloc_count` from the truth
+    /// in a `sample:N` report (as a site's: `RankedSite::alloc_count_noise`);
+    /// `None` in an exact one, and for a category with nothing recorded.
+    pub alloc_count_noise: Option<u64>,
     /// The biggest site in it.
     pub top_site: String,
 }
@@ -40,6 +45,7 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
             bytes_requested: 0,
             temporary_count: 0,
             share: 0.0,
+            alloc_count_noise: None,
             top_site: String::new(),
         })
         .collect();
@@ -70,11 +76,13 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
         }
     }
     for t in &mut out {
+        let calls = t.alloc_count.saturating_add(t.realloc_count);
         t.share = if total == 0 {
             0.0
         } else {
-            t.alloc_count.saturating_add(t.realloc_count) as f64 / total as f64
+            calls as f64 / total as f64
         };
+        t.alloc_count_noise = estimate_bound(calls, report.manifest.sample_interval);
     }
     out
 }

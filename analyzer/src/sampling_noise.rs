@@ -90,6 +90,36 @@ impl Noise {
     }
 }
 
+/// How far sampling alone may put `estimate`, a count in a report of sample
+/// interval `interval`, from the truth (twice its standard deviation, about `N c`
+/// in variance for `c` allocations, taken as the estimate); `None` in an exact
+/// report (`interval` 1, or 0 where the report does not say).
+pub fn estimate_bound(estimate: u64, interval: u64) -> Option<u64> {
+    Noise::of_sides(
+        Sampled {
+            allocs: estimate,
+            cost_weight_s2: None,
+            interval,
+        },
+        Sampled {
+            allocs: 0,
+            cost_weight_s2: None,
+            interval: 1,
+        },
+    )
+    .0
+    .count_bound()
+}
+
+/// `bound` as a share of `estimate`, for tables: `±6%`; empty without a bound.
+pub fn relative(bound: Option<u64>, estimate: u64) -> String {
+    match bound {
+        None => String::new(),
+        Some(_) if estimate == 0 => "±-".to_owned(),
+        Some(b) => format!("±{:.0}%", 100.0 * b as f64 / estimate as f64),
+    }
+}
+
 /// The sum for [`Sampled::cost_weight_s2`] of one site of `allocs` allocations
 /// costing `cost_s` in all.
 pub fn cost_weight(cost_s: f64, allocs: u64) -> f64 {
@@ -116,6 +146,20 @@ mod tests {
             cost_weight_s2: Some(cost_weight(cost_s, allocs)),
             interval,
         }
+    }
+
+    #[test]
+    fn an_estimate_of_k_samples_is_within_two_over_root_k() {
+        // 976 samples at 1 in 1000: 2 * sqrt(1000 * 976000) = 62,482, 6 % of it.
+        let bound = estimate_bound(976_000, 1000);
+        assert_eq!(bound, Some(62_482));
+        assert_eq!(relative(bound, 976_000), "±6%");
+        // One sample: twice the estimate itself.
+        assert_eq!(relative(estimate_bound(1000, 1000), 1000), "±200%");
+        // Exact reports have none.
+        assert_eq!(estimate_bound(976_000, 1), None);
+        assert_eq!(estimate_bound(976_000, 0), None);
+        assert_eq!(relative(None, 5), "");
     }
 
     #[test]

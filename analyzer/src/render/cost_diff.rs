@@ -2,12 +2,12 @@
 //! CSV is one table of both, told apart by a `kind` column, with the fields a kind
 //! lacks left empty.
 
-use super::{Format, csv_rows, opt_pct, pct, seconds, with_callers};
+use super::{Format, csv_rows, opt_pct, pct, seconds, spread, with_callers};
 use crate::cost::{CategoryCost, CostReport, SiteCost};
 use crate::diff::{CategoryDelta, Diff, SiteDelta};
 use crate::fail_if::Failed;
 use crate::naming;
-use crate::sampling_noise::within;
+use crate::sampling_noise::{relative, within};
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -26,6 +26,7 @@ struct CostCsvRow<'a> {
     alloc_count: u64,
     realloc_count: Option<u64>,
     temporary_count: Option<u64>,
+    alloc_count_noise: Option<u64>,
     direct_s: f64,
     indirect_s: f64,
     total_s: f64,
@@ -40,6 +41,7 @@ impl<'a> From<&'a CategoryCost> for CostCsvRow<'a> {
             sites: Some(c.sites),
             alloc_count: c.alloc_count,
             realloc_count: Some(c.realloc_count),
+            alloc_count_noise: c.alloc_count_noise,
             direct_s: c.direct_s,
             indirect_s: c.indirect_s,
             total_s: c.total_s,
@@ -63,6 +65,7 @@ impl<'a> From<&'a SiteCost> for CostCsvRow<'a> {
             alloc_count: s.alloc_count,
             realloc_count: Some(s.realloc_count),
             temporary_count: Some(s.temporary_count),
+            alloc_count_noise: s.alloc_count_noise,
             direct_s: s.direct_s,
             indirect_s: s.indirect_s,
             total_s: s.total_s,
@@ -168,18 +171,28 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
                 )?;
             }
             writeln!(out)?;
+            // A column of sampling's spread only in a `sample:N` report.
+            let sampled = c.categories.iter().any(|k| k.alloc_count_noise.is_some());
             writeln!(
                 out,
-                "{:<40} {:>13} {:>10} {:>10} {:>10} {:>7}",
-                "category", "alloc+realloc", "direct", "indirect", "saves", "of phase"
+                "{:<40} {:>13}{} {:>10} {:>10} {:>10} {:>7}",
+                "category",
+                "alloc+realloc",
+                spread(sampled, "±"),
+                "direct",
+                "indirect",
+                "saves",
+                "of phase"
             )?;
-            let (shown, left) = super::used_categories(&c.categories, |k| k.sites > 0);
+            let (shown, left) = super::used_categories(&c.categories, |k| k.sites > 0, sampled);
             for k in shown {
+                let calls = k.alloc_count.saturating_add(k.realloc_count);
                 writeln!(
                     out,
-                    "{:<40} {:>13} {:>10} {:>10} {:>10} {:>7}",
+                    "{:<40} {:>13}{} {:>10} {:>10} {:>10} {:>7}",
                     k.category,
-                    k.alloc_count.saturating_add(k.realloc_count),
+                    calls,
+                    spread(sampled, relative(k.alloc_count_noise, calls)),
                     seconds(k.direct_s),
                     seconds(k.indirect_s),
                     seconds(k.total_s),
@@ -192,15 +205,23 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             writeln!(out)?;
             writeln!(
                 out,
-                "{:>4} {:>13} {:>10} {:>10} {:>10} {:>7}  site {{category}} (removing it saves ~saves)",
-                "rank", "alloc+realloc", "direct", "indirect", "saves", "of phase"
+                "{:>4} {:>13}{} {:>10} {:>10} {:>10} {:>7}  site {{category}} (removing it saves ~saves)",
+                "rank",
+                "alloc+realloc",
+                spread(sampled, "±"),
+                "direct",
+                "indirect",
+                "saves",
+                "of phase"
             )?;
             for s in &c.sites {
+                let calls = s.alloc_count.saturating_add(s.realloc_count);
                 writeln!(
                     out,
-                    "{:>4} {:>13} {:>10} {:>10} {:>10} {:>7}  {} {{{}}}",
+                    "{:>4} {:>13}{} {:>10} {:>10} {:>10} {:>7}  {} {{{}}}",
                     s.rank,
-                    s.alloc_count.saturating_add(s.realloc_count),
+                    calls,
+                    spread(sampled, relative(s.alloc_count_noise, calls)),
                     seconds(s.direct_s),
                     seconds(s.indirect_s),
                     seconds(s.total_s),
@@ -208,6 +229,9 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
                     naming::with_distinction(&with_callers(&s.name, &s.callers), &s.distinction),
                     s.category
                 )?;
+            }
+            if sampled {
+                writeln!(out, "\n{}", super::SAMPLED_FOOTER)?;
             }
             Ok(())
         }
@@ -356,9 +380,11 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
                 "{:<40} {:>12} {:>12} {:>12} {:>10}",
                 "category", "base", "change", "delta", "cost"
             )?;
-            let (shown, left) = super::used_categories(&d.categories, |c| {
-                c.base_alloc_count > 0 || c.change_alloc_count > 0
-            });
+            let (shown, left) = super::used_categories(
+                &d.categories,
+                |c| c.base_alloc_count > 0 || c.change_alloc_count > 0,
+                d.categories.iter().any(|c| c.alloc_count_noise.is_some()),
+            );
             for c in shown {
                 writeln!(
                     out,
@@ -486,6 +512,7 @@ mod tests {
             alloc_count: 3,
             realloc_count: 4,
             temporary_count: 5,
+            alloc_count_noise: Some(90),
             direct_s: 0.5,
             indirect_s: 0.25,
             total_s: 0.75,
@@ -497,6 +524,7 @@ mod tests {
             sites: 6,
             alloc_count: 7,
             realloc_count: 8,
+            alloc_count_noise: Some(12),
             direct_s: 1.5,
             indirect_s: 2.5,
             total_s: 4.0,

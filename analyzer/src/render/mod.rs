@@ -16,6 +16,7 @@ pub use info::{calibration, info};
 use crate::category_totals::CategoryTotals;
 use crate::naming;
 use crate::rank::RankedSite;
+use crate::sampling_noise::relative;
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -106,20 +107,31 @@ pub(crate) fn with_callers(name: &str, callers: &str) -> String {
 /// The rows of a category table worth a line (those `used` accepts: with sites or
 /// allocations), and a line after them for the others, if any: a program other than
 /// a bellperson prover matches none of most built-in rules, and a dozen zero rows
-/// would hide its one or two. JSON and CSV keep every row.
+/// would hide its one or two. JSON and CSV keep every row. `sampled`: the table is
+/// of a `sample:N` report (or a diff with one), where a category that recorded
+/// nothing may still have had allocations.
 pub(crate) fn used_categories<T>(
     rows: &[T],
     used: impl Fn(&T) -> bool,
+    sampled: bool,
 ) -> (Vec<&T>, Option<String>) {
     let shown: Vec<&T> = rows.iter().filter(|r| used(r)).collect();
     let left = rows.len() - shown.len();
+    let nothing = if sampled {
+        "nothing sampled"
+    } else {
+        "nothing"
+    };
     let note = (left > 0).then(|| {
         if shown.is_empty() {
             // Not "more": none was shown.
-            return "(no category has anything in it: --format json lists every one)".to_owned();
+            return format!(
+                "(no category has anything{} in it: --format json lists every one)",
+                if sampled { " sampled" } else { "" }
+            );
         }
         format!(
-            "({left} more {} with nothing in {}: --format json lists every one)",
+            "({left} more {} with {nothing} in {}: --format json lists every one)",
             if left == 1 { "category" } else { "categories" },
             if left == 1 { "it" } else { "them" }
         )
@@ -181,13 +193,16 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                     String::new()
                 }
             };
+            // A column of sampling's spread only in a `sample:N` report.
+            let sampled = sites.iter().any(|s| s.alloc_count_noise.is_some());
             writeln!(
                 out,
-                "{:>4} {:>13} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  site",
+                "{:>4} {:>13}{} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  site",
                 "rank",
                 // What sites count and rank by: a realloc that moves a block is
                 // an allocation too.
                 "alloc+realloc",
+                spread(sampled, "±"),
                 "share",
                 "bytes",
                 "temps",
@@ -197,11 +212,13 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                 count(&"sites")
             )?;
             for s in sites {
+                let calls = s.alloc_count.saturating_add(s.realloc_count);
                 writeln!(
                     out,
-                    "{:>4} {:>13} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  {}",
+                    "{:>4} {:>13}{} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  {}",
                     s.rank,
-                    s.alloc_count.saturating_add(s.realloc_count),
+                    calls,
+                    spread(sampled, relative(s.alloc_count_noise, calls)),
                     pct(s.share),
                     s.bytes_requested,
                     format!("{:.0}%", 100.0 * s.temporary_share),
@@ -212,10 +229,29 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                     naming::with_distinction(&with_callers(&s.name, &s.callers), &s.distinction)
                 )?;
             }
+            if sampled {
+                writeln!(out, "\n{SAMPLED_FOOTER}")?;
+            }
             Ok(())
         }
     }
 }
+
+/// The `±` column's cell (`sampled`: the table is of a `sample:N` report), or
+/// nothing: an exact report's table has no such column.
+pub(crate) fn spread(sampled: bool, cell: impl std::fmt::Display) -> String {
+    if sampled {
+        format!(" {cell:>6}")
+    } else {
+        String::new()
+    }
+}
+
+/// Under a table of a `sample:N` report's rows: what its `±` column says.
+pub(crate) const SAMPLED_FOOTER: &str = "± is how far sampling alone may put a row's count from the truth (two standard \
+     errors): a sample:N report records one allocation in N and counts it N times, so \
+     its counts, bytes, temporaries and costs are estimates, and a row of few recorded \
+     allocations is rough";
 
 /// Writes category totals.
 pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) -> io::Result<()> {
@@ -226,19 +262,28 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
         }
         Format::Csv => csv_rows(out, cats),
         Format::Table => {
+            let sampled = cats.iter().any(|c| c.alloc_count_noise.is_some());
             writeln!(
                 out,
-                "{:<40} {:>6} {:>13} {:>7} {:>14} {:>12}  top site",
-                "category", "sites", "alloc+realloc", "share", "bytes", "temporaries"
+                "{:<40} {:>6} {:>13}{} {:>7} {:>14} {:>12}  top site",
+                "category",
+                "sites",
+                "alloc+realloc",
+                spread(sampled, "±"),
+                "share",
+                "bytes",
+                "temporaries"
             )?;
-            let (shown, left) = used_categories(cats, |c| c.sites > 0);
+            let (shown, left) = used_categories(cats, |c| c.sites > 0, sampled);
             for c in shown {
+                let calls = c.alloc_count.saturating_add(c.realloc_count);
                 writeln!(
                     out,
-                    "{:<40} {:>6} {:>13} {:>7} {:>14} {:>12}  {}",
+                    "{:<40} {:>6} {:>13}{} {:>7} {:>14} {:>12}  {}",
                     c.category,
                     c.sites,
-                    c.alloc_count.saturating_add(c.realloc_count),
+                    calls,
+                    spread(sampled, relative(c.alloc_count_noise, calls)),
                     pct(c.share),
                     c.bytes_requested,
                     c.temporary_count,
@@ -247,6 +292,9 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
             }
             if let Some(left) = left {
                 writeln!(out, "{left}")?;
+            }
+            if sampled {
+                writeln!(out, "\n{SAMPLED_FOOTER}")?;
             }
             Ok(())
         }
@@ -298,17 +346,28 @@ mod tests {
     #[test]
     fn unused_categories_are_counted_as_more_only_after_some_shown() {
         let rows = [0, 3, 0];
-        let (shown, note) = used_categories(&rows, |n| *n > 0);
+        let (shown, note) = used_categories(&rows, |n| *n > 0, false);
         assert_eq!(shown, [&3]);
         assert_eq!(
             note.unwrap(),
             "(2 more categories with nothing in them: --format json lists every one)"
         );
-        let (shown, note) = used_categories(&[0, 0], |n: &i32| *n > 0);
+        let (shown, note) = used_categories(&[0, 0], |n: &i32| *n > 0, false);
         assert!(shown.is_empty());
         assert_eq!(
             note.unwrap(),
             "(no category has anything in it: --format json lists every one)"
+        );
+        // In a sample:N report an empty category may only have gone unrecorded.
+        let (_, note) = used_categories(&[0, 3], |n: &i32| *n > 0, true);
+        assert_eq!(
+            note.unwrap(),
+            "(1 more category with nothing sampled in it: --format json lists every one)"
+        );
+        let (_, note) = used_categories(&[0], |n: &i32| *n > 0, true);
+        assert_eq!(
+            note.unwrap(),
+            "(no category has anything sampled in it: --format json lists every one)"
         );
     }
 
