@@ -74,6 +74,47 @@ impl Margins {
     }
 }
 
+/// How a draft's first line begins; the report it names follows, then a full stop.
+pub(crate) const DRAFTED_FROM: &str = "# Allocation budget drafted by `analyzer budget` from ";
+
+/// The report a budget file was drafted from, as its first line names it; `None`
+/// for a file written otherwise.
+pub(crate) fn drafted_from(text: &str) -> Option<&str> {
+    text.lines()
+        .next()?
+        .strip_prefix(DRAFTED_FROM)?
+        .strip_suffix('.')
+}
+
+/// A margin as a per cent: whole per cents as such, a smaller margin with the
+/// decimals it has (`5 %`, `2.5 %`).
+pub(crate) fn percent(m: f64) -> String {
+    let p = m * 100.0;
+    if p == p.round() {
+        format!("{p:.0} %")
+    } else {
+        format!("{} %", (p * 100.0).round() / 100.0)
+    }
+}
+
+/// How the limit at `key` (`Checked::key`) is written: a category's share,
+/// allocations per row, or a count (allocations, bytes, temporaries, peaks).
+pub(crate) fn kind_of(key: &[String]) -> Kind {
+    match key.last().map(String::as_str) {
+        Some("share") => Kind::Share,
+        Some("allocs_per_row") => Kind::Ratio,
+        _ => Kind::Count,
+    }
+}
+
+/// The margin that applies to the limit at `key`: the memory one for peaks.
+pub(crate) fn margin_of(key: &[String], margins: Margins) -> f64 {
+    match key.last().map(String::as_str) {
+        Some("peak_live_bytes" | "peak_rss_bytes") => margins.memory,
+        _ => margins.counts,
+    }
+}
+
 impl Default for Margins {
     fn default() -> Self {
         Margins {
@@ -105,18 +146,10 @@ pub fn draft(
     };
     let mut out = String::new();
     let mode = &report.manifest.mode;
-    // Whole per cents as such; a smaller margin with the decimals it has.
-    let pct = |m: f64| {
-        let p = m * 100.0;
-        if p == p.round() {
-            format!("{p:.0} %")
-        } else {
-            format!("{} %", (p * 100.0).round() / 100.0)
-        }
-    };
+    let pct = percent;
     let _ = writeln!(
         out,
-        "# Allocation budget drafted by `analyzer budget` from {source}.\n\
+        "{DRAFTED_FROM}{source}.\n\
          # Every limit is a maximum, {} above the report's figure ({} for peak live\n\
          # bytes and peak RSS, which move with thread timing); the comments give the\n\
          # figures. Edit freely: a limit left out is not checked. Check a report traced\n\
@@ -351,7 +384,7 @@ pub(crate) fn shown(found: f64, kind: Kind) -> String {
 }
 
 /// `text` as one shell word: as it is when it needs no quoting, else in single quotes.
-fn shell_word(text: &str) -> String {
+pub(crate) fn shell_word(text: &str) -> String {
     let plain = !text.is_empty()
         && text
             .chars()

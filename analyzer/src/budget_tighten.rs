@@ -1,9 +1,11 @@
 //! A ratchet for a budget (`analyzer budget REPORT --tighten FILE`): every limit
 //! that lies more than one and a half margins above the report's figure comes down
-//! to the figure plus the margin, as a draft would set it; none goes up. The file is
-//! rewritten as it was (comments, order, the form of each value: a byte limit
-//! written `"660MiB"` stays in binary units) but for the limits lowered, and the
-//! `# report: N` comment a draft puts beside a limit gives the new figure.
+//! to the figure plus the margin, as a draft would set it, and a count that came to
+//! 0 comes down to 0; none goes up. The file is rewritten as it was (comments,
+//! order, the form of each value: a byte limit written `"660MiB"` stays in binary
+//! units) but for the limits lowered, the `# report: N` comment a draft puts beside
+//! a limit gives the new figure, and a line under a draft's first says which report
+//! and margins it was last tightened to.
 //!
 //! So a patch that saves allocations can lock its saving in, and the next one that
 //! gives it back fails `analyzer check`, rather than passing inside headroom the
@@ -12,7 +14,7 @@
 
 use crate::Error;
 use crate::budget::{self, Checked};
-use crate::budget_draft::{Kind, Margins, limit_value, shown};
+use crate::budget_draft::{Margins, drafted_from, kind_of, limit_value, margin_of, percent, shown};
 use crate::categories::Category;
 use crate::report::Report;
 use std::path::Path;
@@ -44,8 +46,8 @@ pub struct Tightened {
     pub lowered: Vec<Lowered>,
     /// Limits already within the margin of the report's figure.
     pub kept: usize,
-    /// Limits not tightened whatever their headroom, with why: a figure of 0, or
-    /// an estimate in `sample:N`.
+    /// Limits not tightened whatever their headroom, with why: a peak, share or
+    /// ratio of 0, or an estimate in `sample:N`.
     pub left: Vec<(String, &'static str)>,
     /// Limits the report is over (`analyzer check`'s breaches), left as they are.
     pub over: Vec<Checked>,
@@ -80,21 +82,20 @@ pub fn tighten(
             over.push(c);
             continue;
         }
-        // As a draft leaves them out: a limit of 0 fails at the first event, and a
-        // margin of a few per cent does not cover sampling's noise.
-        if c.found == 0.0 {
-            left.push((c.name(), "the report's figure is 0"));
-            continue;
-        }
+        // A margin of a few per cent does not cover sampling's noise.
         if sampled && estimated(&c.key) {
             left.push((c.name(), "an estimate from sampled stacks"));
             continue;
         }
+        // A count the patch took to 0 is locked in at 0, so that the first
+        // allocation that comes back fails the check (`check` refuses a temporaries
+        // limit on a report that does not count them); a peak of 0 says nothing.
+        if c.found == 0.0 && !counted(&c.key) {
+            left.push((c.name(), "the report's figure is 0"));
+            continue;
+        }
         let kind = kind_of(&c.key);
-        let margin = match c.key.last().map(String::as_str) {
-            Some("peak_live_bytes" | "peak_rss_bytes") => margins.memory,
-            _ => margins.counts,
-        };
+        let margin = margin_of(&c.key, margins);
         let (text, now) = limit_value(c.found, margin, kind);
         // (A share or ratio rounded up to three decimals may not come down at all.)
         if c.budget <= c.found * (1.0 + SLACK * margin) || now >= c.budget {
@@ -132,8 +133,12 @@ pub fn tighten(
             now,
         });
     }
+    let mut text = doc.to_string();
+    if !lowered.is_empty() {
+        text = with_tightened_note(&text, &report.dir.display().to_string(), margins);
+    }
     Ok(Tightened {
-        text: doc.to_string(),
+        text,
         lowered,
         kept,
         left,
@@ -150,14 +155,13 @@ fn estimated(key: &[String]) -> bool {
     )
 }
 
-/// How the limit at `key` is written: a category's share, allocations per row, or
-/// a count (allocations, bytes, temporaries, peaks).
-fn kind_of(key: &[String]) -> Kind {
-    match key.last().map(String::as_str) {
-        Some("share") => Kind::Share,
-        Some("allocs_per_row") => Kind::Ratio,
-        _ => Kind::Count,
-    }
+/// True for a limit on a count of events, which a report records whatever it is
+/// (allocations, bytes, temporaries), as against a peak, share or ratio.
+fn counted(key: &[String]) -> bool {
+    matches!(
+        key.last().map(String::as_str),
+        Some("allocs" | "bytes" | "temporaries")
+    )
 }
 
 /// The value at `key` in `doc`, through tables, inline tables and dotted keys.
@@ -204,6 +208,44 @@ fn in_units(bytes: u64, most: f64) -> (String, f64) {
         }
     }
     (format!("\"{bytes}B\""), bytes as f64)
+}
+
+/// How the line that says a draft was tightened begins.
+const TIGHTENED: &str = "# Tightened by `analyzer budget --tighten` to ";
+
+/// The report a draft's limits were last set from: the one it was last tightened
+/// to, else the one it was drafted from; `None` for a file written otherwise.
+pub fn last_set_from(text: &str) -> Option<&str> {
+    let drafted = drafted_from(text)?;
+    let tightened = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.strip_prefix(TIGHTENED))
+        .and_then(|l| l.split_once(": the limits it lowered").map(|(r, _)| r));
+    Some(tightened.unwrap_or(drafted))
+}
+
+/// A draft's `text` with a line under its first that says it was last tightened to
+/// `report` and by what margins (its own lines give the draft's), in place of the
+/// line an earlier tightening left; a file not drafted by `analyzer budget` as it
+/// is.
+fn with_tightened_note(text: &str, report: &str, margins: Margins) -> String {
+    if drafted_from(text).is_none() {
+        return text.to_owned();
+    }
+    let note = format!(
+        "{TIGHTENED}{report}: the limits it lowered lie {} above its figures ({} for \
+         peaks).",
+        percent(margins.counts),
+        percent(margins.memory)
+    );
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let line = format!("{note}\n");
+    match lines.get(1) {
+        Some(l) if l.starts_with(TIGHTENED) => lines[1] = &line,
+        _ => lines.insert(1, &line),
+    }
+    lines.concat()
 }
 
 /// A value's trailing comment with a draft's `# report: N` made to give `figure`;
@@ -342,35 +384,104 @@ mod tests {
     }
 
     #[test]
-    fn zero_figures_and_sampled_estimates_are_left_as_they_are() {
-        let mut r = report(1000, 0, 1);
-        r.phases[0].temporary_count = 50;
-        // A report with sites, as temporaries limits need.
+    fn a_draft_says_it_was_tightened_and_by_what_margins_once() {
+        let mut r = report(1000, 10, 1);
+        r.dir = "reports/new".into();
+        let draft = "# Allocation budget drafted by `analyzer budget` from reports/old.\n\
+                     # Every limit is a maximum, 5 % above the report's figure.\n\
+                     [phase.p]\nallocs = 5_000\n";
+        let m = Margins {
+            counts: 0.02,
+            memory: 0.15,
+        };
+        let once = tighten(draft, Path::new("b.toml"), &r, &[], m).unwrap();
+        let note = "# Tightened by `analyzer budget --tighten` to reports/new: the limits it \
+                    lowered lie 2 % above its figures (15 % for peaks).\n";
+        assert_eq!(
+            once.text,
+            format!(
+                "# Allocation budget drafted by `analyzer budget` from reports/old.\n{note}\
+                 # Every limit is a maximum, 5 % above the report's figure.\n\
+                 [phase.p]\nallocs = 1_020\n"
+            )
+        );
+        // A second tightening replaces the line; a hand-written file gets none.
+        r.phases[0].alloc_count = 500;
+        let twice = tighten(&once.text, Path::new("b.toml"), &r, &[], m).unwrap();
+        assert_eq!(
+            twice.text.matches("# Tightened").count(),
+            1,
+            "{}",
+            twice.text
+        );
+        assert_eq!(last_set_from(draft), Some("reports/old"));
+        assert_eq!(last_set_from(&twice.text), Some("reports/new"));
+        let own = tightened("[phase.p]\nallocs = 5_000\n", &r);
+        assert_eq!(own.text, "[phase.p]\nallocs = 525\n");
+    }
+
+    /// `r` with one site of its allocations and `temporaries`, as temporaries
+    /// limits need.
+    fn with_site(mut r: Report, temporaries: u64) -> Report {
+        r.phases[0].temporary_count = temporaries;
         r.sites = vec![crate::report::SiteRow {
             site_id: 0,
             phase: "p".into(),
             size_class_bytes: 16,
-            alloc_count: 1000,
+            alloc_count: r.phases[0].alloc_count,
             realloc_count: 0,
             bytes_requested: 0,
             bytes_allocated: 0,
-            temporary_count: 50,
+            temporary_count: temporaries,
             lifetime_ns_median: None,
             followed_freed_count: 0,
             followed_count: 0,
         }];
-        let text = "[phase.p]\nbytes = 1_000\ntemporaries = 5_000\n";
+        r
+    }
+
+    #[test]
+    fn zero_figures_and_sampled_estimates_are_left_as_they_are() {
+        let mut r = with_site(report(1000, 0, 0), 50);
+        let text = "[phase.p]\npeak_live_bytes = 1_000\ntemporaries = 5_000\n";
         let t = tightened(text, &r);
         assert_eq!(
             t.left,
-            [("phase p: bytes".to_owned(), "the report's figure is 0")]
+            [(
+                "phase p: peak_live_bytes".to_owned(),
+                "the report's figure is 0"
+            )]
         );
         assert_eq!(t.lowered.len(), 1, "temporaries, exact outside sample:N");
         r.manifest.mode = "sample:1000".into();
         let t = tightened(text, &r);
         assert_eq!(t.text, text);
         assert_eq!(t.left.len(), 2);
-        assert_eq!(t.left[1].1, "an estimate from sampled stacks");
+        assert!(
+            t.left.contains(&(
+                "phase p: temporaries".to_owned(),
+                "an estimate from sampled stacks"
+            )),
+            "{:?}",
+            t.left
+        );
+    }
+
+    #[test]
+    fn a_count_the_patch_took_to_zero_is_locked_in_at_zero() {
+        let mut r = with_site(report(1000, 0, 1), 0);
+        r.manifest.mode = "sites".into();
+        let text = "[phase.p]\nbytes = 1_000   # report: 900\ntemporaries = 0\n";
+        let t = tightened(text, &r);
+        assert_eq!(
+            t.text,
+            "[phase.p]\nbytes = 0   # report: 0\ntemporaries = 0\n"
+        );
+        assert_eq!(t.lowered.len(), 1);
+        assert_eq!((t.lowered[0].was, t.lowered[0].now), (1000.0, 0.0));
+        // A limit already at 0 is kept, not "left": nothing to say of it.
+        assert_eq!(t.kept, 1, "{:?}", t.left);
+        assert_eq!(t.left, []);
     }
 
     #[test]

@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod budget;
+pub mod budget_advice;
 pub mod budget_draft;
 pub mod budget_tighten;
 pub mod calibrate;

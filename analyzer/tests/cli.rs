@@ -2350,14 +2350,34 @@ fn check_over_budget_exits_1_with_one_line_per_breach() {
             ("site.\"demo.rs:21\".allocs", true),
         ]
     );
-    // And one line each on standard error, after the data.
+    // And one line each on standard error, after the data; then what to run to see
+    // where they came from, and the limits that would accept them.
+    let err = String::from_utf8(out.stderr).unwrap();
+    let (breaches, hints) = err.split_at(err.find("analyzer: to see").expect(&err));
     assert_eq!(
-        String::from_utf8(out.stderr).unwrap(),
+        breaches,
         "analyzer: over budget: phase build: allocs 85726 > 85725 (+0.0%)\n\
          analyzer: over budget: phase build: bytes 2793080 > 2793079 (+0.0%)\n\
          analyzer: over budget: phase build: temporaries 80357 > 80356 (+0.0%)\n\
          analyzer: over budget: phase build: category.\"other (no rule matched)\".share 1 > 0.900 (+11.1%)\n\
          analyzer: over budget: phase build: site.\"demo.rs:21\".allocs 12 > 11 (+9.1%)\n"
+    );
+    let hints: Vec<&str> = hints.lines().collect();
+    assert_eq!(hints.len(), 2, "{hints:?}");
+    // A budget written by hand names no base report.
+    assert!(
+        hints[0].ends_with(&format!(
+            "analyzer diff BASE {} --phase build, BASE a report of the build the budget \
+             was made for",
+            r.display()
+        )),
+        "{hints:?}"
+    );
+    assert!(
+        hints[1].contains("allocs to 90_013")
+            && hints[1].contains("share to 1.000")
+            && hints[1].ends_with("site.\"demo.rs:21\".allocs to 13"),
+        "{hints:?}"
     );
     // The table marks them and counts them.
     let out = analyzer(&[

@@ -395,9 +395,27 @@ pub(crate) fn unless_reader_left(written: std::io::Result<()>, breaches: &[Strin
     }
 }
 
+/// What a gate found: its breaches, and what to print after them (how to see where
+/// a breach came from, how to accept it).
+#[derive(Default)]
+pub(crate) struct Gated {
+    pub(crate) breaches: Vec<String>,
+    pub(crate) hints: Vec<String>,
+}
+
+impl From<Vec<String>> for Gated {
+    fn from(breaches: Vec<String>) -> Self {
+        Gated {
+            breaches,
+            hints: Vec::new(),
+        }
+    }
+}
+
 impl CheckJob {
-    /// Writes every limit checked; returns the breaches of the budget.
-    pub(crate) fn run(self, out: &mut dyn Write) -> Result<Vec<String>> {
+    /// Writes every limit checked; returns the breaches of the budget, and what to
+    /// do about them.
+    pub(crate) fn run(self, out: &mut dyn Write) -> Result<Gated> {
         let text = std::fs::read_to_string(&self.budget)
             .with_context(|| format!("{}", self.budget.display()))?;
         let b = budget::parse(&text, &self.budget)?;
@@ -417,13 +435,13 @@ impl CheckJob {
                 r.manifest.mode
             );
         }
-        let over: Vec<String> = checked
-            .iter()
-            .filter(|c| c.over())
-            .map(|c| c.to_string())
-            .collect();
-        unless_reader_left(render::checked(out, &checked, self.format), &over)?;
-        Ok(over)
+        let over: Vec<&budget::Checked> = checked.iter().filter(|c| c.over()).collect();
+        let breaches: Vec<String> = over.iter().map(|c| c.to_string()).collect();
+        unless_reader_left(render::checked(out, &checked, self.format), &breaches)?;
+        Ok(Gated {
+            breaches,
+            hints: analyzer::budget_advice::advice(&text, &self.budget, &over, &self.report),
+        })
     }
 }
 

@@ -209,30 +209,33 @@ fn main() -> ExitCode {
 fn run(job: Job) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut breaches = Vec::new();
+    let mut gated = cost_jobs::Gated::default();
     match job {
         Job::Info(job) => job.run(&mut out)?,
         Job::Top(job) => job.run(&mut out)?,
         Job::Categories(job) => job.run(&mut out)?,
         Job::Calibrate(job) => job.run(&mut out)?,
         Job::Cost(job) => job.run(&mut out)?,
-        Job::Diff(job) => breaches = job.run(&mut out)?,
-        Job::Check(job) => breaches = job.run(&mut out)?,
+        Job::Diff(job) => gated = job.run(&mut out)?.into(),
+        Job::Check(job) => gated = job.run(&mut out)?,
         Job::Budget(job) => job.run(&mut out)?,
         Job::Flamegraph(job) => job.run()?,
         Job::Held(job) => job.run(&mut out)?,
         Job::Timeline(job) => job.run()?,
         Job::Export(job) => job.run()?,
     }
-    cost_jobs::unless_reader_left(out.flush(), &breaches)?;
-    if breaches.is_empty() {
+    cost_jobs::unless_reader_left(out.flush(), &gated.breaches)?;
+    if gated.breaches.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
-    // One line each, after the data, so that a CI log ends with what failed. Should
-    // standard error be a pipe whose reader left (`2>&1 | head`), the exit status
-    // still says so: a gate that failed never exits 0.
-    for b in &breaches {
+    // One line each, after the data, so that a CI log ends with what failed and what
+    // to do about it. Should standard error be a pipe whose reader left (`2>&1 |
+    // head`), the exit status still says so: a gate that failed never exits 0.
+    for b in &gated.breaches {
         note!("analyzer: over budget: {b}");
+    }
+    for h in &gated.hints {
+        note!("analyzer: {h}");
     }
     Ok(ExitCode::from(1))
 }
