@@ -207,6 +207,27 @@ impl Checked {
     }
 }
 
+/// `x` as an integer when it is one (a count, bytes), else as it is (a share, a
+/// cost in seconds): for JSON, where `683014.0` reads as a measurement.
+pub fn whole_or_fraction<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        s.serialize_i64(*x as i64)
+    } else {
+        s.serialize_f64(*x)
+    }
+}
+
+/// [`whole_or_fraction`] of a figure there may not be.
+pub fn opt_whole_or_fraction<S: serde::Serializer>(
+    x: &Option<f64>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(x) => whole_or_fraction(x, s),
+        None => s.serialize_none(),
+    }
+}
+
 /// Whole numbers without a fraction, shares with three decimals.
 pub fn figure(x: f64) -> String {
     if x.fract() == 0.0 && x.abs() < 1e15 {

@@ -55,6 +55,9 @@ pub struct Side {
     pub cost_s: Option<f64>,
     /// Wall time of the phase: given on the command line, else the traced run's.
     pub wall_s: Option<f64>,
+    /// The report's sample interval: 1 where every allocation's stack was recorded
+    /// (`sites`, `count`), N in `sample:N`, whose temporaries are estimates.
+    pub sample_interval: u64,
 }
 
 /// A site's change.
@@ -555,6 +558,7 @@ pub fn diff(
             max_rss_bytes: r.manifest.totals.max_rss_bytes,
             cost_s: cal.map(|_| m.values().filter_map(|s| s.cost_ns).sum::<f64>() * 1e-9),
             wall_s: given.or_else(|| r.wall_s(phase)),
+            sample_interval: r.manifest.sample_interval.max(1),
         }
     };
     let given = measured.base_s.is_some() && measured.change_s.is_some();

@@ -5,10 +5,12 @@
 use crate::Error;
 use crate::budget::figure;
 use crate::diff::Diff;
+use crate::sampling_noise::{Noise, Sampled};
 use std::fmt;
 
 /// What a `--fail-if` condition compares.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Allocations and reallocs.
     Allocs,
@@ -25,8 +27,9 @@ pub enum Metric {
     Rss,
 }
 
-/// How large a growth fails.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// How large a growth fails (in JSON `{"absolute": 0.005}` or `{"percent": 1.0}`).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Threshold {
     /// `change - base` above this, in the metric's unit (count, bytes, seconds).
     Absolute(f64),
@@ -131,21 +134,45 @@ fn condition(text: &str, metric: Metric, threshold: Threshold) -> Condition {
     }
 }
 
-/// A `--fail-if` condition that held.
+/// A `--fail-if` condition judged, with its figures (in the metric's unit: a count,
+/// bytes, or seconds for `cost`).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Failed {
     /// The condition as given.
     pub condition: String,
     /// What it compared.
-    #[serde(skip)]
     pub metric: Metric,
+    /// The growth that fails.
+    pub threshold: Threshold,
     /// The baseline's figure.
+    #[serde(serialize_with = "crate::budget::whole_or_fraction")]
     pub base: f64,
     /// The change's.
+    #[serde(serialize_with = "crate::budget::whole_or_fraction")]
     pub change: f64,
-    /// For `cost` where a report was traced in `sample:N` mode: how far sampling
-    /// alone may move the growth (`Diff::predicted_change_noise_s`).
-    pub sampling_noise_s: Option<f64>,
+    /// `change - base`.
+    #[serde(serialize_with = "crate::budget::whole_or_fraction")]
+    pub delta: f64,
+    /// Where a report was traced in `sample:N` mode, how far sampling alone may
+    /// move the growth of an estimated figure: `cost` (`Diff::predicted_change_noise_s`)
+    /// and `temporaries`; `None` for exact ones.
+    #[serde(serialize_with = "crate::budget::opt_whole_or_fraction")]
+    pub sampling_noise: Option<f64>,
+    /// For `cost`: the part of the growth at sites whose allocations and bytes did
+    /// not change (`Diff::repriced_s`), where not 0.
+    pub repriced_s: Option<f64>,
+}
+
+impl Failed {
+    /// True when sampling alone may move the figure by more than the growth the
+    /// condition allows: it then fails or passes by chance.
+    pub fn under_noise(&self) -> bool {
+        let allowed = match self.threshold {
+            Threshold::Absolute(t) => t,
+            Threshold::Percent(p) => p / 100.0 * self.base.abs(),
+        };
+        self.sampling_noise.is_some_and(|n| n > allowed)
+    }
 }
 
 impl fmt::Display for Failed {
@@ -170,7 +197,14 @@ impl fmt::Display for Failed {
         if self.base != 0.0 {
             write!(f, ", {:+.1}%", (self.change / self.base - 1.0) * 100.0)?;
         }
-        if let Some(n) = self.sampling_noise_s {
+        if let Some(r) = self.repriced_s {
+            write!(
+                f,
+                "; {} of it at sites whose allocations and bytes did not change",
+                show(r)
+            )?;
+        }
+        if let Some(n) = self.sampling_noise {
             write!(f, "; sampling alone moves it by up to {}", show(n))?;
         }
         write!(f, ")")
@@ -239,12 +273,27 @@ pub fn outcomes(conditions: &[Condition], diff: &Diff) -> Result<Vec<(Failed, bo
         let figures = Failed {
             condition: c.text.clone(),
             metric: c.metric,
+            threshold: c.threshold,
             base,
             change,
-            sampling_noise_s: match c.metric {
+            delta: growth,
+            sampling_noise: match c.metric {
                 Metric::Cost => diff.predicted_change_noise_s,
+                Metric::Temporaries => {
+                    let side = |s: &crate::diff::Side| Sampled {
+                        allocs: s.temporary_count,
+                        cost_weight_s2: None,
+                        interval: s.sample_interval,
+                    };
+                    Noise::of_delta(side(&diff.base), side(&diff.change))
+                        .count_bound()
+                        .map(|n| n as f64)
+                }
                 _ => None,
             },
+            repriced_s: diff
+                .repriced_s
+                .filter(|r| c.metric == Metric::Cost && *r != 0.0),
         };
         all.push((figures, holds));
     }
@@ -326,6 +375,7 @@ mod tests {
             max_rss_bytes: bytes_requested * 2,
             cost_s,
             wall_s: None,
+            sample_interval: 1,
         }
     }
 
@@ -390,6 +440,46 @@ mod tests {
             evaluate(&gate, &sampled).unwrap()[0].to_string(),
             "cost>+5ms: 10.000 ms -> 16.000 ms (+6.000 ms, +60.0%; sampling alone moves it \
              by up to 8.000 ms)"
+        );
+        // ... more than the 5 ms the gate allows: it fails or passes by chance.
+        assert!(evaluate(&gate, &sampled).unwrap()[0].under_noise());
+        assert!(!evaluate(&gate, &d).unwrap()[0].under_noise());
+        // Temporaries of sample:1000 reports are estimates: 7 on each side,
+        // 2 * sqrt(1000 * 7 + 1000 * 7) = 237.
+        let mut estimated = d.clone();
+        estimated.base.sample_interval = 1000;
+        estimated.change.sample_interval = 1000;
+        let temporaries = [parse_condition("temporaries>+0").unwrap()];
+        let (f, _) = &outcomes(&temporaries, &estimated).unwrap()[0];
+        assert_eq!(f.sampling_noise, Some(237.0));
+        assert!(f.under_noise());
+        assert_eq!(
+            outcomes(&temporaries, &d).unwrap()[0].0.sampling_noise,
+            None
+        );
+        // The part of a cost growth at sites whose counts did not change is told.
+        let mut repriced = d.clone();
+        repriced.repriced_s = Some(0.002);
+        assert_eq!(
+            evaluate(&gate, &repriced).unwrap()[0].to_string(),
+            "cost>+5ms: 10.000 ms -> 16.000 ms (+6.000 ms, +60.0%; 2.000 ms of it at sites \
+             whose allocations and bytes did not change)"
+        );
+        // In JSON, what a bot needs: the metric, threshold and delta, counts whole.
+        let allocs = [parse_condition("allocs>+1%").unwrap()];
+        let json = serde_json::to_value(&evaluate(&allocs, &d).unwrap()[0]).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "condition": "allocs>+1%",
+                "metric": "allocs",
+                "threshold": {"percent": 1.0},
+                "base": 1000,
+                "change": 1011,
+                "delta": 11,
+                "sampling_noise": null,
+                "repriced_s": null
+            })
         );
         // The peak: 2,048 -> 2,048 bytes here (half the requested bytes).
         assert_eq!(

@@ -3111,3 +3111,61 @@ fn a_flame_graph_of_nothing_says_why_from_the_report() {
     let _ = std::fs::remove_dir_all(count);
     let _ = std::fs::remove_file(svg);
 }
+
+#[test]
+fn a_gate_on_one_phase_names_the_other_phases_that_changed() {
+    use polars::prelude::*;
+    // The change makes twice as many allocations in `combine`, none more in `build`.
+    let change = copy_fixture("other-phases");
+    edit_table(&change, "phases.parquet", |mut df| {
+        let phases: Vec<String> = df
+            .column("phase")
+            .unwrap()
+            .str()
+            .unwrap()
+            .iter()
+            .map(|p| p.unwrap_or_default().to_owned())
+            .collect();
+        let counts: Vec<u64> = df
+            .column("alloc_count")
+            .unwrap()
+            .u64()
+            .unwrap()
+            .into_no_null_iter()
+            .zip(&phases)
+            .map(|(n, p)| if p == "combine" { 2 * n } else { n })
+            .collect();
+        df.replace("alloc_count", Column::new("alloc_count".into(), counts))
+            .unwrap();
+        df
+    });
+    let base = fixture();
+    let gate = |phase: Option<&str>| {
+        let mut args = vec![
+            "diff",
+            base.to_str().unwrap(),
+            change.to_str().unwrap(),
+            "--fail-if",
+            "allocs>+0",
+        ];
+        args.extend(phase.iter().flat_map(|p| ["--phase", *p]));
+        analyzer(&args)
+    };
+    let out = gate(Some("build"));
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains(
+            "the gates compare phase build alone; other phases changed too, ungated: \
+             combine 6250 -> 12500 allocations"
+        ),
+        "{err}"
+    );
+    // Gating the phase that changed, or the whole run, says nothing of the kind.
+    for phase in [Some("combine"), None] {
+        let out = gate(phase);
+        assert_eq!(out.status.code(), Some(1), "{phase:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(!err.contains("other phases changed"), "{phase:?}: {err}");
+    }
+}

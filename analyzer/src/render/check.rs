@@ -15,22 +15,13 @@ struct Row<'a> {
     /// The limit as the budget file names it.
     limit: &'a str,
     /// The report's figure (written as an integer when whole, as counts are).
-    #[serde(serialize_with = "whole_or_fraction")]
+    #[serde(serialize_with = "budget::whole_or_fraction")]
     found: f64,
     /// The budget's.
-    #[serde(serialize_with = "whole_or_fraction")]
+    #[serde(serialize_with = "budget::whole_or_fraction")]
     budget: f64,
     /// Whether the figure is over the budget.
     over: bool,
-}
-
-/// `x` as an integer when it is one (a count, bytes), else as it is (a share).
-fn whole_or_fraction<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
-    if x.fract() == 0.0 && x.abs() < 9.0e15 {
-        s.serialize_i64(*x as i64)
-    } else {
-        s.serialize_f64(*x)
-    }
 }
 
 /// The share of the limit the report uses (`-` for a limit of 0).

@@ -381,7 +381,47 @@ impl DiffJob {
         for (f, _) in outcomes.iter().filter(|(_, holds)| !holds) {
             note!("analyzer: within: {f}");
         }
+        for (f, _) in outcomes.iter().filter(|(f, _)| f.under_noise()) {
+            note!(
+                "analyzer: {}: sampling alone moves the figure by more than the growth \
+                 the gate allows, so it fails or passes by chance: widen it, or gate \
+                 reports traced in sites mode",
+                f.condition
+            );
+        }
+        if let Some(p) = phase.filter(|_| !conditions.is_empty()) {
+            warn_of_other_phases(&a, &b, p);
+        }
         Ok(failed)
+    }
+}
+
+/// Says on standard error which phases other than `phase`, the one a gate compares,
+/// made a different number of allocations in `a` and `b`: a regression there passes
+/// the gate unseen.
+fn warn_of_other_phases(a: &report::Report, b: &report::Report, phase: &str) {
+    let mut names: Vec<&str> = a
+        .phases
+        .iter()
+        .chain(&b.phases)
+        .map(|p| p.phase.as_str())
+        .filter(|p| *p != phase)
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let changed: Vec<String> = names
+        .into_iter()
+        .filter_map(|p| {
+            let (x, y) = (a.calls(Some(p)), b.calls(Some(p)));
+            (x != y).then(|| format!("{p} {x} -> {y} allocations"))
+        })
+        .collect();
+    if !changed.is_empty() {
+        note!(
+            "analyzer: the gates compare phase {phase} alone; other phases changed too, \
+             ungated: {} (leave out --phase to gate the whole run)",
+            changed.join(", ")
+        );
     }
 }
 
