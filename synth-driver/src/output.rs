@@ -44,9 +44,13 @@ pub struct IterationReport {
     /// Values the mirror prover made up because the circuit had none (blank runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub substituted_values: Option<u64>,
-    /// Allocations during synthesis (traced runs).
+    /// Allocations during synthesis (traced runs), reallocs not included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allocs: Option<u64>,
+    /// Reallocs during synthesis (traced runs): with `allocs`, what the analyzer's
+    /// `alloc+realloc` columns count.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reallocs: Option<u64>,
     /// Temporaries during synthesis (`sites` runs; in `sample:N` runs an estimate,
     /// those among the sampled blocks times N, which the text line marks `~`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -106,6 +110,9 @@ impl IterationReport {
         write!(out, ")")?;
         if let Some(a) = r.allocs {
             write!(out, ", {a} allocations")?;
+        }
+        if let Some(a) = r.reallocs {
+            write!(out, ", {a} reallocs")?;
         }
         if let Some(t) = r.temporaries {
             // Counted among the sampled blocks only, times N.
@@ -185,6 +192,7 @@ mod tests {
             abc_digest: Some("ab".repeat(32)),
             substituted_values: None,
             allocs: Some(900_000),
+            reallocs: Some(2_000),
             temporaries: None,
             seed: None,
             peak_live_bytes: Some(3 << 19),
@@ -204,7 +212,7 @@ mod tests {
         let want = format!(
             "sha256 --blocks 2 [mirror] iteration 1: 52000 rows, 51000 aux, 2 inputs, \
              synthesis 0.250 s (variant baseline, trace count, allocator system), \
-             900000 allocations, 104000 in enforce (2.00 per constraint), peak 1.5 MiB \
+             900000 allocations, 2000 reallocs, 104000 in enforce (2.00 per constraint), peak 1.5 MiB \
              live so far, abc digest {}\n",
             "ab".repeat(32)
         );
@@ -242,7 +250,7 @@ mod tests {
             "{{\"circuit\":\"sha256 --blocks 2\",\"iteration\":1,\"prover\":\"mirror\",\
              \"variant\":\"baseline\",\"witness\":\"real\",\"rows\":52000,\"aux\":51000,\
              \"inputs\":2,\"synth_seconds\":0.25,\"trace\":\"count\",\"allocator\":\"system\",\"abc_digest\":\"{}\",\
-             \"allocs\":900000,\"peak_live_bytes\":1572864,\"enforce_allocs\":104000,\
+             \"allocs\":900000,\"reallocs\":2000,\"peak_live_bytes\":1572864,\"enforce_allocs\":104000,\
              \"enforce_allocs_per_row\":2.0}}\n",
             "ab".repeat(32)
         );

@@ -257,6 +257,7 @@ impl Runner<'_> {
             trace: self.modes[0].name(),
             allocator: allocator::name(),
             allocs: None,
+            reallocs: None,
             temporaries: None,
             seed: None,
             peak_live_bytes: None,
@@ -390,6 +391,8 @@ impl Runner<'_> {
                 trace: mode.name(),
                 allocator: allocator::name(),
                 allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
+                reallocs: traced
+                    .then(|| after.total(|p| p.reallocs) - before.total(|p| p.reallocs)),
                 // Exact in `sites` mode; counted among sampled blocks in `sample:N`
                 // (times N, an estimate); not counted in `count` mode.
                 temporaries: match mode {
