@@ -377,8 +377,8 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
             writeln!(out)?;
             writeln!(
                 out,
-                "{:<40} {:>12} {:>12} {:>12} {:>10}",
-                "category", "base", "change", "delta", "cost"
+                "{:<40} {:>12} {:>12} {:>12} {:>11}",
+                "category", "base", "change", "delta", "cost change"
             )?;
             let (shown, left) = super::used_categories(
                 &d.categories,
@@ -388,7 +388,7 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
             for c in shown {
                 writeln!(
                     out,
-                    "{:<40} {:>12} {:>12} {:>12} {:>10}",
+                    "{:<40} {:>12} {:>12} {:>12} {:>11}",
                     c.category,
                     c.base_alloc_count,
                     c.change_alloc_count,
@@ -415,14 +415,14 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
             } else {
                 writeln!(
                     out,
-                    "{:>12} {:>12} {:>12} {:>10} {:>14}  site {{category}}",
-                    "base", "change", "delta", "cost", "matched"
+                    "{:>12} {:>12} {:>12} {:>11} {:>14}  site {{category}}",
+                    "base", "change", "delta", "cost change", "matched"
                 )?;
             }
             for s in &d.sites {
                 writeln!(
                     out,
-                    "{:>12} {:>12} {:>12} {:>10} {:>14}  {} {{{}}}",
+                    "{:>12} {:>12} {:>12} {:>11} {:>14}  {} {{{}}}",
                     s.base_alloc_count,
                     s.change_alloc_count,
                     count_delta(s.delta_alloc_count, s.alloc_count_noise),
