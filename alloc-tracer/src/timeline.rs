@@ -151,15 +151,7 @@ fn tick() {
         return;
     }
     // Not under the timeline's lock: no lock is ever taken while holding it.
-    let (alloc_count, bytes_allocated) = crate::registry::running_totals(crate::phase::used());
-    let point = Point {
-        time_ns: clock::now_ns().saturating_sub(clock::start_ns()),
-        phase: control::load().phase(),
-        live_bytes: live::live_bytes(),
-        alloc_count,
-        bytes_allocated,
-        rss_bytes: crate::rss::current_bytes(),
-    };
+    let point = now();
     let mut t = timeline();
     if t.points.len() >= MAX_POINTS {
         let kept: Vec<Point> = t.points.iter().step_by(2).copied().collect();
@@ -169,9 +161,37 @@ fn tick() {
     t.points.push(point);
 }
 
+/// A point taken now. Takes the registry's lock: never called under the
+/// timeline's.
+fn now() -> Point {
+    let (alloc_count, bytes_allocated) = crate::registry::running_totals(crate::phase::used());
+    Point {
+        time_ns: clock::now_ns().saturating_sub(clock::start_ns()),
+        phase: control::load().phase(),
+        live_bytes: live::live_bytes(),
+        alloc_count,
+        bytes_allocated,
+        rss_bytes: crate::rss::current_bytes(),
+    }
+}
+
 /// The timeline so far.
 pub fn points() -> Vec<Point> {
     timeline().points.clone()
+}
+
+/// The timeline so far and a closing point taken now, for a report: so that it
+/// reaches the report's moment, and a run shorter than the interval has a point.
+/// Not kept: a later report takes its own. Just the points where the timeline is
+/// off (an interval of 0) or tracing never started.
+pub fn points_to_now() -> Vec<Point> {
+    if interval_ms() == 0 || !started() {
+        return points();
+    }
+    let last = now();
+    let mut all = points();
+    all.push(last);
+    all
 }
 
 /// About how many bytes the timeline takes.

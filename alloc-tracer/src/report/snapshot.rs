@@ -70,7 +70,7 @@ impl Snapshot {
             let most_threads = crate::registry::most_threads_at_once();
             let settings = Settings::current();
             let phases = crate::phase::phases_at(taken_ns);
-            let timeline = crate::timeline::points();
+            let timeline = crate::timeline::points_to_now();
             let labels = crate::labels::all();
             let sites = crate::registry::sites();
             let counts = Box::new(crate::registry::counts());
