@@ -124,9 +124,10 @@ impl fmt::Display for ReportSummary {
             .unwrap_or_default();
         writeln!(
             f,
-            "  mode {}{over}: {} allocations, {:.1} MiB requested, {temporaries}, {} call stacks",
+            "  mode {}{over}: {} allocations and {} reallocs, {:.1} MiB requested, {temporaries}, {} call stacks",
             self.mode,
             self.allocs,
+            self.reallocs,
             self.bytes_requested as f64 / (1 << 20) as f64,
             self.stacks
         )?;
@@ -202,6 +203,8 @@ mod tests {
         let text = summary.to_string();
         assert!(text.contains("50 % temporaries"), "{text}");
         assert!(text.contains("100.0%"), "{text}");
+        // The header counts what the shares are of.
+        assert!(text.contains(": 80 allocations and 20 reallocs,"), "{text}");
     }
 
     #[test]
