@@ -2779,18 +2779,31 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
     let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(d["fail_if"], serde_json::json!([]));
 
-    // Gates compare like with like: another mode is refused.
+    // Gates compare like with like: another mode is refused for figures the mode
+    // changes (temporaries, cost, resident memory) ...
     let sampled = copy_fixture("gate-sampled");
     edit_manifest(&sampled, |m| m["mode"] = "sample:10".into());
-    assert_one_line_error(
-        &[
-            "diff",
-            r,
-            sampled.to_str().unwrap(),
-            "--fail-if",
-            "allocs>+0",
-        ],
-        "different modes (sites and sample:10)",
+    for gate in ["temporaries>+0", "rss>+5%"] {
+        assert_one_line_error(
+            &["diff", r, sampled.to_str().unwrap(), "--fail-if", gate],
+            "different modes (sites and sample:10)",
+        );
+    }
+    // ... not for allocations, bytes and the peak, exact in every mode.
+    let out = analyzer(&[
+        "diff",
+        r,
+        sampled.to_str().unwrap(),
+        "--fail-if",
+        "allocs>+0",
+        "--fail-if",
+        "peak>+0",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     // A report that counted allocations but holds no sites (its mode switched to
     // `off` before it was written) is refused, not read as no allocations.

@@ -95,6 +95,10 @@ pub(crate) struct Gates {
     /// Every condition is on totals alone (allocs, bytes, peak or rss), which `count`
     /// reports hold exactly: two of them are compared then.
     pub totals_only: bool,
+    /// Every condition is on allocs, bytes or peak: exact in every mode and the same
+    /// whatever the mode (resident memory holds the tracer's own, which is not), so
+    /// reports of two modes that record sites are compared on them.
+    pub mode_free: bool,
 }
 
 /// Refuses a diff that would compare nothing: a `count` report records no sites,
@@ -117,12 +121,13 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
                  passes any gate"
             );
         }
-        if ma.mode != mb.mode {
+        if ma.mode != mb.mode && !gates.mode_free {
             anyhow::bail!(
                 "--fail-if compares like with like, and the reports were written in \
                  different modes ({} and {}): their temporaries and costs are estimated \
                  differently, and the tracer's own memory, part of resident memory, \
-                 differs by mode",
+                 differs by mode (allocs, bytes and peak, exact in every mode, are \
+                 compared across modes)",
                 ma.mode,
                 mb.mode
             );
@@ -264,6 +269,13 @@ impl DiffJob {
                             | fail_if::Metric::Bytes
                             | fail_if::Metric::Peak
                             | fail_if::Metric::Rss
+                    )
+                }),
+            mode_free: !conditions.is_empty()
+                && conditions.iter().all(|c| {
+                    matches!(
+                        c.metric,
+                        fail_if::Metric::Allocs | fail_if::Metric::Bytes | fail_if::Metric::Peak
                     )
                 }),
         };
