@@ -2299,14 +2299,14 @@ fn check_within_budget_exits_0_with_every_limit_and_its_headroom() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        "phase,limit,found,budget,over\n\
-         ,peak_live_bytes,0,1000000,false\n\
-         build,allocs,85726,85726,false\n\
-         build,bytes,2793080,2793080,false\n\
-         build,temporaries,80357,80357,false\n\
-         build,\"category.\"\"density trackers\"\".share\",0,0,false\n\
-         build,\"category.\"\"other (no rule matched)\"\".share\",1,1,false\n\
-         build,\"site.\"\"demo.rs:21\"\".allocs\",12,12,false\n"
+        "phase,limit,category,site,measure,found,budget,over\n\
+         ,peak_live_bytes,,,peak_live_bytes,0,1000000,false\n\
+         build,allocs,,,allocs,85726,85726,false\n\
+         build,bytes,,,bytes,2793080,2793080,false\n\
+         build,temporaries,,,temporaries,80357,80357,false\n\
+         build,\"category.\"\"density trackers\"\".share\",density trackers,,share,0,0,false\n\
+         build,\"category.\"\"other (no rule matched)\"\".share\",other (no rule matched),,share,1,1,false\n\
+         build,\"site.\"\"demo.rs:21\"\".allocs\",,demo.rs:21,allocs,12,12,false\n"
     );
 }
 
@@ -2338,6 +2338,28 @@ fn check_over_budget_exits_1_with_one_line_per_breach() {
         .iter()
         .map(|r| (r["limit"].as_str().unwrap(), r["over"].as_bool().unwrap()))
         .collect();
+    // And what each limits, apart, for a program to read.
+    let parts: Vec<(&str, &str, &str)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or("-");
+            (s("category"), s("site"), s("measure"))
+        })
+        .collect();
+    assert_eq!(
+        parts,
+        [
+            ("-", "-", "peak_live_bytes"),
+            ("-", "-", "allocs"),
+            ("-", "-", "bytes"),
+            ("-", "-", "temporaries"),
+            ("density trackers", "-", "share"),
+            ("other (no rule matched)", "-", "share"),
+            ("-", "demo.rs:21", "allocs"),
+        ]
+    );
     assert_eq!(
         over,
         [

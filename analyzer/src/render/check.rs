@@ -14,6 +14,13 @@ struct Row<'a> {
     phase: Option<&'a str>,
     /// The limit as the budget file names it.
     limit: &'a str,
+    /// The category it limits (a `category."NAME"` limit), else null (empty in CSV).
+    category: Option<&'a str>,
+    /// The site name fragment it limits (a `site."TEXT"` limit), else null.
+    site: Option<&'a str>,
+    /// What it limits: `allocs`, `bytes`, `temporaries`, `share`, `allocs_per_row`,
+    /// `peak_live_bytes`, `peak_rss_bytes`.
+    measure: &'a str,
     /// The report's figure (written as an integer when whole, as counts are).
     #[serde(serialize_with = "budget::whole_or_fraction")]
     found: f64,
@@ -22,6 +29,15 @@ struct Row<'a> {
     budget: f64,
     /// Whether the figure is over the budget.
     over: bool,
+}
+
+/// The name under `table` in a phase limit's key (`phase.P.category."NAME".share`),
+/// if it is under one.
+fn part_of<'a>(c: &'a Checked, table: &str) -> Option<&'a str> {
+    match c.key.as_slice() {
+        [_, _, t, name, _] if t == table => Some(name),
+        _ => None,
+    }
 }
 
 /// The share of the limit the report uses (`-` for a limit of 0).
@@ -40,6 +56,9 @@ pub fn checked(out: &mut dyn Write, checked: &[Checked], format: Format) -> io::
         .map(|c| Row {
             phase: c.phase.as_deref(),
             limit: &c.limit,
+            category: part_of(c, "category"),
+            site: part_of(c, "site"),
+            measure: c.key.last().map_or("", String::as_str),
             found: c.found,
             budget: c.budget,
             over: c.over(),
