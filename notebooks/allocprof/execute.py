@@ -3,13 +3,15 @@
     python -m allocprof.execute [--out DIR] NOTEBOOK...
 
 Inputs come from the environment (ALLOC_REPORT, ...; see notebooks/README.md), which
-the kernel inherits. With --out, the executed copies (with outputs) are written there;
-the notebooks themselves are left as they are.
+the kernel inherits; a relative path among them is taken from where this command runs,
+not from the notebook's folder, where the kernel does. With --out, the executed copies
+(with outputs) are written there; the notebooks themselves are left as they are.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,6 +24,30 @@ from nbclient.exceptions import CellExecutionError
 CELL_TIMEOUT_S = 600
 #: A kernel starts in a second or two, but CI's two cores may be busy compiling.
 STARTUP_TIMEOUT_S = 180
+
+
+#: The inputs that name files or folders.
+PATH_INPUTS = (
+    "ALLOC_REPORT",
+    "ALLOC_BASE_REPORT",
+    "ALLOC_CHANGE_REPORT",
+    "ALLOC_LARGE_REPORT",
+    "ALLOC_CATEGORY_RULES",
+    "COST_MODEL_RESULTS",
+    "PLOT_DIR",
+)
+
+
+def absolute_inputs(env: dict, cwd: Path) -> dict:
+    """`env` with each relative path among `PATH_INPUTS` made absolute against `cwd`:
+    the kernel runs in the notebook's folder, and `reports/x` given from the
+    repository root means the root's `reports/x`."""
+    out = dict(env)
+    for name in PATH_INPUTS:
+        value = out.get(name)
+        if value and not Path(value).is_absolute():
+            out[name] = str(cwd / value)
+    return out
 
 
 def execute(notebook: str | Path, out: str | Path | None = None) -> nbformat.NotebookNode:
@@ -51,6 +77,7 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--out", type=Path, help="write executed copies here")
     args = parser.parse_args(argv)
+    os.environ.update(absolute_inputs(dict(os.environ), Path.cwd()))
     failed = 0
     for nb in args.notebooks:
         start = time.monotonic()

@@ -150,11 +150,18 @@ def load(path: str | os.PathLike, rules: str | os.PathLike | None = None) -> Rep
     d = Path(path)
     manifest_path = d / "manifest.json"
     if not d.is_dir():
-        raise ReportError(f"{d}: no such report directory")
+        where = "" if d.is_absolute() else f" (a relative path, taken from {Path.cwd()})"
+        raise ReportError(f"{d}: no such report directory{where}")
     try:
         manifest = json.loads(manifest_path.read_text())
     except FileNotFoundError:
-        raise ReportError(f"{manifest_path}: missing") from None
+        inside = sorted(p.name for p in d.iterdir() if (p / "manifest.json").is_file())
+        if inside:
+            raise ReportError(
+                f"{d}: not a report directory (no manifest.json), but holds reports: "
+                + ", ".join(inside[:8]) + (", ..." if len(inside) > 8 else "")
+            ) from None
+        raise ReportError(f"{d}: not a report directory: no manifest.json") from None
     except json.JSONDecodeError as e:
         raise ReportError(f"{manifest_path}: not JSON: {e}") from None
     version = manifest.get("schema_version")
@@ -172,4 +179,16 @@ def from_env(var: str) -> Report:
     value = os.environ.get(var)
     if not value:
         raise ReportError(f"set {var} to a report directory (see notebooks/README.md)")
-    return load(value)
+    return load(launched_path(value))
+
+
+def launched_path(value: str) -> Path:
+    """`value`, an input path: a relative one that is not under the working directory
+    (a kernel's is the notebook's folder) but is under the one Jupyter was started
+    from (`$PWD`, which the kernel inherits), from there; else as it is."""
+    p = Path(value)
+    launched = os.environ.get("PWD")
+    if p.is_absolute() or p.exists() or not launched:
+        return p
+    there = Path(launched) / p
+    return there if there.exists() else p
