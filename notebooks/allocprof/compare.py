@@ -77,6 +77,40 @@ def warnings(base: Report, change: Report) -> list[str]:
     return out
 
 
+def estimate_note(base: Report, change: Report) -> str | None:
+    """What a figure of the two reports must say when either was traced in `sample:N`
+    mode: its per-site and per-category counts are estimates, with the noise the
+    figures draw as error bars; None when both record every allocation."""
+    sampled = [
+        f"{r.label} ({r.manifest['mode']})"
+        for r in (base, change)
+        if str(r.manifest.get("mode", "")).startswith("sample:")
+    ]
+    if not sampled:
+        return None
+    return (
+        "estimates from sampled stacks in " + " and ".join(sampled)
+        + ": error bars are two standard errors of sampling alone"
+    )
+
+
+#: Below this share of the baseline's allocations at matched sites, the per-site rows
+#: are mostly churn (`analyzer diff`'s LOW_MATCH_SHARE).
+LOW_MATCH_SHARE = 0.8
+
+
+def match_warning(matched: float) -> str | None:
+    """`analyzer diff`'s warning when under LOW_MATCH_SHARE of the baseline's
+    allocations are at sites found in the change (`matched`: `matched_share`)."""
+    if matched >= LOW_MATCH_SHARE:
+        return None
+    return (
+        f"only {matched:.1%} of the base's allocations are at sites found in the change: "
+        "the patch removed that code, or the site rows marked gone and new are largely "
+        "the same code under other frames (trust the category totals)"
+    )
+
+
 def _other_work(lb: dict, lc: dict) -> str | None:
     """How two reports' work differs, in `analyzer diff`'s words: other circuits, other
     provers, or (different `rows` labels) one circuit run a different number of times
@@ -368,6 +402,16 @@ def site_deltas(
     )
 
 
+def unmatched_sites(deltas: pl.DataFrame, limit: int | None = 20) -> pl.DataFrame:
+    """The rows of `site_deltas` found in one report only (`gone`, `new`), most
+    allocations + reallocs first: the stacks a patch removed or added (or the same code
+    under other frames), which `analyzer diff` lists by name among its rows."""
+    out = deltas.filter(pl.col("status").is_in((GONE, NEW))).sort(
+        [pl.col("delta_count").abs(), "key"], descending=[True, False]
+    )
+    return out if limit is None else out.head(limit)
+
+
 def changed_sites(deltas: pl.DataFrame, limit: int | None = 20) -> pl.DataFrame:
     """The rows of `site_deltas` found in both reports whose allocations + reallocs
     changed (delta_count not 0), largest change first: what the site-deltas figure
@@ -378,25 +422,39 @@ def changed_sites(deltas: pl.DataFrame, limit: int | None = 20) -> pl.DataFrame:
 
 def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "count") -> pl.DataFrame:
     """Steps of a waterfall from the baseline total to the change's: one row per
-    category with a non-zero delta (label, start, delta), between a `baseline` and a
-    `change` bar."""
+    category with a non-zero delta (label, start, delta, and `noise`: for `count`, the
+    category's `count_noise`, null where no report was sampled), between a `baseline`
+    and a `change` bar."""
     base_total = int(category_deltas_df[f"base_{measure}"].sum())
     change_total = int(category_deltas_df[f"change_{measure}"].sum())
+    has_noise = measure == "count" and "count_noise" in category_deltas_df.columns
     steps = category_deltas_df.filter(pl.col(f"delta_{measure}") != 0).select(
-        label="category", delta=pl.col(f"delta_{measure}")
+        label="category",
+        delta=pl.col(f"delta_{measure}"),
+        noise=pl.col("count_noise") if has_noise else pl.lit(None, dtype=pl.UInt64),
     )
     starts = (steps["delta"].cum_sum() - steps["delta"] + base_total).to_list()
-    rows = [("baseline", 0, base_total, "total")]
-    rows += [(lbl, s, d, "delta") for lbl, s, d in zip(steps["label"], starts, steps["delta"])]
-    rows.append(("change", 0, change_total, "total"))
+    rows = [("baseline", 0, base_total, "total", None)]
+    rows += [
+        (lbl, s, d, "delta", n)
+        for lbl, s, d, n in zip(steps["label"], starts, steps["delta"], steps["noise"])
+    ]
+    rows.append(("change", 0, change_total, "total", None))
     return pl.DataFrame(
         {
             "label": [r[0] for r in rows],
             "start": [r[1] for r in rows],
             "delta": [r[2] for r in rows],
             "kind": [r[3] for r in rows],
+            "noise": [r[4] for r in rows],
         },
-        schema={"label": pl.String, "start": pl.Int64, "delta": pl.Int64, "kind": pl.String},
+        schema={
+            "label": pl.String,
+            "start": pl.Int64,
+            "delta": pl.Int64,
+            "kind": pl.String,
+            "noise": pl.UInt64,
+        },
     )
 
 

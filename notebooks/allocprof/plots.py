@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -157,13 +158,14 @@ def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str):
 
 
 def site_deltas(deltas: pl.DataFrame, matched_share: float, title: str, limit: int = 20,
-                low_share: float = 0.8):
+                low_share: float = 0.8, notes=()):
     """Per-site changes of the sites found in both reports (rows of
     compare.site_deltas with status `by path` or `ignoring lines`), largest first,
     green fewer and red more; the stacks found in one report only (`gone`, `new`) drawn
     apart, as two totals of allocations + reallocs (churn: the same code under other
     frames, or code the change added or removed), and a warning in the title when
-    under `low_share` of the baseline's allocations matched."""
+    under `low_share` of the baseline's allocations matched; error bars where rows
+    have a sampling `count_noise`, and `notes` in red under the title."""
     from allocprof.compare import GONE, NEW, changed_sites
 
     both = changed_sites(deltas, limit)
@@ -178,7 +180,10 @@ def site_deltas(deltas: pl.DataFrame, matched_share: float, title: str, limit: i
         gridspec_kw={"height_ratios": [max(extent * LINE_IN, 1.2), 1.4]},
     )
     values = [r["delta_count"] for r in rows]
-    ax.barh(ys, values, height=1.6, color=["tab:green" if v < 0 else "tab:red" for v in values])
+    noise = [r.get("count_noise") for r in rows]
+    ax.barh(ys, values, height=1.6, color=["tab:green" if v < 0 else "tab:red" for v in values],
+            xerr=[n or 0 for n in noise] if any(n is not None for n in noise) else None,
+            error_kw={"linewidth": 0.8, "capsize": 2})
     ax.axvline(0, color="black", linewidth=0.6)
     ax.set_yticks(ys, labels, fontsize=7)
     ax.set_ylim(extent, 0)
@@ -195,8 +200,12 @@ def site_deltas(deltas: pl.DataFrame, matched_share: float, title: str, limit: i
         "the category totals are what to trust"
         if matched_share < low_share else ""
     )
-    ax.set_title(f"{title}\nmatched sites: {matched_share:.0%} of the baseline's allocations + reallocs{warning}",
-                 color="tab:red" if warning else "black")
+    extra = [n for n in notes if n]
+    ax.set_title(
+        f"{title}\nmatched sites: {matched_share:.0%} of the baseline's allocations + reallocs{warning}"
+        + "".join("\n" + textwrap.fill(f"warning: {n}", 110) for n in extra),
+        color="tab:red" if warning or extra else "black",
+    )
     calls = lambda df, side: int(df[f"{side}_alloc_count"].sum() + df[f"{side}_realloc_count"].sum())  # noqa: E731
     churn_values = [-calls(removed, "base"), calls(added, "change")]
     bx.barh([0, 1], churn_values, color="tab:gray")
@@ -315,11 +324,24 @@ def lifetimes(dist: pl.DataFrame, title: str, max_lines: int = 6, empty: str | N
     return fig
 
 
-def waterfall(steps: pl.DataFrame, title: str, ylabel: str = "allocations + reallocs"):
+def _notes(ax, title: str, notes) -> None:
+    """`title`, and under it in red each of `notes` (what a reader of the figure alone
+    must know: the reports differ beyond a patch, the figures are estimates)."""
+    notes = [n for n in notes if n]
+    if not notes:
+        ax.set_title(title)
+        return
+    wrapped = "\n".join(textwrap.fill(f"warning: {n}", 110) for n in notes)
+    ax.set_title(f"{title}\n{wrapped}", color="tab:red", fontsize=9)
+
+
+def waterfall(steps: pl.DataFrame, title: str, ylabel: str = "allocations + reallocs",
+              notes=()):
     """Baseline total, one bar per category delta (green: fewer, red: more), change
     total (rows of compare.waterfall_steps; `ylabel` what they count: by default its
-    measure `count`, allocations + reallocs)."""
-    fig, ax = plt.subplots(figsize=(10, 4.2))
+    measure `count`, allocations + reallocs), with error bars where steps have a
+    sampling `noise`; `notes` in red under the title."""
+    fig, ax = plt.subplots(figsize=(10, 4.2 + 0.3 * len([n for n in notes if n])))
     colors = [
         "tab:gray" if k == "total" else ("tab:green" if d < 0 else "tab:red")
         for k, d in zip(steps["kind"], steps["delta"])
@@ -327,9 +349,19 @@ def waterfall(steps: pl.DataFrame, title: str, ylabel: str = "allocations + real
     x = list(range(steps.height))
     starts, deltas = steps["start"].to_list(), steps["delta"].to_list()
     ax.bar(x, deltas, bottom=starts, color=colors)
+    noise = steps["noise"].to_list() if "noise" in steps.columns else [None] * steps.height
+    if any(n is not None for n in noise):
+        # At each step's end, as far as sampling alone may move it.
+        ends_x = [i for i, n in enumerate(noise) if n is not None]
+        ax.errorbar(ends_x, [starts[i] + deltas[i] for i in ends_x],
+                    yerr=[noise[i] for i in ends_x], fmt="none", ecolor="black", capsize=3,
+                    linewidth=0.8)
     for i, (k, s, d) in enumerate(zip(steps["kind"], starts, deltas)):
+        # Labels alternate in height, so that those of narrow neighbouring bars do
+        # not run into each other.
         ax.annotate(f"{d:+,}" if k == "delta" else f"{d:,}", (i, s + d if d >= 0 else s),
-                    textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
+                    textcoords="offset points", xytext=(0, 3 + 9 * (i % 2)), ha="center",
+                    fontsize=8)
     # Deltas are often a few percent of the totals: zoom onto the range they span
     # (the total bars are cut, which the label says).
     ends = [s + d for s, d in zip(starts, deltas)]
@@ -342,7 +374,7 @@ def waterfall(steps: pl.DataFrame, title: str, ylabel: str = "allocations + real
     ax.set_xticks(x, [_short(s, 28) for s in steps["label"].to_list()], rotation=30, ha="right")
     _plain(ax.yaxis)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    _notes(ax, title, notes)
     fig.tight_layout()
     return fig
 

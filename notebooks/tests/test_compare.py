@@ -9,7 +9,7 @@ import pytest
 
 import allocprof
 from allocprof import analyzer as analyzer_module
-from allocprof import compare
+from allocprof import compare, plots
 from reports import edited_copy
 
 
@@ -317,4 +317,53 @@ def test_sampling_noise_is_analyzer_diffs(base_and_change, tmp_path, fixture_cal
     changed = rows.filter(pl.col("delta_count") != 0)
     assert sorted(changed["count_noise"].to_list()) == sorted(
         s["alloc_count_noise"] for s in d["sites"] if s["delta_alloc_count"] != 0
+    )
+
+
+def test_figures_of_sampled_reports_say_they_hold_estimates(base_and_change, tmp_path):
+    """A figure pasted alone into a PR must say its counts are estimates, and draw
+    how far sampling may move them: the waterfall's steps and the per-site bars carry
+    error bars of `count_noise`, and the titles the note."""
+    base, change = base_and_change
+    assert compare.estimate_note(base, change) is None
+    sampled = edited_copy(change, tmp_path / "sampled",
+                          manifest=lambda m: m.update(mode="sample:1000", sample_interval=1000))
+    note = compare.estimate_note(base, sampled)
+    assert note.startswith(f"estimates from sampled stacks in {sampled.label} (sample:1000)"), note
+    steps = compare.waterfall_steps(compare.category_deltas(base, sampled))
+    deltas = steps.filter(pl.col("kind") == "delta")
+    assert deltas.height and deltas["noise"].null_count() == 0, steps
+    assert steps.filter(pl.col("kind") == "total")["noise"].null_count() == 2
+    fig = plots.waterfall(steps, "t", notes=[note])
+    ax = fig.axes[0]
+    assert "warning: estimates from sampled stacks" in ax.get_title().replace("\n", " ")
+    assert ax.containers and any(type(c).__name__ == "ErrorbarContainer" for c in ax.containers)
+    every = compare.site_deltas(base, sampled, limit=None)
+    fig = plots.site_deltas(every, compare.matched_share(every), "t", notes=[note])
+    assert "warning: estimates" in fig.axes[0].get_title().replace("\n", " ")
+    # Exact reports: no error bars, no note.
+    exact = plots.waterfall(compare.waterfall_steps(compare.category_deltas(base, change)), "t")
+    assert not any(type(c).__name__ == "ErrorbarContainer" for c in exact.axes[0].containers)
+    assert "warning" not in exact.axes[0].get_title()
+
+
+def test_the_stacks_in_one_report_only_are_listed(base_and_change):
+    """`analyzer diff` lists the sites a patch removed by name; so does the notebook."""
+    base, change = base_and_change
+    every = compare.site_deltas(base, change, limit=None)
+    gone_or_new = compare.unmatched_sites(every, limit=None)
+    assert set(gone_or_new["status"].unique()) <= {compare.GONE, compare.NEW}
+    assert gone_or_new.height == every.filter(pl.col("status").is_in((compare.GONE, compare.NEW))).height
+    assert gone_or_new.height > 0, "the in-place variant removes Boolean::lc's stacks"
+    sizes = gone_or_new["delta_count"].abs().to_list()
+    assert sizes == sorted(sizes, reverse=True)
+    assert compare.unmatched_sites(every, limit=3).height == min(3, gone_or_new.height)
+
+
+def test_a_low_matched_share_is_warned_of_as_analyzer_diff_does():
+    assert compare.match_warning(0.9) is None
+    assert compare.match_warning(0.759) == (
+        "only 75.9% of the base's allocations are at sites found in the change: the patch "
+        "removed that code, or the site rows marked gone and new are largely the same code "
+        "under other frames (trust the category totals)"
     )
