@@ -34,6 +34,20 @@ def temporaries_note(report: Report) -> str | None:
     return None
 
 
+def sites_note(report: Report) -> str | None:
+    """What every per-site figure of the report must say, else None: a `count` report
+    records no sites; a `sample:N` report's are estimates."""
+    mode = report.manifest.get("mode") or ""
+    if mode == "count":
+        return ("count mode records no sites, so there are no sites, categories or "
+                "temporaries to show (trace with sites or sample:N)")
+    if mode.startswith("sample:"):
+        return (f"estimates from sampled stacks ({mode}: each recorded allocation stands for "
+                f"{mode.split(':', 1)[1]}); alloc_count_noise and the error bars are two "
+                "standard errors of sampling alone")
+    return None
+
+
 def totals(report: Report) -> pl.DataFrame:
     """The manifest's run metadata and totals as (key, value) rows, values as text.
     Totals are exact in every traced mode but for temporaries: `not counted` in
@@ -142,8 +156,8 @@ def top_sites_table(report: Report, phase: str | None = None, limit: int = 20) -
     top = top.join(report.site_labels.select("site_id", "distinction"), on="site_id", how="left")
     return top.with_columns(count=pl.col("alloc_count") + pl.col("realloc_count")).select(
         "rank", "site_id", "name", "callers", "distinction", "category", "count",
-        "alloc_count", "realloc_count", "share", "temporary_share", "main_size_class_bytes",
-        "lifetime_ns_median",
+        "alloc_count_noise", "alloc_count", "realloc_count", "share", "temporary_share",
+        "main_size_class_bytes", "lifetime_ns_median",
     )
 
 
@@ -183,7 +197,8 @@ def temporaries(
     report: Report, phase: str | None = None, limit: int = 10
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Temporaries (blocks freed before their thread's next allocation) per category,
-    and the `limit` sites with most of them (named, with their category)."""
+    and the `limit` sites with most of them (named, with their callers, what tells
+    apart those that read the same, and their category)."""
     calls = pl.col("alloc_count") + pl.col("realloc_count")
     per_category = category_totals(report, phase).select(
         "category",
@@ -194,9 +209,11 @@ def temporaries(
         temporary_share=pl.when(calls > 0).then(pl.col("temporary_count") / calls).otherwise(0.0),
     )
     top = top_sites(report, by="temporaries", limit=limit, phase=phase)
-    top = with_categories(report, top).select(
-        "rank", "site_id", "name", "category", "alloc_count", "temporary_count",
-        "temporary_share", "main_size_class_bytes", "lifetime_ns_median",
+    top = with_categories(report, top).join(
+        report.site_labels.select("site_id", "distinction"), on="site_id", how="left"
+    ).select(
+        "rank", "site_id", "name", "callers", "distinction", "category", "alloc_count",
+        "temporary_count", "temporary_share", "main_size_class_bytes", "lifetime_ns_median",
     )
     return per_category, top
 

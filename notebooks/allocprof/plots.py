@@ -118,40 +118,63 @@ def _category_colors(categories: list[str]) -> dict[str, str]:
 
 
 def barh(df: pl.DataFrame, label: str, value: str, title: str, xlabel: str, color=None,
-         signed: bool = False):
-    """Horizontal bars, first row on top; `signed`: green below zero (fewer), red above."""
+         signed: bool = False, err: str | None = None, notes=()):
+    """Horizontal bars, first row on top; `signed`: green below zero (fewer), red above;
+    `err`: a column of error bars (sampling's spread; nulls draw none); `notes` in red
+    under the title, and in place of the bars when there are none."""
     fig, ax = plt.subplots(figsize=(11, 0.35 * max(df.height, 3) + 1.2))
     labels = [_short(str(v), 80) for v in df[label].to_list()]
     values = df[value].to_list()
     if signed:
         color = ["tab:green" if v < 0 else "tab:red" for v in values]
         ax.axvline(0, color="black", linewidth=0.6)
-    ax.barh(range(df.height), values, color=color)
+    errors = df[err].to_list() if err and err in df.columns else []
+    ax.barh(range(df.height), values, color=color,
+            xerr=[e or 0 for e in errors] if any(e is not None for e in errors) else None,
+            error_kw={"linewidth": 0.8, "capsize": 2})
     ax.set_yticks(range(df.height), labels)
     ax.invert_yaxis()
     _plain(ax.xaxis)
-    ax.set_title(title)
+    _nothing_drawn(ax, df.height, notes)
+    _notes(ax, title, notes)
     ax.set_xlabel(xlabel)
     fig.tight_layout()
     return fig
 
 
-def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str):
+def _nothing_drawn(ax, rows: int, notes) -> None:
+    """With no rows, says so where the bars would be (and why, if `notes` say)."""
+    if rows:
+        return
+    ax.set_xticks([])
+    ax.set_yticks([])
+    why = next((n for n in notes if n), None)
+    ax.text(0.5, 0.5, textwrap.fill(f"nothing to draw: {why}" if why else "nothing to draw", 80),
+            ha="center", va="center", transform=ax.transAxes)
+
+
+def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str, notes=()):
     """The ranked sites as horizontal bars, first on top: each labelled by its name
     and callers, and below them by what tells it apart from sites that read the same
-    (`site_label`); coloured by category, with a legend."""
+    (`site_label`); coloured by category, with a legend; for `count`, error bars of
+    `alloc_count_noise` where a report was sampled; `notes` in red under the title."""
     rows = list(top.iter_rows(named=True))
     labels = [site_label(r["name"], r["callers"], r.get("distinction") or "") for r in rows]
     ys, extent = _label_rows(labels)
-    fig, ax = plt.subplots(figsize=(12, extent * LINE_IN + 1.6))
+    fig, ax = plt.subplots(figsize=(12, max(extent * LINE_IN, 1.5) + 1.6))
     colors = _category_colors([r["category"] for r in rows])
-    ax.barh(ys, [r[value] for r in rows], height=1.6, color=[colors[r["category"]] for r in rows])
+    errors = [r.get("alloc_count_noise") for r in rows] if value == "count" else []
+    ax.barh(ys, [r[value] for r in rows], height=1.6, color=[colors[r["category"]] for r in rows],
+            xerr=[e or 0 for e in errors] if any(e is not None for e in errors) else None,
+            error_kw={"linewidth": 0.8, "capsize": 2})
     ax.set_yticks(ys, labels, fontsize=7)
-    ax.set_ylim(extent, 0)
+    if rows:
+        ax.set_ylim(extent, 0)
+        ax.legend(handles=[Patch(color=c, label=k) for k, c in colors.items()], fontsize=7,
+                  loc="lower right", title="category", title_fontsize=7)
     _plain(ax.xaxis)
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in colors.items()], fontsize=7,
-              loc="lower right", title="category", title_fontsize=7)
-    ax.set_title(title)
+    _nothing_drawn(ax, len(rows), notes)
+    _notes(ax, title, notes)
     ax.set_xlabel(xlabel)
     fig.tight_layout()
     return fig

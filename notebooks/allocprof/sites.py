@@ -17,6 +17,21 @@ RANK_KEYS = {
 }
 
 
+def noise_bound(report: Report, count: pl.Expr) -> pl.Expr:
+    """How far sampling alone may put `count`, an estimate in a `sample:N` report,
+    from the truth: two standard errors (N times the count its variance), rounded up,
+    as the analyzer's `alloc_count_noise`; null in a report that records every
+    allocation, and for a count of 0."""
+    n = int(report.manifest.get("sample_interval") or 1)
+    if n <= 1:
+        return pl.lit(None, dtype=pl.UInt64)
+    return (
+        pl.when(count > 0)
+        .then((2.0 * (count.cast(pl.Float64) * n).sqrt()).ceil())
+        .cast(pl.UInt64)
+    )
+
+
 def phase_names(report: Report) -> list[str]:
     """The phases the report names, in its order (`phases.parquet`), then any that
     only `sites.parquet` has: the analyzer's `phase_names`."""
@@ -95,7 +110,8 @@ def top_sites(
     report: Report, by: str = "count", limit: int | None = 20, phase: str | None = None
 ) -> pl.DataFrame:
     """The sites ranked first by `by` (count, bytes or temporaries), ties by site id,
-    with rank (from 1), name and callers: the rows of `analyzer top --format json`."""
+    with rank (from 1), name and callers: the rows of `analyzer top --format json`
+    (`alloc_count_noise`: the estimate's spread in a `sample:N` report)."""
     if by not in RANK_KEYS:
         raise ValueError(f"by must be one of {sorted(RANK_KEYS)}, not {by!r}")
     ranked = (
@@ -121,8 +137,9 @@ def top_sites(
             "temporary_count",
             "temporary_share",
             "share",
-            "main_size_class_bytes",
-            "lifetime_ns_median",
+            alloc_count_noise=noise_bound(report, pl.col("alloc_count") + pl.col("realloc_count")),
+            main_size_class_bytes="main_size_class_bytes",
+            lifetime_ns_median="lifetime_ns_median",
         )
     )
 
@@ -138,7 +155,8 @@ def category_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
     """Totals per category within `phase` if given (one the report lacks is refused),
     in the analyzer's order (its rules in order, then the unmatched): the rows of
     `analyzer categories --format json`, less the categories without sites (the
-    analyzer lists those too)."""
+    analyzer lists those too); `alloc_count_noise`: the estimate's spread in a
+    `sample:N` report."""
     rows = report.named_sites
     if check_phase(report, phase) is not None:
         rows = rows.filter(pl.col("phase") == phase)
@@ -182,6 +200,7 @@ def category_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
             "bytes_requested",
             "temporary_count",
             "share",
-            "top_site",
+            alloc_count_noise=noise_bound(report, pl.col("alloc_count") + pl.col("realloc_count")),
+            top_site="top_site",
         )
     )

@@ -115,3 +115,37 @@ def test_empty_lifetimes_say_why(report, tmp_path):
     assert "count mode" in overview.lifetimes_note(counted, empty)
     assert overview.lifetime_quantiles(empty).columns == [
         "category", "followed_freed", "p50_ns_at_most", "p90_ns_at_most"]
+
+
+def test_per_site_figures_say_what_the_mode_recorded(report, tmp_path):
+    """A count report's site figures say it records no sites, in place of empty
+    bars; a sampled report's say they are estimates and draw the spread."""
+    from allocprof import plots
+
+    assert overview.sites_note(report) is None
+    sampled = edited_copy(report, tmp_path / "sampled",
+                          manifest=lambda m: m.update(mode="sample:1000", sample_interval=1000))
+    note = overview.sites_note(sampled)
+    assert note.startswith("estimates from sampled stacks (sample:1000"), note
+    top = overview.top_sites_table(sampled, limit=5)
+    assert top["alloc_count_noise"].null_count() == 0
+    fig = plots.top_sites(top, "count", "t", "n", notes=[note])
+    ax = fig.axes[0]
+    assert "warning: estimates" in ax.get_title().replace("\n", " ")
+    assert any(type(c).__name__ == "ErrorbarContainer" for c in ax.containers)
+    counted = edited_copy(report, tmp_path / "count", manifest=lambda m: m.update(mode="count"))
+    note = overview.sites_note(counted)
+    assert note.startswith("count mode records no sites"), note
+    fig = plots.barh(sites.category_totals(report).head(0), "category", "sites", "t", "n",
+                     notes=[note])
+    texts = [t.get_text().replace("\n", " ") for t in fig.axes[0].texts]
+    assert any(t.startswith("nothing to draw: count mode records no sites") for t in texts), texts
+
+
+def test_top_temporaries_are_told_apart(report):
+    """Five rows all reading `insert_or_update (lc.rs:108)` tell the reader nothing:
+    the table gives callers and what tells them apart, as `analyzer top` does."""
+    _, top = overview.temporaries(report, limit=10)
+    assert {"callers", "distinction"} <= set(top.columns)
+    labels = top.select("name", "callers", "distinction").rows()
+    assert len(set(labels)) == len(labels), labels

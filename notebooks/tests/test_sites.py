@@ -53,3 +53,23 @@ def test_a_phase_the_report_does_not_name_is_refused(report):
     # As the analyzer's --phase: a typo must not read as an empty phase.
     with pytest.raises(ValueError, match="no phase 'Synthesize'"):
         top_sites(report, phase="Synthesize")
+
+
+def test_a_sampled_reports_spread_is_the_analyzers(report, analyzer, tmp_path):
+    """In a `sample:N` report every count is an estimate: its two-standard-error
+    spread, per site and per category, is the analyzer's `alloc_count_noise`."""
+    from reports import edited_copy
+
+    from allocprof.sites import category_totals
+
+    assert top_sites(report, limit=5)["alloc_count_noise"].null_count() == 5
+    sampled = edited_copy(report, tmp_path / "sampled",
+                          manifest=lambda m: m.update(mode="sample:1000", sample_interval=1000))
+    mine = top_sites(sampled, limit=20).to_dicts()
+    theirs = analyzer("top", sampled.dir, "--limit", 20)
+    assert all(m["alloc_count_noise"] for m in mine)
+    assert [m["alloc_count_noise"] for m in mine] == [t["alloc_count_noise"] for t in theirs]
+    cats = {c["category"]: c["alloc_count_noise"] for c in category_totals(sampled).to_dicts()}
+    want = {t["category"]: t["alloc_count_noise"] for t in analyzer("categories", sampled.dir)
+            if t["sites"] > 0}
+    assert cats == want and all(cats.values())
