@@ -77,6 +77,34 @@ def info(report_dir: str | os.PathLike) -> dict:
     return json.loads(_run("info", report_dir, "--format", "json"))
 
 
+def _rules_args(rules: str | os.PathLike | None) -> list:
+    return [] if rules is None else ["--rules", rules]
+
+
+def _phase_args(phase: str | None) -> list:
+    return [] if phase is None else ["--phase", phase]
+
+
+def cost(report_dir: str | os.PathLike, phase: str | None = None, limit: int = 20,
+         rules: str | os.PathLike | None = None) -> dict:
+    """`analyzer cost REPORT --format json`, parsed: what each category and the
+    `limit` costliest sites cost in seconds (`direct_s` inside the allocator,
+    `indirect_s` the work around it, an estimate; `total_s`, what removing them would
+    save), by the calibration `analyzer cost` uses ($ALLOC_PROFILER_CALIBRATION, else
+    the stored one, else one it measures first, about 15 s; docs/cost-model.md)."""
+    return json.loads(_run("cost", report_dir, "--format", "json", "--limit", str(limit),
+                           *_phase_args(phase), *_rules_args(rules)))
+
+
+def diff(base_dir: str | os.PathLike, change_dir: str | os.PathLike, phase: str | None = None,
+         rules: str | os.PathLike | None = None) -> dict:
+    """`analyzer diff BASE CHANGE --format json`, parsed: among the rest the predicted
+    change in seconds (`predicted_change_s`, its sampling noise, and `repriced_s`, the
+    part at sites whose counts did not change) and each category's `delta_cost_s`."""
+    return json.loads(_run("diff", base_dir, change_dir, "--format", "json",
+                           *_phase_args(phase), *_rules_args(rules)))
+
+
 #: The analyzer's command for each moment `held` answers for.
 MOMENTS = {"peak": "peak", "end": "leaks"}
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from allocprof import analyzer
 from allocprof.overview import phases, temporaries_note
 from allocprof.report import Report
 from allocprof.sites import category_totals
@@ -75,6 +76,29 @@ def warnings(base: Report, change: Report) -> list[str]:
     if apart is not None:
         out.append(f"the reports are {apart}: their differences are not a patch's alone")
     return out
+
+
+def predicted_cost(base: Report, change: Report, phase: str | None = None):
+    """What the change saves or costs in seconds, as `analyzer diff` predicts it (its
+    calibration; docs/cost-model.md): a dict of both sides' `cost_s`, the
+    `predicted_change_s`, its `noise_s` from sampling (None for exact reports) and
+    `repriced_s` (the part at sites whose allocations and bytes did not change), and
+    the categories' `delta_cost_s` as a table. None for `count` reports, which record
+    no sites to price."""
+    _with_sites(base, change)
+    check_phase(base, change, phase)
+    d = analyzer.diff(base.dir, change.dir, phase, base.rules)
+    summary = {
+        "base_cost_s": d["base"]["cost_s"],
+        "change_cost_s": d["change"]["cost_s"],
+        "predicted_change_s": d["predicted_change_s"],
+        "noise_s": d["predicted_change_noise_s"],
+        "repriced_s": d["repriced_s"],
+    }
+    cats = pl.DataFrame(d["categories"], infer_schema_length=None).filter(
+        (pl.col("base_alloc_count") > 0) | (pl.col("change_alloc_count") > 0)
+    ).select("category", "delta_alloc_count", "delta_cost_s", "cost_noise_s")
+    return summary, cats
 
 
 def estimate_note(base: Report, change: Report) -> str | None:

@@ -48,6 +48,25 @@ def sites_note(report: Report) -> str | None:
     return None
 
 
+def costs(report: Report, phase: str | None = None, limit: int = 20):
+    """What the allocations cost in seconds, as `analyzer cost` prices them (its
+    calibration of this machine; docs/cost-model.md): the answer's totals (dict:
+    `total_s`, `direct_s`, `indirect_s`, `phase_wall_s`), its categories and its
+    `limit` costliest sites (with `saves_ms`, what removing one would save). None for a
+    `count` report, which records no sites to price."""
+    if report.manifest.get("mode") == "count":
+        return None
+    answer = analyzer.cost(report.dir, phase, limit, report.rules)
+    sites = pl.DataFrame(answer["sites"], infer_schema_length=None)
+    cats = pl.DataFrame(answer["categories"], infer_schema_length=None)
+    if sites.height:
+        sites = sites.with_columns(saves_ms=pl.col("total_s") * 1e3)
+    if cats.height:
+        cats = cats.filter(pl.col("sites") > 0).with_columns(saves_ms=pl.col("total_s") * 1e3)
+    totals = {k: answer.get(k) for k in ("total_s", "direct_s", "indirect_s", "phase_wall_s")}
+    return totals, cats, sites
+
+
 def totals(report: Report) -> pl.DataFrame:
     """The manifest's run metadata and totals as (key, value) rows, values as text.
     Totals are exact in every traced mode but for temporaries: `not counted` in

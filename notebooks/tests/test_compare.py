@@ -367,3 +367,15 @@ def test_a_low_matched_share_is_warned_of_as_analyzer_diff_does():
         "removed that code, or the site rows marked gone and new are largely the same code "
         "under other frames (trust the category totals)"
     )
+
+
+def test_the_predicted_cost_is_analyzer_diffs(base_and_change, analyzer, fixture_calibration, monkeypatch):
+    base, change = base_and_change
+    monkeypatch.setenv("ALLOC_PROFILER_CALIBRATION", str(fixture_calibration))
+    summary, cats = compare.predicted_cost(base, change)
+    d = analyzer("diff", base.dir, change.dir, "--calibration", fixture_calibration)
+    assert summary["predicted_change_s"] == d["predicted_change_s"] != 0
+    assert summary["repriced_s"] == d["repriced_s"]
+    assert summary["noise_s"] is None
+    assert cats["delta_cost_s"].sum() == pytest.approx(
+        sum(c["delta_cost_s"] for c in d["categories"]), abs=1e-12)

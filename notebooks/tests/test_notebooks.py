@@ -98,8 +98,8 @@ def test_overview_runs(monkeypatch, tmp_path):
         pytest.fail("set ALLOC_REPORT to a report directory (scripts/test.sh does)")
     d = plot_dir(tmp_path)
     nb = run("01-overview.ipynb", monkeypatch, tmp_path, PLOT_DIR=d)
-    check_figures(d, "01", {"01-phases", "01-top-sites", "01-categories", "01-size-classes",
-                            "01-lifetimes", "01-temporaries"})
+    check_figures(d, "01", {"01-phases", "01-top-sites", "01-categories", "01-cost-sites",
+                            "01-size-classes", "01-lifetimes", "01-temporaries"})
     # The top sites' table shows what tells apart sites that read the same.
     top = next(o["data"]["text/plain"] for o in nb.cells[7].outputs if "text/plain" in o.get("data", {}))
     assert "distinction" in top and "via " in top
@@ -121,8 +121,11 @@ def test_compare_runs(monkeypatch, tmp_path):
         if not os.environ.get(var):
             pytest.fail(f"set {var} to a report directory (scripts/test.sh does)")
     d = plot_dir(tmp_path)
-    run("02-compare.ipynb", monkeypatch, tmp_path, PLOT_DIR=d)
+    nb = run("02-compare.ipynb", monkeypatch, tmp_path, PLOT_DIR=d)
     check_figures(d, "02", {"02-waterfall", "02-site-deltas"})
+    # The predicted change in seconds, as `analyzer diff` gives it.
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "predicted change " in text and " ms (allocation cost " in text, text
 
 
 def test_cost_model_runs_on_a_fixture(monkeypatch, tmp_path):

@@ -149,3 +149,16 @@ def test_top_temporaries_are_told_apart(report):
     assert {"callers", "distinction"} <= set(top.columns)
     labels = top.select("name", "callers", "distinction").rows()
     assert len(set(labels)) == len(labels), labels
+
+
+def test_costs_are_the_analyzers(report, analyzer, tmp_path):
+    """The cost section prices as `analyzer cost` does (its answer, read), and says a
+    count report has nothing to price rather than failing."""
+    totals, cats, top = overview.costs(report, limit=5)
+    theirs = analyzer("cost", report.dir, "--limit", 5)
+    assert totals["total_s"] == theirs["total_s"] > 0
+    assert top["site_id"].to_list() == [s["site_id"] for s in theirs["sites"]]
+    assert top["saves_ms"].to_list() == [s["total_s"] * 1e3 for s in theirs["sites"]]
+    assert cats["sites"].min() > 0
+    counted = edited_copy(report, tmp_path / "count", manifest=lambda m: m.update(mode="count"))
+    assert overview.costs(counted) is None
