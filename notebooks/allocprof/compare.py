@@ -47,6 +47,19 @@ def _with_sites(*reports: Report) -> None:
             )
 
 
+def without_sites(base: Report, change: Report) -> str | None:
+    """Why the two reports' sites cannot be compared (a `count` report records none:
+    its totals and phases still can), else None."""
+    counted = [str(r.dir) for r in (base, change) if r.manifest.get("mode") == "count"]
+    if not counted:
+        return None
+    return (
+        f"{' and '.join(counted)} {'was' if len(counted) == 1 else 'were'} written in `count` mode, "
+        "which records no sites: the totals and phases above compare exactly, the categories, "
+        "costs and sites need reports traced in `sites` or `sample:N`"
+    )
+
+
 def check_phase(base: Report, change: Report, phase: str | None) -> str | None:
     """`phase` when both reports have it (or None); else the one-line error of the
     first report that lacks it, with its phases, as `analyzer diff --phase` refuses a
