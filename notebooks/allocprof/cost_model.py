@@ -43,6 +43,12 @@ def load_results(path: str | os.PathLike) -> pl.DataFrame:
     INTERVAL_COLUMNS pairs that the file has (both of a pair, or neither); other
     columns are left out. One row per variant, no empty values."""
     path = Path(path)
+    if not path.is_file():
+        where = "" if path.is_absolute() else f" (a relative path, taken from {Path.cwd()})"
+        raise ResultsError(
+            f"{path}: no such file{where}: scripts/cost-model-check.py writes results.csv "
+            "in its --out folder"
+        )
     df = pl.read_csv(path)
     missing = [c for c in RESULT_COLUMNS if c not in df.columns]
     if missing:

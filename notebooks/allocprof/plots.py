@@ -153,17 +153,20 @@ def _nothing_drawn(ax, rows: int, notes) -> None:
             ha="center", va="center", transform=ax.transAxes)
 
 
-def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str, notes=()):
+def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str, notes=(),
+              err: str | None = None):
     """The ranked sites as horizontal bars, first on top: each labelled by its name
     and callers, and below them by what tells it apart from sites that read the same
-    (`site_label`); coloured by category, with a legend; for `count`, error bars of
-    `alloc_count_noise` where a report was sampled; `notes` in red under the title."""
+    (`site_label`); coloured by category, with a legend; error bars of the column
+    `err` (for `count`, by default `alloc_count_noise`, where a report was sampled);
+    `notes` in red under the title."""
     rows = list(top.iter_rows(named=True))
     labels = [site_label(r["name"], r["callers"], r.get("distinction") or "") for r in rows]
     ys, extent = _label_rows(labels)
     fig, ax = plt.subplots(figsize=(12, max(extent * LINE_IN, 1.5) + 1.6))
     colors = _category_colors([r["category"] for r in rows])
-    errors = [r.get("alloc_count_noise") for r in rows] if value == "count" else []
+    err = err or ("alloc_count_noise" if value == "count" else None)
+    errors = [r.get(err) for r in rows] if err else []
     ax.barh(ys, [r[value] for r in rows], height=1.6, color=[colors[r["category"]] for r in rows],
             xerr=[e or 0 for e in errors] if any(e is not None for e in errors) else None,
             error_kw={"linewidth": 0.8, "capsize": 2})

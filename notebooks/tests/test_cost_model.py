@@ -102,3 +102,8 @@ def test_predicted_vs_measured_draws_intervals(tmp_path):
     segments = sorted(tuple(map(tuple, s.tolist())) for c in ax.collections
                       for s in c.get_segments())
     assert segments == [((1.5, 1.0), (2.5, 1.0)), ((2.0, 0.5), (2.0, 3.5))]
+
+
+def test_a_missing_results_file_says_what_writes_it(tmp_path):
+    with pytest.raises(cost_model.ResultsError, match="no such file: scripts/cost-model-check.py writes"):
+        cost_model.load_results(tmp_path / "results.csv")

@@ -114,3 +114,20 @@ def test_scale_note_names_reports_without_rows(report, tracer_report):
     assert memory.scale_note(scaled) == (
         f"no `rows` label (synth-driver records one) in {tracer_report.label}: no figures per row")
     assert memory.scale_note(scale([report])) is None
+
+
+def test_the_peaks_estimates_carry_their_standard_errors(report):
+    """Heap sampling's estimates come with the analyzer's standard errors, by
+    category and site, and the note's total with its spread."""
+    h = memory.held(report)
+    cats = memory.held_categories(h)
+    assert (cats["se_mib"] * MIB_BYTES).round().to_list() == [c["live_bytes_se"] for c in h["categories"]]
+    assert cats["se_mib"].max() > 0
+    # Blocks much larger than the interval are sampled for sure: no error; smaller
+    # ones have one.
+    sites = memory.held_sites(h, limit=len(h["sites"]))
+    assert (sites["se_mib"] > 0).any() and (sites["se_mib"] == 0).any()
+    assert " ± " in memory.peak_note(report, h)
+
+
+MIB_BYTES = 1 << 20
