@@ -14,7 +14,7 @@
 //! allocates is the tracer's own. With `ALLOC_TRACE_TIMELINE_MS=0` no thread is
 //! started, so a traced program stays single-threaded if it was (which
 //! `unshare(CLONE_NEWUSER)`, for one, requires). A forked child has no sampler: its
-//! timeline stops at the fork.
+//! timeline stops at the fork, but for the closing point its report takes.
 
 use crate::hot::clock;
 use crate::hot::control;
@@ -185,11 +185,15 @@ pub fn points() -> Vec<Point> {
 /// Not kept: a later report takes its own. Just the points where the timeline is
 /// off (an interval of 0) or tracing never started.
 pub fn points_to_now() -> Vec<Point> {
-    if interval_ms() == 0 || !started() {
-        return points();
-    }
-    let last = now();
     let mut all = points();
+    if interval_ms() == 0 || !started() {
+        return all;
+    }
+    // Taken after the points read: a tick between the two cannot land after it.
+    let mut last = now();
+    if let Some(p) = all.last() {
+        last.time_ns = last.time_ns.max(p.time_ns);
+    }
     all.push(last);
     all
 }

@@ -3,16 +3,26 @@
 //! shows which categories and sites grew (a diff against the report the budget's
 //! limits were last set from, which a draft's header names); and, for a change
 //! meant to move a figure (work moved from one category to another, which a ratchet
-//! never raises a limit for), the value that would accept it.
+//! never raises a limit for), the value that would accept it, at the margins the
+//! header says the limits were set with.
 
 use crate::budget::Checked;
-use crate::budget_draft::{Margins, kind_of, limit_value, margin_of, percent, shell_word};
-use crate::budget_tighten::last_set_from;
+use crate::budget_draft::{kind_of, limit_value, margin_of, shell_word};
+use crate::budget_header::{last_margins, last_set_from, percent};
+use crate::budget_tighten::estimated;
 use std::path::Path;
 
+/// The report checked: where it is and the mode it was traced in.
+pub struct Checking<'a> {
+    /// The report's folder, as given.
+    pub dir: &'a Path,
+    /// Its mode (`count`, `sites`, `sample:N`).
+    pub mode: &'a str,
+}
+
 /// The lines to print after the breaches `over` of the budget file `budget` (its
-/// text `text`) by the report in `report`. Empty without a breach.
-pub fn advice(text: &str, budget: &Path, over: &[&Checked], report: &Path) -> Vec<String> {
+/// text `text`) by the report `checked`. Empty without a breach.
+pub fn advice(text: &str, budget: &Path, over: &[&Checked], checked: Checking) -> Vec<String> {
     if over.is_empty() {
         return Vec::new();
     }
@@ -23,10 +33,14 @@ pub fn advice(text: &str, budget: &Path, over: &[&Checked], report: &Path) -> Ve
         .as_deref()
         .filter(|p| over.iter().all(|c| c.phase.as_deref() == Some(*p)));
     let phase = phase.map_or(String::new(), |p| format!(" --phase {}", shell_word(p)));
-    let report_path = report;
-    let report = shell_word(&report.display().to_string());
-    let base = last_set_from(text).filter(|b| Path::new(b) != report_path);
+    let report = shell_word(&checked.dir.display().to_string());
+    let base = last_set_from(text).filter(|b| !same_place(Path::new(b), checked.dir));
     lines.push(match base {
+        // A count report records no sites, which is what a diff compares.
+        _ if checked.mode == "count" => format!(
+            "to see which categories and sites grew: trace both builds in sites mode (count \
+             mode records none) and compare them: analyzer diff BASE CHANGE{phase}"
+        ),
         Some(base) if Path::new(base).is_dir() => format!(
             "to see which categories and sites grew: analyzer diff {} {report}{phase}",
             shell_word(base)
@@ -41,12 +55,32 @@ pub fn advice(text: &str, budget: &Path, over: &[&Checked], report: &Path) -> Ve
              BASE a report of the build the budget was made for"
         ),
     });
-    let margins = Margins::default();
+    // Sampling's noise is more than a margin of a few per cent: a limit on an
+    // estimate is set from a sites report, not raised to one.
+    let sampled = checked.mode.starts_with("sample:");
+    let (over, estimates): (Vec<&Checked>, Vec<&Checked>) = over
+        .iter()
+        .copied()
+        .partition(|c| !(sampled && estimated(&c.key)));
+    if !estimates.is_empty() {
+        lines.push(format!(
+            "{} estimated from sampled stacks ({}): set such limits from a report \
+             traced in sites mode",
+            estimates
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+            checked.mode
+        ));
+    }
+    let margins = last_margins(text).unwrap_or_default();
     let accepting = |c: &Checked| {
         let margin = margin_of(&c.key, margins);
         (limit_value(c.found, margin, kind_of(&c.key)).0, margin)
     };
-    lines.push(match over {
+    lines.push(match over.as_slice() {
+        [] => return lines,
         [c] => {
             let (value, margin) = accepting(c);
             format!(
@@ -72,9 +106,19 @@ pub fn advice(text: &str, budget: &Path, over: &[&Checked], report: &Path) -> Ve
     lines
 }
 
+/// True when `a` and `b` name one folder (`reports/r`, `./reports/r` and its absolute
+/// path do), or, where either does not exist, read the same.
+fn same_place(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::budget_draft::Margins;
 
     fn breach(phase: Option<&str>, limit: &str, key: &[&str], found: f64, budget: f64) -> Checked {
         Checked {
@@ -86,23 +130,37 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_breach_names_the_diff_to_run_and_the_limit_that_accepts_it() {
-        // A folder that exists wherever the tests run.
-        let base_dir = env!("CARGO_MANIFEST_DIR");
-        let text = format!("# Allocation budget drafted by `analyzer budget` from {base_dir}.\n");
-        let allocs = breach(
+    fn sites(dir: &str) -> Checking<'_> {
+        Checking {
+            dir: Path::new(dir),
+            mode: "sites",
+        }
+    }
+
+    fn draft(from: &str) -> String {
+        crate::budget_header::draft_lines(from, Margins::default())
+    }
+
+    fn enforce_allocs() -> Checked {
+        breach(
             Some("synthesize"),
             "category.enforce.allocs",
             &["phase", "synthesize", "category", "enforce", "allocs"],
             638_508.0,
             584_703.0,
-        );
+        )
+    }
+
+    #[test]
+    fn a_breach_names_the_diff_to_run_and_the_limit_that_accepts_it() {
+        // A folder that exists wherever the tests run.
+        let base_dir = env!("CARGO_MANIFEST_DIR");
+        let allocs = enforce_allocs();
         let lines = advice(
-            &text,
+            &draft(base_dir),
             Path::new("ci/budget.toml"),
             &[&allocs],
-            Path::new("reports/pr"),
+            sites("reports/pr"),
         );
         assert_eq!(
             lines,
@@ -112,16 +170,16 @@ mod tests {
                      reports/pr --phase synthesize",
                     shell_word(base_dir)
                 ),
-                "if the change is meant to move phase synthesize: category.enforce.allocs, raise it in \
-                 ci/budget.toml to 670_434 (the report's figure plus 5 %)"
+                "if the change is meant to move phase synthesize: category.enforce.allocs, \
+                 raise it in ci/budget.toml to 670_434 (the report's figure plus 5 %)"
                     .to_owned()
             ]
         );
         // A base that is gone, a run-wide peak (its own margin), and two phases: the
         // diff is of every phase.
-        let text = "# Allocation budget drafted by `analyzer budget` from gone/base.\n";
+        let text = draft("gone/base");
         let peak = breach(None, "peak_live_bytes", &["peak_live_bytes"], 1000.0, 900.0);
-        let lines = advice(text, Path::new("b.toml"), &[&allocs, &peak], Path::new("r"));
+        let lines = advice(&text, Path::new("b.toml"), &[&allocs, &peak], sites("r"));
         assert_eq!(
             lines[0],
             "to see which categories and sites grew: analyzer diff BASE r, BASE a report \
@@ -134,12 +192,60 @@ mod tests {
              figures plus 5 % (15 % for peaks): phase synthesize: category.enforce.allocs \
              to 670_434, run: peak_live_bytes to 1_150"
         );
-        // The report the limits were set from, checked again: no diff of it with itself.
-        let lines = advice(text, Path::new("b.toml"), &[&peak], Path::new("gone/base"));
+        assert!(advice(&text, Path::new("b.toml"), &[], sites("r")).is_empty());
+    }
+
+    #[test]
+    fn the_report_the_limits_were_set_from_is_not_diffed_with_itself() {
+        let here = env!("CARGO_MANIFEST_DIR");
+        let text = draft(here);
+        // The same folder, named another way.
+        let dotted = format!("{here}/./src/..");
+        let lines = advice(
+            &text,
+            Path::new("b.toml"),
+            &[&enforce_allocs()],
+            sites(&dotted),
+        );
+        assert!(lines[0].contains("analyzer diff BASE "), "{lines:?}");
+    }
+
+    #[test]
+    fn the_hints_follow_the_mode_and_the_margins_the_header_gives() {
+        let allocs = enforce_allocs();
+        // A count report has no sites to diff: retrace in sites mode.
+        let count = Checking {
+            dir: Path::new("r"),
+            mode: "count",
+        };
+        let lines = advice(&draft("gone"), Path::new("b.toml"), &[&allocs], count);
         assert!(
-            lines[0].contains("analyzer diff BASE gone/base,"),
+            lines[0].starts_with(
+                "to see which categories and sites grew: trace both builds in sites mode"
+            ),
             "{lines:?}"
         );
-        assert!(advice(text, Path::new("b.toml"), &[], Path::new("r")).is_empty());
+        // Margins from the header's tightening line.
+        let tight = Margins {
+            counts: 0.02,
+            memory: 0.1,
+        };
+        let text = crate::budget_header::with_tightened_line(&draft("gone"), "newer", tight);
+        let lines = advice(&text, Path::new("b.toml"), &[&allocs], sites("r"));
+        assert!(
+            lines[1].ends_with("to 651_279 (the report's figure plus 2 %)"),
+            "{lines:?}"
+        );
+        // A sampled estimate is not raised: it is set from a sites report.
+        let sampled = Checking {
+            dir: Path::new("r"),
+            mode: "sample:1000",
+        };
+        let lines = advice(&draft("gone"), Path::new("b.toml"), &[&allocs], sampled);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[1].contains("estimated from sampled stacks (sample:1000)"),
+            "{lines:?}"
+        );
     }
 }

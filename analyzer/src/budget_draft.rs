@@ -74,29 +74,6 @@ impl Margins {
     }
 }
 
-/// How a draft's first line begins; the report it names follows, then a full stop.
-pub(crate) const DRAFTED_FROM: &str = "# Allocation budget drafted by `analyzer budget` from ";
-
-/// The report a budget file was drafted from, as its first line names it; `None`
-/// for a file written otherwise.
-pub(crate) fn drafted_from(text: &str) -> Option<&str> {
-    text.lines()
-        .next()?
-        .strip_prefix(DRAFTED_FROM)?
-        .strip_suffix('.')
-}
-
-/// A margin as a per cent: whole per cents as such, a smaller margin with the
-/// decimals it has (`5 %`, `2.5 %`).
-pub(crate) fn percent(m: f64) -> String {
-    let p = m * 100.0;
-    if p == p.round() {
-        format!("{p:.0} %")
-    } else {
-        format!("{} %", (p * 100.0).round() / 100.0)
-    }
-}
-
 /// How the limit at `key` (`Checked::key`) is written: a category's share,
 /// allocations per row, or a count (allocations, bytes, temporaries, peaks).
 pub(crate) fn kind_of(key: &[String]) -> Kind {
@@ -146,17 +123,14 @@ pub fn draft(
     };
     let mut out = String::new();
     let mode = &report.manifest.mode;
-    let pct = percent;
     let _ = writeln!(
         out,
-        "{DRAFTED_FROM}{source}.\n\
-         # Every limit is a maximum, {} above the report's figure ({} for peak live\n\
+        "{}\
          # bytes and peak RSS, which move with thread timing); the comments give the\n\
          # figures. Edit freely: a limit left out is not checked. Check a report traced\n\
          # in {mode} mode (`mode` below) with\n\
          #   analyzer check REPORT --budget THIS_FILE{}",
-        pct(margins.counts),
-        pct(margins.memory),
+        crate::budget_header::draft_lines(source, margins),
         rules_file.map_or(String::new(), |f| format!(
             " --rules {}",
             shell_word(&f.display().to_string())

@@ -14,7 +14,8 @@
 
 use crate::Error;
 use crate::budget::{self, Checked};
-use crate::budget_draft::{Margins, drafted_from, kind_of, limit_value, margin_of, percent, shown};
+use crate::budget_draft::{Margins, kind_of, limit_value, margin_of, shown};
+use crate::budget_header::with_tightened_line;
 use crate::categories::Category;
 use crate::report::Report;
 use std::path::Path;
@@ -135,7 +136,7 @@ pub fn tighten(
     }
     let mut text = doc.to_string();
     if !lowered.is_empty() {
-        text = with_tightened_note(&text, &report.dir.display().to_string(), margins);
+        text = with_tightened_line(&text, &report.dir.display().to_string(), margins);
     }
     Ok(Tightened {
         text,
@@ -148,7 +149,7 @@ pub fn tighten(
 
 /// True for a limit whose figure is estimated from sampled stacks in `sample:N`
 /// mode: temporaries, categories and sites (phase totals and peaks are exact).
-fn estimated(key: &[String]) -> bool {
+pub(crate) fn estimated(key: &[String]) -> bool {
     matches!(
         key.get(2).map(String::as_str),
         Some("temporaries" | "category" | "site")
@@ -208,44 +209,6 @@ fn in_units(bytes: u64, most: f64) -> (String, f64) {
         }
     }
     (format!("\"{bytes}B\""), bytes as f64)
-}
-
-/// How the line that says a draft was tightened begins.
-const TIGHTENED: &str = "# Tightened by `analyzer budget --tighten` to ";
-
-/// The report a draft's limits were last set from: the one it was last tightened
-/// to, else the one it was drafted from; `None` for a file written otherwise.
-pub fn last_set_from(text: &str) -> Option<&str> {
-    let drafted = drafted_from(text)?;
-    let tightened = text
-        .lines()
-        .nth(1)
-        .and_then(|l| l.strip_prefix(TIGHTENED))
-        .and_then(|l| l.split_once(": the limits it lowered").map(|(r, _)| r));
-    Some(tightened.unwrap_or(drafted))
-}
-
-/// A draft's `text` with a line under its first that says it was last tightened to
-/// `report` and by what margins (its own lines give the draft's), in place of the
-/// line an earlier tightening left; a file not drafted by `analyzer budget` as it
-/// is.
-fn with_tightened_note(text: &str, report: &str, margins: Margins) -> String {
-    if drafted_from(text).is_none() {
-        return text.to_owned();
-    }
-    let note = format!(
-        "{TIGHTENED}{report}: the limits it lowered lie {} above its figures ({} for \
-         peaks).",
-        percent(margins.counts),
-        percent(margins.memory)
-    );
-    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let line = format!("{note}\n");
-    match lines.get(1) {
-        Some(l) if l.starts_with(TIGHTENED) => lines[1] = &line,
-        _ => lines.insert(1, &line),
-    }
-    lines.concat()
 }
 
 /// A value's trailing comment with a draft's `# report: N` made to give `figure`;
@@ -414,8 +377,6 @@ mod tests {
             "{}",
             twice.text
         );
-        assert_eq!(last_set_from(draft), Some("reports/old"));
-        assert_eq!(last_set_from(&twice.text), Some("reports/new"));
         let own = tightened("[phase.p]\nallocs = 5_000\n", &r);
         assert_eq!(own.text, "[phase.p]\nallocs = 525\n");
     }

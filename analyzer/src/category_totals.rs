@@ -4,7 +4,6 @@
 use crate::categories::{Category, UNMATCHED, classify};
 use crate::rank::{self, RankedSite, frames_of, site_totals};
 use crate::report::Report;
-use crate::sampling_noise::estimate_bound;
 
 /// Totals of one category.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -23,12 +22,12 @@ pub struct CategoryTotals {
     pub temporary_count: u64,
     /// Share of all allocations (and reallocs) in the selection.
     pub share: f64,
+    /// The biggest site in it.
+    pub top_site: String,
     /// How far sampling alone may put `alloc_count + realloc_count` from the truth
     /// in a `sample:N` report (as a site's: `RankedSite::alloc_count_noise`);
     /// `None` in an exact one, and for a category with nothing recorded.
     pub alloc_count_noise: Option<u64>,
-    /// The biggest site in it.
-    pub top_site: String,
 }
 
 /// Totals per category (rules in order, then the unmatched), within `phase` if given.
@@ -82,7 +81,7 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
         } else {
             calls as f64 / total as f64
         };
-        t.alloc_count_noise = estimate_bound(calls, report.manifest.sample_interval);
+        t.alloc_count_noise = report.count_noise(calls);
     }
     out
 }

@@ -139,10 +139,10 @@ pub struct Diff {
     pub recycling_s: Option<f64>,
     /// Of `predicted_change_s`, the part at sites in both reports with the same
     /// allocations and requested bytes on each side: the same allocations priced
-    /// apart, because their blocks lived a different share of the program's
-    /// allocations (a patch that removes many allocations elsewhere makes them read
-    /// shorter-lived; `docs/cost-model.md`, "Across a patch"). `None` without a
-    /// calibration.
+    /// apart, because their blocks lived longer or shorter, or counted against
+    /// another rate of the program's allocations (a patch that removes many
+    /// allocations elsewhere makes them read shorter-lived; `docs/cost-model.md`,
+    /// "Across a patch"). `None` without a calibration.
     pub repriced_s: Option<f64>,
     /// How many sites (keys) make up `repriced_s`.
     pub repriced_sites: usize,
@@ -754,7 +754,9 @@ mod tests {
     #[test]
     fn the_same_allocations_priced_apart_are_told_apart_from_the_patch() {
         // "kept" allocates as before, its blocks now living long; "lc" halves. Only
-        // "kept"'s change is repriced; the prediction holds both.
+        // "kept"'s change is at a site whose counts did not change (its own lifetimes
+        // moved here; a rate of allocations that moved does the same); the prediction
+        // holds both.
         let rules = crate::categories::default_rules();
         let (mut base, mut change) = (
             report(&[(0, "kept", 1, 100), (1, "lc", 2, 100)]),

@@ -17,6 +17,7 @@
 pub mod budget;
 pub mod budget_advice;
 pub mod budget_draft;
+pub mod budget_header;
 pub mod budget_tighten;
 pub mod calibrate;
 pub mod categories;

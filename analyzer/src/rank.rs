@@ -5,7 +5,6 @@ use crate::categories::{self, Category};
 use crate::id_map::{self, IdMap};
 use crate::naming;
 use crate::report::{FrameRow, Report};
-use crate::sampling_noise::estimate_bound;
 use std::collections::HashMap;
 
 /// What one ranked row stands for.
@@ -70,17 +69,17 @@ pub struct RankedSite {
     pub temporary_share: f64,
     /// Share of all allocations (and reallocs) in the selection.
     pub share: f64,
-    /// How far sampling alone may put `alloc_count + realloc_count` from the truth
-    /// in a `sample:N` report (half-width of a 95 % interval:
-    /// `sampling_noise::estimate_bound`); `None` in an exact one. Bytes,
-    /// temporaries and cost are estimates of the same spread.
-    pub alloc_count_noise: Option<u64>,
     /// The size class with most allocations at this site.
     pub main_size_class_bytes: u64,
     /// Median lifetime of the followed blocks of the main size class, if any.
     pub lifetime_ns_median: Option<u64>,
     /// Estimated cost in seconds (direct + indirect, see `cost`), with a calibration.
     pub cost_s: Option<f64>,
+    /// How far sampling alone may put `alloc_count + realloc_count` from the truth
+    /// in a `sample:N` report (half-width of a 95 % interval:
+    /// `sampling_noise::estimate_bound`); `None` in an exact one. Bytes,
+    /// temporaries and cost are estimates of the same spread.
+    pub alloc_count_noise: Option<u64>,
 }
 
 /// Per-site totals over the rows of `phase` (all phases if `None`), not yet named
@@ -130,10 +129,7 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
             temporary_count: a.temporaries,
             temporary_share: ratio(a.temporaries, a.allocs.saturating_add(a.reallocs)),
             share: ratio(a.allocs.saturating_add(a.reallocs), total),
-            alloc_count_noise: estimate_bound(
-                a.allocs.saturating_add(a.reallocs),
-                report.manifest.sample_interval,
-            ),
+            alloc_count_noise: report.count_noise(a.allocs.saturating_add(a.reallocs)),
             main_size_class_bytes: a.main.0,
             lifetime_ns_median: a.main.2,
             cost_s: None,
@@ -457,7 +453,7 @@ pub fn top_grouped(
             // From the counts, not a sum of the sites' shares: a float sum of shares
             // comes to 1.0000000000000002.
             g.share = ratio(calls, total);
-            g.alloc_count_noise = estimate_bound(calls, report.manifest.sample_interval);
+            g.alloc_count_noise = report.count_noise(calls);
             g
         })
         .collect();

@@ -95,28 +95,23 @@ impl Noise {
 /// in variance for `c` allocations, taken as the estimate); `None` in an exact
 /// report (`interval` 1, or 0 where the report does not say).
 pub fn estimate_bound(estimate: u64, interval: u64) -> Option<u64> {
-    Noise::of_sides(
-        Sampled {
-            allocs: estimate,
-            cost_weight_s2: None,
-            interval,
-        },
-        Sampled {
-            allocs: 0,
-            cost_weight_s2: None,
-            interval: 1,
-        },
-    )
-    .0
-    .count_bound()
+    let variance = interval as f64 * estimate as f64;
+    (interval > 1 && estimate > 0).then(|| (SIGMAS * variance.sqrt()).ceil() as u64)
 }
 
-/// `bound` as a share of `estimate`, for tables: `±6%`; empty without a bound.
+/// `bound` as a share of `estimate`, for tables: `±6%`, `±0.4%` under one per cent;
+/// empty without a bound (which an estimate of 0 has none of).
 pub fn relative(bound: Option<u64>, estimate: u64) -> String {
     match bound {
-        None => String::new(),
-        Some(_) if estimate == 0 => "±-".to_owned(),
-        Some(b) => format!("±{:.0}%", 100.0 * b as f64 / estimate as f64),
+        Some(b) if estimate > 0 => {
+            let pct = 100.0 * b as f64 / estimate as f64;
+            if pct < 0.95 {
+                format!("±{pct:.1}%")
+            } else {
+                format!("±{pct:.0}%")
+            }
+        }
+        _ => String::new(),
     }
 }
 
@@ -160,6 +155,25 @@ mod tests {
         assert_eq!(estimate_bound(976_000, 1), None);
         assert_eq!(estimate_bound(976_000, 0), None);
         assert_eq!(relative(None, 5), "");
+        // Large counts keep a figure: 2 * sqrt(1000 * 1e9) is 0.2 % of 1e9.
+        assert_eq!(
+            relative(estimate_bound(1_000_000_000, 1000), 1_000_000_000),
+            "±0.2%"
+        );
+        // As `Noise`'s bound of the same estimate against nothing.
+        let noise = Noise::of_delta(
+            Sampled {
+                allocs: 63,
+                cost_weight_s2: None,
+                interval: 1000,
+            },
+            Sampled {
+                allocs: 0,
+                cost_weight_s2: None,
+                interval: 1,
+            },
+        );
+        assert_eq!(estimate_bound(63, 1000), noise.count_bound());
     }
 
     #[test]

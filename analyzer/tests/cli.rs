@@ -2802,16 +2802,21 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
     assert_eq!(d["fail_if"], serde_json::json!([]));
 
     // Gates compare like with like: another mode is refused for figures the mode
-    // changes (temporaries, cost, resident memory) ...
+    // changes (temporaries, cost, resident memory, peaks, which move with thread
+    // timing) ...
     let sampled = copy_fixture("gate-sampled");
-    edit_manifest(&sampled, |m| m["mode"] = "sample:10".into());
-    for gate in ["temporaries>+0", "rss>+5%"] {
+    edit_manifest(&sampled, |m| {
+        m["mode"] = "sample:10".into();
+        m["sample_interval"] = 10.into();
+    });
+    for gate in ["temporaries>+0", "rss>+5%", "peak>+0"] {
         assert_one_line_error(
             &["diff", r, sampled.to_str().unwrap(), "--fail-if", gate],
             "different modes (sites and sample:10)",
         );
     }
-    // ... not for allocations, bytes and the peak, exact in every mode.
+    // ... not for allocations and bytes, counted exactly in every mode: the totals
+    // compared are the exact ones (the same here), not the sampled sites' estimates.
     let out = analyzer(&[
         "diff",
         r,
@@ -2819,7 +2824,9 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
         "--fail-if",
         "allocs>+0",
         "--fail-if",
-        "peak>+0",
+        "bytes>+0",
+        "--format",
+        "json",
     ]);
     assert_eq!(
         out.status.code(),
@@ -2827,6 +2834,8 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["base"]["alloc_count"], d["change"]["alloc_count"]);
     // A report that counted allocations but holds no sites (its mode switched to
     // `off` before it was written) is refused, not read as no allocations.
     let off = count_copy(&fixture(), "gate-off");
@@ -3196,6 +3205,18 @@ fn a_gate_on_one_phase_names_the_other_phases_that_changed() {
         ),
         "{err}"
     );
+    // A gate on the run's peak, whatever the phase, says nothing of the kind either.
+    let out = analyzer(&[
+        "diff",
+        base.to_str().unwrap(),
+        change.to_str().unwrap(),
+        "--fail-if",
+        "peak>+0",
+        "--phase",
+        "build",
+    ]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!err.contains("other phases changed"), "{err}");
     // Gating the phase that changed, or the whole run, says nothing of the kind.
     for phase in [Some("combine"), None] {
         let out = gate(phase);
@@ -3203,4 +3224,44 @@ fn a_gate_on_one_phase_names_the_other_phases_that_changed() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(!err.contains("other phases changed"), "{phase:?}: {err}");
     }
+}
+
+#[test]
+fn sampled_reports_tables_give_each_rows_spread() {
+    // The fixture's counts read as a sample:100 report's estimates.
+    let sampled = copy_fixture("spread");
+    edit_manifest(&sampled, |m| {
+        m["mode"] = "sample:100".into();
+        m["sample_interval"] = 100.into();
+    });
+    let s = sampled.to_str().unwrap();
+    for args in [
+        &["top", s, "--limit", "3"][..],
+        &["categories", s],
+        &["cost", s, "--limit", "3"],
+    ] {
+        let out = analyzer(args);
+        assert!(out.status.success(), "{args:?}");
+        let table = String::from_utf8(out.stdout).unwrap();
+        // A ± column, with each row's share: the top site's 85,714 allocations
+        // (and no reallocs) at 1 in 100: 2 * sqrt(100 * 85714) = 5,856, 7 %.
+        assert!(
+            table
+                .lines()
+                .any(|l| l.contains("alloc+realloc") && l.contains(" ±")),
+            "{args:?}: {table}"
+        );
+        assert!(table.contains("  ±7% "), "{args:?}: {table}");
+        assert!(
+            table.contains("± is how far sampling alone may put a row's count"),
+            "{table}"
+        );
+    }
+    // In JSON, the bound itself.
+    let out = analyzer(&["top", s, "--limit", "1", "--format", "json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["alloc_count_noise"], 5856);
+    // An exact report's tables have no such column.
+    let out = analyzer(&["top", fixture().to_str().unwrap(), "--limit", "3"]);
+    assert!(!String::from_utf8(out.stdout).unwrap().contains('±'));
 }

@@ -96,8 +96,8 @@ def predicted_cost(base: Report, change: Report, phase: str | None = None):
     calibration; docs/cost-model.md): a dict of both sides' `cost_s`, the
     `predicted_change_s`, its `noise_s` from sampling (None for exact reports) and
     `repriced_s` (the part at sites whose allocations and bytes did not change), and
-    the categories' `delta_cost_s` as a table. None for `count` reports, which record
-    no sites to price."""
+    the categories' `delta_cost_s` as a table. A `count` report, which records no
+    sites to price, is refused (ValueError), as `analyzer diff` refuses it."""
     _with_sites(base, change)
     check_phase(base, change, phase)
     d = analyzer.diff(base.dir, change.dir, phase, base.rules)

@@ -34,17 +34,19 @@ def temporaries_note(report: Report) -> str | None:
     return None
 
 
-def sites_note(report: Report) -> str | None:
+def sites_note(report: Report, error_bars: bool = True) -> str | None:
     """What every per-site figure of the report must say, else None: a `count` report
-    records no sites; a `sample:N` report's are estimates."""
+    records no sites; a `sample:N` report's are estimates (`error_bars`: the figure
+    draws their spread)."""
     mode = report.manifest.get("mode") or ""
     if mode == "count":
         return ("count mode records no sites, so there are no sites, categories or "
                 "temporaries to show (trace with sites or sample:N)")
     if mode.startswith("sample:"):
+        spread = ("; alloc_count_noise and the error bars are two standard errors of sampling "
+                  "alone") if error_bars else ""
         return (f"estimates from sampled stacks ({mode}: each recorded allocation stands for "
-                f"{mode.split(':', 1)[1]}); alloc_count_noise and the error bars are two "
-                "standard errors of sampling alone")
+                f"{mode.split(':', 1)[1]}){spread}")
     return None
 
 

@@ -129,9 +129,7 @@ def barh(df: pl.DataFrame, label: str, value: str, title: str, xlabel: str, colo
         color = ["tab:green" if v < 0 else "tab:red" for v in values]
         ax.axvline(0, color="black", linewidth=0.6)
     errors = df[err].to_list() if err and err in df.columns else []
-    ax.barh(range(df.height), values, color=color,
-            xerr=[e or 0 for e in errors] if any(e is not None for e in errors) else None,
-            error_kw={"linewidth": 0.8, "capsize": 2})
+    ax.barh(range(df.height), values, color=color, **_xerr(errors))
     ax.set_yticks(range(df.height), labels)
     ax.invert_yaxis()
     _plain(ax.xaxis)
@@ -140,6 +138,14 @@ def barh(df: pl.DataFrame, label: str, value: str, title: str, xlabel: str, colo
     ax.set_xlabel(xlabel)
     fig.tight_layout()
     return fig
+
+
+def _xerr(errors: list) -> dict:
+    """`barh` arguments for error bars of `errors` (None: none at that bar), or none
+    when no bar has one."""
+    if not any(e is not None for e in errors):
+        return {}
+    return {"xerr": [e or 0 for e in errors], "error_kw": {"linewidth": 0.8, "capsize": 2}}
 
 
 def _nothing_drawn(ax, rows: int, notes) -> None:
@@ -168,8 +174,7 @@ def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str, notes=(),
     err = err or ("alloc_count_noise" if value == "count" else None)
     errors = [r.get(err) for r in rows] if err else []
     ax.barh(ys, [r[value] for r in rows], height=1.6, color=[colors[r["category"]] for r in rows],
-            xerr=[e or 0 for e in errors] if any(e is not None for e in errors) else None,
-            error_kw={"linewidth": 0.8, "capsize": 2})
+            **_xerr(errors))
     ax.set_yticks(ys, labels, fontsize=7)
     if rows:
         ax.set_ylim(extent, 0)
@@ -208,8 +213,7 @@ def site_deltas(deltas: pl.DataFrame, matched_share: float, title: str, limit: i
     values = [r["delta_count"] for r in rows]
     noise = [r.get("count_noise") for r in rows]
     ax.barh(ys, values, height=1.6, color=["tab:green" if v < 0 else "tab:red" for v in values],
-            xerr=[n or 0 for n in noise] if any(n is not None for n in noise) else None,
-            error_kw={"linewidth": 0.8, "capsize": 2})
+            **_xerr(noise))
     ax.axvline(0, color="black", linewidth=0.6)
     ax.set_yticks(ys, labels, fontsize=7)
     ax.set_ylim(extent, 0)
@@ -221,17 +225,13 @@ def site_deltas(deltas: pl.DataFrame, matched_share: float, title: str, limit: i
         ax.text(0.5, 0.5, "no site found in both reports changed", ha="center", va="center",
                 transform=ax.transAxes)
     ax.set_xlabel("change - baseline (allocations + reallocs), sites in both reports")
-    warning = (
-        f"\nonly {matched_share:.0%} of the baseline's allocations + reallocs are at matched sites: "
+    low = (
+        f"only {matched_share:.0%} of the baseline's allocations + reallocs are at matched sites: "
         "the category totals are what to trust"
-        if matched_share < low_share else ""
+        if matched_share < low_share else None
     )
-    extra = [n for n in notes if n]
-    ax.set_title(
-        f"{title}\nmatched sites: {matched_share:.0%} of the baseline's allocations + reallocs{warning}"
-        + "".join("\n" + textwrap.fill(f"warning: {n}", 110) for n in extra),
-        color="tab:red" if warning or extra else "black",
-    )
+    _notes(ax, f"{title}\nmatched sites: {matched_share:.0%} of the baseline's allocations + reallocs",
+           [low, *notes])
     calls = lambda df, side: int(df[f"{side}_alloc_count"].sum() + df[f"{side}_realloc_count"].sum())  # noqa: E731
     churn_values = [-calls(removed, "base"), calls(added, "change")]
     bx.barh([0, 1], churn_values, color="tab:gray")

@@ -150,7 +150,9 @@ def load(path: str | os.PathLike, rules: str | os.PathLike | None = None) -> Rep
     d = Path(path)
     manifest_path = d / "manifest.json"
     if not d.is_dir():
-        where = "" if d.is_absolute() else f" (a relative path, taken from {Path.cwd()})"
+        launched = os.environ.get("PWD")
+        also = f", nor under {launched}" if launched and Path(launched) != Path.cwd() else ""
+        where = "" if d.is_absolute() else f" (a relative path, taken from {Path.cwd()}{also})"
         raise ReportError(f"{d}: no such report directory{where}")
     try:
         manifest = json.loads(manifest_path.read_text())

@@ -22,7 +22,12 @@ def test_a_folder_of_reports_is_named_as_such(tmp_path):
 
 def test_a_relative_path_says_where_it_was_taken_from(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PWD", str(tmp_path))
     with pytest.raises(ReportError, match=re.escape(f"(a relative path, taken from {tmp_path})")):
+        load("reports/nonesuch")
+    # Where Jupyter was started elsewhere, it names that place too.
+    monkeypatch.setenv("PWD", "/somewhere/else")
+    with pytest.raises(ReportError, match=re.escape(f"taken from {tmp_path}, nor under /somewhere/else)")):
         load("reports/nonesuch")
     with pytest.raises(ReportError) as e:
         load(tmp_path / "nonesuch")

@@ -1,11 +1,17 @@
 """The overview's tables agree with each other and with the manifest."""
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
+import allocprof
 from allocprof import overview, sites
 from allocprof.sites import site_totals
 from reports import edited_copy
+
+#: A real count report: a whole 32 GiB partition's, traced in `count` mode.
+COUNT_REPORT = Path(__file__).resolve().parents[1] / "data" / "porep-32g-count"
 
 
 def test_size_classes_add_up_to_the_manifest(any_report):
@@ -133,7 +139,7 @@ def test_per_site_figures_say_what_the_mode_recorded(report, tmp_path):
     ax = fig.axes[0]
     assert "warning: estimates" in ax.get_title().replace("\n", " ")
     assert any(type(c).__name__ == "ErrorbarContainer" for c in ax.containers)
-    counted = edited_copy(report, tmp_path / "count", manifest=lambda m: m.update(mode="count"))
+    counted = allocprof.load(COUNT_REPORT)
     note = overview.sites_note(counted)
     assert note.startswith("count mode records no sites"), note
     fig = plots.barh(sites.category_totals(report).head(0), "category", "sites", "t", "n",
@@ -151,14 +157,14 @@ def test_top_temporaries_are_told_apart(report):
     assert len(set(labels)) == len(labels), labels
 
 
-def test_costs_are_the_analyzers(report, analyzer, tmp_path):
+def test_costs_are_the_analyzers(report, analyzer, fixture_calibration, monkeypatch):
     """The cost section prices as `analyzer cost` does (its answer, read), and says a
     count report has nothing to price rather than failing."""
+    monkeypatch.setenv("ALLOC_PROFILER_CALIBRATION", str(fixture_calibration))
     totals, cats, top = overview.costs(report, limit=5)
-    theirs = analyzer("cost", report.dir, "--limit", 5)
+    theirs = analyzer("cost", report.dir, "--limit", 5, "--calibration", fixture_calibration)
     assert totals["total_s"] == theirs["total_s"] > 0
     assert top["site_id"].to_list() == [s["site_id"] for s in theirs["sites"]]
     assert top["saves_ms"].to_list() == [s["total_s"] * 1e3 for s in theirs["sites"]]
     assert cats["sites"].min() > 0
-    counted = edited_copy(report, tmp_path / "count", manifest=lambda m: m.update(mode="count"))
-    assert overview.costs(counted) is None
+    assert overview.costs(allocprof.load(COUNT_REPORT)) is None

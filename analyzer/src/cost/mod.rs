@@ -30,7 +30,6 @@ use crate::categories::{self, Category};
 use crate::naming;
 use crate::rank::frames_of;
 use crate::report::{Report, SiteRow};
-use crate::sampling_noise::estimate_bound;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 mod lasting;
@@ -146,10 +145,6 @@ pub struct SiteCost {
     pub realloc_count: u64,
     /// Temporaries.
     pub temporary_count: u64,
-    /// How far sampling alone may put `alloc_count + realloc_count`, and so the
-    /// costs, from the truth in a `sample:N` report (`RankedSite::alloc_count_noise`;
-    /// the costs by as large a share); `None` in an exact one.
-    pub alloc_count_noise: Option<u64>,
     /// Seconds inside the allocator.
     pub direct_s: f64,
     /// Seconds of work that exists only because of the allocations (estimate).
@@ -158,6 +153,10 @@ pub struct SiteCost {
     pub total_s: f64,
     /// `total_s` over the phase's traced wall time, when known.
     pub phase_share: Option<f64>,
+    /// How far sampling alone may put `alloc_count + realloc_count`, and so the
+    /// costs, from the truth in a `sample:N` report (`RankedSite::alloc_count_noise`;
+    /// the costs by as large a share); `None` in an exact one.
+    pub alloc_count_noise: Option<u64>,
 }
 
 /// One category's cost.
@@ -171,8 +170,6 @@ pub struct CategoryCost {
     pub alloc_count: u64,
     /// Reallocs.
     pub realloc_count: u64,
-    /// As a site's [`SiteCost::alloc_count_noise`].
-    pub alloc_count_noise: Option<u64>,
     /// Seconds inside the allocator.
     pub direct_s: f64,
     /// Indirect seconds (estimate).
@@ -181,6 +178,8 @@ pub struct CategoryCost {
     pub total_s: f64,
     /// `total_s` over the phase's traced wall time, when known.
     pub phase_share: Option<f64>,
+    /// As a site's [`SiteCost::alloc_count_noise`].
+    pub alloc_count_noise: Option<u64>,
 }
 
 /// The cost model's answer for one report.
@@ -322,10 +321,7 @@ pub fn estimate(
                 alloc_count,
                 realloc_count,
                 temporary_count,
-                alloc_count_noise: estimate_bound(
-                    alloc_count.saturating_add(realloc_count),
-                    report.manifest.sample_interval,
-                ),
+                alloc_count_noise: report.count_noise(alloc_count.saturating_add(realloc_count)),
                 direct_s: n.direct * 1e-9,
                 indirect_s: n.indirect() * 1e-9,
                 total_s: n.total() * 1e-9,
@@ -351,10 +347,7 @@ pub fn estimate(
                 sites,
                 alloc_count,
                 realloc_count,
-                alloc_count_noise: estimate_bound(
-                    alloc_count.saturating_add(realloc_count),
-                    report.manifest.sample_interval,
-                ),
+                alloc_count_noise: report.count_noise(alloc_count.saturating_add(realloc_count)),
                 direct_s: n.direct * 1e-9,
                 indirect_s: n.indirect() * 1e-9,
                 total_s: n.total() * 1e-9,

@@ -38,7 +38,7 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     if memory.timeline.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            "no timeline in this report (ALLOC_TRACE_TIMELINE_MS=0, a run shorter than one interval, or a report written before timelines existed)",
+            "no timeline in this report (ALLOC_TRACE_TIMELINE_MS=0, or an older tracer's report: from before timelines, or of a run shorter than one interval)",
         ));
     }
     let m = &report.manifest;

@@ -26,11 +26,11 @@ struct CostCsvRow<'a> {
     alloc_count: u64,
     realloc_count: Option<u64>,
     temporary_count: Option<u64>,
-    alloc_count_noise: Option<u64>,
     direct_s: f64,
     indirect_s: f64,
     total_s: f64,
     phase_share: Option<f64>,
+    alloc_count_noise: Option<u64>,
 }
 
 impl<'a> From<&'a CategoryCost> for CostCsvRow<'a> {
@@ -363,8 +363,8 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
                 writeln!(
                     out,
                     "of which {} at {} {} whose allocations and bytes did not change: \
-                     their blocks lived a different share of the program's allocations \
-                     (docs/cost-model.md, \"Across a patch\")",
+                     their blocks lived longer or shorter, or counted against another rate \
+                     of the program's allocations (docs/cost-model.md, \"Across a patch\")",
                     seconds(r),
                     d.repriced_sites,
                     if d.repriced_sites == 1 {

@@ -170,6 +170,13 @@ impl Report {
             .fold(0, u64::saturating_add)
     }
 
+    /// How far sampling alone may put `count`, an estimate from this report's
+    /// sampled stacks, from the truth (`sampling_noise::estimate_bound`); `None` in a
+    /// report that records every stack.
+    pub fn count_noise(&self, count: u64) -> Option<u64> {
+        crate::sampling_noise::estimate_bound(count, self.manifest.sample_interval)
+    }
+
     /// True when the report counted allocations but holds no sites: a `count` report,
     /// or one whose mode was switched to `off` before it was written.
     pub fn counts_without_sites(&self) -> bool {

@@ -17,12 +17,12 @@ macro_rules! note {
 
 mod cli;
 mod cost_jobs;
+mod gate_jobs;
 mod measure;
 mod memory_jobs;
 
-use cost_jobs::{
-    BudgetJob, CalibrateJob, CheckJob, CostJob, DiffJob, calibration, stored_calibration,
-};
+use cost_jobs::{CalibrateJob, CostJob, calibration, stored_calibration};
+use gate_jobs::{BudgetJob, CheckJob, DiffJob};
 
 use analyzer::export::{self, Weight};
 use analyzer::memory::Moment;
@@ -209,7 +209,7 @@ fn main() -> ExitCode {
 fn run(job: Job) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let mut gated = cost_jobs::Gated::default();
+    let mut gated = gate_jobs::Gated::default();
     match job {
         Job::Info(job) => job.run(&mut out)?,
         Job::Top(job) => job.run(&mut out)?,
@@ -224,7 +224,7 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Timeline(job) => job.run()?,
         Job::Export(job) => job.run()?,
     }
-    cost_jobs::unless_reader_left(out.flush(), &gated.breaches)?;
+    gate_jobs::unless_reader_left(out.flush(), &gated.breaches)?;
     if gated.breaches.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -355,7 +355,7 @@ impl FlamegraphJob {
                 FlameBy::Allocated(by),
             ) => {
                 let (a, b) = (report::load(base)?, report::load(change)?);
-                cost_jobs::comparable(&a, &b, cost_jobs::Gates::default())?;
+                gate_jobs::comparable(&a, &b, gate_jobs::Gates::default())?;
                 cost_jobs::warn_of_report(&a);
                 cost_jobs::warn_of_report(&b);
                 let phase = a.check_phase(self.phase.as_deref())?;

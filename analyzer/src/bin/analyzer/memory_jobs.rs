@@ -43,7 +43,7 @@ impl HeldJob {
         // A phase either run lacks is refused, as `diff` refuses it.
         let phase = a.check_phase(s.phase.as_deref())?;
         b.check_phase(phase)?;
-        crate::cost_jobs::warn_if_other_circuits(&a, &b);
+        crate::gate_jobs::warn_if_other_circuits(&a, &b);
         let (ma, mb) = (memory::load(&a)?, memory::load(&b)?);
         let ha = memory::held(&a, &ma, self.moment, &rules, phase, usize::MAX);
         let hb = memory::held(&b, &mb, self.moment, &rules, phase, usize::MAX);

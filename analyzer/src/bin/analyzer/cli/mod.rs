@@ -4,7 +4,8 @@
 
 mod values;
 
-use crate::cost_jobs::{BudgetJob, CalibrateJob, CheckJob, CostJob, DiffJob};
+use crate::cost_jobs::{CalibrateJob, CostJob};
+use crate::gate_jobs::{BudgetJob, CheckJob, DiffJob};
 use crate::measure::Effort;
 use crate::memory_jobs::{HeldJob, TimelineJob};
 use crate::{
@@ -254,8 +255,9 @@ enum Command {
         #[arg(short, long, conflicts_with = "tighten")]
         out: Option<PathBuf>,
         /// Rewrite this budget file as a ratchet: every limit more than 1.5 margins
-        /// above the report's figure comes down to the figure plus the margin; none
-        /// goes up, and comments, order and units stay. Prints the limits lowered.
+        /// above the report's figure comes down to the figure plus the margin, and a
+        /// count the report has at 0 comes down to 0; none goes up, and comments,
+        /// order and units stay. Prints the limits lowered.
         /// The report is checked against the file as `check` does (the same
         /// refusals).
         #[arg(long, value_name = "FILE")]
