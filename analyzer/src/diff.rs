@@ -784,20 +784,7 @@ mod tests {
         // A report against itself reprices nothing; without a calibration, no figure.
         let same = priced(&base, &base, &rules, &cal, false, None);
         assert_eq!((same.repriced_s, same.repriced_sites), (Some(0.0), 0));
-        let unpriced = Pricing {
-            cal: None,
-            recycled: false,
-        };
-        let d = diff(
-            &base,
-            &change,
-            unpriced,
-            &rules,
-            None,
-            Measured::default(),
-            10,
-        );
-        assert_eq!(d.repriced_s, None);
+        assert_eq!(plain_diff(&base, &change, &rules, 10).repriced_s, None);
     }
 
     /// The diff of `base` and `change` priced by `cal`, the first 10 sites.

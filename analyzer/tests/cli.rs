@@ -882,6 +882,17 @@ fn analyzer_at_home(args: &[&str], home: &Path) -> std::process::Output {
         .unwrap()
 }
 
+/// The `phase` column of a table, row by row.
+fn phase_column(df: &polars::prelude::DataFrame) -> Vec<String> {
+    df.column("phase")
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .map(|p| p.unwrap_or_default().to_owned())
+        .collect()
+}
+
 fn edit_manifest(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
     let path = dir.join("manifest.json");
     let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -1263,14 +1274,7 @@ fn a_phase_never_timed_has_no_wall_time() {
     // tracer writes 0 entries and 0 ns, which is no measure of its time.
     let dir = copy_fixture("untimed");
     edit_table(&dir, "phases.parquet", |mut df| {
-        let quick: Vec<bool> = df
-            .column("phase")
-            .unwrap()
-            .str()
-            .unwrap()
-            .iter()
-            .map(|p| p == Some("combine"))
-            .collect();
+        let quick: Vec<bool> = phase_column(&df).iter().map(|p| p == "combine").collect();
         assert!(quick.contains(&true));
         for name in ["entry_count", "wall_ns"] {
             let values: Vec<u64> = df
@@ -3162,14 +3166,7 @@ fn a_gate_on_one_phase_names_the_other_phases_that_changed() {
     // The change makes twice as many allocations in `combine`, none more in `build`.
     let change = copy_fixture("other-phases");
     edit_table(&change, "phases.parquet", |mut df| {
-        let phases: Vec<String> = df
-            .column("phase")
-            .unwrap()
-            .str()
-            .unwrap()
-            .iter()
-            .map(|p| p.unwrap_or_default().to_owned())
-            .collect();
+        let phases = phase_column(&df);
         let counts: Vec<u64> = df
             .column("alloc_count")
             .unwrap()
