@@ -80,6 +80,15 @@ fn id_of(p: &mut Vec<PhaseTime>, name: &str) -> usize {
                     name: OVERFLOW_PHASE.into(),
                     ..Default::default()
                 });
+                // Once: the report cannot tell these phases apart, and the program's
+                // author should learn it now, not from the report. (Under the guard:
+                // what the message allocates is the tracer's own.)
+                eprintln!(
+                    "alloc-tracer: phase \"{name}\" is past the {} names reports tell \
+                     apart (`main` among them): it and every later new name are counted \
+                     under \"{OVERFLOW_PHASE}\"",
+                    MAX_PHASES - 1
+                );
             }
             USED.fetch_max(MAX_PHASES, Relaxed);
             MAX_PHASES - 1
