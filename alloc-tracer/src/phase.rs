@@ -82,13 +82,16 @@ fn id_of(p: &mut Vec<PhaseTime>, name: &str) -> usize {
                 });
                 // Once: the report cannot tell these phases apart, and the program's
                 // author should learn it now, not from the report. (Under the guard:
-                // what the message allocates is the tracer's own.)
-                eprintln!(
+                // what the message allocates is the tracer's own. A bare write(2), not
+                // stderr's lock, which a forked child may find held.)
+                let note = format!(
                     "alloc-tracer: phase \"{name}\" is past the {} names reports tell \
                      apart (`main` among them): it and every later new name are counted \
-                     under \"{OVERFLOW_PHASE}\"",
+                     under \"{OVERFLOW_PHASE}\"\n",
                     MAX_PHASES - 1
                 );
+                // SAFETY: writes a live buffer of its length to fd 2.
+                unsafe { libc::write(2, note.as_ptr().cast(), note.len()) };
             }
             USED.fetch_max(MAX_PHASES, Relaxed);
             MAX_PHASES - 1
