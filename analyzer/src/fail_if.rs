@@ -291,9 +291,10 @@ pub fn outcomes(conditions: &[Condition], diff: &Diff) -> Result<Vec<(Failed, bo
                 }
                 _ => None,
             },
+            // Under the line's last digit (1 us) it would read `-0.000 ms`.
             repriced_s: diff
                 .repriced_s
-                .filter(|r| c.metric == Metric::Cost && *r != 0.0),
+                .filter(|r| c.metric == Metric::Cost && r.abs() >= 0.5e-6),
         };
         all.push((figures, holds));
     }
