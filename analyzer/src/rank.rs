@@ -22,6 +22,10 @@ pub enum GroupBy {
     Line,
     /// The sites of one category.
     Category,
+    /// The sites named by one crate's code (the crate of the naming frame's file,
+    /// as `alloc_tracer_format::frames::crate_path` names it: `bellpepper-core`,
+    /// `alloc` for the standard library's); `(no source)` for frames without one.
+    Crate,
 }
 
 /// What to rank by.
@@ -382,6 +386,15 @@ pub fn top_grouped(
                     categories::category_name(rules, i).to_owned(),
                 )
             }
+            GroupBy::Crate => {
+                let krate = naming::naming_frame(frames)
+                    .and_then(|f| f.file.as_deref())
+                    .map(naming::crate_path)
+                    .and_then(|p| p.split('/').next().map(str::to_owned))
+                    .filter(|k| !k.is_empty())
+                    .unwrap_or_else(|| "(no source)".to_owned());
+                (krate.clone(), krate)
+            }
             GroupBy::Line => {
                 // Keyed by the crate path too: one file name and line in two crates
                 // are two lines.
@@ -553,6 +566,28 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!(got[1].len(), 2);
         assert!(got[3].is_empty() && got[4].is_empty());
+    }
+
+    #[test]
+    fn sites_are_grouped_by_the_crate_whose_code_names_them() {
+        let (sites, frames) = [
+            site(0, "/r/crate-a-1.0.0/src/mod.rs", 3),
+            site(1, "/r/crate-b-1.0.0/src/mod.rs", 5),
+            site(2, "/r/crate-b-1.0.0/src/lib.rs", 7),
+        ]
+        .into_iter()
+        .unzip();
+        let report = Report {
+            sites,
+            frames,
+            ..Report::default()
+        };
+        let rows = top_grouped(&report, RankBy::Count, 10, None, None, GroupBy::Crate, &[]);
+        let got: Vec<(&str, u64, usize)> = rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.alloc_count, r.sites))
+            .collect();
+        assert_eq!(got, [("crate-b", 12, 2), ("crate-a", 3, 1)]);
     }
 
     #[test]

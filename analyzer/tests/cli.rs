@@ -3262,3 +3262,22 @@ fn sampled_reports_tables_give_each_rows_spread() {
     let out = analyzer(&["top", fixture().to_str().unwrap(), "--limit", "3"]);
     assert!(!String::from_utf8(out.stdout).unwrap().contains('±'));
 }
+
+#[test]
+fn top_groups_by_the_crate_whose_code_names_the_sites() {
+    // The demo's six sites are all named by its own code, in the alloc-tracer crate.
+    let out = analyzer(&[
+        "top",
+        fixture().to_str().unwrap(),
+        "--group-by",
+        "crate",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["name"], "alloc-tracer");
+    assert_eq!(rows[0]["sites"], 6);
+    assert_eq!(rows[0]["share"], 1.0);
+}

@@ -104,7 +104,8 @@ enum Command {
         /// What a row is: a call site (sites that read the same are told apart by
         /// the first frame where they differ, `[via ...]`), the sites of one rayon
         /// job (a site without the pool's frames around it, as `diff` matches
-        /// them), the sites named by one function or one line, or a category.
+        /// them), the sites named by one function or one line, a category, or the
+        /// sites named by one crate's code.
         #[arg(long, value_enum, default_value = "site")]
         group_by: GroupByArg,
         /// Rows to show.

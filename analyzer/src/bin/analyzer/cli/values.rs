@@ -36,6 +36,7 @@ pub(super) enum GroupByArg {
     Function,
     Line,
     Category,
+    Crate,
 }
 
 impl From<GroupByArg> for GroupBy {
@@ -46,6 +47,7 @@ impl From<GroupByArg> for GroupBy {
             GroupByArg::Function => GroupBy::Function,
             GroupByArg::Line => GroupBy::Line,
             GroupByArg::Category => GroupBy::Category,
+            GroupByArg::Crate => GroupBy::Crate,
         }
     }
 }
