@@ -552,6 +552,20 @@ mod tests {
         )
     }
 
+    /// A report of one site per file: `(file, allocations)`, site ids in order.
+    fn report_of_files(files: &[(&str, u64)]) -> Report {
+        let (sites, frames) = files
+            .iter()
+            .enumerate()
+            .map(|(id, &(file, n))| site(id as u64, file, n))
+            .unzip();
+        Report {
+            sites,
+            frames,
+            ..Report::default()
+        }
+    }
+
     #[test]
     fn stacks_of_finds_each_sites_frames_in_one_pass() {
         // Frames of sites 1 (two), 3 and 7; asked for 0 (none), 1, 3, 5 (none), 9.
@@ -570,18 +584,11 @@ mod tests {
 
     #[test]
     fn sites_are_grouped_by_the_crate_whose_code_names_them() {
-        let (sites, frames) = [
-            site(0, "/r/crate-a-1.0.0/src/mod.rs", 3),
-            site(1, "/r/crate-b-1.0.0/src/mod.rs", 5),
-            site(2, "/r/crate-b-1.0.0/src/lib.rs", 7),
-        ]
-        .into_iter()
-        .unzip();
-        let report = Report {
-            sites,
-            frames,
-            ..Report::default()
-        };
+        let report = report_of_files(&[
+            ("/r/crate-a-1.0.0/src/mod.rs", 3),
+            ("/r/crate-b-1.0.0/src/mod.rs", 5),
+            ("/r/crate-b-1.0.0/src/lib.rs", 7),
+        ]);
         let rows = top_grouped(&report, RankBy::Count, 10, None, None, GroupBy::Crate, &[]);
         let got: Vec<(&str, u64, usize)> = rows
             .iter()
@@ -592,18 +599,11 @@ mod tests {
 
     #[test]
     fn one_line_in_two_crates_is_two_lines() {
-        let (sites, frames) = [
-            site(0, "/r/crate-a-1.0.0/src/mod.rs", 3),
-            site(1, "/r/crate-b-1.0.0/src/mod.rs", 5),
-            site(2, "/r/crate-b-1.0.0/src/mod.rs", 7),
-        ]
-        .into_iter()
-        .unzip();
-        let report = Report {
-            sites,
-            frames,
-            ..Report::default()
-        };
+        let report = report_of_files(&[
+            ("/r/crate-a-1.0.0/src/mod.rs", 3),
+            ("/r/crate-b-1.0.0/src/mod.rs", 5),
+            ("/r/crate-b-1.0.0/src/mod.rs", 7),
+        ]);
         for group in [GroupBy::Line, GroupBy::Function] {
             let rows = top_grouped(&report, RankBy::Count, 10, None, None, group, &[]);
             let got: Vec<(u64, &str)> = rows

@@ -20,7 +20,7 @@ import polars as pl
 from allocprof import analyzer
 from allocprof.overview import phases, temporaries_note
 from allocprof.report import Report
-from allocprof.sites import category_totals
+from allocprof.sites import bound_of_variance, category_totals
 from allocprof.sites import check_phase as _check_phase
 
 MEASURES = ("alloc_count", "realloc_count", "bytes_requested", "temporary_count")
@@ -269,7 +269,7 @@ def category_deltas(base: Report, change: Report, phase: str | None = None) -> p
         ]
     )
     noise = parts.group_by("category").agg(pl.col("variance").sum()).select(
-        "category", count_noise=_noise_bound(pl.col("variance"))
+        "category", count_noise=bound_of_variance(pl.col("variance"))
     )
     return _with_deltas(out, cols).join(noise, on="category", how="left", maintain_order="left")
 
@@ -346,12 +346,6 @@ def _sampled_weights(base: Report, change: Report) -> tuple[int, int]:
     return weight(base), weight(change)
 
 
-def _noise_bound(variance: pl.Expr) -> pl.Expr:
-    """Two standard errors of a count whose variance is `variance` (null where 0: no
-    side sampled), rounded up, as `analyzer diff`'s `alloc_count_noise`."""
-    return pl.when(variance > 0).then((2.0 * variance.sqrt()).ceil().cast(pl.UInt64))
-
-
 def _site_rows(base: Report, change: Report, phase: str | None, key: str) -> pl.DataFrame:
     """Both sides' keyed sites joined, with status, labels, deltas and each side's
     part of the count delta's sampling variance (`base_variance`, `change_variance`:
@@ -411,7 +405,7 @@ def site_deltas(
     taken as Poisson in its samples, `N` times the larger side's count its variance.
     A site of `c` allocations goes unrecorded with probability about `e^(-c/N)`."""
     out = _site_rows(base, change, phase, key).with_columns(
-        count_noise=_noise_bound(pl.col("base_variance") + pl.col("change_variance"))
+        count_noise=bound_of_variance(pl.col("base_variance") + pl.col("change_variance"))
     ).sort([pl.col("delta_count").abs(), "key"], descending=[True, False])
     if limit is not None:
         out = out.head(limit)

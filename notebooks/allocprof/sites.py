@@ -25,11 +25,13 @@ def noise_bound(report: Report, count: pl.Expr) -> pl.Expr:
     n = int(report.manifest.get("sample_interval") or 1)
     if n <= 1:
         return pl.lit(None, dtype=pl.UInt64)
-    return (
-        pl.when(count > 0)
-        .then((2.0 * (count.cast(pl.Float64) * n).sqrt()).ceil())
-        .cast(pl.UInt64)
-    )
+    return bound_of_variance(count.cast(pl.Float64) * n)
+
+
+def bound_of_variance(variance: pl.Expr) -> pl.Expr:
+    """Two standard errors of a count whose sampling variance is `variance`, rounded
+    up (null where it is 0: nothing sampled), as the analyzer's bounds."""
+    return pl.when(variance > 0).then((2.0 * variance.sqrt()).ceil().cast(pl.UInt64))
 
 
 def phase_names(report: Report) -> list[str]:
