@@ -1715,13 +1715,34 @@ fn fixture_with_site_0_times(name: &str, factor: u64) -> PathBuf {
     dir
 }
 
-/// The change each frame's title of a differential flame graph gives (`+1.00%)`).
-fn title_deltas(svg: &str) -> Vec<String> {
+/// The change each frame of a differential flame graph names, from its title
+/// (`f [+3 allocations, +200.0%] (9 allocations, 1.00%)`), or `None` for a frame
+/// that did not change; the root (`all`) left out.
+fn title_deltas(svg: &str) -> Vec<Option<String>> {
     svg.split("<title>")
         .skip(1)
         .filter_map(|t| t.split("</title>").next())
-        .filter_map(|t| t.rsplit_once("; ").map(|(_, d)| d.to_owned()))
+        .filter(|t| !t.starts_with("all ("))
+        .map(|t| {
+            let name = t.rsplit_once(" (").map_or(t, |(name, _)| name);
+            name.strip_suffix(']')
+                .and_then(|n| n.rsplit_once(" ["))
+                .map(|(_, d)| d.to_owned())
+                .filter(|d| d.starts_with(['+', '-']))
+        })
         .collect()
+}
+
+/// How many of `deltas` are a gain (`+`) and how many a loss (`-`).
+fn gains_and_losses(deltas: &[Option<String>]) -> (usize, usize) {
+    let count = |sign| {
+        deltas
+            .iter()
+            .flatten()
+            .filter(|d| d.starts_with(sign))
+            .count()
+    };
+    (count('+'), count('-'))
 }
 
 #[test]
@@ -1752,11 +1773,17 @@ fn differential_flamegraph_colours_what_grew() {
         )),
         "title"
     );
-    // Frame titles carry the change: site 0's frames grew, and frames outside its
-    // stack did not.
+    // Frame titles carry the change of the stacks through them: the phase holds
+    // only site 0's stack, and each of its frames grew, not only its last
+    // (inferno's own differential mode gives every frame above the last 0.00%).
     let deltas = title_deltas(&text);
-    assert!(deltas.iter().any(|d| d.starts_with('+')), "{deltas:?}");
-    assert!(deltas.iter().any(|d| *d == "0.00%)"), "{deltas:?}");
+    assert!(deltas.len() >= 2, "{deltas:?}");
+    assert!(
+        deltas
+            .iter()
+            .all(|d| d.as_deref() == Some("+171,428 allocations, +200.0%")),
+        "{deltas:?}"
+    );
     // The base's widths: growth still reads as growth, in red.
     let draw = |change: &Path, widths: &str, svg: &Path| {
         let out = analyzer(&[
@@ -1780,8 +1807,11 @@ fn differential_flamegraph_colours_what_grew() {
     };
     let text = draw(&change, "base", &change.join("base.svg"));
     assert!(text.contains("widths: the base; red: more in the change"));
-    assert!(title_deltas(&text).iter().any(|d| d.starts_with('+')));
-    assert!(reds(&text) > 0, "growth in red");
+    // All phases: frames outside site 0's stack did not change.
+    let deltas = title_deltas(&text);
+    assert!(gains_and_losses(&deltas).0 >= 2, "{deltas:?}");
+    assert!(deltas.iter().any(Option::is_none), "{deltas:?}");
+    assert!(reds(&text) >= 2, "growth in red");
     // A site the change no longer has: drawn only at the base's widths.
     let gone = fixture_with_site_0_times("flame-diff-gone", 0);
     let at_change = draw(&gone, "change", &gone.join("change.svg"));
@@ -1793,10 +1823,9 @@ fn differential_flamegraph_colours_what_grew() {
         "the removed site is not drawn"
     );
     assert!(at_base.contains(whole_base), "the removed site is drawn");
-    assert!(
-        title_deltas(&at_base).iter().any(|d| d.starts_with('-')),
-        "as a loss"
-    );
+    let deltas = title_deltas(&at_base);
+    let (gains, losses) = gains_and_losses(&deltas);
+    assert!(gains == 0 && losses >= 2, "as a loss: {deltas:?}");
     assert_eq!(reds(&at_base), 0, "a loss is not red");
     std::fs::remove_dir_all(gone).unwrap();
     // A report against itself: no frame changed.
@@ -1813,9 +1842,10 @@ fn differential_flamegraph_colours_what_grew() {
     let text = std::fs::read_to_string(&same).unwrap();
     let deltas = title_deltas(&text);
     assert!(
-        !deltas.is_empty() && deltas.iter().all(|d| d == "0.00%)"),
+        !deltas.is_empty() && deltas.iter().all(Option::is_none),
         "{deltas:?}"
     );
+    assert_eq!(reds(&text), 0);
     std::fs::remove_dir_all(change).unwrap();
 }
 
@@ -1865,13 +1895,18 @@ fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
         "title"
     );
     let deltas = title_deltas(&text);
-    assert!(deltas.iter().any(|d| d.starts_with('+')), "{deltas:?}");
+    let (gains, losses) = gains_and_losses(&deltas);
+    assert!(gains >= 2 && losses == 0, "{deltas:?}");
+    assert!(
+        deltas.iter().flatten().all(|d| d.contains(" bytes, ")),
+        "{deltas:?}"
+    );
     // A report against itself: nothing changed.
     let out = draw(&base, &base);
     assert!(out.status.success(), "{out:?}");
     let deltas = title_deltas(&std::fs::read_to_string(&svg).unwrap());
     assert!(
-        !deltas.is_empty() && deltas.iter().all(|d| d == "0.00%)"),
+        !deltas.is_empty() && deltas.iter().all(Option::is_none),
         "{deltas:?}"
     );
     // A side without heap sampling would read as all growth (or all loss): refused,

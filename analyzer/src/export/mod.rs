@@ -2,6 +2,7 @@
 //! speedscope) and flame graph SVGs (inferno) here; pprof's protobuf profile in
 //! `pprof`; the named-sites table (parquet) in `named_sites`.
 
+mod diff_flame;
 mod named_sites;
 mod pprof;
 
@@ -263,8 +264,9 @@ impl Widths {
 }
 
 /// A differential flame graph SVG of two folded texts (`stack weight` lines): the
-/// stacks of the side `widths` names at their widths, red where the change has more
-/// than the base, blue where fewer; `more` is added to the subtitle.
+/// stacks of the side `widths` names at their widths, each frame named with the
+/// change of the stacks through it and red where the change has more than the base,
+/// blue where fewer (`diff_flame`); `more` is added to the subtitle.
 pub fn differential_flamegraph(
     base: &str,
     change: &str,
@@ -274,24 +276,18 @@ pub fn differential_flamegraph(
     widths: Widths,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    // inferno draws the second profile's stacks and colours by second minus first:
-    // for the base's widths, the two trade places and the hues are swapped back.
-    let (first, second) = match widths {
-        Widths::Change => (base, change),
-        Widths::Base => (change, base),
-    };
-    let mut merged = Vec::new();
-    inferno::differential::from_readers(
-        inferno::differential::Options::default(),
-        first.as_bytes(),
-        second.as_bytes(),
-        &mut merged,
-    )?;
-    let merged = String::from_utf8(merged).map_err(io::Error::other)?;
+    let mut merged = diff_flame::merge(base, change, widths, unit)?;
+    let (before, after) = merged.totals;
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title;
-    opts.subtitle = Some(format!("{}{more}", widths.words()));
-    opts.negate_differentials = widths == Widths::Base;
+    opts.subtitle = Some(format!(
+        "{}; all: {} -> {} {unit}{more}",
+        widths.words(),
+        diff_flame::grouped(before.into()),
+        diff_flame::grouped(after.into())
+    ));
     opts.count_name = unit.to_owned();
-    inferno::flamegraph::from_lines(&mut opts, merged.lines(), out).map_err(io::Error::other)
+    opts.palette_map = Some(&mut merged.palette);
+    inferno::flamegraph::from_lines(&mut opts, merged.lines.iter().map(String::as_str), out)
+        .map_err(io::Error::other)
 }

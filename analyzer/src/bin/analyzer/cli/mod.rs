@@ -270,8 +270,9 @@ enum Command {
         /// Report directory (written by alloc-tracer).
         #[arg(required_unless_present = "diff", conflicts_with = "diff")]
         report: Option<PathBuf>,
-        /// Compare two reports: red where the change has more than the base, blue
-        /// where fewer, at the widths --widths says.
+        /// Compare two reports: each frame named with the change of the stacks
+        /// through it, red where the change has more than the base, blue where
+        /// fewer, at the widths --widths says.
         #[arg(long, num_args = 2, value_names = ["BASE", "CHANGE"])]
         diff: Option<Vec<PathBuf>>,
         /// With --diff, whose stacks are drawn at their widths: the change's (what a
