@@ -1,11 +1,15 @@
 //! Memory: which sites hold the live bytes at the kept peak (`heap_peak.parquet`) and
 //! at the report (`heap_end.parquet`), and live bytes over time
 //! (`timeline.parquet`). `render` writes the answers, `svg` plots the timeline,
-//! `compare` sets two reports' answers side by side.
+//! `flame` draws live bytes as flame graphs, `compare` sets two reports' answers
+//! side by side.
 
 pub mod compare;
+mod flame;
 pub mod render;
 pub mod svg;
+
+pub use flame::{NOTHING_LIVE, flamegraph, flamegraph_diff, folded};
 
 use crate::Error;
 use crate::categories::{self, Category};
@@ -477,165 +481,6 @@ fn rss_near(memory: &Memory, peak_ns: Option<u64>) -> (u64, Option<f64>) {
         .and_then(|t| memory.timeline.iter().min_by_key(|p| p.time_ns.abs_diff(t)))
         .filter(|p| p.rss_bytes > 0)
         .map_or((0, None), |p| (p.rss_bytes, Some(p.time_ns as f64 / 1e9)))
-}
-
-/// Folded stacks weighted by live bytes at `moment` (for `flamegraph` and `export
-/// --format folded`, `--by peak-bytes` or `end-bytes`), readable frames only
-/// (`export::Frames::Readable`).
-pub fn folded(
-    report: &Report,
-    memory: &Memory,
-    moment: Moment,
-    phase: Option<&str>,
-) -> Vec<String> {
-    let rows = match moment {
-        Moment::Peak => &memory.peak,
-        Moment::End => &memory.end,
-    };
-    let mut by_site: HashMap<u64, u64> = HashMap::new();
-    for r in rows.iter().filter(|r| phase.is_none_or(|p| r.phase == p)) {
-        let b = by_site.entry(r.site_id).or_default();
-        *b = b.saturating_add(r.live_bytes_estimate);
-    }
-    let mut stacks: std::collections::BTreeMap<String, u64> = Default::default();
-    for (site, bytes) in by_site.into_iter().filter(|(_, b)| *b > 0) {
-        let stack = export::folded_stack(frames_of(&report.frames, site), export::Frames::Readable);
-        let sum = stacks.entry(stack).or_default();
-        *sum = sum.saturating_add(bytes);
-    }
-    stacks
-        .into_iter()
-        .map(|(stack, bytes)| format!("{stack} {bytes}"))
-        .collect()
-}
-
-/// Whether nothing live at `moment` is an answer: heap sampling saw the moment (a
-/// sampled row of it, or sampling on when the report was written and, for the peak,
-/// a peak kept). A tracer keeps the peak's moment with heap sampling off too.
-fn moment_sampled(report: &Report, memory: &Memory, moment: Moment) -> bool {
-    let m = &report.manifest;
-    match moment {
-        Moment::Peak => !memory.peak.is_empty() || (m.heap_peak.is_some() && m.heap_interval > 0),
-        Moment::End => !memory.end.is_empty() || m.heap_interval > 0,
-    }
-}
-
-/// Why a moment has no live stacks.
-pub const NOTHING_LIVE: &str = "heap sampling was off (ALLOC_TRACE_HEAP, synth-driver --heap-sample), or nothing sampled was live then";
-
-/// A flame graph SVG of live bytes at `moment` (`flamegraph --by peak-bytes` or
-/// `end-bytes`).
-pub fn flamegraph(
-    report: &Report,
-    memory: &Memory,
-    moment: Moment,
-    phase: Option<&str>,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    let lines = folded(report, memory, moment, phase);
-    if lines.is_empty() && !moment_sampled(report, memory, moment) {
-        // (Sampling on and nothing live then is drawn, below: an answer.)
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "no live bytes to draw: heap sampling did not see that moment (it was off, \
-             ALLOC_TRACE_HEAP or synth-driver --heap-sample, or kept no peak)",
-        ));
-    }
-    let title = format!(
-        "Live bytes {} (heap sampling): {}{}",
-        match moment {
-            Moment::Peak => "at the kept peak",
-            Moment::End => "at the end of the run",
-        },
-        export::report_name(report),
-        export::phase_words(phase)
-    );
-    if lines.is_empty() {
-        // Heap sampling was on and nothing it sampled was live then (a program that
-        // freed everything): an answer, drawn as one, not an error.
-        return write!(out, "{}", nothing_live_svg(&title));
-    }
-    export::readable_flamegraph(&lines, title, "bytes", out)
-}
-
-/// A differential flame graph SVG of live bytes at `moment` in two reports
-/// (`flamegraph --diff --by peak-bytes` or `end-bytes`): the stacks of the side
-/// `widths` names, red where the change holds more than the base. Heap sampling's
-/// estimates, so small differences are its noise; and a vector grown by doubling is
-/// charged to the stack that last grew it, so a patch that reorders gadgets moves
-/// bytes between stacks with none changed (`peak --base` pairs those rows by naming
-/// frame).
-pub fn flamegraph_diff(
-    base: (&Report, &Memory),
-    change: (&Report, &Memory),
-    moment: Moment,
-    phase: Option<&str>,
-    widths: export::Widths,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    let text = |(r, m): (&Report, &Memory)| {
-        let mut t = folded(r, m, moment, phase).join("\n");
-        t.push('\n');
-        t
-    };
-    let refuse = |why: String| Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
-    // A side whose moment was not sampled would read as all growth, or all loss.
-    for (side, (r, m)) in [("base", base), ("change", change)] {
-        if !moment_sampled(r, m, moment) {
-            return refuse(format!(
-                "the {side} ({}) has no live bytes to compare: {NOTHING_LIVE}",
-                r.dir.display()
-            ));
-        }
-    }
-    let (a, b) = (text(base), text(change));
-    // With nothing of the drawn side's live, there is nothing to draw.
-    let (drawn, name, side, other) = match widths {
-        export::Widths::Change => (&b, "change", change, "base"),
-        export::Widths::Base => (&a, "base", base, "change"),
-    };
-    if drawn.trim().is_empty() {
-        return refuse(format!(
-            "no sampled block of the {name} ({}) was live then: nothing to draw (`peak \
-             --base` lists what the {other} held)",
-            side.0.dir.display()
-        ));
-    }
-    let title = format!(
-        "Live bytes {} (heap sampling): {} against {}{}",
-        match moment {
-            Moment::Peak => "at the kept peak",
-            Moment::End => "at the end of the run",
-        },
-        export::report_name(change.0),
-        export::report_name(base.0),
-        export::phase_words(phase)
-    );
-    export::differential_flamegraph(
-        &a,
-        &b,
-        title,
-        "; estimates, and a vector is charged to the stack that last grew it (peak \
-         --base pairs such stacks)",
-        "bytes",
-        widths,
-        out,
-    )
-}
-
-/// An SVG with `title` and a line saying that no sampled block was live.
-fn nothing_live_svg(title: &str) -> String {
-    let escaped = title
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;");
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" height=\"90\">\
-         <text x=\"600\" y=\"32\" text-anchor=\"middle\" font-family=\"sans-serif\" \
-         font-size=\"17\">{escaped}</text>\
-         <text x=\"600\" y=\"64\" text-anchor=\"middle\" font-family=\"sans-serif\" \
-         font-size=\"14\">no sampled block was live then</text></svg>\n"
-    )
 }
 
 /// Live blocks and bytes per site and phase at the kept peak, for pprof's

@@ -4,12 +4,18 @@
 
 use crate::allocator::{self, Build, Inner};
 use crate::job::{CountedCircuit, Job, Output, PorepInput, Prover, Trace, Variant, Work};
-use crate::{circuits, porep};
+use crate::porep;
 use alloc_tracer::Mode;
 use anyhow::{Result, bail};
 use clap::{Args, Parser, Subcommand};
 use filecoin_proofs_api::RegisteredSealProof;
 use std::path::PathBuf;
+use values::{
+    at_least, parse_arity, parse_bytes, parse_depth, parse_lifetimes, parse_mode, parse_partition,
+    parse_timeline_ms, parse_top, within,
+};
+
+mod values;
 
 /// Runs real bellperson synthesis under alloc-tracer.
 #[derive(Parser, Debug)]
@@ -588,84 +594,6 @@ fn check_trace_env(modes: &[Mode]) -> Result<()> {
         ),
         _ => Ok(()),
     }
-}
-
-fn parse_mode(s: &str) -> Result<Mode, String> {
-    const EXPECTED: &str =
-        "expected off, count, sites or sample:N (N >= 1), from --trace or ALLOC_TRACE";
-    if s.trim().is_empty() {
-        return Err(format!("an empty mode: {EXPECTED}"));
-    }
-    Mode::parse(s).map_err(|_| EXPECTED.to_owned())
-}
-
-/// A whole number from `min` to `max`; `env`, the variable that may have given it.
-fn whole(s: &str, min: u64, max: u64, env: Option<&str>) -> Result<u64, String> {
-    let range = match (min, max) {
-        (_, u64::MAX) => format!("{min} or more"),
-        _ => format!("from {min} to {max}"),
-    };
-    let from = env.map_or(String::new(), |env| format!(" (here or from {env})"));
-    let s = s.trim();
-    match s.parse::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => Ok(n),
-        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
-            Err(format!("too large: expected a whole number, {range}{from}"))
-        }
-        _ => Err(format!("expected a whole number, {range}{from}")),
-    }
-}
-
-fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
-    whole(s, MIN, u64::MAX, None)
-}
-
-fn within<const MIN: u64, const MAX: u64>(s: &str) -> Result<u64, String> {
-    whole(s, MIN, MAX, None)
-}
-
-fn parse_depth(s: &str) -> Result<u64, String> {
-    let most = alloc_tracer::MAX_DEPTH as u64;
-    whole(s, 1, most, Some("ALLOC_TRACE_DEPTH"))
-}
-
-fn parse_lifetimes(s: &str) -> Result<u64, String> {
-    whole(s, 0, u64::MAX, Some("ALLOC_TRACE_LIFETIMES"))
-}
-
-fn parse_timeline_ms(s: &str) -> Result<u64, String> {
-    whole(s, 0, u64::MAX, Some("ALLOC_TRACE_TIMELINE_MS"))
-}
-
-fn parse_partition(s: &str) -> Result<usize, String> {
-    whole(s, 0, usize::MAX as u64, None).map(|n| n as usize)
-}
-
-fn parse_top(s: &str) -> Result<usize, String> {
-    let most = alloc_tracer::SUMMARY_SITES;
-    match s.parse::<usize>() {
-        Ok(n) if n <= most => Ok(n),
-        _ => Err(format!(
-            "the summary lists 0 to {most} sites (`analyzer top` ranks them all)"
-        )),
-    }
-}
-
-fn parse_bytes(s: &str) -> Result<u64, String> {
-    alloc_tracer::parse_bytes(s).ok_or_else(|| {
-        format!(
-            "{s:?} is not a byte count (e.g. 1MiB, 1.5MiB, 64KiB, 65536; units B, KiB, \
-             MiB, GiB, TiB, or K, M, G, T; here or from ALLOC_TRACE_HEAP)"
-        )
-    })
-}
-
-fn parse_arity(s: &str) -> Result<usize, String> {
-    let arities = circuits::POSEIDON_ARITIES;
-    s.parse()
-        .ok()
-        .filter(|a| arities.contains(a))
-        .ok_or_else(|| format!("unsupported arity {s:?}; expected one of {arities:?}"))
 }
 
 #[cfg(test)]

@@ -24,15 +24,17 @@
 //! sampling alone may move it (`crate::sampling_noise`): a site rarely recorded
 //! shows up `gone` or `new` by chance, with its whole cost.
 
+mod keyed;
+
 use crate::calibrate::{Calibration, RECYCLE};
 use crate::categories::{self, Category};
-use crate::cost;
-use crate::matching::{LOOSE_PREFIX, Matched, pair_up};
-use crate::naming::{self, job_frames, loose_key, stack_key};
+use crate::matching::{LOOSE_PREFIX, pair_up};
+use crate::naming::{self, job_frames};
 use crate::rank::frames_of;
 use crate::report::Report;
-use crate::sampling_noise::{Noise, Sampled, cost_weight};
-use std::collections::{BTreeMap, HashMap};
+use crate::sampling_noise::{Noise, Sampled};
+use keyed::{Acc, by_key};
+use std::collections::BTreeMap;
 
 /// One side's totals.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -152,7 +154,7 @@ pub struct Diff {
     pub sites_matched: usize,
     /// Of those, matched by whole stack key (crate paths and lines).
     pub sites_matched_by_path: usize,
-    /// Of those, matched only with line numbers ignored ([`loose_key`]; sites with the
+    /// Of those, matched only with line numbers ignored ([`naming::loose_key`]; sites with the
     /// same loose key are summed on each side).
     pub sites_matched_ignoring_lines: usize,
     /// Sites only in the baseline.
@@ -186,95 +188,6 @@ pub const NEW: &str = "new";
 /// Below this [`Diff::matched_alloc_share`], the table warns that the per-site rows
 /// are mostly churn of unmatched stacks.
 pub const LOW_MATCH_SHARE: f64 = 0.8;
-
-/// The sites under one key: summed, and named by the one with most allocations
-/// (the first by key among equals: the maps are ordered, so a diff reads the same
-/// every time).
-#[derive(Default, Clone)]
-struct Acc {
-    /// The site with most allocations under this key (its frames name the row).
-    site_id: u64,
-    /// That site's allocations and reallocs.
-    lead_allocs: u64,
-    allocs: u64,
-    bytes: u64,
-    cost_ns: Option<f64>,
-    /// The sum over the key's sites of each one's cost squared over its
-    /// allocations, in ns² (`sampling_noise::cost_weight`).
-    cost_weight_ns2: f64,
-    name: String,
-    callers: String,
-    category: usize,
-    loose: String,
-}
-
-impl Matched for Acc {
-    fn loose(&self) -> &str {
-        &self.loose
-    }
-
-    fn merge(&mut self, o: &Acc) {
-        if o.lead_allocs > self.lead_allocs || self.name.is_empty() {
-            self.site_id = o.site_id;
-            self.lead_allocs = o.lead_allocs;
-            self.name.clone_from(&o.name);
-            self.callers.clone_from(&o.callers);
-            self.category = o.category;
-            self.loose.clone_from(&o.loose);
-        }
-        self.allocs = self.allocs.saturating_add(o.allocs);
-        self.bytes = self.bytes.saturating_add(o.bytes);
-        if let Some(c) = o.cost_ns {
-            *self.cost_ns.get_or_insert(0.0) += c;
-        }
-        self.cost_weight_ns2 += o.cost_weight_ns2;
-    }
-}
-
-fn by_key(
-    report: &Report,
-    cal: Option<&Calibration>,
-    rules: &[Category],
-    phase: Option<&str>,
-) -> BTreeMap<String, Acc> {
-    let costs = cal.map(|c| cost::per_site(report, c, rules, phase, None));
-    let mut keys: HashMap<u64, String> = HashMap::new();
-    let mut calls: HashMap<u64, u64> = HashMap::new();
-    let mut out: BTreeMap<String, Acc> = BTreeMap::new();
-    for row in report.rows(phase) {
-        let n = calls.entry(row.site_id).or_default();
-        *n = n.saturating_add(row.calls());
-        let key = keys
-            .entry(row.site_id)
-            .or_insert_with(|| stack_key(&job_frames(frames_of(&report.frames, row.site_id))))
-            .clone();
-        let fresh = !out.contains_key(&key);
-        let a = out.entry(key).or_default();
-        if fresh || row.calls() > a.lead_allocs {
-            let frames = frames_of(&report.frames, row.site_id);
-            let job = job_frames(frames);
-            a.site_id = row.site_id;
-            a.lead_allocs = row.calls();
-            a.name = naming::site_name(&job);
-            a.callers = naming::callers(&job, crate::rank::CALLERS);
-            a.category = categories::classify(rules, frames);
-            a.loose = loose_key(&job);
-        }
-        a.allocs = a.allocs.saturating_add(row.calls());
-        a.bytes = a.bytes.saturating_add(row.bytes_requested);
-    }
-    // Costs are per site id; sites with one key are summed once each.
-    if let Some(costs) = costs {
-        for (site, (n, _, _)) in costs {
-            let a = out
-                .get_mut(&keys[&site])
-                .expect("every priced site has rows");
-            *a.cost_ns.get_or_insert(0.0) += n.total();
-            a.cost_weight_ns2 += cost_weight(n.total(), calls[&site]);
-        }
-    }
-    out
-}
 
 /// `b - a`, clamped to `i64` (counts from a damaged report can be anything).
 pub(crate) fn delta(a: u64, b: u64) -> i64 {
