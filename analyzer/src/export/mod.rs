@@ -277,6 +277,19 @@ pub fn differential_flamegraph(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut merged = diff_flame::merge(base, change, widths, unit)?;
+    if merged.lines.is_empty() {
+        let (side, other) = match widths {
+            Widths::Change => ("change", "base"),
+            Widths::Base => ("base", "change"),
+        };
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "the {side} has no {unit} to draw at its widths (`--widths {other}` draws \
+                 the {other}'s stacks)"
+            ),
+        ));
+    }
     let (before, after) = merged.totals;
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title;
@@ -290,4 +303,33 @@ pub fn differential_flamegraph(
     opts.palette_map = Some(&mut merged.palette);
     inferno::flamegraph::from_lines(&mut opts, merged.lines.iter().map(String::as_str), out)
         .map_err(io::Error::other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_side_with_nothing_to_draw_names_the_other_widths() {
+        let draw = |widths| {
+            let mut svg = Vec::new();
+            differential_flamegraph(
+                "main;a 5\n",
+                "\n",
+                "t".to_owned(),
+                "",
+                "bytes",
+                widths,
+                &mut svg,
+            )
+            .map(|()| String::from_utf8(svg).unwrap())
+        };
+        let e = draw(Widths::Change).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the change has no bytes to draw at its widths (`--widths base` draws the base's stacks)"
+        );
+        let svg = draw(Widths::Base).unwrap();
+        assert!(svg.contains("a [-5 bytes, gone]"), "{svg}");
+    }
 }
