@@ -128,7 +128,7 @@ pub(crate) fn refuse_without_sites(r: &report::Report, what: &str) -> Result<()>
     let mode = &r.manifest.mode;
     if mode == "count" || (mode == "off" && r.counts_without_sites()) {
         let why = if mode == "count" {
-            crate::no_sites(r, None).to_owned()
+            no_sites(r, None).to_owned()
         } else {
             format!(
                 "it records allocations but no sites (mode {mode} when written; trace \
@@ -145,7 +145,7 @@ pub(crate) fn no_sites_note(r: &report::Report, phase: Option<&str>, what: &str)
         note!(
             "analyzer: {}: no sites {what}: {}",
             r.dir.display(),
-            crate::no_sites(r, phase)
+            no_sites(r, phase)
         );
     }
 }
@@ -207,4 +207,22 @@ fn measure_now(effort: measure::Effort) -> Calibration {
     let c = measure::run(effort, |_| bar.inc(1));
     bar.finish_and_clear();
     c
+}
+
+/// Why a report has no site rows (in `phase`, if given).
+pub(crate) fn no_sites(r: &report::Report, phase: Option<&str>) -> &'static str {
+    if r.manifest.mode == "count" {
+        "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)"
+    } else if r.manifest.mode.starts_with("sample:") {
+        // A sampled report's sites are the allocations sampled: others went unseen.
+        if phase.is_some() {
+            "no allocation of this phase was sampled"
+        } else {
+            "no allocation was sampled"
+        }
+    } else if phase.is_some() {
+        "no allocations in this phase"
+    } else {
+        "no allocations recorded"
+    }
 }

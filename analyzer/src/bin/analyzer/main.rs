@@ -17,21 +17,21 @@ macro_rules! note {
 
 mod cli;
 mod cost_jobs;
+mod export_jobs;
 mod gate_jobs;
 mod measure;
 mod memory_jobs;
 
-use cost_jobs::{CalibrateJob, CostJob, calibration, stored_calibration};
+use cost_jobs::{CalibrateJob, CostJob, calibration, no_sites, stored_calibration};
+use export_jobs::{ExportAs, ExportJob, FlameBy, FlamegraphJob, FlamegraphOf};
 use gate_jobs::{BudgetJob, CheckJob, DiffJob};
 
-use analyzer::export::{self, Weight};
-use analyzer::memory::Moment;
 use analyzer::rank::{self, GroupBy, RankBy};
 use analyzer::render::{self, Format};
 use analyzer::{categories, cost, info, report};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -96,55 +96,6 @@ struct TopJob {
 struct CategoriesJob {
     selection: Selection,
     rules: Option<PathBuf>,
-}
-
-/// What a flame graph draws.
-enum FlamegraphOf {
-    /// One report.
-    Report(PathBuf),
-    /// The change against the base, drawing the stacks of the side `widths` names.
-    Diff {
-        base: PathBuf,
-        change: PathBuf,
-        widths: analyzer::export::Widths,
-    },
-}
-
-struct FlamegraphJob {
-    of: FlamegraphOf,
-    phase: Option<String>,
-    by: FlameBy,
-    out: PathBuf,
-}
-
-/// The width of a flame graph's stacks.
-enum FlameBy {
-    /// What was allocated, so weighted.
-    Allocated(Weight),
-    /// Live bytes at the kept peak or the end (heap sampling).
-    Live(Moment),
-}
-
-/// What `analyzer export` writes.
-enum ExportAs {
-    /// Folded stacks, weighted so.
-    Folded(FlameBy),
-    /// A gzipped pprof profile (allocations, bytes, temporaries, and what is live at
-    /// the kept peak).
-    Pprof,
-    /// The named-sites table (parquet), categories from these rules or the built-in
-    /// ones.
-    NamedSites { rules: Option<PathBuf> },
-}
-
-struct ExportJob {
-    report: PathBuf,
-    phase: Option<String>,
-    format: ExportAs,
-    out: Option<PathBuf>,
-    /// An option given that this format does not read, refused before any work:
-    /// silently ignored, it would read as applied.
-    unused: Option<&'static str>,
 }
 
 fn main() -> ExitCode {
@@ -330,170 +281,6 @@ impl CategoriesJob {
         cost_jobs::no_sites_note(&r, phase, "to put in categories");
         let cats = analyzer::category_totals::totals(&r, &rules, phase);
         Ok(render::categories(out, &cats, s.format)?)
-    }
-}
-
-impl FlamegraphJob {
-    fn run(self) -> Result<()> {
-        let mut svg = Vec::new();
-        match (&self.of, self.by) {
-            (FlamegraphOf::Report(dir), FlameBy::Allocated(by)) => {
-                let r = report::load(dir)?;
-                let phase = r.check_phase(self.phase.as_deref())?;
-                cost_jobs::warn_of_report(&r);
-                export::flamegraph(&r, by, phase, &mut svg)?;
-            }
-            (FlamegraphOf::Report(dir), FlameBy::Live(moment)) => {
-                memory_jobs::heap_flamegraph(dir, moment, self.phase.as_deref(), &mut svg)?;
-            }
-            (
-                FlamegraphOf::Diff {
-                    base,
-                    change,
-                    widths,
-                },
-                FlameBy::Allocated(by),
-            ) => {
-                let (a, b) = (report::load(base)?, report::load(change)?);
-                gate_jobs::comparable(&a, &b, gate_jobs::Gates::default())?;
-                cost_jobs::warn_of_report(&a);
-                cost_jobs::warn_of_report(&b);
-                let phase = a.check_phase(self.phase.as_deref())?;
-                b.check_phase(phase)?;
-                export::flamegraph_diff(&a, &b, by, phase, *widths, &mut svg)?;
-            }
-            (
-                FlamegraphOf::Diff {
-                    base,
-                    change,
-                    widths,
-                },
-                FlameBy::Live(moment),
-            ) => {
-                let (a, b) = (report::load(base)?, report::load(change)?);
-                cost_jobs::warn_of_report(&a);
-                cost_jobs::warn_of_report(&b);
-                let phase = a.check_phase(self.phase.as_deref())?;
-                b.check_phase(phase)?;
-                let (ma, mb) = (analyzer::memory::load(&a)?, analyzer::memory::load(&b)?);
-                analyzer::memory::flamegraph_diff(
-                    (&a, &ma),
-                    (&b, &mb),
-                    moment,
-                    phase,
-                    *widths,
-                    &mut svg,
-                )?;
-            }
-        }
-        write_file(&self.out, &svg)
-    }
-}
-
-/// Why a report has no site rows (in `phase`, if given).
-fn no_sites(r: &report::Report, phase: Option<&str>) -> &'static str {
-    if r.manifest.mode == "count" {
-        "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)"
-    } else if r.manifest.mode.starts_with("sample:") {
-        // A sampled report's sites are the allocations sampled: others went unseen.
-        if phase.is_some() {
-            "no allocation of this phase was sampled"
-        } else {
-            "no allocation was sampled"
-        }
-    } else if phase.is_some() {
-        "no allocations in this phase"
-    } else {
-        "no allocations recorded"
-    }
-}
-
-impl ExportJob {
-    fn run(self) -> Result<()> {
-        if let Some(why) = self.unused {
-            anyhow::bail!("{why}");
-        }
-        let r = report::load(&self.report)?;
-        let phase = r.check_phase(self.phase.as_deref())?;
-        // An empty export is written all the same: say why it is empty. (Live bytes
-        // come from heap sampling, which count mode has too; those branches say why.)
-        if !matches!(
-            self.format,
-            ExportAs::Folded(FlameBy::Live(_)) | ExportAs::Pprof
-        ) {
-            cost_jobs::no_sites_note(&r, phase, "to export");
-        }
-        let binary = !matches!(self.format, ExportAs::Folded(_));
-        if binary && self.out.is_none() && std::io::stdout().is_terminal() {
-            anyhow::bail!(
-                "refusing to write binary output (pprof, parquet) to a terminal: give -o FILE"
-            );
-        }
-        // Made whole before anything is written, so that a failure (a bad rules file,
-        // a damaged table) leaves an existing output file as it was.
-        let mut w = Vec::new();
-        match self.format {
-            ExportAs::Folded(FlameBy::Allocated(by)) => {
-                for line in export::folded(&r, by, phase) {
-                    writeln!(w, "{line}")?;
-                }
-            }
-            ExportAs::Folded(FlameBy::Live(moment)) => {
-                let m = analyzer::memory::load(&r)?;
-                let lines = analyzer::memory::folded(&r, &m, moment, phase);
-                if lines.is_empty() {
-                    // Written all the same (an empty file), as other empty exports are.
-                    note!(
-                        "analyzer: {}: no live bytes to export: {}",
-                        self.report.display(),
-                        analyzer::memory::NOTHING_LIVE
-                    );
-                }
-                for line in lines {
-                    writeln!(w, "{line}")?;
-                }
-            }
-            ExportAs::Pprof => {
-                let in_use = analyzer::memory::in_use(&analyzer::memory::load(&r)?);
-                if r.rows(phase).next().is_none() {
-                    // What the profile holds of the phase asked for, as pprof writes it.
-                    let live = in_use.iter().any(|u| u.in_phase(phase));
-                    let holds = if !live {
-                        "the profile is empty"
-                    } else {
-                        "the profile holds only what heap sampling kept live at the peak \
-                         (inuse_space, inuse_objects)"
-                    };
-                    note!(
-                        "analyzer: {}: no allocation sites to export, {}; {holds}",
-                        r.dir.display(),
-                        no_sites(&r, phase)
-                    );
-                }
-                if r.manifest.mode.starts_with("sample:") {
-                    let first = export::pprof_estimates(&r, &in_use).into_iter().next();
-                    note!(
-                        "analyzer: {}: {}",
-                        r.dir.display(),
-                        first.unwrap_or_default()
-                    );
-                }
-                export::pprof(&r, phase, &in_use, &mut w)?
-            }
-            ExportAs::NamedSites { rules: path } => {
-                let rules = rules(path.as_deref())?;
-                let rows = export::named_sites(&r, &rules, phase);
-                export::named_sites_parquet(&rows, &mut w)?;
-            }
-        }
-        match &self.out {
-            Some(path) => write_file(path, &w),
-            None => {
-                let mut stdout = std::io::stdout().lock();
-                stdout.write_all(&w)?;
-                Ok(stdout.flush()?)
-            }
-        }
     }
 }
 
