@@ -372,15 +372,7 @@ pub(crate) fn shell_word(text: &str) -> String {
 
 /// `13401937` as `13_401_937`.
 pub(crate) fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push('_');
-        }
-        out.push(c);
-    }
-    out
+    crate::render::digits_grouped(n.into(), '_')
 }
 
 /// A table key: bare where TOML allows it, quoted otherwise.

@@ -182,15 +182,7 @@ fn colour(delta: i128, largest: u128) -> Color {
 
 /// `1234567` as `1,234,567`, as inferno writes its counts.
 pub(super) fn grouped(n: u128) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    crate::render::digits_grouped(n, ',')
 }
 
 #[cfg(test)]

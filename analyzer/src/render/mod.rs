@@ -45,6 +45,20 @@ pub fn heap_every(interval: u64) -> String {
     }
 }
 
+/// `n`'s digits in groups of three, `sep` between them: `1234567` as `1,234,567`
+/// (as inferno writes counts) or `1_234_567` (a TOML number).
+pub(crate) fn digits_grouped(n: u128, sep: char) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(sep);
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Bytes in the unit that suits their size (binary units, as the tracer prints).
 pub fn bytes(b: f64) -> String {
     let a = b.abs();
