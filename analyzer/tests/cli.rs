@@ -1806,7 +1806,7 @@ fn differential_flamegraph_colours_what_grew() {
             .count()
     };
     let text = draw(&change, "base", &change.join("base.svg"));
-    assert!(text.contains("widths: the base; red: more in the change"));
+    assert!(text.contains("widths: stacks of the base; red: more in the change"));
     // All phases: frames outside site 0's stack did not change.
     let deltas = title_deltas(&text);
     assert!(gains_and_losses(&deltas).0 >= 2, "{deltas:?}");
@@ -1828,6 +1828,21 @@ fn differential_flamegraph_colours_what_grew() {
     assert!(gains == 0 && losses >= 2, "as a loss: {deltas:?}");
     assert_eq!(reds(&at_base), 0, "a loss is not red");
     std::fs::remove_dir_all(gone).unwrap();
+    // --widths picks a side of --diff: without one, it is refused, not ignored.
+    let out = analyzer(&[
+        "flamegraph",
+        base.to_str().unwrap(),
+        "--widths",
+        "base",
+        "-o",
+        change.join("one.svg").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--widths chooses a side of --diff"),
+        "{out:?}"
+    );
+    assert!(!change.join("one.svg").exists());
     // A report against itself: no frame changed.
     let same = change.join("same.svg");
     let out = analyzer(&[
@@ -1936,6 +1951,30 @@ fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
         );
     }
     std::fs::remove_dir_all(unsampled).unwrap();
+    // Sampled, and nothing live: at the change's widths nothing to draw, and the
+    // base's widths are offered; with nothing live on either side, that is the
+    // answer, drawn as for one report.
+    let empty = copy_report(&base, "flame-diff-nothing-live");
+    edit_table(&empty, "heap_peak.parquet", |df| df.head(Some(0)));
+    edit_manifest(&empty, |m| {
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["file"] == "heap_peak.parquet" {
+                t["rows"] = 0.into();
+            }
+        }
+    });
+    let out = draw(&base, &empty);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("nothing to draw at its widths (`--widths base` draws the base's stacks; `peak --base` lists"),
+        "{stderr}"
+    );
+    let out = draw(&empty, &empty);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("no sampled block was live then"), "{text}");
+    std::fs::remove_dir_all(empty).unwrap();
     // Without heap sampling on either side there is nothing to draw: an error.
     assert_one_line_error(
         &[

@@ -4,12 +4,15 @@
 //! gadget all of whose callees grew looks untouched. Here a frame's name ends in its
 //! change, `[+1,234 allocations, +28.0%]` (against the base's stacks through it;
 //! `new` and `gone` where one side has none), and its colour is red where the change
-//! has more, blue where it has fewer, deeper the larger the change against the
-//! largest frame's (by the square root, so a frame with a hundredth of it still
-//! shows a tint). A frame that did not change keeps its plain name and is drawn
-//! near white.
+//! has more, blue where it has fewer, deeper the larger the change against the whole
+//! graph's weight (on a log scale: a change of 0.1 % of it is a tint, 1 % clear, 10 %
+//! deep, all of it the deepest), so that a change of a few allocations in millions
+//! stays near white. A frame that did not change keeps its plain name and is drawn
+//! near white; so is a sampled report's change under two standard errors of its
+//! sampling, marked `~`.
 
 use super::Widths;
+use crate::sampling_noise::{Noise, Sampled, within};
 use inferno::flamegraph::color::{Color, PaletteMap};
 use std::collections::{BTreeMap, HashMap};
 use std::io;
@@ -29,6 +32,18 @@ pub(super) struct Merged {
     pub palette: PaletteMap,
     /// What all the stacks weigh in the base and in the change.
     pub totals: (u64, u64),
+    /// Frames whose change is under two standard errors of sampling (`~`).
+    pub within_noise: usize,
+}
+
+/// How a count's estimate varies in a report sampled one allocation in `N`: each
+/// side's `N` (1 where exact).
+#[derive(Clone, Copy, Debug)]
+pub struct Intervals {
+    /// The base's.
+    pub base: u64,
+    /// The change's.
+    pub change: u64,
 }
 
 /// A frame of the merged tree: what the stacks through it weigh on each side.
@@ -46,8 +61,15 @@ impl Node<'_> {
 }
 
 /// Merges two folded texts (`outer;...;inner weight` lines) into the stacks of the
-/// side `widths` names, at their weights, `unit` naming a weight's unit.
-pub(super) fn merge(base: &str, change: &str, widths: Widths, unit: &str) -> io::Result<Merged> {
+/// side `widths` names, at their weights, `unit` naming a weight's unit; with
+/// `intervals`, the weights are counts estimated from samples.
+pub(super) fn merge(
+    base: &str,
+    change: &str,
+    widths: Widths,
+    unit: &str,
+    intervals: Option<Intervals>,
+) -> io::Result<Merged> {
     let (base, change) = (parse(base)?, parse(change)?);
     let mut nodes = vec![Node {
         name: "",
@@ -67,16 +89,29 @@ pub(super) fn merge(base: &str, change: &str, widths: Widths, unit: &str) -> io:
             }
         }
     }
-    let largest = nodes[1..]
+    let whole = nodes[0].base.max(nodes[0].change);
+    let noise = |n: &Node| {
+        let i = intervals?;
+        let side = |allocs, interval| Sampled {
+            allocs,
+            cost_weight_s2: None,
+            interval,
+        };
+        Noise::of_delta(side(n.base, i.base), side(n.change, i.change)).count_bound()
+    };
+    let noisy: Vec<bool> = nodes
         .iter()
-        .map(|n| n.delta().unsigned_abs())
-        .max()
-        .unwrap_or(0);
-    let names: Vec<String> = nodes.iter().map(|n| named(n, unit)).collect();
+        .map(|n| within(n.delta() as f64, noise(n).map(|b| b as f64)))
+        .collect();
+    let names: Vec<String> = nodes
+        .iter()
+        .zip(&noisy)
+        .map(|(n, &noisy)| named(n, unit, noisy))
+        .collect();
     let mut palette = PaletteMap::default();
-    palette.insert("", colour(nodes[0].delta(), largest));
-    for (n, name) in nodes.iter().zip(&names).skip(1) {
-        palette.insert(name, colour(n.delta(), largest));
+    for ((n, name), &noisy) in nodes.iter().zip(&names).zip(&noisy) {
+        let delta = if noisy { 0 } else { n.delta() };
+        palette.insert(name, colour(delta, whole));
     }
     let drawn = match widths {
         Widths::Change => &change,
@@ -98,6 +133,7 @@ pub(super) fn merge(base: &str, change: &str, widths: Widths, unit: &str) -> io:
         lines,
         palette,
         totals: (nodes[0].base, nodes[0].change),
+        within_noise: noisy.iter().skip(1).filter(|n| **n).count(),
     })
 }
 
@@ -144,35 +180,54 @@ fn path<'a>(nodes: &mut Vec<Node<'a>>, stack: &'a str) -> Vec<usize> {
     out
 }
 
-/// A frame's name with its change, or bare where nothing changed.
-fn named(n: &Node, unit: &str) -> String {
+/// A frame's name with its change, or bare where nothing changed (the root's, `""`,
+/// stays bare: inferno names it `all`); `~` before a change under sampling's noise.
+fn named(n: &Node, unit: &str, noisy: bool) -> String {
     let delta = n.delta();
-    if delta == 0 {
+    if delta == 0 || n.name.is_empty() {
         return n.name.to_owned();
     }
-    let against = if n.base == 0 {
-        "new".to_owned()
-    } else if n.change == 0 {
-        "gone".to_owned()
-    } else {
-        format!("{:+.1}%", 100.0 * delta as f64 / n.base as f64)
-    };
     let sign = if delta > 0 { '+' } else { '-' };
     format!(
-        "{} [{sign}{} {unit}, {against}]",
+        "{} [{}{sign}{} {unit}, {}]",
         n.name,
-        grouped(delta.unsigned_abs())
+        if noisy { "~" } else { "" },
+        grouped(delta.unsigned_abs()),
+        against(n.base, n.change)
     )
 }
 
-/// Red for more, blue for fewer, from near white to inferno's deepest hue as the
-/// square root of `delta` against `largest`.
-fn colour(delta: i128, largest: u128) -> Color {
-    if delta == 0 || largest == 0 {
+/// The change from `base` to `change` against `base`: `+28.0%`, `-0.04%` (two
+/// decimals under a tenth of a per cent, so that a change never reads as 0.0%),
+/// `new` or `gone` where one side has none, `unchanged`.
+pub(super) fn against(base: u64, change: u64) -> String {
+    if base == change {
+        return "unchanged".to_owned();
+    }
+    if base == 0 {
+        return "new".to_owned();
+    }
+    if change == 0 {
+        return "gone".to_owned();
+    }
+    let pct = 100.0 * (change as f64 - base as f64) / base as f64;
+    let sign = if change > base { '+' } else { '-' };
+    match pct.abs() {
+        p if p >= 0.1 => format!("{sign}{p:.1}%"),
+        p if p >= 0.01 => format!("{sign}{p:.2}%"),
+        _ => format!("{sign}<0.01%"),
+    }
+}
+
+/// Red for more, blue for fewer, from near white to inferno's deepest hue as
+/// `delta` goes from 0.1 % of `whole` (a tint) to all of it, on a log scale.
+fn colour(delta: i128, whole: u64) -> Color {
+    if delta == 0 || whole == 0 {
         return UNCHANGED;
     }
-    let share = (delta.unsigned_abs() as f64 / largest as f64).min(1.0);
-    let c = 250 - (150.0 * share.sqrt()).round() as u8;
+    let share = delta.unsigned_abs() as f64 / whole as f64;
+    let depth = ((1.0 + 1000.0 * share).log10() / 3.0).min(1.0);
+    let c = 250 - (150.0 * depth).round() as u8;
     if delta > 0 {
         Color { r: 255, g: c, b: c }
     } else {
@@ -197,7 +252,7 @@ mod tests {
     fn every_frame_carries_the_change_of_the_stacks_through_it() {
         let base = "main;a;x 10\nmain;b 5\n";
         let change = "main;a;x 30\nmain;a;y 4\nmain;b 5\n";
-        let m = merge(base, change, Widths::Change, "allocations").unwrap();
+        let m = merge(base, change, Widths::Change, "allocations", None).unwrap();
         assert_eq!(m.totals, (15, 39));
         assert_eq!(
             m.lines,
@@ -207,22 +262,36 @@ mod tests {
                 "main [+24 allocations, +160.0%];b 5",
             ]
         );
-        // The largest change (main's and a's) is deepest; x's 20 of 24 nearly so; b
-        // did not change.
+        // Deeper for a larger share of the graph's 39; b did not change.
         let hue = |name: &str| rgb(m.palette.get(name).unwrap());
-        assert_eq!(hue("main [+24 allocations, +160.0%]"), (255, 100, 100));
-        assert_eq!(hue("x [+20 allocations, +200.0%]"), (255, 113, 113));
-        assert_eq!(hue("y [+4 allocations, new]"), (255, 189, 189));
+        assert_eq!(hue("main [+24 allocations, +160.0%]"), (255, 111, 111));
+        assert_eq!(hue("x [+20 allocations, +200.0%]"), (255, 114, 114));
+        assert_eq!(hue("y [+4 allocations, new]"), (255, 149, 149));
         assert_eq!(hue("b"), (250, 250, 250));
+        assert_eq!(hue(""), (255, 111, 111), "the root, inferno's `all`");
+        assert_eq!(m.within_noise, 0);
+    }
+
+    #[test]
+    fn a_change_of_a_few_in_millions_stays_near_white() {
+        let base = "main;a 4305105\nmain;b 1000\n";
+        let change = "main;a 4305110\nmain;b 1000\n";
+        let m = merge(base, change, Widths::Change, "allocations", None).unwrap();
+        assert_eq!(
+            m.lines[0],
+            "main [+5 allocations, +<0.01%];a [+5 allocations, +<0.01%] 4305110"
+        );
+        let hue = rgb(m.palette.get("a [+5 allocations, +<0.01%]").unwrap());
+        assert_eq!(hue, (255, 250, 250));
     }
 
     #[test]
     fn a_stack_only_in_the_base_shows_at_its_widths_as_gone_and_blue() {
         let base = "main;a 1000\nmain;b 1000\n";
         let change = "main;a 1000\n";
-        let at_change = merge(base, change, Widths::Change, "bytes").unwrap();
+        let at_change = merge(base, change, Widths::Change, "bytes", None).unwrap();
         assert_eq!(at_change.lines, ["main [-1,000 bytes, -50.0%];a 1000"]);
-        let at_base = merge(base, change, Widths::Base, "bytes").unwrap();
+        let at_base = merge(base, change, Widths::Base, "bytes", None).unwrap();
         assert_eq!(
             at_base.lines,
             [
@@ -231,20 +300,59 @@ mod tests {
             ]
         );
         let hue = rgb(at_base.palette.get("b [-1,000 bytes, gone]").unwrap());
-        assert_eq!(hue, (100, 100, 255));
+        assert_eq!(hue, (115, 115, 255));
+    }
+
+    #[test]
+    fn a_sampled_change_under_two_standard_errors_is_marked_and_not_coloured() {
+        // One in 1,000 sampled: a's 2,000 -> 4,000 (two samples against four) is
+        // under 2 sqrt(1000 (4,000 + 4,000)) = 5,657; b's 100,000 -> 50,000 is not.
+        let base = "main;a 2000\nmain;b 100000\n";
+        let change = "main;a 4000\nmain;b 50000\n";
+        let sampled = Intervals {
+            base: 1000,
+            change: 1000,
+        };
+        let m = merge(base, change, Widths::Change, "allocations", Some(sampled)).unwrap();
+        assert_eq!(
+            m.lines,
+            [
+                "main [-48,000 allocations, -47.1%];a [~+2,000 allocations, +100.0%] 4000",
+                "main [-48,000 allocations, -47.1%];b [-50,000 allocations, -50.0%] 50000",
+            ]
+        );
+        let hue = |name: &str| rgb(m.palette.get(name).unwrap());
+        assert_eq!(hue("a [~+2,000 allocations, +100.0%]"), UNCHANGED_RGB);
+        assert_ne!(hue("b [-50,000 allocations, -50.0%]"), UNCHANGED_RGB);
+        assert_eq!(m.within_noise, 1);
+        // The same figures from exact reports: every change is one.
+        let exact = merge(base, change, Widths::Change, "allocations", None).unwrap();
+        assert_eq!(exact.within_noise, 0);
+    }
+
+    const UNCHANGED_RGB: (u8, u8, u8) = (250, 250, 250);
+
+    #[test]
+    fn a_change_against_its_base_never_reads_as_none() {
+        assert_eq!(against(1000, 1280), "+28.0%");
+        assert_eq!(against(10_000, 9_996), "-0.04%");
+        assert_eq!(against(10_000_000, 10_000_001), "+<0.01%");
+        assert_eq!(against(0, 5), "new");
+        assert_eq!(against(5, 0), "gone");
+        assert_eq!(against(5, 5), "unchanged");
     }
 
     #[test]
     fn a_profile_against_itself_names_no_change() {
         let text = "main;a;x 10\nmain;b 5\n";
-        let m = merge(text, text, Widths::Change, "allocations").unwrap();
+        let m = merge(text, text, Widths::Change, "allocations", None).unwrap();
         assert_eq!(m.lines, ["main;a;x 10", "main;b 5"]);
         assert!(m.palette.iter().all(|(_, c)| c == UNCHANGED));
     }
 
     #[test]
     fn a_line_without_a_weight_is_refused() {
-        let e = merge("main;a\n", "", Widths::Change, "bytes")
+        let e = merge("main;a\n", "", Widths::Change, "bytes", None)
             .err()
             .unwrap();
         assert!(e.to_string().contains("main;a"), "{e}");

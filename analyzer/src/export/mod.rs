@@ -6,6 +6,7 @@ mod diff_flame;
 mod named_sites;
 mod pprof;
 
+pub use diff_flame::Intervals;
 pub use named_sites::{NamedSite, named_sites, named_sites_parquet};
 pub use pprof::{InUse, estimates as pprof_estimates, pprof, pprof_protobuf};
 
@@ -203,17 +204,18 @@ fn nothing_to_draw(reports: &[&Report], by: Weight, phase: Option<&str>) -> io::
     )
 }
 
-/// A differential flame graph SVG (inferno's): the change's stacks, widths the
-/// change's weights, each frame red where the change has more than the base and
-/// blue where it has fewer (stacks only in the base have no width, so they do not
-/// show). Stacks are matched by their functions, which do not depend on where a
-/// crate's source came from.
+/// A differential flame graph SVG: the stacks of the side `widths` names, at its
+/// weights, each frame named and coloured by the change of the stacks through it
+/// (`diff_flame`). Stacks are matched by their functions, which do not depend on
+/// where a crate's source came from. `warning` (reports of other work, say) leads
+/// the subtitle.
 pub fn flamegraph_diff(
     base: &Report,
     change: &Report,
     by: Weight,
     phase: Option<&str>,
     widths: Widths,
+    warning: Option<String>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let text = |r: &Report| {
@@ -232,7 +234,46 @@ pub fn flamegraph_diff(
         report_name(base),
         phase_words(phase)
     );
-    differential_flamegraph(&a, &b, title, "", by.unit(), widths, out)
+    let (ma, mb) = (&base.manifest, &change.manifest);
+    let sampled = [ma, mb].iter().any(|m| m.sample_interval > 1);
+    let mut notes: Vec<String> = warning.into_iter().collect();
+    if sampled {
+        let modes = if ma.mode == mb.mode {
+            ma.mode.clone()
+        } else {
+            format!("{} and {}", ma.mode, mb.mode)
+        };
+        notes.push(format!("estimates ({modes})"));
+    }
+    // A sampled count's estimate varies as its interval times itself; bytes vary
+    // with the blocks' sizes too, which folded stacks do not keep.
+    let intervals = (sampled && by != Weight::Bytes).then(|| Intervals {
+        base: ma.sample_interval.max(1),
+        change: mb.sample_interval.max(1),
+    });
+    let drawing = Drawing {
+        title,
+        unit: by.unit(),
+        widths,
+        notes,
+        intervals,
+    };
+    differential_flamegraph(&a, &b, drawing, out)
+}
+
+/// What a differential flame graph says besides its stacks.
+pub struct Drawing<'a> {
+    /// Its title.
+    pub title: String,
+    /// What a unit of weight is (`allocations`, `bytes`).
+    pub unit: &'a str,
+    /// Whose stacks it draws.
+    pub widths: Widths,
+    /// What the subtitle says first (a warning first of all).
+    pub notes: Vec<String>,
+    /// Where the weights are counts estimated from samples: each side's interval,
+    /// so that changes under two standard errors are marked `~`.
+    pub intervals: Option<Intervals>,
 }
 
 /// Whose stacks a differential flame graph draws, at their widths: the change's
@@ -252,31 +293,34 @@ impl Widths {
     fn words(self) -> &'static str {
         match self {
             Widths::Change => {
-                "widths: the change; red: more than the base, blue: fewer; stacks only in \
-                 the base not drawn (--widths base draws them)"
+                "widths: stacks of the change (--widths base: of the base); red: more than \
+                 the base, blue: fewer"
             }
-            Widths::Base => {
-                "widths: the base; red: more in the change, blue: fewer; stacks only in \
-                 the change not drawn"
-            }
+            Widths::Base => "widths: stacks of the base; red: more in the change, blue: fewer",
         }
     }
 }
 
 /// A differential flame graph SVG of two folded texts (`stack weight` lines): the
-/// stacks of the side `widths` names at their widths, each frame named with the
-/// change of the stacks through it and red where the change has more than the base,
-/// blue where fewer (`diff_flame`); `more` is added to the subtitle.
+/// stacks of the side `drawing.widths` names at their widths, each frame named with
+/// the change of the stacks through it and red where the change has more than the
+/// base, blue where fewer (`diff_flame`); the subtitle gives `drawing.notes`, the
+/// widths, the totals and what `~` means where a frame has it. The image is made
+/// wider where the subtitle would not fit.
 pub fn differential_flamegraph(
     base: &str,
     change: &str,
-    title: String,
-    more: &str,
-    unit: &str,
-    widths: Widths,
+    drawing: Drawing,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let mut merged = diff_flame::merge(base, change, widths, unit)?;
+    let Drawing {
+        title,
+        unit,
+        widths,
+        mut notes,
+        intervals,
+    } = drawing;
+    let mut merged = diff_flame::merge(base, change, widths, unit, intervals)?;
     if merged.lines.is_empty() {
         let (side, other) = match widths {
             Widths::Change => ("change", "base"),
@@ -291,14 +335,23 @@ pub fn differential_flamegraph(
         ));
     }
     let (before, after) = merged.totals;
-    let mut opts = inferno::flamegraph::Options::default();
-    opts.title = title;
-    opts.subtitle = Some(format!(
-        "{}; all: {} -> {} {unit}{more}",
-        widths.words(),
+    notes.push(widths.words().to_owned());
+    notes.push(format!(
+        "all: {} -> {} {unit} ({})",
         diff_flame::grouped(before.into()),
-        diff_flame::grouped(after.into())
+        diff_flame::grouped(after.into()),
+        diff_flame::against(before, after)
     ));
+    if merged.within_noise > 0 {
+        notes.push("~: under two standard errors of sampling".to_owned());
+    }
+    let subtitle = notes.join("; ");
+    let mut opts = inferno::flamegraph::Options::default();
+    // inferno's default image is 1,200 pixels wide and centres the subtitle in it.
+    let needed = subtitle.chars().count() as f64 * opts.font_size as f64 * opts.font_width;
+    opts.image_width = Some(1200.max(needed.ceil() as usize + 40));
+    opts.title = title;
+    opts.subtitle = Some(subtitle);
     opts.count_name = unit.to_owned();
     opts.palette_map = Some(&mut merged.palette);
     inferno::flamegraph::from_lines(&mut opts, merged.lines.iter().map(String::as_str), out)
@@ -313,16 +366,15 @@ mod tests {
     fn a_side_with_nothing_to_draw_names_the_other_widths() {
         let draw = |widths| {
             let mut svg = Vec::new();
-            differential_flamegraph(
-                "main;a 5\n",
-                "\n",
-                "t".to_owned(),
-                "",
-                "bytes",
+            let drawing = Drawing {
+                title: "t".to_owned(),
+                unit: "bytes",
                 widths,
-                &mut svg,
-            )
-            .map(|()| String::from_utf8(svg).unwrap())
+                notes: vec![],
+                intervals: None,
+            };
+            differential_flamegraph("main;a 5\n", "\n", drawing, &mut svg)
+                .map(|()| String::from_utf8(svg).unwrap())
         };
         let e = draw(Widths::Change).unwrap_err();
         assert_eq!(

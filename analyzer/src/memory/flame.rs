@@ -117,18 +117,6 @@ pub fn flamegraph_diff(
         }
     }
     let (a, b) = (text(base), text(change));
-    // With nothing of the drawn side's live, there is nothing to draw.
-    let (drawn, name, side, other) = match widths {
-        export::Widths::Change => (&b, "change", change, "base"),
-        export::Widths::Base => (&a, "base", base, "change"),
-    };
-    if drawn.trim().is_empty() {
-        return refuse(format!(
-            "no sampled block of the {name} ({}) was live then: nothing to draw (`peak \
-             --base` lists what the {other} held)",
-            side.0.dir.display()
-        ));
-    }
     let title = format!(
         "Live bytes {} (heap sampling): {} against {}{}",
         match moment {
@@ -139,16 +127,38 @@ pub fn flamegraph_diff(
         export::report_name(base.0),
         export::phase_words(phase)
     );
-    export::differential_flamegraph(
-        &a,
-        &b,
+    if a.trim().is_empty() && b.trim().is_empty() {
+        // Both sampled, and nothing live in either: an answer, as for one report.
+        return write!(out, "{}", nothing_live_svg(&title));
+    }
+    // With nothing of the drawn side's live, there is nothing to draw at its widths.
+    let (drawn, name, side, other) = match widths {
+        export::Widths::Change => (&b, "change", change, "base"),
+        export::Widths::Base => (&a, "base", base, "change"),
+    };
+    if drawn.trim().is_empty() {
+        let lists = match moment {
+            Moment::Peak => "peak",
+            Moment::End => "leaks",
+        };
+        return refuse(format!(
+            "no sampled block of the {name} ({}) was live then: nothing to draw at its \
+             widths (`--widths {other}` draws the {other}'s stacks; `{lists} --base` lists \
+             what each held)",
+            side.0.dir.display()
+        ));
+    }
+    let drawing = export::Drawing {
         title,
-        "; estimates, and a vector is charged to the stack that last grew it (peak \
-         --base pairs such stacks)",
-        "bytes",
+        unit: "bytes",
         widths,
-        out,
-    )
+        notes: vec![
+            "heap-sampling estimates; a vector is charged to the stack that last grew it"
+                .to_owned(),
+        ],
+        intervals: None,
+    };
+    export::differential_flamegraph(&a, &b, drawing, out)
 }
 
 /// An SVG with `title` and a line saying that no sampled block was live.

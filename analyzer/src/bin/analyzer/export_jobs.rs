@@ -78,38 +78,37 @@ impl FlamegraphJob {
                     change,
                     widths,
                 },
-                FlameBy::Allocated(by),
+                by,
             ) => {
                 let (a, b) = (report::load(base)?, report::load(change)?);
-                gate_jobs::comparable(&a, &b, gate_jobs::Gates::default())?;
+                if let FlameBy::Allocated(_) = by {
+                    // Live bytes come from heap sampling, which count mode has too.
+                    gate_jobs::comparable(&a, &b, gate_jobs::Gates::default())?;
+                }
                 cost_jobs::warn_of_report(&a);
                 cost_jobs::warn_of_report(&b);
                 let phase = a.check_phase(self.phase.as_deref())?;
                 b.check_phase(phase)?;
-                export::flamegraph_diff(&a, &b, by, phase, *widths, &mut svg)?;
-            }
-            (
-                FlamegraphOf::Diff {
-                    base,
-                    change,
-                    widths,
-                },
-                FlameBy::Live(moment),
-            ) => {
-                let (a, b) = (report::load(base)?, report::load(change)?);
-                cost_jobs::warn_of_report(&a);
-                cost_jobs::warn_of_report(&b);
-                let phase = a.check_phase(self.phase.as_deref())?;
-                b.check_phase(phase)?;
-                let (ma, mb) = (analyzer::memory::load(&a)?, analyzer::memory::load(&b)?);
-                analyzer::memory::flamegraph_diff(
-                    (&a, &ma),
-                    (&b, &mb),
-                    moment,
-                    phase,
-                    *widths,
-                    &mut svg,
-                )?;
+                match by {
+                    FlameBy::Allocated(by) => {
+                        // Said on standard error too (`comparable`); the picture
+                        // outlives the terminal.
+                        let warning = gate_jobs::other_work(&a, &b)
+                            .map(|apart| format!("warning: the reports are {apart}"));
+                        export::flamegraph_diff(&a, &b, by, phase, *widths, warning, &mut svg)?
+                    }
+                    FlameBy::Live(moment) => {
+                        let (ma, mb) = (analyzer::memory::load(&a)?, analyzer::memory::load(&b)?);
+                        analyzer::memory::flamegraph_diff(
+                            (&a, &ma),
+                            (&b, &mb),
+                            moment,
+                            phase,
+                            *widths,
+                            &mut svg,
+                        )?
+                    }
+                }
             }
         }
         write_file(&self.out, &svg)

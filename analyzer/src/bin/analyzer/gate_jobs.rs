@@ -131,7 +131,7 @@ pub(crate) fn warn_if_other_circuits(a: &report::Report, b: &report::Report) {
 /// their `rows` labels differ (the rows synthesized over every iteration), one
 /// circuit run a different number of times (the same `circuit` label, the same rows
 /// an iteration, other `iterations`) or circuits of different sizes.
-fn other_work(a: &report::Report, b: &report::Report) -> Option<String> {
+pub(crate) fn other_work(a: &report::Report, b: &report::Report) -> Option<String> {
     let label = |r: &report::Report, key: &str| r.manifest.labels.get(key).cloned();
     for (key, what) in [
         ("circuit", "of different circuits"),

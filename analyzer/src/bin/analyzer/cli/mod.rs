@@ -22,7 +22,22 @@ use values::{ByArg, ExportFormat, FlameArg, FormatArg, GroupByArg, InfoFormatArg
 
 /// Parses the command line into a job; clap's error (or help, or version) otherwise.
 pub(crate) fn parse() -> Result<Job, clap::Error> {
-    Cli::try_parse().map(|cli| cli.command.into_job())
+    let cli = Cli::try_parse()?;
+    // clap lets a missing argument that a given one `requires` pass when a given
+    // argument conflicts with it: REPORT conflicts with --diff.
+    if let Command::Flamegraph {
+        diff: None,
+        widths: Some(_),
+        ..
+    } = &cli.command
+    {
+        use clap::CommandFactory;
+        return Err(Cli::command().error(
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "--widths chooses a side of --diff BASE CHANGE, which is not given",
+        ));
+    }
+    Ok(cli.command.into_job())
 }
 
 /// Ranks, classifies, prices and diffs the allocation sites of alloc-tracer reports.
@@ -277,9 +292,10 @@ enum Command {
         diff: Option<Vec<PathBuf>>,
         /// With --diff, whose stacks are drawn at their widths: the change's (what a
         /// patch kept or added; what it removed is not drawn) or the base's (what it
-        /// removed shows, in blue; what it added is not drawn).
-        #[arg(long, value_enum, default_value = "change", requires = "diff")]
-        widths: WidthsArg,
+        /// removed shows, in blue; what it added is not drawn). [default: change]
+        // No clap default, so that `parse` can tell a --widths given.
+        #[arg(long, value_enum, requires = "diff")]
+        widths: Option<WidthsArg>,
         /// Width of a stack: allocations, requested bytes, temporaries, or live bytes
         /// at the kept peak or when the report was written (heap sampling's
         /// estimates; with --diff, a vector grown by doubling is charged to the stack
@@ -498,7 +514,7 @@ impl Command {
                     Some(mut pair) => {
                         let change = pair.pop().expect("clap takes two values");
                         let base = pair.pop().expect("clap takes two values");
-                        let widths = match widths {
+                        let widths = match widths.unwrap_or(WidthsArg::Change) {
                             WidthsArg::Change => analyzer::export::Widths::Change,
                             WidthsArg::Base => analyzer::export::Widths::Base,
                         };
