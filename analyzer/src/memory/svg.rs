@@ -118,6 +118,18 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
+/// Decimals for an axis from 0 to `end`: enough to tell its ten or so ticks apart
+/// (a 0.15 s run's ticks read 0.02, 0.04, not 0.0, 0.0), and at least one.
+fn decimals(end: f64) -> usize {
+    let step = end / 10.0;
+    if step > 0.0 && step.is_finite() {
+        // A step just under a power of ten (0.0095) gets that power's ticks (0.01).
+        (-step.log10() - 0.1).ceil().clamp(1.0, 6.0) as usize
+    } else {
+        1
+    }
+}
+
 /// What the plot marks besides its lines.
 struct Marks<'m> {
     /// The kept peak (heap sampling's), a dot.
@@ -156,8 +168,8 @@ fn draw(
         .light_line_style(WHITE)
         .x_desc("seconds after tracing started")
         .y_desc(unit.to_string())
-        .y_label_formatter(&|v| format!("{v:.1}"))
-        .x_label_formatter(&|v| format!("{v:.1}"))
+        .y_label_formatter(&|v| format!("{:.*}", decimals(y_top), v))
+        .x_label_formatter(&|v| format!("{:.*}", decimals(t_end), v))
         .draw()?;
     let mut phases: Vec<String> = vec![];
     for (phase, t0, t1) in spans(memory) {
@@ -299,6 +311,16 @@ fn high_water(
 mod tests {
     use super::*;
     use crate::memory::TimelinePoint;
+
+    #[test]
+    fn axis_labels_tell_a_short_run_s_ticks_apart() {
+        assert_eq!(decimals(0.15), 2);
+        assert_eq!(decimals(0.095), 2);
+        assert_eq!(decimals(0.012), 3);
+        assert_eq!(decimals(3.1), 1);
+        assert_eq!(decimals(136.6), 1);
+        assert_eq!(decimals(0.0), 1);
+    }
 
     fn memory(rss: &[u64]) -> Memory {
         Memory {
