@@ -111,7 +111,23 @@ fn memory_at_the_peak_and_the_end() {
             .sum();
         assert_eq!(sites.len(), blocks, "{phase:?}");
         assert_eq!(peak["estimated_bytes"].as_u64().unwrap(), sum, "{phase:?}");
+        assert_eq!(peak["blocks_of_phase"].as_str(), phase, "{phase:?}");
     }
+    // The moment is the run's whatever the phase: the table says whose blocks it
+    // holds, alone and against a base.
+    let table = analyzer(&["peak", r, "--phase", "main"]);
+    assert!(
+        String::from_utf8_lossy(&table.stdout)
+            .contains("sites below, of blocks allocated in phase main, account for"),
+        "{table:?}"
+    );
+    let table = analyzer(&["peak", r, "--base", r, "--phase", "build"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        text.contains("heap sampling's estimates of blocks allocated in phase build: 0 B -> 0 B")
+            && text.contains("none of the sampled blocks live then in either run was allocated in the phase asked for"),
+        "{text}"
+    );
     let dir = std::env::temp_dir().join(format!("analyzer-memory-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // The timeline: the report's name and mode in the title, the kept peak labelled
@@ -282,6 +298,31 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
         svg.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // Nor does the folded export write an empty file for it; at the end, sampled
+    // and nothing live, it does, and says so.
+    let export = |by: &str| {
+        analyzer(&[
+            "export",
+            clean.to_str().unwrap(),
+            "--format",
+            "folded",
+            "--by",
+            by,
+        ])
+    };
+    let out = export("peak-bytes");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("heap sampling did not see that moment"),
+        "{out:?}"
+    );
+    let out = export("end-bytes");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no live bytes to export"),
+        "{out:?}"
+    );
     // `peak` says why there is none: this run passed 1 MiB, so the report is of a
     // tracer that kept no peak, not of a small run.
     let out = analyzer(&["peak", clean.to_str().unwrap()]);
@@ -300,7 +341,8 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
         "{stdout}"
     );
     let _ = std::fs::remove_dir_all(clean);
-    // Without heap sampling: an empty export, and a word on why.
+    // Without heap sampling: no answer, as the flame graph of it has none (exit 2,
+    // nothing on standard output), and a word on why.
     let demo = fixture();
     let out = analyzer(&[
         "export",
@@ -310,9 +352,12 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
         "--by",
         "end-bytes",
     ]);
-    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(out.stdout.is_empty());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("heap sampling was off"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("no live bytes to export: heap sampling did not see that moment (it was off")
+    );
 }
 
 #[test]
@@ -2832,7 +2877,7 @@ fn diff_notes_runs_at_different_speeds() {
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("count reports"), "{stderr}");
+    assert!(stderr.contains("a count report"), "{stderr}");
     assert!(!stderr.contains("different speeds"), "{stderr}");
     for dir in [slow, count, slow_count] {
         let _ = std::fs::remove_dir_all(dir);
@@ -3119,6 +3164,60 @@ fn count_reports_are_gated_on_their_totals() {
         );
     }
     assert_one_line_error(&["diff", c, c], "was written in `count` mode");
+    // A count report against one of another mode: allocations and bytes, counted
+    // exactly in every mode, are compared as totals (a count baseline kept in CI, a
+    // change traced in sites mode to see where it allocates).
+    let f = fixture();
+    let sites = f.to_str().unwrap();
+    for (a, b) in [(c, sites), (sites, c)] {
+        let out = analyzer(&[
+            "diff",
+            a,
+            b,
+            "--fail-if",
+            "allocs>+0",
+            "--fail-if",
+            "bytes>+0",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(stdout.lines().count(), 1, "{stdout}");
+        assert!(
+            stdout.starts_with("phase (all): base 91978 allocs, change 91978 allocs (+0)"),
+            "{stdout}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("within: allocs>+0: 91978 -> 91978"),
+            "{stderr}"
+        );
+        // JSON: the totals, and no sites or categories read as all gone or all new.
+        let out = analyzer(&["diff", a, b, "--fail-if", "allocs>+0", "--format", "json"]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["base"]["alloc_count"], 91978, "{json}");
+        assert_eq!(json["sites"], serde_json::json!([]), "{json}");
+        assert_eq!(json["categories"], serde_json::json!([]), "{json}");
+        assert_eq!(json["sites_gone"], 0, "{json}");
+        assert_eq!(
+            json["predicted_change_s"],
+            serde_json::Value::Null,
+            "{json}"
+        );
+    }
+    // The peak moves with a mode's own overhead, and temporaries need sites.
+    for gate in ["peak>+0", "temporaries>+0"] {
+        let out = analyzer(&[
+            "diff",
+            c,
+            sites,
+            "--fail-if",
+            "allocs>+0",
+            "--fail-if",
+            gate,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+    }
     let _ = std::fs::remove_dir_all(count);
 }
 

@@ -176,6 +176,24 @@ pub struct Diff {
     pub sites: Vec<SiteDelta>,
 }
 
+impl Diff {
+    /// The totals alone, where a side has no sites (a `count` report): per-site and
+    /// per-category rows, matching, and prices, which need sites on both sides,
+    /// left out (against no sites, every site of the other side reads as gone or
+    /// new, and its cost as all saved or all added).
+    pub fn totals_alone(self) -> Diff {
+        let side = |s: Side| Side { cost_s: None, ..s };
+        Diff {
+            phase: self.phase,
+            base: side(self.base),
+            change: side(self.change),
+            wall_source: self.wall_source,
+            measured_change_s: self.measured_change_s,
+            ..Diff::default()
+        }
+    }
+}
+
 /// [`SiteDelta::matched`] of a site matched by whole stack key.
 pub const BY_PATH: &str = "by path";
 /// [`SiteDelta::matched`] of a site matched with lines ignored.

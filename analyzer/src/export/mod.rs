@@ -13,6 +13,7 @@ pub use pprof::{InUse, estimates as pprof_estimates, pprof, pprof_protobuf};
 use crate::naming::{self, without_generics};
 use crate::rank::frames_of;
 use crate::report::{FrameRow, Report};
+use alloc_tracer_format::frames::file_name;
 use alloc_tracer_format::site;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
@@ -61,9 +62,10 @@ pub enum Frames {
     /// Every frame the report has (what other tools expect of folded stacks).
     All,
     /// For people reading a flame graph: from the site's naming frame out (the
-    /// allocator and standard-library frames inside it folded into it), and stacks
-    /// that do not reach `main` or a thread's start under one root,
-    /// [`CUT_SHORT`], instead of each rooted in whatever frame it was cut at.
+    /// allocator and standard-library frames inside it folded into it), each frame
+    /// named with its file (`enforce (multieq.rs)`), and stacks that do not reach
+    /// `main` or a thread's start under one root, [`CUT_SHORT`], instead of each
+    /// rooted in whatever frame it was cut at.
     Readable,
 }
 
@@ -121,9 +123,15 @@ pub fn folded_stack(frames: &[FrameRow], which: Frames) -> String {
     let names: Vec<String> = root
         .into_iter()
         .chain(frames.iter().rev().map(|f| {
-            without_generics(&f.function)
-                .trim_end_matches("::")
-                .replace(';', ":")
+            let name = without_generics(&f.function);
+            let name = name.trim_end_matches("::");
+            match (which, &f.file) {
+                // Line tables name a function without its module (`enforce`,
+                // `{closure#0}`, `new`): its file tells apart those of one name.
+                (Frames::Readable, Some(file)) => format!("{name} ({})", file_name(file)),
+                _ => name.to_owned(),
+            }
+            .replace(';', ":")
         }))
         .collect();
     if names.is_empty() {

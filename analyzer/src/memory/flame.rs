@@ -40,13 +40,16 @@ pub fn folded(
 /// Whether nothing live at `moment` is an answer: heap sampling saw the moment (a
 /// sampled row of it, or sampling on when the report was written and, for the peak,
 /// a peak kept). A tracer keeps the peak's moment with heap sampling off too.
-fn moment_sampled(report: &Report, memory: &Memory, moment: Moment) -> bool {
+pub fn moment_sampled(report: &Report, memory: &Memory, moment: Moment) -> bool {
     let m = &report.manifest;
     match moment {
         Moment::Peak => !memory.peak.is_empty() || (m.heap_peak.is_some() && m.heap_interval > 0),
         Moment::End => !memory.end.is_empty() || m.heap_interval > 0,
     }
 }
+
+/// Why a moment that [`moment_sampled`] turns down has no answer.
+pub const UNSEEN: &str = "heap sampling did not see that moment (it was off, ALLOC_TRACE_HEAP or synth-driver --heap-sample, or kept no peak)";
 
 /// Why a moment has no live stacks.
 pub const NOTHING_LIVE: &str = "heap sampling was off (ALLOC_TRACE_HEAP, synth-driver --heap-sample), or nothing sampled was live then";
@@ -65,8 +68,7 @@ pub fn flamegraph(
         // (Sampling on and nothing live then is drawn, below: an answer.)
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            "no live bytes to draw: heap sampling did not see that moment (it was off, \
-             ALLOC_TRACE_HEAP or synth-driver --heap-sample, or kept no peak)",
+            format!("no live bytes to draw: {UNSEEN}"),
         ));
     }
     let title = format!(

@@ -9,7 +9,7 @@ mod flame;
 pub mod render;
 pub mod svg;
 
-pub use flame::{NOTHING_LIVE, flamegraph, flamegraph_diff, folded};
+pub use flame::{NOTHING_LIVE, UNSEEN, flamegraph, flamegraph_diff, folded, moment_sampled};
 
 use crate::Error;
 use crate::categories::{self, Category};
@@ -238,6 +238,9 @@ pub struct Held {
     pub time_s: Option<f64>,
     /// The phase in force then (the kept peak only).
     pub phase: Option<String>,
+    /// The phase whose blocks the tables hold (`--phase`: blocks allocated in it,
+    /// wherever the moment fell); `None`, every phase's.
+    pub blocks_of_phase: Option<String>,
     /// Heap sampling's mean interval in bytes (0: off).
     pub heap_interval: u64,
     /// The sum of the estimates over the sites of the phase asked for (every phase
@@ -252,6 +255,8 @@ pub struct Held {
     pub categories: Vec<HeldCategory>,
     /// Sites, largest first (at most the limit).
     pub sites: Vec<HeldSite>,
+    /// Sites past the limit, left out of `sites`.
+    pub more_sites: usize,
     /// Whether the report has the moment's table (`heap_peak.parquet` or
     /// `heap_end.parquet`) at all: a report written by a tracer from before it kept
     /// one has none, which is not the same as nothing sampled.
@@ -431,6 +436,7 @@ pub fn held(
     ids.extend(sites.iter().map(|s| s.site_id));
     ids.sort_unstable();
     ids.dedup();
+    let more_sites = sites.len().saturating_sub(limit);
     sites.truncate(limit);
     let shown: Vec<u64> = sites.iter().map(|s| s.site_id).collect();
     let distinctions = crate::rank::distinctions_among_sites(report, &ids, &shown);
@@ -455,12 +461,14 @@ pub fn held(
         rss_time_s: rss.1,
         time_s,
         phase: at_phase,
+        blocks_of_phase: phase.map(str::to_owned),
         heap_interval: m.heap_interval,
         estimated_bytes,
         estimated_bytes_all_phases: all_bytes,
         estimated_bytes_se: variance.sqrt().round() as u64,
         categories,
         sites,
+        more_sites,
         table_written: m.tables.iter().any(|t| t.file == moment_table(moment).file),
     }
 }

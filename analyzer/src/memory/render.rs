@@ -189,9 +189,13 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     } else {
         String::new()
     };
+    // With --phase, the moment is the run's, and the tables its blocks of the phase.
+    let of_phase = h.blocks_of_phase.as_ref().map_or(String::new(), |p| {
+        format!(", of blocks allocated in phase {p},")
+    });
     writeln!(
         out,
-        "{sampling} sites below account for {}{cover}{se}",
+        "{sampling} sites below{of_phase} account for {}{cover}{se}",
         bytes(h.estimated_bytes as f64)
     )?;
     // Empty tables would read as a failure; say what they mean instead.
@@ -293,6 +297,9 @@ fn site_table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             ),
             s.category
         )?;
+    }
+    if h.more_sites > 0 {
+        writeln!(out, "{} more sites (--limit shows more)", h.more_sites)?;
     }
     Ok(())
 }

@@ -148,12 +148,27 @@ impl ExportJob {
             ExportAs::Folded(FlameBy::Live(moment)) => {
                 let m = analyzer::memory::load(&r)?;
                 let lines = analyzer::memory::folded(&r, &m, moment, phase);
+                if lines.is_empty() && !analyzer::memory::moment_sampled(&r, &m, moment) {
+                    // No answer, as the flame graph of it has none: not an empty file.
+                    anyhow::bail!(
+                        "{}: no live bytes to export: {}",
+                        self.report.display(),
+                        analyzer::memory::UNSEEN
+                    );
+                }
                 if lines.is_empty() {
                     // Written all the same (an empty file), as other empty exports are.
+                    let why = match phase {
+                        Some(p) if !analyzer::memory::folded(&r, &m, moment, None).is_empty() => {
+                            format!(
+                                "none of the sampled blocks live then was allocated in phase {p}"
+                            )
+                        }
+                        _ => analyzer::memory::NOTHING_LIVE.to_owned(),
+                    };
                     note!(
-                        "analyzer: {}: no live bytes to export: {}",
-                        self.report.display(),
-                        analyzer::memory::NOTHING_LIVE
+                        "analyzer: {}: no live bytes to export: {why}",
+                        self.report.display()
                     );
                 }
                 for line in lines {

@@ -44,14 +44,14 @@ pub(crate) struct Gates {
     pub totals_only: bool,
     /// Every condition is on allocs or bytes: counted exactly in every mode, whatever
     /// it is (peaks move with thread timing, which a mode's overhead changes, and
-    /// resident memory holds the tracer's own), so reports of two modes that record
-    /// sites are compared on them.
+    /// resident memory holds the tracer's own), so reports of two modes are compared
+    /// on them: as totals where one is a `count` report.
     pub mode_free: bool,
 }
 
 /// Refuses a diff that would compare nothing: a `count` report records no sites,
 /// which a diff compares (nor does a report whose mode was switched to `off`), but
-/// for two of them gated on totals alone. Refuses, under gates, reports of different
+/// for two of them gated on totals alone, or one gated on allocs and bytes alone. Refuses, under gates, reports of different
 /// modes or amounts of work (the driver's `rows` label: circuit sizes, or one circuit
 /// run a different number of times); without gates, says on stderr that they differ
 /// beyond the patch.
@@ -82,7 +82,9 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
         }
     }
     let count = |r: &report::Report| r.manifest.mode == "count";
-    if gates.totals_only && count(a) && count(b) {
+    // Totals alone: of two count reports on any total, or of a count report and one
+    // of another mode on allocs and bytes, which every mode counts exactly.
+    if gates.totals_only && count(a) && count(b) || gates.mode_free && (count(a) || count(b)) {
         return Ok(());
     }
     for r in [a, b] {
@@ -90,7 +92,8 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
             anyhow::bail!(
                 "{} was written in `count` mode, which records no sites: a diff compares \
                  sites (trace with sites or sample:N; `analyzer diff --fail-if` on allocs, \
-                 bytes, peak or rss alone compares two count reports' totals)",
+                 bytes, peak or rss alone compares two count reports' totals, and on \
+                 allocs or bytes alone a count report with one of any mode)",
                 r.dir.display()
             );
         }
@@ -218,10 +221,12 @@ impl DiffJob {
             mode_free: all_on(&[Allocs, Bytes]),
         };
         comparable(&a, &b, gates)?;
-        if a.manifest.mode == "count" {
+        // A count report has totals alone: a diff with one shows and gates those.
+        let totals_alone = [&a, &b].iter().any(|r| r.manifest.mode == "count");
+        if totals_alone {
             note!(
-                "analyzer: count reports: the gates compare their totals; they record no \
-                 sites or categories to show"
+                "analyzer: a count report: the gates compare totals; it records no sites \
+                 or categories to show"
             );
         }
         warn_of_setup(&a);
@@ -299,7 +304,7 @@ impl DiffJob {
                  analyzer); run `analyzer calibrate` again"
             );
         }
-        let d = diff::diff(
+        let mut d = diff::diff(
             &a,
             &b,
             diff::Pricing {
@@ -311,6 +316,11 @@ impl DiffJob {
             self.measured,
             self.limit,
         );
+        if totals_alone {
+            // Against a side with no sites, every site of the other would read as
+            // gone or new.
+            d = d.totals_alone();
+        }
         let outcomes = fail_if::outcomes(&conditions, &d)?;
         let held: Vec<fail_if::Failed> = outcomes
             .iter()
@@ -318,8 +328,8 @@ impl DiffJob {
             .map(|(f, _)| f.clone())
             .collect();
         let failed: Vec<String> = held.iter().map(|f| f.to_string()).collect();
-        // Two count reports have totals alone: the table's first line is all of it.
-        let written = if a.manifest.mode == "count" && self.format == Format::Table {
+        // Totals alone: the table's first line is all of it.
+        let written = if totals_alone && self.format == Format::Table {
             render::diff_totals(out, &d)
         } else {
             render::diff(out, &d, &held, self.format)

@@ -137,6 +137,8 @@ pub struct SiteChange {
 pub struct HeldChange {
     /// `peak` or `end`.
     pub moment: String,
+    /// The phase whose blocks are compared (`--phase`); `None`, every phase's.
+    pub blocks_of_phase: Option<String>,
     /// The baseline's figures.
     pub base: HeldSide,
     /// The changed build's.
@@ -384,6 +386,7 @@ pub fn compare(
         .collect();
     HeldChange {
         moment: change.moment.clone(),
+        blocks_of_phase: change.blocks_of_phase.clone(),
         base: HeldSide {
             matched_share: base_matched,
             name_only_share: by_name.0,

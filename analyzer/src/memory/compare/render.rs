@@ -143,14 +143,24 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
             "no sampled block was live then in either run: nothing to compare by site"
         );
     }
+    let of_phase = c.blocks_of_phase.as_ref().map_or(String::new(), |p| {
+        format!(" of blocks allocated in phase {p}")
+    });
     writeln!(
         out,
-        "heap sampling's estimates: {} -> {} ({}, ± {} at one standard error)",
+        "heap sampling's estimates{of_phase}: {} -> {} ({}, ± {} at one standard error)",
         bytes(c.estimated.base_bytes as f64),
         bytes(c.estimated.change_bytes as f64),
         delta(&c.estimated),
         bytes(c.estimated.delta_se as f64)
     )?;
+    if c.base.estimated_bytes == 0 && c.change.estimated_bytes == 0 {
+        return writeln!(
+            out,
+            "none of the sampled blocks live then in either run was allocated in the phase \
+             asked for"
+        );
+    }
     if [&c.base, &c.change]
         .iter()
         .any(|s| s.heap_interval == 0 && s.estimated_bytes_all_phases > 0)
@@ -290,6 +300,7 @@ mod tests {
     fn the_table_marks_noise_and_how_rows_matched() {
         let c = HeldChange {
             moment: "peak".into(),
+            blocks_of_phase: None,
             base: HeldSide {
                 live_bytes: Some(100 << 20),
                 heap_interval: 1 << 20,
