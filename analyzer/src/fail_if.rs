@@ -161,17 +161,33 @@ pub struct Failed {
     /// For `cost`: the part of the growth at sites whose allocations and bytes did
     /// not change (`Diff::repriced_s`), where not 0.
     pub repriced_s: Option<f64>,
+    /// For `peak`: how far the growth may be off, each side's peak being exact only
+    /// to within its bound (`Side::peak_live_bytes_error_bytes`, the two summed);
+    /// `None` where neither report gives one.
+    #[serde(serialize_with = "crate::budget::opt_whole_or_fraction")]
+    pub peak_error: Option<f64>,
 }
 
 impl Failed {
+    /// The growth the condition allows.
+    fn allowed(&self) -> f64 {
+        match self.threshold {
+            Threshold::Absolute(t) => t,
+            Threshold::Percent(p) => p / 100.0 * self.base.abs(),
+        }
+    }
+
     /// True when sampling alone may move the figure by more than the growth the
     /// condition allows: it then fails or passes by chance.
     pub fn under_noise(&self) -> bool {
-        let allowed = match self.threshold {
-            Threshold::Absolute(t) => t,
-            Threshold::Percent(p) => p / 100.0 * self.base.abs(),
-        };
-        self.sampling_noise.is_some_and(|n| n > allowed)
+        self.sampling_noise.is_some_and(|n| n > self.allowed())
+    }
+
+    /// True when the peaks' own error bound is more than the growth the condition
+    /// allows: where each side's publishing of live bytes fell, not the program,
+    /// can decide it.
+    pub fn under_peak_error(&self) -> bool {
+        self.peak_error.is_some_and(|e| e > self.allowed())
     }
 }
 
@@ -206,6 +222,9 @@ impl fmt::Display for Failed {
         }
         if let Some(n) = self.sampling_noise {
             write!(f, "; sampling alone moves it by up to {}", show(n))?;
+        }
+        if let Some(e) = self.peak_error.filter(|_| self.under_peak_error()) {
+            write!(f, "; the peaks are exact to within {} together", show(e))?;
         }
         write!(f, ")")
     }
@@ -295,6 +314,14 @@ pub fn outcomes(conditions: &[Condition], diff: &Diff) -> Result<Vec<(Failed, bo
             repriced_s: diff
                 .repriced_s
                 .filter(|r| c.metric == Metric::Cost && r.abs() >= 0.5e-6),
+            peak_error: match c.metric {
+                Metric::Peak => Some(
+                    diff.base.peak_live_bytes_error_bytes as f64
+                        + diff.change.peak_live_bytes_error_bytes as f64,
+                )
+                .filter(|e| *e > 0.0),
+                _ => None,
+            },
         };
         all.push((figures, holds));
     }
@@ -373,6 +400,7 @@ mod tests {
             bytes_requested,
             temporary_count: 7,
             peak_live_bytes: bytes_requested as i64 / 2,
+            peak_live_bytes_error_bytes: 0,
             max_rss_bytes: bytes_requested * 2,
             cost_s,
             wall_s: None,
@@ -479,7 +507,8 @@ mod tests {
                 "change": 1011,
                 "delta": 11,
                 "sampling_noise": null,
-                "repriced_s": null
+                "repriced_s": null,
+                "peak_error": null
             })
         );
         // The peak: 2,048 -> 2,048 bytes here (half the requested bytes).
@@ -487,6 +516,25 @@ mod tests {
             failing(&["peak>+0", "peak>-1", "peak>+1KiB"]),
             ["peak>-1: 2048 -> 2048 (+0, +0.0%)"]
         );
+        // Each side's peak exact to within 256 KiB: a margin of 1 KiB is under their
+        // 512 KiB together, one of 1 MiB is not.
+        let mut bounded = d.clone();
+        bounded.base.peak_live_bytes_error_bytes = 256 << 10;
+        bounded.change.peak_live_bytes_error_bytes = 256 << 10;
+        let peak = |text| {
+            let gate = [parse_condition(text).unwrap()];
+            outcomes(&gate, &bounded).unwrap()[0].0.clone()
+        };
+        let tight = peak("peak>+1KiB");
+        assert_eq!(tight.peak_error, Some(524288.0));
+        assert!(tight.under_peak_error() && !tight.under_noise());
+        assert_eq!(
+            tight.to_string(),
+            "peak>+1KiB: 2048 -> 2048 (+0, +0.0%; the peaks are exact to within 524288 together)"
+        );
+        let wide = peak("peak>+1MiB");
+        assert!(!wide.under_peak_error());
+        assert_eq!(wide.to_string(), "peak>+1MiB: 2048 -> 2048 (+0, +0.0%)");
         // Resident memory: 8 KiB on both sides (twice the requested bytes); unknown
         // (0, a report from before it was recorded) is an error, not a pass.
         assert_eq!(

@@ -50,6 +50,9 @@ pub struct Side {
     pub temporary_count: u64,
     /// The run's highest live bytes (the whole run's, whatever the phase).
     pub peak_live_bytes: i64,
+    /// How far `peak_live_bytes` may lie below the true peak (the threads recording
+    /// at once times what each holds back before it publishes its live bytes).
+    pub peak_live_bytes_error_bytes: u64,
     /// The process's peak resident set size (the whole run's; 0 where the report
     /// does not have it).
     pub max_rss_bytes: u64,
@@ -486,6 +489,7 @@ pub fn diff(
             bytes_requested: sum(|p| p.bytes_requested),
             temporary_count: sum(|p| p.temporary_count),
             peak_live_bytes: r.manifest.totals.peak_live_bytes,
+            peak_live_bytes_error_bytes: r.manifest.totals.peak_live_bytes_error_bytes,
             max_rss_bytes: r.manifest.totals.max_rss_bytes,
             cost_s: cal.map(|_| m.values().filter_map(|s| s.cost_ns).sum::<f64>() * 1e-9),
             wall_s: given.or_else(|| r.wall_s(phase)),

@@ -349,6 +349,15 @@ impl DiffJob {
                 f.condition
             );
         }
+        for (f, _) in outcomes.iter().filter(|(f, _)| f.under_peak_error()) {
+            note!(
+                "analyzer: {}: each run's peak is exact only to within what its threads \
+                 hold back before publishing live bytes (256 KiB a thread allocating at \
+                 once; `info` gives each report's bound), more in all than the growth the \
+                 gate allows, so where that fell can decide it: widen it past the bound",
+                f.condition
+            );
+        }
         // `peak` and `rss` gate the whole run whatever the phase.
         let phase_gated = conditions
             .iter()
