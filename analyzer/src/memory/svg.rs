@@ -118,6 +118,20 @@ pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
+/// The phases every synth-driver report has, each given its own colour, so that one
+/// phase is drawn alike in every report's timeline (a phase the plot meets first in
+/// one report and second in another kept its colour by order).
+const KNOWN_PHASES: [&str; 4] = ["main", "setup", "synthesize", "enforce"];
+
+/// The palette index of `phase`, the `nth` phase the plot met: a known phase's own,
+/// the others' after them by order met.
+fn phase_colour(phase: &str, nth: usize) -> usize {
+    match KNOWN_PHASES.iter().position(|p| *p == phase) {
+        Some(i) => i + 1,
+        None => KNOWN_PHASES.len() + 1 + nth,
+    }
+}
+
 /// Decimals for an axis from 0 to `end`: enough to tell its ten or so ticks apart
 /// (a 0.15 s run's ticks read 0.02, 0.04, not 0.0, 0.0), and at least one.
 fn decimals(end: f64) -> usize {
@@ -180,7 +194,7 @@ fn draw(
                 (phases.len() - 1, true)
             }
         };
-        let colour = Palette99::pick(i + 1).mix(0.18);
+        let colour = Palette99::pick(phase_colour(&phase, i)).mix(0.18);
         let series = chart.draw_series(std::iter::once(Rectangle::new(
             [(t0, 0.0), (t1, y_top)],
             colour.filled(),
@@ -311,6 +325,15 @@ fn high_water(
 mod tests {
     use super::*;
     use crate::memory::TimelinePoint;
+
+    #[test]
+    fn a_phase_has_one_colour_in_every_report() {
+        assert_eq!(phase_colour("synthesize", 0), phase_colour("synthesize", 2));
+        assert_ne!(phase_colour("setup", 0), phase_colour("synthesize", 1));
+        // Others come after the known ones, apart from each other.
+        assert_ne!(phase_colour("prove", 3), phase_colour("enforce", 3));
+        assert_ne!(phase_colour("a", 0), phase_colour("b", 1));
+    }
 
     #[test]
     fn axis_labels_tell_a_short_run_s_ticks_apart() {
