@@ -121,6 +121,25 @@ fn memory_at_the_peak_and_the_end() {
             .contains("sites below, of blocks allocated in phase main, account for"),
         "{table:?}"
     );
+    // So does the flame graph of it: drawn, saying no block of the phase was live.
+    let svg = std::env::temp_dir().join(format!("analyzer-peak-build-{}.svg", std::process::id()));
+    let out = analyzer(&[
+        "flamegraph",
+        r,
+        "--by",
+        "peak-bytes",
+        "--phase",
+        "build",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        std::fs::read_to_string(&svg)
+            .unwrap()
+            .contains("none of the sampled blocks live then was allocated in phase build")
+    );
+    std::fs::remove_file(&svg).unwrap();
     let table = analyzer(&["peak", r, "--base", r, "--phase", "build"]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(
@@ -1773,7 +1792,7 @@ fn title_deltas(svg: &str) -> Vec<Option<String>> {
             name.strip_suffix(']')
                 .and_then(|n| n.rsplit_once(" ["))
                 .map(|(_, d)| d.to_owned())
-                .filter(|d| d.starts_with(['+', '-']))
+                .filter(|d| d.starts_with(['+', '-', '~']))
         })
         .collect()
 }
@@ -1844,10 +1863,15 @@ fn differential_flamegraph_colours_what_grew() {
         assert!(out.status.success(), "{out:?}");
         std::fs::read_to_string(svg).unwrap()
     };
+    // Frames drawn in a clear red (not the tint of a change of a few in millions).
     let reds = |text: &str| {
         text.split("fill=\"rgb(")
             .skip(1)
-            .filter(|c| c.starts_with("255,") && !c.starts_with("255,255,255"))
+            .filter_map(|c| c.split(')').next())
+            .filter(|c| {
+                let rgb: Vec<u8> = c.split(',').map(|v| v.parse().unwrap()).collect();
+                rgb[0] == 255 && rgb[1] < 240
+            })
             .count()
     };
     let text = draw(&change, "base", &change.join("base.svg"));

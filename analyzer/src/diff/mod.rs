@@ -50,8 +50,9 @@ pub struct Side {
     pub temporary_count: u64,
     /// The run's highest live bytes (the whole run's, whatever the phase).
     pub peak_live_bytes: i64,
-    /// How far `peak_live_bytes` may lie below the true peak (the threads recording
-    /// at once times what each holds back before it publishes its live bytes).
+    /// How far `peak_live_bytes` may be off the true peak, either way (the threads
+    /// allocating at once times what each holds back before it publishes its live
+    /// bytes).
     pub peak_live_bytes_error_bytes: u64,
     /// The process's peak resident set size (the whole run's; 0 where the report
     /// does not have it).

@@ -32,7 +32,7 @@ pub(super) struct Merged {
     pub palette: PaletteMap,
     /// What all the stacks weigh in the base and in the change.
     pub totals: (u64, u64),
-    /// Frames whose change is under two standard errors of sampling (`~`).
+    /// Frames drawn whose change is under two standard errors of sampling (`~`).
     pub within_noise: usize,
 }
 
@@ -117,15 +117,16 @@ pub(super) fn merge(
         Widths::Change => &change,
         Widths::Base => &base,
     };
+    let mut shown = vec![false; nodes.len()];
     let lines = drawn
         .iter()
         .filter(|(_, w)| **w > 0)
         .map(|(stack, w)| {
-            let frames: Vec<&str> = path(&mut nodes, stack)
-                .into_iter()
-                .skip(1)
-                .map(|i| names[i].as_str())
-                .collect();
+            let path = path(&mut nodes, stack);
+            let frames: Vec<&str> = path[1..].iter().map(|&i| names[i].as_str()).collect();
+            for i in path {
+                shown[i] = true;
+            }
             format!("{} {w}", frames.join(";"))
         })
         .collect();
@@ -133,7 +134,7 @@ pub(super) fn merge(
         lines,
         palette,
         totals: (nodes[0].base, nodes[0].change),
-        within_noise: noisy.iter().skip(1).filter(|n| **n).count(),
+        within_noise: (1..nodes.len()).filter(|&i| shown[i] && noisy[i]).count(),
     })
 }
 
@@ -328,6 +329,22 @@ mod tests {
         // The same figures from exact reports: every change is one.
         let exact = merge(base, change, Widths::Change, "allocations", None).unwrap();
         assert_eq!(exact.within_noise, 0);
+    }
+
+    #[test]
+    fn only_drawn_frames_count_as_marked() {
+        // main's +1,000 and a's +2,000 are under their noise (5,657), and so is c's
+        // loss of 1,000 (2,828); but c, gone from the change, is not drawn at the
+        // change's widths, so two marks show there, three at the base's.
+        let sampled = Intervals {
+            base: 1000,
+            change: 1000,
+        };
+        let (base, change) = ("main;a 2000\nmain;c 1000\n", "main;a 4000\n");
+        let at_change = merge(base, change, Widths::Change, "allocations", Some(sampled)).unwrap();
+        assert_eq!(at_change.within_noise, 2);
+        let at_base = merge(base, change, Widths::Base, "allocations", Some(sampled)).unwrap();
+        assert_eq!(at_base.within_noise, 3);
     }
 
     const UNCHANGED_RGB: (u8, u8, u8) = (250, 250, 250);

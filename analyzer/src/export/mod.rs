@@ -1,6 +1,7 @@
 //! Reports in the formats other tools read: folded stacks (flamegraph.pl, inferno,
-//! speedscope) and flame graph SVGs (inferno) here; pprof's protobuf profile in
-//! `pprof`; the named-sites table (parquet) in `named_sites`.
+//! speedscope) and flame graph SVGs (inferno) here, the frames of a differential one
+//! in `diff_flame`; pprof's protobuf profile in `pprof`; the named-sites table
+//! (parquet) in `named_sites`.
 
 mod diff_flame;
 mod named_sites;
@@ -214,9 +215,10 @@ fn nothing_to_draw(reports: &[&Report], by: Weight, phase: Option<&str>) -> io::
 
 /// A differential flame graph SVG: the stacks of the side `widths` names, at its
 /// weights, each frame named and coloured by the change of the stacks through it
-/// (`diff_flame`). Stacks are matched by their functions, which do not depend on
-/// where a crate's source came from. `warning` (reports of other work, say) leads
-/// the subtitle.
+/// (`diff_flame`). Stacks are matched by their frames' functions and file names
+/// (not paths: a crate built from a git checkout matches its registry build), so a
+/// function a patch moved to another file reads as gone from one and new in the
+/// other. `warning` (reports of other work, say) leads the subtitle.
 pub fn flamegraph_diff(
     base: &Report,
     change: &Report,
@@ -251,7 +253,11 @@ pub fn flamegraph_diff(
         } else {
             format!("{} and {}", ma.mode, mb.mode)
         };
-        notes.push(format!("estimates ({modes})"));
+        notes.push(match by {
+            // (Below: no bound for them.)
+            Weight::Bytes => format!("estimates ({modes}), none marked as noise"),
+            _ => format!("estimates ({modes})"),
+        });
     }
     // A sampled count's estimate varies as its interval times itself; bytes vary
     // with the blocks' sizes too, which folded stacks do not keep.
@@ -329,6 +335,12 @@ pub fn differential_flamegraph(
         intervals,
     } = drawing;
     let mut merged = diff_flame::merge(base, change, widths, unit, intervals)?;
+    if merged.totals == (0, 0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("neither report has {unit} to draw"),
+        ));
+    }
     if merged.lines.is_empty() {
         let (side, other) = match widths {
             Widths::Change => ("change", "base"),

@@ -82,10 +82,26 @@ pub fn flamegraph(
     );
     if lines.is_empty() {
         // Heap sampling was on and nothing it sampled was live then (a program that
-        // freed everything): an answer, drawn as one, not an error.
-        return write!(out, "{}", nothing_live_svg(&title));
+        // freed everything), or nothing of the phase: an answer, drawn as one.
+        let why = none_live(&[(report, memory)], moment, phase);
+        return write!(out, "{}", nothing_live_svg(&title, &why));
     }
     export::readable_flamegraph(&lines, title, "bytes", out)
+}
+
+/// Why no sampled block of `sides` is drawn at `moment`: none was live, or those
+/// live were allocated in other phases than `phase`.
+fn none_live(sides: &[(&Report, &Memory)], moment: Moment, phase: Option<&str>) -> String {
+    match phase {
+        Some(p)
+            if sides
+                .iter()
+                .any(|(r, m)| !folded(r, m, moment, None).is_empty()) =>
+        {
+            format!("none of the sampled blocks live then was allocated in phase {p}")
+        }
+        _ => "no sampled block was live then".to_owned(),
+    }
 }
 
 /// A differential flame graph SVG of live bytes at `moment` in two reports
@@ -101,6 +117,7 @@ pub fn flamegraph_diff(
     moment: Moment,
     phase: Option<&str>,
     widths: export::Widths,
+    warning: Option<String>,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     let text = |(r, m): (&Report, &Memory)| {
@@ -131,7 +148,8 @@ pub fn flamegraph_diff(
     );
     if a.trim().is_empty() && b.trim().is_empty() {
         // Both sampled, and nothing live in either: an answer, as for one report.
-        return write!(out, "{}", nothing_live_svg(&title));
+        let why = none_live(&[base, change], moment, phase);
+        return write!(out, "{}", nothing_live_svg(&title, &why));
     }
     // With nothing of the drawn side's live, there is nothing to draw at its widths.
     let (drawn, name, side, other) = match widths {
@@ -143,10 +161,15 @@ pub fn flamegraph_diff(
             Moment::Peak => "peak",
             Moment::End => "leaks",
         };
+        let none = match phase {
+            Some(p) => {
+                format!("none of the {name}'s sampled blocks live then was allocated in phase {p}")
+            }
+            None => format!("no sampled block of the {name} was live then"),
+        };
         return refuse(format!(
-            "no sampled block of the {name} ({}) was live then: nothing to draw at its \
-             widths (`--widths {other}` draws the {other}'s stacks; `{lists} --base` lists \
-             what each held)",
+            "{none} ({}): nothing to draw at its widths (`--widths {other}` draws the \
+             {other}'s stacks; `{lists} --base` lists what each held)",
             side.0.dir.display()
         ));
     }
@@ -154,26 +177,31 @@ pub fn flamegraph_diff(
         title,
         unit: "bytes",
         widths,
-        notes: vec![
-            "heap-sampling estimates; a vector is charged to the stack that last grew it"
-                .to_owned(),
-        ],
+        notes: warning
+            .into_iter()
+            .chain(std::iter::once(
+                "heap-sampling estimates; a vector is charged to the stack that last grew it"
+                    .to_owned(),
+            ))
+            .collect(),
         intervals: None,
     };
     export::differential_flamegraph(&a, &b, drawing, out)
 }
 
-/// An SVG with `title` and a line saying that no sampled block was live.
-fn nothing_live_svg(title: &str) -> String {
-    let escaped = title
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;");
+/// An SVG with `title` and a line saying why nothing is drawn.
+fn nothing_live_svg(title: &str, why: &str) -> String {
+    let escape = |t: &str| {
+        t.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let (escaped, why) = (escape(title), escape(why));
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" height=\"90\">\
          <text x=\"600\" y=\"32\" text-anchor=\"middle\" font-family=\"sans-serif\" \
          font-size=\"17\">{escaped}</text>\
          <text x=\"600\" y=\"64\" text-anchor=\"middle\" font-family=\"sans-serif\" \
-         font-size=\"14\">no sampled block was live then</text></svg>\n"
+         font-size=\"14\">{why}</text></svg>\n"
     )
 }

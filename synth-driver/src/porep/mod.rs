@@ -338,7 +338,7 @@ pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
 }
 
 /// The compound public parameters of a sector size, as commit phase 2 sets them up.
-pub(super) fn public_params<Tree: 'static + MerkleTreeTrait>(
+fn public_params<Tree: 'static + MerkleTreeTrait>(
     proof: RegisteredSealProof,
 ) -> Result<compound_proof::PublicParams<'static, StackedDrg<'static, Tree, DefaultPieceHasher>>> {
     let config = proof.as_v1_config();

@@ -89,22 +89,24 @@ impl FlamegraphJob {
                 cost_jobs::warn_of_report(&b);
                 let phase = a.check_phase(self.phase.as_deref())?;
                 b.check_phase(phase)?;
+                // Said on standard error too (`comparable`, or below for live
+                // bytes); the picture outlives the terminal.
+                let warning = gate_jobs::other_work(&a, &b)
+                    .map(|apart| format!("warning: the reports are {apart}"));
                 match by {
                     FlameBy::Allocated(by) => {
-                        // Said on standard error too (`comparable`); the picture
-                        // outlives the terminal.
-                        let warning = gate_jobs::other_work(&a, &b)
-                            .map(|apart| format!("warning: the reports are {apart}"));
                         export::flamegraph_diff(&a, &b, by, phase, *widths, warning, &mut svg)?
                     }
                     FlameBy::Live(moment) => {
                         let (ma, mb) = (analyzer::memory::load(&a)?, analyzer::memory::load(&b)?);
+                        gate_jobs::warn_if_other_circuits(&a, &b);
                         analyzer::memory::flamegraph_diff(
                             (&a, &ma),
                             (&b, &mb),
                             moment,
                             phase,
                             *widths,
+                            warning,
                             &mut svg,
                         )?
                     }

@@ -75,7 +75,7 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
                  different modes ({} and {}): their temporaries and costs are estimated \
                  differently, and the tracer's own memory, part of resident memory, \
                  differs by mode (allocs and bytes, counted exactly in every mode, are \
-                 compared across modes that record sites)",
+                 compared across any modes, as totals where one is a count report)",
                 ma.mode,
                 mb.mode
             );
@@ -84,7 +84,7 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
     let count = |r: &report::Report| r.manifest.mode == "count";
     // Totals alone: of two count reports on any total, or of a count report and one
     // of another mode on allocs and bytes, which every mode counts exactly.
-    if gates.totals_only && count(a) && count(b) || gates.mode_free && (count(a) || count(b)) {
+    if (gates.totals_only && count(a) && count(b)) || (gates.mode_free && (count(a) || count(b))) {
         return Ok(());
     }
     for r in [a, b] {
