@@ -9,6 +9,12 @@
 # per pair over jemalloc.
 # Usage: scripts/bench-instructions.sh   (needs valgrind)
 set -euo pipefail
+usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; }
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  "") ;;
+  *) usage >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 bin=$(cargo bench -q -p alloc-tracer --bench alloc_pair --no-run --message-format=json 2>/dev/null \

@@ -15,6 +15,12 @@
 # default depth (scripts/record_site_parts.py).
 # Usage: scripts/bench-synth-instructions.sh   (needs valgrind; about 12 minutes here)
 set -euo pipefail
+usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; }
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  "") ;;
+  *) usage >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 source scripts/bench-driver-builds.sh

@@ -120,7 +120,14 @@ def check(src: Path) -> list[str]:
 
 
 def main() -> int:
+    if any(a in ("-h", "--help") for a in sys.argv[1:]):
+        print(__doc__)
+        return 0
     srcs = [ROOT / a for a in sys.argv[1:]] or [ROOT / "alloc-tracer" / "src"]
+    missing = [s for s in srcs if not s.is_dir()]
+    if missing:
+        print(f"check-layers: not a folder: {', '.join(map(str, missing))}", file=sys.stderr)
+        return 2
     problems = [p for src in srcs for p in check(src)]
     for p in problems:
         print(p, file=sys.stderr)

@@ -158,6 +158,9 @@ def parts(path: str, binary: str) -> dict[str, int]:
 
 
 def main() -> None:
+    if len(sys.argv) != 4 or not sys.argv[3].isdigit():
+        print(__doc__, file=sys.stdout if "--help" in sys.argv or "-h" in sys.argv else sys.stderr)
+        sys.exit(0 if "--help" in sys.argv or "-h" in sys.argv else 2)
     path, binary, calls = sys.argv[1], sys.argv[2], int(sys.argv[3])
     found = parts(path, binary)
     total = sum(found.values())
