@@ -46,7 +46,7 @@ pub struct HeldSide {
     /// stopped before the report).
     pub estimated_bytes_se: u64,
     /// The share of `estimated_bytes` in sites the other report has too (matched by
-    /// stack or with lines ignored).
+    /// stack or with lines ignored); 0 where it estimates nothing.
     pub matched_share: f64,
     /// The share more paired by naming frame alone (`name only` rows).
     pub name_only_share: f64,
@@ -291,10 +291,11 @@ pub fn compare(
             .filter(|(k, _)| other.contains_key(*k))
             .map(|(_, s)| s.estimate.bytes)
             .sum();
+        // Nothing estimated matches nothing, as `diff`'s shares of no allocations.
         if all > 0 {
             matched as f64 / all as f64
         } else {
-            1.0
+            0.0
         }
     };
     // What matched by stack before the pass by name: a naming frame such as
@@ -567,6 +568,15 @@ mod tests {
         assert_eq!(c.sites[0].matched, "name only");
         assert_eq!(c.sites[0].change.delta_bytes, 0);
         assert_eq!((c.base.matched_share, c.base.name_only_share), (0.0, 1.0));
+    }
+
+    #[test]
+    fn a_side_that_estimates_nothing_matches_nothing() {
+        let (ra, a) = side(&[]);
+        let (rb, b) = side(&[("f", 1, 5 << 20, 3 << 20, "x")]);
+        let c = compare(&ra, &a, &rb, &b, 10);
+        assert_eq!(c.base.matched_share, 0.0);
+        assert_eq!(c.change.matched_share, 0.0);
     }
 
     #[test]
