@@ -192,13 +192,13 @@ impl Failed {
 }
 
 impl fmt::Display for Failed {
-    /// One line: `allocs>+1%: 1000 -> 1200 (+200, +20.0%)`; costs in milliseconds.
+    /// One line: `allocs>+1%: 1000 -> 1200 (+200, +20.0%)`; costs in milliseconds,
+    /// bytes in the unit that suits them (JSON has them whole).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let show = |x: f64| match self.metric {
             Metric::Cost => format!("{:.3} ms", x * 1e3),
-            Metric::Allocs | Metric::Bytes | Metric::Temporaries | Metric::Peak | Metric::Rss => {
-                figure(x)
-            }
+            Metric::Bytes | Metric::Peak | Metric::Rss => crate::render::bytes(x),
+            Metric::Allocs | Metric::Temporaries => figure(x),
         };
         let growth = self.change - self.base;
         let sign = if growth >= 0.0 { "+" } else { "" };
@@ -514,7 +514,7 @@ mod tests {
         // The peak: 2,048 -> 2,048 bytes here (half the requested bytes).
         assert_eq!(
             failing(&["peak>+0", "peak>-1", "peak>+1KiB"]),
-            ["peak>-1: 2048 -> 2048 (+0, +0.0%)"]
+            ["peak>-1: 2.0 KiB -> 2.0 KiB (+0 B, +0.0%)"]
         );
         // Each side's peak exact to within 256 KiB: a margin of 1 KiB is under their
         // 512 KiB together, one of 1 MiB is not.
@@ -530,16 +530,16 @@ mod tests {
         assert!(tight.under_peak_error() && !tight.under_noise());
         assert_eq!(
             tight.to_string(),
-            "peak>+1KiB: 2048 -> 2048 (+0, +0.0%; the peaks are exact to within 524288 together)"
+            "peak>+1KiB: 2.0 KiB -> 2.0 KiB (+0 B, +0.0%; the peaks are exact to within 512.0 KiB together)"
         );
         let wide = peak("peak>+1MiB");
         assert!(!wide.under_peak_error());
-        assert_eq!(wide.to_string(), "peak>+1MiB: 2048 -> 2048 (+0, +0.0%)");
+        assert_eq!(wide.to_string(), "peak>+1MiB: 2.0 KiB -> 2.0 KiB (+0 B, +0.0%)");
         // Resident memory: 8 KiB on both sides (twice the requested bytes); unknown
         // (0, a report from before it was recorded) is an error, not a pass.
         assert_eq!(
             failing(&["rss>+0", "rss>-1B", "rss>+1%"]),
-            ["rss>-1B: 8192 -> 8192 (+0, +0.0%)"]
+            ["rss>-1B: 8.0 KiB -> 8.0 KiB (+0 B, +0.0%)"]
         );
         let unknown = diff(side(1, 0, None), side(1, 4096, None));
         let err = evaluate(&[parse_condition("rss>+0").unwrap()], &unknown).unwrap_err();

@@ -2743,7 +2743,7 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
     assert!(!out.stdout.is_empty());
     assert_eq!(
         String::from_utf8(out.stderr).unwrap(),
-        "analyzer: within: bytes>+0: 3094123 -> 3094123 (+0, +0.0%)\n\
+        "analyzer: within: bytes>+0: 3.0 MiB -> 3.0 MiB (+0 B, +0.0%)\n\
          analyzer: within: temporaries>+0: 86607 -> 86607 (+0, +0.0%)\n\
          analyzer: over budget: allocs>-1%: 91978 -> 91978 (+0, +0.0%)\n\
          analyzer: over budget: temporaries>-1: 86607 -> 86607 (+0, +0.0%)\n\
@@ -3184,7 +3184,7 @@ fn count_reports_are_gated_on_their_totals() {
     // no growth is decided by where their publishing fell, and says so.
     assert!(
         stderr.contains(
-            "within: peak>+0: 0 -> 0 (+0; the peaks are exact to within 2097152 together)"
+            "within: peak>+0: 0 B -> 0 B (+0 B; the peaks are exact to within 2.0 MiB together)"
         ),
         "{stderr}"
     );
