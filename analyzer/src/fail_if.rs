@@ -534,7 +534,10 @@ mod tests {
         );
         let wide = peak("peak>+1MiB");
         assert!(!wide.under_peak_error());
-        assert_eq!(wide.to_string(), "peak>+1MiB: 2.0 KiB -> 2.0 KiB (+0 B, +0.0%)");
+        assert_eq!(
+            wide.to_string(),
+            "peak>+1MiB: 2.0 KiB -> 2.0 KiB (+0 B, +0.0%)"
+        );
         // Resident memory: 8 KiB on both sides (twice the requested bytes); unknown
         // (0, a report from before it was recorded) is an error, not a pass.
         assert_eq!(

@@ -20,6 +20,10 @@ pub enum GroupBy {
     Function,
     /// The sites named by one line (`function (file:line)`).
     Line,
+    /// The sites that read the same, name and callers (`insert_or_update (lc.rs:108)
+    /// < lc (boolean.rs:450) < addmany (uint32.rs:350)`), told apart only by frames
+    /// further out: one fix at one call path, wherever the gadget was called from.
+    Callers,
     /// The sites of one category.
     Category,
     /// The sites named by one crate's code (the crate of the naming frame's file,
@@ -361,7 +365,8 @@ pub fn top_grouped(
     if group == GroupBy::Site {
         return top(report, by, limit, phase, costs);
     }
-    let mut groups: HashMap<String, (RankedSite, u64, String)> = HashMap::new();
+    // Each group: its row, its biggest site's calls, its name and callers.
+    let mut groups: HashMap<String, (RankedSite, u64, (String, String))> = HashMap::new();
     let mut sites = site_totals(report, phase);
     sites.sort_by_key(|s| s.site_id);
     let total = sites
@@ -375,15 +380,30 @@ pub fn top_grouped(
     for s in sites {
         let frames = frames_of(&report.frames, s.site_id);
         let (key, label) = match group {
+            GroupBy::Callers => {
+                let (name, callers) = (naming::site_name(frames), naming::callers(frames, CALLERS));
+                // Keyed by the crate path too, as lines are.
+                let file = naming::naming_frame(frames)
+                    .and_then(|f| f.file.as_deref())
+                    .map(naming::crate_path)
+                    .unwrap_or_default();
+                (format!("{name}@{file} < {callers}"), (name, callers))
+            }
             GroupBy::Job => {
                 let job = naming::job_frames(frames);
-                (naming::stack_key(&job), naming::site_name(&job))
+                (
+                    naming::stack_key(&job),
+                    (naming::site_name(&job), String::new()),
+                )
             }
             GroupBy::Category => {
                 let i = categories::classify(rules, frames);
                 (
                     format!("{i:010}"),
-                    categories::category_name(rules, i).to_owned(),
+                    (
+                        categories::category_name(rules, i).to_owned(),
+                        String::new(),
+                    ),
                 )
             }
             GroupBy::Crate => {
@@ -393,7 +413,7 @@ pub fn top_grouped(
                     .and_then(|p| p.split('/').next().map(str::to_owned))
                     .filter(|k| !k.is_empty())
                     .unwrap_or_else(|| "(no source)".to_owned());
-                (krate.clone(), krate)
+                (krate.clone(), (krate, String::new()))
             }
             GroupBy::Line => {
                 // Keyed by the crate path too: one file name and line in two crates
@@ -403,7 +423,7 @@ pub fn top_grouped(
                     .and_then(|f| f.file.as_deref())
                     .map(naming::crate_path)
                     .unwrap_or_default();
-                (format!("{name}@{file}"), name)
+                (format!("{name}@{file}"), (name, String::new()))
             }
             GroupBy::Function | GroupBy::Site => match naming::naming_index(frames) {
                 Some(i) => {
@@ -420,10 +440,10 @@ pub fn top_grouped(
                     };
                     (
                         format!("{function}@{}{at}", file.unwrap_or_default()),
-                        label,
+                        (label, String::new()),
                     )
                 }
-                None => (String::new(), naming::site_name(frames)),
+                None => (String::new(), (naming::site_name(frames), String::new())),
             },
         };
         let calls = s.alloc_count.saturating_add(s.realloc_count);
@@ -459,8 +479,9 @@ pub fn top_grouped(
     }
     let mut rows: Vec<RankedSite> = groups
         .into_values()
-        .map(|(mut g, _, label)| {
-            g.name = label;
+        .map(|(mut g, _, (name, callers))| {
+            g.name = name;
+            g.callers = callers;
             let calls = g.alloc_count.saturating_add(g.realloc_count);
             g.temporary_share = ratio(g.temporary_count, calls);
             // From the counts, not a sum of the sites' shares: a float sum of shares
@@ -504,13 +525,13 @@ pub fn top_grouped(
     }
     // Two functions (or lines) of one name in files of one name, in different crates:
     // name them by their crate paths.
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut seen: HashMap<(String, String), usize> = HashMap::new();
     for r in &rows {
-        *seen.entry(r.name.clone()).or_default() += 1;
+        *seen.entry((r.name.clone(), r.callers.clone())).or_default() += 1;
     }
-    if matches!(group, GroupBy::Function | GroupBy::Line) {
+    if matches!(group, GroupBy::Function | GroupBy::Line | GroupBy::Callers) {
         for r in &mut rows {
-            if seen[&r.name] > 1
+            if seen[&(r.name.clone(), r.callers.clone())] > 1
                 && let Some(f) = naming::naming_frame(frames_of(&report.frames, r.site_id))
             {
                 r.distinction = f
@@ -595,6 +616,83 @@ mod tests {
             .map(|r| (r.name.as_str(), r.alloc_count, r.sites))
             .collect();
         assert_eq!(got, [("crate-b", 12, 2), ("crate-a", 3, 1)]);
+    }
+
+    #[test]
+    fn sites_that_read_the_same_are_one_row_by_callers() {
+        // Three sites of one gadget call path (insert_or_update < lc < addmany), two
+        // of them apart only by where addmany was called from; a fourth by another
+        // line of lc.
+        let stack = |site_id: u64, lc_line: u32, compute_line: u32| -> Vec<FrameRow> {
+            [
+                (
+                    "insert_or_update",
+                    "/r/bellpepper-core-0.2.1/src/lc.rs",
+                    108,
+                ),
+                (
+                    "lc",
+                    "/r/bellpepper-core-0.2.1/src/gadgets/boolean.rs",
+                    lc_line,
+                ),
+                ("addmany", "/r/bellperson-0.27.0/src/gadgets/uint32.rs", 350),
+                (
+                    "compute",
+                    "/r/bellperson-0.27.0/src/gadgets/sha256.rs",
+                    compute_line,
+                ),
+            ]
+            .into_iter()
+            .enumerate()
+            .map(|(i, (function, file, line))| FrameRow {
+                site_id,
+                frame_index: i as u32,
+                stack_index: i as u32,
+                ..FrameRow::test(function, file, Some(line))
+            })
+            .collect()
+        };
+        let mut report = report_of_files(&[
+            ("/r/a.rs", 5),
+            ("/r/a.rs", 7),
+            ("/r/a.rs", 11),
+            ("/r/a.rs", 2),
+        ]);
+        report.frames = [(0, 450, 144), (1, 450, 163), (2, 450, 181), (3, 451, 144)]
+            .into_iter()
+            .flat_map(|(id, lc, compute)| stack(id, lc, compute))
+            .collect();
+        let rows = top_grouped(
+            &report,
+            RankBy::Count,
+            10,
+            None,
+            None,
+            GroupBy::Callers,
+            &[],
+        );
+        let got: Vec<(&str, &str, u64, usize)> = rows
+            .iter()
+            .map(|r| (r.name.as_str(), r.callers.as_str(), r.alloc_count, r.sites))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "insert_or_update (lc.rs:108)",
+                    "lc (boolean.rs:450) < addmany (uint32.rs:350)",
+                    23,
+                    3
+                ),
+                (
+                    "insert_or_update (lc.rs:108)",
+                    "lc (boolean.rs:451) < addmany (uint32.rs:350)",
+                    2,
+                    1
+                ),
+            ]
+        );
+        assert!(rows.iter().all(|r| r.distinction.is_empty()));
     }
 
     #[test]

@@ -73,6 +73,38 @@ fn top_table_json_csv() {
 }
 
 #[test]
+fn sites_that_read_the_same_are_named_and_summed_by_callers() {
+    // The demo's two sites at `build (demo.rs:21) < main (demo.rs:54)`, apart only
+    // inside the standard library (`[in finish_grow ...]`): `top` says so, and
+    // `--group-by callers` makes them one row.
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    let out = analyzer(&["top", r, "--limit", "20"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("2 of the sites shown read the same as another shown"),
+        "{out:?}"
+    );
+    let out = analyzer(&["top", r, "--group-by", "callers", "--format", "json"]);
+    assert!(out.status.success(), "{out:?}");
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "build (demo.rs:21)")
+        .unwrap();
+    assert_eq!(row["callers"], "main (demo.rs:54)");
+    assert_eq!(row["sites"], 2);
+    let calls = row["alloc_count"].as_u64().unwrap() + row["realloc_count"].as_u64().unwrap();
+    assert_eq!(calls, 12, "{row}");
+    // Grouped, nothing reads the same: no note.
+    let out = analyzer(&["top", r, "--group-by", "callers"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("read the same"));
+}
+
+#[test]
 fn memory_at_the_peak_and_the_end() {
     let r = memory_fixture();
     let r = r.to_str().unwrap();

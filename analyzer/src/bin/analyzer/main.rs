@@ -253,6 +253,21 @@ impl TopJob {
                      `--group-by job` shows each job once"
                 );
             }
+            // Sites that read the same, name and callers, told apart further out
+            // only: one call path a fix changes once.
+            let mut same: HashMap<(&str, &str), usize> = HashMap::new();
+            for s in &sites {
+                *same.entry((&s.name, &s.callers)).or_default() += 1;
+            }
+            let alike: usize = same.values().filter(|&&n| n > 1).sum();
+            if alike > split {
+                note!(
+                    "analyzer: {alike} of the sites shown read the same as another shown \
+                     (name and callers; told apart only by other frames, `[via ...]`, \
+                     `[in ...]` or `#n`): `--group-by callers` sums each such call path \
+                     in one row"
+                );
+            }
         }
         if sites.is_empty() {
             // An empty table is an answer; say why it is empty.

@@ -49,6 +49,7 @@ pub(crate) fn parse() -> Result<Job, clap::Error> {
     analyzer info reports/porep-2k\n  \
     analyzer top reports/porep-2k --phase synthesize --limit 20\n  \
     analyzer top reports/porep-2k --phase synthesize --group-by function\n  \
+    analyzer top reports/porep-2k --phase synthesize --group-by callers --by cost\n  \
     analyzer categories reports/porep-2k --phase synthesize --format json\n  \
     analyzer cost reports/porep-2k --phase synthesize\n  \
     analyzer diff reports/base reports/patched --phase synthesize\n  \
@@ -119,8 +120,9 @@ enum Command {
         /// What a row is: a call site (sites that read the same are told apart by
         /// the first frame where they differ, `[via ...]`), the sites of one rayon
         /// job (a site without the pool's frames around it, as `diff` matches
-        /// them), the sites named by one function or one line, a category, or the
-        /// sites named by one crate's code.
+        /// them), the sites named by one function or one line, the sites that read
+        /// the same (name and callers: one call path, wherever it was called from),
+        /// a category, or the sites named by one crate's code.
         #[arg(long, value_enum, default_value = "site")]
         group_by: GroupByArg,
         /// Rows to show.

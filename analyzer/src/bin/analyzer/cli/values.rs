@@ -35,6 +35,7 @@ pub(super) enum GroupByArg {
     Job,
     Function,
     Line,
+    Callers,
     Category,
     Crate,
 }
@@ -46,6 +47,7 @@ impl From<GroupByArg> for GroupBy {
             GroupByArg::Job => GroupBy::Job,
             GroupByArg::Function => GroupBy::Function,
             GroupByArg::Line => GroupBy::Line,
+            GroupByArg::Callers => GroupBy::Callers,
             GroupByArg::Category => GroupBy::Category,
             GroupByArg::Crate => GroupBy::Crate,
         }
