@@ -199,6 +199,9 @@ pub struct CostReport {
     pub report_host: (String, String),
     /// Where the calibration was measured.
     pub calibration_host: (String, String),
+    /// When it was measured (Unix seconds; 0 where it does not say): prices move
+    /// with the machine's state then, so two calibrations of one machine differ.
+    pub calibration_created_unix_s: u64,
     /// False when the calibration comes from another host or CPU: the figures then
     /// describe that machine's allocator, not the report's.
     pub host_matches: bool,
@@ -339,6 +342,7 @@ pub fn estimate(
         host_matches: report_host == calibration_host,
         report_host,
         calibration_host,
+        calibration_created_unix_s: cal.created_unix_s,
         categories: cats
             .into_iter()
             .enumerate()

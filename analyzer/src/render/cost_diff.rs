@@ -133,6 +133,30 @@ impl<'a> From<&'a SiteDelta> for DiffCsvRow<'a> {
     }
 }
 
+/// `, measured 2026-12-06 09:15 UTC`, from a Unix time (nothing where it is 0).
+fn measured_at(unix_s: u64) -> String {
+    if unix_s == 0 {
+        return String::new();
+    }
+    // Days since 1970-01-01 to a civil date (the proleptic Gregorian calendar, in
+    // 400-year eras of 146,097 days).
+    let (days, secs) = (unix_s / 86_400, unix_s % 86_400);
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        ", measured {year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        secs / 3600,
+        secs % 3600 / 60
+    )
+}
+
 /// Writes the cost model's answer: categories, then the costliest sites.
 pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<()> {
     match format {
@@ -168,6 +192,15 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
                     out,
                     "WARNING: calibrated on {} ({}), report from {} ({}): figures describe the calibration host",
                     c.calibration_host.0, c.calibration_host.1, c.report_host.0, c.report_host.1
+                )?;
+            }
+            if c.categories.iter().any(|k| k.sites > 0) {
+                writeln!(
+                    out,
+                    "priced with a calibration of {}{}: one machine's calibrations at other \
+                     moments differ by up to a fifth (docs/cost-model.md)",
+                    c.calibration_host.0,
+                    measured_at(c.calibration_created_unix_s)
                 )?;
             }
             writeln!(out)?;
@@ -448,6 +481,17 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_calibration_is_dated_in_utc() {
+        assert_eq!(measured_at(0), "");
+        assert_eq!(
+            measured_at(1_796_548_548),
+            ", measured 2026-12-06 09:15 UTC"
+        );
+        assert_eq!(measured_at(951_782_400), ", measured 2000-02-29 00:00 UTC");
+        assert_eq!(measured_at(86_399), ", measured 1970-01-01 23:59 UTC");
+    }
     use crate::render::tests::object;
 
     /// Every field of the JSON row is the CSV row's column of that name, with the same
