@@ -1,5 +1,5 @@
-//! Ranking call sites, one by one or grouped (by naming function, by naming line, by
-//! category).
+//! Ranking call sites, one by one or grouped (`GroupBy`: by rayon job, naming
+//! function or line, name and callers, category, or crate).
 
 use crate::categories::{self, Category};
 use crate::id_map::{self, IdMap};
