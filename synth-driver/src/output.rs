@@ -109,7 +109,8 @@ impl IterationReport {
         }
         write!(out, ")")?;
         if let Some(a) = r.allocs {
-            write!(out, ", {a} allocations")?;
+            // The synthesis' own, apart from the tracer's summary of the whole run.
+            write!(out, "; in synthesis: {a} allocations")?;
         }
         if let Some(a) = r.reallocs {
             write!(out, ", {a} reallocs")?;
@@ -211,8 +212,8 @@ mod tests {
     fn text_line() {
         let want = format!(
             "sha256 --blocks 2 [mirror] iteration 1: 52000 rows, 51000 aux, 2 inputs, \
-             synthesis 0.250 s (variant baseline, trace count, allocator system), \
-             900000 allocations, 2000 reallocs, 104000 in enforce (2.00 per constraint), peak 1.5 MiB \
+             synthesis 0.250 s (variant baseline, trace count, allocator system); \
+             in synthesis: 900000 allocations, 2000 reallocs, 104000 in enforce (2.00 per constraint), peak 1.5 MiB \
              live so far, abc digest {}\n",
             "ab".repeat(32)
         );

@@ -38,7 +38,10 @@ fn each_allocator_is_named_in_the_output_and_the_report() {
     let (line, summary, manifest) = traced_run(None, &dir);
     assert_eq!(line["allocator"], "jemalloc");
     assert_eq!(manifest["allocator"], "jemalloc");
-    assert!(summary.contains("mode count over jemalloc:"), "{summary}");
+    assert!(
+        summary.contains("mode count over jemalloc, whole run:"),
+        "{summary}"
+    );
     // The synthesis's own allocations: the whole run's totals vary by one or two
     // between runs (thread start-up), the synthesis's do not.
     let allocs = line["allocs"].as_u64().unwrap();
@@ -50,7 +53,7 @@ fn each_allocator_is_named_in_the_output_and_the_report() {
         assert_eq!(line["allocator"], allocator);
         assert_eq!(manifest["allocator"], allocator);
         assert!(
-            summary.contains(&format!("mode count over {allocator}:")),
+            summary.contains(&format!("mode count over {allocator}, whole run:")),
             "{summary}"
         );
         assert_eq!(line["allocs"].as_u64(), Some(allocs), "{allocator}");

@@ -124,7 +124,7 @@ impl fmt::Display for ReportSummary {
             .unwrap_or_default();
         writeln!(
             f,
-            "  mode {}{over}: {} allocations and {} reallocs, {:.1} MiB requested, {temporaries}, {} call stacks",
+            "  mode {}{over}, whole run: {} allocations and {} reallocs, {:.1} MiB requested, {temporaries}, {} call stacks",
             self.mode,
             self.allocs,
             self.reallocs,
