@@ -49,7 +49,7 @@ pub fn report_has_the_schema(name: &'static str) {
     assert_eq!(manifest.mode, "sites");
     assert_eq!(manifest.allocator.as_deref(), Some(name));
     assert!(
-        printed.contains(&format!("mode sites over {name}:")),
+        printed.contains(&format!("mode sites over {name}, whole run:")),
         "{printed}"
     );
     for table in schema::TABLES {
