@@ -347,6 +347,15 @@ fn is_closure(function: &str) -> bool {
             .is_some_and(|last| last.starts_with("{closure#"))
 }
 
+/// The crate path of the naming frame's file (`crate-b/src/mod.rs`); empty without
+/// one.
+fn naming_crate_path(frames: &[FrameRow]) -> String {
+    naming::naming_frame(frames)
+        .and_then(|f| f.file.as_deref())
+        .map(naming::crate_path)
+        .unwrap_or_default()
+}
+
 /// Like [`top`], with each row a group of sites (`group`; [`GroupBy::Site`] is
 /// [`top`]): counts and costs summed over the group's sites, named by the group (a
 /// function as `function (file)`, a line as `function (file:line)`, a category by its
@@ -383,10 +392,7 @@ pub fn top_grouped(
             GroupBy::Callers => {
                 let (name, callers) = (naming::site_name(frames), naming::callers(frames, CALLERS));
                 // Keyed by the crate path too, as lines are.
-                let file = naming::naming_frame(frames)
-                    .and_then(|f| f.file.as_deref())
-                    .map(naming::crate_path)
-                    .unwrap_or_default();
+                let file = naming_crate_path(frames);
                 (format!("{name}@{file} < {callers}"), (name, callers))
             }
             GroupBy::Job => {
@@ -407,10 +413,10 @@ pub fn top_grouped(
                 )
             }
             GroupBy::Crate => {
-                let krate = naming::naming_frame(frames)
-                    .and_then(|f| f.file.as_deref())
-                    .map(naming::crate_path)
-                    .and_then(|p| p.split('/').next().map(str::to_owned))
+                let krate = naming_crate_path(frames)
+                    .split('/')
+                    .next()
+                    .map(str::to_owned)
                     .filter(|k| !k.is_empty())
                     .unwrap_or_else(|| "(no source)".to_owned());
                 (krate.clone(), (krate, String::new()))
@@ -419,10 +425,7 @@ pub fn top_grouped(
                 // Keyed by the crate path too: one file name and line in two crates
                 // are two lines.
                 let name = naming::site_name(frames);
-                let file = naming::naming_frame(frames)
-                    .and_then(|f| f.file.as_deref())
-                    .map(naming::crate_path)
-                    .unwrap_or_default();
+                let file = naming_crate_path(frames);
                 (format!("{name}@{file}"), (name, String::new()))
             }
             GroupBy::Function | GroupBy::Site => match naming::naming_index(frames) {

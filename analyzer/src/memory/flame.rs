@@ -92,16 +92,22 @@ pub fn flamegraph(
 /// Why no sampled block of `sides` is drawn at `moment`: none was live, or those
 /// live were allocated in other phases than `phase`.
 fn none_live(sides: &[(&Report, &Memory)], moment: Moment, phase: Option<&str>) -> String {
-    match phase {
-        Some(p)
-            if sides
-                .iter()
-                .any(|(r, m)| !folded(r, m, moment, None).is_empty()) =>
-        {
-            format!("none of the sampled blocks live then was allocated in phase {p}")
-        }
-        _ => "no sampled block was live then".to_owned(),
-    }
+    phase_held_none(sides, moment, phase)
+        .unwrap_or_else(|| "no sampled block was live then".to_owned())
+}
+
+/// Where `sides` had sampled blocks live at `moment` but none allocated in `phase`,
+/// the words for it.
+pub fn phase_held_none(
+    sides: &[(&Report, &Memory)],
+    moment: Moment,
+    phase: Option<&str>,
+) -> Option<String> {
+    let p = phase?;
+    sides
+        .iter()
+        .any(|(r, m)| !folded(r, m, moment, None).is_empty())
+        .then(|| format!("none of the sampled blocks live then was allocated in phase {p}"))
 }
 
 /// A differential flame graph SVG of live bytes at `moment` in two reports

@@ -9,7 +9,9 @@ mod flame;
 pub mod render;
 pub mod svg;
 
-pub use flame::{NOTHING_LIVE, UNSEEN, flamegraph, flamegraph_diff, folded, moment_sampled};
+pub use flame::{
+    NOTHING_LIVE, UNSEEN, flamegraph, flamegraph_diff, folded, moment_sampled, phase_held_none,
+};
 
 use crate::Error;
 use crate::categories::{self, Category};

@@ -160,14 +160,8 @@ impl ExportJob {
                 }
                 if lines.is_empty() {
                     // Written all the same (an empty file), as other empty exports are.
-                    let why = match phase {
-                        Some(p) if !analyzer::memory::folded(&r, &m, moment, None).is_empty() => {
-                            format!(
-                                "none of the sampled blocks live then was allocated in phase {p}"
-                            )
-                        }
-                        _ => analyzer::memory::NOTHING_LIVE.to_owned(),
-                    };
+                    let why = analyzer::memory::phase_held_none(&[(&r, &m)], moment, phase)
+                        .unwrap_or_else(|| analyzer::memory::NOTHING_LIVE.to_owned());
                     note!(
                         "analyzer: {}: no live bytes to export: {why}",
                         self.report.display()
