@@ -25,7 +25,7 @@ mod common;
 
 use alloc_tracer::{Mode, Settings, TracingAllocator};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -73,7 +73,7 @@ extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> lib
     std::process::exit(code);
 }
 
-fn scratch(name: &str) -> PathBuf {
+fn scratch(name: &str) -> common::Scratch {
     common::scratch(&format!("drop-in-{name}"))
 }
 

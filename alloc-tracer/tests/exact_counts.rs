@@ -102,7 +102,9 @@ fn exact_counts_per_site_and_in_total() {
     }
     drop(kept);
 
-    let dir = common::scratch("exact").join("report");
+    let dir_scratch = common::scratch("exact");
+
+    let dir = dir_scratch.join("report");
     let summary = alloc_tracer::write_report(&dir).unwrap();
     assert!(summary.stacks > 0);
 

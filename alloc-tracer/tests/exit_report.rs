@@ -81,7 +81,8 @@ fn child(how: &str, dir: &Path, env: &[(&str, &str)]) -> Output {
 
 #[test]
 fn a_mode_chosen_in_code_is_reported_at_exit() {
-    let dir = common::scratch("exit-apply").join("report");
+    let dir_scratch = common::scratch("exit-apply");
+    let dir = dir_scratch.join("report");
     let out = child("apply", &dir, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -99,7 +100,8 @@ fn a_mode_chosen_in_code_is_reported_at_exit() {
 
 #[test]
 fn a_report_asked_for_with_tracing_never_on_says_why_there_is_none() {
-    let dir = common::scratch("exit-never").join("report");
+    let dir_scratch = common::scratch("exit-never");
+    let dir = dir_scratch.join("report");
     let out = child("idle", &dir, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -115,7 +117,8 @@ fn a_report_asked_for_with_tracing_never_on_says_why_there_is_none() {
 
 #[test]
 fn a_bad_setting_is_named_with_its_value() {
-    let dir = common::scratch("exit-bad").join("report");
+    let dir_scratch = common::scratch("exit-bad");
+    let dir = dir_scratch.join("report");
     for (name, value) in [
         ("ALLOC_TRACE", "site"),
         ("ALLOC_TRACE_HEAP", "1MB"),
@@ -135,7 +138,8 @@ fn a_bad_setting_is_named_with_its_value() {
 
 #[test]
 fn a_program_that_names_bad_settings_itself_is_left_to_do_so() {
-    let dir = common::scratch("exit-quiet").join("report");
+    let dir_scratch = common::scratch("exit-quiet");
+    let dir = dir_scratch.join("report");
     let quiet = [("ALLOC_TRACER_TEST_QUIET", "1")];
     let out = child("idle", &dir, &[("ALLOC_TRACE", "count,sites"), quiet[0]]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -154,7 +158,8 @@ fn a_program_that_names_bad_settings_itself_is_left_to_do_so() {
 fn a_destination_the_report_cannot_go_to_is_named_at_the_start() {
     // A folder of the user's: refused at the end, and said at the first allocation,
     // before the run.
-    let dir = common::scratch("exit-early").join("mine");
+    let dir_scratch = common::scratch("exit-early");
+    let dir = dir_scratch.join("mine");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("notes.txt"), "keep me").unwrap();
     let out = child("idle", &dir, &[("ALLOC_TRACE", "count")]);
@@ -175,7 +180,8 @@ fn a_destination_the_report_cannot_go_to_is_named_at_the_start() {
         "keep me"
     );
     // Under a file, where no folder can be made.
-    let file = common::scratch("exit-early-file").join("plain");
+    let file_scratch = common::scratch("exit-early-file");
+    let file = file_scratch.join("plain");
     std::fs::write(&file, "x").unwrap();
     let out = child("idle", &file.join("report"), &[("ALLOC_TRACE", "count")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -204,7 +210,8 @@ fn a_destination_the_report_cannot_go_to_is_named_at_the_start() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("names no folder to write"), "{stderr}");
     // A good destination: no word at the start.
-    let good = common::scratch("exit-early-good").join("report");
+    let good_scratch = common::scratch("exit-early-good");
+    let good = good_scratch.join("report");
     let out = child("idle", &good, &[("ALLOC_TRACE", "count")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("ALLOC_TRACE_REPORT: "), "{stderr}");
@@ -213,10 +220,12 @@ fn a_destination_the_report_cannot_go_to_is_named_at_the_start() {
 
 #[test]
 fn a_session_names_a_destination_it_cannot_write_when_made() {
-    let dir = common::scratch("session-early").join("mine");
+    let dir_scratch = common::scratch("session-early");
+    let dir = dir_scratch.join("mine");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("notes.txt"), "keep me").unwrap();
-    let elsewhere = common::scratch("session-early-exit").join("report");
+    let elsewhere_scratch = common::scratch("session-early-exit");
+    let elsewhere = elsewhere_scratch.join("report");
     let out = child(
         "apply",
         &elsewhere,
@@ -242,8 +251,10 @@ fn a_session_names_a_destination_it_cannot_write_when_made() {
 
 #[test]
 fn a_session_never_dropped_writes_its_report_at_exit() {
-    let dir = common::scratch("session-exit").join("report");
-    let hook = common::scratch("session-exit-hook").join("report");
+    let dir_scratch = common::scratch("session-exit");
+    let dir = dir_scratch.join("report");
+    let hook_scratch = common::scratch("session-exit-hook");
+    let hook = hook_scratch.join("report");
     let manifest = |dir: &Path| -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap()
     };
@@ -282,8 +293,10 @@ fn a_session_never_dropped_writes_its_report_at_exit() {
 
 #[test]
 fn a_session_with_tracing_never_on_writes_no_report_and_says_why() {
-    let dir = common::scratch("session-never").join("report");
-    let hook = common::scratch("session-never-hook").join("report");
+    let dir_scratch = common::scratch("session-never");
+    let dir = dir_scratch.join("report");
+    let hook_scratch = common::scratch("session-never-hook");
+    let hook = hook_scratch.join("report");
     let session = [("ALLOC_TRACER_TEST_SESSION", dir.to_str().unwrap())];
     let out = child("idle", &hook, &session);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -323,7 +336,8 @@ fn a_traced_run_whose_report_nobody_asked_for_says_so_at_exit() {
     let stderr = run(&[]);
     assert!(stderr.contains(note), "{stderr}");
     // A Session asked for one; a program that reads the variables itself knows.
-    let dir = common::scratch("exit-asked").join("report");
+    let dir_scratch = common::scratch("exit-asked");
+    let dir = dir_scratch.join("report");
     let stderr = run(&[("ALLOC_TRACER_TEST_SESSION", dir.to_str().unwrap())]);
     assert!(!stderr.contains("nothing asked"), "{stderr}");
     assert!(dir.join("manifest.json").exists());
@@ -333,7 +347,8 @@ fn a_traced_run_whose_report_nobody_asked_for_says_so_at_exit() {
 
 #[test]
 fn misspelt_and_empty_settings_are_named() {
-    let dir = common::scratch("exit-misspelt").join("report");
+    let dir_scratch = common::scratch("exit-misspelt");
+    let dir = dir_scratch.join("report");
     let out = child("apply", &dir, &[("ALLOC_TRACE_REPROT", "elsewhere")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -356,7 +371,8 @@ fn misspelt_and_empty_settings_are_named() {
 fn a_report_another_process_wrote_during_the_run_is_moved_aside_not_replaced() {
     // As a program the child ran would leave it (its `ALLOC_TRACE_REPORT` inherited,
     // no %p): another pid, ended after the child started.
-    let dir = common::scratch("exit-concurrent").join("report");
+    let dir_scratch = common::scratch("exit-concurrent");
+    let dir = dir_scratch.join("report");
     std::fs::create_dir_all(&dir).unwrap();
     let manifest = |start: f64, end: f64| {
         format!(

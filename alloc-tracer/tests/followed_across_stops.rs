@@ -78,7 +78,9 @@ fn blocks_followed_when_frees_stop_being_recorded_are_dropped() {
     .join()
     .unwrap();
 
-    let dir = common::scratch("followed-across-stops").join("report");
+    let dir_scratch = common::scratch("followed-across-stops");
+
+    let dir = dir_scratch.join("report");
     alloc_tracer::write_report(&dir).unwrap();
     Settings::default().apply();
     for f in ["kept_across_switch", "kept_across_pause"] {

@@ -42,7 +42,9 @@ fn every_followed_free_ends_its_following() {
     .join()
     .unwrap();
 
-    let dir = common::scratch("followed-frees").join("report");
+    let dir_scratch = common::scratch("followed-frees");
+
+    let dir = dir_scratch.join("report");
     alloc_tracer::write_report(&dir).unwrap();
     Settings::default().apply();
     let allocs = common::sum_for_function(&dir, "allocate_all", "alloc_count");

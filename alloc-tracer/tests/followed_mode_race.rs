@@ -57,7 +57,9 @@ fn blocks_followed_across_mode_switches_end_or_are_dropped() {
     STOP.store(true, Relaxed);
     worker.join().unwrap();
 
-    let dir = common::scratch("followed-mode-race").join("report");
+    let dir_scratch = common::scratch("followed-mode-race");
+
+    let dir = dir_scratch.join("report");
     alloc_tracer::write_report(&dir).unwrap();
     Settings::default().apply();
     let manifest = Manifest::from_json(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();

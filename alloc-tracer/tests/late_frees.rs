@@ -79,7 +79,9 @@ fn followed_blocks_freed_after_the_thread_state_merged_end() {
         "{late} late frees: the blocks were freed before the thread's state merged"
     );
 
-    let dir = common::scratch("late-frees").join("report");
+    let dir_scratch = common::scratch("late-frees");
+
+    let dir = dir_scratch.join("report");
     alloc_tracer::write_report(&dir).unwrap();
     Settings::default().apply();
     let sum = |col| common::sum_for_function(&dir, "kept_until_thread_exit", col);

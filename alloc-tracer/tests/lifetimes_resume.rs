@@ -73,7 +73,9 @@ fn following_resumes_after_mode_and_interval_changes() {
     });
     from_none.join().unwrap();
 
-    let dir = common::scratch("resume").join("report");
+    let dir_scratch = common::scratch("resume");
+
+    let dir = dir_scratch.join("report");
     alloc_tracer::write_report(&dir).unwrap();
     Settings::default().apply();
     for f in ["after_switch_from_sample", "after_switch_from_none"] {

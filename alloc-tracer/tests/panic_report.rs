@@ -18,7 +18,8 @@ fn session_writes_while_unwinding() {
         ..Default::default()
     }
     .apply();
-    let dir = common::scratch("unwind").join("report");
+    let dir_scratch = common::scratch("unwind");
+    let dir = dir_scratch.join("report");
     let d = dir.clone();
     let r = std::panic::catch_unwind(move || {
         let _session = Session::new(d);
@@ -47,7 +48,8 @@ fn child_panics_with_exit_report() {
 
 #[test]
 fn exit_hook_writes_after_a_panic() {
-    let dir = common::scratch("exit").join("report");
+    let dir_scratch = common::scratch("exit");
+    let dir = dir_scratch.join("report");
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--ignored",

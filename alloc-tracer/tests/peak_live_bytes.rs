@@ -44,7 +44,9 @@ fn peak_is_within_its_stated_bound() {
     }
     assert!(live() < at_peak - (20 << 20));
 
-    let dir = common::scratch("peak").join("report");
+    let dir_scratch = common::scratch("peak");
+
+    let dir = dir_scratch.join("report");
     alloc_tracer::write_report(&dir).unwrap();
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();

@@ -76,7 +76,9 @@ fn sampled_stacks_name_their_site_and_estimate_its_counts() {
     assert_eq!(d(|p| p.temporaries), N_EXACT as u64);
     assert_eq!(d(|p| p.bytes_requested), 160 * N_EXACT as u64);
 
-    let dir = common::scratch("sampled").join("every");
+    let dir_scratch = common::scratch("sampled");
+
+    let dir = dir_scratch.join("every");
     alloc_tracer::write_report(&dir).unwrap();
     let sum = |f: &str, col: &str| common::sum_for_function(&dir, f, col);
     assert_eq!(sum("sampled_temporaries", "alloc_count"), N_EXACT as u64);
@@ -118,7 +120,9 @@ fn sampled_stacks_name_their_site_and_estimate_its_counts() {
         "{sampled} sampled of {N_ESTIMATED}, expected about {expected}"
     );
 
-    let dir = common::scratch("sampled").join("one-in-8");
+    let dir_scratch = common::scratch("sampled");
+
+    let dir = dir_scratch.join("one-in-8");
     let raw_temporaries: u64 = alloc_tracer::counts()
         .phases
         .iter()
@@ -146,7 +150,8 @@ fn sampled_stacks_name_their_site_and_estimate_its_counts() {
     // always. (About one pair in 8 has its first block sampled and its second not,
     // so a check that missed the allocation in between would count hundreds.)
     let d = common::change_during(|| sampled_pairs(N_ESTIMATED / 2));
-    let dir = common::scratch("sampled").join("pairs");
+    let dir_scratch = common::scratch("sampled");
+    let dir = dir_scratch.join("pairs");
     alloc_tracer::write_report(&dir).unwrap();
     let sum = |f: &str, col: &str| common::sum_for_function(&dir, f, col);
     let (first, second) = (

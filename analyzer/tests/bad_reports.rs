@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+use test_scratch::Scratch;
 
 /// The most one case may take, load, analyses and CLI run together. A case takes
 /// milliseconds; this only tells a hang from a slow machine.
@@ -48,26 +49,18 @@ fn calibration() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/calibration.json")
 }
 
-/// A fresh folder under the system's temporary folder, unique in this process.
-fn scratch(name: &str) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "analyzer-bad-{}-{name}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh folder, removed when the test passes.
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("analyzer-bad-{name}"))
 }
 
 /// A copy of the fixture report.
-fn copy_fixture(name: &str) -> PathBuf {
+fn copy_fixture(name: &str) -> Scratch {
     copy_report(&fixture(), name)
 }
 
 /// A copy of the report at `from`.
-fn copy_report(from: &Path, name: &str) -> PathBuf {
+fn copy_report(from: &Path, name: &str) -> Scratch {
     let dir = scratch(name);
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use test_scratch::{Scratch, ScratchFile};
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/demo-report")
@@ -128,7 +129,6 @@ fn memory_at_the_peak_and_the_end() {
         String::from_utf8_lossy(&table.stdout)
             .contains("the process's peak resident memory: 4.8 MiB")
     );
-    let _ = std::fs::remove_dir_all(&rss);
     // What the sites account for, in a phase and in all: their bytes' sum (the kept
     // peak's one sampled block is `main`'s, none is `build`'s).
     for (phase, blocks) in [(None, 1), (Some("main"), 1), (Some("build"), 0)] {
@@ -154,7 +154,7 @@ fn memory_at_the_peak_and_the_end() {
         "{table:?}"
     );
     // So does the flame graph of it: drawn, saying no block of the phase was live.
-    let svg = std::env::temp_dir().join(format!("analyzer-peak-build-{}.svg", std::process::id()));
+    let svg = Scratch::new("analyzer-peak-build").holding("graph.svg");
     let out = analyzer(&[
         "flamegraph",
         r,
@@ -179,8 +179,7 @@ fn memory_at_the_peak_and_the_end() {
             && text.contains("none of the sampled blocks live then in either run was allocated in the phase asked for"),
         "{text}"
     );
-    let dir = std::env::temp_dir().join(format!("analyzer-memory-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("analyzer-memory");
     // The timeline: the report's name and mode in the title, the kept peak labelled
     // with its size, time and phase from the manifest, the phases in the legend.
     let svg = dir.join("live.svg");
@@ -255,7 +254,6 @@ fn memory_at_the_peak_and_the_end() {
     let text = std::fs::read_to_string(&flame).unwrap();
     assert!(text.contains("Live bytes at the kept peak (heap sampling): memory-report"));
     assert!(text.contains("lookup_table"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -275,7 +273,7 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
         assert!(sum > 0, "{by}");
         assert_eq!(sum, held["estimated_bytes"].as_u64().unwrap(), "{by}");
         // The flame graph draws the same stacks.
-        let svg = std::env::temp_dir().join(format!("analyzer-{by}-{}.svg", std::process::id()));
+        let svg = Scratch::new(&format!("analyzer-{by}")).holding("graph.svg");
         let out = analyzer(&["flamegraph", r, "--by", by, "-o", svg.to_str().unwrap()]);
         assert!(out.status.success(), "{out:?}");
         let drawn = std::fs::read_to_string(&svg).unwrap();
@@ -391,7 +389,6 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
         stdout.contains("no peak kept (live bytes never reached 1 MiB)"),
         "{stdout}"
     );
-    let _ = std::fs::remove_dir_all(clean);
     // Without heap sampling: no answer, as the flame graph of it has none (exit 2,
     // nothing on standard output), and a word on why.
     let demo = fixture();
@@ -476,8 +473,6 @@ fn peak_against_a_base_report() {
     assert!(out.status.success(), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("circuits of different sizes"), "{stderr}");
-    let _ = std::fs::remove_dir_all(larger);
-    let _ = std::fs::remove_dir_all(small);
 }
 
 #[test]
@@ -530,8 +525,7 @@ fn folded_stacks_and_flamegraph() {
         "folded-build.txt",
         &["export", r, "--format", "folded", "--phase", "build"],
     );
-    let dir = std::env::temp_dir().join(format!("analyzer-flame-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("analyzer-flame");
     let svg = dir.join("f.svg");
     let out = analyzer(&[
         "flamegraph",
@@ -555,7 +549,6 @@ fn folded_stacks_and_flamegraph() {
     for f in ["<title>build (", "<title>combine (", "requested bytes"] {
         assert!(text.contains(f), "{f} missing from the SVG");
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// profile.proto, the messages we write, for prost to decode.
@@ -650,7 +643,7 @@ fn a_count_reports_pprof_profile_opens_on_its_live_bytes() {
     use std::io::Read;
     // The 32 GiB partition's count report: no sites, heap samples at the kept peak.
     let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks/data/porep-32g-count");
-    let file = std::env::temp_dir().join(format!("analyzer-count-{}.pb.gz", std::process::id()));
+    let file = Scratch::new("analyzer-count").holding("profile.pb.gz");
     // The default sample type of the profile exported with `extra` arguments.
     let default_type = |extra: &[&str]| {
         let mut args = vec!["export", r.to_str().unwrap(), "--format", "pprof"];
@@ -683,8 +676,7 @@ fn pprof_profile_decodes_and_matches_top() {
     // A report with heap sampling, for the in-use values.
     let r = memory_fixture();
     let r = r.to_str().unwrap();
-    let dir = std::env::temp_dir().join(format!("analyzer-pprof-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("analyzer-pprof");
     let file = dir.join("p.pb.gz");
     let out = analyzer(&[
         "export",
@@ -779,7 +771,6 @@ fn pprof_profile_decodes_and_matches_top() {
         generic += usize::from(name != system);
     }
     assert!(generic > 0, "the fixture's stacks hold generic functions");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// The named-sites table's columns and types as docs/report-schema.md lists them, types
@@ -815,8 +806,7 @@ fn named_sites_table_carries_the_names_categories_and_counts_of_the_other_comman
     use polars::prelude::*;
     let r = fixture();
     let r = r.to_str().unwrap();
-    let dir = std::env::temp_dir().join(format!("analyzer-named-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("analyzer-named");
     let file = dir.join("sites.parquet");
     let out = analyzer(&[
         "export",
@@ -904,7 +894,6 @@ fn named_sites_table_carries_the_names_categories_and_counts_of_the_other_comman
     let phases = build.column("phase").unwrap().str().unwrap();
     assert!(build.height() > 0);
     assert!(phases.iter().all(|p| p == Some("build")));
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -918,8 +907,7 @@ fn categories_table_json_csv() {
 
 #[test]
 fn user_rules_claim_sites() {
-    let dir = std::env::temp_dir().join(format!("analyzer-rules-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("analyzer-rules");
     let rules = dir.join("rules.toml");
     std::fs::write(
         &rules,
@@ -949,15 +937,14 @@ fn user_rules_claim_sites() {
     );
 }
 
-fn copy_fixture(name: &str) -> PathBuf {
+fn copy_fixture(name: &str) -> Scratch {
     copy_report(&fixture(), name)
 }
 
-/// A copy of the report at `from`, named after `name` and this process.
-fn copy_report(from: &Path, name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("analyzer-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+/// A copy of the report at `from`, in a folder named after `name`, removed when the
+/// test passes.
+fn copy_report(from: &Path, name: &str) -> Scratch {
+    let dir = Scratch::new(&format!("analyzer-{name}"));
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
         std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
@@ -1048,13 +1035,11 @@ fn assert_one_line_error(args: &[&str], expected: &str) {
 fn bad_input_is_one_line_naming_the_file() {
     assert_one_line_error(&["top", "/no/such/report"], "/no/such/report");
     // A folder that is not a report says so.
-    let empty = std::env::temp_dir().join(format!("analyzer-empty-{}", std::process::id()));
-    std::fs::create_dir_all(&empty).unwrap();
+    let empty = Scratch::new("analyzer-empty");
     assert_one_line_error(
         &["info", empty.to_str().unwrap()],
         "not a report: no manifest.json",
     );
-    let _ = std::fs::remove_dir(&empty);
     // Usage errors too, their tip and the missing arguments kept.
     assert_one_line_error(&["top"], "not provided: <REPORT>");
     assert_one_line_error(
@@ -1188,7 +1173,6 @@ fn info_of_a_sampled_report_calls_its_temporaries_estimates() {
     // A sites report's are exact and say nothing more.
     let out = analyzer(&["info", fixture().to_str().unwrap()]);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("estimated: the sampled"));
-    let _ = std::fs::remove_dir_all(sampled);
 }
 
 #[test]
@@ -1225,7 +1209,6 @@ fn info_describes_the_report() {
     });
     let out = analyzer(&["info", with.to_str().unwrap(), "--format", "json"]);
     let later: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let _ = std::fs::remove_dir_all(&with);
     assert_eq!(
         [
             &info["timeline_interval_ms"],
@@ -1360,7 +1343,6 @@ fn leaks_of_a_stopped_run_say_so() {
     assert!(stderr.contains("the run was stopped (SIGINT)"), "{stderr}");
     let out = analyzer(&["leaks", fixture().to_str().unwrap()]);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("stopped"));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -1410,7 +1392,6 @@ fn a_phase_never_timed_has_no_wall_time() {
     let cost = analyzer(&["cost", d, "--phase", "build", "--format", "json"]);
     let cost: serde_json::Value = serde_json::from_slice(&cost.stdout).unwrap();
     assert!(cost["phase_wall_s"].as_f64().unwrap() > 0.0, "{cost}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -1526,7 +1507,7 @@ fn diff_says_when_the_reports_differ_beyond_a_patch() {
 
 /// A `count` report: a copy of the report at `from` with no site rows and its mode
 /// changed.
-fn count_copy(from: &Path, name: &str) -> PathBuf {
+fn count_copy(from: &Path, name: &str) -> Scratch {
     let dir = copy_report(from, name);
     edit_table(&dir, "sites.parquet", |df| df.head(Some(0)));
     edit_manifest(&dir, |m| {
@@ -1586,7 +1567,6 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
     // Its heap samples all lie in `main`: a profile of another phase is empty.
     let stderr = pprof(&sampled, &["--phase", "build"]);
     assert!(stderr.contains("the profile is empty"), "{stderr}");
-    let _ = std::fs::remove_dir_all(sampled);
     // A sampled report without a site saw none of its allocations sampled, which is
     // not the same as none made.
     let unsampled = count_copy(&fixture(), "unsampled");
@@ -1594,7 +1574,6 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
     let out = analyzer(&["top", unsampled.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no allocation was sampled"), "{stderr}");
-    let _ = std::fs::remove_dir_all(unsampled);
     // `info` does not speak of stacks or temporaries it never had.
     let info = analyzer(&["info", dir.to_str().unwrap()]);
     let info = String::from_utf8_lossy(&info.stdout);
@@ -1606,7 +1585,6 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
         &["diff", fixture().to_str().unwrap(), dir.to_str().unwrap()],
         "was written in `count` mode, which records no sites",
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -1650,8 +1628,7 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
     assert!(!stderr.contains("is incomplete"), "{stderr}");
 
     // A failed export leaves the file it would have replaced as it was.
-    let dir = std::env::temp_dir().join(format!("analyzer-keep-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("analyzer-keep");
     let kept = dir.join("sites.parquet");
     std::fs::write(&kept, b"an earlier export").unwrap();
     let out = analyzer(&[
@@ -1778,13 +1755,10 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
         text.contains("1 more sites, 2.0 MiB (--limit shows more)"),
         "{text}"
     );
-    for d in [dir, count, PathBuf::from(cut)] {
-        let _ = std::fs::remove_dir_all(d);
-    }
 }
 
 /// A copy of the fixture whose site 0 allocates `factor` times as often.
-fn fixture_with_site_0_times(name: &str, factor: u64) -> PathBuf {
+fn fixture_with_site_0_times(name: &str, factor: u64) -> Scratch {
     use polars::prelude::*;
     let dir = copy_fixture(name);
     edit_table(&dir, "sites.parquet", |mut df| {
@@ -1928,7 +1902,6 @@ fn differential_flamegraph_colours_what_grew() {
     let (gains, losses) = gains_and_losses(&deltas);
     assert!(gains == 0 && losses >= 2, "as a loss: {deltas:?}");
     assert_eq!(reds(&at_base), 0, "a loss is not red");
-    std::fs::remove_dir_all(gone).unwrap();
     // --widths picks a side of --diff: without one, it is refused, not ignored.
     let out = analyzer(&[
         "flamegraph",
@@ -1962,7 +1935,6 @@ fn differential_flamegraph_colours_what_grew() {
         "{deltas:?}"
     );
     assert_eq!(reds(&text), 0);
-    std::fs::remove_dir_all(change).unwrap();
 }
 
 #[test]
@@ -2038,8 +2010,8 @@ fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
         }
     });
     for (a, b, side) in [
-        (&unsampled, &base, "the base"),
-        (&base, &unsampled, "the change"),
+        (unsampled.path(), base.as_path(), "the base"),
+        (base.as_path(), unsampled.path(), "the change"),
     ] {
         let out = draw(a, b);
         assert_eq!(out.status.code(), Some(2), "{out:?}");
@@ -2051,7 +2023,6 @@ fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
             "{out:?}"
         );
     }
-    std::fs::remove_dir_all(unsampled).unwrap();
     // Sampled, and nothing live: at the change's widths nothing to draw, and the
     // base's widths are offered; with nothing live on either side, that is the
     // answer, drawn as for one report.
@@ -2075,7 +2046,6 @@ fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
     assert!(out.status.success(), "{out:?}");
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("no sampled block was live then"), "{text}");
-    std::fs::remove_dir_all(empty).unwrap();
     // Without heap sampling on either side there is nothing to draw: an error.
     assert_one_line_error(
         &[
@@ -2090,7 +2060,6 @@ fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
         ],
         "has no live bytes to compare",
     );
-    std::fs::remove_dir_all(change).unwrap();
 }
 
 #[test]
@@ -2134,15 +2103,12 @@ fn flamegraph_of_temporaries_folds_allocator_frames() {
             .unwrap()
             .contains(";alloc_impl;")
     );
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// Writes `text` as a budget file of its own.
-fn budget_file(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("analyzer-budget-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, text).unwrap();
+fn budget_file(name: &str, text: &str) -> ScratchFile {
+    let path = Scratch::new("analyzer-budget").holding(&format!("{name}.toml"));
+    std::fs::write(&*path, text).unwrap();
     path
 }
 
@@ -2221,8 +2187,7 @@ fn tighten_lowers_limits_with_headroom_keeps_the_file_and_never_raises() {
 #[test]
 fn a_drafted_budget_passes_its_report_and_catches_growth() {
     let r = fixture();
-    let dir = std::env::temp_dir().join(format!("analyzer-draft-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("analyzer-draft");
     let b = dir.join("budget.toml");
     let draft = |report: &Path, extra: &[&str]| -> String {
         let mut args = vec![
@@ -2411,9 +2376,6 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
     ] {
         assert_one_line_error(&["budget", r.to_str().unwrap(), "--margin", margin], says);
     }
-    for d in [dir, grown, labelled, count, sampled] {
-        let _ = std::fs::remove_dir_all(d);
-    }
 }
 
 #[test]
@@ -2433,7 +2395,6 @@ fn check_of_a_sampled_report_names_its_estimates() {
         stderr.contains("phase totals are exact but for temporaries"),
         "{stderr}"
     );
-    let _ = std::fs::remove_dir_all(sampled);
 }
 
 #[test]
@@ -2858,7 +2819,6 @@ fn check_allocs_per_row_needs_the_rows_label() {
         err.contains("no `rows` label") && err.lines().count() == 1,
         "{err}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -2878,8 +2838,7 @@ fn example_budget_parses() {
 
 #[test]
 fn calibrate_formats_as_the_other_commands_do() {
-    let dir = std::env::temp_dir().join(format!("analyzer-calibrate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("analyzer-calibrate");
     let stored = dir.join("calibration.json");
     let out = analyzer(&[
         "calibrate",
@@ -2897,7 +2856,6 @@ fn calibrate_formats_as_the_other_commands_do() {
     let out = analyzer(&["calibrate", "--quick", "-o", stored.to_str().unwrap()]);
     assert!(out.status.success(), "{out:?}");
     assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_err());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -3049,9 +3007,6 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
         ],
         "temporaries limits need temporaries",
     );
-    for d in [sampled, off, count] {
-        let _ = std::fs::remove_dir_all(d);
-    }
 }
 
 #[test]
@@ -3064,7 +3019,7 @@ fn stacks_cut_short_are_said_wherever_sites_are_judged() {
     });
     let c = cut.to_str().unwrap();
     let r = fixture();
-    let svg = std::env::temp_dir().join(format!("analyzer-cut-{}.svg", std::process::id()));
+    let svg = Scratch::new("analyzer-cut").holding("graph.svg");
     for args in [
         vec!["categories", c],
         vec!["cost", c],
@@ -3097,7 +3052,6 @@ fn stacks_cut_short_are_said_wherever_sites_are_judged() {
         String::from_utf8_lossy(&out.stderr).contains("call stacks that end before main"),
         "{out:?}"
     );
-    let _ = std::fs::remove_dir_all(cut);
     let _ = std::fs::remove_file(svg);
 }
 
@@ -3121,16 +3075,13 @@ fn a_report_over_another_allocator_names_it_and_its_prices_say_whose_they_are() 
     let out = analyzer(&["cost", d]);
     assert!(out.status.success(), "{out:?}");
     assert!(!String::from_utf8_lossy(&out.stderr).contains("ran over"));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn a_peak_kept_before_heap_sampling_stopped_is_still_shown() {
     // The program switched to `off` before writing the report: the manifest's
     // interval is 0, but the kept peak and its estimates are there.
-    let dir = std::env::temp_dir().join(format!("analyzer-stopped-heap-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("analyzer-stopped-heap");
     for e in std::fs::read_dir(memory_fixture()).unwrap() {
         let e = e.unwrap();
         std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
@@ -3145,16 +3096,13 @@ fn a_peak_kept_before_heap_sampling_stopped_is_still_shown() {
     );
     assert!(text.contains("lookup_table (demo.rs:32)"), "{text}");
     assert!(!text.contains("was off in this run"), "{text}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn a_gate_on_counts_needs_no_calibration() {
     // A fresh CI runner: no calibration stored. A gate on counts alone diffs unpriced
     // rather than measure one (15 s) and write it.
-    let home = std::env::temp_dir().join(format!("analyzer-no-cal-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
-    std::fs::create_dir_all(&home).unwrap();
+    let home = Scratch::new("analyzer-no-cal");
     let r = fixture();
     let r = r.to_str().unwrap();
     let out = analyzer_at_home(
@@ -3177,7 +3125,6 @@ fn a_gate_on_counts_needs_no_calibration() {
         0,
         "nothing written"
     );
-    let _ = std::fs::remove_dir_all(home);
 }
 
 #[test]
@@ -3285,7 +3232,6 @@ fn count_reports_are_gated_on_their_totals() {
         ]);
         assert_eq!(out.status.code(), Some(2), "{out:?}");
     }
-    let _ = std::fs::remove_dir_all(count);
 }
 
 #[test]
@@ -3319,7 +3265,6 @@ fn a_budget_judges_only_the_workload_it_is_for() {
         &["check", l, "--budget", missing.to_str().unwrap()],
         "has no such label",
     );
-    let _ = std::fs::remove_dir_all(labelled);
 }
 
 #[test]
@@ -3348,8 +3293,7 @@ fn info_prints_bytes_in_the_unit_that_suits_them() {
 fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
     // The stored calibration is a cache: `top` ranks without costs and says why. One
     // given on the command line is the user's input: refused, naming the file.
-    let home = std::env::temp_dir().join(format!("analyzer-bad-cal-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&home);
+    let home = Scratch::new("analyzer-bad-cal");
     let stored = home.join("alloc-profiler").join("calibration.json");
     std::fs::create_dir_all(stored.parent().unwrap()).unwrap();
     std::fs::write(&stored, "{}").unwrap();
@@ -3377,7 +3321,6 @@ fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
         "{}",
         "left as it was"
     );
-    let _ = std::fs::remove_dir_all(home);
 }
 
 #[test]
@@ -3385,7 +3328,7 @@ fn a_flame_graph_of_nothing_says_why_from_the_report() {
     // A count report: no sites, and (without heap sampling) no live bytes.
     let count = count_copy(&fixture(), "flame-count");
     let c = count.to_str().unwrap();
-    let svg = std::env::temp_dir().join(format!("analyzer-flame-{}.svg", std::process::id()));
+    let svg = Scratch::new("analyzer-flame").holding("graph.svg");
     let s = svg.to_str().unwrap();
     assert_one_line_error(
         &["flamegraph", c, "-o", s],
@@ -3396,7 +3339,6 @@ fn a_flame_graph_of_nothing_says_why_from_the_report() {
         &["flamegraph", c, "--by", "peak-bytes", "-o", s],
         "no live bytes to draw: heap sampling did not see that moment",
     );
-    let _ = std::fs::remove_dir_all(count);
     let _ = std::fs::remove_file(svg);
 }
 

@@ -5,15 +5,12 @@ mod common;
 
 use common::driver;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use test_scratch::Scratch;
 use std::process::{Output, Stdio};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("synth-driver-files-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("synth-driver-files-{name}"))
 }
 
 /// The driver tracing a one-block chain in `count` mode with its report at `report`.

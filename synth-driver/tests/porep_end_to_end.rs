@@ -6,15 +6,13 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use test_scratch::Scratch;
 
 mod common;
 use common::{driver, run_json};
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("synth-driver-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("synth-driver-{name}"))
 }
 
 fn rows(path: &Path) -> Vec<HashMap<String, Field>> {
@@ -112,7 +110,8 @@ fn sealed_2kib() -> PathBuf {
 #[test]
 fn porep_2kib_rows_and_top_sites() {
     let c1 = sealed_2kib();
-    let report = scratch("porep-report").join("report");
+    let report_scratch = scratch("porep-report");
+    let report = report_scratch.join("report");
     let out = driver()
         .args(["--trace", "sites", "--json", "--report"])
         .arg(&report)

@@ -6,7 +6,8 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use test_scratch::Scratch;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -19,14 +20,8 @@ const LIMIT: Duration = Duration::from_secs(60);
 const ENDLESS: [&str; 6] = ["sha256", "--blocks", "2", "-i", "1000000", "--json"];
 
 /// A fresh folder for one test.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "synth-driver-signals-{test}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn scratch(test: &str) -> Scratch {
+    Scratch::new(&format!("synth-driver-signals-{test}"))
 }
 
 /// A driver started in `cwd`, its output read by threads of the test (so that it

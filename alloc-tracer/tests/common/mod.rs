@@ -4,7 +4,8 @@
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::record::Field;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+pub use test_scratch::Scratch;
 
 /// One row as column name -> field.
 pub type Row = HashMap<String, Field>;
@@ -81,15 +82,9 @@ pub fn sum_for_function_in(dir: &Path, table: &str, function: &str, col: &str) -
         .sum()
 }
 
-/// A fresh directory under the target directory for one test's reports.
-pub fn scratch(name: &str) -> PathBuf {
-    let base = std::env::var_os("CARGO_TARGET_TMPDIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    let dir = base.join(format!("alloc-tracer-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh folder for one test's reports, removed when the test passes.
+pub fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("alloc-tracer-{name}"))
 }
 
 /// Runs `work` and returns the change of the tracer's totals (over all phases) it
