@@ -26,8 +26,14 @@ pub struct CategoryTotals {
     pub top_site: String,
     /// How far sampling alone may put `alloc_count + realloc_count` from the truth
     /// in a `sample:N` report (as a site's: `RankedSite::alloc_count_noise`);
-    /// `None` in an exact one, and for a category with nothing recorded.
+    /// `None` in an exact one. A category with nothing sampled may still have made
+    /// fewer than about `3N` (`sampling_noise::unsampled_bound`).
     pub alloc_count_noise: Option<u64>,
+    /// The same for `bytes_requested` (`RankedSite::bytes_requested_noise`); `None`
+    /// where nothing was sampled, whose sizes are unknown.
+    pub bytes_requested_noise: Option<u64>,
+    /// The same for `temporary_count`.
+    pub temporary_count_noise: Option<u64>,
 }
 
 /// Totals per category (rules in order, then the unmatched), within `phase` if given.
@@ -45,9 +51,12 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
             temporary_count: 0,
             share: 0.0,
             alloc_count_noise: None,
+            bytes_requested_noise: None,
+            temporary_count_noise: None,
             top_site: String::new(),
         })
         .collect();
+    let mut squares = vec![0.0; out.len()];
     let mut biggest: Vec<Option<(u64, usize)>> = vec![None; out.len()];
     let sites: Vec<RankedSite> = site_totals(report, phase);
     let calls = |s: &RankedSite| s.alloc_count.saturating_add(s.realloc_count);
@@ -61,6 +70,7 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
         t.realloc_count = t.realloc_count.saturating_add(s.realloc_count);
         t.bytes_requested = t.bytes_requested.saturating_add(s.bytes_requested);
         t.temporary_count = t.temporary_count.saturating_add(s.temporary_count);
+        squares[i] += s.bytes_square_sum;
         let n = calls(s);
         // Ties go to the lower site id, so that output is stable.
         if biggest[i].is_none_or(|(m, j)| n > m || (n == m && s.site_id < sites[j].site_id)) {
@@ -74,14 +84,16 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
             t.top_site = site.name;
         }
     }
-    for t in &mut out {
+    for (t, square) in out.iter_mut().zip(squares) {
         let calls = t.alloc_count.saturating_add(t.realloc_count);
         t.share = if total == 0 {
             0.0
         } else {
             calls as f64 / total as f64
         };
-        t.alloc_count_noise = report.count_noise(calls);
+        t.alloc_count_noise = report.count_or_none_noise(calls);
+        t.bytes_requested_noise = report.bytes_noise(square);
+        t.temporary_count_noise = report.count_or_none_noise(t.temporary_count);
     }
     out
 }

@@ -5,6 +5,7 @@ use crate::categories::{self, Category};
 use crate::id_map::{self, IdMap};
 use crate::naming;
 use crate::report::{FrameRow, Report};
+use crate::sampling_noise;
 use std::collections::HashMap;
 
 /// What one ranked row stands for.
@@ -85,9 +86,19 @@ pub struct RankedSite {
     pub cost_s: Option<f64>,
     /// How far sampling alone may put `alloc_count + realloc_count` from the truth
     /// in a `sample:N` report (half-width of a 95 % interval:
-    /// `sampling_noise::estimate_bound`); `None` in an exact one. Bytes,
-    /// temporaries and cost are estimates of the same spread.
+    /// `sampling_noise::estimate_bound`); `None` in an exact one.
     pub alloc_count_noise: Option<u64>,
+    /// The same for `bytes_requested` (`sampling_noise::bytes_bound`): wider than the
+    /// count's where block sizes vary. It cannot see blocks never sampled: see
+    /// `sampling_noise::coverage`.
+    pub bytes_requested_noise: Option<u64>,
+    /// The same for `temporary_count` (the temporaries' own count, as for
+    /// allocations): wider than the count's where few blocks are temporaries.
+    pub temporary_count_noise: Option<u64>,
+    /// The sum that `bytes_requested_noise` comes from (`sampling_noise::square_bound`
+    /// over the rows), kept to sum groups of sites.
+    #[serde(skip)]
+    pub bytes_square_sum: f64,
 }
 
 /// Per-site totals over the rows of `phase` (all phases if `None`), not yet named
@@ -100,6 +111,7 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
         requested: u64,
         allocated: u64,
         temporaries: u64,
+        square: f64,
         main: (u64, u64, Option<u64>),
     }
     let mut by_site: IdMap<Acc> = id_map::with_capacity(report.sites.len());
@@ -112,6 +124,7 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
         a.requested = a.requested.saturating_add(r.bytes_requested);
         a.allocated = a.allocated.saturating_add(r.bytes_allocated);
         a.temporaries = a.temporaries.saturating_add(r.temporary_count);
+        a.square += sampling_noise::square_bound(r.bytes_requested, r.size_class_bytes, r.calls());
         let n = r.calls();
         if n > a.main.1 {
             a.main = (r.size_class_bytes, n, r.lifetime_ns_median);
@@ -138,6 +151,9 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
             temporary_share: ratio(a.temporaries, a.allocs.saturating_add(a.reallocs)),
             share: ratio(a.allocs.saturating_add(a.reallocs), total),
             alloc_count_noise: report.count_noise(a.allocs.saturating_add(a.reallocs)),
+            bytes_requested_noise: report.bytes_noise(a.square),
+            temporary_count_noise: report.count_or_none_noise(a.temporaries),
+            bytes_square_sum: a.square,
             main_size_class_bytes: a.main.0,
             lifetime_ns_median: a.main.2,
             cost_s: None,
@@ -459,6 +475,7 @@ pub fn top_grouped(
             g.bytes_requested = 0;
             g.bytes_allocated = 0;
             g.temporary_count = 0;
+            g.bytes_square_sum = 0.0;
             g.share = 0.0;
             g.cost_s = None;
             (g, 0, label)
@@ -476,6 +493,7 @@ pub fn top_grouped(
         g.bytes_requested = g.bytes_requested.saturating_add(s.bytes_requested);
         g.bytes_allocated = g.bytes_allocated.saturating_add(s.bytes_allocated);
         g.temporary_count = g.temporary_count.saturating_add(s.temporary_count);
+        g.bytes_square_sum += s.bytes_square_sum;
         if let Some(c) = cost {
             *g.cost_s.get_or_insert(0.0) += c;
         }
@@ -491,6 +509,8 @@ pub fn top_grouped(
             // comes to 1.0000000000000002.
             g.share = ratio(calls, total);
             g.alloc_count_noise = report.count_noise(calls);
+            g.bytes_requested_noise = report.bytes_noise(g.bytes_square_sum);
+            g.temporary_count_noise = report.count_or_none_noise(g.temporary_count);
             g
         })
         .collect();

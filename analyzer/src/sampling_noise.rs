@@ -99,6 +99,33 @@ pub fn estimate_bound(estimate: u64, interval: u64) -> Option<u64> {
     (interval > 1 && estimate > 0).then(|| (SIGMAS * variance.sqrt()).ceil() as u64)
 }
 
+/// What an estimate of 0 in a report of sample interval `interval` may hide: `c`
+/// allocations all go unsampled with probability `(1 - 1/N)^c`, under 5 % from
+/// `c = 3N` on (`-ln 0.05` is 3.0), so about `3N` is the 95 % bound that
+/// [`estimate_bound`] gives other estimates. `None` in an exact report.
+pub fn unsampled_bound(interval: u64) -> Option<u64> {
+    (interval > 1).then(|| interval.saturating_mul(3))
+}
+
+/// How far sampling alone may put an estimate of requested bytes from the truth in a
+/// report of sample interval `interval`: twice the standard deviation, whose
+/// variance is `N` times the sum of the sampled blocks' squared sizes.
+/// `square_sum` estimates that sum from the rows it adds up, each a size class's
+/// bytes times the class's size (`square_bound`): no block is larger than its
+/// class. `None` in an exact report.
+pub fn bytes_bound(square_sum: f64, interval: u64) -> Option<u64> {
+    let variance = interval as f64 * square_sum;
+    (interval > 1 && square_sum > 0.0).then(|| (SIGMAS * variance.sqrt()).ceil() as u64)
+}
+
+/// One row's part of [`bytes_bound`]'s `square_sum`: `bytes` requested in blocks of
+/// a size class of `class_bytes` (jemalloc's class: the largest block size in it),
+/// `calls` of them (their mean bounds the size where the class is unknown).
+pub fn square_bound(bytes: u64, class_bytes: u64, calls: u64) -> f64 {
+    let mean = bytes.checked_div(calls).unwrap_or(0);
+    bytes as f64 * class_bytes.max(mean) as f64
+}
+
 /// `bound` as a share of `estimate`, for tables: `±6%`, `±0.4%` under one per cent;
 /// empty without a bound (which an estimate of 0 has none of).
 pub fn relative(bound: Option<u64>, estimate: u64) -> String {

@@ -3432,14 +3432,111 @@ fn sampled_reports_tables_give_each_rows_spread() {
         );
         assert!(table.contains("  ±7% "), "{args:?}: {table}");
         assert!(
-            table.contains("± is how far sampling alone may put a row's count"),
+            table.contains("± after a column is how far sampling alone may put it"),
             "{table}"
         );
+        // Every byte the phases count is in the sites: no note of bytes missed.
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(!err.contains("sampled sites hold"), "{args:?}: {err}");
     }
-    // In JSON, the bound itself.
+    // `top` and `categories` give bytes and temporaries their own: three ± columns.
+    for args in [&["top", s, "--limit", "3"][..], &["categories", s]] {
+        let table = String::from_utf8(analyzer(args).stdout).unwrap();
+        let head = table.lines().next().unwrap();
+        assert_eq!(head.matches(" ±").count(), 3, "{args:?}: {head}");
+    }
+    // In JSON, the bounds themselves. Bytes: N times the sum over the site's rows of
+    // its bytes times its class's size (no block is larger than its class), two
+    // standard deviations; temporaries: as a count of their own.
     let out = analyzer(&["top", s, "--limit", "1", "--format", "json"]);
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(rows[0]["alloc_count_noise"], 5856);
+    let top = rows[0]["site_id"].as_u64().unwrap();
+    let squares: f64 = {
+        use polars::prelude::*;
+        let df = ParquetReader::new(std::fs::File::open(sampled.join("sites.parquet")).unwrap())
+            .finish()
+            .unwrap();
+        let col = |n: &str| -> Vec<u64> {
+            df.column(n)
+                .unwrap()
+                .u64()
+                .unwrap()
+                .into_no_null_iter()
+                .collect()
+        };
+        let (ids, bytes, class) = (
+            col("site_id"),
+            col("bytes_requested"),
+            col("size_class_bytes"),
+        );
+        let calls: Vec<u64> = col("alloc_count")
+            .iter()
+            .zip(col("realloc_count"))
+            .map(|(a, r)| a + r)
+            .collect();
+        (0..ids.len())
+            .filter(|&i| ids[i] == top)
+            .map(|i| bytes[i] as f64 * class[i].max(bytes[i] / calls[i].max(1)) as f64)
+            .sum()
+    };
+    assert!(squares > 0.0);
+    let expect = (2.0 * (100.0 * squares).sqrt()).ceil() as u64;
+    assert_eq!(rows[0]["bytes_requested_noise"], expect, "{}", rows[0]);
+    let temps = rows[0]["temporary_count"].as_u64().unwrap();
+    assert!(temps > 0);
+    let expect = (2.0 * (100.0 * temps as f64).sqrt()).ceil() as u64;
+    assert_eq!(rows[0]["temporary_count_noise"], expect, "{}", rows[0]);
+    // A category with nothing sampled reads 0 with what it may hide: about 3N.
+    let out = analyzer(&["categories", s, "--format", "json"]);
+    let cats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let empty = cats
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["sites"] == 0)
+        .expect("a category no site falls in");
+    assert_eq!(empty["alloc_count"], 0);
+    assert_eq!(empty["alloc_count_noise"], 300, "{empty}");
+    assert_eq!(empty["bytes_requested_noise"], serde_json::Value::Null);
+    // Without the site that requested most bytes, as if it had gone unsampled, the
+    // sites hold less than the phases count: said, with how much.
+    let missed = copy_report(&sampled, "spread-missed");
+    let mut dropped = (0, 0);
+    edit_table(&missed, "sites.parquet", |df| {
+        use polars::prelude::*;
+        let bytes: Vec<u64> = df
+            .column("bytes_requested")
+            .unwrap()
+            .u64()
+            .unwrap()
+            .into_no_null_iter()
+            .collect();
+        let (i, b) = bytes.iter().enumerate().max_by_key(|(_, b)| **b).unwrap();
+        dropped = (*b, bytes.iter().sum::<u64>());
+        let keep: BooleanChunked = (0..bytes.len()).map(|j| j != i).collect();
+        df.filter(&keep).unwrap()
+    });
+    edit_manifest(&missed, |m| {
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["file"] == "sites.parquet" {
+                t["rows"] = (t["rows"].as_u64().unwrap() - 1).into();
+            }
+        }
+    });
+    let share = 100.0 * (dropped.1 - dropped.0) as f64 / dropped.1 as f64;
+    assert!(share < 95.0, "{share}");
+    let m = missed.to_str().unwrap();
+    for args in [&["top", m][..], &["categories", m], &["cost", m]] {
+        let out = analyzer(args);
+        assert!(out.status.success(), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains(&format!("({share:.0} %; the totals are counted exactly")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("blocks too rare to be sampled"), "{err}");
+    }
     // An exact report's tables have no such column.
     let out = analyzer(&["top", fixture().to_str().unwrap(), "--limit", "3"]);
     assert!(!String::from_utf8(out.stdout).unwrap().contains('±'));

@@ -28,6 +28,35 @@ def noise_bound(report: Report, count: pl.Expr) -> pl.Expr:
     return bound_of_variance(count.cast(pl.Float64) * n)
 
 
+def noise_or_none(report: Report, count: pl.Expr) -> pl.Expr:
+    """`noise_bound`, and for an estimate of 0 in a `sample:N` report what sampling may
+    have missed: about 3N (the analyzer's `temporary_count_noise`, and a category's
+    `alloc_count_noise`)."""
+    n = int(report.manifest.get("sample_interval") or 1)
+    if n <= 1:
+        return pl.lit(None, dtype=pl.UInt64)
+    return pl.when(count == 0).then(pl.lit(3 * n, dtype=pl.UInt64)).otherwise(
+        noise_bound(report, count))
+
+
+def square_bound(bytes_: pl.Expr, class_bytes: pl.Expr, calls: pl.Expr) -> pl.Expr:
+    """One row's part of the sum of squared block sizes that a bytes estimate's
+    spread comes from: its bytes times its class's size (no block is larger), or its
+    mean request where that is larger (the analyzer's `sampling_noise::square_bound`)."""
+    mean = pl.when(calls > 0).then(bytes_ // calls).otherwise(0)
+    return bytes_.cast(pl.Float64) * pl.max_horizontal(class_bytes, mean).cast(pl.Float64)
+
+
+def bytes_noise(report: Report, square_sum: pl.Expr) -> pl.Expr:
+    """How far sampling alone may put a bytes estimate from the truth: two standard
+    errors of N times `square_sum` (`square_bound` summed over its rows), as the
+    analyzer's `bytes_requested_noise`; null in an exact report."""
+    n = int(report.manifest.get("sample_interval") or 1)
+    if n <= 1:
+        return pl.lit(None, dtype=pl.UInt64)
+    return bound_of_variance(square_sum * n)
+
+
 def bound_of_variance(variance: pl.Expr) -> pl.Expr:
     """Two standard errors of a count whose sampling variance is `variance`, rounded
     up (null where it is 0: nothing sampled), as the analyzer's bounds."""
@@ -66,7 +95,8 @@ def site_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
     realloc_count, bytes_requested, bytes_allocated, temporary_count, temporary_share
     (temporaries / (allocations + reallocs)), share (of allocations + reallocs in the selection),
     main_size_class_bytes (the class with most allocations + reallocs) and
-    lifetime_ns_median (of that class's row). Not named: see `top_sites`."""
+    lifetime_ns_median (of that class's row), and bytes_square_sum (`square_bound`
+    over its rows, for `bytes_noise`). Not named: see `top_sites`."""
     rows = _phase_rows(report, phase).with_row_index("row").with_columns(
         n=pl.col("alloc_count") + pl.col("realloc_count")
     )
@@ -89,6 +119,9 @@ def site_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
         pl.col("bytes_requested").sum(),
         pl.col("bytes_allocated").sum(),
         pl.col("temporary_count").sum(),
+        square_bound(pl.col("bytes_requested"), pl.col("size_class_bytes"), pl.col("n"))
+        .sum()
+        .alias("bytes_square_sum"),
     )
     total = (sums["alloc_count"].sum() or 0) + (sums["realloc_count"].sum() or 0)
 
@@ -113,7 +146,8 @@ def top_sites(
 ) -> pl.DataFrame:
     """The sites ranked first by `by` (count, bytes or temporaries), ties by site id,
     with rank (from 1), name and callers: the rows of `analyzer top --format json`
-    (`alloc_count_noise`: the estimate's spread in a `sample:N` report)."""
+    (`alloc_count_noise`, `bytes_requested_noise`, `temporary_count_noise`: the
+    estimates' spread in a `sample:N` report)."""
     if by not in RANK_KEYS:
         raise ValueError(f"by must be one of {sorted(RANK_KEYS)}, not {by!r}")
     ranked = (
@@ -142,6 +176,8 @@ def top_sites(
             alloc_count_noise=noise_bound(report, pl.col("alloc_count") + pl.col("realloc_count")),
             main_size_class_bytes="main_size_class_bytes",
             lifetime_ns_median="lifetime_ns_median",
+            bytes_requested_noise=bytes_noise(report, pl.col("bytes_square_sum")),
+            temporary_count_noise=noise_or_none(report, pl.col("temporary_count")),
         )
     )
 
@@ -157,17 +193,30 @@ def category_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
     """Totals per category within `phase` if given (one the report lacks is refused),
     in the analyzer's order (its rules in order, then the unmatched): the rows of
     `analyzer categories --format json`, less the categories without sites (the
-    analyzer lists those too); `alloc_count_noise`: the estimate's spread in a
-    `sample:N` report."""
+    analyzer lists those too); `alloc_count_noise`, `bytes_requested_noise`,
+    `temporary_count_noise`: the estimates' spread in a `sample:N` report."""
     rows = report.named_sites
     if check_phase(report, phase) is not None:
         rows = rows.filter(pl.col("phase") == phase)
-    per_site = rows.group_by("site_id", "category", "category_index").agg(
-        pl.col("alloc_count").sum(),
-        pl.col("realloc_count").sum(),
-        pl.col("bytes_requested").sum(),
-        pl.col("temporary_count").sum(),
-    ).with_columns(n=pl.col("alloc_count") + pl.col("realloc_count"))
+    # The named rows have no size class: each site's sum of squared sizes from its
+    # rows in the report's own table.
+    squares = _phase_rows(report, phase).group_by("site_id").agg(
+        square_bound(pl.col("bytes_requested"), pl.col("size_class_bytes"),
+                     pl.col("alloc_count") + pl.col("realloc_count"))
+        .sum()
+        .alias("bytes_square_sum"),
+    )
+    per_site = (
+        rows.group_by("site_id", "category", "category_index")
+        .agg(
+            pl.col("alloc_count").sum(),
+            pl.col("realloc_count").sum(),
+            pl.col("bytes_requested").sum(),
+            pl.col("temporary_count").sum(),
+        )
+        .join(squares, on="site_id", how="left")
+        .with_columns(n=pl.col("alloc_count") + pl.col("realloc_count"))
+    )
     total = per_site["n"].sum() or 0
     # The biggest site of each category; ties go to the lower site id.
     top = (
@@ -185,6 +234,7 @@ def category_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
             pl.col("realloc_count").sum(),
             pl.col("bytes_requested").sum(),
             pl.col("temporary_count").sum(),
+            pl.col("bytes_square_sum").sum(),
         )
         .join(top, on="category", how="left")
         .with_columns(
@@ -204,5 +254,7 @@ def category_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
             "share",
             alloc_count_noise=noise_bound(report, pl.col("alloc_count") + pl.col("realloc_count")),
             top_site="top_site",
+            bytes_requested_noise=bytes_noise(report, pl.col("bytes_square_sum")),
+            temporary_count_noise=noise_or_none(report, pl.col("temporary_count")),
         )
     )

@@ -57,7 +57,8 @@ def test_a_phase_the_report_does_not_name_is_refused(report):
 
 def test_a_sampled_reports_spread_is_the_analyzers(report, analyzer, tmp_path):
     """In a `sample:N` report every count is an estimate: its two-standard-error
-    spread, per site and per category, is the analyzer's `alloc_count_noise`."""
+    spread, per site and per category, is the analyzer's `alloc_count_noise`, and
+    those of its bytes and temporaries the analyzer's too."""
     from reports import edited_copy
 
     from allocprof.sites import category_totals
@@ -68,8 +69,12 @@ def test_a_sampled_reports_spread_is_the_analyzers(report, analyzer, tmp_path):
     mine = top_sites(sampled, limit=20).to_dicts()
     theirs = analyzer("top", sampled.dir, "--limit", 20)
     assert all(m["alloc_count_noise"] for m in mine)
-    assert [m["alloc_count_noise"] for m in mine] == [t["alloc_count_noise"] for t in theirs]
-    cats = {c["category"]: c["alloc_count_noise"] for c in category_totals(sampled).to_dicts()}
-    want = {t["category"]: t["alloc_count_noise"] for t in analyzer("categories", sampled.dir)
-            if t["sites"] > 0}
-    assert cats == want and all(cats.values())
+    noises = ("alloc_count_noise", "bytes_requested_noise", "temporary_count_noise")
+    for key in noises:
+        assert [m[key] for m in mine] == [t[key] for t in theirs], key
+    assert all(m["bytes_requested_noise"] for m in mine)
+    for key in noises:
+        cats = {c["category"]: c[key] for c in category_totals(sampled).to_dicts()}
+        want = {t["category"]: t[key] for t in analyzer("categories", sampled.dir)
+                if t["sites"] > 0}
+        assert cats == want and all(cats.values()), key

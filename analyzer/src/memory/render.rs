@@ -243,14 +243,14 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     if !h.sites.is_empty() {
         site_table(out, h)?;
     }
-    // The sites `--limit` left out: the total above counts them too.
-    let all: usize = h.categories.iter().map(|c| c.sites).sum();
-    if all > h.sites.len() {
+    // The sites `--limit` left out (as the JSON's `more_sites`): the total above
+    // counts them too.
+    if h.more_sites > 0 {
         let shown: u64 = h.sites.iter().map(|s| s.live_bytes).sum();
         writeln!(
             out,
             "{} more sites, {} (--limit shows more)",
-            all - h.sites.len(),
+            h.more_sites,
             bytes(h.estimated_bytes.saturating_sub(shown) as f64)
         )?;
     }
@@ -297,9 +297,6 @@ fn site_table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             ),
             s.category
         )?;
-    }
-    if h.more_sites > 0 {
-        writeln!(out, "{} more sites (--limit shows more)", h.more_sites)?;
     }
     Ok(())
 }

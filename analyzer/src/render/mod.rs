@@ -211,7 +211,7 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
             let sampled = sites.iter().any(|s| s.alloc_count_noise.is_some());
             writeln!(
                 out,
-                "{:>4} {:>13}{} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  site",
+                "{:>4} {:>13}{} {:>7} {:>14}{} {:>6}{} {:>7} {:>12} {:>9}{}  site",
                 "rank",
                 // What sites count and rank by: a realloc that moves a block is
                 // an allocation too.
@@ -219,7 +219,9 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                 spread(sampled, "±"),
                 "share",
                 "bytes",
+                spread(sampled, "±"),
                 "temps",
+                spread(sampled, "±"),
                 "class",
                 "lifetime",
                 "cost",
@@ -229,13 +231,21 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                 let calls = s.alloc_count.saturating_add(s.realloc_count);
                 writeln!(
                     out,
-                    "{:>4} {:>13}{} {:>7} {:>14} {:>6} {:>7} {:>12} {:>9}{}  {}",
+                    "{:>4} {:>13}{} {:>7} {:>14}{} {:>6}{} {:>7} {:>12} {:>9}{}  {}",
                     s.rank,
                     calls,
                     spread(sampled, relative(s.alloc_count_noise, calls)),
                     pct(s.share),
                     s.bytes_requested,
+                    spread(
+                        sampled,
+                        relative(s.bytes_requested_noise, s.bytes_requested)
+                    ),
                     format!("{:.0}%", 100.0 * s.temporary_share),
+                    spread(
+                        sampled,
+                        relative(s.temporary_count_noise, s.temporary_count)
+                    ),
                     s.main_size_class_bytes,
                     s.lifetime_ns_median.map_or("-".to_owned(), lifetime),
                     s.cost_s.map_or("-".to_owned(), seconds),
@@ -261,11 +271,14 @@ pub(crate) fn spread(sampled: bool, cell: impl std::fmt::Display) -> String {
     }
 }
 
-/// Under a table of a `sample:N` report's rows: what its `±` column says.
-pub(crate) const SAMPLED_FOOTER: &str = "± is how far sampling alone may put a row's count from the truth (two standard \
-     errors): a sample:N report records one allocation in N and counts it N times, so \
-     its counts, bytes, temporaries and costs are estimates, and a row of few recorded \
-     allocations is rough";
+/// Under a table of a `sample:N` report's rows: what its `±` columns say.
+pub(crate) const SAMPLED_FOOTER: &str = "± after a column is how far sampling alone may put it from the truth (two \
+     standard errors, as a share of it): a sample:N report records one allocation in N \
+     and counts it N times, so its counts, bytes, temporaries and costs are estimates, \
+     and a row of few recorded allocations is rough. Bytes spread wider than counts where \
+     block sizes vary, and a rare large block may go unsampled altogether, which no ± can \
+     show: when the sites' bytes stray from the exact total, a note on standard error \
+     says so";
 
 /// Writes category totals.
 pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) -> io::Result<()> {
@@ -279,28 +292,38 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
             let sampled = cats.iter().any(|c| c.alloc_count_noise.is_some());
             writeln!(
                 out,
-                "{:<40} {:>6} {:>13}{} {:>7} {:>14} {:>12}  top site",
+                "{:<40} {:>6} {:>13}{} {:>7} {:>14}{} {:>12}{}  top site",
                 "category",
                 "sites",
                 "alloc+realloc",
                 spread(sampled, "±"),
                 "share",
                 "bytes",
-                "temporaries"
+                spread(sampled, "±"),
+                "temporaries",
+                spread(sampled, "±"),
             )?;
             let (shown, left) = used_categories(cats, |c| c.sites > 0, sampled);
             for c in shown {
                 let calls = c.alloc_count.saturating_add(c.realloc_count);
                 writeln!(
                     out,
-                    "{:<40} {:>6} {:>13}{} {:>7} {:>14} {:>12}  {}",
+                    "{:<40} {:>6} {:>13}{} {:>7} {:>14}{} {:>12}{}  {}",
                     c.category,
                     c.sites,
                     calls,
                     spread(sampled, relative(c.alloc_count_noise, calls)),
                     pct(c.share),
                     c.bytes_requested,
+                    spread(
+                        sampled,
+                        relative(c.bytes_requested_noise, c.bytes_requested)
+                    ),
                     c.temporary_count,
+                    spread(
+                        sampled,
+                        relative(c.temporary_count_noise, c.temporary_count)
+                    ),
                     c.top_site
                 )?;
             }

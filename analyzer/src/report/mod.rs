@@ -177,6 +177,45 @@ impl Report {
         crate::sampling_noise::estimate_bound(count, self.manifest.sample_interval)
     }
 
+    /// In a `sample:N` report, the requested bytes its sites hold (an estimate) and
+    /// those of its phase totals (counted exactly in every mode), in `phase` or in
+    /// all: far apart when blocks too rare to be sampled hold many bytes (missed) or
+    /// one was sampled (counted `N` times over). `None` in an exact report.
+    pub fn sampled_bytes_against_exact(&self, phase: Option<&str>) -> Option<(u64, u64)> {
+        if self.manifest.sample_interval <= 1 {
+            return None;
+        }
+        let sampled = self
+            .rows(phase)
+            .map(|r| r.bytes_requested)
+            .fold(0, u64::saturating_add);
+        let exact = self
+            .phases
+            .iter()
+            .filter(|r| phase.is_none_or(|p| r.phase == p))
+            .map(|r| r.bytes_requested)
+            .fold(0, u64::saturating_add);
+        Some((sampled, exact))
+    }
+
+    /// As [`Report::count_noise`], and for an estimate of 0 what sampling may have
+    /// missed (`sampling_noise::unsampled_bound`): for counts a row may have none of
+    /// (temporaries, a category's allocations).
+    pub fn count_or_none_noise(&self, count: u64) -> Option<u64> {
+        let n = self.manifest.sample_interval;
+        if count == 0 {
+            crate::sampling_noise::unsampled_bound(n)
+        } else {
+            self.count_noise(count)
+        }
+    }
+
+    /// The same for an estimate of requested bytes, from its rows' sum of
+    /// `sampling_noise::square_bound`.
+    pub fn bytes_noise(&self, square_sum: f64) -> Option<u64> {
+        crate::sampling_noise::bytes_bound(square_sum, self.manifest.sample_interval)
+    }
+
     /// True when the report counted allocations but holds no sites: a `count` report,
     /// or one whose mode was switched to `off` before it was written.
     pub fn counts_without_sites(&self) -> bool {

@@ -61,6 +61,7 @@ impl CostJob {
         warn_if_other_host(&cal, &r);
         warn_of_report(&r);
         no_sites_note(&r, phase, "to price");
+        coverage_note(&r, phase);
         let est = cost::estimate(&r, &cal, &rules, phase, self.limit);
         Ok(render::cost(out, &est, s.format)?)
     }
@@ -138,6 +139,37 @@ pub(crate) fn refuse_without_sites(r: &report::Report, what: &str) -> Result<()>
         anyhow::bail!("{}: no sites {what}: {why}", r.dir.display());
     }
     Ok(())
+}
+
+/// Says on standard error when a `sample:N` report's sites hold far more or far
+/// fewer requested bytes than its phase totals count exactly: its bytes and costs
+/// then read low (blocks too rare to be sampled) or high (a rare one sampled).
+pub(crate) fn coverage_note(r: &report::Report, phase: Option<&str>) {
+    let Some((sampled, exact)) = r.sampled_bytes_against_exact(phase) else {
+        return;
+    };
+    if exact == 0 || sampled == 0 {
+        return;
+    }
+    let share = sampled as f64 / exact as f64;
+    if (0.95..=1.05).contains(&share) {
+        return;
+    }
+    let within = phase.map_or(String::new(), |p| format!(" in {p}"));
+    let why = if share < 1.0 {
+        "the rest is in blocks too rare to be sampled, so bytes and costs read low"
+    } else {
+        "a rare large block sampled counts N times over, so bytes and costs read high"
+    };
+    note!(
+        "analyzer: {}: its sampled sites hold {} of the {} requested{within} ({:.0} %; the \
+         totals are counted exactly in every mode): {why}; `peak` (heap sampling) or a \
+         sites report attributes large blocks",
+        r.dir.display(),
+        render::bytes(sampled as f64),
+        render::bytes(exact as f64),
+        100.0 * share
+    );
 }
 
 pub(crate) fn no_sites_note(r: &report::Report, phase: Option<&str>, what: &str) {

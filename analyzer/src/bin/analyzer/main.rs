@@ -269,6 +269,7 @@ impl TopJob {
                 );
             }
         }
+        cost_jobs::coverage_note(&r, phase);
         if sites.is_empty() {
             // An empty table is an answer; say why it is empty.
             note!(
@@ -294,6 +295,7 @@ impl CategoriesJob {
         cost_jobs::refuse_without_sites(&r, "to put in categories")?;
         cost_jobs::warn_of_report(&r);
         cost_jobs::no_sites_note(&r, phase, "to put in categories");
+        cost_jobs::coverage_note(&r, phase);
         let cats = analyzer::category_totals::totals(&r, &rules, phase);
         Ok(render::categories(out, &cats, s.format)?)
     }
