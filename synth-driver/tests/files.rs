@@ -6,8 +6,8 @@ mod common;
 use common::driver;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use test_scratch::Scratch;
 use std::process::{Output, Stdio};
+use test_scratch::Scratch;
 
 fn scratch(name: &str) -> Scratch {
     Scratch::new(&format!("synth-driver-files-{name}"))

@@ -7,10 +7,10 @@ mod common;
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use test_scratch::Scratch;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use test_scratch::Scratch;
 
 /// How long any run may take, start to exit.
 const LIMIT: Duration = Duration::from_secs(60);
