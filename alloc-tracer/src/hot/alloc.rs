@@ -183,8 +183,13 @@ unsafe fn alloc_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     };
     count_small_alloc(st, ctl, size);
     let r = SMALL_REQUESTS[size];
+    // The sample's chunk first: the allocation already counted against it, and a
+    // redraw there (new intervals) draws the heap countdown that the block's bytes
+    // then count against. The other way round, a redraw by the heap's chunk would
+    // leave the sample's chunk end to a draw this allocation never counted against.
+    let sampled = countdown::sample_chunk_done(st);
     let heap = heap::due(st, r.usable());
-    if countdown::sample_chunk_done(st) {
+    if sampled {
         st.pending_size.set(size);
         st.pending_ctl.set(ctl);
         let overflowed = live::small_alloc(st, r.units as i16);

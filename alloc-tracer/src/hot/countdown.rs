@@ -11,7 +11,9 @@
 //! none were followed, takes effect on every thread within `CHUNK` of its
 //! allocations, without any other thread writing this one's state. The geometric
 //! distribution has no memory, so redrawing at any moment keeps the estimates
-//! unbiased.
+//! unbiased, provided the allocation (or the bytes of the block) that ended the
+//! chunk counts against the new draw like every later one: else it, a block however
+//! large, could not be sampled at all.
 
 use super::control;
 use super::thread::{ThreadState, geometric};
@@ -97,7 +99,7 @@ pub fn next_lifetime(st: &ThreadState, interval: u64) {
 pub fn sample_chunk_done(st: &ThreadState) -> bool {
     if st.countdown_epoch.get() != control::interval_epoch() {
         redraw(st);
-        return false;
+        return counted_down(&st.sample_countdown) && sample_chunk_done(st);
     }
     match st.sample_rest.get() {
         0 => true,
@@ -108,6 +110,14 @@ pub fn sample_chunk_done(st: &ThreadState) -> bool {
     }
 }
 
+/// Counts the allocation that ended a chunk against a countdown just redrawn, as
+/// the hot path counts every allocation: true when that ends the new chunk too.
+fn counted_down(countdown: &std::cell::Cell<u64>) -> bool {
+    let left = countdown.get() - 1;
+    countdown.set(left);
+    left == 0
+}
+
 /// The lifetime countdown's chunk reached 0: true when the block is to be followed
 /// now; otherwise the next chunk (or a redraw) is set.
 #[cold]
@@ -115,7 +125,7 @@ pub fn sample_chunk_done(st: &ThreadState) -> bool {
 pub fn lifetime_chunk_done(st: &ThreadState) -> bool {
     if st.countdown_epoch.get() != control::interval_epoch() {
         redraw(st);
-        return false;
+        return counted_down(&st.lifetime_countdown) && lifetime_chunk_done(st);
     }
     match st.lifetime_rest.get() {
         0 => true,
@@ -140,7 +150,10 @@ pub fn lifetime_chunk_done(st: &ThreadState) -> bool {
 pub fn heap_chunk_done(st: &ThreadState, overshoot: u64) -> bool {
     if st.countdown_epoch.get() != control::interval_epoch() {
         redraw(st);
-        return false;
+        // The block's bytes past the old chunk's end count against the new draw.
+        let left = st.heap_countdown.get().saturating_sub_unsigned(overshoot);
+        st.heap_countdown.set(left);
+        return left <= 0 && heap_chunk_done(st, left.unsigned_abs());
     }
     match st.heap_rest.get() {
         NEVER => {
@@ -218,6 +231,26 @@ mod tests {
         for _ in 0..10 {
             assert!(!heap_block(&st, HEAP_CHUNK));
         }
+    }
+
+    #[test]
+    fn the_allocation_that_meets_new_intervals_is_drawn_under_them() {
+        // The intervals in force in these tests sample every allocation (`count`
+        // mode's interval, 1, or none set).
+        assert_eq!(control::sample_interval(), 1);
+        let st = ThreadState::new_for_tests();
+        // Drawn under another epoch, and the hot path's decrement reached 0: the
+        // allocation is sampled, as every one is under the new interval.
+        for _ in 0..3 {
+            st.countdown_epoch
+                .set(control::interval_epoch().wrapping_sub(1));
+            st.sample_countdown.set(0);
+            assert!(sample_chunk_done(&st));
+            assert_eq!(st.countdown_epoch.get(), control::interval_epoch());
+        }
+        // Under the same epoch it would have been too (a draw of 1).
+        st.sample_countdown.set(0);
+        assert!(sample_chunk_done(&st));
     }
 
     #[test]
