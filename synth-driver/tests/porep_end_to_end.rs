@@ -82,11 +82,25 @@ fn snapshot(name: &str, got: &str) {
     assert_eq!(got, want, "{name} differs from its snapshot");
 }
 
-/// Seals once; the C1 file is shared by the tests of this file.
+/// Seals once; the C1 file is shared by the tests of this file. The sector lives in
+/// the target's scratch folder under this process's id (a static is never dropped,
+/// so no `Scratch` could remove it); the folders of earlier runs whose process has
+/// ended are removed first.
 fn sealed_2kib() -> PathBuf {
     static C1: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     C1.get_or_init(|| {
-        let dir = scratch("seal");
+        const PREFIX: &str = "porep-seal-2k-";
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        for e in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let name = e.file_name();
+            if let Some(pid) = name.to_string_lossy().strip_prefix(PREFIX)
+                && !Path::new("/proc").join(pid).exists()
+            {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        let dir = root.join(format!("{PREFIX}{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         let out = driver()
             .args(["seal", "--sector-size", "2KiB", "--out"])
             .arg(&dir)
