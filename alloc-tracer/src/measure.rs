@@ -32,8 +32,10 @@ pub struct Measured {
     /// Size-class bytes freed: by `dealloc`, and the old blocks a `realloc` let go
     /// (so they can be above 0 with `frees` at 0).
     pub bytes_freed: u64,
-    /// Blocks freed before the thread's next allocation: exact in `sites` mode, the
-    /// sampled ones in `sample:N`, none counted in `count` mode.
+    /// Blocks freed before the thread's next allocation: exact in `sites` mode; in
+    /// `sample:N` an estimate, each sampled one counted for the N it stands for
+    /// (once in the classes recorded whole, `size_class::SAMPLE_ALL_FROM_BYTES`);
+    /// none counted in `count` mode.
     pub temporaries: u64,
     /// Whether `temporaries` counts every temporary: the tracer was in `sites` mode.
     /// [`assert_allocs!`](crate::assert_allocs) refuses a budget on temporaries

@@ -62,9 +62,12 @@ pub struct PhaseTotals {
     pub bytes_allocated: u64,
     /// Size-class bytes freed (frees and the old block of reallocs).
     pub bytes_freed: u64,
-    /// Blocks freed before their thread's next allocation.
+    /// Blocks freed before their thread's next allocation: exact in `sites` mode;
+    /// in `sample:N` an estimate, each sampled one counted for the blocks it
+    /// stands for (N, or 1 in the classes recorded whole); 0 in `count` mode.
     pub temporaries: u64,
-    /// Stacks captured in `sample` mode.
+    /// Stacks captured in `sample` mode (drawn, and the blocks of the classes it
+    /// records whole).
     pub sampled: u64,
 }
 

@@ -112,8 +112,9 @@ fn sampled_stacks_name_their_site_and_estimate_its_counts() {
     let d = common::change_during(|| sampled_now_and_then(N_ESTIMATED));
     assert_eq!(d(|p| p.allocs), N_ESTIMATED as u64);
     let sampled = d(|p| p.sampled);
-    // Temporaries are counted among sampled blocks, all temporaries here.
-    assert_eq!(d(|p| p.temporaries), sampled);
+    // Temporaries are counted among sampled blocks, all temporaries here, each for
+    // the N blocks it stands for.
+    assert_eq!(d(|p| p.temporaries), sampled * INTERVAL);
     let expected = N_ESTIMATED as u64 / INTERVAL;
     assert!(
         sampled.abs_diff(expected) * 20 < expected,
@@ -123,18 +124,18 @@ fn sampled_stacks_name_their_site_and_estimate_its_counts() {
     let dir_scratch = common::scratch("sampled");
 
     let dir = dir_scratch.join("one-in-8");
-    let raw_temporaries: u64 = alloc_tracer::counts()
+    let counted_temporaries: u64 = alloc_tracer::counts()
         .phases
         .iter()
         .map(|p| p.temporaries)
         .sum();
     alloc_tracer::write_report(&dir).unwrap();
-    // Reports weight them like the per-site figures.
+    // Reports give them as counted, weighted like the per-site figures.
     let phase_temporaries: u64 = common::read_table(&dir, "phases.parquet")
         .iter()
         .map(|r| common::u64_of(r, "temporary_count"))
         .sum();
-    assert_eq!(phase_temporaries, raw_temporaries * INTERVAL);
+    assert_eq!(phase_temporaries, counted_temporaries);
     let sum = |f: &str, col: &str| common::sum_for_function(&dir, f, col);
     let samples = sum("sampled_now_and_then", "sampled_count");
     assert_eq!(samples, sampled, "every sample has the function's site");
@@ -161,5 +162,5 @@ fn sampled_stacks_name_their_site_and_estimate_its_counts() {
     assert!(first > 0 && second > 0, "{first} and {second} sampled");
     assert_eq!(sum("first_of_pair", "temporary_count"), 0);
     assert_eq!(sum("second_of_pair", "temporary_count"), second * INTERVAL);
-    assert_eq!(d(|p| p.temporaries), second);
+    assert_eq!(d(|p| p.temporaries), second * INTERVAL);
 }

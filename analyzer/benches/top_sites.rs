@@ -143,7 +143,7 @@ fn main() -> PolarsResult<()> {
         let costs: std::collections::HashMap<u64, f64> =
             analyzer::cost::per_site(&report, &calibration, &rules, Some("synthesize"), None)
                 .into_iter()
-                .map(|(site, (n, _, _))| (site, n.total()))
+                .map(|(site, p)| (site, p.cost.total()))
                 .collect();
         let priced = t.elapsed().as_secs_f64();
         let top = rank::top(&report, RankBy::Cost, 20, Some("synthesize"), Some(&costs));

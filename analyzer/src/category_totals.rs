@@ -26,8 +26,9 @@ pub struct CategoryTotals {
     pub top_site: String,
     /// How far sampling alone may put `alloc_count + realloc_count` from the truth
     /// in a `sample:N` report (as a site's: `RankedSite::alloc_count_noise`);
-    /// `None` in an exact one. A category with nothing sampled may still have made
-    /// fewer than about `3N` (`sampling_noise::unsampled_bound`).
+    /// `None` in an exact one. A category with nothing sampled (none at all, or
+    /// only blocks of the classes recorded whole) may still have made up to about
+    /// `3N` more (`sampling_noise::unsampled_bound`).
     pub alloc_count_noise: Option<u64>,
     /// The same for `bytes_requested` (`RankedSite::bytes_requested_noise`); `None`
     /// where nothing was sampled, whose sizes are unknown.
@@ -56,7 +57,9 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
             top_site: String::new(),
         })
         .collect();
+    // Per category: the spread's sums over its sites' sampled rows.
     let mut squares = vec![0.0; out.len()];
+    let mut sampled = vec![(0u64, 0u64); out.len()];
     let mut biggest: Vec<Option<(u64, usize)>> = vec![None; out.len()];
     let sites: Vec<RankedSite> = site_totals(report, phase);
     let calls = |s: &RankedSite| s.alloc_count.saturating_add(s.realloc_count);
@@ -71,6 +74,8 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
         t.bytes_requested = t.bytes_requested.saturating_add(s.bytes_requested);
         t.temporary_count = t.temporary_count.saturating_add(s.temporary_count);
         squares[i] += s.bytes_square_sum;
+        sampled[i].0 = sampled[i].0.saturating_add(s.sampled.0);
+        sampled[i].1 = sampled[i].1.saturating_add(s.sampled.1);
         let n = calls(s);
         // Ties go to the lower site id, so that output is stable.
         if biggest[i].is_none_or(|(m, j)| n > m || (n == m && s.site_id < sites[j].site_id)) {
@@ -84,16 +89,18 @@ pub fn totals(report: &Report, rules: &[Category], phase: Option<&str>) -> Vec<C
             t.top_site = site.name;
         }
     }
-    for (t, square) in out.iter_mut().zip(squares) {
+    for ((t, square), sampled) in out.iter_mut().zip(squares).zip(sampled) {
         let calls = t.alloc_count.saturating_add(t.realloc_count);
         t.share = if total == 0 {
             0.0
         } else {
             calls as f64 / total as f64
         };
-        t.alloc_count_noise = report.count_or_none_noise(calls);
+        // A category none of whose allocations was sampled may still have made
+        // some: up to about 3N.
+        t.alloc_count_noise = report.count_or_none_noise(sampled.0);
         t.bytes_requested_noise = report.bytes_noise(square);
-        t.temporary_count_noise = report.count_or_none_noise(t.temporary_count);
+        t.temporary_count_noise = report.count_or_none_noise(sampled.1);
     }
     out
 }

@@ -86,7 +86,9 @@ pub struct RankedSite {
     pub cost_s: Option<f64>,
     /// How far sampling alone may put `alloc_count + realloc_count` from the truth
     /// in a `sample:N` report (half-width of a 95 % interval:
-    /// `sampling_noise::estimate_bound`); `None` in an exact one.
+    /// `sampling_noise::estimate_bound`, of the rows sampled one in N; about 3N
+    /// where none of the site's allocations was, `Report::count_or_none_noise`);
+    /// `None` in an exact one.
     pub alloc_count_noise: Option<u64>,
     /// The same for `bytes_requested` (`sampling_noise::bytes_bound`): wider than the
     /// count's where block sizes vary. It cannot see blocks never sampled: see
@@ -96,9 +98,15 @@ pub struct RankedSite {
     /// allocations): wider than the count's where few blocks are temporaries.
     pub temporary_count_noise: Option<u64>,
     /// The sum that `bytes_requested_noise` comes from (`sampling_noise::square_bound`
-    /// over the rows), kept to sum groups of sites.
+    /// over the rows sampling estimates), kept to sum groups of sites.
     #[serde(skip)]
     pub bytes_square_sum: f64,
+    /// The allocations and reallocs, and the temporaries, of the rows sampling
+    /// estimates (`Report::row_sampled`: all in a `sample:N` report but the classes
+    /// it records whole, none in an exact one), which the spreads come from; kept
+    /// to sum groups of sites.
+    #[serde(skip)]
+    pub sampled: (u64, u64),
 }
 
 /// Per-site totals over the rows of `phase` (all phases if `None`), not yet named
@@ -112,6 +120,7 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
         allocated: u64,
         temporaries: u64,
         square: f64,
+        sampled: (u64, u64),
         main: (u64, u64, Option<u64>),
     }
     let mut by_site: IdMap<Acc> = id_map::with_capacity(report.sites.len());
@@ -124,7 +133,12 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
         a.requested = a.requested.saturating_add(r.bytes_requested);
         a.allocated = a.allocated.saturating_add(r.bytes_allocated);
         a.temporaries = a.temporaries.saturating_add(r.temporary_count);
-        a.square += sampling_noise::square_bound(r.bytes_requested, r.size_class_bytes, r.calls());
+        if report.row_sampled(r) {
+            a.square +=
+                sampling_noise::square_bound(r.bytes_requested, r.size_class_bytes, r.calls());
+            a.sampled.0 = a.sampled.0.saturating_add(r.calls());
+            a.sampled.1 = a.sampled.1.saturating_add(r.temporary_count);
+        }
         let n = r.calls();
         if n > a.main.1 {
             a.main = (r.size_class_bytes, n, r.lifetime_ns_median);
@@ -150,10 +164,11 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
             temporary_count: a.temporaries,
             temporary_share: ratio(a.temporaries, a.allocs.saturating_add(a.reallocs)),
             share: ratio(a.allocs.saturating_add(a.reallocs), total),
-            alloc_count_noise: report.count_noise(a.allocs.saturating_add(a.reallocs)),
+            alloc_count_noise: report.count_or_none_noise(a.sampled.0),
             bytes_requested_noise: report.bytes_noise(a.square),
-            temporary_count_noise: report.count_or_none_noise(a.temporaries),
+            temporary_count_noise: report.count_or_none_noise(a.sampled.1),
             bytes_square_sum: a.square,
+            sampled: a.sampled,
             main_size_class_bytes: a.main.0,
             lifetime_ns_median: a.main.2,
             cost_s: None,
@@ -476,6 +491,7 @@ pub fn top_grouped(
             g.bytes_allocated = 0;
             g.temporary_count = 0;
             g.bytes_square_sum = 0.0;
+            g.sampled = (0, 0);
             g.share = 0.0;
             g.cost_s = None;
             (g, 0, label)
@@ -494,6 +510,8 @@ pub fn top_grouped(
         g.bytes_allocated = g.bytes_allocated.saturating_add(s.bytes_allocated);
         g.temporary_count = g.temporary_count.saturating_add(s.temporary_count);
         g.bytes_square_sum += s.bytes_square_sum;
+        g.sampled.0 = g.sampled.0.saturating_add(s.sampled.0);
+        g.sampled.1 = g.sampled.1.saturating_add(s.sampled.1);
         if let Some(c) = cost {
             *g.cost_s.get_or_insert(0.0) += c;
         }
@@ -508,9 +526,9 @@ pub fn top_grouped(
             // From the counts, not a sum of the sites' shares: a float sum of shares
             // comes to 1.0000000000000002.
             g.share = ratio(calls, total);
-            g.alloc_count_noise = report.count_noise(calls);
+            g.alloc_count_noise = report.count_or_none_noise(g.sampled.0);
             g.bytes_requested_noise = report.bytes_noise(g.bytes_square_sum);
-            g.temporary_count_noise = report.count_or_none_noise(g.temporary_count);
+            g.temporary_count_noise = report.count_or_none_noise(g.sampled.1);
             g
         })
         .collect();

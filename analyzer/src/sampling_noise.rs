@@ -126,16 +126,21 @@ pub fn square_bound(bytes: u64, class_bytes: u64, calls: u64) -> f64 {
     bytes as f64 * class_bytes.max(mean) as f64
 }
 
-/// `bound` as a share of `estimate`, for tables: `±6%`, `±0.4%` under one per cent;
-/// empty without a bound (which an estimate of 0 has none of).
+/// `bound` as a share of `estimate`, for tables: `±6%`, `±0.4%` under one per cent,
+/// the bound itself from ten times the estimate (`±3000`); empty without a bound
+/// or an estimate.
 pub fn relative(bound: Option<u64>, estimate: u64) -> String {
     match bound {
         Some(b) if estimate > 0 => {
             let pct = 100.0 * b as f64 / estimate as f64;
             if pct < 0.95 {
                 format!("±{pct:.1}%")
-            } else {
+            } else if pct < 999.5 {
                 format!("±{pct:.0}%")
+            } else {
+                // Ten times the estimate and more (what a row sampled none of may
+                // hide, beside what it recorded whole): the bound itself.
+                format!("±{b}")
             }
         }
         _ => String::new(),
@@ -182,6 +187,12 @@ mod tests {
         assert_eq!(estimate_bound(976_000, 1), None);
         assert_eq!(estimate_bound(976_000, 0), None);
         assert_eq!(relative(None, 5), "");
+        // What 30 allocations recorded whole beside none sampled may hide, 3N at 1
+        // in 1000, reads as itself, not as 10000 %.
+        assert_eq!(unsampled_bound(1000), Some(3000));
+        assert_eq!(relative(unsampled_bound(1000), 30), "±3000");
+        assert_eq!(relative(unsampled_bound(1000), 301), "±997%");
+        assert_eq!(unsampled_bound(1), None);
         // Large counts keep a figure: 2 * sqrt(1000 * 1e9) is 0.2 % of 1e9.
         assert_eq!(
             relative(estimate_bound(1_000_000_000, 1000), 1_000_000_000),

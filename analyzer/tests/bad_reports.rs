@@ -619,7 +619,7 @@ fn analyze(r: &Report, base: &Report, cal: &Calibration) {
         let costs: std::collections::HashMap<u64, f64> =
             cost::per_site(r, cal, &rules, phase, None)
                 .into_iter()
-                .map(|(site, (n, _, _))| (site, n.total() * 1e-9))
+                .map(|(site, p)| (site, p.cost.total() * 1e-9))
                 .collect();
         for by in [
             RankBy::Count,

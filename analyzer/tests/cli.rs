@@ -3542,6 +3542,148 @@ fn sampled_reports_tables_give_each_rows_spread() {
     assert!(!String::from_utf8(out.stdout).unwrap().contains('±'));
 }
 
+/// The fixture with site `site`'s row of `class` bytes moved to a class `sample:N`
+/// records whole (384 KiB), `allocs` allocations of it, and read as a `sample:100`
+/// report; `whole`: from a tracer that records that class whole (the manifest says
+/// so), else one that sampled every class.
+fn sampled_with_a_large_row(
+    name: &str,
+    site: u64,
+    class: u64,
+    allocs: u64,
+    whole: bool,
+) -> Scratch {
+    use polars::prelude::*;
+    const LARGE: u64 = 384 * 1024;
+    let dir = copy_fixture(name);
+    edit_table(&dir, "sites.parquet", |mut df| {
+        let col = |df: &DataFrame, n: &str| -> Vec<u64> {
+            df.column(n)
+                .unwrap()
+                .u64()
+                .unwrap()
+                .into_no_null_iter()
+                .collect()
+        };
+        let (ids, classes) = (col(&df, "site_id"), col(&df, "size_class_bytes"));
+        let hit: Vec<bool> = ids
+            .iter()
+            .zip(&classes)
+            .map(|(&i, &c)| i == site && c == class)
+            .collect();
+        assert_eq!(
+            hit.iter().filter(|h| **h).count(),
+            1,
+            "site {site}'s {class}-byte row"
+        );
+        let set = |df: &mut DataFrame, n: &str, to: u64| {
+            let v: Vec<u64> = col(df, n)
+                .into_iter()
+                .zip(&hit)
+                .map(|(x, &h)| if h { to } else { x })
+                .collect();
+            df.replace(n, Column::new(n.into(), v)).unwrap();
+        };
+        set(&mut df, "size_class_bytes", LARGE);
+        set(&mut df, "bytes_requested", allocs * LARGE);
+        let reallocs: u64 = col(&df, "realloc_count")
+            .iter()
+            .zip(&hit)
+            .map(|(r, &h)| if h { *r } else { 0 })
+            .sum();
+        set(
+            &mut df,
+            "alloc_count",
+            if reallocs > 0 { 0 } else { allocs },
+        );
+        set(
+            &mut df,
+            "realloc_count",
+            if reallocs > 0 { allocs } else { 0 },
+        );
+        df
+    });
+    edit_manifest(&dir, |m| {
+        m["mode"] = "sample:100".into();
+        m["sample_interval"] = 100.into();
+        if whole {
+            m["sample_all_from_bytes"] = 262_144.into();
+        }
+    });
+    dir
+}
+
+#[test]
+fn sampled_reports_give_the_classes_recorded_whole_no_spread() {
+    // Site 2 grew by 11 reallocs, the last now of a class recorded whole: its spread
+    // is of the other 10, 2 * sqrt(100 * 10) = 64, where a report that sampled every
+    // class gives 2 * sqrt(100 * 11) = 67.
+    let noise = |whole| {
+        let r = sampled_with_a_large_row(
+            if whole { "whole" } else { "not-whole" },
+            2,
+            196_608,
+            1,
+            whole,
+        );
+        let out = analyzer(&[
+            "top",
+            r.to_str().unwrap(),
+            "--format",
+            "json",
+            "--limit",
+            "100",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["site_id"] == 2)
+            .unwrap()
+            .clone()
+    };
+    let (whole, sampled) = (noise(true), noise(false));
+    assert_eq!(whole["realloc_count"], 11);
+    assert_eq!(whole["alloc_count_noise"], 64, "{whole}");
+    assert_eq!(sampled["alloc_count_noise"], 67, "{sampled}");
+    // Its bytes: the 10 small rows' (each its bytes times its class, all one block),
+    // not the large one's 384 KiB squared.
+    let small: f64 = (0..10).map(|k| ((192u64 << k) as f64).powi(2)).sum();
+    assert_eq!(
+        whole["bytes_requested_noise"],
+        (2.0 * (100.0 * small).sqrt()).ceil() as u64
+    );
+    assert!(sampled["bytes_requested_noise"].as_u64() > whole["bytes_requested_noise"].as_u64());
+
+    // Site 5's one allocation, of a class recorded whole: exact, so a change of it
+    // between two such reports is no noise; sampled one in N it would be.
+    let gate = |whole: bool| {
+        let tag = if whole { "whole" } else { "not-whole" };
+        let base = sampled_with_a_large_row(&format!("base-{tag}"), 5, 96, 1, whole);
+        let change = sampled_with_a_large_row(&format!("change-{tag}"), 5, 96, 2, whole);
+        let out = analyzer(&[
+            "diff",
+            base.to_str().unwrap(),
+            change.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        d["sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["delta_alloc_count"] == 1)
+            .unwrap_or_else(|| panic!("{d}"))
+            .clone()
+    };
+    assert_eq!(gate(true)["alloc_count_noise"], serde_json::Value::Null);
+    // 2 * sqrt(100 * 2) on each side, the larger side's count: 2 * sqrt(2 * 200) = 40.
+    assert_eq!(gate(false)["alloc_count_noise"], 40);
+}
+
 #[test]
 fn top_groups_by_the_crate_whose_code_names_the_sites() {
     // The demo's six sites are all named by its own code, in the alloc-tracer crate.

@@ -20,7 +20,7 @@ import polars as pl
 from allocprof import analyzer
 from allocprof.overview import phases, temporaries_note
 from allocprof.report import Report
-from allocprof.sites import bound_of_variance, category_totals
+from allocprof.sites import bound_of_variance, category_totals, records_whole, sampled_parts
 from allocprof.sites import check_phase as _check_phase
 
 MEASURES = ("alloc_count", "realloc_count", "bytes_requested", "temporary_count")
@@ -290,6 +290,12 @@ def _keyed_sites(r: Report, phase: str | None, key: str) -> pl.DataFrame:
         raise ValueError(f"key must be 'stack' or 'name', not {key!r}")
     if _check_phase(r, phase) is not None:
         rows = rows.filter(pl.col("phase") == phase)
+    # Each row's allocations in the classes a `sample:N` report samples one in N.
+    rows = rows.join(
+        sampled_parts(r).select("site_id", "phase", "small_calls"),
+        on=["site_id", "phase"],
+        how="left",
+    ).with_columns(pl.col("small_calls").fill_null(0))
     return (
         rows.sort("site_id")
         .group_by(pl.col(key_column).alias("key"), maintain_order=True)
@@ -304,6 +310,7 @@ def _summed(order: pl.Expr) -> list[pl.Expr]:
         pl.col("site_id").min(),
         *[first(c) for c in ("name", "callers", "distinction", "category")],
         *[pl.col(m).sum() for m in MEASURES],
+        pl.col("small_calls").sum(),
     ]
 
 
@@ -349,8 +356,8 @@ def _sampled_weights(base: Report, change: Report) -> tuple[int, int]:
 def _site_rows(base: Report, change: Report, phase: str | None, key: str) -> pl.DataFrame:
     """Both sides' keyed sites joined, with status, labels, deltas and each side's
     part of the count delta's sampling variance (`base_variance`, `change_variance`:
-    the side's sample interval times the larger side's count, 0 where the side
-    records every allocation; see `site_deltas`)."""
+    the side's sample interval times the larger side's count of what it samples, 0
+    where the side records every allocation; see `site_deltas`)."""
     _with_sites(base, change)
     check_phase(base, change, phase)
     b = _keyed_sites(base, phase, key)
@@ -373,18 +380,27 @@ def _site_rows(base: Report, change: Report, phase: str | None, key: str) -> pl.
             distinction=pl.coalesce("base_distinction", "change_distinction"),
             category=pl.coalesce("base_category", "change_category"),
         )
-        .with_columns([pl.col(f"{p}_{m}").fill_null(0) for p in ("base", "change") for m in MEASURES])
+        .with_columns([pl.col(f"{p}_{m}").fill_null(0) for p in ("base", "change")
+                       for m in (*MEASURES, "small_calls")])
         .pipe(_with_deltas, MEASURES)
         .with_columns(
             delta_count=pl.col("delta_alloc_count") + pl.col("delta_realloc_count")
         )
     )
     wb, wc = _sampled_weights(base, change)
-    truth = pl.max_horizontal(
-        pl.col("base_alloc_count") + pl.col("base_realloc_count"),
-        pl.col("change_alloc_count") + pl.col("change_realloc_count"),
-    ).cast(pl.Float64)
-    return out.with_columns(base_variance=wb * truth, change_variance=wc * truth)
+
+    def truth(r: Report) -> pl.Expr:
+        # The larger side's count of what `r` samples: all of it, or the classes
+        # below those it records whole.
+        part = "small_calls" if records_whole(r) else "count"
+        return pl.max_horizontal(
+            pl.col(f"base_{part}") if part != "count"
+            else pl.col("base_alloc_count") + pl.col("base_realloc_count"),
+            pl.col(f"change_{part}") if part != "count"
+            else pl.col("change_alloc_count") + pl.col("change_realloc_count"),
+        ).cast(pl.Float64)
+
+    return out.with_columns(base_variance=wb * truth(base), change_variance=wc * truth(change))
 
 
 def site_deltas(

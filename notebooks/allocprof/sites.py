@@ -28,10 +28,64 @@ def noise_bound(report: Report, count: pl.Expr) -> pl.Expr:
     return bound_of_variance(count.cast(pl.Float64) * n)
 
 
+#: The smallest size class `sample:N` records whole (the tracer's
+#: `size_class::SAMPLE_ALL_FROM_BYTES`; a report that does says so in its manifest's
+#: `sample_all_from_bytes`).
+SAMPLE_ALL_FROM_BYTES = 256 * 1024
+
+
+def records_whole(report: Report) -> bool:
+    """True when `report` recorded the classes from `SAMPLE_ALL_FROM_BYTES` on whole
+    (a `sample:N` report from a tracer that does)."""
+    return report.manifest.get("sample_all_from_bytes") is not None
+
+
+def row_sampled(report: Report) -> pl.Expr:
+    """True for the site rows whose counts are sampled estimates (the analyzer's
+    `Report::row_sampled`): a `sample:N` report's, but for the size classes it
+    records whole (`sample_all_from_bytes` in its manifest), which are exact."""
+    n = int(report.manifest.get("sample_interval") or 1)
+    if n <= 1:
+        return pl.lit(False)
+    return pl.col("size_class_bytes") < SAMPLE_ALL_FROM_BYTES if records_whole(report) \
+        else pl.lit(True)
+
+
+def sampled_parts(report: Report) -> pl.DataFrame:
+    """Per site and phase, the parts of its rows that sampling estimates
+    (`row_sampled`), which the spreads come from: `sampled_calls` (allocations and
+    reallocs), `sampled_temporaries` and `bytes_square_sum` (`square_bound`); and
+    `small_calls`, those in the classes below `SAMPLE_ALL_FROM_BYTES` in any mode
+    (what another report's sampling of these sites is measured against)."""
+    calls = pl.col("alloc_count") + pl.col("realloc_count")
+    sampled = row_sampled(report)
+    return report.sites.group_by("site_id", "phase").agg(
+        calls.filter(pl.col("size_class_bytes") < SAMPLE_ALL_FROM_BYTES).sum().cast(pl.UInt64)
+        .alias("small_calls"),
+        calls.filter(sampled).sum().cast(pl.UInt64).alias("sampled_calls"),
+        pl.col("temporary_count").filter(sampled).sum().cast(pl.UInt64)
+        .alias("sampled_temporaries"),
+        square_bound(pl.col("bytes_requested"), pl.col("size_class_bytes"), calls)
+        .filter(sampled)
+        .sum()
+        .alias("bytes_square_sum"),
+    )
+
+
+def _site_parts(report: Report, phase: str | None) -> pl.DataFrame:
+    """`sampled_parts` summed per site, within `phase` if given."""
+    parts = sampled_parts(report)
+    if phase is not None:
+        parts = parts.filter(pl.col("phase") == phase)
+    return parts.group_by("site_id").agg(
+        pl.col("sampled_calls", "sampled_temporaries", "bytes_square_sum").sum()
+    )
+
+
 def noise_or_none(report: Report, count: pl.Expr) -> pl.Expr:
-    """`noise_bound`, and for an estimate of 0 in a `sample:N` report what sampling may
-    have missed: about 3N (the analyzer's `temporary_count_noise`, and a category's
-    `alloc_count_noise`)."""
+    """`noise_bound` of the sampled part of an estimate, and where that part is 0 in a
+    `sample:N` report what sampling may have missed: about 3N (the analyzer's
+    `Report::count_or_none_noise`)."""
     n = int(report.manifest.get("sample_interval") or 1)
     if n <= 1:
         return pl.lit(None, dtype=pl.UInt64)
@@ -95,8 +149,9 @@ def site_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
     realloc_count, bytes_requested, bytes_allocated, temporary_count, temporary_share
     (temporaries / (allocations + reallocs)), share (of allocations + reallocs in the selection),
     main_size_class_bytes (the class with most allocations + reallocs) and
-    lifetime_ns_median (of that class's row), and bytes_square_sum (`square_bound`
-    over its rows, for `bytes_noise`). Not named: see `top_sites`."""
+    lifetime_ns_median (of that class's row), and the parts of `sampled_parts`
+    (sampled_calls, sampled_temporaries, bytes_square_sum). Not named: see
+    `top_sites`."""
     rows = _phase_rows(report, phase).with_row_index("row").with_columns(
         n=pl.col("alloc_count") + pl.col("realloc_count")
     )
@@ -119,9 +174,10 @@ def site_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
         pl.col("bytes_requested").sum(),
         pl.col("bytes_allocated").sum(),
         pl.col("temporary_count").sum(),
-        square_bound(pl.col("bytes_requested"), pl.col("size_class_bytes"), pl.col("n"))
-        .sum()
-        .alias("bytes_square_sum"),
+    )
+    sums = sums.join(_site_parts(report, phase), on="site_id", how="left").with_columns(
+        pl.col("sampled_calls", "sampled_temporaries").fill_null(0),
+        pl.col("bytes_square_sum").fill_null(0.0),
     )
     total = (sums["alloc_count"].sum() or 0) + (sums["realloc_count"].sum() or 0)
 
@@ -173,11 +229,11 @@ def top_sites(
             "temporary_count",
             "temporary_share",
             "share",
-            alloc_count_noise=noise_bound(report, pl.col("alloc_count") + pl.col("realloc_count")),
+            alloc_count_noise=noise_or_none(report, pl.col("sampled_calls")),
             main_size_class_bytes="main_size_class_bytes",
             lifetime_ns_median="lifetime_ns_median",
             bytes_requested_noise=bytes_noise(report, pl.col("bytes_square_sum")),
-            temporary_count_noise=noise_or_none(report, pl.col("temporary_count")),
+            temporary_count_noise=noise_or_none(report, pl.col("sampled_temporaries")),
         )
     )
 
@@ -198,14 +254,9 @@ def category_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
     rows = report.named_sites
     if check_phase(report, phase) is not None:
         rows = rows.filter(pl.col("phase") == phase)
-    # The named rows have no size class: each site's sum of squared sizes from its
-    # rows in the report's own table.
-    squares = _phase_rows(report, phase).group_by("site_id").agg(
-        square_bound(pl.col("bytes_requested"), pl.col("size_class_bytes"),
-                     pl.col("alloc_count") + pl.col("realloc_count"))
-        .sum()
-        .alias("bytes_square_sum"),
-    )
+    # The named rows have no size class: each site's sampled parts from its rows in
+    # the report's own table.
+    squares = _site_parts(report, phase)
     per_site = (
         rows.group_by("site_id", "category", "category_index")
         .agg(
@@ -234,7 +285,7 @@ def category_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
             pl.col("realloc_count").sum(),
             pl.col("bytes_requested").sum(),
             pl.col("temporary_count").sum(),
-            pl.col("bytes_square_sum").sum(),
+            pl.col("sampled_calls", "sampled_temporaries", "bytes_square_sum").sum(),
         )
         .join(top, on="category", how="left")
         .with_columns(
@@ -252,9 +303,9 @@ def category_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
             "bytes_requested",
             "temporary_count",
             "share",
-            alloc_count_noise=noise_bound(report, pl.col("alloc_count") + pl.col("realloc_count")),
+            alloc_count_noise=noise_or_none(report, pl.col("sampled_calls")),
             top_site="top_site",
             bytes_requested_noise=bytes_noise(report, pl.col("bytes_square_sum")),
-            temporary_count_noise=noise_or_none(report, pl.col("temporary_count")),
+            temporary_count_noise=noise_or_none(report, pl.col("sampled_temporaries")),
         )
     )

@@ -393,16 +393,11 @@ impl Runner<'_> {
                 allocs: traced.then(|| after.total(|p| p.allocs) - before.total(|p| p.allocs)),
                 reallocs: traced
                     .then(|| after.total(|p| p.reallocs) - before.total(|p| p.reallocs)),
-                // Exact in `sites` mode; counted among sampled blocks in `sample:N`
-                // (times N, an estimate); not counted in `count` mode.
-                temporaries: match mode {
-                    Mode::Sites => Some(1),
-                    Mode::Sample(n) => Some(n),
-                    Mode::Count | Mode::Off => None,
-                }
-                .map(|weight| {
-                    (after.total(|p| p.temporaries) - before.total(|p| p.temporaries)) * weight
-                }),
+                // Exact in `sites` mode; counted among sampled blocks in `sample:N`,
+                // each for the blocks it stands for (an estimate); not counted in
+                // `count` mode.
+                temporaries: matches!(mode, Mode::Sites | Mode::Sample(_))
+                    .then(|| after.total(|p| p.temporaries) - before.total(|p| p.temporaries)),
                 seed,
                 // Not where `off` takes turns: frees in its turns go unrecorded, so the
                 // live bytes, and their peak, only rise.

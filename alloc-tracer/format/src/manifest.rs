@@ -68,6 +68,13 @@ pub struct Manifest {
     /// every block). (Absent in reports written before it existed.)
     #[serde(default)]
     pub heap_interval: u64,
+    /// In a `sample:N` report, the smallest size class recorded whole: rows of
+    /// this class and larger count each allocation once, not N times, and sampling
+    /// leaves them no spread (`size_class::SAMPLE_ALL_FROM_BYTES`). `None` in other
+    /// modes, and in reports written before it existed, which sampled every class
+    /// one in N.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_all_from_bytes: Option<u64>,
     /// The latest peak of live bytes kept (`heap_peak.parquet` is what heap
     /// sampling said was live then), if live bytes ever reached one.
     #[serde(default)]

@@ -265,7 +265,7 @@ unsafe fn alloc_sampled<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     }
     st.last_block.store(ptr as usize, Relaxed);
     let r = SMALL_REQUESTS[size];
-    sample::<D, ALLOC>(st, ctl, ptr, size, r.usable(), r.class as usize);
+    sample::<D, ALLOC, true>(st, ctl, ptr, size, r.usable(), r.class as usize);
     if heap {
         heap::sample_block::<D>(st, ctl, ptr, r.usable(), r.class as usize);
     }

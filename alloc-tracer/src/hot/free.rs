@@ -150,16 +150,18 @@ fn record_free(
     // by a tail call (`alloc::alloc_without_stack`). `sample` keeps the latest
     // sampled one, and checks it in `sampled_temporary`.
     if every_stack && st.last_block.load(Relaxed) == ptr as usize {
-        count_temporary(st, p);
+        count_temporary(st, p, 1);
     }
     live::small_free(st, units)
 }
 
-/// Counts a free of the thread's latest block, a temporary, in the phase and the
-/// block's site, and forgets the block.
+/// Counts a free of the thread's latest block, a temporary, in the phase (as
+/// `weight` temporaries: the phase's count is the report's, weighted as it is
+/// recorded) and once in the block's site (whose rows the report weighs by
+/// class), and forgets the block.
 #[inline(always)]
-fn count_temporary(st: &ThreadState, p: &PhaseCounters) {
-    bump(&p.temporaries, 1);
+fn count_temporary(st: &ThreadState, p: &PhaseCounters, weight: u64) {
+    bump(&p.temporaries, weight);
     let slot = st.last_slot.get();
     if !slot.is_null() {
         // SAFETY: `last_slot` points into this thread's current table; it is
@@ -181,7 +183,7 @@ fn sampled_temporary(st: &ThreadState, ptr: *mut u8) {
         return;
     }
     if st.sampled_left.get() == countdown::sample_left(st) {
-        count_temporary(st, st.phase(ctl));
+        count_temporary(st, st.phase(ctl), st.sampled_weight.get());
     } else {
         st.last_block.store(0, Relaxed);
     }

@@ -55,7 +55,8 @@
 //!   │                                      │        ├─ 1 in N ─→ alloc_sampled ↳ A, ↳ sites::sample
 //!   │                                      │        └─ heap-sampled ─→ alloc_heap_sampled
 //!   │                                      ├─ heap chunk done ─→ alloc_heap_chunk_done (as in count)
-//!   │                                      └─ other ─→ alloc_recorded
+//!   │                                      └─ other ─→ alloc_recorded ↳ A, ↳ sites::sample when drawn,
+//!   │                                               or whole from 256 KiB's class
 //!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, then sites::record_site (guess or walk, inlined)
 //!                                      └─ not small → alloc_any ↳ A (first: alloc_first)
 //! entry::dealloc ── off ────────────────────────────────→ A

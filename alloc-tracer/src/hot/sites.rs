@@ -8,6 +8,7 @@ use super::door::{Door, SiteRef, Stack};
 use super::entry::no_tail_call;
 use super::predict;
 use super::site_table::{Lookup, SiteKey, SiteMeta, Slot, bump, key_hash};
+use super::size_class::SAMPLE_ALL_FROM_CLASS;
 use super::stack::{self, MAX_DEPTH, Start};
 use super::thread::{self, ThreadState};
 use super::trail::{self, Walk};
@@ -44,7 +45,13 @@ pub fn site_and_latest<D: Door, const REALLOC: bool>(
         no_tail_call();
     } else if sample_due(st) {
         st.last_block.store(ptr as usize, Relaxed);
-        sample::<D, REALLOC>(st, ctl, ptr, size, usable, class);
+        sample::<D, REALLOC, true>(st, ctl, ptr, size, usable, class);
+        no_tail_call();
+    } else if class >= SAMPLE_ALL_FROM_CLASS {
+        // A block this large is recorded whole (counted once, not N times), between
+        // draws: the countdown goes on.
+        st.last_block.store(ptr as usize, Relaxed);
+        sample::<D, REALLOC, false>(st, ctl, ptr, size, usable, class);
         no_tail_call();
     }
 }
@@ -84,12 +91,15 @@ fn record_site<D: Door, const REALLOC: bool>(
     }
 }
 
-/// A sampled call in `sample` mode: stack, site counters, and the block followed.
-/// Out of line (it is rare), called from the recording function, never jumped to:
-/// its walk passes over its own frame.
+/// A sampled call in `sample` mode: stack, site counters, and the block followed;
+/// `DRAWN`: the countdown chose it (then the next one is drawn), else it is a block
+/// recorded whole (`SAMPLE_ALL_FROM_CLASS`) between draws. Its counts weigh N in
+/// the report, or 1 in a class recorded whole (by class: a drawn block of such a
+/// class counts once too). Out of line (it is rare), called from the recording
+/// function, never jumped to: its walk passes over its own frame.
 #[cold]
 #[inline(never)]
-pub fn sample<D: Door, const REALLOC: bool>(
+pub fn sample<D: Door, const REALLOC: bool, const DRAWN: bool>(
     st: &ThreadState,
     ctl: Control,
     ptr: *mut u8,
@@ -101,8 +111,17 @@ pub fn sample<D: Door, const REALLOC: bool>(
     count_in_slot::<REALLOC>(slot, size, usable);
     bump(&st.phase(ctl).sampled, 1);
     st.last_slot.set(slot);
+    st.sampled_weight.set(if class >= SAMPLE_ALL_FROM_CLASS {
+        1
+    } else {
+        control::sample_interval()
+    });
     follow_block::<D>(st, ctl, ptr, usable, class, 0);
-    countdown::next_sample(st);
+    if DRAWN {
+        countdown::next_sample(st);
+    }
+    // Drawn again or not, the countdown as it stands: a free of this block while it
+    // is unchanged (no allocation since) is a temporary's.
     st.sampled_left.set(countdown::sample_left(st));
 }
 

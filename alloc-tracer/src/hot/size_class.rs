@@ -7,7 +7,7 @@
 use alloc_tracer_format::size_class::{
     self as reference, LARGE_MIN, PAGE, index_of_aligned, index_of_size,
 };
-pub use alloc_tracer_format::size_class::{LAST_SMALL, NUM_CLASSES};
+pub use alloc_tracer_format::size_class::{LAST_SMALL, NUM_CLASSES, SAMPLE_ALL_FROM_CLASS};
 
 /// Requests up to this size take the table lookup.
 const LOOKUP_MAX: usize = 4096;

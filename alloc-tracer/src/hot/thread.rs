@@ -114,6 +114,9 @@ pub struct ThreadState {
     /// a sampled block's free takes anyway (it is followed), so that other frees
     /// and allocations pay nothing for temporaries.
     pub sampled_left: Cell<u64>,
+    /// `sample` mode: how many allocations `last_block`'s temporary stands for in
+    /// its phase's count (N, or 1 for a block of a class recorded whole).
+    pub sampled_weight: Cell<u64>,
     /// The size of the small request being handed to the inner allocator after it
     /// was recorded (`count` and `sample` modes), to take it back if refused.
     pub pending_size: Cell<usize>,

@@ -15,7 +15,7 @@ use alloc_tracer_format::schema::SCHEMA_VERSION;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// What the columns' weights mean, in the manifest's words.
-const WEIGHTS: &str = "alloc_count, realloc_count, bytes_* and temporary_count in sites.parquet, and temporary_count in phases.parquet and these totals, are sampled counts x sample_interval; followed_* counts are raw, live_bytes_estimate is scaled by lifetime_interval";
+const WEIGHTS: &str = "alloc_count, realloc_count, bytes_* and temporary_count in sites.parquet, and temporary_count in phases.parquet and these totals, are sampled counts x sample_interval, but for rows of size_class_bytes >= sample_all_from_bytes (recorded whole: x 1); followed_* counts are raw, live_bytes_estimate is scaled by lifetime_interval (x 1 in those rows)";
 
 /// Each followed block stands for this many blocks (0: none followed).
 pub fn lifetime_weight(mode: Mode, lifetime_interval: u64) -> u64 {
@@ -55,7 +55,8 @@ pub fn build(
         bytes_requested: c.total(|p| p.bytes_requested),
         bytes_allocated: c.total(|p| p.bytes_allocated),
         bytes_freed: c.total(|p| p.bytes_freed),
-        temporary_count: c.total(|p| p.temporaries) * weight,
+        // Weighted as counted (`hot::free::count_temporary`).
+        temporary_count: c.total(|p| p.temporaries),
         sampled_count: c.total(|p| p.sampled),
         live_bytes_end: c.total(|p| p.bytes_allocated) as i64 - c.total(|p| p.bytes_freed) as i64,
         peak_live_bytes: snap.phase_peaks.iter().copied().max().unwrap_or(0),
@@ -90,6 +91,8 @@ pub fn build(
         mode: snap.settings.mode.name(),
         stack_depth: snap.settings.depth,
         sample_interval: weight,
+        sample_all_from_bytes: matches!(snap.settings.mode, crate::Mode::Sample(_))
+            .then_some(alloc_tracer_format::size_class::SAMPLE_ALL_FROM_BYTES as u64),
         lifetime_interval: lifetime_weight(snap.settings.mode, snap.settings.lifetime_interval),
         weights: WEIGHTS.into(),
         totals,

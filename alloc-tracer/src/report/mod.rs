@@ -42,7 +42,14 @@ pub fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Erro
 /// empty stacks' allocations. The folded site is neither. Over every stack of the
 /// report: heap sampling's stacks of no counted allocation too (in `count` mode,
 /// the only ones).
-fn stack_ends(snap: &Snapshot, stacks: &[(&[usize], u64)], weight: u64) -> manifest::StackEnds {
+/// `stacks`' counts are weighted (as the report's); `raw` gives the walks behind
+/// them, which foreign walks are taken from.
+fn stack_ends(
+    snap: &Snapshot,
+    stacks: &[(&[usize], u64)],
+    raw: &HashMap<&[usize], u64>,
+    weight: u64,
+) -> manifest::StackEnds {
     let mut ends = manifest::StackEnds::default();
     let (mut empty, mut empty_allocs) = (0, 0);
     for (stack, allocs) in stacks {
@@ -53,7 +60,7 @@ fn stack_ends(snap: &Snapshot, stacks: &[(&[usize], u64)], weight: u64) -> manif
         let frames = user_frames(stack, &snap.symbols);
         let Some((_, _, outer)) = frames.last() else {
             empty += 1;
-            empty_allocs += allocs;
+            empty_allocs += raw.get(stack).copied().unwrap_or(0);
             continue;
         };
         if outer.function == crate::symbolize::FOLDED_NAME
@@ -62,7 +69,7 @@ fn stack_ends(snap: &Snapshot, stacks: &[(&[usize], u64)], weight: u64) -> manif
             continue;
         }
         ends.early += 1;
-        ends.early_allocs += allocs * weight;
+        ends.early_allocs += allocs;
     }
     // Both raw counts of walks: every allocation's in `sites` mode, the sampled
     // ones' in `sample:N`.
@@ -82,11 +89,23 @@ fn write_snapshot(
     let staging = Staging::new(dir)?;
     let tmp = staging.path();
 
-    // Site ids: one per distinct stack, biggest first, ties broken by the addresses
-    // so that ids are stable for a given snapshot.
+    // Site ids: one per distinct stack, biggest first (by the report's weighted
+    // counts), ties broken by the addresses so that ids are stable for a given
+    // snapshot.
+    let weight = snap.settings.mode.sample_interval();
+    let weight_of = |class| {
+        if tables::recorded_whole(snap, class) {
+            1
+        } else {
+            weight
+        }
+    };
     let mut stack_allocs: HashMap<&[usize], u64> = HashMap::new();
+    let mut raw_allocs: HashMap<&[usize], u64> = HashMap::new();
     for (id, c) in &snap.sites {
-        *stack_allocs.entry(&id.frames).or_default() += c.allocs + c.reallocs;
+        *stack_allocs.entry(&id.frames).or_default() +=
+            (c.allocs + c.reallocs) * weight_of(id.class());
+        *raw_allocs.entry(&id.frames).or_default() += c.allocs + c.reallocs;
     }
     // Stacks seen only by heap sampling (in `count` mode, all of them) come after,
     // with no allocations of their own in the sites table.
@@ -112,7 +131,6 @@ fn write_snapshot(
         .map(|(i, (s, _))| (*s, i as u64))
         .collect();
 
-    let weight = snap.settings.mode.sample_interval();
     let cx = Context {
         snap,
         site_ids: &site_ids,
@@ -159,7 +177,7 @@ fn write_snapshot(
             rows,
         })
         .collect();
-    let ends = stack_ends(snap, &every_stack, weight);
+    let ends = stack_ends(snap, &every_stack, &raw_allocs, weight);
     let manifest = manifest::build(snap, tables, ends, incomplete);
     let manifest_path = tmp.join(schema::MANIFEST);
     std::fs::write(&manifest_path, manifest.to_json()).map_err(io(&manifest_path))?;
@@ -184,13 +202,14 @@ fn write_snapshot(
             TopSite {
                 site_id: site_ids[stack],
                 name,
-                allocs: allocs * weight,
+                allocs: *allocs,
                 bytes_requested: of_stack
                     .clone()
-                    .map(|(_, c)| c.bytes_requested)
-                    .sum::<u64>()
-                    * weight,
-                temporaries: of_stack.map(|(_, c)| c.temporaries).sum::<u64>() * weight,
+                    .map(|(id, c)| c.bytes_requested * weight_of(id.class()))
+                    .sum::<u64>(),
+                temporaries: of_stack
+                    .map(|(id, c)| c.temporaries * weight_of(id.class()))
+                    .sum::<u64>(),
             }
         })
         .collect();

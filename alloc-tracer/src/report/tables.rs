@@ -21,13 +21,41 @@ pub struct Context<'s> {
     pub snap: &'s Snapshot,
     /// Site id of every distinct stack.
     pub site_ids: &'s HashMap<&'s [usize], u64>,
-    /// Each sampled stack stands for this many allocations.
+    /// Each sampled stack stands for this many allocations (but in the classes
+    /// `sample:N` records whole: [`Context::weight_of`]).
     pub weight: u64,
-    /// Each followed block stands for this many blocks.
+    /// Each followed block stands for this many blocks (likewise:
+    /// [`Context::lifetime_weight_of`]).
     pub lifetime_weight: u64,
 }
 
+/// True when `snap`'s mode records every block of class `class` whole: `sample:N`,
+/// from `SAMPLE_ALL_FROM_CLASS` on.
+pub fn recorded_whole(snap: &Snapshot, class: usize) -> bool {
+    matches!(snap.settings.mode, crate::Mode::Sample(_))
+        && class >= alloc_tracer_format::size_class::SAMPLE_ALL_FROM_CLASS
+}
+
 impl<'s> Context<'s> {
+    /// What one recorded allocation of class `class` stands for: 1 in a class that
+    /// `sample:N` records whole ([`recorded_whole`]), else [`Context::weight`].
+    pub fn weight_of(&self, class: usize) -> u64 {
+        if recorded_whole(self.snap, class) {
+            1
+        } else {
+            self.weight
+        }
+    }
+
+    /// What one followed block of class `class` stands for, likewise.
+    pub fn lifetime_weight_of(&self, class: usize) -> u64 {
+        if recorded_whole(self.snap, class) {
+            1
+        } else {
+            self.lifetime_weight
+        }
+    }
+
     /// The name of phase `id`.
     pub fn phase_name(&self, id: usize) -> Cow<'s, str> {
         match self.snap.phases.get(id) {
@@ -39,7 +67,7 @@ impl<'s> Context<'s> {
 
 /// `sites.parquet`: one row per site, phase and size class.
 pub fn write_sites(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
-    let (snap, site_ids, weight) = (cx.snap, cx.site_ids, cx.weight);
+    let (snap, site_ids) = (cx.snap, cx.site_ids);
     let mut rows: Vec<(u64, usize, usize, &SiteCounts, Option<&Lifetimes>)> = snap
         .sites
         .iter()
@@ -58,6 +86,7 @@ pub fn write_sites(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
     let mut cols = SiteColumns::with_capacity(n);
     for (site, phase, class, c, life) in rows {
         let cb = class_bytes(class) as u64;
+        let weight = cx.weight_of(class);
         cols.site_id.push(site);
         cols.phase.push(cx.phase_name(phase));
         cols.class.push(cb);
@@ -76,7 +105,8 @@ pub fn write_sites(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
             life.filter(|l| l.freed > 0)
                 .map(|l| (l.total_ns / l.freed as u128) as u64),
         );
-        cols.live_bytes.push(live_bytes * cx.lifetime_weight);
+        cols.live_bytes
+            .push(live_bytes * cx.lifetime_weight_of(class));
     }
     parquet::write(
         &dir.join(schema::SITES.file),
@@ -302,11 +332,11 @@ pub fn write_requested(dir: &Path, c: &Counts) -> Result<usize, Error> {
     Ok(n)
 }
 
-/// `phases.parquet`: totals and wall time per phase. Temporaries are weighted by
-/// `cx.weight` (`sample_interval`; 1 in `sites` mode, where every block's is
-/// counted).
+/// `phases.parquet`: totals and wall time per phase. Temporaries were weighted as
+/// they were counted (each as many as its block stands for: N in `sample:N`, 1 in
+/// `sites` mode and in the classes `sample:N` records whole).
 pub fn write_phases(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
-    let (snap, weight) = (cx.snap, cx.weight);
+    let snap = cx.snap;
     let start_ns = crate::hot::clock::start_ns();
     let mut cols: Vec<Vec<u64>> = vec![vec![]; 8];
     let (mut id, mut name, mut first, mut wall) = (vec![], vec![], vec![], vec![]);
@@ -330,7 +360,7 @@ pub fn write_phases(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
             t.bytes_requested,
             t.bytes_allocated,
             t.bytes_freed,
-            t.temporaries * weight,
+            t.temporaries,
         ]) {
             col.push(v);
         }

@@ -211,17 +211,34 @@ pub struct CostReport {
     pub sites: Vec<SiteCost>,
 }
 
-/// Cost per site (all sites in `phase`, or only those in `only`), with each site's
-/// category index and whether its blocks came through Rust's growth path
-/// ([`grown`]); ordered by site id, so that sums over it come out the same every
-/// time.
+/// One site's price ([`per_site`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Priced {
+    /// What the site costs.
+    pub cost: Nanos,
+    /// Its category's index (rules in order, then the unmatched).
+    pub category: usize,
+    /// Whether its blocks came through Rust's growth path ([`grown`]).
+    pub grown: bool,
+    /// Its allocations and reallocs.
+    pub calls: u64,
+    /// The part of `cost` (in ns) in rows of the classes below those `sample:N`
+    /// records whole (`SiteRow::below_whole`, in any mode): what the spread of a
+    /// sampled report's cost comes from (`Report::sampled_part`).
+    pub small_ns: f64,
+    /// Those rows' allocations and reallocs.
+    pub small_calls: u64,
+}
+
+/// Cost per site (all sites in `phase`, or only those in `only`); ordered by site
+/// id, so that sums over it come out the same every time.
 pub fn per_site(
     report: &Report,
     cal: &Calibration,
     rules: &[Category],
     phase: Option<&str>,
     only: Option<&HashSet<u64>>,
-) -> BTreeMap<u64, (Nanos, usize, bool)> {
+) -> BTreeMap<u64, Priced> {
     let op_ns: Vec<Indirect> = rules
         .iter()
         .map(|c| Indirect::of(c, cal))
@@ -229,24 +246,29 @@ pub fn per_site(
         .collect();
     let growth_ns = cal.operation(VEC_GROWTH).map_or(0.0, |o| o.ns);
     let lasting = Lasting::of(report, phase, only);
-    let mut out: BTreeMap<u64, (Nanos, usize, bool)> = BTreeMap::new();
+    let mut out: BTreeMap<u64, Priced> = BTreeMap::new();
     for row in report
         .rows(phase)
         .filter(|r| only.is_none_or(|o| o.contains(&r.site_id)))
     {
         let entry = out.entry(row.site_id).or_insert_with(|| {
             let frames = frames_of(&report.frames, row.site_id);
-            (
-                Nanos::default(),
-                categories::classify(rules, frames),
-                grown(frames),
-            )
+            Priced {
+                category: categories::classify(rules, frames),
+                grown: grown(frames),
+                ..Priced::default()
+            }
         });
-        let mut n = row_cost(cal, row, op_ns[entry.1], lasting.share(row));
-        if entry.2 {
+        let mut n = row_cost(cal, row, op_ns[entry.category], lasting.share(row));
+        if entry.grown {
             n.direct += row.calls() as f64 * growth_ns;
         }
-        entry.0.add(n);
+        entry.calls = entry.calls.saturating_add(row.calls());
+        if row.below_whole() {
+            entry.small_ns += n.total();
+            entry.small_calls = entry.small_calls.saturating_add(row.calls());
+        }
+        entry.cost.add(n);
     }
     out
 }
@@ -280,21 +302,29 @@ pub fn estimate(
         c.1 = c.1.saturating_add(row.realloc_count);
         c.2 = c.2.saturating_add(row.temporary_count);
     }
-    // Per category: sites, allocations, reallocs, cost.
-    let mut cats: Vec<(usize, u64, u64, Nanos)> =
-        vec![(0, 0, 0, Nanos::default()); rules.len() + 1];
+    // Per category: sites, allocations, reallocs, sampled allocations and reallocs,
+    // cost.
+    let mut cats: Vec<(usize, u64, u64, u64, Nanos)> =
+        vec![(0, 0, 0, 0, Nanos::default()); rules.len() + 1];
     let mut all = Nanos::default();
-    for (site, (n, cat, _)) in &costs {
+    for (site, p) in &costs {
         let (a, r, _) = counts[site];
-        let c = &mut cats[*cat];
+        let c = &mut cats[p.category];
         c.0 += 1;
         c.1 = c.1.saturating_add(a);
         c.2 = c.2.saturating_add(r);
-        c.3.add(*n);
-        all.add(*n);
+        c.3 =
+            c.3.saturating_add(report.sampled_part(p.calls, p.small_calls));
+        c.4.add(p.cost);
+        all.add(p.cost);
     }
-    let mut ranked: Vec<(&u64, &(Nanos, usize, bool))> = costs.iter().collect();
-    ranked.sort_by(|a, b| b.1.0.total().total_cmp(&a.1.0.total()).then(a.0.cmp(b.0)));
+    let mut ranked: Vec<(&u64, &Priced)> = costs.iter().collect();
+    ranked.sort_by(|a, b| {
+        b.1.cost
+            .total()
+            .total_cmp(&a.1.cost.total())
+            .then(a.0.cmp(b.0))
+    });
     let listed: Vec<_> = ranked.into_iter().take(limit).collect();
     // Told apart among every site of the phase, as `top` and the export do.
     let shown: Vec<u64> = listed.iter().map(|(site_id, _)| **site_id).collect();
@@ -312,7 +342,8 @@ pub fn estimate(
         .zip(&stacks)
         .zip(distinctions)
         .enumerate()
-        .map(|(i, (((&site_id, &(n, cat, _)), frames), distinction))| {
+        .map(|(i, (((&site_id, p), frames), distinction))| {
+            let (n, cat) = (p.cost, p.category);
             let (alloc_count, realloc_count, temporary_count) = counts[&site_id];
             SiteCost {
                 rank: i + 1,
@@ -324,7 +355,7 @@ pub fn estimate(
                 alloc_count,
                 realloc_count,
                 temporary_count,
-                alloc_count_noise: report.count_noise(alloc_count.saturating_add(realloc_count)),
+                alloc_count_noise: report.count_noise(report.sampled_part(p.calls, p.small_calls)),
                 direct_s: n.direct * 1e-9,
                 indirect_s: n.indirect() * 1e-9,
                 total_s: n.total() * 1e-9,
@@ -346,17 +377,19 @@ pub fn estimate(
         categories: cats
             .into_iter()
             .enumerate()
-            .map(|(i, (sites, alloc_count, realloc_count, n))| CategoryCost {
-                category: categories::category_name(rules, i).to_owned(),
-                sites,
-                alloc_count,
-                realloc_count,
-                alloc_count_noise: report.count_noise(alloc_count.saturating_add(realloc_count)),
-                direct_s: n.direct * 1e-9,
-                indirect_s: n.indirect() * 1e-9,
-                total_s: n.total() * 1e-9,
-                phase_share: share(n.total() * 1e-9, wall),
-            })
+            .map(
+                |(i, (sites, alloc_count, realloc_count, sampled, n))| CategoryCost {
+                    category: categories::category_name(rules, i).to_owned(),
+                    sites,
+                    alloc_count,
+                    realloc_count,
+                    alloc_count_noise: report.count_noise(sampled),
+                    direct_s: n.direct * 1e-9,
+                    indirect_s: n.indirect() * 1e-9,
+                    total_s: n.total() * 1e-9,
+                    phase_share: share(n.total() * 1e-9, wall),
+                },
+            )
             .collect(),
         sites,
     }
@@ -417,7 +450,8 @@ mod tests {
             lifetimes: Vec::new(),
         };
         let mut c = cal();
-        let direct = |c: &Calibration, site| per_site(&report, c, &[], None, None)[&site].0.direct;
+        let direct =
+            |c: &Calibration, site| per_site(&report, c, &[], None, None)[&site].cost.direct;
         // 12 blocks (10 allocations, 2 reallocs) through the growth path at 3 ns.
         assert_eq!(direct(&c, 1) - direct(&c, 2), 12.0 * 3.0);
         c.operations.retain(|o| o.name != VEC_GROWTH);

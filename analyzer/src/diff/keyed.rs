@@ -21,11 +21,17 @@ pub(super) struct Acc {
     /// That site's allocations and reallocs.
     pub(super) lead_allocs: u64,
     pub(super) allocs: u64,
+    /// The part of `allocs` in the classes below those `sample:N` records whole
+    /// (`SiteRow::below_whole`), in any mode: what a sampled side's spread comes
+    /// from (the other side's counts are the truth it is measured against).
+    pub(super) small_allocs: u64,
     pub(super) bytes: u64,
     pub(super) cost_ns: Option<f64>,
     /// The sum over the key's sites of each one's cost squared over its
     /// allocations, in ns² (`sampling_noise::cost_weight`).
     pub(super) cost_weight_ns2: f64,
+    /// The same over their rows below the classes recorded whole.
+    pub(super) small_cost_weight_ns2: f64,
     pub(super) name: String,
     pub(super) callers: String,
     pub(super) category: usize,
@@ -47,11 +53,13 @@ impl Matched for Acc {
             self.loose.clone_from(&o.loose);
         }
         self.allocs = self.allocs.saturating_add(o.allocs);
+        self.small_allocs = self.small_allocs.saturating_add(o.small_allocs);
         self.bytes = self.bytes.saturating_add(o.bytes);
         if let Some(c) = o.cost_ns {
             *self.cost_ns.get_or_insert(0.0) += c;
         }
         self.cost_weight_ns2 += o.cost_weight_ns2;
+        self.small_cost_weight_ns2 += o.small_cost_weight_ns2;
     }
 }
 
@@ -63,11 +71,8 @@ pub(super) fn by_key(
 ) -> BTreeMap<String, Acc> {
     let costs = cal.map(|c| cost::per_site(report, c, rules, phase, None));
     let mut keys: HashMap<u64, String> = HashMap::new();
-    let mut calls: HashMap<u64, u64> = HashMap::new();
     let mut out: BTreeMap<String, Acc> = BTreeMap::new();
     for row in report.rows(phase) {
-        let n = calls.entry(row.site_id).or_default();
-        *n = n.saturating_add(row.calls());
         let key = keys
             .entry(row.site_id)
             .or_insert_with(|| stack_key(&job_frames(frames_of(&report.frames, row.site_id))))
@@ -85,16 +90,20 @@ pub(super) fn by_key(
             a.loose = loose_key(&job);
         }
         a.allocs = a.allocs.saturating_add(row.calls());
+        if row.below_whole() {
+            a.small_allocs = a.small_allocs.saturating_add(row.calls());
+        }
         a.bytes = a.bytes.saturating_add(row.bytes_requested);
     }
     // Costs are per site id; sites with one key are summed once each.
     if let Some(costs) = costs {
-        for (site, (n, _, _)) in costs {
+        for (site, p) in costs {
             let a = out
                 .get_mut(&keys[&site])
                 .expect("every priced site has rows");
-            *a.cost_ns.get_or_insert(0.0) += n.total();
-            a.cost_weight_ns2 += cost_weight(n.total(), calls[&site]);
+            *a.cost_ns.get_or_insert(0.0) += p.cost.total();
+            a.cost_weight_ns2 += cost_weight(p.cost.total(), p.calls);
+            a.small_cost_weight_ns2 += cost_weight(p.small_ns, p.small_calls);
         }
     }
     out

@@ -408,13 +408,31 @@ pub fn diff(
             *r += d_cost.unwrap_or(0.0);
             repriced_sites += 1;
         }
-        let sampled = |acc: &Acc, interval| Sampled {
-            allocs: acc.allocs,
-            cost_weight_s2: cal.map(|_| acc.cost_weight_ns2 * 1e-18),
+        // Each side's spread is of what it samples, measured against the larger
+        // side's count of that: all of it, or (a report that records the largest
+        // classes whole) the classes below those.
+        let view = |acc: &Acc, small: bool, interval| Sampled {
+            allocs: if small { acc.small_allocs } else { acc.allocs },
+            cost_weight_s2: cal.map(|_| {
+                1e-18
+                    * if small {
+                        acc.small_cost_weight_ns2
+                    } else {
+                        acc.cost_weight_ns2
+                    }
+            }),
             interval,
         };
-        let (base_noise, change_noise) =
-            Noise::of_sides(sampled(x, base_interval), sampled(y, change_interval));
+        let side_noise = |small| {
+            Noise::of_sides(
+                view(x, small, base_interval),
+                view(y, small, change_interval),
+            )
+        };
+        let (base_noise, change_noise) = (
+            side_noise(base.records_whole()).0,
+            side_noise(change.records_whole()).1,
+        );
         let mut noise = base_noise;
         noise.add(change_noise);
         total_noise.add(noise);

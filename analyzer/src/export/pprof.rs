@@ -268,10 +268,19 @@ pub fn estimates(report: &Report, in_use: &[InUse]) -> Vec<String> {
     let m = &report.manifest;
     let mut lines = Vec::new();
     if m.mode.starts_with("sample:") {
+        let large = match m.sample_all_from_bytes {
+            Some(b) => format!(
+                "blocks of {} and more were each recorded and count once, and a site of \
+                 few smaller ones may be missed or counted many times over",
+                crate::render::bytes(b as f64)
+            ),
+            None => "a site with few large allocations may be missed or counted many times \
+                     over"
+                .to_owned(),
+        };
         lines.push(format!(
             "{}: alloc_objects, alloc_space and temporaries are estimates: each sampled \
-             allocation counts {} times, and a site with few large allocations may be \
-             missed or counted many times over",
+             allocation counts {} times, {large}",
             m.mode, m.sample_interval
         ));
     }

@@ -144,6 +144,13 @@ impl PhaseRow {
 }
 
 impl SiteRow {
+    /// True when the row's size class is below those `sample:N` records whole
+    /// (`size_class::SAMPLE_ALL_FROM_BYTES`), whatever the report's mode: the rows
+    /// a `sample:N` report samples one in N.
+    pub fn below_whole(&self) -> bool {
+        self.size_class_bytes < alloc_tracer_format::size_class::SAMPLE_ALL_FROM_BYTES as u64
+    }
+
     /// Allocations plus reallocs, the count the analyzer ranks and prices by
     /// (saturating: a damaged report can hold any counts).
     pub fn calls(&self) -> u64 {
@@ -177,6 +184,30 @@ impl Report {
         crate::sampling_noise::estimate_bound(count, self.manifest.sample_interval)
     }
 
+    /// True when `row`'s counts are sampled estimates: a `sample:N` report's, but for
+    /// the classes it records whole (`sample_all_from_bytes`), whose counts are
+    /// exact. Sampling's spread comes from these rows only.
+    pub fn row_sampled(&self, row: &SiteRow) -> bool {
+        self.manifest.sample_interval > 1 && (!self.records_whole() || row.below_whole())
+    }
+
+    /// True when this report recorded the classes from `sample_all_from_bytes` on
+    /// whole (a `sample:N` report from a tracer that does).
+    pub fn records_whole(&self) -> bool {
+        self.manifest.sample_all_from_bytes.is_some()
+    }
+
+    /// Of `all` allocations, `small` of them in the classes below those recorded
+    /// whole (`SiteRow::below_whole`): the part this report's sampling estimates (0
+    /// in an exact report).
+    pub fn sampled_part(&self, all: u64, small: u64) -> u64 {
+        match (self.manifest.sample_interval > 1, self.records_whole()) {
+            (false, _) => 0,
+            (true, true) => small,
+            (true, false) => all,
+        }
+    }
+
     /// In a `sample:N` report, the requested bytes its sites hold (an estimate) and
     /// those of its phase totals (counted exactly in every mode), in `phase` or in
     /// all: far apart when blocks too rare to be sampled hold many bytes (missed) or
@@ -198,9 +229,11 @@ impl Report {
         Some((sampled, exact))
     }
 
-    /// As [`Report::count_noise`], and for an estimate of 0 what sampling may have
-    /// missed (`sampling_noise::unsampled_bound`): for counts a row may have none of
-    /// (temporaries, a category's allocations).
+    /// As [`Report::count_noise`] of the sampled part of an estimate, and where
+    /// that part is 0 what sampling may have missed (`sampling_noise::unsampled_bound`):
+    /// a site or category none of whose allocations (or temporaries) was sampled,
+    /// or only blocks of the classes recorded whole, may have made up to about 3N
+    /// more.
     pub fn count_or_none_noise(&self, count: u64) -> Option<u64> {
         let n = self.manifest.sample_interval;
         if count == 0 {

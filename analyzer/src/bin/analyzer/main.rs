@@ -218,9 +218,9 @@ impl TopJob {
         } else {
             stored_calibration(self.inputs.calibration.as_deref())?
         };
-        let seconds = |m: BTreeMap<u64, (cost::Nanos, usize, bool)>| -> HashMap<u64, f64> {
+        let seconds = |m: BTreeMap<u64, cost::Priced>| -> HashMap<u64, f64> {
             m.into_iter()
-                .map(|(site, (n, _, _))| (site, n.total() * 1e-9))
+                .map(|(site, p)| (site, p.cost.total() * 1e-9))
                 .collect()
         };
         let sites = match (&cal, self.group_by) {
