@@ -45,6 +45,9 @@ pub struct Info {
     pub sample_interval: u64,
     /// Blocks each followed block stands for (0: none followed).
     pub lifetime_interval: u64,
+    /// In a `sample:N` report, the smallest size class recorded whole (every block
+    /// of it and larger, counted once); `None` otherwise.
+    pub sample_all_from_bytes: Option<u64>,
     /// Return addresses kept per stack.
     pub stack_depth: usize,
     /// The traced program's command line.
@@ -138,6 +141,7 @@ pub fn info(report: &Report) -> Info {
         mode: m.mode.clone(),
         sample_interval: m.sample_interval,
         lifetime_interval: m.lifetime_interval,
+        sample_all_from_bytes: m.sample_all_from_bytes,
         stack_depth: m.stack_depth,
         command_line: m.command_line.clone(),
         host: m.host.clone(),

@@ -127,11 +127,13 @@ pub fn square_bound(bytes: u64, class_bytes: u64, calls: u64) -> f64 {
 }
 
 /// `bound` as a share of `estimate`, for tables: `±6%`, `±0.4%` under one per cent,
-/// the bound itself from ten times the estimate (`±3000`); empty without a bound
-/// or an estimate.
+/// the bound itself from ten times the estimate and for an estimate of 0 (`±3000`);
+/// empty without a bound.
 pub fn relative(bound: Option<u64>, estimate: u64) -> String {
     match bound {
-        Some(b) if estimate > 0 => {
+        // An estimate of 0 and what it may hide.
+        Some(b) if estimate == 0 => format!("±{b}"),
+        Some(b) => {
             let pct = 100.0 * b as f64 / estimate as f64;
             if pct < 0.95 {
                 format!("±{pct:.1}%")
@@ -143,7 +145,7 @@ pub fn relative(bound: Option<u64>, estimate: u64) -> String {
                 format!("±{b}")
             }
         }
-        _ => String::new(),
+        None => String::new(),
     }
 }
 
@@ -187,6 +189,8 @@ mod tests {
         assert_eq!(estimate_bound(976_000, 1), None);
         assert_eq!(estimate_bound(976_000, 0), None);
         assert_eq!(relative(None, 5), "");
+        assert_eq!(relative(None, 0), "");
+        assert_eq!(relative(Some(3000), 0), "±3000");
         // What 30 allocations recorded whole beside none sampled may hide, 3N at 1
         // in 1000, reads as itself, not as 10000 %.
         assert_eq!(unsampled_bound(1000), Some(3000));

@@ -355,7 +355,8 @@ pub fn estimate(
                 alloc_count,
                 realloc_count,
                 temporary_count,
-                alloc_count_noise: report.count_noise(report.sampled_part(p.calls, p.small_calls)),
+                alloc_count_noise: report
+                    .count_or_none_noise(report.sampled_part(p.calls, p.small_calls)),
                 direct_s: n.direct * 1e-9,
                 indirect_s: n.indirect() * 1e-9,
                 total_s: n.total() * 1e-9,
@@ -383,7 +384,7 @@ pub fn estimate(
                     sites,
                     alloc_count,
                     realloc_count,
-                    alloc_count_noise: report.count_noise(sampled),
+                    alloc_count_noise: report.count_or_none_noise(sampled),
                     direct_s: n.direct * 1e-9,
                     indirect_s: n.indirect() * 1e-9,
                     total_s: n.total() * 1e-9,

@@ -28,10 +28,14 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     } else {
         writeln!(
             out,
-            "mode      {} (each stack stands for {} allocation{}; {}), {} frames per stack",
+            "mode      {} (each stack stands for {} allocation{}{}; {}), {} frames per stack",
             i.mode,
             i.sample_interval,
             if i.sample_interval == 1 { "" } else { "s" },
+            i.sample_all_from_bytes.map_or(String::new(), |b| format!(
+                ", but blocks of {} and more, each recorded whole",
+                super::bytes(b as f64)
+            )),
             if i.lifetime_interval == 0 {
                 "no lifetimes followed".to_owned()
             } else {
@@ -82,8 +86,15 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         } else if i.sample_interval > 1 {
             // Only sampled blocks are watched to their free, each standing for N.
             format!(
-                "{} temporaries (estimated: the sampled ones times {})",
-                i.temporary_count, i.sample_interval
+                "{} temporaries (estimated: each sampled one counted for the {} it stands \
+                 for{})",
+                i.temporary_count,
+                i.sample_interval,
+                if i.sample_all_from_bytes.is_some() {
+                    ", or once where recorded whole"
+                } else {
+                    ""
+                }
             )
         } else {
             format!("{} temporaries", i.temporary_count)

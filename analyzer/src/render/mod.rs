@@ -244,7 +244,9 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                     format!("{:.0}%", 100.0 * s.temporary_share),
                     spread(
                         sampled,
-                        relative(s.temporary_count_noise, s.temporary_count)
+                        // In points of the share beside it, which cannot be off
+                        // by more than all of it.
+                        relative(s.temporary_count_noise.map(|b| b.min(calls)), calls)
                     ),
                     s.main_size_class_bytes,
                     s.lifetime_ns_median.map_or("-".to_owned(), lifetime),
@@ -328,7 +330,20 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
                 )?;
             }
             if let Some(left) = left {
-                writeln!(out, "{left}")?;
+                // What the categories with nothing sampled may hide (JSON gives it
+                // each).
+                match cats
+                    .iter()
+                    .find(|c| c.sites == 0)
+                    .and_then(|c| c.alloc_count_noise)
+                {
+                    Some(hidden) => writeln!(
+                        out,
+                        "{}, each may hide up to about {hidden} allocations)",
+                        left.trim_end_matches(')')
+                    )?,
+                    None => writeln!(out, "{left}")?,
+                }
             }
             if sampled {
                 writeln!(out, "\n{SAMPLED_FOOTER}")?;

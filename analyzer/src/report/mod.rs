@@ -208,25 +208,37 @@ impl Report {
         }
     }
 
-    /// In a `sample:N` report, the requested bytes its sites hold (an estimate) and
+    /// In a `sample:N` report, the requested bytes its sites hold (an estimate),
     /// those of its phase totals (counted exactly in every mode), in `phase` or in
-    /// all: far apart when blocks too rare to be sampled hold many bytes (missed) or
-    /// one was sampled (counted `N` times over). `None` in an exact report.
-    pub fn sampled_bytes_against_exact(&self, phase: Option<&str>) -> Option<(u64, u64)> {
+    /// all, and how far sampling alone may put the first from the second
+    /// (`sampling_noise::bytes_bound` over the sampled rows): further apart when
+    /// blocks too rare to be sampled hold many bytes (missed) or one was sampled
+    /// (counted `N` times over). `None` in an exact report.
+    pub fn sampled_bytes_against_exact(
+        &self,
+        phase: Option<&str>,
+    ) -> Option<(u64, u64, Option<u64>)> {
         if self.manifest.sample_interval <= 1 {
             return None;
         }
-        let sampled = self
-            .rows(phase)
-            .map(|r| r.bytes_requested)
-            .fold(0, u64::saturating_add);
+        let (mut sampled, mut square) = (0u64, 0.0);
+        for r in self.rows(phase) {
+            sampled = sampled.saturating_add(r.bytes_requested);
+            if self.row_sampled(r) {
+                square += crate::sampling_noise::square_bound(
+                    r.bytes_requested,
+                    r.size_class_bytes,
+                    r.calls(),
+                );
+            }
+        }
         let exact = self
             .phases
             .iter()
             .filter(|r| phase.is_none_or(|p| r.phase == p))
             .map(|r| r.bytes_requested)
             .fold(0, u64::saturating_add);
-        Some((sampled, exact))
+        Some((sampled, exact, self.bytes_noise(square)))
     }
 
     /// As [`Report::count_noise`] of the sampled part of an estimate, and where

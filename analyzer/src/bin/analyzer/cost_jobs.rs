@@ -141,34 +141,36 @@ pub(crate) fn refuse_without_sites(r: &report::Report, what: &str) -> Result<()>
     Ok(())
 }
 
-/// Says on standard error when a `sample:N` report's sites hold far more or far
-/// fewer requested bytes than its phase totals count exactly: its bytes and costs
-/// then read low (blocks too rare to be sampled) or high (a rare one sampled).
+/// Says on standard error when a `sample:N` report's sites hold more or fewer
+/// requested bytes than its phase totals count exactly, by more than sampling alone
+/// would put them (and more than 1 %): its bytes and costs then read low (blocks too
+/// rare to be sampled) or high (a rare one sampled, counted N times).
 pub(crate) fn coverage_note(r: &report::Report, phase: Option<&str>) {
-    let Some((sampled, exact)) = r.sampled_bytes_against_exact(phase) else {
+    let Some((sampled, exact, bound)) = r.sampled_bytes_against_exact(phase) else {
         return;
     };
-    if exact == 0 || sampled == 0 {
+    if exact == 0 {
         return;
     }
-    let share = sampled as f64 / exact as f64;
-    if (0.95..=1.05).contains(&share) {
+    let off = sampled.abs_diff(exact);
+    if off <= bound.unwrap_or(0).max(exact / 100) {
         return;
     }
     let within = phase.map_or(String::new(), |p| format!(" in {p}"));
-    let why = if share < 1.0 {
-        "the rest is in blocks too rare to be sampled, so bytes and costs read low"
+    let why = if sampled < exact {
+        "the rest is in blocks too rare to be sampled, so its bytes and costs read low"
     } else {
-        "a rare large block sampled counts N times over, so bytes and costs read high"
+        "rare blocks sampled count N times over, so its bytes and costs read high"
     };
     note!(
-        "analyzer: {}: its sampled sites hold {} of the {} requested{within} ({:.0} %; the \
-         totals are counted exactly in every mode): {why}; `peak` (heap sampling) or a \
-         sites report attributes large blocks",
+        "analyzer: {}: its sampled sites hold {} of the {} requested{within} ({:.1} %; the \
+         totals are counted exactly in every mode), further off than sampling's spread \
+         (±{}): {why}; a sites report attributes every block",
         r.dir.display(),
         render::bytes(sampled as f64),
         render::bytes(exact as f64),
-        100.0 * share
+        100.0 * sampled as f64 / exact as f64,
+        render::bytes(bound.unwrap_or(0) as f64)
     );
 }
 
