@@ -92,7 +92,7 @@ pub struct RankedSite {
     pub alloc_count_noise: Option<u64>,
     /// The same for `bytes_requested` (`sampling_noise::bytes_bound`): wider than the
     /// count's where block sizes vary. It cannot see blocks never sampled: see
-    /// `sampling_noise::coverage`.
+    /// `Report::sampled_bytes_against_exact`.
     pub bytes_requested_noise: Option<u64>,
     /// The same for `temporary_count` (the temporaries' own count, as for
     /// allocations): wider than the count's where few blocks are temporaries.

@@ -93,13 +93,7 @@ fn write_snapshot(
     // counts), ties broken by the addresses so that ids are stable for a given
     // snapshot.
     let weight = snap.settings.mode.sample_interval();
-    let weight_of = |class| {
-        if tables::recorded_whole(snap, class) {
-            1
-        } else {
-            weight
-        }
-    };
+    let weight_of = |class| tables::weight_of(snap, class);
     let mut stack_allocs: HashMap<&[usize], u64> = HashMap::new();
     let mut raw_allocs: HashMap<&[usize], u64> = HashMap::new();
     for (id, c) in &snap.sites {
@@ -134,7 +128,6 @@ fn write_snapshot(
     let cx = Context {
         snap,
         site_ids: &site_ids,
-        weight,
         lifetime_weight: manifest::lifetime_weight(
             snap.settings.mode,
             snap.settings.lifetime_interval,

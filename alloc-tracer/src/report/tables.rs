@@ -15,15 +15,12 @@ use std::collections::HashMap;
 use std::path::Path;
 
 /// What the tables of one report share: the snapshot, site ids, phase names and the
-/// weights of sampled figures.
+/// weights of sampled figures ([`Context::weight_of`]).
 pub struct Context<'s> {
     /// What was recorded.
     pub snap: &'s Snapshot,
     /// Site id of every distinct stack.
     pub site_ids: &'s HashMap<&'s [usize], u64>,
-    /// Each sampled stack stands for this many allocations (but in the classes
-    /// `sample:N` records whole: [`Context::weight_of`]).
-    pub weight: u64,
     /// Each followed block stands for this many blocks (likewise:
     /// [`Context::lifetime_weight_of`]).
     pub lifetime_weight: u64,
@@ -36,15 +33,21 @@ pub fn recorded_whole(snap: &Snapshot, class: usize) -> bool {
         && class >= alloc_tracer_format::size_class::SAMPLE_ALL_FROM_CLASS
 }
 
+/// What one recorded allocation of class `class` stands for in `snap`'s report: 1
+/// in a class that `sample:N` records whole ([`recorded_whole`]), else the sample
+/// interval (1 in `sites` mode).
+pub fn weight_of(snap: &Snapshot, class: usize) -> u64 {
+    if recorded_whole(snap, class) {
+        1
+    } else {
+        snap.settings.mode.sample_interval()
+    }
+}
+
 impl<'s> Context<'s> {
-    /// What one recorded allocation of class `class` stands for: 1 in a class that
-    /// `sample:N` records whole ([`recorded_whole`]), else [`Context::weight`].
+    /// [`weight_of`] this report's class `class`.
     pub fn weight_of(&self, class: usize) -> u64 {
-        if recorded_whole(self.snap, class) {
-            1
-        } else {
-            self.weight
-        }
+        weight_of(self.snap, class)
     }
 
     /// What one followed block of class `class` stands for, likewise.
