@@ -1955,6 +1955,77 @@ fn differential_flamegraph_colours_what_grew() {
 }
 
 #[test]
+fn differential_flamegraph_of_sampled_reports_gives_the_exact_totals_too() {
+    // The fixture's counts read as a sample:10 report's: the stacks drawn are
+    // estimates, and the subtitle gives the totals the phases count exactly beside
+    // the drawn ones.
+    let r = fixture();
+    let sampled = copy_fixture("flame-sampled");
+    edit_manifest(&sampled, |m| {
+        m["mode"] = "sample:10".into();
+        m["sample_interval"] = 10.into();
+    });
+    let exact = |by: &str| -> u64 {
+        let info: serde_json::Value = serde_json::from_slice(
+            &analyzer(&["info", r.to_str().unwrap(), "--format", "json"]).stdout,
+        )
+        .unwrap();
+        let phases = info["phases"].as_array().unwrap();
+        phases
+            .iter()
+            .map(|p| match by {
+                "count" => {
+                    p["alloc_count"].as_u64().unwrap() + p["realloc_count"].as_u64().unwrap()
+                }
+                _ => p["bytes_requested"].as_u64().unwrap(),
+            })
+            .sum()
+    };
+    let grouped = |n: u64| {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    for (by, unit) in [("count", "allocations"), ("bytes", "bytes")] {
+        let svg = sampled.join(format!("{by}.svg"));
+        let out = analyzer(&[
+            "flamegraph",
+            "--diff",
+            r.to_str().unwrap(),
+            sampled.to_str().unwrap(),
+            "--by",
+            by,
+            "-o",
+            svg.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        let text = std::fs::read_to_string(&svg).unwrap();
+        let n = grouped(exact(by));
+        assert!(
+            text.contains(&format!(
+                "counted exactly: {n} -&gt; {n} {unit} (unchanged)"
+            )),
+            "{by}: {}",
+            text.lines().find(|l| l.contains("estimates")).unwrap_or("")
+        );
+        assert!(text.contains("; all as drawn: "), "{by}");
+    }
+    // Two exact reports: the drawn totals are the totals.
+    let svg = sampled.join("exact.svg");
+    let rs = r.to_str().unwrap();
+    let out = analyzer(&["flamegraph", "--diff", rs, rs, "-o", svg.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(!text.contains("counted exactly") && text.contains("; all: "));
+}
+
+#[test]
 fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
     let base = memory_fixture();
     let change = copy_report(&base, "flame-diff-live");

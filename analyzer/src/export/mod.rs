@@ -258,6 +258,28 @@ pub fn flamegraph_diff(
             Weight::Bytes => format!("estimates ({modes}), none marked as noise"),
             _ => format!("estimates ({modes})"),
         });
+        // Allocations and bytes the phase totals count exactly in every mode: the
+        // figures the estimates below stand for.
+        let exact = |r: &Report| match by {
+            Weight::Count => Some(r.calls(phase)),
+            Weight::Bytes => Some(
+                r.phases
+                    .iter()
+                    .filter(|p| phase.is_none_or(|name| p.phase == name))
+                    .map(|p| p.bytes_requested)
+                    .fold(0, u64::saturating_add),
+            ),
+            Weight::Temporaries => None,
+        };
+        if let (Some(before), Some(after)) = (exact(base), exact(change)) {
+            notes.push(format!(
+                "counted exactly: {} -> {} {} ({})",
+                diff_flame::grouped(before.into()),
+                diff_flame::grouped(after.into()),
+                by.unit(),
+                diff_flame::against(before, after)
+            ));
+        }
     }
     // A sampled count's estimate varies as its interval times itself; bytes vary
     // with the blocks' sizes too, which folded stacks do not keep.
@@ -271,6 +293,7 @@ pub fn flamegraph_diff(
         widths,
         notes,
         intervals,
+        estimated: sampled,
     };
     differential_flamegraph(&a, &b, drawing, out)
 }
@@ -288,6 +311,9 @@ pub struct Drawing<'a> {
     /// Where the weights are counts estimated from samples: each side's interval,
     /// so that changes under two standard errors are marked `~`.
     pub intervals: Option<Intervals>,
+    /// Whether the weights are estimates (sampled stacks, heap sampling): the
+    /// subtitle's totals say so.
+    pub estimated: bool,
 }
 
 /// Whose stacks a differential flame graph draws, at their widths: the change's
@@ -333,6 +359,7 @@ pub fn differential_flamegraph(
         widths,
         mut notes,
         intervals,
+        estimated,
     } = drawing;
     let mut merged = diff_flame::merge(base, change, widths, unit, intervals)?;
     if merged.totals == (0, 0) {
@@ -357,7 +384,8 @@ pub fn differential_flamegraph(
     let (before, after) = merged.totals;
     notes.push(widths.words().to_owned());
     notes.push(format!(
-        "all: {} -> {} {unit} ({})",
+        "all{}: {} -> {} {unit} ({})",
+        if estimated { " as drawn" } else { "" },
         diff_flame::grouped(before.into()),
         diff_flame::grouped(after.into()),
         diff_flame::against(before, after)
@@ -392,6 +420,7 @@ mod tests {
                 widths,
                 notes: vec![],
                 intervals: None,
+                estimated: false,
             };
             differential_flamegraph("main;a 5\n", "\n", drawing, &mut svg)
                 .map(|()| String::from_utf8(svg).unwrap())

@@ -191,6 +191,7 @@ pub fn flamegraph_diff(
             ))
             .collect(),
         intervals: None,
+        estimated: true,
     };
     export::differential_flamegraph(&a, &b, drawing, out)
 }
