@@ -211,7 +211,7 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
             let sampled = sites.iter().any(|s| s.alloc_count_noise.is_some());
             writeln!(
                 out,
-                "{:>4} {:>13}{} {:>7} {:>14}{} {:>6}{} {:>7} {:>12} {:>9}{}  site",
+                "{:>4} {:>13}{} {:>7} {:>14}{} {:>6}{} {:>9} {:>12} {:>9}{}  site",
                 "rank",
                 // What sites count and rank by: a realloc that moves a block is
                 // an allocation too.
@@ -231,7 +231,7 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                 let calls = s.alloc_count.saturating_add(s.realloc_count);
                 writeln!(
                     out,
-                    "{:>4} {:>13}{} {:>7} {:>14}{} {:>6}{} {:>7} {:>12} {:>9}{}  {}",
+                    "{:>4} {:>13}{} {:>7} {:>14}{} {:>6}{} {:>9} {:>12} {:>9}{}  {}",
                     s.rank,
                     calls,
                     spread(sampled, relative(s.alloc_count_noise, calls)),
@@ -248,7 +248,8 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                         // by more than all of it.
                         relative(s.temporary_count_noise.map(|b| b.min(calls)), calls)
                     ),
-                    s.main_size_class_bytes,
+                    // In the unit that suits it, as `peak` prints classes.
+                    bytes(s.main_size_class_bytes as f64),
                     s.lifetime_ns_median.map_or("-".to_owned(), lifetime),
                     s.cost_s.map_or("-".to_owned(), seconds),
                     count(&s.sites),
