@@ -48,9 +48,10 @@ pub const fn index_of_size(size: usize) -> usize {
 /// and realloc whose block falls in it or a larger one (requests over 224 KiB) is
 /// recorded with its stack and counted once, not one in N counted N times. Few in
 /// number, such blocks hold much of a program's bytes (a fifth of 2 KiB PoRep
-/// synthesis' requested bytes, in 61 reallocs of its a/b/c and assignment vectors),
-/// which one in N would miss in most runs and count N times over in the rest; at a
-/// few microseconds a walk they cost next to nothing beside filling that memory.
+/// synthesis' requested bytes, in 61 allocations and reallocs of its a/b/c and
+/// assignment vectors), which one in N would miss in most runs and count N times
+/// over in the rest; at a few microseconds a walk they cost next to nothing beside
+/// filling that memory.
 pub const SAMPLE_ALL_FROM_BYTES: usize = 256 * 1024;
 
 /// The index of the class of [`SAMPLE_ALL_FROM_BYTES`].
