@@ -495,13 +495,7 @@ pub fn diff(
     // The totals from `phases.parquet`, exact in every mode (the sites table holds
     // estimates in `sample:N`), so that a gate on them compares what happened.
     let side = |r: &Report, m: &BTreeMap<String, Acc>, given: Option<f64>| {
-        let sum = |f: fn(&crate::report::PhaseRow) -> u64| {
-            r.phases
-                .iter()
-                .filter(|p| phase.is_none_or(|ph| p.phase == ph))
-                .map(f)
-                .fold(0, u64::saturating_add)
-        };
+        let sum = |f: fn(&crate::report::PhaseRow) -> u64| r.phase_sum(phase, f);
         Side {
             report: r.dir.display().to_string(),
             alloc_count: r.calls(phase),

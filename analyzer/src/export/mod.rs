@@ -262,13 +262,7 @@ pub fn flamegraph_diff(
         // figures the estimates below stand for.
         let exact = |r: &Report| match by {
             Weight::Count => Some(r.calls(phase)),
-            Weight::Bytes => Some(
-                r.phases
-                    .iter()
-                    .filter(|p| phase.is_none_or(|name| p.phase == name))
-                    .map(|p| p.bytes_requested)
-                    .fold(0, u64::saturating_add),
-            ),
+            Weight::Bytes => Some(r.phase_sum(phase, |p| p.bytes_requested)),
             Weight::Temporaries => None,
         };
         if let (Some(before), Some(after)) = (exact(base), exact(change)) {

@@ -167,14 +167,20 @@ impl Report {
             .filter(move |r| phase.is_none_or(|p| r.phase == p))
     }
 
-    /// Allocations plus reallocs of `phase`, or of the whole run when `None`, from
-    /// `phases.parquet` (exact in every mode; saturating).
-    pub fn calls(&self, phase: Option<&str>) -> u64 {
+    /// The sum of `f` over the rows of `phases.parquet` for `phase`, or the whole
+    /// run when `None` (its counts exact in every mode but temporaries; saturating).
+    pub fn phase_sum(&self, phase: Option<&str>, f: impl Fn(&PhaseRow) -> u64) -> u64 {
         self.phases
             .iter()
             .filter(|r| phase.is_none_or(|p| r.phase == p))
-            .map(PhaseRow::calls)
+            .map(f)
             .fold(0, u64::saturating_add)
+    }
+
+    /// Allocations plus reallocs of `phase`, or of the whole run when `None`, from
+    /// `phases.parquet` (exact in every mode; saturating).
+    pub fn calls(&self, phase: Option<&str>) -> u64 {
+        self.phase_sum(phase, PhaseRow::calls)
     }
 
     /// How far sampling alone may put `count`, an estimate from this report's
@@ -232,12 +238,7 @@ impl Report {
                 );
             }
         }
-        let exact = self
-            .phases
-            .iter()
-            .filter(|r| phase.is_none_or(|p| r.phase == p))
-            .map(|r| r.bytes_requested)
-            .fold(0, u64::saturating_add);
+        let exact = self.phase_sum(phase, |r| r.bytes_requested);
         Some((sampled, exact, self.bytes_noise(square)))
     }
 
