@@ -2,7 +2,9 @@
 """Checks the analyzer's cost model against measured A/B runs of real patches.
 
 For each synth-driver patch variant (`inplace-lc`, `pooled-enforce`) against
-`baseline`, on the same SHA-256 chain under the mirror prover:
+`baseline`, on the same SHA-256 chain under the mirror prover; or, with --c1, for
+`pooled-enforce` (the one variant that applies to PoRep) on a PoRep partition
+synthesized from a C1 output, the workload the tracer is built for:
 
 1. one traced run per variant (`--trace sites`) writes a report;
 2. `analyzer diff baseline VARIANT` gives the predicted change in seconds (the cost
@@ -23,16 +25,18 @@ For each synth-driver patch variant (`inplace-lc`, `pooled-enforce`) against
    speed drifts by up to 30 % over seconds: the same check with whole processes as
    rounds (1.5 s each) scattered its per-round differences ten times as widely.
 
-With --callgrind-blocks N, each variant also runs once under valgrind's callgrind on
-an N-block chain: instruction totals are repeatable to the instruction, so the
-instruction saving, scaled to the baseline's median time, is a deterministic check on
-the noisy wall-time figure (it assumes unchanged instructions per cycle).
+With --callgrind-blocks N (with --c1: --callgrind, on the same partition), each
+variant also runs once under valgrind's callgrind on an N-block chain: instruction
+totals are repeatable to the instruction, so the instruction saving, scaled to the
+baseline's median time, is a deterministic check on the noisy wall-time figure (it
+assumes unchanged instructions per cycle).
 
 Prints a table and writes OUT/results.csv (the format notebooks/03-cost-model.ipynb
 reads), OUT/rounds.csv (every round's synthesis seconds per variant) and
 OUT/reports/<variant>/. Standard library only.
 
     scripts/cost-model-check.py [--blocks 8] [--runs 150] [--processes 5] [--out DIR]
+    scripts/cost-model-check.py --c1 C1 [--partition 0] [--runs 60] [--callgrind] [--out DIR]
 
 Binaries come from $CARGO_TARGET_DIR/release (default /var/tmp/alloc-profiler/target),
 built with `cargo build --workspace --release --all-targets` unless --no-build.
@@ -51,6 +55,8 @@ from pathlib import Path
 from order_stats import median_interval
 
 VARIANTS = ["inplace-lc", "pooled-enforce"]
+# The variants that apply to PoRep (`inplace-lc` rewrites SHA-256's gadgets only).
+POREP_VARIANTS = ["pooled-enforce"]
 # What each variant's patch is, as `analyzer diff` is told.
 DIFF_FLAGS = {"pooled-enforce": ["--recycled"]}
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,14 +69,29 @@ def run(cmd, **kw):
     return r
 
 
-def synth(driver, variants, blocks, trace, report=None, iterations=1, seed=0):
-    """The JSON lines of one synth-driver run, one per iteration."""
+def workload(args, seed=0, blocks=None):
+    """synth-driver's subcommand and its arguments: the PoRep partition of --c1, or
+    a SHA-256 chain of `blocks` (default --blocks) on `seed`."""
+    if args.c1 is not None:
+        return ["porep", "--c1", str(args.c1), "--partition", str(args.partition)]
+    return ["sha256", "--blocks", str(blocks or args.blocks), "--seed", str(seed)]
+
+
+def describe(args):
+    """The workload in words, for the table's header."""
+    if args.c1 is not None:
+        return f"porep partition {args.partition} of {args.c1}"
+    return f"sha256 --blocks {args.blocks}"
+
+
+def synth(driver, variants, work, trace, report=None, iterations=1):
+    """The JSON lines of one synth-driver run of `work` (`workload`), one per
+    iteration."""
     cmd = [str(driver), "--prover", "mirror", "--variant", ",".join(variants),
            "--trace", trace, "--json"]
     if report:
         cmd += ["--report", str(report)]
-    cmd += ["sha256", "--blocks", str(blocks), "--iterations", str(iterations),
-            "--seed", str(seed)]
+    cmd += work + ["--iterations", str(iterations)]
     out = run(cmd).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     if len(rows) != iterations:
@@ -83,7 +104,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--blocks", type=int, default=8,
                     help="SHA-256 blocks per synthesis (default 8, about 0.2 s)")
-    ap.add_argument("--runs", type=int, default=150, help="interleaved rounds (default 150)")
+    ap.add_argument("--c1", type=Path,
+                    help="a C1 output (synth-driver seal writes one): check pooled-enforce "
+                         "on its PoRep partition instead of the SHA-256 chain")
+    ap.add_argument("--partition", type=int, default=0, help="the partition of --c1 (default 0)")
+    ap.add_argument("--runs", type=int,
+                    help="interleaved rounds (default 150; 60 with --c1, whose rounds "
+                         "take seconds)")
     ap.add_argument("--processes", type=int, default=5,
                     help="processes the rounds are spread over (default 5)")
     ap.add_argument("--out", type=Path, default=Path("/var/tmp/alloc-profiler/cost-model"))
@@ -95,7 +122,20 @@ def main():
                     help="calibrate with `analyzer calibrate --quick` (for CI)")
     ap.add_argument("--callgrind-blocks", type=int, default=0,
                     help="also count instructions under callgrind on a chain this long")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="with --c1: also count instructions under callgrind on the partition")
     args = ap.parse_args()
+    if args.c1 is not None:
+        if args.callgrind_blocks:
+            ap.error("--callgrind-blocks is for the SHA-256 chain; with --c1 give --callgrind")
+        if not args.c1.is_file():
+            ap.error(f"--c1 {args.c1}: no such file (synth-driver seal --sector-size 2KiB "
+                     "--out DIR writes DIR/c1.json)")
+    elif args.callgrind:
+        ap.error("--callgrind goes with --c1; on the SHA-256 chain give --callgrind-blocks N")
+    if args.runs is None:
+        args.runs = 60 if args.c1 is not None else 150
+    variants = POREP_VARIANTS if args.c1 is not None else VARIANTS
 
     target = Path(os.environ.get("CARGO_TARGET_DIR", "/var/tmp/alloc-profiler/target"))
     if not args.no_build:
@@ -113,9 +153,9 @@ def main():
 
     # 1. One traced run per variant; the digests prove the constraint systems equal.
     digests = {}
-    for v in ["baseline"] + VARIANTS:
+    for v in ["baseline"] + variants:
         print(f"tracing {v} ...", file=sys.stderr)
-        r = synth(driver, [v], args.blocks, "sites", reports / v)[0]
+        r = synth(driver, [v], workload(args), "sites", reports / v)[0]
         digests[v] = r.get("abc_digest")
     if len(set(digests.values())) != 1:
         sys.exit(f"cost-model-check: a/b/c digests differ: {digests}")
@@ -125,7 +165,7 @@ def main():
     # the calibrations sample the same stretch of the machine's drift as the rounds.
     def predict(calibration):
         out = {}
-        for v in VARIANTS:
+        for v in variants:
             cmd = [str(analyzer), "diff", str(reports / "baseline"), str(reports / v),
                    "--format", "json", "--calibration", str(calibration)] + DIFF_FLAGS.get(v, [])
             d = json.loads(run(cmd).stdout)
@@ -136,7 +176,7 @@ def main():
     predictions = []
     if args.calibration is not None:
         predictions.append(predict(args.calibration))
-    times = {v: [] for v in ["baseline"] + VARIANTS}
+    times = {v: [] for v in ["baseline"] + variants}
     processes = max(1, min(args.processes, args.runs))
     done = 0
     for p in range(processes):
@@ -151,8 +191,8 @@ def main():
             predictions.append(predict(calibration))
         # One more round first, discarded: a process's first synthesis pays for page
         # faults and the allocator's first growth, and always runs baseline first.
-        rows = synth(driver, ["baseline"] + VARIANTS, args.blocks, "off",
-                     iterations=(rounds + 1) * len(times), seed=1000 * p)
+        rows = synth(driver, ["baseline"] + variants, workload(args, seed=1000 * p), "off",
+                     iterations=(rounds + 1) * len(times))
         for i in range(len(times), len(rows), len(times)):
             by_variant = {r["variant"]: r["synth_seconds"] for r in rows[i:i + len(times)]}
             if set(by_variant) != set(times):
@@ -165,7 +205,7 @@ def main():
               file=sys.stderr)
     # The prediction is the median over the calibrations, with their range.
     predicted = {}
-    for v in VARIANTS:
+    for v in variants:
         savings = [pr[v][0] for pr in predictions]
         predicted[v] = {
             "saving_s": statistics.median(savings),
@@ -177,19 +217,19 @@ def main():
 
     # 4. Optional: instruction totals under callgrind, repeatable to the instruction.
     instructions = {}
-    if args.callgrind_blocks:
-        for v in ["baseline"] + VARIANTS:
+    if args.callgrind_blocks or args.callgrind:
+        for v in ["baseline"] + variants:
             print(f"callgrind {v} ...", file=sys.stderr)
             out = args.out / f"callgrind-{v}.out"
             cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                   str(driver), "--prover", "mirror", "--variant", v, "--trace", "off",
-                   "sha256", "--blocks", str(args.callgrind_blocks)]
+                   str(driver), "--prover", "mirror", "--variant", v, "--trace", "off"]
+            cmd += workload(args, blocks=args.callgrind_blocks or None)
             err = run(cmd).stderr
             totals = [line for line in err.splitlines() if "Collected :" in line]
             instructions[v] = int(totals[-1].split(":")[-1].strip())
 
     rows = []
-    for v in VARIANTS:
+    for v in variants:
         diffs = [b - x for b, x in zip(times["baseline"], times[v])]
         interval = median_interval(diffs)
         rows.append({
@@ -224,7 +264,7 @@ def main():
         w.writerows([i + 1] + [times[v][i] for v in times] for i in range(args.runs))
 
     load = os.getloadavg()[0]
-    print(f"sha256 --blocks {args.blocks}, mirror prover, {args.runs} interleaved rounds "
+    print(f"{describe(args)}, mirror prover, {args.runs} interleaved rounds "
           f"in {processes} processes, "
           f"load {load:.2f}, {time.strftime('%Y-%m-%d %H:%M')}")
     print(f"predicted: median over {len(predictions)} calibration(s) [their range]; measured: "
@@ -242,7 +282,9 @@ def main():
               f"{r['measured_saving_low_s']:>9.4f}s..{r['measured_saving_high_s']:.4f}s "
               f"{r['baseline_median_s']:>8.4f}s {r['variant_median_s']:>8.4f}s {ratio:>9.2f}")
     if instructions:
-        print(f"callgrind, sha256 --blocks {args.callgrind_blocks}: baseline "
+        counted = (describe(args) if args.callgrind
+                   else f"sha256 --blocks {args.callgrind_blocks}")
+        print(f"callgrind, {counted}: baseline "
               f"{instructions['baseline']:,} instructions")
         for r in rows:
             v = r["variant"]

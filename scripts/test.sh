@@ -43,6 +43,11 @@ export ALLOC_PROFILER_CALIBRATION="$reports/calibration.json"
 python3 scripts/cost-model-check.py --no-build --blocks 4 --runs 3 --out "$reports/cost-model" \
   --calibration "$ALLOC_PROFILER_CALIBRATION"
 export COST_MODEL_RESULTS="$reports/cost-model/results.csv"
+# And on the 2 KiB PoRep partition (pooled-enforce, one round): that the script's
+# PoRep path works end to end.
+python3 scripts/cost-model-check.py --no-build --c1 "$reports/sector-2k/c1.json" --runs 1 \
+  --processes 1 --out "$reports/cost-model-porep" --calibration "$ALLOC_PROFILER_CALIBRATION" \
+  > /dev/null
 # The tracer's modes taking turns in one process (scripts/bench-mode-turns.sh's
 # method) in 3 rounds of a 1-block chain: that the script and the driver's turns
 # work together; the figures that count are in BENCHMARKS.md.
