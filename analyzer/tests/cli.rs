@@ -1802,6 +1802,19 @@ fn fixture_with_site_0_times(name: &str, factor: u64) -> Scratch {
     dir
 }
 
+/// `analyzer flamegraph --diff BASE CHANGE EXTRA... -o SVG`.
+fn diff_flamegraph(base: &Path, change: &Path, extra: &[&str], svg: &Path) -> std::process::Output {
+    let mut args = vec![
+        "flamegraph",
+        "--diff",
+        base.to_str().unwrap(),
+        change.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    args.extend(["-o", svg.to_str().unwrap()]);
+    analyzer(&args)
+}
+
 /// The change each frame of a differential flame graph names, from its title
 /// (`f [+3 allocations, +200.0%] (9 allocations, 1.00%)`), or `None` for a frame
 /// that did not change; the root (`all`) left out.
@@ -1837,16 +1850,7 @@ fn differential_flamegraph_colours_what_grew() {
     let base = fixture();
     let change = fixture_with_site_0_times("flame-diff", 3);
     let svg = change.join("diff.svg");
-    let out = analyzer(&[
-        "flamegraph",
-        "--diff",
-        base.to_str().unwrap(),
-        change.to_str().unwrap(),
-        "--phase",
-        "build",
-        "-o",
-        svg.to_str().unwrap(),
-    ]);
+    let out = diff_flamegraph(&base, &change, &["--phase", "build"], &svg);
     assert!(
         out.status.success(),
         "{}",
@@ -1873,16 +1877,7 @@ fn differential_flamegraph_colours_what_grew() {
     );
     // The base's widths: growth still reads as growth, in red.
     let draw = |change: &Path, widths: &str, svg: &Path| {
-        let out = analyzer(&[
-            "flamegraph",
-            "--diff",
-            base.to_str().unwrap(),
-            change.to_str().unwrap(),
-            "--widths",
-            widths,
-            "-o",
-            svg.to_str().unwrap(),
-        ]);
+        let out = diff_flamegraph(&base, change, &["--widths", widths], svg);
         assert!(out.status.success(), "{out:?}");
         std::fs::read_to_string(svg).unwrap()
     };
@@ -1936,14 +1931,7 @@ fn differential_flamegraph_colours_what_grew() {
     assert!(!change.join("one.svg").exists());
     // A report against itself: no frame changed.
     let same = change.join("same.svg");
-    let out = analyzer(&[
-        "flamegraph",
-        "--diff",
-        base.to_str().unwrap(),
-        base.to_str().unwrap(),
-        "-o",
-        same.to_str().unwrap(),
-    ]);
+    let out = diff_flamegraph(&base, &base, &[], &same);
     assert!(out.status.success());
     let text = std::fs::read_to_string(&same).unwrap();
     let deltas = title_deltas(&text);
@@ -1994,16 +1982,7 @@ fn differential_flamegraph_of_sampled_reports_gives_the_exact_totals_too() {
     };
     for (by, unit) in [("count", "allocations"), ("bytes", "bytes")] {
         let svg = sampled.join(format!("{by}.svg"));
-        let out = analyzer(&[
-            "flamegraph",
-            "--diff",
-            r.to_str().unwrap(),
-            sampled.to_str().unwrap(),
-            "--by",
-            by,
-            "-o",
-            svg.to_str().unwrap(),
-        ]);
+        let out = diff_flamegraph(&r, &sampled, &["--by", by], &svg);
         assert!(out.status.success(), "{out:?}");
         let text = std::fs::read_to_string(&svg).unwrap();
         let n = grouped(exact(by));
@@ -2018,8 +1997,7 @@ fn differential_flamegraph_of_sampled_reports_gives_the_exact_totals_too() {
     }
     // Two exact reports: the drawn totals are the totals.
     let svg = sampled.join("exact.svg");
-    let rs = r.to_str().unwrap();
-    let out = analyzer(&["flamegraph", "--diff", rs, rs, "-o", svg.to_str().unwrap()]);
+    let out = diff_flamegraph(&r, &r, &[], &svg);
     assert!(out.status.success(), "{out:?}");
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(!text.contains("counted exactly") && text.contains("; all: "));
@@ -2048,18 +2026,7 @@ fn differential_flamegraph_of_live_bytes_colours_what_holds_more() {
         df
     });
     let svg = change.join("diff.svg");
-    let draw = |a: &Path, b: &Path| {
-        analyzer(&[
-            "flamegraph",
-            "--diff",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--by",
-            "peak-bytes",
-            "-o",
-            svg.to_str().unwrap(),
-        ])
-    };
+    let draw = |a: &Path, b: &Path| diff_flamegraph(a, b, &["--by", "peak-bytes"], &svg);
     let out = draw(&base, &change);
     assert!(out.status.success(), "{out:?}");
     let text = std::fs::read_to_string(&svg).unwrap();
