@@ -1,0 +1,445 @@
+//! `export` and `flamegraph`: folded stacks, pprof profiles read back by an independent
+//! decoder, the named-sites table.
+
+use super::*;
+
+#[test]
+fn folded_stacks_and_flamegraph() {
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    snapshot(
+        "folded-build.txt",
+        &["export", r, "--format", "folded", "--phase", "build"],
+    );
+    let dir = Scratch::new("analyzer-flame");
+    let svg = dir.join("f.svg");
+    let out = analyzer(&[
+        "flamegraph",
+        r,
+        "--by",
+        "bytes",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.starts_with("<?xml"),
+        "{}",
+        &text[..100.min(text.len())]
+    );
+    for f in ["<title>build (", "<title>combine (", "requested bytes"] {
+        assert!(text.contains(f), "{f} missing from the SVG");
+    }
+}
+
+/// profile.proto, the messages we write, for prost to decode.
+mod pprof {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Profile {
+        #[prost(message, repeated, tag = "1")]
+        pub sample_type: Vec<ValueType>,
+        #[prost(message, repeated, tag = "2")]
+        pub sample: Vec<Sample>,
+        #[prost(message, repeated, tag = "3")]
+        pub mapping: Vec<Mapping>,
+        #[prost(message, repeated, tag = "4")]
+        pub location: Vec<Location>,
+        #[prost(message, repeated, tag = "5")]
+        pub function: Vec<Function>,
+        #[prost(string, repeated, tag = "6")]
+        pub string_table: Vec<String>,
+        #[prost(int64, tag = "9")]
+        pub time_nanos: i64,
+        #[prost(int64, tag = "10")]
+        pub duration_nanos: i64,
+        #[prost(int64, repeated, tag = "13")]
+        pub comment: Vec<i64>,
+        #[prost(int64, tag = "14")]
+        pub default_sample_type: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ValueType {
+        #[prost(int64, tag = "1")]
+        pub r#type: i64,
+        #[prost(int64, tag = "2")]
+        pub unit: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Sample {
+        #[prost(uint64, repeated, tag = "1")]
+        pub location_id: Vec<u64>,
+        #[prost(int64, repeated, tag = "2")]
+        pub value: Vec<i64>,
+        #[prost(message, repeated, tag = "3")]
+        pub label: Vec<Label>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Label {
+        #[prost(int64, tag = "1")]
+        pub key: i64,
+        #[prost(int64, tag = "2")]
+        pub str: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Mapping {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(bool, tag = "7")]
+        pub has_functions: bool,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Location {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub mapping_id: u64,
+        #[prost(uint64, tag = "3")]
+        pub address: u64,
+        #[prost(message, repeated, tag = "4")]
+        pub line: Vec<Line>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Line {
+        #[prost(uint64, tag = "1")]
+        pub function_id: u64,
+        #[prost(int64, tag = "2")]
+        pub line: i64,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Function {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(int64, tag = "2")]
+        pub name: i64,
+        #[prost(int64, tag = "3")]
+        pub system_name: i64,
+        #[prost(int64, tag = "4")]
+        pub filename: i64,
+    }
+}
+
+#[test]
+fn a_count_reports_pprof_profile_opens_on_its_live_bytes() {
+    use prost::Message;
+    use std::io::Read;
+    // The 32 GiB partition's count report: no sites, heap samples at the kept peak.
+    let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks/data/porep-32g-count");
+    let file = Scratch::new("analyzer-count").holding("profile.pb.gz");
+    // The default sample type of the profile exported with `extra` arguments.
+    let default_type = |extra: &[&str]| {
+        let mut args = vec!["export", r.to_str().unwrap(), "--format", "pprof"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-o", file.to_str().unwrap()]);
+        let out = analyzer(&args);
+        assert!(out.status.success(), "{out:?}");
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+            .read_to_end(&mut raw)
+            .unwrap();
+        let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+        p.string_table[p.default_sample_type as usize].clone()
+    };
+    assert_eq!(
+        default_type(&[]),
+        "inuse_space",
+        "alloc_objects is all zeros in a count report"
+    );
+    // Its heap samples all lie in `synthesize`: a profile of `setup` holds no sample
+    // at all, and opens on the usual first type, as the export of a phase does.
+    assert_eq!(default_type(&["--phase", "setup"]), "alloc_objects");
+    std::fs::remove_file(file).unwrap();
+}
+
+#[test]
+fn pprof_profile_decodes_and_matches_top() {
+    use prost::Message;
+    use std::io::Read;
+    // A report with heap sampling, for the in-use values.
+    let r = memory_fixture();
+    let r = r.to_str().unwrap();
+    let dir = Scratch::new("analyzer-pprof");
+    let file = dir.join("p.pb.gz");
+    let out = analyzer(&[
+        "export",
+        r,
+        "--format",
+        "pprof",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+        .read_to_end(&mut raw)
+        .unwrap();
+    let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+    let s = |i: i64| p.string_table[i as usize].as_str();
+    assert_eq!(s(0), "");
+    let types: Vec<(&str, &str)> = p
+        .sample_type
+        .iter()
+        .map(|t| (s(t.r#type), s(t.unit)))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("alloc_objects", "count"),
+            ("alloc_space", "bytes"),
+            ("temporaries", "count"),
+            ("inuse_objects", "count"),
+            ("inuse_space", "bytes")
+        ]
+    );
+    // What Go's pprof and Pyroscope show first.
+    assert_eq!(s(p.default_sample_type), "alloc_objects");
+    // Its comments say which figures are estimates: here heap sampling's.
+    let comments: Vec<&str> = p.comment.iter().map(|&c| s(c)).collect();
+    assert_eq!(comments.len(), 1, "{comments:?}");
+    assert!(
+        comments[0].starts_with("inuse_objects and inuse_space are heap sampling's estimates"),
+        "{comments:?}"
+    );
+    // Every reference resolves.
+    let locations: std::collections::HashMap<u64, &pprof::Location> =
+        p.location.iter().map(|l| (l.id, l)).collect();
+    let functions: std::collections::HashMap<u64, &pprof::Function> =
+        p.function.iter().map(|f| (f.id, f)).collect();
+    assert_eq!(p.mapping.len(), 1);
+    assert!(p.mapping[0].has_functions);
+    for sample in &p.sample {
+        assert_eq!(sample.value.len(), 5);
+        assert_eq!(s(sample.label[0].key), "phase");
+        for id in &sample.location_id {
+            let loc = locations[id];
+            assert_eq!(loc.mapping_id, 1);
+            assert!(!loc.line.is_empty());
+            for line in &loc.line {
+                assert!(functions.contains_key(&line.function_id));
+            }
+        }
+    }
+    // The total allocation count equals the sum over `top`'s sites.
+    let total: i64 = p.sample.iter().map(|x| x.value[0]).sum();
+    let top = analyzer(&["top", r, "--limit", "100000", "--format", "json"]);
+    let top: serde_json::Value = serde_json::from_slice(&top.stdout).unwrap();
+    let want: u64 = top
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["alloc_count"].as_u64().unwrap() + x["realloc_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total as u64, want);
+    // In-use bytes are the live bytes `peak` gives at the kept peak.
+    let in_use: i64 = p.sample.iter().map(|x| x.value[4]).sum();
+    let peak = analyzer(&["peak", r, "--format", "json"]);
+    let peak: serde_json::Value = serde_json::from_slice(&peak.stdout).unwrap();
+    assert!(in_use > 0);
+    assert_eq!(in_use as u64, peak["estimated_bytes"].as_u64().unwrap());
+    // The leaf function of the biggest sample's first location names a real function.
+    let biggest = p.sample.iter().max_by_key(|x| x.value[0]).unwrap();
+    let leaf = locations[&biggest.location_id[0]];
+    assert!(!s(functions[&leaf.line[0].function_id].name).is_empty());
+    // Names without generic arguments, system names as symbolized: pprof takes a name
+    // equal to its system name as still mangled and garbles Rust's with its C++ rules.
+    let mut generic = 0;
+    for f in &p.function {
+        let (name, system) = (s(f.name), s(f.system_name));
+        assert_eq!(name, analyzer::naming::without_generics(system), "{system}");
+        generic += usize::from(name != system);
+    }
+    assert!(generic > 0, "the fixture's stacks hold generic functions");
+}
+
+/// The named-sites table's columns and types as docs/report-schema.md lists them, types
+/// as Rust polars prints them.
+fn documented_named_sites() -> Vec<(String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/report-schema.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let section = text
+        .split("\n## ")
+        .find(|s| s.starts_with("Derived: the named-sites table"))
+        .expect("docs/report-schema.md documents the named-sites table");
+    let columns: Vec<(String, String)> = section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            assert_eq!(cells[3], "no", "{l}");
+            let dtype = match cells[2] {
+                "UInt64" => "u64",
+                "UInt32" => "u32",
+                "String" => "str",
+                other => panic!("{l}: type {other}"),
+            };
+            (cells[1].trim_matches('`').to_owned(), dtype.to_owned())
+        })
+        .collect();
+    assert!(!columns.is_empty());
+    columns
+}
+
+#[test]
+fn named_sites_table_carries_the_names_categories_and_counts_of_the_other_commands() {
+    use polars::prelude::*;
+    let r = fixture();
+    let r = r.to_str().unwrap();
+    let dir = Scratch::new("analyzer-named");
+    let file = dir.join("sites.parquet");
+    let out = analyzer(&[
+        "export",
+        r,
+        "--format",
+        "parquet",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let df = ParquetReader::new(std::fs::File::open(&file).unwrap())
+        .finish()
+        .unwrap();
+    let schema: Vec<(String, String)> = df
+        .schema()
+        .iter()
+        .map(|(name, dtype)| (name.to_string(), dtype.to_string()))
+        .collect();
+    assert_eq!(schema, documented_named_sites());
+    let strs = |name: &str| -> Vec<String> {
+        let c = df.column(name).unwrap().str().unwrap();
+        c.iter().map(|v| v.unwrap().to_owned()).collect()
+    };
+    let u64s = |name: &str| -> Vec<u64> {
+        let c = df.column(name).unwrap().u64().unwrap();
+        c.iter().map(|v| v.unwrap()).collect()
+    };
+    let (ids, names, callers) = (u64s("site_id"), strs("name"), strs("callers"));
+    let (categories, keys) = (strs("category"), strs("stack_key"));
+    let counts: Vec<u64> = u64s("alloc_count")
+        .iter()
+        .zip(u64s("realloc_count"))
+        .map(|(a, r)| a + r)
+        .collect();
+    // Per site: `top`'s name, callers and count (over all phases).
+    let top = analyzer(&["top", r, "--limit", "100000", "--format", "json"]);
+    let top: serde_json::Value = serde_json::from_slice(&top.stdout).unwrap();
+    let top = top.as_array().unwrap();
+    assert!(!top.is_empty());
+    for site in top {
+        let id = site["site_id"].as_u64().unwrap();
+        let rows: Vec<usize> = (0..ids.len()).filter(|&i| ids[i] == id).collect();
+        assert!(!rows.is_empty(), "site {id}");
+        for &i in &rows {
+            assert_eq!(names[i], site["name"].as_str().unwrap(), "site {id}");
+            assert_eq!(callers[i], site["callers"].as_str().unwrap(), "site {id}");
+            assert!(keys[i].ends_with('\n'), "site {id}: {:?}", keys[i]);
+        }
+        let n: u64 = rows.iter().map(|&i| counts[i]).sum();
+        let want = site["alloc_count"].as_u64().unwrap() + site["realloc_count"].as_u64().unwrap();
+        assert_eq!(n, want, "site {id}");
+    }
+    // Per category: `categories`'s totals.
+    let cats = analyzer(&["categories", r, "--format", "json"]);
+    let cats: serde_json::Value = serde_json::from_slice(&cats.stdout).unwrap();
+    for cat in cats.as_array().unwrap() {
+        let name = cat["category"].as_str().unwrap();
+        let n: u64 = (0..ids.len())
+            .filter(|&i| categories[i] == name)
+            .map(|i| counts[i])
+            .sum();
+        let want = cat["alloc_count"].as_u64().unwrap() + cat["realloc_count"].as_u64().unwrap();
+        assert_eq!(n, want, "{name}");
+    }
+    // A phase keeps its rows only.
+    let build = dir.join("build.parquet");
+    let out = analyzer(&[
+        "export",
+        r,
+        "--format",
+        "parquet",
+        "--phase",
+        "build",
+        "-o",
+        build.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let build = ParquetReader::new(std::fs::File::open(&build).unwrap())
+        .finish()
+        .unwrap();
+    let phases = build.column("phase").unwrap().str().unwrap();
+    assert!(build.height() > 0);
+    assert!(phases.iter().all(|p| p == Some("build")));
+}
+
+#[test]
+fn flamegraph_of_temporaries_folds_allocator_frames() {
+    let r = fixture();
+    let dir = copy_fixture("flame-temps");
+    let svg = dir.join("t.svg");
+    let out = analyzer(&[
+        "flamegraph",
+        r.to_str().unwrap(),
+        "--by",
+        "temporaries",
+        "--phase",
+        "build",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("Temporaries: demo-report, phase build"));
+    assert!(text.contains(" temporaries, "));
+    // Allocator frames are folded into the first frame outside them (the demo's
+    // `build`, which collects into vectors).
+    assert!(text.contains("<title>build ("));
+    assert!(!text.contains("<title>alloc_impl ("));
+    // Folded stacks for other tools keep them.
+    let folded = analyzer(&[
+        "export",
+        r.to_str().unwrap(),
+        "--format",
+        "folded",
+        "--by",
+        "temporaries",
+    ]);
+    assert!(
+        String::from_utf8(folded.stdout)
+            .unwrap()
+            .contains(";alloc_impl;")
+    );
+}
+
+#[test]
+fn a_flame_graph_of_nothing_says_why_from_the_report() {
+    // A count report: no sites, and (without heap sampling) no live bytes.
+    let count = count_copy(&fixture(), "flame-count");
+    let c = count.to_str().unwrap();
+    let svg = Scratch::new("analyzer-flame").holding("graph.svg");
+    let s = svg.to_str().unwrap();
+    assert_one_line_error(
+        &["flamegraph", c, "-o", s],
+        "no allocations to draw: a count-mode report records no sites",
+    );
+    edit_manifest(&count, |m| m["heap_interval"] = 0.into());
+    assert_one_line_error(
+        &["flamegraph", c, "--by", "peak-bytes", "-o", s],
+        "no live bytes to draw: heap sampling did not see that moment",
+    );
+    let _ = std::fs::remove_file(svg);
+}
