@@ -15,10 +15,6 @@
 #![forbid(unsafe_code)]
 
 pub mod budget;
-pub mod budget_advice;
-pub mod budget_draft;
-pub mod budget_header;
-pub mod budget_tighten;
 pub mod calibrate;
 pub mod categories;
 pub mod category_totals;

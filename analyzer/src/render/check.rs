@@ -104,7 +104,7 @@ pub fn checked(out: &mut dyn Write, checked: &[Checked], format: Format) -> io::
 
 /// `analyzer budget --tighten`'s answer: each limit lowered, with the report's
 /// figure, then how many stayed and why.
-pub fn tightened(out: &mut dyn Write, t: &crate::budget_tighten::Tightened) -> io::Result<()> {
+pub fn tightened(out: &mut dyn Write, t: &crate::budget::tighten::Tightened) -> io::Result<()> {
     if !t.lowered.is_empty() {
         let width = t
             .lowered

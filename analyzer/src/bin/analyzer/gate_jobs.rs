@@ -465,11 +465,11 @@ impl CheckJob {
         unless_reader_left(render::checked(out, &checked, self.format), &breaches)?;
         Ok(Gated {
             breaches,
-            hints: analyzer::budget_advice::advice(
+            hints: analyzer::budget::advice::advice(
                 &text,
                 &self.budget,
                 &over,
-                analyzer::budget_advice::Checking {
+                analyzer::budget::advice::Checking {
                     dir: &self.report,
                     mode: &r.manifest.mode,
                 },
@@ -481,7 +481,7 @@ impl CheckJob {
 /// `analyzer budget`: a first budget from a report.
 pub(crate) struct BudgetJob {
     pub(crate) report: PathBuf,
-    pub(crate) margins: analyzer::budget_draft::Margins,
+    pub(crate) margins: analyzer::budget::draft::Margins,
     pub(crate) rules: Option<PathBuf>,
     pub(crate) out: Option<PathBuf>,
     /// A budget file to tighten to the report, in place of a draft.
@@ -496,7 +496,7 @@ impl BudgetJob {
         if let Some(path) = &self.tighten {
             let text =
                 std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
-            let t = analyzer::budget_tighten::tighten(&text, path, &r, &rules, self.margins)?;
+            let t = analyzer::budget::tighten::tighten(&text, path, &r, &rules, self.margins)?;
             if !t.lowered.is_empty() {
                 crate::write_file(path, t.text.as_bytes())?;
             }
@@ -505,7 +505,7 @@ impl BudgetJob {
             }
             return Ok(render::tightened(out, &t)?);
         }
-        let text = analyzer::budget_draft::draft(
+        let text = analyzer::budget::draft::draft(
             &r,
             &rules,
             self.margins,

@@ -496,7 +496,7 @@ impl Command {
                 tighten,
             } => Job::Budget(BudgetJob {
                 report,
-                margins: analyzer::budget_draft::Margins {
+                margins: analyzer::budget::draft::Margins {
                     counts: margin,
                     memory: memory_margin,
                 },

@@ -3,7 +3,7 @@
 //! line `--tighten` puts under it (the report and margins it last tightened to). A
 //! budget written by hand has none, and is read as such.
 
-use crate::budget_draft::Margins;
+use crate::budget::draft::Margins;
 
 /// How a draft's first line begins; the report it names follows, then a full stop.
 const DRAFTED_FROM: &str = "# Allocation budget drafted by `analyzer budget` from ";

@@ -130,7 +130,7 @@ pub fn draft(
          # figures. Edit freely: a limit left out is not checked. Check a report traced\n\
          # in {mode} mode (`mode` below) with\n\
          #   analyzer check REPORT --budget THIS_FILE{}",
-        crate::budget_header::draft_lines(source, margins),
+        crate::budget::header::draft_lines(source, margins),
         rules_file.map_or(String::new(), |f| format!(
             " --rules {}",
             shell_word(&f.display().to_string())

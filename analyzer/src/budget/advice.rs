@@ -7,9 +7,9 @@
 //! header says the limits were set with.
 
 use crate::budget::Checked;
-use crate::budget_draft::{kind_of, limit_value, margin_of, shell_word};
-use crate::budget_header::{last_margins, last_set_from, percent};
-use crate::budget_tighten::estimated;
+use crate::budget::draft::{kind_of, limit_value, margin_of, shell_word};
+use crate::budget::header::{last_margins, last_set_from, percent};
+use crate::budget::tighten::estimated;
 use std::path::Path;
 
 /// The report checked: where it is and the mode it was traced in.
@@ -118,7 +118,7 @@ fn same_place(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::budget_draft::Margins;
+    use crate::budget::draft::Margins;
 
     fn breach(phase: Option<&str>, limit: &str, key: &[&str], found: f64, budget: f64) -> Checked {
         Checked {
@@ -138,7 +138,7 @@ mod tests {
     }
 
     fn draft(from: &str) -> String {
-        crate::budget_header::draft_lines(from, Margins::default())
+        crate::budget::header::draft_lines(from, Margins::default())
     }
 
     fn enforce_allocs() -> Checked {
@@ -230,7 +230,7 @@ mod tests {
             counts: 0.02,
             memory: 0.1,
         };
-        let text = crate::budget_header::with_tightened_line(&draft("gone"), "newer", tight);
+        let text = crate::budget::header::with_tightened_line(&draft("gone"), "newer", tight);
         let lines = advice(&text, Path::new("b.toml"), &[&allocs], sites("r"));
         assert!(
             lines[1].ends_with("to 651_279 (the report's figure plus 2 %)"),

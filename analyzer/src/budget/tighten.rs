@@ -13,9 +13,9 @@
 //! still fails on it.
 
 use crate::Error;
+use crate::budget::draft::{Margins, kind_of, limit_value, margin_of, shown};
+use crate::budget::header::with_tightened_line;
 use crate::budget::{self, Checked};
-use crate::budget_draft::{Margins, kind_of, limit_value, margin_of, shown};
-use crate::budget_header::with_tightened_line;
 use crate::categories::Category;
 use crate::report::Report;
 use std::path::Path;
