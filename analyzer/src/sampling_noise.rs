@@ -21,8 +21,9 @@
 //! hundredths of a per cent between two runs: `docs/cost-model.md`), and sites that
 //! neither sampled report recorded.
 
-/// Standard deviations in the bound (about 95 % for a normal distribution).
-const SIGMAS: f64 = 2.0;
+/// Standard deviations in the bound (about 95 % for a normal distribution); the
+/// memory commands' ± (`peak`, `leaks`, `peak --base`) are as wide.
+pub const SIGMAS: f64 = 2.0;
 
 /// The variance of a delta (or a sum of deltas) from sampling: of its allocation
 /// count and of its predicted cost in seconds.

@@ -12,6 +12,8 @@ from allocprof.report import Report
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
+# Standard errors in a ±, as the analyzer prints it (about a 95 % interval).
+SIGMAS = 2.0
 
 
 def timeline(report: Report) -> pl.DataFrame:
@@ -107,13 +109,16 @@ def peak_note(report: Report, h: dict) -> str:
     if not h.get("heap_interval") and not h.get("estimated_bytes"):
         return line + "; heap sampling was off, so no sites hold sampled memory"
     se = h.get("estimated_bytes_se")
-    spread = f" ± {se / h['live_bytes']:.1%}" if se else ""
+    # Two standard errors, as the analyzer's ± (about a 95 % interval).
+    spread = f" ± {SIGMAS * se / h['live_bytes']:.1%}" if se else ""
     return line + f"; the estimates add up to {h['estimated_bytes'] / h['live_bytes']:.1%}{spread} of it"
 
 
 def held_categories(h: dict) -> pl.DataFrame:
-    """Categories of a `held` answer, largest first: category, live_mib, share, and
-    se_mib, the estimate's standard error (0 where exact)."""
+    """Categories of a `held` answer, largest first: category, live_mib, share,
+    se_mib, the estimate's standard error (0 where exact), and bound_mib, twice it:
+    how far heap sampling alone may put the estimate (about a 95 % interval; the
+    analyzer's ±)."""
     return pl.DataFrame(
         h["categories"], schema={"category": pl.String, "live_bytes": pl.UInt64,
                                  "share": pl.Float64, "sites": pl.UInt64,
@@ -121,25 +126,28 @@ def held_categories(h: dict) -> pl.DataFrame:
     ).with_columns(
         (pl.col("live_bytes") / MIB).alias("live_mib"),
         (pl.col("live_bytes_se").fill_null(0) / MIB).alias("se_mib"),
-    )
+    ).with_columns((SIGMAS * pl.col("se_mib")).alias("bound_mib"))
 
 
 def held_sites(h: dict, limit: int = 15) -> pl.DataFrame:
     """The largest sites of a `held` answer: name, callers, distinction, category,
-    live_mib, se_mib (the estimate's standard error), share, sampled_count."""
+    live_mib, se_mib (the estimate's standard error), bound_mib (twice it, as
+    `held_categories`), share, sampled_count."""
     rows = h["sites"][:limit]
     if not rows:
         return pl.DataFrame(schema={"name": pl.String, "callers": pl.String,
                                     "distinction": pl.String, "category": pl.String,
                                     "live_mib": pl.Float64, "se_mib": pl.Float64,
-                                    "share": pl.Float64, "sampled_count": pl.UInt64})
+                                    "bound_mib": pl.Float64, "share": pl.Float64,
+                                    "sampled_count": pl.UInt64})
     df = pl.DataFrame(rows, infer_schema_length=None)
     se = pl.col("live_bytes_se").fill_null(0) if "live_bytes_se" in df.columns else pl.lit(0)
     return df.with_columns(
         (pl.col("live_bytes") / MIB).alias("live_mib"),
         (se / MIB).cast(pl.Float64).alias("se_mib"),
-    ).select("name", "callers", "distinction", "category", "live_mib", "se_mib", "share",
-             "sampled_count")
+    ).with_columns((SIGMAS * pl.col("se_mib")).alias("bound_mib")).select(
+        "name", "callers", "distinction", "category", "live_mib", "se_mib", "bound_mib",
+        "share", "sampled_count")
 
 
 def scale_note(scaled: pl.DataFrame) -> str | None:

@@ -137,6 +137,10 @@ def test_the_peaks_estimates_carry_their_standard_errors(report):
                       "live_bytes_se": 1 << 20}]}
     assert memory.held_categories(one)["se_mib"].to_list() == [1.0]
     assert memory.held_sites(one)["se_mib"].to_list() == [1.0]
+    # The ± drawn and printed is two of them, as the analyzer's.
+    assert memory.held_categories(one)["bound_mib"].to_list() == [2.0]
+    assert memory.held_sites(one)["bound_mib"].to_list() == [2.0]
+    assert memory.held_sites({"sites": []}).columns == memory.held_sites(one).columns
 
 
 MIB_BYTES = 1 << 20

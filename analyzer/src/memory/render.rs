@@ -180,12 +180,10 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             crate::render::heap_every(h.heap_interval)
         )
     };
-    // One standard error of the sampling, where there is one.
+    // How far sampling alone may put the estimate, where it may: two standard errors,
+    // as wide as `top`'s and `diff`'s ±.
     let se = if h.estimated_bytes_se > 0 {
-        format!(
-            ", ± {} at one standard error",
-            bytes(h.estimated_bytes_se as f64)
-        )
+        format!(", ± {} (two standard errors)", bound(h.estimated_bytes_se))
     } else {
         String::new()
     };
@@ -225,7 +223,7 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         out,
         "{:>12}{} {:>7} {:>6}  category",
         "live",
-        se_column(h, "± se"),
+        se_column(h, "±"),
         "share",
         "sites"
     )?;
@@ -234,7 +232,7 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             out,
             "{:>12}{} {:>7} {:>6}  {}",
             bytes(c.live_bytes as f64),
-            se_column(h, &bytes(c.live_bytes_se as f64)),
+            se_column(h, &bound(c.live_bytes_se)),
             pct(c.share),
             c.sites,
             c.category
@@ -257,7 +255,13 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     Ok(())
 }
 
-/// A column of standard errors, where the estimates have any (heap sampling at an
+/// Two standard errors of `se`, in bytes: how far heap sampling alone may put an
+/// estimate (about a 95 % interval), as the tables' ± give it.
+pub(crate) fn bound(se: u64) -> String {
+    bytes(se as f64 * crate::sampling_noise::SIGMAS)
+}
+
+/// A column of ± (`bound`), where the estimates have any error (heap sampling at an
 /// interval of 1 is exact): `text` right-aligned, or nothing.
 fn se_column(h: &Held, text: &str) -> String {
     if h.estimated_bytes_se > 0 {
@@ -274,7 +278,7 @@ fn site_table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         "{:>4} {:>12}{} {:>7} {:>12} {:>8} {:>11}  site {{category}}",
         "rank",
         "live",
-        se_column(h, "± se"),
+        se_column(h, "±"),
         "share",
         "blocks",
         "sampled",
@@ -286,7 +290,7 @@ fn site_table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             "{:>4} {:>12}{} {:>7} {:>12} {:>8} {:>11}  {} {{{}}}",
             s.rank,
             bytes(s.live_bytes as f64),
-            se_column(h, &bytes(s.live_bytes_se as f64)),
+            se_column(h, &bound(s.live_bytes_se)),
             pct(s.share),
             s.live_blocks,
             s.sampled_count,
@@ -395,7 +399,7 @@ mod tests {
             "{text}"
         );
         // Exact estimates (no error): no column of errors.
-        assert!(!text.contains("± se"), "{text}");
+        assert!(!text.contains("±"), "{text}");
         // Estimates with an error: each row's beside it.
         let text = rendered(&Held {
             estimated_bytes_se: 700 << 10,
@@ -406,11 +410,11 @@ mod tests {
             ..h
         });
         assert!(
-            text.contains("        live        ± se   share  sites  category"),
+            text.contains("        live           ±   share  sites  category"),
             "{text}"
         );
         assert!(
-            text.contains("     1.0 MiB   700.0 KiB  100.0%      3  gadget vectors"),
+            text.contains("     1.0 MiB     1.4 MiB  100.0%      3  gadget vectors"),
             "{text}"
         );
     }

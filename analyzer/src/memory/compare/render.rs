@@ -4,6 +4,7 @@
 //! each, told apart by a `kind` column (as `peak` writes its own).
 
 use super::{Change, HeldChange, HeldSide};
+use crate::memory::render::bound;
 use crate::render::{Format, bytes, csv_rows, pct, with_callers};
 use std::io::{self, Write};
 
@@ -148,11 +149,11 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
     });
     writeln!(
         out,
-        "heap sampling's estimates{of_phase}: {} -> {} ({}, ± {} at one standard error)",
+        "heap sampling's estimates{of_phase}: {} -> {} ({}, ± {})",
         bytes(c.estimated.base_bytes as f64),
         bytes(c.estimated.change_bytes as f64),
         delta(&c.estimated),
-        bytes(c.estimated.delta_se as f64)
+        bound(c.estimated.delta_se)
     )?;
     if c.base.estimated_bytes == 0 && c.change.estimated_bytes == 0 {
         return writeln!(
@@ -174,7 +175,7 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
     } else {
         writeln!(
             out,
-            "~ marks a change under two standard errors: heap sampling alone could make it"
+            "± is two standard errors of heap sampling; ~ marks a change within its ±: heap sampling alone could make it"
         )?;
         if c.base.heap_interval != c.change.heap_interval {
             writeln!(
@@ -224,7 +225,7 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
     writeln!(
         out,
         "{:>12} {:>12} {:>13} {:>11}  category",
-        "base", "change", "delta", "± se"
+        "base", "change", "delta", "±"
     )?;
     for k in c
         .categories
@@ -237,7 +238,7 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
             bytes(k.change.base_bytes as f64),
             bytes(k.change.change_bytes as f64),
             delta(&k.change),
-            bytes(k.change.delta_se as f64),
+            bound(k.change.delta_se),
             k.category
         )?;
     }
@@ -246,7 +247,7 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
         writeln!(
             out,
             "{:>4} {:>12} {:>12} {:>13} {:>11}  site {{category}} [matched]",
-            "rank", "base", "change", "delta", "± se"
+            "rank", "base", "change", "delta", "±"
         )?;
         for s in &c.sites {
             let matched = if s.matched == "stack" {
@@ -261,7 +262,7 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
                 bytes(s.change.base_bytes as f64),
                 bytes(s.change.change_bytes as f64),
                 delta(&s.change),
-                bytes(s.change.delta_se as f64),
+                bound(s.change.delta_se),
                 alloc_tracer_format::site::with_distinction(
                     &with_callers(&s.name, &s.callers),
                     &s.distinction
