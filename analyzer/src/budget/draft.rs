@@ -287,7 +287,13 @@ fn left_out(report: &Report) -> Vec<(&'static str, String)> {
 /// mode, where they are exact.
 fn temporaries_gap(report: &Report) -> Option<String> {
     let mode = &report.manifest.mode;
-    (mode != "sites").then(|| format!("{mode} mode does not count every temporary"))
+    match mode.as_str() {
+        "sites" => None,
+        "count" => Some("count mode counts no temporaries".to_owned()),
+        _ => Some(format!(
+            "{mode} mode estimates temporaries from its samples"
+        )),
+    }
 }
 
 /// Why the report's categories cannot be held to a margin: `None` when they can

@@ -74,12 +74,14 @@ pub struct Budget {
 }
 
 /// A byte limit: an integer, or a string of a number and `B`, `KiB`, `MiB`, `GiB` or `TiB`
-/// (`"700MiB"`, `"1.5GiB"`), as `--fail-if` takes them.
+/// (`"700MiB"`, `"1.1GiB"`), as `--fail-if` takes them. In a unit larger than a byte,
+/// a number that is not a whole count of bytes (`"1.1MiB"`) is rounded down: a
+/// maximum no looser than written.
 fn byte_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     let bad = |shown: String| {
         serde::de::Error::custom(format!(
             "{shown} is not a byte count (a whole number, or a string of a number and B, \
-             KiB, MiB, GiB or TiB such as \"700MiB\")"
+             KiB, MiB, GiB or TiB such as \"700MiB\" or \"1.5GiB\")"
         ))
     };
     let text = match <toml::Value as serde::Deserialize>::deserialize(d)? {
@@ -104,9 +106,14 @@ fn byte_limit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::
     };
     let bytes = number.parse::<f64>().ok().map(|n| n * scale as f64);
     match bytes {
-        // Whole bytes below 2^64 (a limit that large could never fail).
-        Some(b) if b.is_finite() && b >= 0.0 && b < u64::MAX as f64 && b.fract() == 0.0 => {
-            Ok(Some(b as u64))
+        // Below 2^64 (a limit that large could never fail); a count in bytes whole.
+        Some(b)
+            if b.is_finite()
+                && b >= 0.0
+                && b < u64::MAX as f64
+                && (scale > 1 || b.fract() == 0.0) =>
+        {
+            Ok(Some(b.floor() as u64))
         }
         _ => Err(bad(format!("\"{text}\""))),
     }
@@ -249,6 +256,9 @@ mod tests {
         assert_eq!(b.peak_rss_bytes, Some(3 << 29));
         assert_eq!(b.phase["p"].bytes, Some(4096));
         assert_eq!(b.phase["p"].peak_live_bytes, Some(1 << 38));
+        // Not a whole number of bytes: rounded down.
+        let b = parse("peak_live_bytes = \"1.1MiB\"\n", Path::new("b.toml")).unwrap();
+        assert_eq!(b.peak_live_bytes, Some(1_153_433));
         for bad in [
             "\"700MB\"",
             "\"-1KiB\"",

@@ -173,23 +173,42 @@ pub fn flamegraph(
         report_name(report),
         phase_words(phase)
     );
-    readable_flamegraph(&lines, title, by.unit(), out)
+    readable_flamegraph(&lines, title, by.unit(), sampled_words(report), out)
+}
+
+/// What a `sample:N` report's allocation figures are, for a subtitle or a note: the
+/// picture outlives the terminal, and its widths read as counts. `None` for an exact
+/// report.
+pub fn sampled_words(report: &Report) -> Option<String> {
+    let m = &report.manifest;
+    m.mode.starts_with("sample:").then(|| {
+        format!(
+            "estimates ({}: each sampled allocation counts {} times; `analyzer info` gives \
+             each phase's exact totals)",
+            m.mode, m.sample_interval
+        )
+    })
 }
 
 /// A flame graph SVG (inferno) of [`Frames::Readable`] folded lines, its subtitle
-/// saying how they were folded.
+/// saying how they were folded, after `estimates` where the widths are.
 pub fn readable_flamegraph(
     lines: &[String],
     title: String,
     unit: &str,
+    estimates: Option<String>,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title;
-    opts.subtitle = Some(format!(
+    let folding = format!(
         "allocator frames folded into the first frame outside them; stacks that end \
          before main or a thread's start under {CUT_SHORT}"
-    ));
+    );
+    opts.subtitle = Some(match estimates {
+        Some(e) => format!("{e}; {folding}"),
+        None => folding,
+    });
     opts.count_name = unit.to_owned();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
         .map_err(io::Error::other)

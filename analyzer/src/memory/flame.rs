@@ -86,7 +86,8 @@ pub fn flamegraph(
         let why = none_live(&[(report, memory)], moment, phase);
         return write!(out, "{}", nothing_live_svg(&title, &why));
     }
-    export::readable_flamegraph(&lines, title, "bytes", out)
+    // The title says the widths are heap sampling's estimates.
+    export::readable_flamegraph(&lines, title, "bytes", None, out)
 }
 
 /// Why no sampled block of `sides` is drawn at `moment`: none was live, or those

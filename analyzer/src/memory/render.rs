@@ -247,8 +247,9 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         let shown: u64 = h.sites.iter().map(|s| s.live_bytes).sum();
         writeln!(
             out,
-            "{} more sites, {} (--limit shows more)",
+            "{} more {}, {} (--limit shows more)",
             h.more_sites,
+            if h.more_sites == 1 { "site" } else { "sites" },
             bytes(h.estimated_bytes.saturating_sub(shown) as f64)
         )?;
     }

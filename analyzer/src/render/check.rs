@@ -40,10 +40,18 @@ fn part_of<'a>(c: &'a Checked, table: &str) -> Option<&'a str> {
     }
 }
 
-/// The share of the limit the report uses (`-` for a limit of 0).
+/// The share of the limit the report uses (`-` for a limit of 0); past ten times the
+/// limit, as a multiple (`5.1e7x`), which fits the column.
 fn used(c: &Checked) -> String {
     if c.budget > 0.0 {
-        format!("{:.1}%", 100.0 * c.found / c.budget)
+        let share = c.found / c.budget;
+        if share < 10.0 {
+            format!("{:.1}%", 100.0 * share)
+        } else if share < 1e5 {
+            format!("{share:.0}x")
+        } else {
+            format!("{share:.1e}x")
+        }
     } else {
         "-".to_owned()
     }
@@ -149,5 +157,29 @@ pub fn tightened(out: &mut dyn Write, t: &crate::budget::tighten::Tightened) -> 
             ", {} over budget and left as they are (`analyzer check` fails on them)",
             n
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checked(found: f64, budget: f64) -> Checked {
+        Checked {
+            phase: None,
+            limit: "allocs".into(),
+            found,
+            budget,
+            key: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_share_used_fits_its_column() {
+        assert_eq!(used(&checked(50.0, 100.0)), "50.0%");
+        assert_eq!(used(&checked(999.0, 100.0)), "999.0%");
+        assert_eq!(used(&checked(1_000.0, 100.0)), "10x");
+        assert_eq!(used(&checked(51_008_000.0, 1.0)), "5.1e7x");
+        assert_eq!(used(&checked(5.0, 0.0)), "-");
     }
 }

@@ -238,7 +238,7 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             writeln!(out)?;
             writeln!(
                 out,
-                "{:>4} {:>13}{} {:>10} {:>10} {:>10} {:>7}  site {{category}} (removing it saves ~saves)",
+                "{:>4} {:>13}{} {:>10} {:>10} {:>10} {:>7}  site {{category}} (removing it saves about `saves`)",
                 "rank",
                 "alloc+realloc",
                 spread(sampled, "±"),

@@ -163,9 +163,11 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     }
     writeln!(
         out,
-        "(main: the run's time outside the named phases; peak: the highest live bytes \
-         while the phase was the innermost in force; -: a phase the tracer did not time, \
-         what count mode does not record, or a report from before the tracer recorded it)"
+        "(main: the run's time outside the named phases; allocs: allocations, where \
+         `check`, `budget` and `diff` count allocs and reallocs together; peak: the \
+         highest live bytes while the phase was the innermost in force; -: a phase the \
+         tracer did not time, what count mode does not record, or a report from before \
+         the tracer recorded it)"
     )?;
     writeln!(out)?;
     let d = &i.dropped;

@@ -276,7 +276,9 @@ pub(crate) fn spread(sampled: bool, cell: impl std::fmt::Display) -> String {
 
 /// Under a table of a `sample:N` report's rows: what its `±` columns say.
 pub(crate) const SAMPLED_FOOTER: &str = "± after a column is how far sampling alone may put it from the truth (two \
-     standard errors, as a share of it): a sample:N report records one allocation in N \
+     standard errors): a share of the figure (±6%), after top's temps in points of \
+     that share, and a count (±300) where the figure is 0 or the bound ten times it or \
+     more. A sample:N report records one allocation in N \
      and counts it N times, so its counts, bytes, temporaries and costs are estimates, \
      and a row of few recorded allocations is rough. Bytes spread wider than counts where \
      block sizes vary, and a rare large block may go unsampled altogether, which no ± can \

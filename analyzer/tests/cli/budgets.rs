@@ -234,7 +234,10 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
     );
     assert!(!text.contains("temporaries ="), "{text}");
     assert!(!text.contains("[phase.build.category"), "{text}");
-    assert!(text.contains("No temporaries limits: count mode"), "{text}");
+    assert!(
+        text.contains("No temporaries limits: count mode counts no temporaries"),
+        "{text}"
+    );
     assert!(
         text.contains("No category limits: count mode records no sites"),
         "{text}"

@@ -325,7 +325,7 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
     assert!(text.contains("other (no rule matched)"), "{text}");
     assert!(!text.contains("none of the sampled blocks"), "{text}");
     assert!(
-        text.contains("1 more sites, 2.0 MiB (--limit shows more)"),
+        text.contains("1 more site, 2.0 MiB (--limit shows more)"),
         "{text}"
     );
 }
@@ -350,6 +350,10 @@ fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
         "{stderr}"
     );
     assert_eq!(stderr.matches("calibration.json").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no calibration to price with: the cost column is empty"),
+        "{stderr}"
+    );
     let out = analyzer_at_home(&["top", r, "--limit", "1", "--calibration", given], &home);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -36,6 +36,30 @@ fn sampled_reports_tables_give_each_rows_spread() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(!err.contains("sampled sites hold"), "{args:?}: {err}");
     }
+    // A flame graph's widths, and folded stacks' weights, say they are estimates:
+    // the picture outlives the terminal.
+    let scratch = Scratch::new("spread-flame");
+    let svg = scratch.join("f.svg");
+    let out = analyzer(&["flamegraph", s, "-o", svg.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.contains("estimates (sample:100: each sampled allocation counts 100 times"),
+        "{drawn}"
+    );
+    let out = analyzer(&["export", s, "--format", "folded"]);
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the weights are estimates (sample:100"),
+        "{err}"
+    );
+    // Of an exact report, neither.
+    let out = analyzer(&["export", fixture().to_str().unwrap(), "--format", "folded"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("estimates"),
+        "{out:?}"
+    );
     // `top` and `categories` give bytes and temporaries their own: three ± columns.
     for args in [&["top", s, "--limit", "3"][..], &["categories", s]] {
         let table = String::from_utf8(analyzer(args).stdout).unwrap();

@@ -143,6 +143,9 @@ impl ExportJob {
         let mut w = Vec::new();
         match self.format {
             ExportAs::Folded(FlameBy::Allocated(by)) => {
+                if let Some(words) = export::sampled_words(&r) {
+                    note!("analyzer: {}: the weights are {words}", r.dir.display());
+                }
                 for line in export::folded(&r, by, phase) {
                     writeln!(w, "{line}")?;
                 }

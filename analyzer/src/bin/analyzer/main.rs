@@ -216,7 +216,14 @@ impl TopJob {
         let cal = if self.by == RankBy::Cost {
             Some(calibration(self.inputs.calibration.as_deref())?)
         } else {
-            stored_calibration(self.inputs.calibration.as_deref())?
+            let stored = stored_calibration(self.inputs.calibration.as_deref())?;
+            if stored.is_none() {
+                note!(
+                    "analyzer: no calibration to price with: the cost column is empty \
+                     (`analyzer calibrate` measures one; `--by cost` measures one first)"
+                );
+            }
+            stored
         };
         let seconds = |m: BTreeMap<u64, cost::Priced>| -> HashMap<u64, f64> {
             m.into_iter()

@@ -274,8 +274,9 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
     if c.more_sites > 0 {
         writeln!(
             out,
-            "{} more sites, {} in all (--limit shows more)",
+            "{} more {}, {} in all (--limit shows more)",
             c.more_sites,
+            if c.more_sites == 1 { "site" } else { "sites" },
             signed(c.more_delta_bytes)
         )?;
     }

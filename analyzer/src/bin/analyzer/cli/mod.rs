@@ -94,7 +94,9 @@ struct Common {
 
 #[derive(Args, Debug)]
 struct CostArgs {
-    /// Calibration file (default: the stored one, measured now if there is none).
+    /// Calibration file (default: the stored one; where there is none, `cost`, `top
+    /// --by cost` and `diff` measure one now and store it, and `top` by other measures
+    /// and `diff` gating on counts alone go unpriced).
     #[arg(long)]
     calibration: Option<PathBuf>,
     /// Category rules (TOML, the format of the built-in
