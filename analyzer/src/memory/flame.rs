@@ -8,13 +8,15 @@ use crate::report::Report;
 use std::collections::HashMap;
 
 /// Folded stacks weighted by live bytes at `moment` (for `flamegraph` and `export
-/// --format folded`, `--by peak-bytes` or `end-bytes`), readable frames only
-/// (`export::Frames::Readable`).
+/// --format folded`, `--by peak-bytes` or `end-bytes`), keeping `which` frames: the
+/// readable ones for a flame graph, all of them for other tools (as `export::folded`
+/// keeps for allocations).
 pub fn folded(
     report: &Report,
     memory: &Memory,
     moment: Moment,
     phase: Option<&str>,
+    which: export::Frames,
 ) -> Vec<String> {
     let rows = match moment {
         Moment::Peak => &memory.peak,
@@ -27,7 +29,7 @@ pub fn folded(
     }
     let mut stacks: std::collections::BTreeMap<String, u64> = Default::default();
     for (site, bytes) in by_site.into_iter().filter(|(_, b)| *b > 0) {
-        let stack = export::folded_stack(frames_of(&report.frames, site), export::Frames::Readable);
+        let stack = export::folded_stack(frames_of(&report.frames, site), which);
         let sum = stacks.entry(stack).or_default();
         *sum = sum.saturating_add(bytes);
     }
@@ -63,7 +65,7 @@ pub fn flamegraph(
     phase: Option<&str>,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    let lines = folded(report, memory, moment, phase);
+    let lines = folded(report, memory, moment, phase, export::Frames::Readable);
     if lines.is_empty() && !moment_sampled(report, memory, moment) {
         // (Sampling on and nothing live then is drawn, below: an answer.)
         return Err(std::io::Error::new(
@@ -107,7 +109,7 @@ pub fn phase_held_none(
     let p = phase?;
     sides
         .iter()
-        .any(|(r, m)| !folded(r, m, moment, None).is_empty())
+        .any(|(r, m)| !folded(r, m, moment, None, export::Frames::Readable).is_empty())
         .then(|| format!("none of the sampled blocks live then was allocated in phase {p}"))
 }
 
@@ -128,7 +130,7 @@ pub fn flamegraph_diff(
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     let text = |(r, m): (&Report, &Memory)| {
-        let mut t = folded(r, m, moment, phase).join("\n");
+        let mut t = folded(r, m, moment, phase, export::Frames::Readable).join("\n");
         t.push('\n');
         t
     };

@@ -169,6 +169,21 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
             serde_json::from_slice(&analyzer(&[command, r, "--format", "json"]).stdout).unwrap();
         assert!(sum > 0, "{by}");
         assert_eq!(sum, held["estimated_bytes"].as_u64().unwrap(), "{by}");
+        // Every frame, named as the allocations' folded stacks name them (no file
+        // names, no allocator frames folded away), so that the two merge.
+        let by_count = analyzer(&["export", r, "--format", "folded"]);
+        let frames = |t: &str| -> std::collections::BTreeSet<String> {
+            t.lines()
+                .flat_map(|l| l.rsplit_once(' ').unwrap().0.split(';'))
+                .map(str::to_owned)
+                .collect()
+        };
+        let live = frames(&text);
+        assert!(live.iter().all(|f| !f.ends_with(".rs)")), "{by}: {live:?}");
+        assert!(
+            live.is_subset(&frames(&String::from_utf8_lossy(&by_count.stdout))),
+            "{by}: {live:?}"
+        );
         // The flame graph draws the same stacks.
         let svg = Scratch::new(&format!("analyzer-{by}")).holding("graph.svg");
         let out = analyzer(&["flamegraph", r, "--by", by, "-o", svg.to_str().unwrap()]);

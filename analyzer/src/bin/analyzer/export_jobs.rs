@@ -152,7 +152,7 @@ impl ExportJob {
             }
             ExportAs::Folded(FlameBy::Live(moment)) => {
                 let m = analyzer::memory::load(&r)?;
-                let lines = analyzer::memory::folded(&r, &m, moment, phase);
+                let lines = analyzer::memory::folded(&r, &m, moment, phase, export::Frames::All);
                 if lines.is_empty() && !analyzer::memory::moment_sampled(&r, &m, moment) {
                     // No answer, as the flame graph of it has none: not an empty file.
                     anyhow::bail!(
