@@ -3,7 +3,8 @@
 //! its typed manifest (with the one schema-version check), the size-class grid, the
 //! rules that name a site and match it across reports (`site`, over the frame
 //! conventions of `frames`; `jobs` for the part of a stack a thread pool's work
-//! stealing leaves the same), and how the host is described.
+//! stealing leaves the same), how the host is described, and how bytes are printed
+//! (`units`).
 #![forbid(unsafe_code)]
 
 pub mod frames;
@@ -13,3 +14,4 @@ pub mod manifest;
 pub mod schema;
 pub mod site;
 pub mod size_class;
+pub mod units;

@@ -124,11 +124,11 @@ impl fmt::Display for ReportSummary {
             .unwrap_or_default();
         writeln!(
             f,
-            "  mode {}{over}, whole run: {} allocations and {} reallocs, {:.1} MiB requested, {temporaries}, {} call stacks",
+            "  mode {}{over}, whole run: {} allocations and {} reallocs, {} requested, {temporaries}, {} call stacks",
             self.mode,
             self.allocs,
             self.reallocs,
-            self.bytes_requested as f64 / (1 << 20) as f64,
+            alloc_tracer_format::units::bytes(self.bytes_requested as f64),
             self.stacks
         )?;
         if let Some(w) = &self.setup_warning {

@@ -419,12 +419,4 @@ mod tests {
             "{text}"
         );
     }
-
-    #[test]
-    fn bytes_in_binary_units() {
-        assert_eq!(bytes(512.0), "512 B");
-        assert_eq!(bytes(1536.0), "1.5 KiB");
-        assert_eq!(bytes((3u64 << 20) as f64), "3.0 MiB");
-        assert_eq!(bytes((20u64 << 30) as f64), "20.00 GiB");
-    }
 }

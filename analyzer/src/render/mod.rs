@@ -60,18 +60,7 @@ pub(crate) fn digits_grouped(n: u128, sep: char) -> String {
 }
 
 /// Bytes in the unit that suits their size (binary units, as the tracer prints).
-pub fn bytes(b: f64) -> String {
-    let a = b.abs();
-    if a >= (1u64 << 30) as f64 {
-        format!("{:.2} GiB", b / (1u64 << 30) as f64)
-    } else if a >= (1u64 << 20) as f64 {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
-    } else if a >= 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else {
-        format!("{b:.0} B")
-    }
-}
+pub use alloc_tracer_format::units::bytes;
 
 /// Seconds with a precision that suits their size, down to nanoseconds: a site of a
 /// few cheap allocations costs tens of them.
