@@ -221,7 +221,11 @@ impl fmt::Display for Failed {
             )?;
         }
         if let Some(n) = self.sampling_noise {
-            write!(f, "; sampling alone moves it by up to {}", show(n))?;
+            write!(
+                f,
+                "; sampling alone may move it by {} (two standard errors)",
+                show(n)
+            )?;
         }
         if let Some(e) = self.peak_error.filter(|_| self.under_peak_error()) {
             write!(f, "; the peaks are exact to within {} together", show(e))?;
@@ -467,8 +471,8 @@ mod tests {
         let gate = [parse_condition("cost>+5ms").unwrap()];
         assert_eq!(
             evaluate(&gate, &sampled).unwrap()[0].to_string(),
-            "cost>+5ms: 10.000 ms -> 16.000 ms (+6.000 ms, +60.0%; sampling alone moves it \
-             by up to 8.000 ms)"
+            "cost>+5ms: 10.000 ms -> 16.000 ms (+6.000 ms, +60.0%; sampling alone may move \
+             it by 8.000 ms (two standard errors))"
         );
         // ... more than the 5 ms the gate allows: it fails or passes by chance.
         assert!(evaluate(&gate, &sampled).unwrap()[0].under_noise());
