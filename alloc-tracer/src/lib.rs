@@ -43,7 +43,7 @@
 //! inlined frames are named: in your project's `.cargo/config.toml`,
 //! `[build] rustflags = ["-C", "force-frame-pointers=yes"]`, and in its `Cargo.toml`,
 //! `[profile.release] debug = "line-tables-only"` (as this workspace does). Without
-//! frame pointers every stack is empty, and reports say so.
+//! frame pointers stacks stop early or are empty, and reports say so.
 //!
 //! # Modes
 //!
@@ -81,7 +81,7 @@
 //! the tracer does not read (`ALLOC_TRACE_REPROT`) is named on standard error at the
 //! first allocation, and a run that `ALLOC_TRACE` traced while nothing asked for a
 //! report or read its counts (no `ALLOC_TRACE_REPORT`, [`Session`], [`write_report`],
-//! [`measure`], [`counts`], [`phases`] or [`last_top_sites`]) says so at exit.
+//! [`measure`], [`counts`] or [`phases`]) says so at exit.
 //!
 //! # What is exact and what is estimated
 //!

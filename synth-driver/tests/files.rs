@@ -162,6 +162,31 @@ fn alloc_trace_in_the_environment_is_the_mode() {
         alloc_count > 100_000,
         "{alloc_count} allocations: not the synthesis"
     );
+    // Stacks from the environment's mode, written by its report: no note that they
+    // are not written.
+    let sites = dir.join("sites");
+    let out = driver()
+        .env("ALLOC_TRACE", "sites")
+        .env("ALLOC_TRACE_REPORT", &sites)
+        .args(["sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("records stacks"), "{stderr}");
+    assert_eq!(common::manifest(&sites)["mode"], "sites");
+    // An empty ALLOC_TRACE (`ALLOC_TRACE=$MODE`, MODE unset) chose nothing: off, as
+    // the tracer reads it.
+    let out = driver()
+        .env("ALLOC_TRACE", "")
+        .args(["--json", "sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let first: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(first["trace"], "off", "{stdout}");
 }
 
 #[test]

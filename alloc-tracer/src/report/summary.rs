@@ -117,6 +117,12 @@ impl fmt::Display for ReportSummary {
         } else {
             format!("{:.0} % temporaries", pct(self.temporaries, calls))
         };
+        // Count mode records none: a 0 would read as stacks lost.
+        let stacks = if self.mode == "count" {
+            "no call stacks (count mode records none)".to_owned()
+        } else {
+            format!("{} call stacks", self.stacks)
+        };
         let over = self
             .allocator
             .as_deref()
@@ -124,12 +130,11 @@ impl fmt::Display for ReportSummary {
             .unwrap_or_default();
         writeln!(
             f,
-            "  mode {}{over}, whole run: {} allocations and {} reallocs, {} requested, {temporaries}, {} call stacks",
+            "  mode {}{over}, whole run: {} allocations and {} reallocs, {} requested, {temporaries}, {stacks}",
             self.mode,
             self.allocs,
             self.reallocs,
             alloc_tracer_format::units::bytes(self.bytes_requested as f64),
-            self.stacks
         )?;
         if let Some(w) = &self.setup_warning {
             writeln!(f, "  {w}")?;
@@ -139,7 +144,17 @@ impl fmt::Display for ReportSummary {
         }
         // A site's count is of allocations and reallocs (a realloc that moves a block
         // is an allocation too), and the header says so.
-        writeln!(f, "  top sites by allocations and reallocs:")?;
+        if let Some(n) = self.mode.strip_prefix("sample:") {
+            // Estimates, against exact totals: `analyzer top` divides by the sites'
+            // estimates summed instead, so its shares differ a little.
+            writeln!(
+                f,
+                "  top sites by allocations and reallocs (estimates: each sampled \
+                 allocation counts {n} times; shares of the exact totals above):"
+            )?;
+        } else {
+            writeln!(f, "  top sites by allocations and reallocs:")?;
+        }
         writeln!(
             f,
             "  {:>13} {:>6} {:>6} {:>9}  site",

@@ -82,12 +82,13 @@ struct TraceArgs {
     /// What the tracer records: off (a pass-through, the baseline), count (totals,
     /// no temporaries), sites (every stack, temporaries exact) or sample:N (one
     /// stack in N; temporaries among those, times N). Several, comma-separated,
-    /// take turns iteration by iteration in one process, each with its own defaults
-    /// for the settings not given (those given, such as --heap-sample, hold in every
-    /// traced mode; as --variant does; not with several variants or --report): what
-    /// each mode costs, timed without the machine's drift over seconds. Default:
-    /// ALLOC_TRACE (which the tracer reads at the first allocation, so a --trace that
-    /// differs from it is refused, but for ALLOC_TRACE=off), else off.
+    /// take turns iteration by iteration in one process, as several --variant values
+    /// do: what each mode costs, timed without the machine's drift over seconds.
+    /// Each mode takes its own defaults for the settings not given; those given
+    /// (--heap-sample, say) hold in every traced mode. Not with several variants or
+    /// with --report. Default: ALLOC_TRACE, else off (the tracer reads ALLOC_TRACE
+    /// at the first allocation, so a --trace that differs from it is refused, but
+    /// for ALLOC_TRACE=off or empty).
     #[arg(
         long,
         env = "ALLOC_TRACE",
@@ -105,7 +106,7 @@ struct TraceArgs {
     /// Heap sampling: mean bytes between sampled bytes (B, KiB, MiB, GiB, TiB or
     /// K, M, G, T, e.g. 1MiB, 1.5MiB, 65536; 0 = off; 1 = every block). Default: 1MiB
     /// in sites and sample:N, off in count.
-    #[arg(long, env = "ALLOC_TRACE_HEAP", value_parser = parse_bytes, global = true)]
+    #[arg(long, env = "ALLOC_TRACE_HEAP", value_parser = parse_bytes, allow_negative_numbers = true, global = true)]
     heap_sample: Option<u64>,
     /// Mean interval, in allocations, between blocks followed to their free for
     /// lifetimes in sites mode (0 = none; sample:N follows its sampled blocks).
@@ -327,7 +328,15 @@ impl Cli {
         T: Into<std::ffi::OsString> + Clone,
     {
         use clap::{CommandFactory, FromArgMatches, parser::ValueSource};
-        let matches = Cli::command().try_get_matches_from(args)?;
+        let mut command = Cli::command();
+        // An empty ALLOC_TRACE chose nothing (`ALLOC_TRACE=$MODE` with MODE unset): the
+        // tracer reads it as off, and so does --trace's default.
+        if std::env::var_os("ALLOC_TRACE").is_some_and(|v| v.is_empty()) {
+            command = command.mut_arg("trace", |a| a.env(None));
+        }
+        let matches = command
+            .try_get_matches_from(args)
+            .map_err(subcommand_option_tip)?;
         let mut cli = Cli::from_arg_matches(&matches)?;
         // Global options given after the subcommand are in its matches.
         let mut all = vec![&matches];
@@ -444,8 +453,12 @@ impl Cli {
             );
         }
         let mut notes = Vec::new();
+        // The tracer writes a report at exit for ALLOC_TRACE_REPORT too, however the
+        // mode was chosen.
+        let env_report = std::env::var_os("ALLOC_TRACE_REPORT").is_some_and(|v| !v.is_empty());
         if let [mode @ (Mode::Sites | Mode::Sample(_))] = self.trace.trace[..]
             && !report
+            && !env_report
         {
             let prints = if work.synthesizes() {
                 "this run prints counts only"
@@ -453,8 +466,24 @@ impl Cli {
                 "this run writes nothing of them"
             };
             notes.push(format!(
-                "--trace {} records stacks, but only --report DIR writes them: {prints}",
+                "{} mode records stacks, but only --report DIR (or ALLOC_TRACE_REPORT) \
+                 writes them: {prints}",
                 mode.name()
+            ));
+        }
+        if report && env_report {
+            notes.push(
+                "ALLOC_TRACE_REPORT is set too: the tracer writes a report there at exit as \
+                 well as --report's"
+                    .to_owned(),
+            );
+        }
+        let values = self.variant.len().max(self.trace.trace.len()) as u64;
+        if values > 1 && work.iterations() == values {
+            notes.push(format!(
+                "one round of turns: each value runs once, too few to compare; \
+                 --iterations {} or more prints their medians and ratios",
+                2 * values
             ));
         }
         // Settings that no mode of the run uses: accepted (a script may set them for
@@ -465,6 +494,13 @@ impl Cli {
             notes.push(
                 "--lifetimes sets how often sites mode follows a block to its free; \
                  sample:N follows each sampled block and count none, so it changes nothing here"
+                    .to_owned(),
+            );
+        }
+        if self.trace.top.is_some() && modes.iter().all(|m| matches!(m, Mode::Count | Mode::Off)) {
+            notes.push(
+                "--top lists the summary's sites; count mode records no sites, so it \
+                 changes nothing here"
                     .to_owned(),
             );
         }
@@ -530,6 +566,30 @@ fn check_variants(variants: &[Variant], work: &Work, prover: Prover) -> Result<(
         }
     }
     Ok(())
+}
+
+/// clap's error for `-i`, `--iterations` or `--seed` given before the subcommand
+/// (where the tracer's options and `--json` may go), with a tip: they are the
+/// subcommand's own.
+fn subcommand_option_tip(mut e: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let flag = match e.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) if e.kind() == ErrorKind::UnknownArgument => {
+            ["--iterations", "--seed", "-i"]
+                .into_iter()
+                .find(|f| arg.split('=').next() == Some(*f))
+        }
+        _ => None,
+    };
+    if let Some(flag) = flag {
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![
+                format!("{flag} is the subcommand's: give it after it (sha256 {flag} ...)").into(),
+            ]),
+        );
+    }
+    e
 }
 
 /// Refuses turns (several variants, or several modes) where they cannot be taken:
@@ -652,12 +712,27 @@ mod tests {
         for args in ["--trace sites sha256", "--trace sample:100 sha256"] {
             let n = notes(args);
             assert_eq!(n.len(), 1, "{args}: {n:?}");
-            assert!(n[0].contains("only --report DIR writes them"), "{n:?}");
+            assert!(
+                n[0].contains("only --report DIR (or ALLOC_TRACE_REPORT) writes them"),
+                "{n:?}"
+            );
         }
         assert!(notes("--trace sites --report r sha256").is_empty());
         assert!(notes("--trace count sha256").is_empty());
         // Modes taking turns time the tracer; they have no report anyway.
-        assert!(notes("--trace off,sites sha256 -i 2").is_empty());
+        assert!(notes("--trace off,sites sha256 -i 4").is_empty());
+        // One round of turns compares nothing: said.
+        let n = notes("--trace off,sites sha256 -i 2");
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0].starts_with("one round of turns"), "{n:?}");
+        assert!(n[0].contains("--iterations 4 or more"), "{n:?}");
+        let n = notes("--variant baseline,inplace-lc sha256 -i 2");
+        assert!(n[0].starts_with("one round of turns"), "{n:?}");
+        // --top with count mode lists nothing.
+        let n = notes("--trace count --report r --top 3 sha256");
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert!(n[0].starts_with("--top lists the summary's sites"), "{n:?}");
+        assert!(notes("--trace sites --report r --top 3 sha256").is_empty());
         // Seal prints no counts.
         let n = notes("--trace sites seal --sector-size 2KiB --out o");
         assert!(n[0].ends_with("this run writes nothing of them"), "{n:?}");
@@ -677,7 +752,22 @@ mod tests {
         assert!(notes("--trace sites --depth 8 --lifetimes 8 --report r sha256").is_empty());
         // Count mode walks the stacks of heap sampling's blocks.
         assert!(notes("--trace count --heap-sample 1KiB --depth 8 sha256").is_empty());
-        assert!(notes("--trace count,sites --lifetimes 8 sha256 -i 2").is_empty());
+        assert!(notes("--trace count,sites --lifetimes 8 sha256 -i 4").is_empty());
+    }
+
+    #[test]
+    fn a_subcommands_option_before_it_gets_a_tip() {
+        for flag in ["-i 2", "--iterations 2", "--seed 3", "--iterations=2"] {
+            let args = format!("--trace off,count {flag} sha256");
+            let e = job(&args).map(|_| ()).unwrap_err();
+            assert!(
+                e.contains("is the subcommand's: give it after it"),
+                "{args}: {e}"
+            );
+        }
+        // Other unknown arguments are clap's alone.
+        let e = job("--bogus sha256").map(|_| ()).unwrap_err();
+        assert!(!e.contains("subcommand's"), "{e}");
     }
 
     #[test]
