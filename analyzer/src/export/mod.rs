@@ -205,13 +205,24 @@ pub fn readable_flamegraph(
         "allocator frames folded into the first frame outside them; stacks that end \
          before main or a thread's start under {CUT_SHORT}"
     );
-    opts.subtitle = Some(match estimates {
-        Some(e) => format!("{e}; {folding}"),
-        None => folding,
-    });
+    with_subtitle(
+        &mut opts,
+        match estimates {
+            Some(e) => format!("{e}; {folding}"),
+            None => folding,
+        },
+    );
     opts.count_name = unit.to_owned();
     inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
         .map_err(io::Error::other)
+}
+
+/// Sets `subtitle`, the image made wider where it would not fit: inferno's default
+/// image is 1,200 pixels wide and centres the subtitle in it, cut at the edges.
+fn with_subtitle(opts: &mut inferno::flamegraph::Options, subtitle: String) {
+    let needed = subtitle.chars().count() as f64 * opts.font_size as f64 * opts.font_width;
+    opts.image_width = Some(1200.max(needed.ceil() as usize + 40));
+    opts.subtitle = Some(subtitle);
 }
 
 /// Why there is nothing to draw by `by`, from what the reports say of themselves.
@@ -406,13 +417,9 @@ pub fn differential_flamegraph(
     if merged.within_noise > 0 {
         notes.push("~: under two standard errors of sampling".to_owned());
     }
-    let subtitle = notes.join("; ");
     let mut opts = inferno::flamegraph::Options::default();
-    // inferno's default image is 1,200 pixels wide and centres the subtitle in it.
-    let needed = subtitle.chars().count() as f64 * opts.font_size as f64 * opts.font_width;
-    opts.image_width = Some(1200.max(needed.ceil() as usize + 40));
     opts.title = title;
-    opts.subtitle = Some(subtitle);
+    with_subtitle(&mut opts, notes.join("; "));
     opts.count_name = unit.to_owned();
     opts.palette_map = Some(&mut merged.palette);
     inferno::flamegraph::from_lines(&mut opts, merged.lines.iter().map(String::as_str), out)

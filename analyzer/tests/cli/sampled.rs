@@ -47,6 +47,11 @@ fn sampled_reports_tables_give_each_rows_spread() {
         drawn.contains("estimates (sample:100: each sampled allocation counts 100 times"),
         "{drawn}"
     );
+    // Wide enough for that subtitle, which inferno would cut at 1,200 pixels.
+    assert!(
+        !drawn.contains(r#"<svg version="1.1" width="1200""#),
+        "{drawn}"
+    );
     let out = analyzer(&["export", s, "--format", "folded"]);
     assert!(out.status.success(), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
