@@ -2,7 +2,7 @@
 //! CSV is one table of both, told apart by a `kind` column, with the fields a kind
 //! lacks left empty.
 
-use super::{Format, csv_rows, opt_pct, pct, seconds, spread, with_callers};
+use super::{Format, csv_rows, opt_pct, pct, seconds, seconds_pair, spread, with_callers};
 use crate::cost::{CategoryCost, CostReport, SiteCost};
 use crate::diff::{CategoryDelta, Diff, SiteDelta};
 use crate::fail_if::Failed;
@@ -373,24 +373,25 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
             let noise = d.predicted_change_noise_s.map_or(String::new(), |n| {
                 format!(" ± {} from sampling", seconds(n))
             });
+            // The two sides of an arrow in one unit.
+            let pair = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) => seconds_pair(a, b),
+                _ => (opt_s(a), opt_s(b)),
+            };
             let measured = match d.measured_change_s {
-                Some(m) => format!(
-                    "{} ({} -> {}; {})",
-                    seconds(m),
-                    opt_s(d.base.wall_s),
-                    opt_s(d.change.wall_s),
-                    d.wall_source
-                ),
+                Some(m) => {
+                    let (base, change) = pair(d.base.wall_s, d.change.wall_s);
+                    format!("{} ({base} -> {change}; {})", seconds(m), d.wall_source)
+                }
                 None => "none (a phase the tracer did not time; give --base-seconds and \
                          --change-seconds)"
                     .to_owned(),
             };
+            let (base_cost, change_cost) = pair(d.base.cost_s, d.change.cost_s);
             writeln!(
                 out,
-                "predicted change {}{noise} (allocation cost {} -> {}{recycling}); measured change {measured}",
+                "predicted change {}{noise} (allocation cost {base_cost} -> {change_cost}{recycling}); measured change {measured}",
                 opt_s(d.predicted_change_s),
-                opt_s(d.base.cost_s),
-                opt_s(d.change.cost_s),
             )?;
             if let Some(r) = d.repriced_s.filter(|r| *r != 0.0) {
                 writeln!(

@@ -65,22 +65,44 @@ pub use alloc_tracer_format::units::bytes;
 /// Seconds with a precision that suits their size, down to nanoseconds: a site of a
 /// few cheap allocations costs tens of them.
 pub(crate) fn seconds(s: f64) -> String {
-    // What rounds to zero in the finest unit (1 ns: a sum's leftovers are far
-    // below it), and -0, prints as 0.
-    let s = if s.abs() <= 5e-10 { 0.0 } else { s };
-    let a = s.abs();
-    // Each unit from where the finer one's digits would round up into it.
+    in_unit(s, unit_of(s))
+}
+
+/// Two times in one unit, the one [`seconds`] gives the larger, so that `a -> b`
+/// reads at a glance (`0.10 s -> 0.09 s`, not `0.10 s -> 90.00 ms`).
+pub(crate) fn seconds_pair(a: f64, b: f64) -> (String, String) {
+    let unit = unit_of(if a.abs() >= b.abs() { a } else { b });
+    (in_unit(a, unit), in_unit(b, unit))
+}
+
+/// A unit for seconds: its factor, decimals and name.
+type TimeUnit = (f64, usize, &'static str);
+
+/// The unit [`seconds`] prints `s` in: each from where the finer one's digits would
+/// round up into it.
+fn unit_of(s: f64) -> TimeUnit {
+    let a = zeroed(s).abs();
     if a >= 9.995 {
-        format!("{s:.1} s")
+        (1.0, 1, "s")
     } else if a >= 0.099995 {
-        format!("{s:.2} s")
+        (1.0, 2, "s")
     } else if a >= 9.995e-5 {
-        format!("{:.2} ms", s * 1e3)
+        (1e3, 2, "ms")
     } else if a >= 9.95e-7 {
-        format!("{:.1} us", s * 1e6)
+        (1e6, 1, "us")
     } else {
-        format!("{:.0} ns", s * 1e9)
+        (1e9, 0, "ns")
     }
+}
+
+fn in_unit(s: f64, (factor, decimals, name): TimeUnit) -> String {
+    format!("{:.*} {name}", decimals, zeroed(s) * factor)
+}
+
+/// What rounds to zero in the finest unit (1 ns: a sum's leftovers are far below
+/// it), and -0, as 0.
+fn zeroed(s: f64) -> f64 {
+    if s.abs() <= 5e-10 { 0.0 } else { s }
 }
 
 /// A lifetime in nanoseconds, in the unit that suits it: the figures are the
@@ -432,6 +454,20 @@ mod tests {
         assert_eq!(seconds(0.0999996), "0.10 s");
         assert_eq!(seconds(9.996), "10.0 s");
         assert_eq!(seconds(-5e-10), "0 ns");
+    }
+
+    #[test]
+    fn the_two_sides_of_an_arrow_share_a_unit() {
+        let pair = |a, b| {
+            let (a, b) = seconds_pair(a, b);
+            format!("{a} -> {b}")
+        };
+        assert_eq!(pair(0.1, 0.09), "0.10 s -> 0.09 s");
+        assert_eq!(pair(0.09, 0.1), "0.09 s -> 0.10 s");
+        assert_eq!(pair(2e-3, 4.2e-8), "2.00 ms -> 0.00 ms");
+        assert_eq!(pair(0.0, 0.0), "0 ns -> 0 ns");
+        // The unit alone is the larger side's: each as `seconds` prints that one.
+        assert_eq!(seconds_pair(12.0, 0.5).0, seconds(12.0));
     }
 
     #[test]
