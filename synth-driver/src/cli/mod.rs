@@ -421,7 +421,7 @@ impl Cli {
         check_trace_env(&self.trace.trace)?;
         let report = self.trace.report.is_some();
         check_variants(&self.variant, &work, prover)?;
-        check_turns(&self.variant, &self.trace.trace, &work, report)?;
+        let turns_note = check_turns(&self.variant, &self.trace.trace, &work, report)?;
         let traced = self.trace.trace.iter().any(|&m| m != Mode::Off);
         if count_only && (traced || report) {
             let from_env = if std::env::var_os("ALLOC_TRACE").is_some() {
@@ -478,14 +478,7 @@ impl Cli {
                     .to_owned(),
             );
         }
-        let values = self.variant.len().max(self.trace.trace.len()) as u64;
-        if values > 1 && work.iterations() == values {
-            notes.push(format!(
-                "one round of turns: each value runs once, too few to compare; \
-                 --iterations {} or more prints their medians and ratios",
-                2 * values
-            ));
-        }
+        notes.extend(turns_note);
         // Settings that no mode of the run uses: accepted (a script may set them for
         // every mode), but said.
         let modes = &self.trace.trace;
@@ -595,11 +588,16 @@ fn subcommand_option_tip(mut e: clap::Error) -> clap::Error {
 /// Refuses turns (several variants, or several modes) where they cannot be taken:
 /// work without iterations, fewer iterations than values (some would never run) or
 /// not a multiple of them (a last round short), a report that would mix them, or both
-/// lists at once.
-fn check_turns(variants: &[Variant], modes: &[Mode], work: &Work, report: bool) -> Result<()> {
+/// lists at once. A note for turns of a single round, which compare nothing.
+fn check_turns(
+    variants: &[Variant],
+    modes: &[Mode],
+    work: &Work,
+    report: bool,
+) -> Result<Option<String>> {
     let command = work.command();
     let flag = match (variants.len() > 1, modes.len() > 1) {
-        (false, false) => return Ok(()),
+        (false, false) => return Ok(None),
         (true, true) => {
             bail!("several --variant and several --trace values: only one of them takes turns")
         }
@@ -632,7 +630,13 @@ fn check_turns(variants: &[Variant], modes: &[Mode], work: &Work, report: bool) 
             n - n % values + values
         );
     }
-    Ok(())
+    Ok((n == values).then(|| {
+        format!(
+            "one round of turns: each value runs once, too few to compare; \
+             --iterations {} or more prints their medians and ratios",
+            2 * values
+        )
+    }))
 }
 
 /// A `--trace` value. (The tracer's own parser, made for `ALLOC_TRACE`, takes an
