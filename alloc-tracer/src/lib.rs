@@ -40,7 +40,8 @@
 //! their errors can call [`env_checked_by_program`] before that.
 //!
 //! Build with frame pointers and line tables, so that stacks are complete and
-//! inlined frames are named: in your project's `.cargo/config.toml`,
+//! inlined frames are named: in the `.cargo/config.toml` of the folder cargo runs
+//! from (a workspace's root),
 //! `[build] rustflags = ["-C", "force-frame-pointers=yes"]`, and in its `Cargo.toml`,
 //! `[profile.release] debug = "line-tables-only"` (as this workspace does). Without
 //! frame pointers stacks stop early or are empty, and reports say so.
@@ -73,7 +74,8 @@
 //! `sample:N`, off in `count` unless set; `0` turns it off) samples blocks by bytes
 //! for the live-heap tables: which sites hold the memory at the peak and at the end.
 //! `ALLOC_TRACE_TIMELINE_MS` (default 10, `0` none) samples live bytes over time, from
-//! a thread of the tracer's own (none is started with `0`).
+//! a thread of the tracer's own (none is started with `0` in the environment: the
+//! first allocation starts it, before any [`Settings::apply`] can say otherwise).
 //! `ALLOC_TRACE_REPORT=DIR` writes a report at normal process exit, whether the mode
 //! came from `ALLOC_TRACE` or from [`Settings::apply`] (if tracing never came on, it
 //! writes none and says so on standard error, unless `ALLOC_TRACE` chose `off`; an
@@ -134,21 +136,22 @@
 //! `main`) when `ALLOC_TRACE_REPORT` is set (unless the program's latest report
 //! went to that same folder: no second copy; a relative path is taken from the
 //! working directory at the first allocation). A report written at exit with a
-//! status other than 0 is marked incomplete (`exit status N`). Threads that have
+//! status other than 0 is marked incomplete (`exit status N`; glibc only, whose
+//! `on_exit` passes the status). Threads that have
 //! exited were merged into global tables; live threads (rayon workers) are read in place. Nothing is
 //! written on `panic = "abort"` or a fatal signal; [`write_incomplete_report`] marks a
 //! report of a run stopped early (synth-driver writes one on SIGINT, SIGTERM and SIGHUP).
 //!
 //! A report path may hold `%p` (the process id) and `%t` (when the tracer started,
-//! Unix seconds), so that processes sharing one setting write apart. A report replaces
-//! only a folder that is a report of this tracer's and holds nothing else; writers
-//! of one folder take turns. What else holds inside any program (fork, foreign
+//! Unix seconds: the process's first allocation), so that processes sharing one
+//! setting write apart. A report replaces only an empty folder or one that is a
+//! report of this tracer's and holds nothing else; writers of one folder take turns. What else holds inside any program (fork, foreign
 //! stacks, bounded memory) and what does not is in `docs/guarantees.md`.
 //!
 //! # Limits
 //!
-//! * Stacks are walked on x86_64 and aarch64 only; frames compiled without frame
-//!   pointers are skipped or end the walk.
+//! * Linux only. Stacks are walked on x86_64 and aarch64 only; frames compiled
+//!   without frame pointers are skipped or end the walk.
 //! * Phases are process-wide (one current phase for all threads); at most 15 names,
 //!   `main` among them (14 of the program's own; later ones count as `(other phases)`).
 //! * Only one `TracingAllocator` should be the global allocator; all state is static.

@@ -80,7 +80,7 @@ pub fn build(
         schema_version: SCHEMA_VERSION,
         tool: TOOL.into(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
-        command_line: std::env::args().collect(),
+        command_line: command_line(std::env::args_os()),
         host: alloc_tracer_format::host::name().unwrap_or_default(),
         cpu: alloc_tracer_format::host::cpu_model().unwrap_or_default(),
         cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -191,9 +191,29 @@ fn requested_percentiles(c: &Counts) -> RequestedPercentiles {
     }
 }
 
+/// The process's arguments as text: one that is not UTF-8 (a file name, say) is
+/// written with U+FFFD for its bad bytes (`std::env::args` would panic on it, and the
+/// report would be lost).
+fn command_line(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<String> {
+    args.map(|a| a.to_string_lossy().into_owned()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_that_are_not_utf8_are_written_lossily() {
+        use std::os::unix::ffi::OsStringExt;
+        let args = [
+            std::ffi::OsString::from("prover"),
+            std::ffi::OsString::from_vec(b"sector-\xff.dat".to_vec()),
+        ];
+        assert_eq!(
+            command_line(args.into_iter()),
+            ["prover", "sector-\u{fffd}.dat"]
+        );
+    }
 
     #[test]
     fn requested_percentiles_are_bucket_floors_and_max_the_largest_request() {
