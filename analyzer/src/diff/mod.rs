@@ -115,7 +115,9 @@ pub struct CategoryDelta {
     pub delta_bytes_requested: i64,
     /// Predicted cost, `change - base`.
     pub delta_cost_s: Option<f64>,
-    /// How far sampling alone may move `delta_alloc_count` (as for a site).
+    /// How far sampling alone may move `delta_alloc_count` (as for a site); for a
+    /// category with nothing on either side, what a sampled side may hide (about
+    /// `3N`, `sampling_noise::unsampled_bound`).
     pub alloc_count_noise: Option<u64>,
     /// The same for `delta_cost_s`.
     pub cost_noise_s: Option<f64>,
@@ -487,8 +489,15 @@ pub fn diff(
             s
         })
         .collect();
+    // A category with nothing on either side may have gone unsampled on both: what
+    // each side may hide bounds the change (as `categories` gives such a one).
+    let hidden = [base_interval, change_interval]
+        .into_iter()
+        .filter_map(crate::sampling_noise::unsampled_bound)
+        .max();
     for (c, noise) in cats.iter_mut().zip(&category_noise) {
-        c.alloc_count_noise = noise.count_bound();
+        let empty = c.base_alloc_count == 0 && c.change_alloc_count == 0;
+        c.alloc_count_noise = noise.count_bound().or(hidden.filter(|_| empty));
         c.cost_noise_s = noise.cost_bound_s();
     }
     let share = |n: u64, of: u64| if of == 0 { 0.0 } else { n as f64 / of as f64 };
@@ -1117,8 +1126,15 @@ mod tests {
         // one, priced like the rare one, so wider than the rare one's alone.
         let total = d.predicted_change_noise_s.unwrap();
         assert!(total > noise, "{total} {noise}");
-        let counted: u64 = d
+        // A category with nothing on either side may hide about 3N on the sampled
+        // side.
+        let (empty, used): (Vec<_>, Vec<_>) = d
             .categories
+            .iter()
+            .partition(|c| c.base_alloc_count == 0 && c.change_alloc_count == 0);
+        assert!(!empty.is_empty());
+        assert!(empty.iter().all(|c| c.alloc_count_noise == Some(3000)));
+        let counted: u64 = used
             .iter()
             .filter_map(|c| c.alloc_count_noise)
             .map(|n| n * n)

@@ -217,7 +217,12 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
                 "saves",
                 "of phase"
             )?;
-            let (shown, left) = super::used_categories(&c.categories, |k| k.sites > 0, sampled);
+            let (shown, left) = super::used_categories(
+                &c.categories,
+                |k| k.sites > 0,
+                sampled,
+                |k| k.alloc_count_noise,
+            );
             for k in shown {
                 let calls = k.alloc_count.saturating_add(k.realloc_count);
                 writeln!(
@@ -418,6 +423,7 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
                 &d.categories,
                 |c| c.base_alloc_count > 0 || c.change_alloc_count > 0,
                 d.categories.iter().any(|c| c.alloc_count_noise.is_some()),
+                |c| c.alloc_count_noise,
             );
             for c in shown {
                 writeln!(

@@ -139,6 +139,7 @@ pub(crate) fn used_categories<T>(
     rows: &[T],
     used: impl Fn(&T) -> bool,
     sampled: bool,
+    hidden: impl Fn(&T) -> Option<u64>,
 ) -> (Vec<&T>, Option<String>) {
     let shown: Vec<&T> = rows.iter().filter(|r| used(r)).collect();
     let left = rows.len() - shown.len();
@@ -147,16 +148,25 @@ pub(crate) fn used_categories<T>(
     } else {
         "nothing"
     };
+    // What a category with nothing sampled may hide (`sampling_noise::unsampled_bound`,
+    // the same for each; JSON gives it each).
+    let hides = rows
+        .iter()
+        .find(|r| !used(r))
+        .and_then(&hidden)
+        .map_or(String::new(), |n| {
+            format!(", each may hide up to about {n} allocations")
+        });
     let note = (left > 0).then(|| {
         if shown.is_empty() {
             // Not "more": none was shown.
             return format!(
-                "(no category has anything{} in it: --format json lists every one)",
+                "(no category has anything{} in it{hides}: --format json lists every one)",
                 if sampled { " sampled" } else { "" }
             );
         }
         format!(
-            "({left} more {} with {nothing} in {}: --format json lists every one)",
+            "({left} more {} with {nothing} in {}{hides}: --format json lists every one)",
             if left == 1 { "category" } else { "categories" },
             if left == 1 { "it" } else { "them" }
         )
@@ -319,7 +329,8 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
                 "temporaries",
                 spread(sampled, "±"),
             )?;
-            let (shown, left) = used_categories(cats, |c| c.sites > 0, sampled);
+            let (shown, left) =
+                used_categories(cats, |c| c.sites > 0, sampled, |c| c.alloc_count_noise);
             for c in shown {
                 let calls = c.alloc_count.saturating_add(c.realloc_count);
                 writeln!(
@@ -344,20 +355,7 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
                 )?;
             }
             if let Some(left) = left {
-                // What the categories with nothing sampled may hide (JSON gives it
-                // each).
-                match cats
-                    .iter()
-                    .find(|c| c.sites == 0)
-                    .and_then(|c| c.alloc_count_noise)
-                {
-                    Some(hidden) => writeln!(
-                        out,
-                        "{}, each may hide up to about {hidden} allocations)",
-                        left.trim_end_matches(')')
-                    )?,
-                    None => writeln!(out, "{left}")?,
-                }
+                writeln!(out, "{left}")?;
             }
             if sampled {
                 writeln!(out, "\n{SAMPLED_FOOTER}")?;
@@ -412,28 +410,42 @@ mod tests {
     #[test]
     fn unused_categories_are_counted_as_more_only_after_some_shown() {
         let rows = [0, 3, 0];
-        let (shown, note) = used_categories(&rows, |n| *n > 0, false);
+        let (shown, note) = used_categories(&rows, |n| *n > 0, false, |_| None);
         assert_eq!(shown, [&3]);
         assert_eq!(
             note.unwrap(),
             "(2 more categories with nothing in them: --format json lists every one)"
         );
-        let (shown, note) = used_categories(&[0, 0], |n: &i32| *n > 0, false);
+        let (shown, note) = used_categories(&[0, 0], |n: &i32| *n > 0, false, |_| None);
         assert!(shown.is_empty());
         assert_eq!(
             note.unwrap(),
             "(no category has anything in it: --format json lists every one)"
         );
         // In a sample:N report an empty category may only have gone unrecorded.
-        let (_, note) = used_categories(&[0, 3], |n: &i32| *n > 0, true);
+        let (_, note) = used_categories(&[0, 3], |n: &i32| *n > 0, true, |_| None);
         assert_eq!(
             note.unwrap(),
             "(1 more category with nothing sampled in it: --format json lists every one)"
         );
-        let (_, note) = used_categories(&[0], |n: &i32| *n > 0, true);
+        let (_, note) = used_categories(&[0], |n: &i32| *n > 0, true, |_| None);
         assert_eq!(
             note.unwrap(),
             "(no category has anything sampled in it: --format json lists every one)"
+        );
+        // With what each may hide (the same for each: the first one's).
+        let hides = |n: &i32| (*n <= 0).then_some(300);
+        let (_, note) = used_categories(&[0, 3, -1], |n: &i32| *n > 0, true, hides);
+        assert_eq!(
+            note.unwrap(),
+            "(2 more categories with nothing sampled in them, each may hide up to about \
+             300 allocations: --format json lists every one)"
+        );
+        let (_, note) = used_categories(&[0], |n: &i32| *n > 0, true, hides);
+        assert_eq!(
+            note.unwrap(),
+            "(no category has anything sampled in it, each may hide up to about 300 \
+             allocations: --format json lists every one)"
         );
     }
 

@@ -22,6 +22,11 @@ fn bad_input_is_one_line_naming_the_file() {
         &["diff", "a", "b", "--fail-if"],
         "a value is required for '--fail-if <EXPR>'",
     );
+    // A flag the command lacks gets no tip to pass it after `--` as a report folder.
+    assert_one_line_error(&["budget", "r", "--format", "json"], "'--format'");
+    let out = analyzer(&["budget", "r", "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("-- --format"), "{stderr}");
     let no_manifest = copy_fixture("no-manifest");
     std::fs::remove_file(no_manifest.join("manifest.json")).unwrap();
     assert_one_line_error(&["top", no_manifest.to_str().unwrap()], "manifest.json");

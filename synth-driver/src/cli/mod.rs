@@ -133,6 +133,12 @@ enum Command {
     /// Seals a sector of random data offline (piece, pre-commit 1 and 2, commit phase 1;
     /// no Groth parameters) and writes OUT/c1.json in Curio's format. The SDR parent
     /// cache goes to FIL_PROOFS_PARENT_CACHE (default /var/tmp/filecoin-parents).
+    #[command(
+        after_help = "The driver's options, listed above with seal's own: --json and \
+        --allocator apply; --trace (one mode) and the tracer's settings trace the sealing \
+        itself; --prover, and --variant other than baseline, are refused: seal \
+        synthesizes nothing."
+    )]
     Seal {
         /// 2KiB or 8MiB (larger sizes work but take hours and hundreds of GiB).
         #[arg(long, value_parser = porep::parse_sector_size)]

@@ -114,6 +114,10 @@ fn main() -> ExitCode {
                 .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
                 .map(str::trim)
                 .filter(|l| !l.is_empty())
+                // clap's tip for an unknown flag on a command with a positional
+                // argument, to pass it as a value after `--`: here that would be a
+                // report folder named `--format`, never what was meant.
+                .filter(|l| !(l.starts_with("tip: to pass '") && l.contains("as a value")))
             {
                 if !line.is_empty() {
                     line.push_str(if line.ends_with(':') { " " } else { "; " });

@@ -217,8 +217,8 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
     {
         writeln!(
             out,
-            "(a fifth or more of the bytes sit in sites only one report has: compare the \
-             categories)"
+            "(over a fifth of the bytes of a side sit in sites no stack of the other matches \
+             (in one report only, or paired by name alone): compare the categories)"
         )?;
     }
     writeln!(out)?;
