@@ -17,6 +17,7 @@ while (($#)); do
   case $1 in
     --out) out=$2; shift 2 ;;
     --no-porep) porep=0; shift ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     --rounds|--porep-rounds|--processes|--modes|--sha-blocks|--driver-options) extra+=("$1=$2"); shift 2 ;;
     *) sed -n 's/^# Usage: //p;s/^#        /       /p' "$0" >&2; exit 2 ;;
   esac

@@ -21,6 +21,7 @@ while (($#)); do
     --rounds) rounds=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --sha-blocks|--small-blocks|--only) extra+=("$1" "$2"); shift 2 ;;
+    -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     *) echo "usage: $0 [--rounds N] [--sha-blocks N] [--small-blocks N] [--only CONFIG,...] [--out DIR]" >&2; exit 2 ;;
   esac
 done

@@ -4,6 +4,11 @@
 # the versions of constraints.txt, and notebooks/ (allocprof) into a virtual
 # environment outside the clone (reused by later runs).
 set -euo pipefail
+case "${1:-}" in
+  -h | --help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
+  "") ;;
+  *) echo "usage: $0 (no arguments; -h for what it runs)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/alloc-profiler/target}"
 venv="${ALLOC_PROFILER_VENV:-/var/tmp/alloc-profiler/venv}"
