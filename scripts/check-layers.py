@@ -19,12 +19,22 @@ ROOT = Path(__file__).resolve().parent.parent
 CRATE_PATH = re.compile(r"\bcrate::(\{|\w+)")
 
 
+# Comments, raw strings, strings and char literals, matched left to right in one pass,
+# so that a quote or `r"` inside one (`"...for"`, `'"'`) does not start another.
+NOT_CODE = re.compile(
+    r"""//[^\n]*
+    | /\*.*?\*/
+    | \bb?r(\#*)".*?"\1
+    | b?"(?:\\.|[^"\\])*"
+    | b?'(?:\\.|[^'\\])'""",
+    re.S | re.X,
+)
+
+
 def code_only(text: str) -> str:
-    """The source without comments and string literals (good enough for paths)."""
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    text = re.sub(r'r#*"(?:.|\n)*?"#*', '""', text)
-    text = re.sub(r'"(?:\\.|[^"\\])*"', '""', text)
-    return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
+    """The source without comments, string and char literals (good enough for
+    paths); line breaks are kept, so lines keep their numbers."""
+    return NOT_CODE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
 
 
 def group_heads(group: str) -> set[str]:

@@ -197,7 +197,7 @@ impl fmt::Display for Failed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let show = |x: f64| match self.metric {
             Metric::Cost => format!("{:.3} ms", x * 1e3),
-            Metric::Bytes | Metric::Peak | Metric::Rss => crate::render::bytes(x),
+            Metric::Bytes | Metric::Peak | Metric::Rss => crate::units::bytes(x),
             Metric::Allocs | Metric::Temporaries => figure(x),
         };
         let growth = self.change - self.base;

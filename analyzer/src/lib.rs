@@ -33,6 +33,7 @@ pub mod rank;
 pub mod render;
 pub mod report;
 pub mod sampling_noise;
+pub mod units;
 
 pub use error::Error;
 

@@ -1,4 +1,4 @@
-"""Per-site totals and ranking, as `analyzer top` computes them (analyzer/src/rank.rs),
+"""Per-site totals and ranking, as `analyzer top` computes them (analyzer/src/rank/),
 and per-category totals, as `analyzer categories` does. Sites are named and categorised
 by the analyzer itself: these functions join its named-sites table
 (`Report.site_labels`)."""
@@ -156,7 +156,8 @@ def site_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
         n=pl.col("alloc_count") + pl.col("realloc_count")
     )
     # The main row: most allocations + reallocs, the earliest row on ties, none when a
-    # site has no allocation at all (rank.rs keeps the first row with a larger count).
+    # site has no allocation at all (rank/mod.rs keeps the first row with a larger
+    # count).
     main = (
         rows.filter(pl.col("n") > 0)
         .sort(["site_id", "n", "row"], descending=[False, True, False])

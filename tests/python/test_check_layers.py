@@ -16,6 +16,13 @@ def test_every_module_a_use_group_names_counts_nested_groups_included():
     }
     # Comments and strings name nothing.
     assert layers.targets('// crate::a\nlet s = "crate::b";') == set()
+    assert layers.targets('let s = r#"crate::a "quoted""#; /* crate::b */') == set()
+    # A quote or an `r"` inside another literal starts nothing: the paths after it
+    # are still code.
+    assert layers.targets('let s = "for"; crate::a::f();') == {"a"}
+    assert layers.targets("let q = '\"'; crate::a::f(); let t = \"x\";") == {"a"}
+    assert layers.targets("let q = '\\''; crate::b::f();") == {"b"}
+    assert layers.targets("fn f<'a>(x: &'a str) { crate::c::g(x) }") == {"c"}
 
 
 def test_a_cycle_fails(tmp_path):

@@ -378,7 +378,7 @@ pub(crate) fn shell_word(text: &str) -> String {
 
 /// `13401937` as `13_401_937`.
 pub(crate) fn grouped(n: u64) -> String {
-    crate::render::digits_grouped(n.into(), '_')
+    crate::units::digits_grouped(n.into(), '_')
 }
 
 /// A table key: bare where TOML allows it, quoted otherwise.

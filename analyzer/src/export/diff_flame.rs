@@ -238,7 +238,7 @@ fn colour(delta: i128, whole: u64) -> Color {
 
 /// `1234567` as `1,234,567`, as inferno writes its counts.
 pub(super) fn grouped(n: u128) -> String {
-    crate::render::digits_grouped(n, ',')
+    crate::units::digits_grouped(n, ',')
 }
 
 #[cfg(test)]

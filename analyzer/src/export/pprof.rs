@@ -272,7 +272,7 @@ pub fn estimates(report: &Report, in_use: &[InUse]) -> Vec<String> {
             Some(b) => format!(
                 "blocks of {} and more were each recorded and count once, and a site of \
                  few smaller ones may be missed or counted many times over",
-                crate::render::bytes(b as f64)
+                crate::units::bytes(b as f64)
             ),
             None => "a site with few large allocations may be missed or counted many times \
                      over"
@@ -289,7 +289,7 @@ pub fn estimates(report: &Report, in_use: &[InUse]) -> Vec<String> {
     if !in_use.is_empty() && m.heap_interval != 1 {
         let every = match m.heap_interval {
             0 => "heap sampling stopped before the report was written".to_owned(),
-            n => format!("sampled {}", crate::render::heap_every(n)),
+            n => format!("sampled {}", crate::units::heap_every(n)),
         };
         lines.push(format!(
             "inuse_objects and inuse_space are heap sampling's estimates at the kept peak \

@@ -35,32 +35,9 @@ pub(crate) fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
-/// How often heap sampling at `interval` (above 0) samples, in words: `every block
-/// (exact)` at 1, else `every 1.0 MiB on average`.
-pub fn heap_every(interval: u64) -> String {
-    if interval == 1 {
-        "every block (exact)".to_owned()
-    } else {
-        format!("every {} on average", bytes(interval as f64))
-    }
-}
-
-/// `n`'s digits in groups of three, `sep` between them: `1234567` as `1,234,567`
-/// (as inferno writes counts) or `1_234_567` (a TOML number).
-pub(crate) fn digits_grouped(n: u128, sep: char) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(sep);
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Bytes in the unit that suits their size (binary units, as the tracer prints).
-pub use alloc_tracer_format::units::bytes;
+/// Bytes in the unit that suits their size (binary units, as the tracer prints), and
+/// heap sampling's interval in words.
+pub use crate::units::{bytes, heap_every};
 
 /// Seconds with a precision that suits their size, down to nanoseconds: a site of a
 /// few cheap allocations costs tens of them.
@@ -376,12 +353,6 @@ mod tests {
             Value::Object(m) => m,
             other => panic!("not an object: {other}"),
         }
-    }
-
-    #[test]
-    fn heap_sampling_at_one_byte_is_every_block() {
-        assert_eq!(heap_every(1), "every block (exact)");
-        assert_eq!(heap_every(1 << 20), "every 1.0 MiB on average");
     }
 
     #[test]
