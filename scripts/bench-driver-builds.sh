@@ -48,6 +48,9 @@ bench_default_build() {
       *) extra+=("$1"); shift ;;
     esac
   done
+  # Arguments it does not take are refused now, not after the builds and the seal.
+  python3 scripts/bench_rounds.py "$table" --bin "$out/bin" --c1 - --rounds "$rounds" \
+    --out "$out" "${extra[@]}" --check-args
   bench_builds "$out/bin"
   python3 scripts/bench_rounds.py "$table" --bin "$out/bin" --c1 "$(bench_c1)" \
     --rounds "$rounds" --out "$out" "${extra[@]}"

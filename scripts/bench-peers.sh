@@ -25,6 +25,9 @@ while (($#)); do
     *) echo "usage: $0 [--rounds N] [--sha-blocks N] [--small-blocks N] [--only CONFIG,...] [--out DIR]" >&2; exit 2 ;;
   esac
 done
+# Arguments it does not take are refused now, not after the installs and builds.
+python3 scripts/bench_rounds.py peers --bin "$out/bin" --c1 - --rounds "$rounds" --out "$out" \
+  "${extra[@]}" --check-args
 missing=()
 command -v heaptrack > /dev/null || missing+=(heaptrack)
 command -v valgrind > /dev/null || missing+=(valgrind)

@@ -209,7 +209,13 @@ def main() -> None:
     p.add_argument("--small-blocks", type=int, default=4, help="SHA-256 chain of the Valgrind DHAT run")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--only", default="", help="comma-separated configurations to run (peers)")
+    p.add_argument("--check-args", action="store_true",
+                   help="check the arguments and stop (the shell scripts do, before they build)")
     a = p.parse_args()
+    if a.with_sha and a.table not in ("heap", "modes"):
+        p.error("--with-sha applies to the heap and modes tables")
+    if a.only and a.table != "peers":
+        p.error("--only applies to the peers table")
 
     porep = ["porep", "--c1", str(a.c1), "--partition", "0"]
     traced = str(a.bin / "synth-driver")
@@ -277,6 +283,10 @@ def main() -> None:
         ]
         if a.only:
             keep = set(a.only.split(","))
+            unknown = keep - {c.name for c in configs}
+            if unknown:
+                p.error(f"--only: no configuration named {', '.join(sorted(unknown))} "
+                        f"(they are: {', '.join(c.name for c in configs)})")
             configs = [c for c in configs if c.name in keep or c.name == "plain jemalloc"]
         workloads = {"2 KiB PoRep partition 0": porep, f"SHA-256 chain, {a.sha_blocks} blocks": ["sha256", "--blocks", str(a.sha_blocks)]}
         baseline = "plain jemalloc"
@@ -284,6 +294,8 @@ def main() -> None:
         small_configs = [c for c in configs if c.workload]
         configs = [c for c in configs if not c.workload]
 
+    if a.check_args:
+        return
     with tempfile.TemporaryDirectory(prefix="bench-rounds-") as tmp:
         scratch = Path(tmp)
         runs = rounds(configs, workloads, a.rounds, scratch)
