@@ -56,9 +56,16 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
         reason: reason.to_owned(),
     };
     let compact: String = text.split_whitespace().collect();
-    let (name, threshold) = compact
-        .split_once('>')
-        .ok_or_else(|| bad("expected METRIC>THRESHOLD, e.g. allocs>+1%"))?;
+    // No threshold takes a comma: `allocs>+1%,bytes>+1%` is two conditions.
+    if compact.contains(',') {
+        return Err(bad(
+            "one condition a --fail-if: give it once for each (--fail-if 'allocs>+1%' \
+             --fail-if 'bytes>+1%')",
+        ));
+    }
+    let (name, threshold) = compact.split_once('>').ok_or_else(|| {
+        bad("expected METRIC>THRESHOLD, e.g. 'allocs>+1%', quoted (unquoted, the shell reads > as a redirection)")
+    })?;
     let metric = match name {
         "allocs" => Metric::Allocs,
         "bytes" => Metric::Bytes,
@@ -104,7 +111,16 @@ pub fn parse_condition(text: &str) -> Result<Condition, Error> {
                 "allocs and temporaries take a whole count (or a percentage, e.g. +1.5%)",
             ));
         }
-        (Metric::Bytes | Metric::Peak | Metric::Rss, "" | "B") => 1.0,
+        // A bare number of bytes reads as per cent to a reader of `--margin 5`: zero
+        // alone needs no unit, as for cost.
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "") if number == 0.0 => 1.0,
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "") => {
+            return Err(bad(&format!(
+                "{name} takes B, KiB, MiB, GiB, TiB or %: write {name}>{threshold}B for \
+                 bytes, {name}>{threshold}% for a share"
+            )));
+        }
+        (Metric::Bytes | Metric::Peak | Metric::Rss, "B") => 1.0,
         (Metric::Bytes | Metric::Peak | Metric::Rss, "KiB") => 1024.0,
         (Metric::Bytes | Metric::Peak | Metric::Rss, "MiB") => 1024.0 * 1024.0,
         (Metric::Bytes | Metric::Peak | Metric::Rss, "GiB") => 1024.0 * 1024.0 * 1024.0,
@@ -390,6 +406,30 @@ mod tests {
         }
         // A fraction of a per cent is fine.
         assert!(parse_condition("allocs>+1.5%").is_ok());
+        // A bare number of bytes could be meant as per cent: a unit is asked for, but
+        // for zero.
+        for m in ["bytes", "peak", "rss"] {
+            let e = parse_condition(&format!("{m}>+5")).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("write {m}>+5B for bytes, {m}>+5% for")),
+                "{e}"
+            );
+            assert_eq!(
+                parse_condition(&format!("{m}>+0")).unwrap().threshold,
+                Threshold::Absolute(0.0)
+            );
+            assert_eq!(
+                parse_condition(&format!("{m}>+5B")).unwrap().threshold,
+                Threshold::Absolute(5.0)
+            );
+        }
+        // Two conditions in one, and a > lost to the shell.
+        let e = parse_condition("allocs>+1%,bytes>+1%")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("give it once for each"), "{e}");
+        let e = parse_condition("allocs").unwrap_err().to_string();
+        assert!(e.contains("quoted"), "{e}");
         // A bare number could be read as a cap on the change's own count.
         for (bare, hint) in [("allocs>100", "allocs>+100"), ("peak>1GiB", "peak>+1GiB")] {
             let e = parse_condition(bare).unwrap_err().to_string();
@@ -517,8 +557,8 @@ mod tests {
         );
         // The peak: 2,048 -> 2,048 bytes here (half the requested bytes).
         assert_eq!(
-            failing(&["peak>+0", "peak>-1", "peak>+1KiB"]),
-            ["peak>-1: 2.0 KiB -> 2.0 KiB (+0 B, +0.0%)"]
+            failing(&["peak>+0", "peak>-1B", "peak>+1KiB"]),
+            ["peak>-1B: 2.0 KiB -> 2.0 KiB (+0 B, +0.0%)"]
         );
         // Each side's peak exact to within 256 KiB: a margin of 1 KiB is under their
         // 512 KiB together, one of 1 MiB is not.

@@ -25,8 +25,9 @@ pub struct PhaseInfo {
     pub realloc_count: u64,
     /// Requested bytes.
     pub bytes_requested: u64,
-    /// Temporaries.
-    pub temporary_count: u64,
+    /// Temporaries; `None` in `count` mode, which counts none (a 0 would read as
+    /// none found).
+    pub temporary_count: Option<u64>,
     /// Distinct call stacks that allocated in the phase.
     pub sites: usize,
     /// The highest live bytes while the phase was the innermost in force (`None` in reports
@@ -71,8 +72,8 @@ pub struct Info {
     pub realloc_count: u64,
     /// Requested bytes over all phases.
     pub bytes_requested: u64,
-    /// Temporaries over all phases.
-    pub temporary_count: u64,
+    /// Temporaries over all phases; `None` in `count` mode, which counts none.
+    pub temporary_count: Option<u64>,
     /// Highest live bytes seen.
     pub peak_live_bytes: i64,
     /// Bound on the error of `peak_live_bytes`.
@@ -130,7 +131,7 @@ pub fn info(report: &Report) -> Info {
                 alloc_count: allocs,
                 realloc_count: reallocs,
                 bytes_requested: bytes,
-                temporary_count: temps,
+                temporary_count: (m.mode != "count").then_some(temps),
                 sites: sites.len(),
                 peak_live_bytes: peak,
             }
@@ -153,7 +154,7 @@ pub fn info(report: &Report) -> Info {
         alloc_count: m.totals.alloc_count,
         realloc_count: m.totals.realloc_count,
         bytes_requested: m.totals.bytes_requested,
-        temporary_count: m.totals.temporary_count,
+        temporary_count: (m.mode != "count").then_some(m.totals.temporary_count),
         peak_live_bytes: m.totals.peak_live_bytes,
         peak_live_bytes_error_bytes: m.totals.peak_live_bytes_error_bytes,
         max_rss_bytes: m.totals.max_rss_bytes,

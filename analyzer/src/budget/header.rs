@@ -1,7 +1,7 @@
 //! The header `analyzer budget` writes at the top of a draft, and reads back: the
 //! report the limits were drafted from and the margins above its figures, and the
 //! line `--tighten` puts under it (the report and margins it last tightened to). A
-//! budget written by hand has none, and is read as such.
+//! budget written by hand has no draft lines; `--tighten` puts its line first.
 
 use crate::budget::draft::Margins;
 
@@ -43,24 +43,31 @@ pub(crate) fn drafted_from(text: &str) -> Option<&str> {
         .strip_suffix('.')
 }
 
-/// The tightening line of a draft, if any: the report and the rest of the line.
+/// Where the tightening line goes: under a draft's first line, else first.
+fn tightening_at(text: &str) -> usize {
+    usize::from(drafted_from(text).is_some())
+}
+
+/// The tightening line, if any: the report and the rest of the line.
 fn tightened(text: &str) -> Option<(&str, &str)> {
-    drafted_from(text)?;
     text.lines()
-        .nth(1)?
+        .nth(tightening_at(text))?
         .strip_prefix(TIGHTENED)?
         .split_once(LOWERED)
 }
 
-/// The report a draft's limits were last set from: the one it was last tightened
-/// to, else the one it was drafted from; `None` for a file written otherwise.
+/// The report a budget's limits were last set from: the one it was last tightened
+/// to, else the one it was drafted from; `None` for a file written by hand and never
+/// tightened.
 pub fn last_set_from(text: &str) -> Option<&str> {
-    let drafted = drafted_from(text)?;
-    Some(tightened(text).map_or(drafted, |(report, _)| report))
+    tightened(text)
+        .map(|(report, _)| report)
+        .or_else(|| drafted_from(text))
 }
 
-/// The margins a draft's limits were last set with (its tightening's, else its
-/// draft's); `None` for a file written otherwise or a header edited past reading.
+/// The margins a budget's limits were last set with (its tightening's, else its
+/// draft's); `None` for a file written by hand and never tightened, or a header
+/// edited past reading.
 pub fn last_margins(text: &str) -> Option<Margins> {
     let rest = match tightened(text) {
         Some((_, rest)) => rest,
@@ -80,18 +87,16 @@ pub fn last_margins(text: &str) -> Option<Margins> {
     })
 }
 
-/// A draft's `text` with a line under its first that says it was last tightened to
-/// `report` with `margins`, in place of the line an earlier tightening left; a file
-/// not drafted by `analyzer budget` as it is.
+/// `text` with a line that says it was last tightened to `report` with `margins`
+/// (under a draft's first line; first in a file written by hand), in place of the
+/// line an earlier tightening left.
 pub(crate) fn with_tightened_line(text: &str, report: &str, margins: Margins) -> String {
-    if drafted_from(text).is_none() {
-        return text.to_owned();
-    }
+    let at = tightening_at(text);
     let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
     let line = tightened_line(report, margins);
-    match lines.get(1) {
-        Some(l) if l.starts_with(TIGHTENED) => lines[1] = &line,
-        _ => lines.insert(1, &line),
+    match lines.get(at) {
+        Some(l) if l.starts_with(TIGHTENED) => lines[at] = &line,
+        _ => lines.insert(at, &line),
     }
     lines.concat()
 }
@@ -131,9 +136,19 @@ mod tests {
         let twice = with_tightened_line(&once, "reports/newer", m);
         assert_eq!(twice.matches("# Tightened").count(), 1, "{twice}");
         assert_eq!(last_set_from(&twice), Some("reports/newer"));
-        // Written by hand: nothing to read, nothing added.
+        // Written by hand: nothing to read until tightened; then its line goes
+        // first, and is replaced the next time.
         let own = "[phase.p]\nallocs = 5\n";
         assert_eq!((last_set_from(own), last_margins(own)), (None, None));
-        assert_eq!(with_tightened_line(own, "r", m), own);
+        let once = with_tightened_line(own, "reports/new", tighter);
+        assert!(once.starts_with(TIGHTENED) && once.ends_with(own), "{once}");
+        assert_eq!(last_set_from(&once), Some("reports/new"));
+        assert_eq!(last_margins(&once), Some(tighter));
+        let twice = with_tightened_line(&once, "reports/newer", m);
+        assert_eq!(twice.matches("# Tightened").count(), 1, "{twice}");
+        assert_eq!(
+            (last_set_from(&twice), last_margins(&twice)),
+            (Some("reports/newer"), Some(m))
+        );
     }
 }

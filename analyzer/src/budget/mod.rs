@@ -201,6 +201,18 @@ pub fn parse(text: &str, path: &Path) -> Result<Budget, Error> {
             None => message,
         })
     })?;
+    // A mode no tracer writes would be blamed on every report checked against it.
+    if let Some(mode) = &budget.mode {
+        let sampled = mode
+            .strip_prefix("sample:")
+            .is_some_and(|n| n.parse::<u64>().is_ok_and(|n| n > 0));
+        if !(sampled || mode == "count" || mode == "sites") {
+            return Err(bad(format!(
+                "mode \"{mode}\" is not a mode the tracer writes: count, sites or sample:N \
+                 (N a whole number above 0, as in the report's manifest)"
+            )));
+        }
+    }
     let limits: usize = budget.phase.values().map(PhaseLimits::count).sum::<usize>()
         + usize::from(budget.peak_live_bytes.is_some())
         + usize::from(budget.peak_rss_bytes.is_some());
@@ -306,6 +318,18 @@ mod tests {
     }
 
     #[test]
+    fn takes_the_modes_the_tracer_writes() {
+        for mode in ["count", "sites", "sample:1000"] {
+            let b = parse(
+                &format!("mode = \"{mode}\"\n[phase.x]\nallocs = 1\n"),
+                Path::new("b.toml"),
+            )
+            .unwrap();
+            assert_eq!(b.mode.as_deref(), Some(mode));
+        }
+    }
+
+    #[test]
     fn rejects_unknown_fields_and_bad_shares_in_one_line() {
         for (text, want) in [
             ("[phase.x]\nallocz = 1\n", "line 2: unknown field `allocz`"),
@@ -320,6 +344,19 @@ mod tests {
                 "category \"a\" sets no limit (share or allocs)",
             ),
             ("[phase.x]\nsite.\"\".allocs = 1\n", "empty name"),
+            (
+                "mode = \"Sites\"\n[phase.x]\nallocs = 1\n",
+                "mode \"Sites\" is not a mode",
+            ),
+            (
+                "mode = \"sample\"\n[phase.x]\nallocs = 1\n",
+                "count, sites or sample:N",
+            ),
+            (
+                "mode = \"sample:0\"\n[phase.x]\nallocs = 1\n",
+                "count, sites or sample:N",
+            ),
+            ("mode = \"\"\n[phase.x]\nallocs = 1\n", "mode \"\" is not"),
         ] {
             let e = parse(text, Path::new("b.toml")).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");

@@ -81,23 +81,20 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         i.alloc_count,
         i.realloc_count,
         super::bytes(i.bytes_requested as f64),
-        if count {
-            "temporaries not counted".to_owned()
-        } else if i.sample_interval > 1 {
+        match i.temporary_count {
+            None => "temporaries not counted".to_owned(),
             // Only sampled blocks are watched to their free, each standing for N.
-            format!(
-                "{} temporaries (estimated: each sampled one counted for the {} it stands \
+            Some(temps) if i.sample_interval > 1 => format!(
+                "{temps} temporaries (estimated: each sampled one counted for the {} it stands \
                  for{})",
-                i.temporary_count,
                 i.sample_interval,
                 if i.sample_all_from_bytes.is_some() {
                     ", or once where recorded whole"
                 } else {
                     ""
                 }
-            )
-        } else {
-            format!("{} temporaries", i.temporary_count)
+            ),
+            Some(temps) => format!("{temps} temporaries"),
         },
         super::bytes(i.peak_live_bytes as f64),
         super::bytes(i.peak_live_bytes_error_bytes as f64),
@@ -146,11 +143,7 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             p.realloc_count,
             p.bytes_requested,
             // `count` mode counts neither: a 0 would read as none found.
-            if count {
-                "-".to_owned()
-            } else {
-                p.temporary_count.to_string()
-            },
+            p.temporary_count.map_or("-".to_owned(), |t| t.to_string()),
             if count {
                 "-".to_owned()
             } else {

@@ -61,6 +61,24 @@ fn info_describes_the_report() {
     ] {
         assert_eq!(info[key], manifest[key], "{key}");
     }
+    assert_eq!(
+        info["temporary_count"],
+        manifest["totals"]["temporary_count"]
+    );
+    assert!(info["phases"][0]["temporary_count"].is_u64(), "{info}");
+    // A count report counts no temporaries: null, not a 0 that reads as none found.
+    let count = count_copy(&fixture(), "info-count");
+    let out = analyzer(&["info", count.to_str().unwrap(), "--format", "json"]);
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(info["temporary_count"].is_null(), "{info}");
+    assert!(
+        info["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["temporary_count"].is_null()),
+        "{info}"
+    );
     // Figures a report without them (as this fixture, from before) reads as 0; a
     // report that has them, as they are.
     let with = copy_fixture("info-rss");

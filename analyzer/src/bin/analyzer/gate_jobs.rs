@@ -267,9 +267,15 @@ impl DiffJob {
         let cal = if counts_only {
             let stored = stored_calibration(self.inputs.calibration.as_deref())?;
             if stored.is_none() {
+                // `stored_calibration` has named a stored file it passed over.
+                let why = if analyzer::calibrate::default_path().exists() {
+                    "none usable"
+                } else {
+                    "no calibration stored"
+                };
                 note!(
-                    "analyzer: no calibration stored: the diff is not priced, which its \
-                     gates on counts do not need (`analyzer calibrate` prices it)"
+                    "analyzer: {why}: the diff is not priced, which its gates on counts do \
+                     not need (`analyzer calibrate` prices it)"
                 );
             }
             stored
