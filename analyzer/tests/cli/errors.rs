@@ -371,4 +371,15 @@ fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
         "{}",
         "left as it was"
     );
+    // A gate on counts alone passes it over too, and says so once, not also that
+    // none is stored.
+    let out = analyzer_at_home(&["diff", r, r, "--fail-if", "allocs>+1%"], &home);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is passed over"), "{stderr}");
+    assert!(
+        stderr.contains("none usable: the diff is not priced"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("no calibration stored"), "{stderr}");
 }
