@@ -378,7 +378,7 @@ fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("is passed over"), "{stderr}");
     assert!(
-        stderr.contains("none usable: the diff is not priced"),
+        stderr.contains("no usable calibration: the diff is not priced"),
         "{stderr}"
     );
     assert!(!stderr.contains("no calibration stored"), "{stderr}");

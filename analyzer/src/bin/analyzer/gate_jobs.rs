@@ -269,7 +269,7 @@ impl DiffJob {
             if stored.is_none() {
                 // `stored_calibration` has named a stored file it passed over.
                 let why = if analyzer::calibrate::default_path().exists() {
-                    "none usable"
+                    "no usable calibration"
                 } else {
                     "no calibration stored"
                 };
