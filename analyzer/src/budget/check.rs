@@ -295,8 +295,8 @@ pub fn check(
             let totals = crate::category_totals::totals(report, rules, Some(phase));
             for (name, c) in &limits.category {
                 let t = totals.iter().find(|t| &t.category == name).ok_or_else(|| {
-                    // The rules a budget was drafted with are the ones to check it
-                    // with: its header names a `--rules` file the command lacks.
+                    // A misspelt name, or a budget drafted with rules of its own (its
+                    // header names the `--rules` file) checked without them.
                     let names: Vec<&str> = rules.iter().map(|c| c.name.as_str()).collect();
                     bad(format!(
                         "phase {phase}: category \"{name}\" is not one of the rules' categories \
