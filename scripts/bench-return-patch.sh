@@ -8,6 +8,7 @@ usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; }
 case "${1:-}" in
   -h | --help) usage; exit 0 ;;
 esac
+(($# <= 2)) || { usage >&2; exit 2; }
 for n in "$@"; do
   [[ $n =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
 done
