@@ -270,10 +270,16 @@ pub fn outcomes(conditions: &[Condition], diff: &Diff) -> Result<Vec<(Failed, bo
                 diff.base.bytes_requested as f64,
                 diff.change.bytes_requested as f64,
             ),
-            Metric::Temporaries => (
-                diff.base.temporary_count as f64,
-                diff.change.temporary_count as f64,
-            ),
+            Metric::Temporaries => match (diff.base.temporary_count, diff.change.temporary_count) {
+                (Some(b), Some(c)) => (b as f64, c as f64),
+                _ => {
+                    return Err(Error::Condition {
+                        text: c.text.clone(),
+                        reason: "a report is in count mode, which does not count temporaries"
+                            .into(),
+                    });
+                }
+            },
             Metric::Peak => (
                 diff.base.peak_live_bytes as f64,
                 diff.change.peak_live_bytes as f64,
@@ -320,7 +326,7 @@ pub fn outcomes(conditions: &[Condition], diff: &Diff) -> Result<Vec<(Failed, bo
                 Metric::Cost => diff.predicted_change_noise_s,
                 Metric::Temporaries => {
                     let side = |s: &crate::diff::Side| Sampled {
-                        allocs: s.temporary_count,
+                        allocs: s.temporary_count.unwrap_or(0),
                         cost_weight_s2: None,
                         interval: s.sample_interval,
                     };
@@ -442,7 +448,7 @@ mod tests {
             report: String::new(),
             alloc_count,
             bytes_requested,
-            temporary_count: 7,
+            temporary_count: Some(7),
             peak_live_bytes: bytes_requested as i64 / 2,
             peak_live_bytes_error_bytes: 0,
             max_rss_bytes: bytes_requested * 2,
@@ -464,6 +470,7 @@ mod tests {
             repriced_s: None,
             repriced_sites: 0,
             measured_change_s: None,
+            sites_compared: true,
             sites_matched: 0,
             sites_matched_by_path: 0,
             sites_matched_ignoring_lines: 0,

@@ -46,8 +46,9 @@ pub struct Side {
     pub alloc_count: u64,
     /// Requested bytes in the phase (exact).
     pub bytes_requested: u64,
-    /// Temporaries in the phase (exact in `sites` mode, an estimate in `sample:N`).
-    pub temporary_count: u64,
+    /// Temporaries in the phase (exact in `sites` mode, an estimate in `sample:N`;
+    /// `None` in `count` mode, which does not follow blocks).
+    pub temporary_count: Option<u64>,
     /// The run's highest live bytes (the whole run's, whatever the phase).
     pub peak_live_bytes: i64,
     /// How far `peak_live_bytes` may be off the true peak, either way (the threads
@@ -156,6 +157,11 @@ pub struct Diff {
     pub repriced_sites: usize,
     /// Measured change in seconds (`change - base` of the wall times).
     pub measured_change_s: Option<f64>,
+    /// Whether sites were compared: false where a side is a `count` report
+    /// ([`Diff::totals_alone`]), whose matching figures ([`MATCHING_FIELDS`]) are
+    /// then not zeros but unknown (`null` in JSON), and whose categories and sites are
+    /// empty.
+    pub sites_compared: bool,
     /// Sites (keys) in both reports: by whole stack, or with lines ignored.
     pub sites_matched: usize,
     /// Of those, matched by whole stack key (crate paths and lines).
@@ -199,6 +205,21 @@ impl Diff {
         }
     }
 }
+
+/// The fields of [`Diff`] that only a comparison of sites gives: unknown where
+/// [`Diff::sites_compared`] is false.
+pub const MATCHING_FIELDS: [&str; 10] = [
+    "repriced_sites",
+    "sites_matched",
+    "sites_matched_by_path",
+    "sites_matched_ignoring_lines",
+    "sites_gone",
+    "sites_new",
+    "matched_alloc_share",
+    "matched_alloc_share_by_path",
+    "matched_alloc_share_ignoring_lines",
+    "change_matched_alloc_share",
+];
 
 /// [`SiteDelta::matched`] of a site matched by whole stack key.
 pub const BY_PATH: &str = "by path";
@@ -509,7 +530,7 @@ pub fn diff(
             report: r.dir.display().to_string(),
             alloc_count: r.calls(phase),
             bytes_requested: sum(|p| p.bytes_requested),
-            temporary_count: sum(|p| p.temporary_count),
+            temporary_count: (r.manifest.mode != "count").then(|| sum(|p| p.temporary_count)),
             peak_live_bytes: r.manifest.totals.peak_live_bytes,
             peak_live_bytes_error_bytes: r.manifest.totals.peak_live_bytes_error_bytes,
             max_rss_bytes: r.manifest.totals.max_rss_bytes,
@@ -548,6 +569,7 @@ pub fn diff(
         },
         base: base_side,
         change: change_side,
+        sites_compared: true,
         sites_matched: matched,
         sites_matched_by_path: matched - by_loose,
         sites_matched_ignoring_lines: by_loose,

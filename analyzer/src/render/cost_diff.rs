@@ -332,13 +332,17 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
                 diff: &'a Diff,
                 fail_if: &'a [Failed],
             }
-            serde_json::to_writer_pretty(
-                &mut *out,
-                &Gated {
-                    diff: d,
-                    fail_if: failed,
-                },
-            )?;
+            let mut json = serde_json::to_value(Gated {
+                diff: d,
+                fail_if: failed,
+            })?;
+            if !d.sites_compared {
+                // Not zeros: nothing was matched because nothing could be.
+                for field in crate::diff::MATCHING_FIELDS {
+                    json[field] = serde_json::Value::Null;
+                }
+            }
+            serde_json::to_writer_pretty(&mut *out, &json)?;
             writeln!(out)
         }
         Format::Csv => {
@@ -525,6 +529,34 @@ mod tests {
         );
         assert_eq!(cost_delta(Some(-0.03), None), seconds(-0.03));
         assert_eq!(cost_delta(None, Some(0.25)), "-");
+    }
+
+    #[test]
+    fn json_of_totals_alone_gives_the_matching_figures_as_unknown() {
+        let json = |d: &Diff| {
+            let mut out = Vec::new();
+            diff(&mut out, d, &[], Format::Json).unwrap();
+            serde_json::from_slice::<serde_json::Value>(&out).unwrap()
+        };
+        let compared = Diff {
+            sites_compared: true,
+            sites_matched: 3,
+            matched_alloc_share: 0.5,
+            ..Diff::default()
+        };
+        let alone = compared.clone().totals_alone();
+        let (with, without) = (json(&compared), json(&alone));
+        for field in crate::diff::MATCHING_FIELDS {
+            // A name that is not a field would be added, not nulled.
+            assert!(with[field].is_number(), "{field}: {}", with[field]);
+            assert!(without[field].is_null(), "{field}: {}", without[field]);
+        }
+        assert_eq!(
+            (&with["sites_compared"], &without["sites_compared"]),
+            (&true.into(), &false.into())
+        );
+        assert_eq!(with["sites_matched"], 3);
+        assert!(without["base"]["alloc_count"].is_number());
     }
 
     #[test]

@@ -387,7 +387,24 @@ fn count_reports_are_gated_on_their_totals() {
         assert_eq!(json["base"]["alloc_count"], 91978, "{json}");
         assert_eq!(json["sites"], serde_json::json!([]), "{json}");
         assert_eq!(json["categories"], serde_json::json!([]), "{json}");
-        assert_eq!(json["sites_gone"], 0, "{json}");
+        // Not zeros: unknown, since no sites were compared.
+        assert_eq!(json["sites_compared"], false, "{json}");
+        assert_eq!(json["sites_gone"], serde_json::Value::Null, "{json}");
+        assert_eq!(
+            json["matched_alloc_share"],
+            serde_json::Value::Null,
+            "{json}"
+        );
+        // The count side counts no temporaries; the sites side does.
+        for (side, report) in [("base", a), ("change", b)] {
+            let temporaries = &json[side]["temporary_count"];
+            let counted = if report == c {
+                temporaries.is_null()
+            } else {
+                temporaries.is_u64()
+            };
+            assert!(counted, "{side}: {json}");
+        }
         assert_eq!(
             json["predicted_change_s"],
             serde_json::Value::Null,
