@@ -185,6 +185,16 @@ pub struct Failed {
 }
 
 impl Failed {
+    /// What a breach of it is called on standard error: a negative threshold
+    /// (`allocs>-1000`) demands a saving, which a change can fall short of but not
+    /// go over budget.
+    pub fn breach(&self) -> &'static str {
+        match self.threshold {
+            Threshold::Absolute(t) | Threshold::Percent(t) if t < 0.0 => "saving short of the gate",
+            _ => "over budget",
+        }
+    }
+
     /// The growth the condition allows.
     fn allowed(&self) -> f64 {
         match self.threshold {

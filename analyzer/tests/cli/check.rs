@@ -330,7 +330,7 @@ fn count_reports_are_gated_on_their_totals() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("over budget: allocs>-1: 91978 -> 91978"),
+        stderr.contains("saving short of the gate: allocs>-1: 91978 -> 91978"),
         "{stderr}"
     );
     assert!(!stderr.contains("over budget: peak>+0"), "{stderr}");

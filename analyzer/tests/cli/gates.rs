@@ -48,9 +48,9 @@ fn diff_fail_if_exits_1_with_one_line_per_condition_that_holds() {
         String::from_utf8(out.stderr).unwrap(),
         "analyzer: within: bytes>+0: 3.0 MiB -> 3.0 MiB (+0 B, +0.0%)\n\
          analyzer: within: temporaries>+0: 86607 -> 86607 (+0, +0.0%)\n\
-         analyzer: over budget: allocs>-1%: 91978 -> 91978 (+0, +0.0%)\n\
-         analyzer: over budget: temporaries>-1: 86607 -> 86607 (+0, +0.0%)\n\
-         analyzer: over budget: cost>-1ns: 1.087 ms -> 1.087 ms (+0.000 ms, +0.0%)\n"
+         analyzer: saving short of the gate: allocs>-1%: 91978 -> 91978 (+0, +0.0%)\n\
+         analyzer: saving short of the gate: temporaries>-1: 86607 -> 86607 (+0, +0.0%)\n\
+         analyzer: saving short of the gate: cost>-1ns: 1.087 ms -> 1.087 ms (+0.000 ms, +0.0%)\n"
     );
     assert_one_line_error(
         &["diff", r, r, "--fail-if", "allocs>+1ms"],
@@ -69,13 +69,19 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
     // A reader that leaves early (`| head`) does not hide a breach: it still goes to
     // standard error, and the exit status is 1.
     let over = budget_file("reader-left", "[phase.build]\nallocs = 1\n");
-    for args in [
-        vec!["check", r, "--budget", over.to_str().unwrap()],
-        vec!["diff", r, r, "--fail-if", "allocs>-1", "--limit", "1000"],
+    for (args, breach) in [
+        (
+            vec!["check", r, "--budget", over.to_str().unwrap()],
+            "over budget: phase build: allocs",
+        ),
+        (
+            vec!["diff", r, r, "--fail-if", "allocs>-1", "--limit", "1000"],
+            "saving short of the gate: allocs>-1",
+        ),
     ] {
         let (code, stderr) = with_readers_gone(&args, false);
         assert_eq!(code, Some(1), "{args:?}: {stderr}");
-        assert!(stderr.contains("over budget"), "{args:?}: {stderr}");
+        assert!(stderr.contains(breach), "{args:?}: {stderr}");
         // Nor does one reading both (`2>&1 | head -1`): both pipes closed, exit 1.
         assert_eq!(with_readers_gone(&args, true).0, Some(1), "{args:?}");
     }

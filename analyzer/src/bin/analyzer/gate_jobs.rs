@@ -333,7 +333,10 @@ impl DiffJob {
             .filter(|(_, holds)| *holds)
             .map(|(f, _)| f.clone())
             .collect();
-        let failed: Vec<String> = held.iter().map(|f| f.to_string()).collect();
+        let failed: Vec<String> = held
+            .iter()
+            .map(|f| format!("{}: {f}", f.breach()))
+            .collect();
         // Totals alone: the table's first line is all of it.
         let written = if totals_alone && self.format == Format::Table {
             render::diff_totals(out, &d)
@@ -430,6 +433,7 @@ pub(crate) fn unless_reader_left(written: std::io::Result<()>, breaches: &[Strin
 /// a breach came from, how to accept it).
 #[derive(Default)]
 pub(crate) struct Gated {
+    /// One line each, named (`over budget: ...`).
     pub(crate) breaches: Vec<String>,
     pub(crate) hints: Vec<String>,
 }
@@ -467,7 +471,7 @@ impl CheckJob {
             );
         }
         let over: Vec<&budget::Checked> = checked.iter().filter(|c| c.over()).collect();
-        let breaches: Vec<String> = over.iter().map(|c| c.to_string()).collect();
+        let breaches: Vec<String> = over.iter().map(|c| format!("over budget: {c}")).collect();
         unless_reader_left(render::checked(out, &checked, self.format), &breaches)?;
         Ok(Gated {
             breaches,

@@ -187,7 +187,7 @@ fn run(job: Job) -> Result<ExitCode> {
     // to do about it. Should standard error be a pipe whose reader left (`2>&1 |
     // head`), the exit status still says so: a gate that failed never exits 0.
     for b in &gated.breaches {
-        note!("analyzer: over budget: {b}");
+        note!("analyzer: {b}");
     }
     for h in &gated.hints {
         note!("analyzer: {h}");
