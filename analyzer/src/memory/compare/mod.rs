@@ -80,9 +80,11 @@ pub struct Change {
     pub change_bytes: u64,
     /// `change_bytes - base_bytes`.
     pub delta_bytes: i64,
-    /// Its standard error: the two sides' errors combined (independent samples).
+    /// Its standard error: the two sides' errors combined (independent samples); 0
+    /// where unknown (heap sampling stopped before a report was written).
     pub delta_se: u64,
-    /// The change is under two standard errors: sampling alone could make it.
+    /// The change is under two standard errors: sampling alone could make it (false
+    /// where the error is unknown).
     pub within_noise: bool,
 }
 
@@ -96,6 +98,17 @@ impl Change {
             delta_bytes,
             delta_se: se.round() as u64,
             within_noise: (delta_bytes.unsigned_abs() as f64) < 2.0 * se,
+        }
+    }
+
+    /// The same change with its error unknown: a side's heap sampling stopped before
+    /// its report, whose interval then reads 0, and the other side's error alone
+    /// would understate the change's.
+    fn error_unknown(self) -> Change {
+        Change {
+            delta_se: 0,
+            within_noise: false,
+            ..self
         }
     }
 }
@@ -153,6 +166,14 @@ pub struct HeldChange {
     pub more_sites: usize,
     /// The change the sites left out add up to.
     pub more_delta_bytes: i64,
+}
+
+impl HeldChange {
+    /// Whether the changes' errors are known: both reports carry their heap sampling's
+    /// interval (0 where sampling stopped before the report was written, or was off).
+    pub fn error_known(&self) -> bool {
+        self.base.heap_interval > 0 && self.change.heap_interval > 0
+    }
 }
 
 /// The sites of one side under one key.
@@ -385,7 +406,7 @@ pub fn compare(
             s
         })
         .collect();
-    HeldChange {
+    let mut held = HeldChange {
         moment: change.moment.clone(),
         blocks_of_phase: change.blocks_of_phase.clone(),
         base: HeldSide {
@@ -408,7 +429,17 @@ pub fn compare(
         sites,
         more_sites,
         more_delta_bytes,
+    };
+    if !held.error_known() {
+        held.estimated = held.estimated.error_unknown();
+        for c in &mut held.categories {
+            c.change = std::mem::take(&mut c.change).error_unknown();
+        }
+        for s in &mut held.sites {
+            s.change = std::mem::take(&mut s.change).error_unknown();
+        }
     }
+    held
 }
 
 /// Categories of either side, by the size of their change; each side's estimate of a
@@ -471,6 +502,8 @@ mod tests {
             });
         }
         h.estimated_bytes = h.sites.iter().map(|s| s.live_bytes).sum();
+        h.estimated_bytes_all_phases = h.estimated_bytes;
+        h.heap_interval = 1 << 20;
         (r, h)
     }
 
@@ -587,6 +620,32 @@ mod tests {
         assert_eq!(c.sites[0].change.delta_se, 5 << 20);
         assert!(c.sites[0].change.within_noise);
         assert_eq!(c.categories[0].change.delta_se, 5 << 20);
+    }
+
+    #[test]
+    fn a_side_whose_sampling_stopped_leaves_every_error_unknown() {
+        let (ra, a) = side(&[("f", 1, 5 << 20, 3 << 20, "x")]);
+        let (rb, mut b) = side(&[("f", 1, 6 << 20, 4 << 20, "x")]);
+        let within = compare(&ra, &a, &rb, &b, 10);
+        assert!(within.error_known() && within.sites[0].change.within_noise);
+        // The interval reads 0: the base's error alone would understate the change's.
+        b.heap_interval = 0;
+        let c = compare(&ra, &a, &rb, &b, 10);
+        assert!(!c.error_known());
+        let changes = [&c.estimated, &c.categories[0].change, &c.sites[0].change];
+        for change in changes {
+            assert_eq!(
+                (change.delta_se, change.within_noise),
+                (0, false),
+                "{change:?}"
+            );
+            assert_eq!(change.delta_bytes, 1 << 20);
+        }
+        let mut out = Vec::new();
+        render::held_change(&mut out, &c, crate::render::Format::Table).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("(+1.0 MiB, ± ?)"), "{text}");
+        assert!(!text.contains('~'), "{text}");
     }
 
     #[test]

@@ -78,6 +78,15 @@ fn signed(b: i64) -> String {
     }
 }
 
+/// Two standard errors of a change (`bound`), or `?` where they are unknown.
+fn error(c: &HeldChange, se: u64) -> String {
+    if c.error_known() {
+        bound(se)
+    } else {
+        "?".to_owned()
+    }
+}
+
 /// The change and, where sampling alone could have made it, a `~`.
 fn delta(c: &Change) -> String {
     let mark = if c.within_noise { "~" } else { "" };
@@ -153,7 +162,7 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
         bytes(c.estimated.base_bytes as f64),
         bytes(c.estimated.change_bytes as f64),
         delta(&c.estimated),
-        bound(c.estimated.delta_se)
+        error(c, c.estimated.delta_se)
     )?;
     if c.base.estimated_bytes == 0 && c.change.estimated_bytes == 0 {
         return writeln!(
@@ -162,15 +171,12 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
              asked for"
         );
     }
-    if [&c.base, &c.change]
-        .iter()
-        .any(|s| s.heap_interval == 0 && s.estimated_bytes_all_phases > 0)
-    {
+    if !c.error_known() {
         // The manifest's interval is the one in force at the report: 0 when heap
         // sampling stopped before it, and with it the estimates' error is unknown.
         writeln!(
             out,
-            "heap sampling stopped before a report was written: its sampling error is unknown, so no change is marked as within it"
+            "heap sampling stopped before a report was written: its sampling error is unknown (± ?), so no change is marked as within it"
         )?;
     } else {
         writeln!(
@@ -238,7 +244,7 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
             bytes(k.change.base_bytes as f64),
             bytes(k.change.change_bytes as f64),
             delta(&k.change),
-            bound(k.change.delta_se),
+            error(c, k.change.delta_se),
             k.category
         )?;
     }
@@ -262,7 +268,7 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
                 bytes(s.change.base_bytes as f64),
                 bytes(s.change.change_bytes as f64),
                 delta(&s.change),
-                bound(s.change.delta_se),
+                error(c, s.change.delta_se),
                 alloc_tracer_format::site::with_distinction(
                     &with_callers(&s.name, &s.callers),
                     &s.distinction
