@@ -41,9 +41,10 @@ pub struct Snapshot {
     pub taken_ns: u64,
     /// The same moment in Unix seconds.
     pub taken_unix_s: f64,
-    /// The process's peak resident set size then (`rss::peak_bytes`), before the
-    /// report's own work: symbolizing a small program's stacks can take more memory
-    /// than the program did.
+    /// The process's peak resident set size then (`rss::peak_bytes`, and at least
+    /// `rss_bytes` and every timeline point's), before the report's own work:
+    /// symbolizing a small program's stacks can take more memory than the program
+    /// did.
     pub max_rss_bytes: u64,
     /// The process's resident set size then.
     pub rss_bytes: u64,
@@ -64,13 +65,18 @@ impl Snapshot {
         crate::hot::thread::guarded(|| {
             let taken_ns = crate::hot::clock::now_ns();
             let taken_unix_s = crate::hot::clock::unix_seconds();
-            let max_rss_bytes = crate::rss::peak_bytes();
             let rss_bytes = crate::rss::current_bytes();
             let phase_peaks = crate::hot::live::phase_peak_bytes();
             let most_threads = crate::registry::most_threads_at_once();
             let settings = Settings::current();
             let phases = crate::phase::phases_at(taken_ns);
             let timeline = crate::timeline::points_to_now();
+            // Never below a size the report shows: the kernel's high-water mark is
+            // its own reading, and reading it allocates.
+            let max_rss_bytes = timeline
+                .iter()
+                .map(|p| p.rss_bytes)
+                .fold(crate::rss::peak_bytes().max(rss_bytes), u64::max);
             let labels = crate::labels::all();
             let sites = crate::registry::sites();
             let counts = Box::new(crate::registry::counts());
