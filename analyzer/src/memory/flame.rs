@@ -53,8 +53,8 @@ pub fn moment_sampled(report: &Report, memory: &Memory, moment: Moment) -> bool 
 /// Why a moment that [`moment_sampled`] turns down has no answer.
 pub const UNSEEN: &str = "heap sampling did not see that moment (it was off, ALLOC_TRACE_HEAP or synth-driver --heap-sample, or kept no peak)";
 
-/// Why a moment has no live stacks.
-pub const NOTHING_LIVE: &str = "heap sampling was off (ALLOC_TRACE_HEAP, synth-driver --heap-sample), or nothing sampled was live then";
+/// Why a moment that heap sampling saw ([`moment_sampled`]) has no live stacks.
+pub const NOTHING_LIVE: &str = "no sampled block was live then";
 
 /// A flame graph SVG of live bytes at `moment` (`flamegraph --by peak-bytes` or
 /// `end-bytes`).
@@ -70,7 +70,7 @@ pub fn flamegraph(
         // (Sampling on and nothing live then is drawn, below: an answer.)
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("no live bytes to draw: {UNSEEN}"),
+            format!("{}: no live bytes to draw: {UNSEEN}", report.dir.display()),
         ));
     }
     let title = format!(
@@ -139,7 +139,7 @@ pub fn flamegraph_diff(
     for (side, (r, m)) in [("base", base), ("change", change)] {
         if !moment_sampled(r, m, moment) {
             return refuse(format!(
-                "the {side} ({}) has no live bytes to compare: {NOTHING_LIVE}",
+                "the {side} ({}) has no live bytes to compare: {UNSEEN}",
                 r.dir.display()
             ));
         }

@@ -105,21 +105,24 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         (Some(live), _, _) => writeln!(out, "{what}: {} live", bytes(live as f64))?,
         _ => {
             // Nothing was kept, whatever the interval: no advice on sampling. A tracer
-            // keeps a peak once live bytes pass 1 MiB, so a higher run peak without
-            // one is a report from before it did.
+            // keeps a peak once live bytes pass 1 MiB as a thread publishes them; an
+            // exiting thread's last bytes keep none.
             let why = match h.run_peak_live_bytes {
+                _ if !h.table_written => {
+                    "the tracer that wrote this report kept no peak moment".to_owned()
+                }
                 Some(run) if run >= 1 << 20 => format!(
-                    "the run reached {} live, but the tracer that wrote this report \
-                     kept no peak moment",
+                    "the run reached {} live only as exiting threads published their \
+                     last bytes, which keeps no moment",
                     bytes(run as f64)
                 ),
                 _ => "live bytes never reached 1 MiB".to_owned(),
             };
-            return writeln!(
+            writeln!(
                 out,
                 "{what}: no peak kept ({why}); `analyzer leaks` shows what was live at the \
                  end"
-            );
+            )?;
         }
     }
     if let (Some(kept), Some(run)) = (h.live_bytes, h.run_peak_live_bytes)
@@ -156,6 +159,10 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             bytes(h.max_rss_bytes as f64)
         )?;
     }
+    if h.live_bytes.is_none() {
+        // No moment kept: no table to show.
+        return Ok(());
+    }
     if !h.table_written {
         return writeln!(out, "{}", no_table(h));
     }
@@ -169,9 +176,14 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         )?;
         return Ok(());
     }
-    let cover = h.live_bytes.filter(|l| *l > 0).map_or(String::new(), |l| {
-        format!(" ({} of it)", pct(h.estimated_bytes as f64 / l as f64))
-    });
+    // A share of what was live: at the end, `live_bytes` is a net of allocations and
+    // frees while traced, not that.
+    let cover = h
+        .live_bytes
+        .filter(|l| *l > 0 && h.moment == "peak")
+        .map_or(String::new(), |l| {
+            format!(" ({} of it)", pct(h.estimated_bytes as f64 / l as f64))
+        });
     let sampling = if h.heap_interval == 0 {
         "heap sampling, stopped before the report was written:".to_owned()
     } else {
@@ -418,5 +430,67 @@ mod tests {
             text.contains("     1.0 MiB     1.4 MiB  100.0%      3  gadget vectors"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_share_of_what_was_live_is_given_at_the_peak_only() {
+        let h = Held {
+            moment: "peak".into(),
+            live_bytes: Some(4 << 20),
+            time_s: Some(1.0),
+            phase: Some("build".into()),
+            heap_interval: 1 << 20,
+            estimated_bytes: 3 << 20,
+            estimated_bytes_all_phases: 3 << 20,
+            table_written: true,
+            ..Held::default()
+        };
+        assert!(rendered(&h).contains("account for 3.0 MiB (75.0% of it)"));
+        // At the end, `live_bytes` is a net of allocations and frees, not what was
+        // live: a share of it means nothing (1 KiB of 64 B would read 1600 %).
+        let end = rendered(&Held {
+            moment: "end".into(),
+            live_bytes: Some(1 << 20),
+            time_s: None,
+            phase: None,
+            ..h
+        });
+        assert!(end.contains("account for 3.0 MiB"), "{end}");
+        assert!(!end.contains("of it"), "{end}");
+    }
+
+    #[test]
+    fn a_run_with_no_peak_kept_still_gives_its_resident_memory_and_says_why() {
+        let h = Held {
+            moment: "peak".into(),
+            run_peak_live_bytes: Some(300 << 10),
+            rss_bytes: 9 << 20,
+            rss_time_s: Some(0.01),
+            max_rss_bytes: 10 << 20,
+            heap_interval: 1 << 20,
+            table_written: true,
+            ..Held::default()
+        };
+        let text = rendered(&h);
+        assert!(text.contains("live bytes never reached 1 MiB"), "{text}");
+        assert!(
+            text.contains("resident memory near the kept peak: 9.0 MiB"),
+            "{text}"
+        );
+        assert!(text.contains("peak resident memory: 10.0 MiB"), "{text}");
+        assert!(!text.contains("heap sampling"), "{text}");
+        // Over 1 MiB with no moment: only an exiting thread's publishing raised it.
+        let text = rendered(&Held {
+            run_peak_live_bytes: Some(2 << 20),
+            ..h.clone()
+        });
+        assert!(text.contains("only as exiting threads published"), "{text}");
+        // Without the peak's table, the tracer is older than keeping one.
+        let text = rendered(&Held {
+            table_written: false,
+            ..h
+        });
+        assert!(text.contains("kept no peak moment"), "{text}");
+        assert!(!text.contains("no heap_peak table"), "{text}");
     }
 }

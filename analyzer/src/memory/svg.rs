@@ -35,13 +35,20 @@ fn has_rss(memory: &Memory) -> bool {
 
 /// The plot as an SVG document. An error when the report has no timeline.
 pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
+    let m = &report.manifest;
     if memory.timeline.is_empty() {
+        // The manifest's interval says which: 0 when the timeline was off (reports
+        // from before the field read 0 too).
+        let why = if m.timeline_interval_ms == 0 {
+            "the timeline was off (ALLOC_TRACE_TIMELINE_MS=0, synth-driver --timeline-ms 0), or the report is from a tracer older than timelines"
+        } else {
+            "its timeline table holds no point"
+        };
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            "no timeline in this report (ALLOC_TRACE_TIMELINE_MS=0, or an older tracer's report: from before timelines, or of a run shorter than one interval)",
+            format!("{}: no timeline: {why}", report.dir.display()),
         ));
     }
-    let m = &report.manifest;
     let peak = m.heap_peak.as_ref();
     let rss = has_rss(memory);
     // The kernel's high-water mark, drawn beside the sampled line (the samples, 10 ms

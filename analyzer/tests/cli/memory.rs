@@ -114,6 +114,39 @@ fn memory_at_the_peak_and_the_end() {
     for phase in ["build", "main"] {
         assert!(text.contains(&format!("phase {phase}")), "{phase}");
     }
+    // A report without a timeline: one line naming it, and why from its manifest.
+    let off = copy_report(&memory_fixture(), "timeline-off");
+    std::fs::remove_file(off.join("timeline.parquet")).unwrap();
+    edit_manifest(&off, |m| {
+        m["timeline_interval_ms"] = 0.into();
+        m["tables"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|t| t["file"] != "timeline.parquet");
+    });
+    let o = off.to_str().unwrap();
+    assert_one_line_error(
+        &["timeline", o, "-o", svg.to_str().unwrap()],
+        &format!("{o}: no timeline: the timeline was off (ALLOC_TRACE_TIMELINE_MS=0"),
+    );
+    let empty = copy_report(&memory_fixture(), "timeline-empty");
+    edit_table(&empty, "timeline.parquet", |df| df.head(Some(0)));
+    edit_manifest(&empty, |m| {
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["file"] == "timeline.parquet" {
+                t["rows"] = 0.into();
+            }
+        }
+    });
+    assert_one_line_error(
+        &[
+            "timeline",
+            empty.to_str().unwrap(),
+            "-o",
+            svg.to_str().unwrap(),
+        ],
+        "no timeline: its timeline table holds no point",
+    );
     // An SVG under another image's name is refused, and nothing written.
     let png = dir.join("live.png");
     for command in [
@@ -240,6 +273,26 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
             .unwrap()
             .contains("no sampled block was live then")
     );
+    // So do `leaks`' CSV and JSON, whose empty rows would say nothing, and the export.
+    let c = clean.to_str().unwrap();
+    for args in [
+        vec!["leaks", c, "--format", "csv"],
+        vec!["leaks", c, "--format", "json"],
+        vec!["export", c, "--format", "folded", "--by", "end-bytes"],
+    ] {
+        let out = analyzer(&args);
+        assert!(out.status.success(), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("{c}: no "))
+                && stderr.contains("no sampled block was live then"),
+            "{args:?}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("heap sampling was off"),
+            "{args:?}: {stderr}"
+        );
+    }
     // No peak kept: there is no moment to draw, an error as ever.
     edit_table(&clean, "heap_peak.parquet", |df| df.head(Some(0)));
     edit_manifest(&clean, |m| {
@@ -284,12 +337,35 @@ fn folded_stacks_of_live_bytes_add_up_to_the_estimates() {
         String::from_utf8_lossy(&out.stderr).contains("no live bytes to export"),
         "{out:?}"
     );
-    // `peak` says why there is none: this run passed 1 MiB, so the report is of a
-    // tracer that kept no peak, not of a small run.
+    // `peak` says why there is none: this run passed 1 MiB, which with the peak's
+    // table written only an exiting thread's last bytes do; without the table, the
+    // report is of a tracer that kept no peak; under 1 MiB, of a small run.
+    edit_manifest(&clean, |m| {
+        m["totals"]["max_rss_bytes"] = (10u64 << 20).into()
+    });
     let out = analyzer(&["peak", clean.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("no peak kept (the run reached 2.3 MiB live, but the tracer"),
+        stdout.contains("no peak kept (the run reached 2.3 MiB live only as exiting threads"),
+        "{stdout}"
+    );
+    // And gives the run's resident memory all the same.
+    assert!(
+        stdout.contains("the process's peak resident memory"),
+        "{stdout}"
+    );
+    let older = copy_report(&clean, "no-peak-table");
+    std::fs::remove_file(older.join("heap_peak.parquet")).unwrap();
+    edit_manifest(&older, |m| {
+        m["tables"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|t| t["file"] != "heap_peak.parquet")
+    });
+    let out = analyzer(&["peak", older.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("no peak kept (the tracer that wrote this report kept no peak moment)"),
         "{stdout}"
     );
     edit_manifest(&clean, |m| {

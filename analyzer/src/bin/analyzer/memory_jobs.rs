@@ -74,8 +74,8 @@ fn warn_of_held_report(dir: &Path, r: &report::Report, moment: Moment) {
     }
 }
 
-/// Heap sampling off, or no table of the moment: the table says so in its text; JSON
-/// and CSV would be empty without a word.
+/// Heap sampling off, no table of the moment, or nothing sampled live then: the
+/// table says so in its text; JSON and CSV would be empty without a word.
 fn warn_if_unsampled(dir: &Path, h: &memory::Held, format: analyzer::render::Format) {
     if format == analyzer::render::Format::Table {
         return;
@@ -92,6 +92,14 @@ fn warn_if_unsampled(dir: &Path, h: &memory::Held, format: analyzer::render::For
              memory (rerun with ALLOC_TRACE_HEAP=1MiB, synth-driver --heap-sample 1MiB)",
             dir.display()
         );
+    } else if h.live_bytes.is_some() && h.estimated_bytes == 0 {
+        let why = match (&h.blocks_of_phase, h.estimated_bytes_all_phases) {
+            (Some(p), 1..) => {
+                format!("none of the sampled blocks live then was allocated in phase {p}")
+            }
+            _ => analyzer::memory::NOTHING_LIVE.to_owned(),
+        };
+        note!("analyzer: {}: no sites to list: {why}", dir.display());
     }
 }
 

@@ -93,10 +93,13 @@ fn delta(c: &Change) -> String {
     format!("{mark}{}", signed(c.delta_bytes))
 }
 
-fn side(s: &HeldSide) -> String {
-    let mut text = s.live_bytes.map_or("no peak kept".to_owned(), |b| {
-        format!("{} live", bytes(b as f64))
-    });
+fn side(s: &HeldSide, moment: &str) -> String {
+    let mut text = match s.live_bytes {
+        None => "no peak kept".to_owned(),
+        Some(b) if moment == "peak" => format!("{} live", bytes(b as f64)),
+        // A net of allocations and frees while traced, not what was live.
+        Some(b) => format!("{} allocated and not freed while traced", bytes(b as f64)),
+    };
     if let (Some(t), Some(phase)) = (s.time_s, &s.phase) {
         text += &format!(" at {}, phase {phase}", crate::render::seconds(t));
     }
@@ -113,8 +116,8 @@ fn table(out: &mut dyn Write, c: &HeldChange) -> io::Result<()> {
         "at the end of the run"
     };
     writeln!(out, "{what}:")?;
-    writeln!(out, "  base:   {}", side(&c.base))?;
-    writeln!(out, "  change: {}", side(&c.change))?;
+    writeln!(out, "  base:   {}", side(&c.base, &c.moment))?;
+    writeln!(out, "  change: {}", side(&c.change, &c.moment))?;
     if let (Some(a), Some(b)) = (c.base.run_peak_live_bytes, c.change.run_peak_live_bytes) {
         writeln!(
             out,
@@ -411,5 +414,23 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("category"), "{text}");
+        // At the end, a side's `live_bytes` is a net of allocations and frees while
+        // traced, which can be negative: not called live.
+        let end = HeldChange {
+            moment: "end".into(),
+            base: HeldSide {
+                live_bytes: Some(-2048),
+                ..c.base.clone()
+            },
+            ..c.clone()
+        };
+        let mut out = Vec::new();
+        table(&mut out, &end).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("base:   -2.0 KiB allocated and not freed while traced"),
+            "{text}"
+        );
+        assert!(!text.contains("KiB live"), "{text}");
     }
 }

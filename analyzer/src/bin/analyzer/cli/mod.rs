@@ -80,6 +80,10 @@ struct Cli {
     command: Command,
 }
 
+/// `--phase` of `peak` and `leaks`: the blocks the tables hold, not the moment.
+const HELD_PHASE_HELP: &str = "Only blocks allocated in this phase (e.g. synthesize); the moment stays the \
+     run's kept peak, or its end";
+
 #[derive(Args, Debug)]
 struct Common {
     /// Report directory (written by alloc-tracer).
@@ -316,6 +320,7 @@ enum Command {
     },
     /// What holds memory at the kept peak of live bytes: sites and categories by
     /// live bytes, estimated by heap sampling (ALLOC_TRACE_HEAP).
+    #[command(mut_arg("phase", |a| a.help(HELD_PHASE_HELP)))]
     Peak {
         #[command(flatten)]
         common: Common,
@@ -334,6 +339,7 @@ enum Command {
     },
     /// What was still live when the report was written (leaks, and data kept to the
     /// end), by site and category, estimated by heap sampling.
+    #[command(mut_arg("phase", |a| a.help(HELD_PHASE_HELP)))]
     Leaks {
         #[command(flatten)]
         common: Common,
