@@ -63,7 +63,7 @@ pub enum Frames {
     /// Every frame the report has (what other tools expect of folded stacks).
     All,
     /// For people reading a flame graph: from the site's naming frame out (the
-    /// allocator and standard-library frames inside it folded into it), each frame
+    /// allocator, std, hashbrown, rayon and tracer frames inside it folded into it), each frame
     /// named with its file (`enforce (multieq.rs)`), and stacks that do not reach
     /// `main` or a thread's start under one root, [`CUT_SHORT`], instead of each
     /// rooted in whatever frame it was cut at.
@@ -124,13 +124,11 @@ pub fn folded_stack(frames: &[FrameRow], which: Frames) -> String {
     let names: Vec<String> = root
         .into_iter()
         .chain(frames.iter().rev().map(|f| {
-            let name = without_generics(&f.function);
-            let name = name.trim_end_matches("::");
-            match (which, &f.file) {
-                // Line tables name a function without its module (`enforce`,
-                // `{closure#0}`, `new`): its file tells apart those of one name.
-                (Frames::Readable, Some(file)) => format!("{name} ({})", file_name(file)),
-                _ => name.to_owned(),
+            match which {
+                Frames::Readable => readable_name(f),
+                Frames::All => without_generics(&f.function)
+                    .trim_end_matches("::")
+                    .to_owned(),
             }
             .replace(';', ":")
         }))
@@ -139,6 +137,19 @@ pub fn folded_stack(frames: &[FrameRow], which: Frames) -> String {
         "(no frames)".to_owned()
     } else {
         names.join(";")
+    }
+}
+
+/// A frame's name for people: its function without generics and, where the report
+/// has it, its file (`enforce (multieq.rs)`): line tables name a function without
+/// its module (`enforce`, `{closure#0}`, `new`), and the file tells apart those of
+/// one name.
+pub fn readable_name(f: &FrameRow) -> String {
+    let name = without_generics(&f.function);
+    let name = name.trim_end_matches("::");
+    match &f.file {
+        Some(file) => format!("{name} ({})", file_name(file)),
+        None => name.to_owned(),
     }
 }
 
@@ -202,8 +213,8 @@ pub fn readable_flamegraph(
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title;
     let folding = format!(
-        "allocator frames folded into the first frame outside them; stacks that end \
-         before main or a thread's start under {CUT_SHORT}"
+        "allocator, std, hashbrown and rayon frames folded into the first frame outside \
+         them; stacks that end before main or a thread's start under {CUT_SHORT}"
     );
     with_subtitle(
         &mut opts,

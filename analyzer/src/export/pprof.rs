@@ -140,7 +140,7 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
                             // its system name as not demangled yet, and its C++
                             // demangling heuristics garble Rust's `<T as Trait>::f`
                             // and `fn() -> T`, and merge every `with_capacity`.
-                            let name = strings.id(&crate::naming::without_generics(&f.function));
+                            let name = strings.id(&function_name(f));
                             let system_name = strings.id(&f.function);
                             let file = strings.id(&file);
                             function_list.push((fid, name, system_name, file));
@@ -297,6 +297,20 @@ pub fn estimates(report: &Report, in_use: &[InUse]) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// A function's name in the profile: without generic arguments, and with its file
+/// in its crate (`enforce (bellpepper-core/src/gadgets/multieq.rs)`) where the report
+/// has one. pprof groups samples by function name, and line tables name a function
+/// without its module: `alloc` is the allocator's and gadgets' in nine files, `new`
+/// in many crates' `lib.rs`.
+fn function_name(f: &FrameRow) -> String {
+    let name = crate::naming::without_generics(&f.function);
+    let name = name.trim_end_matches("::");
+    match &f.file {
+        Some(file) => format!("{name} ({})", alloc_tracer_format::frames::crate_path(file)),
+        None => name.to_owned(),
+    }
 }
 
 /// The pprof profile, gzip-compressed (what `go tool pprof` and others read).

@@ -248,15 +248,43 @@ fn pprof_profile_decodes_and_matches_top() {
     let biggest = p.sample.iter().max_by_key(|x| x.value[0]).unwrap();
     let leaf = locations[&biggest.location_id[0]];
     assert!(!s(functions[&leaf.line[0].function_id].name).is_empty());
-    // Names without generic arguments, system names as symbolized: pprof takes a name
-    // equal to its system name as still mangled and garbles Rust's with its C++ rules.
+    // Names without generic arguments, with their file in its crate, system names as
+    // symbolized: pprof takes a name equal to its system name
+    // as still mangled and garbles Rust's with its C++ rules, and groups functions by
+    // name, so that `new` of one file must not read as `new` of another.
     let mut generic = 0;
+    let mut files_of_name: std::collections::HashMap<&str, std::collections::HashSet<&str>> =
+        std::collections::HashMap::new();
     for f in &p.function {
-        let (name, system) = (s(f.name), s(f.system_name));
-        assert_eq!(name, analyzer::naming::without_generics(system), "{system}");
-        generic += usize::from(name != system);
+        let (name, system, file) = (s(f.name), s(f.system_name), s(f.filename));
+        let short = analyzer::naming::without_generics(system);
+        let want = if file.is_empty() {
+            short.clone()
+        } else {
+            format!(
+                "{short} ({})",
+                alloc_tracer_format::frames::crate_path(file)
+            )
+        };
+        assert_eq!(name, want, "{system} in {file}");
+        generic += usize::from(short != system);
+        files_of_name.entry(name).or_default().insert(file);
     }
     assert!(generic > 0, "the fixture's stacks hold generic functions");
+    let shared: Vec<_> = files_of_name.iter().filter(|(_, f)| f.len() > 1).collect();
+    assert!(
+        shared.is_empty(),
+        "one name for functions of several files: {shared:?}"
+    );
+    let short_names: std::collections::HashSet<String> = p
+        .function
+        .iter()
+        .map(|f| analyzer::naming::without_generics(s(f.system_name)))
+        .collect();
+    assert!(
+        short_names.len() < files_of_name.len(),
+        "the fixture has a short name in several files, which the file tells apart"
+    );
 }
 
 /// The named-sites table's columns and types as docs/report-schema.md lists them, types

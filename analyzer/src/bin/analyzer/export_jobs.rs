@@ -117,6 +117,10 @@ impl FlamegraphJob {
     }
 }
 
+/// Why a count report has no sites to export.
+const COUNT_RECORDS_NO_SITES: &str =
+    "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)";
+
 impl ExportJob {
     pub(crate) fn run(self) -> Result<()> {
         if let Some(why) = self.unused {
@@ -124,6 +128,18 @@ impl ExportJob {
         }
         let r = report::load(&self.report)?;
         let phase = r.check_phase(self.phase.as_deref())?;
+        // A count report records no sites: a profile of them cannot answer, as `top`
+        // and the flame graph cannot (a pprof profile may still hold what heap
+        // sampling kept live, below). The named-sites table is written, with no rows,
+        // for programs that read every report's table alike.
+        if r.manifest.mode == "count"
+            && matches!(self.format, ExportAs::Folded(FlameBy::Allocated(_)))
+        {
+            anyhow::bail!(
+                "{}: nothing to export: {COUNT_RECORDS_NO_SITES}",
+                r.dir.display()
+            );
+        }
         // An empty export is written all the same: say why it is empty. (Live bytes
         // come from heap sampling, which count mode has too; those branches say why.)
         if !matches!(
@@ -175,7 +191,17 @@ impl ExportJob {
                 }
             }
             ExportAs::Pprof => {
-                let in_use = analyzer::memory::in_use(&analyzer::memory::load(&r)?);
+                let m = analyzer::memory::load(&r)?;
+                if r.manifest.mode == "count"
+                    && !analyzer::memory::moment_sampled(&r, &m, analyzer::memory::Moment::Peak)
+                {
+                    anyhow::bail!(
+                        "{}: nothing to export: {COUNT_RECORDS_NO_SITES}, and {}",
+                        r.dir.display(),
+                        analyzer::memory::UNSEEN
+                    );
+                }
+                let in_use = analyzer::memory::in_use(&m);
                 if r.rows(phase).next().is_none() {
                     // What the profile holds of the phase asked for, as pprof writes it.
                     let live = in_use.iter().any(|u| u.in_phase(phase));
