@@ -248,9 +248,13 @@ fn nothing_to_draw(reports: &[&Report], by: Weight, phase: Option<&str>) -> io::
     } else {
         "no allocation was recorded"
     };
+    let named: Vec<String> = reports
+        .iter()
+        .map(|r| r.dir.display().to_string())
+        .collect();
     io::Error::new(
         io::ErrorKind::InvalidData,
-        format!("no {} to draw: {why}", by.unit()),
+        format!("{}: no {} to draw: {why}", named.join(" and "), by.unit()),
     )
 }
 
@@ -440,6 +444,43 @@ pub fn differential_flamegraph(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn readable_stacks_start_at_the_naming_frame_and_root_the_cut_ones() {
+        let lib = "/r/gadget-1.0.0/src/lib.rs";
+        let stack = |outer: &str| {
+            vec![
+                FrameRow::test(
+                    "alloc::raw_vec::finish_grow",
+                    "/rustc/x/library/alloc/src/raw_vec/mod.rs",
+                    Some(1),
+                ),
+                FrameRow::test("gadget::enforce<T>", lib, Some(2)),
+                // `;` separates frames in the format: a name holding one is mended.
+                FrameRow::test("<[u8; 32] as gadget::Fill>::fill", lib, Some(3)),
+                FrameRow::test(outer, "/r/app/src/main.rs", Some(4)),
+            ]
+        };
+        let rooted = stack("main");
+        assert_eq!(
+            folded_stack(&rooted, Frames::Readable),
+            "main (main.rs);[u8: 32] as gadget::Fill::fill (lib.rs);gadget::enforce (lib.rs)"
+        );
+        // Every frame, with no file, for other tools.
+        assert_eq!(
+            folded_stack(&rooted, Frames::All),
+            "main;[u8: 32] as gadget::Fill::fill;gadget::enforce;alloc::raw_vec::finish_grow"
+        );
+        // A stack cut at the depth limit, under one root rather than its last frame.
+        assert_eq!(
+            folded_stack(&stack("app::worker"), Frames::Readable),
+            format!(
+                "{CUT_SHORT};app::worker (main.rs);[u8: 32] as gadget::Fill::fill (lib.rs);\
+                 gadget::enforce (lib.rs)"
+            )
+        );
+        assert_eq!(folded_stack(&[], Frames::All), "(no frames)");
+    }
 
     #[test]
     fn a_side_with_nothing_to_draw_names_the_other_widths() {

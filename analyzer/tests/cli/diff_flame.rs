@@ -182,6 +182,37 @@ fn differential_flamegraph_of_sampled_reports_gives_the_exact_totals_too() {
         m["mode"] = "sample:10".into();
         m["sample_interval"] = 10.into();
     });
+    // Its first site estimated ten times over: the drawn totals are no longer the
+    // exact ones, which the subtitle must not mix up.
+    let mut first = (0, 0);
+    edit_table(&sampled, "sites.parquet", |mut df| {
+        use polars::prelude::*;
+        for (column, kept) in [
+            ("alloc_count", &mut first.0),
+            ("bytes_requested", &mut first.1),
+        ] {
+            let scaled: Vec<u64> = df
+                .column(column)
+                .unwrap()
+                .u64()
+                .unwrap()
+                .into_no_null_iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    if i == 0 {
+                        *kept = n;
+                        n * 10
+                    } else {
+                        n
+                    }
+                })
+                .collect();
+            df.replace(column, Column::new(column.into(), scaled))
+                .unwrap();
+        }
+        df
+    });
+    assert!(first.0 > 0 && first.1 > 0, "{first:?}");
     let exact = |by: &str| -> u64 {
         let info: serde_json::Value = serde_json::from_slice(
             &analyzer(&["info", r.to_str().unwrap(), "--format", "json"]).stdout,
@@ -214,15 +245,25 @@ fn differential_flamegraph_of_sampled_reports_gives_the_exact_totals_too() {
         let out = diff_flamegraph(&r, &sampled, &["--by", by], &svg);
         assert!(out.status.success(), "{out:?}");
         let text = std::fs::read_to_string(&svg).unwrap();
-        let n = grouped(exact(by));
+        let n = exact(by);
+        let subtitle = text.lines().find(|l| l.contains("estimates")).unwrap_or("");
         assert!(
             text.contains(&format!(
-                "counted exactly: {n} -&gt; {n} {unit} (unchanged)"
+                "counted exactly: {} -&gt; {} {unit} (unchanged)",
+                grouped(n),
+                grouped(n)
             )),
-            "{by}: {}",
-            text.lines().find(|l| l.contains("estimates")).unwrap_or("")
+            "{by}: {subtitle}"
         );
-        assert!(text.contains("; all as drawn: "), "{by}");
+        let drawn = n + 9 * if by == "count" { first.0 } else { first.1 };
+        assert!(
+            text.contains(&format!(
+                "; all as drawn: {} -&gt; {} {unit}",
+                grouped(n),
+                grouped(drawn)
+            )),
+            "{by}: {subtitle}"
+        );
     }
     // Two exact reports: the drawn totals are the totals.
     let svg = sampled.join("exact.svg");

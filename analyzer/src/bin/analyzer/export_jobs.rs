@@ -177,6 +177,18 @@ impl ExportJob {
                         analyzer::memory::UNSEEN
                     );
                 }
+                if !lines.is_empty() && r.manifest.heap_interval != 1 {
+                    // Exact only at an interval of 1; no title here to say so.
+                    let every = match r.manifest.heap_interval {
+                        0 => "heap sampling stopped before the report was written".to_owned(),
+                        n => format!("sampled {}", analyzer::units::heap_every(n)),
+                    };
+                    note!(
+                        "analyzer: {}: the weights are heap sampling's estimates of live \
+                         bytes ({every})",
+                        r.dir.display()
+                    );
+                }
                 if lines.is_empty() {
                     // Written all the same (an empty file), as other empty exports are.
                     let why = analyzer::memory::phase_held_none(&[(&r, &m)], moment, phase)
@@ -228,6 +240,9 @@ impl ExportJob {
                 export::pprof(&r, phase, &in_use, &mut w)?
             }
             ExportAs::NamedSites { rules: path } => {
+                if let Some(words) = export::sampled_words(&r) {
+                    note!("analyzer: {}: the counts are {words}", r.dir.display());
+                }
                 let rules = rules(path.as_deref())?;
                 let rows = export::named_sites(&r, &rules, phase);
                 export::named_sites_parquet(&rows, &mut w)?;
