@@ -30,14 +30,17 @@ report="$reports/demo"
 cargo run --release --quiet -p alloc-tracer --example demo -- "$report" > /dev/null
 
 # Reports of real synthesis, made by this build: a 2 KiB PoRep partition (one report
-# for notebook 01 and the interop tests) and a 4-block SHA-256 chain, baseline against
-# the in-place-LC variant, for notebook 02.
+# for notebook 01 and the interop tests), a 4-block SHA-256 chain, baseline against
+# the in-place-LC variant, for notebook 02, and the chain traced in sample:100, for the
+# queries and notebook 01 on estimates.
 driver="$CARGO_TARGET_DIR/release/synth-driver"
-rm -rf "$reports/sector-2k" "$reports/porep-2k" "$reports/sha256-base" "$reports/sha256-change"
+rm -rf "$reports/sector-2k" "$reports/porep-2k" "$reports/sha256-base" "$reports/sha256-change" \
+  "$reports/sha256-sampled"
 "$driver" seal --sector-size 2KiB --out "$reports/sector-2k" > /dev/null
 "$driver" --trace sites --report "$reports/porep-2k" porep --c1 "$reports/sector-2k/c1.json" --partition 0 > /dev/null
 "$driver" --trace sites --variant baseline --report "$reports/sha256-base" sha256 --blocks 4 > /dev/null
 "$driver" --trace sites --variant inplace-lc --report "$reports/sha256-change" sha256 --blocks 4 > /dev/null
+"$driver" --trace sample:100 --report "$reports/sha256-sampled" sha256 --blocks 4 > /dev/null
 echo "reports for the Python tests and notebooks written in $(( $(date +%s) - python_start )) s"
 
 # The cost model end to end on a small chain, for notebook 03: a quick calibration and
@@ -63,6 +66,7 @@ ALLOC_TRACER_REPORT="$report" \
   ALLOC_REPORT="$reports/porep-2k" \
   ALLOC_BASE_REPORT="$reports/sha256-base" \
   ALLOC_CHANGE_REPORT="$reports/sha256-change" \
+  ALLOC_SAMPLED_REPORT="$reports/sha256-sampled" \
   ANALYZER="$CARGO_TARGET_DIR/release/analyzer" \
   PLOT_DIR="$reports/plots" \
   NOTEBOOK_OUT="$reports/notebooks" \

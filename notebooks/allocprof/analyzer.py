@@ -109,10 +109,12 @@ def diff(base_dir: str | os.PathLike, change_dir: str | os.PathLike, phase: str 
 MOMENTS = {"peak": "peak", "end": "leaks"}
 
 
-def held(report_dir: str | os.PathLike, moment: str = "peak") -> dict:
+def held(report_dir: str | os.PathLike, moment: str = "peak",
+         rules: str | os.PathLike | None = None) -> dict:
     """`analyzer peak REPORT --format json` (`moment` "peak") or `analyzer leaks`
     ("end"), every site: what holds the live bytes then, by site and category, as
     heap sampling estimates them, with the moment's exact live bytes."""
     if moment not in MOMENTS:
         raise ValueError(f"moment {moment!r}: one of {', '.join(MOMENTS)}")
-    return json.loads(_run(MOMENTS[moment], report_dir, "--format", "json", "--limit", "1000000"))
+    return json.loads(_run(MOMENTS[moment], report_dir, "--format", "json", "--limit", "1000000",
+                           *_rules_args(rules)))

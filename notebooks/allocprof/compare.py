@@ -96,8 +96,10 @@ def predicted_cost(base: Report, change: Report, phase: str | None = None):
     calibration; docs/cost-model.md): a dict of both sides' `cost_s`, the
     `predicted_change_s`, its `noise_s` from sampling (None for exact reports) and
     `repriced_s` (the part at sites whose allocations and bytes did not change), and
-    the categories' `delta_cost_s` as a table. A `count` report, which records no
-    sites to price, is refused (ValueError), as `analyzer diff` refuses it."""
+    a table of the categories: `delta_count` (allocations + reallocs, which `analyzer
+    diff` calls `delta_alloc_count`), `delta_cost_s` and its `cost_noise_s`. A `count`
+    report, which records no sites to price, is refused (ValueError), as `analyzer
+    diff` refuses it."""
     _with_sites(base, change)
     check_phase(base, change, phase)
     d = analyzer.diff(base.dir, change.dir, phase, base.rules)
@@ -110,7 +112,7 @@ def predicted_cost(base: Report, change: Report, phase: str | None = None):
     }
     cats = pl.DataFrame(d["categories"], infer_schema_length=None).filter(
         (pl.col("base_alloc_count") > 0) | (pl.col("change_alloc_count") > 0)
-    ).select("category", "delta_alloc_count", "delta_cost_s", "cost_noise_s")
+    ).select("category", pl.col("delta_alloc_count").alias("delta_count"), "delta_cost_s", "cost_noise_s")
     return summary, cats
 
 

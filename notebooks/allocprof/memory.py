@@ -42,17 +42,22 @@ def timeline_note(report: Report) -> str | None:
 
 
 def timeline_phases(report: Report) -> pl.DataFrame | None:
-    """Per phase of the timeline, in order: from_s, to_s, max_live_mib and max_rss_mib
-    (the highest of its points, which, every `timeline_interval_ms`, can miss a short
+    """Per run of one phase in the timeline (consecutive points, as `phase_spans`: a
+    phase entered once per iteration has a row per iteration), in order: phase,
+    from_s and to_s (its first and last points), max_live_mib and max_rss_mib (the
+    highest of its points, which, every `timeline_interval_ms`, can miss a short
     rise), and peak_live_mib: the highest live bytes while the phase was the innermost
-    in force, from `phases.parquet`, exact to within the manifest's
+    in force, over all its runs, from `phases.parquet`, exact to within the manifest's
     `totals.peak_live_bytes_error_bytes` (null in reports written before it was kept). None
     without a timeline (`timeline_note` says why)."""
     if timeline_note(report) is not None:
         return None
-    out = timeline(report).group_by("phase", maintain_order=True).agg(
+    run = (pl.col("phase") != pl.col("phase").shift()).fill_null(True).cum_sum().alias("run")
+    out = timeline(report).group_by(run, maintain_order=True).agg(
+        pl.col("phase").first(),
         pl.col("time_s").min().alias("from_s"), pl.col("time_s").max().alias("to_s"),
-        pl.col("live_mib").max().alias("max_live_mib"), pl.col("rss_mib").max().alias("max_rss_mib"))
+        pl.col("live_mib").max().alias("max_live_mib"), pl.col("rss_mib").max().alias("max_rss_mib"),
+    ).drop("run")
     phases = report.phases
     peak = (pl.col("peak_live_bytes") / MIB if "peak_live_bytes" in phases.columns
             else pl.lit(None, dtype=pl.Float64))
@@ -75,8 +80,9 @@ def phase_spans(tl: pl.DataFrame) -> list[tuple[str, float, float]]:
 
 def held(report: Report, moment: str = "peak") -> dict:
     """What holds memory at the kept peak ("peak") or at the end ("end"): the
-    analyzer's answer (`analyzer peak|leaks --format json`)."""
-    return analyzer.held(report.dir, moment)
+    analyzer's answer (`analyzer peak|leaks --format json`), in the report's category
+    rules."""
+    return analyzer.held(report.dir, moment, report.rules)
 
 
 def _size(n: float) -> str:
@@ -112,6 +118,22 @@ def peak_note(report: Report, h: dict) -> str:
     # Two standard errors, as the analyzer's ± (about a 95 % interval).
     spread = f" ± {SIGMAS * se / h['live_bytes']:.1%}" if se else ""
     return line + f"; the estimates add up to {h['estimated_bytes'] / h['live_bytes']:.1%}{spread} of it"
+
+
+def end_note(report: Report, at_end: pl.DataFrame) -> str | None:
+    """Why `at_end` (`held_sites` of `held(report, "end")`) has no sites, in one line:
+    no heap_end table (an older tracer), heap sampling off, or no sampled block live at
+    the end; None when it has sites."""
+    if (why := report.absent("heap_end")) is not None:
+        return f"{report.label}: {why}"
+    if not at_end.is_empty():
+        return None
+    end = (report.manifest.get("totals") or {}).get("live_bytes_end")
+    if not report.manifest.get("heap_interval"):
+        return (f"{report.label}: heap sampling was off, so no sites hold sampled memory at the "
+                f"end (live_bytes_end {end})")
+    return (f"{report.label}: no block heap sampling sampled was live at the end (it samples one byte in "
+            f"{report.manifest['heap_interval']}: smaller leaks can go unseen; live_bytes_end {end})")
 
 
 def held_categories(h: dict) -> pl.DataFrame:
@@ -150,38 +172,68 @@ def held_sites(h: dict, limit: int = 15) -> pl.DataFrame:
         "share", "sampled_count")
 
 
-def scale_note(scaled: pl.DataFrame) -> str | None:
-    """Which reports of a `scale` table have nothing per row (no `rows` label, which
-    synth-driver records), in one line; None when every one has."""
-    missing = scaled.filter(pl.col("rows") == 0)["report"].to_list()
-    if not missing:
+def scale_note(scaled: pl.DataFrame, phase: str = "synthesize") -> str | None:
+    """Which reports of a `scale` table have nothing per row, in one line: no `rows`
+    label (synth-driver records one), a `rows` or `iterations` label that is not a
+    whole number, or (with rows) no phase `phase` to count allocations in; None when
+    every one has its figures."""
+    rows, allocs = pl.col("rows"), pl.col("allocs")
+    parts = [
+        (rows == 0, "no `rows` label (synth-driver records one)", "no figures per row"),
+        (rows.is_null(), "a `rows` or `iterations` label that is not a whole number",
+         "no figures per row"),
+        ((rows > 0) & allocs.is_null(), f"no `{phase}` phase", "no allocations per row"),
+    ]
+    lines = [
+        f"{what} in {', '.join(missing)}: {so}"
+        for where, what, so in parts
+        if (missing := scaled.filter(where)["report"].to_list())
+    ]
+    return "; ".join(lines) or None
+
+
+def _whole(labels: dict, key: str, default: int) -> int | None:
+    """Label `key` as a whole number (`default` where it is absent); None where it is
+    not one."""
+    value = labels.get(key)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
         return None
-    return (f"no `rows` label (synth-driver records one) in {', '.join(missing)}: "
-            "no figures per row")
 
 
 def scale(reports: list[Report], phase: str = "synthesize") -> pl.DataFrame:
     """One row per report: the rows it synthesized (its `rows` label, over all its
-    iterations), allocations in `phase`, peak live bytes, and both per row: allocations
-    over every row, the peak over one iteration's rows (each iteration's circuit is
-    freed before the next, so the peak is one iteration's)."""
+    iterations; 0 without one, null where it or `iterations` is not a whole number),
+    allocations in `phase` (null where the report has no such phase), peak live
+    bytes, and both per row: allocations over every row, the peak over one
+    iteration's rows (each iteration's circuit is freed before the next, so the peak
+    is one iteration's). `scale_note` says which reports lack figures, and why."""
     out = []
     for r in reports:
         m = r.manifest
-        labels = m.get("labels", {})
-        rows = int(labels.get("rows", 0))
-        rows_once = rows // max(int(labels.get("iterations", 1)), 1)
+        labels = m.get("labels") or {}
+        rows, iterations = _whole(labels, "rows", 0), _whole(labels, "iterations", 1)
+        if iterations is None:
+            rows = None
+        rows_once = rows // max(iterations, 1) if rows else 0
         ph = r.phases.filter(pl.col("phase") == phase)
-        allocs = int(ph["alloc_count"].sum() + ph["realloc_count"].sum()) if ph.height else 0
+        allocs = int(ph["alloc_count"].sum() + ph["realloc_count"].sum()) if ph.height else None
         peak = int(m["totals"]["peak_live_bytes"])
         out.append({
             "report": r.label,
-            "circuit": m.get("labels", {}).get("circuit", ""),
+            "circuit": labels.get("circuit", ""),
             "rows": rows,
             "allocs": allocs,
             "peak_gib": peak / GIB,
-            "allocs_per_row": allocs / rows if rows else None,
+            "allocs_per_row": allocs / rows if rows and allocs is not None else None,
             "peak_bytes_per_row": peak / rows_once if rows_once else None,
             "synthesis_s": float(ph["wall_ns"].sum()) / 1e9 if ph.height else None,
         })
-    return pl.DataFrame(out)
+    return pl.DataFrame(out, schema={
+        "report": pl.String, "circuit": pl.String, "rows": pl.Int64, "allocs": pl.Int64,
+        "peak_gib": pl.Float64, "allocs_per_row": pl.Float64, "peak_bytes_per_row": pl.Float64,
+        "synthesis_s": pl.Float64,
+    })

@@ -3,11 +3,13 @@ temporaries."""
 
 from __future__ import annotations
 
+import warnings
+
 import polars as pl
 
 from allocprof import analyzer
 from allocprof.report import Report
-from allocprof.sites import category_totals, check_phase, site_totals, top_sites, with_categories
+from allocprof.sites import category_totals, check_phase, top_sites, with_categories
 
 
 def temporaries_counted(report: Report) -> str:
@@ -43,29 +45,54 @@ def sites_note(report: Report, error_bars: bool = True) -> str | None:
         return ("count mode records no sites, so there are no sites, categories or "
                 "temporaries to show (trace with sites or sample:N)")
     if mode.startswith("sample:"):
-        spread = ("; alloc_count_noise and the error bars are two standard errors of sampling "
+        spread = ("; the `_noise` columns and the error bars are two standard errors of sampling "
                   "alone") if error_bars else ""
         return (f"estimates from sampled stacks ({mode}: each recorded allocation stands for "
                 f"{mode.split(':', 1)[1]}){spread}")
     return None
 
 
+#: The columns of `analyzer cost`'s category rows, for an answer without any.
+COST_CATEGORY_SCHEMA = {
+    "category": pl.String, "sites": pl.Int64, "alloc_count": pl.Int64, "realloc_count": pl.Int64,
+    "direct_s": pl.Float64, "indirect_s": pl.Float64, "total_s": pl.Float64,
+    "phase_share": pl.Float64, "alloc_count_noise": pl.Int64,
+}
+
+#: The columns of `analyzer cost`'s site rows, for an answer without any (a phase in
+#: which a `sample:N` report sampled nothing).
+COST_SITE_SCHEMA = {
+    "rank": pl.Int64, "site_id": pl.Int64, "name": pl.String, "callers": pl.String,
+    "distinction": pl.String, "category": pl.String, "alloc_count": pl.Int64,
+    "realloc_count": pl.Int64, "temporary_count": pl.Int64, "direct_s": pl.Float64,
+    "indirect_s": pl.Float64, "total_s": pl.Float64, "phase_share": pl.Float64,
+    "alloc_count_noise": pl.Int64,
+}
+
+
+def _rows(rows: list[dict], schema: dict) -> pl.DataFrame:
+    """`rows` as a frame; without any, an empty one with the columns of `schema`."""
+    return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(schema=schema)
+
+
 def costs(report: Report, phase: str | None = None, limit: int = 20):
     """What the allocations cost in seconds, as `analyzer cost` prices them (its
     calibration of this machine; docs/cost-model.md): the answer's totals (dict:
-    `total_s`, `direct_s`, `indirect_s`, `phase_wall_s`), its categories and its
-    `limit` costliest sites (with `saves_ms`, what removing one would save). None for a
-    `count` report, which records no sites to price."""
+    `total_s`, `direct_s`, `indirect_s`, `phase_wall_s`, and `notes`, what the analyzer
+    said of its answer, such as why nothing was priced), its categories with sites and
+    its `limit` costliest sites (with `saves_ms`, what removing one would save; both
+    keep their columns when empty). None for a `count` report, which records no sites
+    to price."""
     if report.manifest.get("mode") == "count":
         return None
-    answer = analyzer.cost(report.dir, phase, limit, report.rules)
-    sites = pl.DataFrame(answer["sites"], infer_schema_length=None)
-    cats = pl.DataFrame(answer["categories"], infer_schema_length=None)
-    if sites.height:
-        sites = sites.with_columns(saves_ms=pl.col("total_s") * 1e3)
-    if cats.height:
-        cats = cats.filter(pl.col("sites") > 0).with_columns(saves_ms=pl.col("total_s") * 1e3)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        answer = analyzer.cost(report.dir, phase, limit, report.rules)
+    saves = (pl.col("total_s") * 1e3).alias("saves_ms")
+    sites = _rows(answer["sites"], COST_SITE_SCHEMA).with_columns(saves)
+    cats = _rows(answer["categories"], COST_CATEGORY_SCHEMA).filter(pl.col("sites") > 0).with_columns(saves)
     totals = {k: answer.get(k) for k in ("total_s", "direct_s", "indirect_s", "phase_wall_s")}
+    totals["notes"] = [str(w.message) for w in said]
     return totals, cats, sites
 
 
@@ -217,8 +244,9 @@ def lifetime_quantile_ns(distribution: pl.DataFrame, q: float) -> int | None:
 def temporaries(
     report: Report, phase: str | None = None, limit: int = 10
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Temporaries (blocks freed before their thread's next allocation) per category,
-    and the `limit` sites with most of them (named, with their callers, what tells
+    """Temporaries (blocks freed before their thread's next allocation) per category
+    (with `temporary_count_noise`, their spread in a `sample:N` report), and the
+    `limit` sites with most of them (named, with their callers, what tells
     apart those that read the same, and their category)."""
     calls = pl.col("alloc_count") + pl.col("realloc_count")
     per_category = category_totals(report, phase).select(
@@ -228,6 +256,7 @@ def temporaries(
         "temporary_count",
         # Of allocations and reallocs, as `analyzer top --group-by category`.
         temporary_share=pl.when(calls > 0).then(pl.col("temporary_count") / calls).otherwise(0.0),
+        temporary_count_noise="temporary_count_noise",
     )
     top = top_sites(report, by="temporaries", limit=limit, phase=phase)
     top = with_categories(report, top).join(
@@ -237,8 +266,3 @@ def temporaries(
         "temporary_count", "temporary_share", "main_size_class_bytes", "lifetime_ns_median",
     )
     return per_category, top
-
-
-def site_table(report: Report, phase: str | None = None) -> pl.DataFrame:
-    """Every site's totals with its category."""
-    return with_categories(report, site_totals(report, phase))

@@ -444,22 +444,6 @@ def predicted_vs_measured(results: pl.DataFrame, title: str):
     return fig
 
 
-def side_by_side(df: pl.DataFrame, label: str, columns: list[str], title: str, ylabel: str):
-    """Grouped bars: one group per row, one bar per column."""
-    fig, ax = plt.subplots(figsize=(max(5, 1.4 * df.height + 2), 3.8))
-    width = 0.8 / len(columns)
-    for i, c in enumerate(columns):
-        xs = [j + i * width for j in range(df.height)]
-        ax.bar(xs, df[c].to_list(), width=width, label=c)
-    ax.set_xticks([j + width * (len(columns) - 1) / 2 for j in range(df.height)], df[label].to_list())
-    ax.axhline(0, color="black", linewidth=0.6)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
 def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict | None,
              title: str, highest_bytes: int | None = None):
     """Live MiB over time (`memory.timeline`) and resident MiB where the report
@@ -505,15 +489,19 @@ def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict
 
 def per_row(scale: pl.DataFrame, title: str):
     """Allocations + reallocs per row and peak bytes per row (`memory.scale`), one bar
-    per report, side by side; a report without a figure (no `rows` label) gets no bar,
-    and says so."""
+    per report, side by side; a report without a figure (no `rows` label, one that is
+    not a number, or no synthesize phase; a frame without `rows` reads as no label)
+    gets no bar, and says why."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.4))
     labels = [_short(str(v), 28) for v in scale["report"].to_list()]
+    rows = scale["rows"].to_list() if "rows" in scale.columns else [0] * scale.height
+    missing = ["no rows label" if n == 0 else "rows label not a number" if n is None
+               else "no synthesize phase" for n in rows]
     for ax, column, color in ((a, "allocs_per_row", "tab:blue"), (b, "peak_bytes_per_row", "tab:orange")):
         values = scale[column].to_list()
         bars = ax.bar(labels, [0 if v is None else v for v in values], color=color)
-        for bar, v in zip(bars, values):
-            text = "no rows label" if v is None else (f"{v:,.2f}" if v < 10 else f"{v:,.0f}")
+        for bar, v, why in zip(bars, values, missing):
+            text = why if v is None else (f"{v:,.2f}" if v < 10 else f"{v:,.0f}")
             ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                         ha="center", va="bottom", fontsize=8)
     a.set_title("allocations + reallocs per row (synthesize)")

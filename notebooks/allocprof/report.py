@@ -144,8 +144,8 @@ def load(path: str | os.PathLike, rules: str | os.PathLike | None = None) -> Rep
     """Reads the manifest of the report at `path` and checks its schema version.
 
     Like every reader of the format, refuses versions it does not know. Categories
-    come from the rules file `rules`, else $ALLOC_CATEGORY_RULES, else the
-    analyzer's built-in rules.
+    come from the rules file `rules`, else $ALLOC_CATEGORY_RULES (a relative one
+    found as `launched_path` finds inputs), else the analyzer's built-in rules.
     """
     d = Path(path)
     manifest_path = d / "manifest.json"
@@ -172,7 +172,8 @@ def load(path: str | os.PathLike, rules: str | os.PathLike | None = None) -> Rep
             f"{manifest_path}: schema version {version}, this reader knows "
             f"{SUPPORTED_SCHEMA_VERSION}"
         )
-    rules = rules or os.environ.get("ALLOC_CATEGORY_RULES") or None
+    if not rules and (given := os.environ.get("ALLOC_CATEGORY_RULES")):
+        rules = launched_path(given)
     return Report(dir=d, manifest=manifest, rules=Path(rules) if rules else None)
 
 

@@ -3,6 +3,8 @@ scripts/test.sh sets (the same variables the notebooks read):
 
 * ALLOC_REPORT, ALLOC_BASE_REPORT, ALLOC_CHANGE_REPORT: report directories;
 * ALLOC_TRACER_REPORT: the tracer's demo report (no `rows` label: not synth-driver's);
+* ALLOC_SAMPLED_REPORT: a report traced in `sample:N` mode (scripts/test.sh writes a
+  `sample:100` one);
 * ANALYZER: the analyzer binary (default: $CARGO_TARGET_DIR/release/analyzer).
 
 A missing input fails the test that needs it, with the variable to set: a test that
@@ -42,6 +44,12 @@ def base_and_change():
 @pytest.fixture
 def tracer_report() -> allocprof.Report:
     return report_from("ALLOC_TRACER_REPORT")
+
+
+@pytest.fixture
+def sampled_report() -> allocprof.Report:
+    """A real `sample:N` report (ALLOC_SAMPLED_REPORT)."""
+    return report_from("ALLOC_SAMPLED_REPORT")
 
 
 @pytest.fixture(scope="session")

@@ -379,3 +379,7 @@ def test_the_predicted_cost_is_analyzer_diffs(base_and_change, analyzer, fixture
     assert summary["noise_s"] is None
     assert cats["delta_cost_s"].sum() == pytest.approx(
         sum(c["delta_cost_s"] for c in d["categories"]), abs=1e-12)
+    # Allocations + reallocs, named as category_deltas names them.
+    counts = dict(compare.category_deltas(base, change).select("category", "delta_count").iter_rows())
+    assert cats.columns == ["category", "delta_count", "delta_cost_s", "cost_noise_s"]
+    assert all(counts[c] == n for c, n in cats.select("category", "delta_count").iter_rows())

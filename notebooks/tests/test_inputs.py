@@ -55,3 +55,17 @@ def test_headless_runs_take_relative_inputs_from_the_caller(tmp_path):
     assert out["PLOT_DIR"] == "/abs/plots"
     # Not paths: as they are.
     assert (out["HOME"], out["ALLOC_PHASE"]) == ("x", "p")
+
+
+def test_relative_category_rules_are_taken_from_where_jupyter_was_started(tmp_path, monkeypatch):
+    root, notebooks = tmp_path / "root", tmp_path / "root" / "notebooks"
+    (root / "r").mkdir(parents=True)
+    (root / "r" / "manifest.json").write_text('{"schema_version": 1}')
+    (root / "rules.toml").write_text("")
+    notebooks.mkdir()
+    monkeypatch.chdir(notebooks)
+    monkeypatch.setenv("PWD", str(root))
+    monkeypatch.setenv("ALLOC_CATEGORY_RULES", "rules.toml")
+    assert load(root / "r").rules == root / "rules.toml"
+    # One given to `load` is the caller's, as given.
+    assert load(root / "r", rules="mine.toml").rules == Path("mine.toml")

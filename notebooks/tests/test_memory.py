@@ -144,3 +144,69 @@ def test_the_peaks_estimates_carry_their_standard_errors(report):
 
 
 MIB_BYTES = 1 << 20
+
+
+def test_a_phase_run_once_per_iteration_has_a_row_per_run():
+    """Phases entered once per iteration: each run its own row, from its first point to
+    its last, none overlapping; the exact peak is the phase's over all its runs."""
+    r = with_timeline({"time_ns": [t * 500_000_000 for t in range(1, 8)],
+                       "phase": ["setup", "synthesize", "synthesize", "setup", "synthesize", "main", "main"],
+                       "live_bytes": [1 << 20, 4 << 20, 8 << 20, 1 << 20, 6 << 20, 0, 0],
+                       "alloc_count": [1] * 7, "bytes_allocated": [1] * 7})
+    r.manifest["tables"] = [{"file": "timeline.parquet"}]
+    r._tables["phases"] = pl.DataFrame({"phase": ["main", "setup", "synthesize"],
+                                        "peak_live_bytes": [1 << 20, 2 << 20, 9 << 20]})
+    t = memory.timeline_phases(r)
+    assert t.select("phase", "from_s", "to_s").rows() == [
+        ("setup", 0.5, 0.5), ("synthesize", 1.0, 1.5), ("setup", 2.0, 2.0),
+        ("synthesize", 2.5, 2.5), ("main", 3.0, 3.5)]
+    assert t["max_live_mib"].to_list() == [1.0, 8.0, 1.0, 6.0, 0.0]
+    assert t["peak_live_mib"].to_list() == [2.0, 9.0, 2.0, 9.0, 1.0]
+
+
+def test_scale_has_no_figure_where_it_cannot_count_one():
+    """Without the phase, allocations per row are missing, not 0; a `rows` label that
+    is not a number gives no figures per row, and the note says which and why."""
+    without = made(1000, 1, 5000, 190_000)
+    without._tables["phases"] = without.phases.with_columns(phase=pl.lit("prove"))
+    garbled = made(1000, 1, 5000, 190_000)
+    garbled.dir = Path("garbled")
+    garbled.manifest["labels"]["rows"] = "about 1000"
+    scaled = scale([without, garbled])
+    first, second = scaled.to_dicts()
+    assert first["allocs"] is None and first["allocs_per_row"] is None
+    assert first["peak_bytes_per_row"] == 190.0
+    assert second["rows"] is None and second["allocs_per_row"] is second["peak_bytes_per_row"] is None
+    assert memory.scale_note(scaled) == (
+        "a `rows` or `iterations` label that is not a whole number in garbled: no figures per row; "
+        "no `synthesize` phase in made-1: no allocations per row")
+    from allocprof import plots
+
+    texts = [t.get_text() for ax in plots.per_row(scaled, "t").axes for t in ax.texts]
+    assert "no synthesize phase" in texts and "rows label not a number" in texts
+
+
+def test_an_empty_end_says_whether_heap_sampling_was_on():
+    empty = memory.held_sites({"sites": []})
+    off = Report(dir=Path("off"), manifest={"heap_interval": 0, "totals": {"live_bytes_end": 10},
+                                            "tables": [{"file": "heap_end.parquet"}]})
+    assert memory.end_note(off, empty) == (
+        "off: heap sampling was off, so no sites hold sampled memory at the end (live_bytes_end 10)")
+    on = Report(dir=Path("on"), manifest={**off.manifest, "heap_interval": 1 << 20})
+    assert "it samples one byte in 1048576" in memory.end_note(on, empty)
+    older = Report(dir=Path("older"), manifest={"heap_interval": 1 << 20, "tables": []})
+    assert memory.end_note(older, empty) == "older: this report has no heap_end table " \
+        "(written by a tracer from before it kept one)"
+
+
+def test_held_categories_follow_the_reports_rules(report, tmp_path):
+    """`memory.held` passes the report's category rules to the analyzer, as every
+    other query does: with a one-rule file, the peak is held by that category and
+    the unmatched."""
+    rules = tmp_path / "one.toml"
+    rules.write_text('[[category]]\nname = "with a source file"\nframes = [{ file = "src/" }]\n')
+    mine = allocprof.load(report.dir, rules=rules)
+    held = {c["category"] for c in memory.held(mine)["categories"]}
+    assert "with a source file" in held
+    assert held <= {"with a source file", "other (no rule matched)"}
+    assert held != {c["category"] for c in memory.held(report)["categories"]}

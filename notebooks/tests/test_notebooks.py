@@ -3,8 +3,9 @@ draw their figures; they are committed without outputs.
 
 Inputs as the notebooks read them: ALLOC_REPORT (01, 04), ALLOC_BASE_REPORT and
 ALLOC_CHANGE_REPORT (02), COST_MODEL_RESULTS (03), ALLOC_LARGE_REPORT (04, default the
-committed 32 GiB report under data/). Figures go to $PLOT_DIR when it is
-set (CI keeps them), else to a temporary directory.
+committed 32 GiB report under data/), ALLOC_SAMPLED_REPORT (01 on a `sample:N` report).
+Figures go to $PLOT_DIR when it is set (CI keeps them), else to a
+temporary directory.
 """
 
 import ast
@@ -16,7 +17,7 @@ import nbformat
 import pytest
 from nbclient.exceptions import CellExecutionError
 
-from allocprof import plots
+from allocprof import plots, sites
 from allocprof.execute import execute
 from imagefiles import is_png, is_svg
 from reports import edited_copy, report_from
@@ -128,9 +129,9 @@ def test_compare_runs(monkeypatch, tmp_path):
     assert "predicted change " in text and " ms (allocation cost " in text, text
 
 
-def test_cost_model_runs_on_a_fixture(monkeypatch, tmp_path):
-    # Made-up figures in a temporary directory, to run the notebook's cells; its
-    # figures stay there, apart from the real ones.
+def cost_model_fixture(tmp_path, report: str | None) -> Path:
+    """Made-up results at tmp_path/fixture/results.csv, with `report` copied as the
+    baseline's beside them (if given)."""
     results = tmp_path / "fixture" / "results.csv"
     results.parent.mkdir()
     results.write_text(
@@ -138,15 +139,33 @@ def test_cost_model_runs_on_a_fixture(monkeypatch, tmp_path):
         "fixture-a,2.0,0.5,10.0,9.5,5\n"
         "fixture-b,0.5,0.75,10.0,9.25,5\n"
     )
-    report = os.environ.get("ALLOC_BASE_REPORT")
     if report:
         shutil.copytree(report, results.parent / "reports" / "baseline")
+    return results
+
+
+def test_cost_model_runs_on_a_fixture(monkeypatch, tmp_path):
+    # Made-up figures in a temporary directory, to run the notebook's cells; its
+    # figures stay there, apart from the real ones.
+    report = os.environ.get("ALLOC_BASE_REPORT")
+    results = cost_model_fixture(tmp_path, report)
     d = tmp_path / "fixture-plots"
     nb = run("03-cost-model.ipynb", monkeypatch, tmp_path, COST_MODEL_RESULTS=results, PLOT_DIR=d)
     expected = {"03-predicted-vs-measured", "03-savings"} | ({"03-allocations"} if report else set())
     check_figures(d, "03", expected)
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "2 variants" in text
+
+
+def test_cost_model_finds_a_relative_results_file_and_its_reports(monkeypatch, tmp_path):
+    """A relative COST_MODEL_RESULTS, found under the folder Jupyter was started from
+    (the kernel runs in the notebooks' folder): the reports beside it are found there
+    too."""
+    cost_model_fixture(tmp_path, report_from("ALLOC_BASE_REPORT").dir)
+    d = tmp_path / "plots"
+    run("03-cost-model.ipynb", monkeypatch, tmp_path, PWD=tmp_path,
+        COST_MODEL_RESULTS=Path("fixture") / "results.csv", PLOT_DIR=d)
+    check_figures(d, "03", {"03-predicted-vs-measured", "03-savings", "03-allocations"})
 
 
 def test_cost_model_runs_on_measured_results(monkeypatch, tmp_path):
@@ -220,3 +239,23 @@ def test_compare_of_count_reports_gives_their_totals(monkeypatch, tmp_path):
     assert "were written in `count` mode, which records no sites" in text, text
     assert "alloc_count" in text, "the totals table"
     assert "no sites to compare" in text
+
+
+def test_overview_runs_on_a_sampled_report_in_a_phase_without_sampled_sites(sampled_report, monkeypatch,
+                                                                             tmp_path):
+    """01 on a real `sample:N` report, in a phase none of whose allocations was sampled
+    (`setup`'s few, mostly): the cost section says there are no sites to price, rather
+    than failing on an empty table; the figures say they hold estimates."""
+    sampled = set(sampled_report.sites["phase"])
+    names = sites.phase_names(sampled_report)
+    phase = "setup" if "setup" in names and "setup" not in sampled else \
+        next((p for p in names if p not in sampled), None)
+    d = tmp_path / "plots"
+    nb = run("01-overview.ipynb", monkeypatch, tmp_path, ALLOC_REPORT=sampled_report.dir,
+             ALLOC_PHASE=phase or "", PLOT_DIR=d)
+    check_figures(d, "01", {"01-phases", "01-top-sites", "01-categories", "01-cost-sites",
+                            "01-size-classes", "01-lifetimes", "01-temporaries"})
+    text = outputs(nb)
+    assert "estimates from sampled stacks" in text
+    if phase is not None:
+        assert f"no sites to price ({sampled_report.label}, phase {phase})" in text, text

@@ -1,5 +1,6 @@
 """The overview's tables agree with each other and with the manifest."""
 
+import warnings
 from pathlib import Path
 
 import polars as pl
@@ -168,3 +169,43 @@ def test_costs_are_the_analyzers(report, analyzer, fixture_calibration, monkeypa
     assert top["saves_ms"].to_list() == [s["total_s"] * 1e3 for s in theirs["sites"]]
     assert cats["sites"].min() > 0
     assert overview.costs(allocprof.load(COUNT_REPORT)) is None
+
+
+def test_costs_without_priced_sites_keep_their_columns(report, monkeypatch):
+    """A phase in which a `sample:N` report sampled nothing has no sites to price: the
+    tables keep their columns (the notebook selects them), and the analyzer's word on
+    why comes back as a note."""
+
+    def cost(report_dir, phase, limit, rules):
+        warnings.warn("analyzer: r: no sites to price: no allocation of this phase was sampled")
+        return {"total_s": 0.0, "direct_s": 0.0, "indirect_s": 0.0, "phase_wall_s": 0.1,
+                "categories": [], "sites": []}
+
+    monkeypatch.setattr(overview.analyzer, "cost", cost)
+    totals, cats, top = overview.costs(report, "setup")
+    assert top.is_empty() and cats.is_empty()
+    assert {"rank", "name", "callers", "distinction", "category", "alloc_count", "realloc_count",
+            "direct_s", "indirect_s", "saves_ms"} <= set(top.columns)
+    assert {"category", "alloc_count", "realloc_count", "direct_s", "indirect_s", "saves_ms",
+            "phase_share"} <= set(cats.columns)
+    assert totals["notes"] == ["analyzer: r: no sites to price: no allocation of this phase was sampled"]
+
+
+def test_the_cost_tables_have_what_tells_rows_apart(report, fixture_calibration, monkeypatch):
+    """Reallocs apart from allocations (a category of reallocs alone is not free), and
+    the distinction between sites whose name and callers read the same."""
+    monkeypatch.setenv("ALLOC_PROFILER_CALIBRATION", str(fixture_calibration))
+    totals, cats, top = overview.costs(report, limit=30)
+    assert totals["notes"] == []
+    assert cats["realloc_count"].sum() > 0
+    assert top.filter(pl.struct("name", "callers").is_duplicated()).height > 0
+    assert not top.select("name", "callers", "distinction").is_duplicated().any()
+
+
+def test_temporaries_carry_their_spread_in_a_sampled_report(report, tmp_path):
+    per_category, _ = overview.temporaries(report)
+    assert per_category["temporary_count_noise"].null_count() == per_category.height
+    sampled = edited_copy(report, tmp_path / "sampled",
+                          manifest=lambda m: m.update(mode="sample:1000", sample_interval=1000))
+    per_category, _ = overview.temporaries(sampled)
+    assert per_category["temporary_count_noise"].null_count() == 0
