@@ -88,8 +88,42 @@ struct RulesFile {
     category: Vec<Category>,
 }
 
-/// Parses rules from TOML text.
+/// Parses rules from TOML text, refusing a category that could claim no site (only
+/// `also`, which narrows what `frames` or `innermost` claim), and names that would
+/// read as another category's: repeated, empty, or [`UNMATCHED`]'s.
 pub fn parse_rules(text: &str, path: &Path) -> Result<Vec<Category>, Error> {
+    let rules = read_rules(text, path)?;
+    let refuse = |reason: String| Error::Rules {
+        path: path.to_owned(),
+        reason,
+    };
+    for (i, c) in rules.iter().enumerate() {
+        if c.name.trim().is_empty() {
+            return Err(refuse(format!("category {} has an empty name", i + 1)));
+        }
+        if c.name == UNMATCHED {
+            return Err(refuse(format!(
+                "category \"{UNMATCHED}\" is the name of what no rule claims: name it otherwise"
+            )));
+        }
+        if rules[..i].iter().any(|earlier| earlier.name == c.name) {
+            return Err(refuse(format!(
+                "category \"{}\" is named twice: each name is one row of the outputs",
+                c.name
+            )));
+        }
+        if c.frames.is_empty() && c.innermost.is_empty() {
+            return Err(refuse(format!(
+                "category \"{}\" has neither `frames` nor `innermost`, so it claims no site \
+                 (`also` only narrows what they claim)",
+                c.name
+            )));
+        }
+    }
+    Ok(rules)
+}
+
+fn read_rules(text: &str, path: &Path) -> Result<Vec<Category>, Error> {
     toml::from_str::<RulesFile>(text)
         .map(|r| r.category)
         .map_err(|e| {
@@ -234,5 +268,36 @@ mod tests {
         assert!(err.starts_with("mine.toml: line 2: "), "{err}");
         assert!(err.contains("nom"), "{err}");
         assert_eq!(err.lines().count(), 1, "{err}");
+    }
+
+    #[test]
+    fn rules_that_could_claim_nothing_or_read_as_another_category_are_refused() {
+        let parse = |text: &str| parse_rules(text, Path::new("mine.toml"));
+        let one = "[[category]]\nname = \"a\"\nframes = [{ function = \"f\" }]\n";
+        assert_eq!(parse(one).unwrap().len(), 1);
+        for (text, says) in [
+            (
+                "[[category]]\nname = \"a\"\nalso = [{ function = \"f\" }]\n".to_owned(),
+                "category \"a\" has neither `frames` nor `innermost`",
+            ),
+            (
+                format!("{one}{}", one.replace("\"f\"", "\"g\"")),
+                "category \"a\" is named twice",
+            ),
+            (
+                one.replace("\"a\"", &format!("\"{UNMATCHED}\"")),
+                "is the name of what no rule claims",
+            ),
+            (
+                one.replace("\"a\"", "\" \""),
+                "category 1 has an empty name",
+            ),
+        ] {
+            let err = parse(&text).unwrap_err().to_string();
+            assert!(
+                err.starts_with("mine.toml: ") && err.contains(says),
+                "{err}"
+            );
+        }
     }
 }

@@ -28,8 +28,9 @@ pub struct PhaseInfo {
     /// Temporaries; `None` in `count` mode, which counts none (a 0 would read as
     /// none found).
     pub temporary_count: Option<u64>,
-    /// Distinct call stacks that allocated in the phase.
-    pub sites: usize,
+    /// Distinct call stacks that allocated in the phase; `None` in `count` mode,
+    /// which records none.
+    pub sites: Option<usize>,
     /// The highest live bytes while the phase was the innermost in force (`None` in reports
     /// written before the tracer recorded it).
     pub peak_live_bytes: Option<i64>,
@@ -132,7 +133,7 @@ pub fn info(report: &Report) -> Info {
                 realloc_count: reallocs,
                 bytes_requested: bytes,
                 temporary_count: (m.mode != "count").then_some(temps),
-                sites: sites.len(),
+                sites: (m.mode != "count").then_some(sites.len()),
                 peak_live_bytes: peak,
             }
         })

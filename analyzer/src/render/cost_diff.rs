@@ -206,9 +206,16 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             writeln!(out)?;
             // A column of sampling's spread only in a `sample:N` report.
             let sampled = c.categories.iter().any(|k| k.alloc_count_noise.is_some());
+            let (shown, left) = super::used_categories(
+                &c.categories,
+                |k| k.sites > 0,
+                sampled,
+                |k| k.alloc_count_noise,
+            );
+            let w = super::category_width(shown.iter().map(|k| k.category.as_str()));
             writeln!(
                 out,
-                "{:<40} {:>13}{} {:>10} {:>10} {:>10} {:>7}",
+                "{:<w$} {:>13}{} {:>10} {:>10} {:>10} {:>8}",
                 "category",
                 "alloc+realloc",
                 spread(sampled, "±"),
@@ -217,17 +224,11 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
                 "saves",
                 "of phase"
             )?;
-            let (shown, left) = super::used_categories(
-                &c.categories,
-                |k| k.sites > 0,
-                sampled,
-                |k| k.alloc_count_noise,
-            );
             for k in shown {
                 let calls = k.alloc_count.saturating_add(k.realloc_count);
                 writeln!(
                     out,
-                    "{:<40} {:>13}{} {:>10} {:>10} {:>10} {:>7}",
+                    "{:<w$} {:>13}{} {:>10} {:>10} {:>10} {:>8}",
                     k.category,
                     calls,
                     spread(sampled, relative(k.alloc_count_noise, calls)),
@@ -243,7 +244,7 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
             writeln!(out)?;
             writeln!(
                 out,
-                "{:>4} {:>13}{} {:>10} {:>10} {:>10} {:>7}  site {{category}} (removing it saves about `saves`)",
+                "{:>4} {:>13}{} {:>10} {:>10} {:>10} {:>8}  site {{category}} (removing it saves about `saves`)",
                 "rank",
                 "alloc+realloc",
                 spread(sampled, "±"),
@@ -256,7 +257,7 @@ pub fn cost(out: &mut dyn Write, c: &CostReport, format: Format) -> io::Result<(
                 let calls = s.alloc_count.saturating_add(s.realloc_count);
                 writeln!(
                     out,
-                    "{:>4} {:>13}{} {:>10} {:>10} {:>10} {:>7}  {} {{{}}}",
+                    "{:>4} {:>13}{} {:>10} {:>10} {:>10} {:>8}  {} {{{}}}",
                     s.rank,
                     calls,
                     spread(sampled, relative(s.alloc_count_noise, calls)),
@@ -418,21 +419,22 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
                 )?;
             }
             writeln!(out)?;
-            writeln!(
-                out,
-                "{:<40} {:>12} {:>12} {:>12} {:>11}",
-                "category", "base", "change", "delta", "cost change"
-            )?;
             let (shown, left) = super::used_categories(
                 &d.categories,
                 |c| c.base_alloc_count > 0 || c.change_alloc_count > 0,
                 d.categories.iter().any(|c| c.alloc_count_noise.is_some()),
                 |c| c.alloc_count_noise,
             );
+            let w = super::category_width(shown.iter().map(|c| c.category.as_str()));
+            writeln!(
+                out,
+                "{:<w$} {:>12} {:>12} {:>12} {:>11}",
+                "category", "base", "change", "delta", "cost change"
+            )?;
             for c in shown {
                 writeln!(
                     out,
-                    "{:<40} {:>12} {:>12} {:>12} {:>11}",
+                    "{:<w$} {:>12} {:>12} {:>12} {:>11}",
                     c.category,
                     c.base_alloc_count,
                     c.change_alloc_count,

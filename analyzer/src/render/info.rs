@@ -124,15 +124,23 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         writeln!(out, "labels    {}", labels.join(", "))?;
     }
     writeln!(out)?;
+    // As wide as the longest phase name (a program's own may run long).
+    let w = i
+        .phases
+        .iter()
+        .map(|p| p.phase.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(24);
     writeln!(
         out,
-        "{:<24} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8} {:>11}",
+        "{:<w$} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8} {:>11}",
         "phase", "wall", "allocs", "reallocs", "bytes", "temps", "sites", "peak"
     )?;
     for p in &i.phases {
         writeln!(
             out,
-            "{:<24} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8} {:>11}",
+            "{:<w$} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8} {:>11}",
             p.phase,
             if p.timed {
                 seconds(p.wall_s)
@@ -144,11 +152,7 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             p.bytes_requested,
             // `count` mode counts neither: a 0 would read as none found.
             p.temporary_count.map_or("-".to_owned(), |t| t.to_string()),
-            if count {
-                "-".to_owned()
-            } else {
-                p.sites.to_string()
-            },
+            p.sites.map_or("-".to_owned(), |n| n.to_string()),
             // The highest live bytes while the phase was the innermost in force.
             p.peak_live_bytes
                 .map_or("-".to_owned(), |b| super::bytes(b as f64))

@@ -151,6 +151,12 @@ pub(crate) fn used_categories<T>(
     (shown, note)
 }
 
+/// The width of a table's category column: 40, or the longest name shown (a user's
+/// rules may name categories at length), so that the columns after it stay aligned.
+pub(crate) fn category_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    names.map(|n| n.chars().count()).max().unwrap_or(0).max(40)
+}
+
 pub(crate) fn opt_pct(x: Option<f64>) -> String {
     x.map_or("-".to_owned(), pct)
 }
@@ -293,9 +299,12 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
         Format::Csv => csv_rows(out, cats),
         Format::Table => {
             let sampled = cats.iter().any(|c| c.alloc_count_noise.is_some());
+            let (shown, left) =
+                used_categories(cats, |c| c.sites > 0, sampled, |c| c.alloc_count_noise);
+            let w = category_width(shown.iter().map(|c| c.category.as_str()));
             writeln!(
                 out,
-                "{:<40} {:>6} {:>13}{} {:>7} {:>14}{} {:>12}{}  top site",
+                "{:<w$} {:>6} {:>13}{} {:>7} {:>14}{} {:>12}{}  top site",
                 "category",
                 "sites",
                 "alloc+realloc",
@@ -306,13 +315,11 @@ pub fn categories(out: &mut dyn Write, cats: &[CategoryTotals], format: Format) 
                 "temporaries",
                 spread(sampled, "±"),
             )?;
-            let (shown, left) =
-                used_categories(cats, |c| c.sites > 0, sampled, |c| c.alloc_count_noise);
             for c in shown {
                 let calls = c.alloc_count.saturating_add(c.realloc_count);
                 writeln!(
                     out,
-                    "{:<40} {:>6} {:>13}{} {:>7} {:>14}{} {:>12}{}  {}",
+                    "{:<w$} {:>6} {:>13}{} {:>7} {:>14}{} {:>12}{}  {}",
                     c.category,
                     c.sites,
                     calls,
@@ -376,6 +383,28 @@ mod tests {
         assert_eq!(lifetime(180_223), "180.2 us");
         assert_eq!(lifetime(251_658_239), "251.7 ms");
         assert_eq!(lifetime(12_884_901_887), "12.9 s");
+    }
+
+    #[test]
+    fn a_long_category_name_widens_its_column_and_keeps_the_others_aligned() {
+        let row = |name: &str| crate::category_totals::CategoryTotals {
+            category: name.to_owned(),
+            sites: 3,
+            alloc_count: 10,
+            ..Default::default()
+        };
+        let long = "a category named by a user's rules at more than forty characters";
+        let mut out = Vec::new();
+        categories(&mut out, &[row("short"), row(long)], Format::Table).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // The column of sites ends at the same place in the header and in each row.
+        let end = |line: &str, word: &str| line.find(word).map(|i| i + word.len());
+        let header = end(lines[0], "sites").unwrap();
+        assert_eq!(header, long.len() + 7, "{text}");
+        for line in &lines[1..3] {
+            assert_eq!(end(line, " 3"), Some(header), "{text}");
+        }
     }
 
     #[test]

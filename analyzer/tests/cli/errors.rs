@@ -359,6 +359,8 @@ fn a_damaged_stored_calibration_is_passed_over_and_a_given_one_named() {
         stderr.contains("no calibration to price with: the cost column is empty"),
         "{stderr}"
     );
+    // Not that `--by cost` would measure one: over a damaged file it refuses.
+    assert!(!stderr.contains("--by cost"), "{stderr}");
     let out = analyzer_at_home(&["top", r, "--limit", "1", "--calibration", given], &home);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);

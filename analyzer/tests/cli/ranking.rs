@@ -46,9 +46,26 @@ fn sites_that_read_the_same_are_named_and_summed_by_callers() {
     assert_eq!(row["sites"], 2);
     let calls = row["alloc_count"].as_u64().unwrap() + row["realloc_count"].as_u64().unwrap();
     assert_eq!(calls, 12, "{row}");
-    // Grouped, nothing reads the same: no note.
-    let out = analyzer(&["top", r, "--group-by", "callers"]);
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("read the same"));
+    // Of the sites shown, only those that read the same as another shown are named:
+    // a limit that leaves out the second of the two, none.
+    let out = analyzer(&["top", r, "--limit", "20", "--format", "json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let alike: Vec<usize> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s["name"] == "build (demo.rs:21)")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(alike.len(), 2, "{rows}");
+    let limit = alike[1].to_string();
+    let out = analyzer(&["top", r, "--limit", &limit]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("read the same"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -104,6 +121,43 @@ fn user_rules_claim_sites() {
         cats.as_array().unwrap().len(),
         2,
         "the rule, then the unmatched"
+    );
+    // A rule naming an operation the calibration does not price: every priced
+    // output says its indirect cost counts as 0, rather than hide it in a lower cost.
+    let unpriced = dir.join("unpriced.toml");
+    std::fs::write(
+        &unpriced,
+        "[[category]]\nname = \"demo build\"\nframes = [{ function = \"build\" }]\n\
+         indirect = \"lc_temporay\"\n",
+    )
+    .unwrap();
+    let (r, u) = (fixture(), unpriced.to_str().unwrap());
+    let r = r.to_str().unwrap();
+    for args in [
+        vec!["cost", r, "--rules", u],
+        vec!["top", r, "--rules", u],
+        vec!["diff", r, r, "--rules", u],
+    ] {
+        let out = analyzer(&args);
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(
+                "category 'demo build' names operation 'lc_temporay', which the \
+                 calibration does not have; its indirect cost counts as 0"
+            ),
+            "{args:?}: {stderr}"
+        );
+    }
+    // And a rule that claims nothing is refused, naming the file.
+    std::fs::write(
+        &unpriced,
+        "[[category]]\nname = \"x\"\nalso = [{ function = \"build\" }]\n",
+    )
+    .unwrap();
+    assert_one_line_error(
+        &["categories", r, "--rules", u],
+        "unpriced.toml: category \"x\" has neither `frames` nor `innermost`",
     );
 }
 

@@ -48,22 +48,29 @@ impl CostJob {
         let phase = r.check_phase(s.phase.as_deref())?;
         refuse_without_sites(&r, "to price")?;
         let cal = calibration(self.inputs.calibration.as_deref())?;
-        for c in &rules {
-            if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
-                && cal.operation(op).is_none()
-            {
-                note!(
-                    "analyzer: category '{}' names operation '{op}', which the calibration does not have; its indirect cost counts as 0",
-                    c.name
-                );
-            }
-        }
+        warn_of_unpriced(&rules, &cal);
         warn_if_other_host(&cal, &r);
         warn_of_report(&r);
         no_sites_note(&r, phase, "to price");
         coverage_note(&r, phase);
         let est = cost::estimate(&r, &cal, &rules, phase, self.limit);
         Ok(render::cost(out, &est, s.format)?)
+    }
+}
+
+/// Says on standard error which categories name an operation `cal` does not price
+/// (a typo, or a calibration older than the operation): their indirect cost counts
+/// as 0, which every priced output would otherwise hide.
+pub(crate) fn warn_of_unpriced(rules: &[analyzer::categories::Category], cal: &Calibration) {
+    for c in rules {
+        if let Some(op) = c.indirect.as_deref().filter(|o| *o != "copy")
+            && cal.operation(op).is_none()
+        {
+            note!(
+                "analyzer: category '{}' names operation '{op}', which the calibration does not have; its indirect cost counts as 0",
+                c.name
+            );
+        }
     }
 }
 
@@ -149,13 +156,18 @@ pub(crate) fn coverage_note(r: &report::Report, phase: Option<&str>) {
     let Some((sampled, exact, bound)) = r.sampled_bytes_against_exact(phase) else {
         return;
     };
-    if exact == 0 {
+    // (Nothing sampled at all: `no_sites_note` says so.)
+    if exact == 0 || sampled == 0 {
         return;
     }
     let off = sampled.abs_diff(exact);
     if off <= bound.unwrap_or(0).max(exact / 100) {
         return;
     }
+    let spread = match bound {
+        Some(b) if b >= exact / 100 => format!("sampling's spread (±{})", render::bytes(b as f64)),
+        _ => "1 %".to_owned(),
+    };
     let within = phase.map_or(String::new(), |p| format!(" in {p}"));
     let why = if sampled < exact {
         "the rest is in blocks too rare to be sampled, so its bytes and costs read low"
@@ -164,13 +176,12 @@ pub(crate) fn coverage_note(r: &report::Report, phase: Option<&str>) {
     };
     note!(
         "analyzer: {}: its sampled sites hold {} of the {} requested{within} ({:.1} %; the \
-         totals are counted exactly in every mode), further off than sampling's spread \
-         (±{}): {why}; a sites report attributes every block",
+         totals are counted exactly in every mode), further off than {spread}: {why}; a \
+         sites report attributes every block",
         r.dir.display(),
         render::bytes(sampled as f64),
         render::bytes(exact as f64),
         100.0 * sampled as f64 / exact as f64,
-        render::bytes(bound.unwrap_or(0) as f64)
     );
 }
 

@@ -283,6 +283,7 @@ impl DiffJob {
             Some(calibration(self.inputs.calibration.as_deref())?)
         };
         if let Some(cal) = &cal {
+            crate::cost_jobs::warn_of_unpriced(&rules, cal);
             warn_if_other_host(cal, &b);
             // The base is priced with it too: over another allocator (a comparison
             // of allocators), its prices are the calibration's allocator's.

@@ -222,13 +222,20 @@ impl TopJob {
         } else {
             let stored = stored_calibration(self.inputs.calibration.as_deref())?;
             if stored.is_none() {
-                note!(
-                    "analyzer: no calibration to price with: the cost column is empty \
-                     (`analyzer calibrate` measures one; `--by cost` measures one first)"
-                );
+                // Over a stored file that cannot be read, `--by cost` refuses rather
+                // than measure one.
+                let how = if analyzer::calibrate::default_path().exists() {
+                    "`analyzer calibrate` measures a new one"
+                } else {
+                    "`analyzer calibrate` measures one; `--by cost` measures one first"
+                };
+                note!("analyzer: no calibration to price with: the cost column is empty ({how})");
             }
             stored
         };
+        if let Some(cal) = &cal {
+            cost_jobs::warn_of_unpriced(&rules, cal);
+        }
         let seconds = |m: BTreeMap<u64, cost::Priced>| -> HashMap<u64, f64> {
             m.into_iter()
                 .map(|(site, p)| (site, p.cost.total() * 1e-9))

@@ -112,7 +112,8 @@ struct CostArgs {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// The call sites that allocate most, each named by its first frame outside the
-    /// allocator and the standard library, with their estimated cost.
+    /// allocator, the standard library, hashbrown, rayon and the tracer, with their
+    /// estimated cost.
     Top {
         #[command(flatten)]
         common: Common,
@@ -132,11 +133,11 @@ enum Command {
         #[arg(long, value_enum, default_value = "site")]
         group_by: GroupByArg,
         /// Rows to show.
-        #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = 20, value_parser = values::rows, allow_negative_numbers = true)]
         limit: usize,
     },
     /// What a report is: mode, intervals, command line, host, phases (wall time,
-    /// counts), threads, peak live bytes and peak RSS, labels, what was dropped,
+    /// counts), threads, peak live bytes and peak RSS, labels, what was not kept,
     /// tables.
     Info {
         /// Report directory (written by alloc-tracer).
@@ -184,7 +185,7 @@ enum Command {
         #[command(flatten)]
         cost: CostArgs,
         /// Sites to show.
-        #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = 20, value_parser = values::rows, allow_negative_numbers = true)]
         limit: usize,
     },
     /// Compares two reports (baseline, then changed build): sites matched by their
@@ -215,7 +216,7 @@ enum Command {
         #[arg(long)]
         recycled: bool,
         /// Sites to show.
-        #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = 20, value_parser = values::rows, allow_negative_numbers = true)]
         limit: usize,
         /// Exit 1 when the change grows beyond this: METRIC>THRESHOLD, the
         /// threshold a signed change from the base, with METRIC
@@ -330,7 +331,7 @@ enum Command {
         #[arg(long)]
         rules: Option<PathBuf>,
         /// Sites to show.
-        #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = 20, value_parser = values::rows, allow_negative_numbers = true)]
         limit: usize,
         /// A baseline report: compare the two, categories and sites (matched as
         /// `diff` matches them, then by naming frame) by how much their live bytes
@@ -349,7 +350,7 @@ enum Command {
         #[arg(long)]
         rules: Option<PathBuf>,
         /// Sites to show.
-        #[arg(long, default_value_t = 20, allow_negative_numbers = true)]
+        #[arg(long, default_value_t = 20, value_parser = values::rows, allow_negative_numbers = true)]
         limit: usize,
         /// A baseline report: compare the two, categories and sites (matched as
         /// `diff` matches them, then by naming frame) by how much their live bytes

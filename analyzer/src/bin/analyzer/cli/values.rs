@@ -131,6 +131,13 @@ pub(super) fn seconds(text: &str) -> Result<f64, String> {
     }
 }
 
+/// A number of rows to show (`--limit`): 0 or more.
+pub(super) fn rows(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .map_err(|_| format!("{text:?} is not a number of rows (0 or more)"))
+}
+
 /// A margin given on the command line: a percentage (`5%`, or `5`), 0 or more, as a
 /// fraction.
 pub(super) fn margin(text: &str) -> Result<f64, String> {
