@@ -3,9 +3,10 @@
 //! A C1 output edited or assembled by hand can decode and still not fit: the circuit
 //! would be built from it regardless, of another size than the sector's (a Merkle
 //! path one level short makes fewer rows), or the proof library would panic on it (a
-//! path level with too few hashes, a missing parent column). Each is refused with one
-//! line naming the proof and what does not fit. Values are not checked, as synthesis
-//! does not check them: only what sets the circuit's shape.
+//! path level with too few hashes, a missing parent column, a column short of a row,
+//! a hash that is not a field element). Each is refused with one line naming the proof
+//! and what does not fit. Values are not checked further, as synthesis does not check
+//! them: a proof that does not verify is synthesized all the same.
 
 use anyhow::{Context, Result, bail};
 use filecoin_proofs::DefaultPieceHasher;
@@ -119,8 +120,83 @@ pub fn check_proofs<Tree: 'static + MerkleTreeTrait>(
         {
             bail!("partition {partition}, vanilla proof {i}: {name} has {fault}");
         }
+        if let Some(fault) = value_fault(p, params.num_layers)? {
+            bail!("partition {partition}, vanilla proof {i}: {fault}");
+        }
     }
     Ok(())
+}
+
+/// What the proof library would panic on in a vanilla proof of the right shape, if
+/// anything: a column of another number of rows than the layers (its circuit asserts
+/// it), or a hash, leaf, root, row or label that is not a field element (turned into
+/// one with an `unwrap`). Read from the proof's serde form, in which each of those is
+/// an array of 32 bytes and nothing else is.
+fn value_fault<Tree: 'static + MerkleTreeTrait>(
+    p: &Proof<Tree, DefaultPieceHasher>,
+    layers: usize,
+) -> Result<Option<String>> {
+    let value = serde_json::to_value(p).context("a vanilla proof")?;
+    let columns = &value["replica_column_proofs"];
+    let named = std::iter::once(("c_x".to_owned(), &columns["c_x"]))
+        .chain(parents(columns, "drg_parents", "DRG parent"))
+        .chain(parents(columns, "exp_parents", "expander parent"));
+    for (name, column) in named {
+        let rows = column["column"]["rows"].as_array().map_or(0, Vec::len);
+        if rows != layers {
+            return Ok(Some(format!(
+                "{name}'s column has {rows} rows, where the sector's {layers} layers make {layers}"
+            )));
+        }
+    }
+    Ok(not_field_element(&value, &mut Vec::new()))
+}
+
+/// The columns of one kind of parent, named with their index.
+fn parents<'v>(
+    columns: &'v serde_json::Value,
+    key: &str,
+    name: &'static str,
+) -> impl Iterator<Item = (String, &'v serde_json::Value)> {
+    columns[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(move |(k, c)| (format!("{name} {k}"), c))
+}
+
+/// The first 32-byte value under `value` that is not a field element's
+/// representation, named by where it lies (`comm_r_last_proof/data/Single/root`).
+fn not_field_element(value: &serde_json::Value, at: &mut Vec<String>) -> Option<String> {
+    use ff::PrimeField;
+    match value {
+        serde_json::Value::Array(items) => {
+            let bytes: Option<Vec<u8>> = items
+                .iter()
+                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect();
+            if let Some(bytes) = bytes.filter(|b| b.len() == 32) {
+                let repr: [u8; 32] = bytes.try_into().expect("32 bytes");
+                return blstrs::Scalar::from_repr_vartime(repr)
+                    .is_none()
+                    .then(|| format!("{} is not a field element", at.join("/")));
+            }
+            items.iter().enumerate().find_map(|(k, item)| {
+                at.push(k.to_string());
+                let found = not_field_element(item, at);
+                at.pop();
+                found
+            })
+        }
+        serde_json::Value::Object(fields) => fields.iter().find_map(|(key, item)| {
+            at.push(key.clone());
+            let found = not_field_element(item, at);
+            at.pop();
+            found
+        }),
+        _ => None,
+    }
 }
 
 /// What is wrong with the path of Merkle proof `p` for a tree over `leaves` leaves

@@ -86,6 +86,7 @@ fn run() -> Result<ExitCode> {
         // any note. Not opened: a FIFO's writer would take it for the reader.
         std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
     }
+    runner::check_report(&job)?;
     for note in &job.notes {
         writeln!(std::io::stderr(), "synth-driver: note: {note}")?;
     }

@@ -83,9 +83,15 @@ impl IterationReport {
 
     fn print_text(&self, out: &mut dyn Write) -> Result<()> {
         let r = self;
+        // `--count-only` synthesizes nothing: its time is of counting the rows.
+        let work = if r.prover == "count-only" {
+            "counting"
+        } else {
+            "synthesis"
+        };
         write!(
             out,
-            "{} [{}] iteration {}: {} rows, {} aux, {} inputs, synthesis {:.3} s (variant {}, trace {}, allocator {}",
+            "{} [{}] iteration {}: {} rows, {} aux, {} inputs, {work} {:.3} s (variant {}, trace {}, allocator {}",
             r.circuit,
             r.prover,
             r.iteration,
@@ -218,6 +224,16 @@ mod tests {
             "ab".repeat(32)
         );
         assert_eq!(printed(&report(), Output::Text), want);
+        // `--count-only` synthesizes nothing: its time is of counting.
+        let counted = IterationReport {
+            prover: "count-only",
+            ..report()
+        };
+        assert!(
+            printed(&counted, Output::Text).contains("2 inputs, counting 0.250 s (variant"),
+            "{}",
+            printed(&counted, Output::Text)
+        );
         let blank = IterationReport {
             witness: "blank",
             seed: Some(3),

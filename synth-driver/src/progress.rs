@@ -2,8 +2,9 @@
 //! partition).
 //!
 //! The bar shows only when stderr is a terminal, and only once the work has run
-//! for [`DELAY`], so short runs and piped or `--json` runs print nothing extra
-//! (stdout never carries it). Its drawing runs on its own thread with the tracer's
+//! for [`DELAY`], so short runs and piped runs draw none (stdout, `--json`'s, never
+//! carries it); off a terminal, work made of steps (a seal's) prints each step's line
+//! to stderr instead ([`Progress::step`]). Its drawing runs on its own thread with the tracer's
 //! recording suppressed for that thread (`alloc_tracer::untraced`), and every call
 //! into the bar from the working thread is suppressed the same way, so a traced run
 //! counts the same allocations with or without a bar.
@@ -26,6 +27,11 @@ pub const DELAY: Duration = Duration::from_secs(2);
 
 /// Rows built so far by the synthesis in progress (0 when unknown).
 pub static ROWS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether [`ROWS`] holds the size of the circuit being synthesized rather than the
+/// rows built so far: the stock prover publishes none as it goes, and its circuit
+/// was counted before.
+pub static ROWS_ARE_SIZE: AtomicBool = AtomicBool::new(false);
 
 /// Publishes `rows` to [`ROWS`] when it is a multiple of 4096.
 #[inline]
@@ -148,7 +154,12 @@ fn tick(bar: &ProgressBar, done: &AtomicBool, drawing: &AtomicBool, rows_shown: 
     while !done.load(Relaxed) {
         let rows = ROWS.load(Relaxed);
         if rows_shown && rows != shown {
-            bar.set_message(format!("{rows} rows"));
+            // Not a count of rows done, which would read as all of them from the start.
+            bar.set_message(if ROWS_ARE_SIZE.load(Relaxed) {
+                format!("a circuit of {rows} rows")
+            } else {
+                format!("{rows} rows")
+            });
             shown = rows;
         }
         bar.tick();

@@ -27,12 +27,6 @@ pub fn run(job: Job) -> Result<()> {
         // Printed by `main`.
         notes: _,
     } = job;
-    if let Some(dir) = &trace.report {
-        check_writable(dir)?;
-        if let Work::Seal { out, .. } = &work {
-            check_apart(dir, out)?;
-        }
-    }
     // Before anything starts a thread (progress bars, rayon, the prover's pools).
     signals::watch(trace.report.clone())?;
     // Rayon's global pool, started here and every worker waited for: each worker
@@ -311,6 +305,8 @@ impl Runner<'_> {
             }
             let (circuit, shape, seed) = {
                 let _setup = alloc_tracer::phase("setup");
+                // Counting publishes the rows it has counted so far.
+                progress::ROWS_ARE_SIZE.store(false, std::sync::atomic::Ordering::Relaxed);
                 // The stock prover keeps the shape to itself: count it on a circuit
                 // of its own, before the one that is synthesized, made and freed
                 // untraced (a block made traced and freed untraced would stay live
@@ -325,11 +321,12 @@ impl Runner<'_> {
                 (circuit, shape, seed)
             };
             // The mirror prover publishes its rows as it synthesizes; the stock prover
-            // publishes none, so the progress line keeps the rows its shape counted
-            // (the circuit's size), not a count stuck at 0.
+            // publishes none, so the progress line keeps the rows its shape counted,
+            // said to be the circuit's size, not a count stuck at 0.
             if shape.is_none() {
                 progress::ROWS.store(0, std::sync::atomic::Ordering::Relaxed);
             }
+            progress::ROWS_ARE_SIZE.store(shape.is_some(), std::sync::atomic::Ordering::Relaxed);
             let before = alloc_tracer::counts();
             let start = Instant::now();
             let (shape, digest, substituted) = {
@@ -480,10 +477,19 @@ fn enforce_allocs(before: &alloc_tracer::Counts, after: &alloc_tracer::Counts) -
     Some(after.phases.get(id)?.allocs - before.phases.get(id)?.allocs)
 }
 
-/// Fails early, with a one-line error, when the report could not be written later:
-/// its folder's parent cannot be made or written, or the folder is something the
-/// tracer would refuse to replace (a file, or a folder holding more than a report).
-/// `%p` and `%t` are expanded first, as the tracer expands them.
+/// Fails early, with a one-line error, when the job's report could not be written
+/// later ([`check_writable`]) or would overlap the sector a seal writes
+/// ([`check_apart`]): before any note, so that the error is the one line said.
+pub fn check_report(job: &Job) -> Result<()> {
+    if let Some(dir) = &job.trace.report {
+        check_writable(dir)?;
+        if let Work::Seal { out, .. } = &job.work {
+            check_apart(dir, out)?;
+        }
+    }
+    Ok(())
+}
+
 /// Refuses a report folder that holds the sealed sector's folder or lies inside it:
 /// the report would be refused after the seal (a report folder holds nothing else),
 /// or the seal's folder would hold the report.
@@ -526,19 +532,37 @@ fn resolved(path: &Path) -> std::path::PathBuf {
     whole
 }
 
+/// Fails early, with a one-line error, when the report could not be written later:
+/// the nearest folder above it that exists is not one or cannot be written (the
+/// tracer makes the folders below it as it writes; none are made here, so that a run
+/// refused later leaves nothing behind), or the folder is something the tracer would
+/// refuse to replace (a file, or a folder holding more than a report). `%p` and `%t`
+/// are expanded first, as the tracer expands them.
 fn check_writable(dir: &Path) -> Result<()> {
     let dir = &alloc_tracer::expand_path(dir);
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    std::fs::create_dir_all(&parent).with_context(|| {
-        format!(
-            "report directory {}: cannot create its parent",
-            dir.display()
-        )
-    })?;
-    let probe = parent.join(format!(".synth-driver-probe-{}", std::process::id()));
+    let existing = parent
+        .ancestors()
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .find(|a| a.symlink_metadata().is_ok())
+        .unwrap_or(Path::new("."));
+    if !existing.is_dir() {
+        anyhow::bail!(
+            "report directory {}: cannot create its parent ({} is not a folder)",
+            dir.display(),
+            existing.display()
+        );
+    }
+    let probe = existing.join(format!(".synth-driver-probe-{}", std::process::id()));
     std::fs::write(&probe, b"")
         .with_context(|| format!("report directory {}: not writable", dir.display()))?;
     let _ = std::fs::remove_file(probe);

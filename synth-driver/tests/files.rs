@@ -65,6 +65,34 @@ fn a_report_folder_that_would_be_refused_is_refused_before_the_run() {
     let out = traced_to(&file);
     refused_before_the_run(&out, "exists and is not a folder");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+    // Below a file: named, not a folder made beside it.
+    let out = traced_to(&file.join("r"));
+    refused_before_the_run(&out, "cannot create its parent (");
+
+    // With a note to print (--lifetimes, which sample:N does not use), the refusal
+    // is still the one line said: checked before the notes.
+    let out = driver()
+        .args(["--trace", "sample:10", "--lifetimes", "5", "--report"])
+        .arg(&mine)
+        .args(["sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    refused_before_the_run(&out, "holds notes.txt besides report files");
+
+    // A run refused after the check (its input is not a C1 output) leaves none of
+    // the report's folders behind.
+    let not_c1 = dir.join("not-c1.json");
+    std::fs::write(&not_c1, "x").unwrap();
+    let nested = dir.join("new");
+    let out = driver()
+        .args(["--trace", "count", "--report"])
+        .arg(nested.join("a/b/r"))
+        .args(["porep", "--c1"])
+        .arg(&not_c1)
+        .output()
+        .unwrap();
+    refused_before_the_run(&out, "not JSON");
+    assert!(!nested.exists());
 }
 
 #[test]

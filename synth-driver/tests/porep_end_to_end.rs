@@ -271,7 +271,7 @@ fn bad_c1_files_are_one_line_errors() {
                 "--c1".into(),
                 dir.join("missing.json").display().to_string(),
             ],
-            "missing.json",
+            "missing.json: No such file",
         ),
         // With a note to print (stacks without --report), the missing file is still
         // the one line said.
@@ -283,7 +283,7 @@ fn bad_c1_files_are_one_line_errors() {
                 "--c1".into(),
                 dir.join("missing.json").display().to_string(),
             ],
-            "missing.json",
+            "missing.json: No such file",
         ),
         (
             vec![
@@ -291,7 +291,7 @@ fn bad_c1_files_are_one_line_errors() {
                 "--c1".into(),
                 truncated.display().to_string(),
             ],
-            "truncated",
+            "not JSON (truncated or corrupt?)",
         ),
         (
             vec!["porep".into(), "--c1".into(), not_c1.display().to_string()],
@@ -332,7 +332,7 @@ fn bad_c1_files_are_one_line_errors() {
     )
     .unwrap();
     type Edit = fn(&mut serde_json::Value);
-    let edits: [(&str, Edit, &str); 7] = [
+    let edits: [(&str, Edit, &str); 9] = [
         (
             "replica",
             |c| c["replica_id"] = serde_json::json!(vec![255u8; 32]),
@@ -388,6 +388,25 @@ fn bad_c1_files_are_one_line_errors() {
                 level["hashes"].as_array_mut().unwrap().push(hash);
             },
             "comm_d_proofs has 2 hashes and position",
+        ),
+        (
+            "rows",
+            |c| {
+                let proof = &mut c["vanilla_proofs"]["StackedDrg2KiBV1"][0][0];
+                let parent = &mut proof["replica_column_proofs"]["exp_parents"][0];
+                parent["column"]["rows"].as_array_mut().unwrap().pop();
+            },
+            "vanilla proof 0: expander parent 0's column has 1 rows, where the sector's 2 \
+             layers make 2",
+        ),
+        (
+            "field",
+            |c| {
+                let proof = &mut c["vanilla_proofs"]["StackedDrg2KiBV1"][0][0];
+                let path = &mut proof["comm_r_last_proof"]["data"]["Single"]["path"]["path"];
+                path[0]["hashes"][0] = serde_json::json!(vec![255u8; 32]);
+            },
+            "comm_r_last_proof/data/Single/path/path/0/hashes/0 is not a field element",
         ),
     ];
     for (name, edit, expected) in edits {

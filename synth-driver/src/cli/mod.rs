@@ -340,9 +340,17 @@ impl Cli {
         if std::env::var_os("ALLOC_TRACE").is_some_and(|v| v.is_empty()) {
             command = command.mut_arg("trace", |a| a.env(None));
         }
+        let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+        // The subcommand given, for a tip that names it.
+        let subcommand = args
+            .iter()
+            .skip(1)
+            .filter_map(|a| a.to_str())
+            .find(|a| command.get_subcommands().any(|s| s.get_name() == *a));
+        let subcommand = subcommand.map(str::to_owned);
         let matches = command
             .try_get_matches_from(args)
-            .map_err(subcommand_option_tip)?;
+            .map_err(|e| subcommand_option_tip(e, subcommand.as_deref()))?;
         let mut cli = Cli::from_arg_matches(&matches)?;
         // Global options given after the subcommand are in its matches.
         let mut all = vec![&matches];
@@ -570,7 +578,7 @@ fn check_variants(variants: &[Variant], work: &Work, prover: Prover) -> Result<(
 /// clap's error for `-i`, `--iterations` or `--seed` given before the subcommand
 /// (where the tracer's options and `--json` may go), with a tip: they are the
 /// subcommand's own.
-fn subcommand_option_tip(mut e: clap::Error) -> clap::Error {
+fn subcommand_option_tip(mut e: clap::Error, subcommand: Option<&str>) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let flag = match e.get(ContextKind::InvalidArg) {
         Some(ContextValue::String(arg)) if e.kind() == ErrorKind::UnknownArgument => {
@@ -584,7 +592,11 @@ fn subcommand_option_tip(mut e: clap::Error) -> clap::Error {
         e.insert(
             ContextKind::Suggested,
             ContextValue::StyledStrs(vec![
-                format!("{flag} is the subcommand's: give it after it (sha256 {flag} ...)").into(),
+                format!(
+                    "{flag} is the subcommand's: give it after it ({} {flag} ...)",
+                    subcommand.unwrap_or("SUBCOMMAND")
+                )
+                .into(),
             ]),
         );
     }
@@ -612,6 +624,23 @@ fn check_turns(
     };
     if !work.synthesizes() {
         bail!("several {flag} values take turns by iteration; {command} has no iterations");
+    }
+    // Times are kept by value: a value given twice would run twice as often and be
+    // compared with nothing.
+    let twice = variants
+        .iter()
+        .enumerate()
+        .find(|(i, v)| variants[..*i].contains(v))
+        .map(|(_, v)| v.name().to_owned())
+        .or_else(|| {
+            modes
+                .iter()
+                .enumerate()
+                .find(|(i, m)| modes[..*i].contains(m))
+                .map(|(_, m)| m.name())
+        });
+    if let Some(value) = twice {
+        bail!("{flag} {value} is given twice: each value takes one turn a round");
     }
     if report {
         bail!(
@@ -645,8 +674,6 @@ fn check_turns(
     }))
 }
 
-/// A `--trace` value. (The tracer's own parser, made for `ALLOC_TRACE`, takes an
-/// empty value for `off` and names the variable in its errors.)
 /// Refuses a `--trace` other than `ALLOC_TRACE`, when that is set to a mode: the
 /// tracer took it at the program's first allocation, so the report would hold the
 /// start in one mode and the rest in another.
@@ -770,11 +797,19 @@ mod tests {
         for flag in ["-i 2", "--iterations 2", "--seed 3", "--iterations=2"] {
             let args = format!("--trace off,count {flag} sha256");
             let e = job(&args).map(|_| ()).unwrap_err();
+            let flag = flag.split([' ', '=']).next().unwrap();
             assert!(
-                e.contains("is the subcommand's: give it after it"),
+                e.contains(&format!(
+                    "is the subcommand's: give it after it (sha256 {flag} ...)"
+                )),
                 "{args}: {e}"
             );
         }
+        // Named as given, whichever subcommand it is.
+        let e = job("-i 2 porep --sector-size 2KiB")
+            .map(|_| ())
+            .unwrap_err();
+        assert!(e.contains("give it after it (porep -i ...)"), "{e}");
         // Other unknown arguments are clap's alone.
         let e = job("--bogus sha256").map(|_| ()).unwrap_err();
         assert!(!e.contains("subcommand's"), "{e}");
@@ -1020,6 +1055,15 @@ mod tests {
                 "--trace off,count sha256 -i 3",
                 "--iterations 3 leaves the last round short: give a multiple of 2 \
                  (--iterations 2 or 4)",
+            ),
+            // Times are kept by value: a value given twice would compare nothing.
+            (
+                "--variant baseline,baseline sha256 -i 4",
+                "--variant baseline is given twice: each value takes one turn a round",
+            ),
+            (
+                "--trace count,sites,count sha256 -i 6",
+                "--trace count is given twice",
             ),
             ("--top 11 sha256", "the summary lists 0 to 10 sites"),
             (

@@ -4,6 +4,8 @@
 use crate::circuits;
 use alloc_tracer::Mode;
 
+/// A `--trace` value. (The tracer's own parser, made for `ALLOC_TRACE`, takes an
+/// empty value for `off` and names the variable in its errors.)
 pub(super) fn parse_mode(s: &str) -> Result<Mode, String> {
     const EXPECTED: &str =
         "expected off, count, sites or sample:N (N >= 1), from --trace or ALLOC_TRACE";
