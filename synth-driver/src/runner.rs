@@ -320,12 +320,11 @@ impl Runner<'_> {
                 let (circuit, seed) = make(round, variant)?;
                 (circuit, shape, seed)
             };
-            // The mirror prover publishes its rows as it synthesizes; the stock prover
-            // publishes none, so the progress line keeps the rows its shape counted,
-            // said to be the circuit's size, not a count stuck at 0.
-            if shape.is_none() {
-                progress::ROWS.store(0, std::sync::atomic::Ordering::Relaxed);
-            }
+            // The mirror prover publishes its rows as it synthesizes, from 0; the stock
+            // prover publishes none, so the progress line shows the size its shape
+            // counted, exact (counting published only multiples of 4096).
+            let size = shape.as_ref().map_or(0, |s| s.rows as u64);
+            progress::ROWS.store(size, std::sync::atomic::Ordering::Relaxed);
             progress::ROWS_ARE_SIZE.store(shape.is_some(), std::sync::atomic::Ordering::Relaxed);
             let before = alloc_tracer::counts();
             let start = Instant::now();

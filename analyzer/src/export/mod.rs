@@ -9,7 +9,7 @@ mod pprof;
 
 pub use diff_flame::Intervals;
 pub use named_sites::{NamedSite, named_sites, named_sites_parquet};
-pub use pprof::{InUse, estimates as pprof_estimates, pprof, pprof_protobuf};
+pub use pprof::{InUse, estimates as pprof_estimates, heap_sampled, pprof, pprof_protobuf};
 
 use crate::naming::{self, without_generics};
 use crate::rank::frames_of;

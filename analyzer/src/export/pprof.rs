@@ -284,19 +284,27 @@ pub fn estimates(report: &Report, in_use: &[InUse]) -> Vec<String> {
             m.mode, m.sample_interval
         ));
     }
-    // Exact at an interval of 1; a report whose heap sampling stopped before it was
-    // written (interval 0) still holds the estimates of the peak it kept.
-    if !in_use.is_empty() && m.heap_interval != 1 {
-        let every = match m.heap_interval {
-            0 => "heap sampling stopped before the report was written".to_owned(),
-            n => format!("sampled {}", crate::units::heap_every(n)),
-        };
+    if !in_use.is_empty()
+        && let Some(every) = heap_sampled(report)
+    {
         lines.push(format!(
             "inuse_objects and inuse_space are heap sampling's estimates at the kept peak \
              ({every})"
         ));
     }
     lines
+}
+
+/// How heap sampling's live-byte estimates were sampled (`sampled every 1.0 MiB on
+/// average`), or `None` where they are exact (an interval of 1). A report whose heap
+/// sampling stopped before it was written (interval 0) still holds the estimates of
+/// the moments it kept.
+pub fn heap_sampled(report: &Report) -> Option<String> {
+    match report.manifest.heap_interval {
+        1 => None,
+        0 => Some("heap sampling stopped before the report was written".to_owned()),
+        n => Some(format!("sampled {}", crate::units::heap_every(n))),
+    }
 }
 
 /// A function's name in the profile: without generic arguments, and with its file

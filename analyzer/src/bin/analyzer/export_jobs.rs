@@ -177,12 +177,10 @@ impl ExportJob {
                         analyzer::memory::UNSEEN
                     );
                 }
-                if !lines.is_empty() && r.manifest.heap_interval != 1 {
-                    // Exact only at an interval of 1; no title here to say so.
-                    let every = match r.manifest.heap_interval {
-                        0 => "heap sampling stopped before the report was written".to_owned(),
-                        n => format!("sampled {}", analyzer::units::heap_every(n)),
-                    };
+                // No title here to say that the weights are estimates.
+                if !lines.is_empty()
+                    && let Some(every) = export::heap_sampled(&r)
+                {
                     note!(
                         "analyzer: {}: the weights are heap sampling's estimates of live \
                          bytes ({every})",
