@@ -628,8 +628,12 @@ fn analyze(r: &Report, base: &Report, cal: &Calibration) {
             RankBy::Cost,
         ] {
             let sites = rank::top(r, by, 10, phase, Some(&costs));
+            let table = render::SitesTable {
+                rows: "site",
+                sampled: r.manifest.sample_interval > 1,
+            };
             for f in formats {
-                render::sites(&mut out, &sites, f).unwrap();
+                render::sites(&mut out, &sites, table, f).unwrap();
             }
         }
         let cats = analyzer::category_totals::totals(r, &rules, phase);

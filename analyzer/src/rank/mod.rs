@@ -35,6 +35,20 @@ pub enum GroupBy {
     Crate,
 }
 
+impl GroupBy {
+    /// What a row is, for the heading of the column that names it.
+    pub fn row_name(self) -> &'static str {
+        match self {
+            GroupBy::Site | GroupBy::Callers => "site",
+            GroupBy::Job => "job",
+            GroupBy::Function => "function",
+            GroupBy::Line => "line",
+            GroupBy::Category => "category",
+            GroupBy::Crate => "crate",
+        }
+    }
+}
+
 /// What to rank by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RankBy {

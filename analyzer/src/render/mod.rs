@@ -193,8 +193,23 @@ fn csv_error(e: csv::Error) -> io::Error {
     }
 }
 
+/// How a table of ranked sites heads its rows.
+#[derive(Clone, Copy, Debug)]
+pub struct SitesTable {
+    /// What a row is (`site`, `function`, `category`: [`crate::rank::GroupBy::row_name`]).
+    pub rows: &'static str,
+    /// The report records one allocation in N (`sample:N`): a column of spreads,
+    /// even with no row to fill it.
+    pub sampled: bool,
+}
+
 /// Writes ranked sites.
-pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::Result<()> {
+pub fn sites(
+    out: &mut dyn Write,
+    sites: &[RankedSite],
+    table: SitesTable,
+    format: Format,
+) -> io::Result<()> {
     match format {
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, sites)?;
@@ -212,10 +227,10 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                 }
             };
             // A column of sampling's spread only in a `sample:N` report.
-            let sampled = sites.iter().any(|s| s.alloc_count_noise.is_some());
+            let sampled = table.sampled;
             writeln!(
                 out,
-                "{:>4} {:>13}{} {:>7} {:>14}{} {:>6}{} {:>9} {:>12} {:>9}{}  site",
+                "{:>4} {:>13}{} {:>7} {:>14}{} {:>6}{} {:>9} {:>12} {:>9}{}  {}",
                 "rank",
                 // What sites count and rank by: a realloc that moves a block is
                 // an allocation too.
@@ -229,7 +244,8 @@ pub fn sites(out: &mut dyn Write, sites: &[RankedSite], format: Format) -> io::R
                 "class",
                 "lifetime",
                 "cost",
-                count(&"sites")
+                count(&"sites"),
+                table.rows
             )?;
             for s in sites {
                 let calls = s.alloc_count.saturating_add(s.realloc_count);
@@ -362,10 +378,46 @@ mod tests {
         }
     }
 
+    /// A table of single sites of an exact report.
+    const SITES: SitesTable = SitesTable {
+        rows: "site",
+        sampled: false,
+    };
+
+    #[test]
+    fn a_tables_rows_are_headed_by_what_they_are_and_a_sampled_one_keeps_its_spreads() {
+        let table = |t: SitesTable, rows: &[RankedSite]| {
+            let mut out = Vec::new();
+            sites(&mut out, rows, t, Format::Table).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let header = |text: &str| text.lines().next().unwrap().to_owned();
+        let functions = SitesTable {
+            rows: "function",
+            ..SITES
+        };
+        assert!(header(&table(functions, &[])).ends_with("  function"));
+        assert!(header(&table(SITES, &[])).ends_with("  site"));
+        // With no row to show, a sampled report's table still has its spreads.
+        let sampled = table(
+            SitesTable {
+                sampled: true,
+                ..SITES
+            },
+            &[],
+        );
+        assert!(
+            header(&sampled).contains("alloc+realloc      ±"),
+            "{sampled}"
+        );
+        assert!(sampled.contains(SAMPLED_FOOTER), "{sampled}");
+        assert!(!header(&table(SITES, &[])).contains('±'));
+    }
+
     #[test]
     fn csv_without_rows_is_the_header_of_the_json_fields() {
         let mut out = Vec::new();
-        sites(&mut out, &[], Format::Csv).unwrap();
+        sites(&mut out, &[], SITES, Format::Csv).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.lines().count(), 1, "{text}");
         let mut header: Vec<&str> = text.trim_end().split(',').collect();
@@ -493,7 +545,7 @@ mod tests {
                 Ok(())
             }
         }
-        let e = sites(&mut Closed, &[RankedSite::default()], Format::Csv).unwrap_err();
+        let e = sites(&mut Closed, &[RankedSite::default()], SITES, Format::Csv).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::BrokenPipe);
     }
 }

@@ -300,7 +300,11 @@ impl TopJob {
                 }
             );
         }
-        Ok(render::sites(out, &sites, format)?)
+        let table = render::SitesTable {
+            rows: self.group_by.row_name(),
+            sampled: r.manifest.sample_interval > 1,
+        };
+        Ok(render::sites(out, &sites, table, format)?)
     }
 }
 
