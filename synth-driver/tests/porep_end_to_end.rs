@@ -199,7 +199,11 @@ fn porep_2kib_rows_and_top_sites() {
             None,
         );
         let mut table = Vec::new();
-        analyzer::render::sites(&mut table, &sites, analyzer::render::Format::Table).unwrap();
+        let rows = analyzer::render::SitesTable {
+            rows: "site",
+            sampled: false,
+        };
+        analyzer::render::sites(&mut table, &sites, rows, analyzer::render::Format::Table).unwrap();
         let texts = site_column(String::from_utf8(table).unwrap().lines());
         assert_eq!(texts.len(), sites.len());
         sites
