@@ -8,7 +8,7 @@
 
 use crate::budget::Checked;
 use crate::budget::draft::{kind_of, limit_value, margin_of, shell_word};
-use crate::budget::header::{last_margins, last_set_from, percent};
+use crate::budget::header::{drafted_from, last_margins, last_set_from, percent};
 use crate::budget::tighten::estimated;
 use std::path::Path;
 
@@ -18,6 +18,9 @@ pub struct Checking<'a> {
     pub dir: &'a Path,
     /// Its mode (`count`, `sites`, `sample:N`).
     pub mode: &'a str,
+    /// The category rules it was checked with (`--rules`), which the diff suggested
+    /// must group by too.
+    pub rules: Option<&'a Path>,
 }
 
 /// The lines to print after the breaches `over` of the budget file `budget` (its
@@ -32,9 +35,17 @@ pub fn advice(text: &str, budget: &Path, over: &[&Checked], checked: Checking) -
         .phase
         .as_deref()
         .filter(|p| over.iter().all(|c| c.phase.as_deref() == Some(*p)));
-    let phase = phase.map_or(String::new(), |p| format!(" --phase {}", shell_word(p)));
+    let mut phase = phase.map_or(String::new(), |p| format!(" --phase {}", shell_word(p)));
+    if let Some(rules) = checked.rules {
+        phase += &format!(" --rules {}", shell_word(&rules.display().to_string()));
+    }
     let report = shell_word(&checked.dir.display().to_string());
-    let base = last_set_from(text).filter(|b| !same_place(Path::new(b), checked.dir));
+    // The report the limits were last set from, else (tightened to the very report
+    // checked) the one the budget was drafted from.
+    let other = |b: &&str| !same_place(Path::new(b), checked.dir);
+    let base = last_set_from(text)
+        .filter(other)
+        .or_else(|| drafted_from(text).filter(other));
     lines.push(match base {
         // A count report records no sites, which is what a diff compares.
         _ if checked.mode == "count" => format!(
@@ -134,6 +145,7 @@ mod tests {
         Checking {
             dir: Path::new(dir),
             mode: "sites",
+            rules: None,
         }
     }
 
@@ -208,6 +220,25 @@ mod tests {
             sites(&dotted),
         );
         assert!(lines[0].contains("analyzer diff BASE "), "{lines:?}");
+        // Tightened to the very report checked: the one it was drafted from is the
+        // base, where it is; the diff groups by the rules the check used.
+        let base = format!("{here}/src");
+        let tight = Margins::default();
+        let text = crate::budget::header::with_tightened_line(&draft(&base), here, tight);
+        let checking = Checking {
+            rules: Some(Path::new("my rules.toml")),
+            ..sites(here)
+        };
+        let lines = advice(&text, Path::new("b.toml"), &[&enforce_allocs()], checking);
+        assert_eq!(
+            lines[0],
+            format!(
+                "to see which categories and sites grew: analyzer diff {} {} --phase \
+                 synthesize --rules 'my rules.toml'",
+                shell_word(&base),
+                shell_word(here)
+            )
+        );
     }
 
     #[test]
@@ -217,6 +248,7 @@ mod tests {
         let count = Checking {
             dir: Path::new("r"),
             mode: "count",
+            rules: None,
         };
         let lines = advice(&draft("gone"), Path::new("b.toml"), &[&allocs], count);
         assert!(
@@ -240,6 +272,7 @@ mod tests {
         let sampled = Checking {
             dir: Path::new("r"),
             mode: "sample:1000",
+            rules: None,
         };
         let lines = advice(&draft("gone"), Path::new("b.toml"), &[&allocs], sampled);
         assert_eq!(lines.len(), 2, "{lines:?}");

@@ -112,6 +112,17 @@ pub fn draft(
     rules_file: Option<&Path>,
 ) -> Result<String, Error> {
     margins.check(Path::new(source))?;
+    // A report whose mode was switched to `off` before it was written: no budget
+    // could name its mode, which a check compares with the report's.
+    if report.manifest.mode == "off" {
+        return Err(Error::Budget {
+            path: source.into(),
+            reason: "the tracer was switched off before this report was written, so no \
+                     budget can name its mode: draft from a report traced in the mode CI \
+                     checks (count, sites or sample:N) to the end"
+                .into(),
+        });
+    }
     let probe = probe(report, rules);
     let checked = budget::check(&probe, report, rules, Path::new(source))?;
     let figure = |phase: Option<&str>, limit: &str| {
@@ -477,6 +488,23 @@ mod tests {
         assert_eq!(
             out, "share = 1.000   # report: 0.980\n",
             "a share stays at most 1"
+        );
+    }
+
+    #[test]
+    fn a_report_written_with_the_tracer_off_gets_no_draft_a_check_would_refuse() {
+        let mut r = Report::default();
+        r.manifest.mode = "off".into();
+        r.phases.push(crate::report::PhaseRow {
+            phase: "p".into(),
+            alloc_count: 10,
+            ..Default::default()
+        });
+        let e = draft(&r, &[], Margins::default(), "reports/off", None).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.starts_with("reports/off: the tracer was switched off before this report"),
+            "{e}"
         );
     }
 }

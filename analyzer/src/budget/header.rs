@@ -26,9 +26,9 @@ pub(crate) fn draft_lines(source: &str, margins: Margins) -> String {
 }
 
 /// The line that says a draft was tightened to `report` with `margins`.
-fn tightened_line(report: &str, margins: Margins) -> String {
+fn tightened_line(report: &str, margins: Margins, eol: &str) -> String {
     format!(
-        "{TIGHTENED}{report}{LOWERED}{} above its figures ({} for peaks).\n",
+        "{TIGHTENED}{report}{LOWERED}{} above its figures ({} for peaks).{eol}",
         percent(margins.counts),
         percent(margins.memory)
     )
@@ -93,7 +93,9 @@ pub fn last_margins(text: &str) -> Option<Margins> {
 pub(crate) fn with_tightened_line(text: &str, report: &str, margins: Margins) -> String {
     let at = tightening_at(text);
     let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let line = tightened_line(report, margins);
+    // In the file's own line endings.
+    let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let line = tightened_line(report, margins, eol);
     match lines.get(at) {
         Some(l) if l.starts_with(TIGHTENED) => lines[at] = &line,
         _ => lines.insert(at, &line),

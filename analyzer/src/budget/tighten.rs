@@ -1,10 +1,10 @@
 //! A ratchet for a budget (`analyzer budget REPORT --tighten FILE`): every limit
 //! that lies more than one and a half margins above the report's figure comes down
 //! to the figure plus the margin, as a draft would set it, and a count that came to
-//! 0 comes down to 0; none goes up. The file is rewritten as it was (comments,
-//! order, the form of each value: a byte limit written `"660MiB"` stays in binary
-//! units) but for the limits lowered, the `# report: N` comment a draft puts beside
-//! a limit gives the new figure, and a line under a draft's first (first in a file
+//! 0 comes down to 0; none goes up. The file stays byte for byte as it was but for
+//! the values lowered, each replaced where it lies (a byte limit written `"660MiB"`
+//! stays in binary units), the `# report: N` comment a draft puts beside a limit,
+//! which gives the new figure, and a line under a draft's first (first in a file
 //! written by hand) says which report and margins it was last tightened to.
 //!
 //! So a patch that saves allocations can lock its saving in, and the next one that
@@ -70,9 +70,12 @@ pub fn tighten(
     };
     let budget = budget::parse(text, path)?;
     let checked = budget::check(&budget, report, rules, path)?;
-    let mut doc: toml_edit::DocumentMut = text
-        .parse()
+    // Read, not rewritten: each value lowered (and the comment beside it) is
+    // replaced where it lies in the text, so that everything else stays byte for
+    // byte (the order of dotted keys, how keys are quoted, CRLF line endings).
+    let doc = toml_edit::ImDocument::parse(text)
         .map_err(|e: toml_edit::TomlError| bad(e.message().to_owned()))?;
+    let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
     let mut lowered = Vec::new();
     let mut over = Vec::new();
     let mut kept = 0;
@@ -103,13 +106,16 @@ pub fn tighten(
             kept += 1;
             continue;
         }
-        let value = value_at(&mut doc, &c.key).ok_or_else(|| {
+        let value = value_at(doc.as_item(), &c.key).ok_or_else(|| {
             bad(format!(
                 "{}: not found where the file was read (a key written in a form this \
                  command cannot edit)",
                 c.name()
             ))
         })?;
+        let at = value
+            .span()
+            .ok_or_else(|| bad(format!("{}: no place in the file", c.name())))?;
         let (text, now) = match value.as_str() {
             // A byte limit written with a unit keeps one.
             Some(_) => in_units(
@@ -118,15 +124,12 @@ pub fn tighten(
             ),
             None => (text, now),
         };
-        let mut new: toml_edit::Value = text
-            .parse()
-            .map_err(|_| bad(format!("{}: {text} is not a TOML value", c.name())))?;
-        *new.decor_mut() = value.decor().clone();
-        if let Some(suffix) = new.decor().suffix().and_then(|s| s.as_str()) {
-            let updated = with_report_figure(suffix, &shown(c.found, kind));
-            new.decor_mut().set_suffix(updated);
+        edits.push((at, text));
+        // The comment beside it (`# report: N`), with the new figure.
+        if let Some(span) = value.decor().suffix().and_then(|s| s.span()) {
+            let updated = with_report_figure(&doc.raw()[span.clone()], &shown(c.found, kind));
+            edits.push((span, updated));
         }
-        *value = new;
         lowered.push(Lowered {
             name: c.name(),
             found: c.found,
@@ -134,7 +137,11 @@ pub fn tighten(
             now,
         });
     }
-    let mut text = doc.to_string();
+    let mut text = text.to_owned();
+    edits.sort_by_key(|(at, _)| std::cmp::Reverse(at.start));
+    for (at, new) in edits {
+        text.replace_range(at, &new);
+    }
     if !lowered.is_empty() {
         text = with_tightened_line(&text, &report.dir.display().to_string(), margins);
     }
@@ -166,30 +173,27 @@ fn counted(key: &[String]) -> bool {
 }
 
 /// The value at `key` in `doc`, through tables, inline tables and dotted keys.
-fn value_at<'d>(
-    doc: &'d mut toml_edit::DocumentMut,
-    key: &[String],
-) -> Option<&'d mut toml_edit::Value> {
-    let mut item = doc.as_item_mut();
+fn value_at<'d>(doc: &'d toml_edit::Item, key: &[String]) -> Option<&'d toml_edit::Value> {
+    let mut item = doc;
     for (i, k) in key.iter().enumerate() {
         item = match item {
-            toml_edit::Item::Table(t) => t.get_mut(k)?,
+            toml_edit::Item::Table(t) => t.get(k)?,
             toml_edit::Item::Value(toml_edit::Value::InlineTable(t)) => {
                 return inline_value_at(t, &key[i..]);
             }
             _ => return None,
         };
     }
-    item.as_value_mut()
+    item.as_value()
 }
 
 /// [`value_at`] within an inline table.
 fn inline_value_at<'d>(
-    table: &'d mut toml_edit::InlineTable,
+    table: &'d toml_edit::InlineTable,
     key: &[String],
-) -> Option<&'d mut toml_edit::Value> {
+) -> Option<&'d toml_edit::Value> {
     let (first, rest) = key.split_first()?;
-    match (table.get_mut(first)?, rest) {
+    match (table.get(first)?, rest) {
         (value, []) => Some(value),
         (toml_edit::Value::InlineTable(t), rest) => inline_value_at(t, rest),
         _ => None,
@@ -313,6 +317,34 @@ mod tests {
             let t = tightened(text, &r);
             assert_eq!(t.text, text.replace("5000", "1_050"), "{text}");
         }
+    }
+
+    #[test]
+    fn everything_but_the_values_lowered_stays_byte_for_byte() {
+        // Dotted keys of one phase apart from each other, a quoted key, CRLF line
+        // endings and no newline at the end: a rewrite of the whole document would
+        // regroup, requote or re-end them.
+        let mut r = report(1000, 10, 1);
+        r.phases.push(PhaseRow {
+            phase: "q".into(),
+            alloc_count: 40,
+            ..Default::default()
+        });
+        let text = "[phase]\r\n\
+                    p.allocs = 5000\r\n\
+                    \"q\".allocs = 40   # mine\r\n\
+                    p.bytes = 1_000_000   # report: 990000";
+        let t = tighten(text, Path::new("b.toml"), &r, &[], Margins::default()).unwrap();
+        let (first, rest) = t.text.split_once("\r\n").unwrap();
+        assert!(first.starts_with("# Tightened by"), "{}", t.text);
+        assert_eq!(
+            rest,
+            "[phase]\r\n\
+             p.allocs = 1_050\r\n\
+             \"q\".allocs = 40   # mine\r\n\
+             p.bytes = 11   # report: 10"
+        );
+        assert_eq!(t.kept, 1);
     }
 
     #[test]

@@ -483,6 +483,7 @@ impl CheckJob {
                 analyzer::budget::advice::Checking {
                     dir: &self.report,
                     mode: &r.manifest.mode,
+                    rules: self.rules.as_deref(),
                 },
             ),
         })

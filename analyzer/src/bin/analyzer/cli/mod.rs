@@ -281,8 +281,8 @@ enum Command {
         out: Option<PathBuf>,
         /// Rewrite this budget file as a ratchet: every limit more than 1.5 margins
         /// above the report's figure comes down to the figure plus the margin, and a
-        /// count the report has at 0 comes down to 0; none goes up, and comments,
-        /// order and units stay. Prints the limits lowered.
+        /// count the report has at 0 comes down to 0; none goes up, and the rest of
+        /// the file stays byte for byte. Prints the limits lowered.
         /// The report is checked against the file as `check` does (the same
         /// refusals).
         #[arg(long, value_name = "FILE")]
