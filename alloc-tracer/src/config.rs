@@ -96,7 +96,7 @@ pub struct Settings {
     pub mode: Mode,
     /// Frames kept per stack: 1 to [`MAX_DEPTH`] (more is taken as `MAX_DEPTH`, 0
     /// makes [`Settings::apply`] panic; the environment's `ALLOC_TRACE_DEPTH` refuses
-    /// 0 and more).
+    /// 0 and anything above `MAX_DEPTH`).
     pub depth: usize,
     /// Mean interval, in allocations, between blocks followed to their free in
     /// `sites` mode; 0 follows none. (`sample` mode follows its sampled blocks.)

@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
-/// What can go wrong outside the hot path (which never fails).
-#[derive(Debug, thiserror::Error)]
+/// What can go wrong outside the hot path (which never fails). Its `Debug` is its
+/// message, as `Display` gives it: an error returned from `main` (or unwrapped) is
+/// printed with `Debug`, and reads as one line naming the file or variable.
+#[derive(thiserror::Error)]
 pub enum Error {
     /// Reading or writing a report file or directory failed.
     #[error("{}: {}", path.display(), crate::error::causes(cause))]
@@ -42,6 +44,12 @@ pub enum Error {
     },
 }
 
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
 /// An error's message followed by those of its causes that it does not already
 /// contain, joined by ": ", so that each cause is printed once.
 pub(crate) fn causes(e: &dyn std::error::Error) -> String {
@@ -56,4 +64,22 @@ pub(crate) fn causes(e: &dyn std::error::Error) -> String {
         next = cause.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_debugs_as_its_message() {
+        let e = Error::NotReplaced {
+            path: "reports/r".into(),
+            why: "exists and is not a folder".into(),
+        };
+        assert_eq!(
+            format!("{e:?}"),
+            "reports/r: exists and is not a folder; not replacing it"
+        );
+        assert_eq!(format!("{e:?}"), e.to_string());
+    }
 }

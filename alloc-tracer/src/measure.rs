@@ -16,7 +16,8 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 
-/// What one thread allocated during [`measure`]'s closure.
+/// What one thread allocated during [`measure`]'s closure, or every thread during
+/// [`measure_process`]'s.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Measured {
     /// `alloc` and `alloc_zeroed` calls.
@@ -66,13 +67,13 @@ pub struct Measured {
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
     if crate::hot::control::load().paused() {
-        nothing_counted();
+        nothing_counted("measure");
     }
     // First: on a thread with no state yet, this makes it by an allocation, which
     // must not count as the closure's.
     let watch = with_state(live::watch_start);
     if watch.is_none() {
-        nothing_counted();
+        nothing_counted("measure");
     }
     let stacks = crate::hot::control::load().stacks();
     let sites_before = if stacks {
@@ -167,11 +168,17 @@ pub fn last_top_sites() -> Vec<(String, u64)> {
 /// [`measure`] over every thread of the process, exited ones included: for work the
 /// closure hands to other threads (a rayon pool, spawned threads). Exact, but it
 /// counts whatever any other thread allocates meanwhile, so a test that uses it
-/// should run alone (a test binary of its own, or `--test-threads=1`).
+/// should run alone (a test binary of its own, or `--test-threads=1`). As
+/// [`measure`], it switches a tracer that is off to `count` (process-wide, and left
+/// so).
+///
+/// # Panics
+/// As [`measure`]: when nothing would be counted (`TracingAllocator` is not this
+/// binary's `#[global_allocator]`, or recording is paused).
 pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
     if crate::hot::control::load().paused() || with_state(|_| ()).is_none() {
-        nothing_counted();
+        nothing_counted("measure_process");
     }
     // Its failures name no sites: none from an earlier `measure`.
     thread::guarded(|| LAST_SITES.with(|l| l.borrow_mut().clear()));
@@ -189,18 +196,19 @@ pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     )
 }
 
-/// Why the calling thread has no state after an allocation, with the tracer on.
+/// Why the calling thread has no state after an allocation, with the tracer on, as
+/// `function` (`measure`, `measure_process`) says it.
 #[cold]
-fn nothing_counted() -> ! {
+fn nothing_counted(function: &str) -> ! {
     if crate::hot::control::load().paused() {
         panic!(
-            "alloc_tracer::measure: recording is paused (alloc_tracer::pause, process-wide): \
-             nothing would be counted"
+            "alloc_tracer::{function}: recording is paused (alloc_tracer::pause, \
+             process-wide): nothing would be counted"
         );
     }
     panic!(
-        "alloc_tracer::measure: no allocation reaches the tracer: make TracingAllocator this \
-         binary's #[global_allocator] (each tests/*.rs file is a binary of its own)"
+        "alloc_tracer::{function}: no allocation reaches the tracer: make TracingAllocator \
+         this binary's #[global_allocator] (each tests/*.rs file is a binary of its own)"
     );
 }
 
