@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from positive import positive
 
 # A `perf report --sort sym -F sample,sym` line: samples, then `[.]` or `[k]`, then
 # the symbol.
@@ -76,7 +77,7 @@ def shares(data: Path, symbol: re.Pattern) -> tuple[int, int]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=4, help="runs of each build (default 4)")
+    p.add_argument("--runs", type=positive, default=4, help="runs of each build (default 4)")
     p.add_argument("--symbol", default=r"hot::alloc::alloc_recorded",
                    help="regular expression for the function's symbol")
     p.add_argument("--freq", type=int, default=4000, help="samples a second (default 4000)")

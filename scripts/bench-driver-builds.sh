@@ -26,7 +26,9 @@ bench_builds() {
 bench_c1() {
   local dir=$CARGO_TARGET_DIR/bench/sector-2k
   if [[ ! -f $dir/c1.json ]]; then
-    "$CARGO_TARGET_DIR/release/synth-driver" seal --sector-size 2KiB --out "$dir" > /dev/null
+    # (`set -e` does not reach into `$(bench_c1)`: a failed seal returns here.)
+    "$CARGO_TARGET_DIR/release/synth-driver" seal --sector-size 2KiB --out "$dir" > /dev/null ||
+      return 1
   fi
   echo "$dir/c1.json"
 }
@@ -43,8 +45,12 @@ bench_default_build() {
     case $1 in
       --rounds) rounds=$2; shift 2 ;;
       --out) out=$2; shift 2 ;;
-      # Before the builds and the seal: asking for the options costs nothing.
-      -h|--help) python3 scripts/bench_rounds.py "$table" --help; return ;;
+      # Before the builds and the seal: the calling script's header says what it
+      # takes.
+      -h|--help) sed -n '2,/^set -euo pipefail/{/^#/s/^# \{0,1\}//p}' "$0"; return ;;
+      # What it builds and seals is what it measures.
+      --bin|--c1) echo "$0: $1 is set by this script (it builds and seals what it measures)" >&2
+        return 2 ;;
       *) extra+=("$1"); shift ;;
     esac
   done
@@ -52,6 +58,8 @@ bench_default_build() {
   python3 scripts/bench_rounds.py "$table" --bin "$out/bin" --c1 - --rounds "$rounds" \
     --out "$out" "${extra[@]}" --check-args
   bench_builds "$out/bin"
-  python3 scripts/bench_rounds.py "$table" --bin "$out/bin" --c1 "$(bench_c1)" \
+  local c1
+  c1=$(bench_c1)
+  python3 scripts/bench_rounds.py "$table" --bin "$out/bin" --c1 "$c1" \
     --rounds "$rounds" --out "$out" "${extra[@]}"
 }

@@ -17,7 +17,9 @@ case "${1:-}" in
 esac
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
-bin=$(cargo bench -q -p alloc-tracer --bench alloc_pair --no-run --message-format=json 2>/dev/null \
+command -v valgrind > /dev/null || { echo "$0: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+# Cargo's messages go to standard error, so that a failed build says why.
+bin=$(cargo bench -q -p alloc-tracer --bench alloc_pair --no-run --message-format=json \
   | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
@@ -31,10 +33,12 @@ count() {
   count_pairs "$pairs" "$@"
 }
 count_pairs() {
-  local n=$1
+  local n=$1 log
   shift
-  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" 1 "$n" "$@" 2>&1 >/dev/null \
-    | sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
+  # The whole log on a failure, not an empty count.
+  log=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" 1 "$n" "$@" 2>&1 >/dev/null) ||
+    { echo "$log" >&2; return 1; }
+  sed -n 's/.*Collected : \([0-9]*\).*/\1/p' <<< "$log"
 }
 # Per way of reaching the allocator (see benches/alloc_pair.rs): a run of jemalloc
 # alone reached that way is the baseline of that column.

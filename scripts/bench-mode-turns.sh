@@ -18,10 +18,14 @@ while (($#)); do
     --out) out=$2; shift 2 ;;
     --no-porep) porep=0; shift ;;
     -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
-    --rounds|--porep-rounds|--processes|--modes|--sha-blocks|--driver-options) extra+=("$1=$2"); shift 2 ;;
+    --rounds|--porep-rounds|--processes|--modes|--sha-blocks|--driver-options)
+      (($# >= 2)) || { echo "$0: $1 takes a value" >&2; exit 2; }
+      extra+=("$1=$2"); shift 2 ;;
     *) sed -n 's/^# Usage: //p;s/^#        /       /p' "$0" >&2; exit 2 ;;
   esac
 done
+# Values it cannot take are refused now, not after the builds and the seal.
+python3 scripts/mode_turns.py --driver - --out "$out" "${extra[@]}" --check-args
 bench_builds "$out/bin"
 c1=$(bench_c1)
 ((porep)) && extra+=(--c1 "$c1")

@@ -21,6 +21,7 @@ case "${1:-}" in
   "") ;;
   *) usage >&2; exit 2 ;;
 esac
+command -v valgrind > /dev/null || { echo "$0: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 source scripts/bench-driver-builds.sh
@@ -36,9 +37,11 @@ run() {
   rm -rf "$out/report-$name"
   local synthesis=synth_driver::prover::synthesize_reference
   rm -f "$out/$name.cg" "$out/$name.cg".*
+  # Its log kept, and shown if the run fails.
   valgrind --tool=callgrind --zero-before="$synthesis" --dump-after="$synthesis" \
     --callgrind-out-file="$out/$name.cg" "${cg_extra[@]}" \
-    "$out/bin/synth-driver" "$@" --json porep --c1 "$c1" --partition 0 > /dev/null 2>&1
+    "$out/bin/synth-driver" "$@" --json porep --c1 "$c1" --partition 0 > /dev/null \
+    2> "$out/$name.log" || { cat "$out/$name.log" >&2; return 1; }
   # Part 1 is the dump at the synthesis' end; the last part, the rest of the run.
   callgrind_annotate --auto=no --threshold=100 "$out/$name.cg.1" > "$out/$name.txt"
 }
@@ -56,7 +59,7 @@ run sites --trace sites --timeline-ms 0
 # instructions of its own, which the runs above leave out).
 rm -rf "$out/report-sites"
 "$out/bin/synth-driver" --trace sites --report "$out/report-sites" --json porep --c1 "$c1" \
-  --partition 0 > /dev/null 2>&1
+  --partition 0 > /dev/null 2> "$out/report-sites.log" || { cat "$out/report-sites.log" >&2; exit 1; }
 cargo run -q --release -p analyzer -- info "$out/report-sites" --format json > "$out/report-sites.json"
 python3 - "$out" <<'EOF'
 import json, re, sys

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from order_stats import quartiles
+from positive import positive
 
 # How the driver and dhat-rs say how long their report took (stderr).
 REPORT_TIME = re.compile(r"written in ([0-9.]+) s")
@@ -163,7 +164,7 @@ def markdown(rows: list, baseline: str) -> str:
     out = [f"| workload | configuration | build | synthesis / {baseline} | synthesis s | wall s | peak RSS MiB | report s |",
            "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
-        ratio = fmt(r["synth_ratio_median"], ".3f") + "x"
+        ratio = fmt(r["synth_ratio_median"], ".3f") + ("" if r["synth_ratio_median"] is None else "x")
         if r["synth_ratio_q1"] is not None and r["config"] != r["baseline"]:
             ratio += f" ({r['synth_ratio_q1']:.3f}-{r['synth_ratio_q3']:.3f})"
         if r["baseline"] != baseline:
@@ -201,7 +202,7 @@ def main() -> None:
     p.add_argument("table", choices=["allocators", "peers", "heap", "modes", "sites"])
     p.add_argument("--bin", type=Path, required=True, help="folder of the driver builds")
     p.add_argument("--c1", type=Path, required=True, help="the 2 KiB sector's c1.json")
-    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--rounds", type=positive, default=8)
     p.add_argument("--sha-blocks", type=int, default=512,
                    help="SHA-256 chain length (peers, and heap and modes with --with-sha)")
     p.add_argument("--with-sha", action="store_true",
@@ -287,7 +288,9 @@ def main() -> None:
             if unknown:
                 p.error(f"--only: no configuration named {', '.join(sorted(unknown))} "
                         f"(they are: {', '.join(c.name for c in configs)})")
-            configs = [c for c in configs if c.name in keep or c.name == "plain jemalloc"]
+            # With the baselines they are measured against.
+            keep |= {"plain jemalloc"} | {c.baseline for c in configs if c.name in keep and c.baseline}
+            configs = [c for c in configs if c.name in keep]
         workloads = {"2 KiB PoRep partition 0": porep, f"SHA-256 chain, {a.sha_blocks} blocks": ["sha256", "--blocks", str(a.sha_blocks)]}
         baseline = "plain jemalloc"
         # Small runs go once per round, not once per workload.

@@ -3,8 +3,9 @@
 
 Runs `alloc-tracer/examples/pool.rs` (parallel parsing, grouping and formatting of
 generated records) with 1, 4 and 16 threads in `off` and each mode given, ROUNDS
-rounds taking turns, and prints a markdown table of medians: the run's time, its
-peak RSS before the report (the manifest's `totals.max_rss_bytes`) and the
+rounds taking turns, and prints a markdown table of medians: the run's time (the
+example's work, before its report), its peak RSS before the report (the manifest's
+`totals.max_rss_bytes`; in `off`, which writes no report, the process's) and the
 process's (report writing included, as `/usr/bin/time` gives it), the tracer's own
 memory (`tracer.memory_bytes`) beside the `off` run's peak RSS, and the time the
 report took to write; then the tracer's memory by part (`tracer.memory_parts`).
@@ -23,15 +24,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from positive import positive
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--records", type=int, default=200_000)
-    ap.add_argument("--threads", default="1,4,16")
+    ap.add_argument("--rounds", type=positive, default=5)
+    ap.add_argument("--records", type=positive, default=200_000)
+    ap.add_argument("--threads", type=thread_counts, default=[1, 4, 16])
     ap.add_argument("--modes", default="sites,sample:1000,count")
     ap.add_argument("--no-build", action="store_true")
     args = ap.parse_args()
@@ -44,7 +46,7 @@ def main() -> None:
             env={**os.environ, "CARGO_TARGET_DIR": str(target)},
         )
     pool = target / "release" / "examples" / "pool"
-    threads = [int(t) for t in args.threads.split(",")]
+    threads = args.threads
     modes = ["off"] + [m for m in args.modes.split(",") if m != "off"]
     runs: dict[tuple[int, str], list[dict]] = {}
     scratch = Path(tempfile.mkdtemp(prefix="bench-threads-"))
@@ -103,6 +105,11 @@ def print_parts(threads: list[int], modes: list[str], runs: dict) -> None:
             print(f"| {t} | {mode} | " + " | ".join(cells) + " |")
 
 
+def thread_counts(text: str) -> list[int]:
+    """Comma-separated thread counts (`1,4,16`), for argparse."""
+    return [positive(t) for t in text.split(",")]
+
+
 def run(pool: Path, scratch: Path, threads: int, mode: str, records: int) -> dict:
     out = scratch / "report"
     shutil.rmtree(out, ignore_errors=True)
@@ -118,9 +125,15 @@ def run(pool: Path, scratch: Path, threads: int, mode: str, records: int) -> dic
     got = {"rss": int(timing.read_text().split()[-1]) * 1024}
     written = re.search(r"report written in ([0-9.]+) s", p.stdout)
     got["report"] = float(written.group(1)) if written else None
-    # The pool writes a report in every mode (in `off`, without tables).
+    ran = re.search(r"ran in ([0-9.]+) s", p.stdout)
+    if ran is None:
+        sys.exit(f"bench_threads: {pool} printed no `ran in N s` line (built from an older example?)")
+    got["run"] = float(ran.group(1))
+    if mode == "off":
+        # No report: the process's peak is the run's.
+        got["run_rss"] = got["rss"]
+        return got
     m = json.loads((out / "manifest.json").read_text())
-    got["run"] = m["duration_s"]
     got["run_rss"] = m["totals"]["max_rss_bytes"]
     got["memory"] = m["tracer"].get("memory_bytes")
     got["parts"] = m["tracer"].get("memory_parts")

@@ -53,6 +53,7 @@ import time
 from pathlib import Path
 
 from order_stats import median_interval
+from positive import positive
 
 VARIANTS = ["inplace-lc", "pooled-enforce"]
 # The variants that apply to PoRep (`inplace-lc` rewrites SHA-256's gadgets only).
@@ -108,10 +109,10 @@ def main():
                     help="a C1 output (synth-driver seal writes one): check pooled-enforce "
                          "on its PoRep partition instead of the SHA-256 chain")
     ap.add_argument("--partition", type=int, default=0, help="the partition of --c1 (default 0)")
-    ap.add_argument("--runs", type=int,
+    ap.add_argument("--runs", type=positive,
                     help="interleaved rounds (default 150; 60 with --c1, whose rounds "
                          "take seconds)")
-    ap.add_argument("--processes", type=int, default=5,
+    ap.add_argument("--processes", type=positive, default=5,
                     help="processes the rounds are spread over (default 5)")
     ap.add_argument("--out", type=Path, default=Path("/var/tmp/alloc-profiler/cost-model"))
     ap.add_argument("--no-build", action="store_true", help="use the binaries already built")

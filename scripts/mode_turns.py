@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 
 from order_stats import median_interval, quartiles
+from positive import positive
 
 
 def log(msg):
@@ -99,16 +100,22 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--driver", type=Path, required=True, help="synth-driver, default build")
     p.add_argument("--c1", type=Path, help="2 KiB sector's c1.json: time PoRep partition 0 too")
-    p.add_argument("--sha-blocks", type=int, default=8)
-    p.add_argument("--rounds", type=int, default=200, help="SHA-256 rounds per process")
-    p.add_argument("--porep-rounds", type=int, default=10, help="PoRep rounds per process")
-    p.add_argument("--processes", type=int, default=3)
+    p.add_argument("--sha-blocks", type=positive, default=8)
+    p.add_argument("--rounds", type=positive, default=200, help="SHA-256 rounds per process")
+    p.add_argument("--porep-rounds", type=positive, default=10, help="PoRep rounds per process")
+    p.add_argument("--processes", type=positive, default=3)
     p.add_argument("--modes", default="off,count,sample:1000,sites",
                    help="comma-separated, the first the baseline")
     p.add_argument("--driver-options", default="",
                    help="more synth-driver options for every mode, e.g. '--heap-sample 0'")
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--check-args", action="store_true",
+                   help="only check the arguments (scripts/bench-mode-turns.sh, before it builds)")
     a = p.parse_args()
+    if len(a.modes.split(",")) < 2:
+        p.error("--modes: give the baseline and at least one mode to compare with it")
+    if a.check_args:
+        return
     options = a.driver_options.split()
     modes = a.modes.split(",")
 

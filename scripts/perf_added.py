@@ -35,6 +35,8 @@ import tempfile
 from pathlib import Path
 
 from ab_perf_share import record, samples_by_symbol
+from positive import positive
+import order_stats
 
 # Groups, first match wins; user-space symbols that match none are the program's.
 GROUPS = [
@@ -69,16 +71,16 @@ def paired(base: list[dict], mode: list[dict], key: str) -> list[float]:
     return [(m.get(key, 0) - b.get(key, 0)) / sum(b.values()) for b, m in zip(base, mode)]
 
 
-def quartiles(xs: list[float]) -> str:
-    if len(xs) < 4:
-        return ""
-    q = statistics.quantiles(xs, n=4)
-    return f" ({q[0]:+.3f} to {q[2]:+.3f})"
+def middle_half(xs: list[float]) -> str:
+    """The middle half of `xs`, as the other benchmarks' tables give it
+    (`order_stats.quartiles`), or nothing under two values."""
+    q1, q3 = order_stats.quartiles(xs)
+    return "" if q1 is None else f" ({q1:+.3f} to {q3:+.3f})"
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rounds", type=int, default=8, help="runs of each (default 8)")
+    p.add_argument("--rounds", type=positive, default=8, help="runs of each (default 8)")
     p.add_argument("--freq", type=int, default=5000, help="samples a second (default 5000)")
     p.add_argument("--top", type=int, default=15, help="symbols listed (default 15)")
     p.add_argument("--base", required=True, help="the baseline's arguments, one string")
@@ -112,7 +114,7 @@ def main() -> int:
     for g in sorted(names, key=lambda g: -statistics.median(added[g])):
         med = statistics.median(added[g])
         share = f"{100 * med / total:.0f} %" if total > 0 else "n/a"
-        print(f"| {g} | {med:+.3f}{quartiles(added[g])} | {share} |")
+        print(f"| {g} | {med:+.3f}{middle_half(added[g])} | {share} |")
     print("\nSymbols whose samples changed most (median per round, mode less base):")
     keys = set().union(*base, *mode)
     change = {k: statistics.median(m.get(k, 0) - b.get(k, 0) for b, m in zip(base, mode))

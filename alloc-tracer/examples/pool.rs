@@ -110,6 +110,7 @@ fn main() {
     let dir = args.next().unwrap_or_else(|| "pool-report".into());
     let n: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(200_000);
     alloc_tracer::label("records", n);
+    let ran = std::time::Instant::now();
     let session = Session::new(&dir);
     let lines = lines(n);
     let records = parse(&lines);
@@ -122,6 +123,8 @@ fn main() {
         records.len(),
         out.first().map_or("", String::as_str)
     );
+    // The work's time in every mode (`off` writes no report to read it from).
+    println!("ran in {:.3} s", ran.elapsed().as_secs_f64());
     let start = std::time::Instant::now();
     drop(session);
     if std::path::Path::new(&dir).join("manifest.json").exists() {
