@@ -50,8 +50,9 @@ pub struct Measured {
 }
 
 /// Runs `f` and returns its result with what this thread allocated meanwhile. If
-/// the tracer is off, it is switched to `count` first (process-wide, and left so;
-/// that starts the tracer's timeline thread, and `count` counts no temporaries).
+/// the tracer is off, it is switched to `count` first (process-wide, and left so,
+/// with heap sampling as `ALLOC_TRACE_HEAP` sets it; that starts the tracer's
+/// timeline thread, and `count` counts no temporaries).
 ///
 /// # Panics
 /// When nothing would be counted: `TracingAllocator` is not this binary's
@@ -218,8 +219,12 @@ fn counting() {
     crate::session::answered_elsewhere();
     let current = Settings::current();
     if current.mode == Mode::Off {
+        // Heap sampling as `ALLOC_TRACE=count` would have it: the settings in force
+        // read it as off while the mode is, whatever `ALLOC_TRACE_HEAP` says.
+        let heap_interval = Settings::from_env().map_or(current.heap_interval, |e| e.heap_interval);
         Settings {
             mode: Mode::Count,
+            heap_interval,
             ..current
         }
         .apply();
