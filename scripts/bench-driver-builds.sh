@@ -47,7 +47,7 @@ bench_default_build() {
       --out) out=$2; shift 2 ;;
       # Before the builds and the seal: the calling script's header says what it
       # takes.
-      -h|--help) sed -n '2,/^set -euo pipefail/{/^#/s/^# \{0,1\}//p}' "$0"; return ;;
+      -h|--help) sed -n '2,/^set -euo pipefail/{/^#/s/^# \{0,1\}//p}' "scripts/${0##*/}"; return ;;
       # What it builds and seals is what it measures.
       --bin|--c1) echo "$0: $1 is set by this script (it builds and seals what it measures)" >&2
         return 2 ;;

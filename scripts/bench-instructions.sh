@@ -18,8 +18,9 @@ esac
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 command -v valgrind > /dev/null || { echo "$0: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
-# Cargo's messages go to standard error, so that a failed build says why.
-bin=$(cargo bench -q -p alloc-tracer --bench alloc_pair --no-run --message-format=json \
+# The compiler's messages rendered on standard error, so that a failed build says why.
+bin=$(cargo bench -q -p alloc-tracer --bench alloc_pair --no-run \
+  --message-format=json-render-diagnostics \
   | python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)

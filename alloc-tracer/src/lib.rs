@@ -74,8 +74,8 @@
 //! `sample:N`, off in `count` unless set; `0` turns it off) samples blocks by bytes
 //! for the live-heap tables: which sites hold the memory at the peak and at the end.
 //! `ALLOC_TRACE_TIMELINE_MS` (default 10, `0` none) samples live bytes over time, from
-//! a thread of the tracer's own. Where `ALLOC_TRACE` chooses the mode, the first
-//! allocation starts that thread at the environment's interval, before any
+//! a thread of the tracer's own. Where `ALLOC_TRACE` chooses a mode other than
+//! `off`, the first allocation starts that thread at the environment's interval, before any
 //! [`Settings::apply`] can say otherwise, so `0` there is the way to have none;
 //! settings applied in code start it at their own `timeline_ms` (`Default`'s is 10),
 //! so a program that chooses the mode in code and must stay single-threaded sets

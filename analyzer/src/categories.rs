@@ -101,12 +101,15 @@ pub fn parse_rules(text: &str, path: &Path) -> Result<Vec<Category>, Error> {
         if c.name.trim().is_empty() {
             return Err(refuse(format!("category {} has an empty name", i + 1)));
         }
-        if c.name == UNMATCHED {
+        if c.name.trim() == UNMATCHED {
             return Err(refuse(format!(
                 "category \"{UNMATCHED}\" is the name of what no rule claims: name it otherwise"
             )));
         }
-        if rules[..i].iter().any(|earlier| earlier.name == c.name) {
+        if rules[..i]
+            .iter()
+            .any(|earlier| earlier.name.trim() == c.name.trim())
+        {
             return Err(refuse(format!(
                 "category \"{}\" is named twice: each name is one row of the outputs",
                 c.name

@@ -490,17 +490,25 @@ def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict
 def per_row(scale: pl.DataFrame, title: str):
     """Allocations + reallocs per row and peak bytes per row (`memory.scale`), one bar
     per report, side by side; a report without a figure (no `rows` label, one that is
-    not a number, or no synthesize phase; a frame without `rows` reads as no label)
-    gets no bar, and says why."""
+    not a number, no synthesize phase for the first, fewer rows than iterations for the
+    second; a frame without `rows` reads as no label) gets no bar, and says why."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.4))
     labels = [_short(str(v), 28) for v in scale["report"].to_list()]
     rows = scale["rows"].to_list() if "rows" in scale.columns else [0] * scale.height
-    missing = ["no rows label" if n == 0 else "rows label not a number" if n is None
-               else "no synthesize phase" for n in rows]
-    for ax, column, color in ((a, "allocs_per_row", "tab:blue"), (b, "peak_bytes_per_row", "tab:orange")):
+
+    def missing(otherwise: str) -> list[str]:
+        """Why each report has no figure: its rows label, else `otherwise`."""
+        return ["no rows label" if n == 0 else "rows label not a number" if n is None
+                else otherwise for n in rows]
+
+    for ax, column, color, why_not in (
+        (a, "allocs_per_row", "tab:blue", missing("no synthesize phase")),
+        # One iteration's rows, the label's over the iterations: none below one a run.
+        (b, "peak_bytes_per_row", "tab:orange", missing("fewer rows than iterations")),
+    ):
         values = scale[column].to_list()
         bars = ax.bar(labels, [0 if v is None else v for v in values], color=color)
-        for bar, v, why in zip(bars, values, missing):
+        for bar, v, why in zip(bars, values, why_not):
             text = why if v is None else (f"{v:,.2f}" if v < 10 else f"{v:,.0f}")
             ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                         ha="center", va="bottom", fontsize=8)

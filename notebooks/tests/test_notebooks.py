@@ -250,12 +250,14 @@ def test_overview_runs_on_a_sampled_report_in_a_phase_without_sampled_sites(samp
     names = sites.phase_names(sampled_report)
     phase = "setup" if "setup" in names and "setup" not in sampled else \
         next((p for p in names if p not in sampled), None)
+    # scripts/test.sh's chain at sample:100: `setup` makes 1 allocation and `main` 6,
+    # so both are sampled about 1 run in 1,700.
+    assert phase is not None, f"every phase of {sampled_report.label} was sampled: run again"
     d = tmp_path / "plots"
     nb = run("01-overview.ipynb", monkeypatch, tmp_path, ALLOC_REPORT=sampled_report.dir,
-             ALLOC_PHASE=phase or "", PLOT_DIR=d)
+             ALLOC_PHASE=phase, PLOT_DIR=d)
     check_figures(d, "01", {"01-phases", "01-top-sites", "01-categories", "01-cost-sites",
                             "01-size-classes", "01-lifetimes", "01-temporaries"})
     text = outputs(nb)
     assert "estimates from sampled stacks" in text
-    if phase is not None:
-        assert f"no sites to price ({sampled_report.label}, phase {phase})" in text, text
+    assert f"no sites to price ({sampled_report.label}, phase {phase})" in text, text

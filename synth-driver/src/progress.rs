@@ -150,17 +150,19 @@ fn tick(bar: &ProgressBar, done: &AtomicBool, drawing: &AtomicBool, rows_shown: 
         *shown = Shown::Bar(bar.clone());
     }
     drawing.store(true, Relaxed);
-    let mut shown = 0;
+    let mut shown = (0, false);
     while !done.load(Relaxed) {
         let rows = ROWS.load(Relaxed);
-        if rows_shown && rows != shown {
+        let size = ROWS_ARE_SIZE.load(Relaxed);
+        // (Counting may have published the size itself last: the words change.)
+        if rows_shown && (rows, size) != shown {
             // Not a count of rows done, which would read as all of them from the start.
-            bar.set_message(if ROWS_ARE_SIZE.load(Relaxed) {
+            bar.set_message(if size {
                 format!("a circuit of {rows} rows")
             } else {
                 format!("{rows} rows")
             });
-            shown = rows;
+            shown = (rows, size);
         }
         bar.tick();
         std::thread::sleep(Duration::from_millis(200));

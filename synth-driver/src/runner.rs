@@ -543,17 +543,23 @@ fn check_writable(dir: &Path) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let existing = parent
-        .ancestors()
-        .map(|a| {
-            if a.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                a
+    let mut existing = Path::new(".");
+    for a in parent.ancestors() {
+        let a = if a.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            a
+        };
+        match a.symlink_metadata() {
+            Ok(_) => {
+                existing = a;
+                break;
             }
-        })
-        .find(|a| a.symlink_metadata().is_ok())
-        .unwrap_or(Path::new("."));
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // Not searchable, say: the report could not be made below it.
+            Err(e) => anyhow::bail!("report directory {}: {}: {e}", dir.display(), a.display()),
+        }
+    }
     if !existing.is_dir() {
         anyhow::bail!(
             "report directory {}: cannot create its parent ({} is not a folder)",

@@ -213,8 +213,8 @@ pub fn readable_flamegraph(
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title;
     let folding = format!(
-        "allocator, std, hashbrown and rayon frames folded into the first frame outside \
-         them; stacks that end before main or a thread's start under {CUT_SHORT}"
+        "allocator, std, hashbrown, rayon and tracer frames folded into the first frame \
+         outside them; stacks that end before main or a thread's start under {CUT_SHORT}"
     );
     with_subtitle(
         &mut opts,

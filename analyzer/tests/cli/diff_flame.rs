@@ -182,7 +182,7 @@ fn differential_flamegraph_of_sampled_reports_gives_the_exact_totals_too() {
         m["mode"] = "sample:10".into();
         m["sample_interval"] = 10.into();
     });
-    // Its first site estimated ten times over: the drawn totals are no longer the
+    // Its first site estimated ten times over: the drawn totals differ from the
     // exact ones, which the subtitle must not mix up.
     let mut first = (0, 0);
     edit_table(&sampled, "sites.parquet", |mut df| {

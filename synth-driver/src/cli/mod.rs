@@ -605,8 +605,9 @@ fn subcommand_option_tip(mut e: clap::Error, subcommand: Option<&str>) -> clap::
 
 /// Refuses turns (several variants, or several modes) where they cannot be taken:
 /// work without iterations, fewer iterations than values (some would never run) or
-/// not a multiple of them (a last round short), a report that would mix them, or both
-/// lists at once. A note for turns of a single round, which compare nothing.
+/// not a multiple of them (a last round short), a report that would mix them, both
+/// lists at once, or a value given twice (times are kept by value). A note for turns
+/// of a single round, which compare nothing.
 fn check_turns(
     variants: &[Variant],
     modes: &[Mode],

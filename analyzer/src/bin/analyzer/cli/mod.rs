@@ -288,9 +288,9 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         tighten: Option<PathBuf>,
     },
-    /// A flame graph (SVG) of the allocating stacks, allocator, std, hashbrown and
-    /// rayon frames folded into the first frame outside them; or, with --diff, a
-    /// differential one of two reports.
+    /// A flame graph (SVG) of the allocating stacks, the allocator's, std's,
+    /// hashbrown's, rayon's and the tracer's frames folded into the first frame
+    /// outside them; or, with --diff, a differential one of two reports.
     Flamegraph {
         /// Report directory (written by alloc-tracer).
         #[arg(required_unless_present = "diff", conflicts_with = "diff")]
