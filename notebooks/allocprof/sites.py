@@ -148,19 +148,26 @@ def site_totals(report: Report, phase: str | None = None) -> pl.DataFrame:
     """One row per site over the rows of `phase` (all phases if None): alloc_count,
     realloc_count, bytes_requested, bytes_allocated, temporary_count, temporary_share
     (temporaries / (allocations + reallocs)), share (of allocations + reallocs in the selection),
-    main_size_class_bytes (the class with most allocations + reallocs) and
-    lifetime_ns_median (of that class's row), and the parts of `sampled_parts`
+    main_size_class_bytes (the class with most allocations + reallocs over the
+    phases, the smaller on ties) and lifetime_ns_median (of that class's largest row,
+    the earliest on ties), and the parts of `sampled_parts`
     (sampled_calls, sampled_temporaries, bytes_square_sum). Not named: see
     `top_sites`."""
     rows = _phase_rows(report, phase).with_row_index("row").with_columns(
         n=pl.col("alloc_count") + pl.col("realloc_count")
     )
-    # The main row: most allocations + reallocs, the earliest row on ties, none when a
-    # site has no allocation at all (rank/mod.rs keeps the first row with a larger
-    # count).
-    main = (
+    # The main class, as rank/mod.rs picks it: most allocations + reallocs over the
+    # phases, the smaller class on ties, none when a site has no allocation at all;
+    # its lifetime is its largest row's (a median does not add up), the earliest on
+    # ties.
+    by_class = (
         rows.filter(pl.col("n") > 0)
-        .sort(["site_id", "n", "row"], descending=[False, True, False])
+        .sort(["site_id", "size_class_bytes", "n", "row"], descending=[False, False, True, False])
+        .group_by(["site_id", "size_class_bytes"], maintain_order=True)
+        .agg(total=pl.col("n").sum(), lifetime_ns_median=pl.col("lifetime_ns_median").first())
+    )
+    main = (
+        by_class.sort(["site_id", "total", "size_class_bytes"], descending=[False, True, False])
         .group_by("site_id", maintain_order=True)
         .first()
         .select(

@@ -125,6 +125,15 @@ pub struct RankedSite {
     pub sampled: (u64, u64),
 }
 
+/// The size class with most allocations and reallocs over the phases (the smaller
+/// of two with as many), and the median lifetime of its largest row.
+fn main_class(classes: &[(u64, u64, u64, Option<u64>)]) -> (u64, Option<u64>) {
+    classes
+        .iter()
+        .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))
+        .map_or((0, None), |c| (c.0, c.3))
+}
+
 /// Per-site totals over the rows of `phase` (all phases if `None`), not yet named
 /// (naming a million sites costs more than ranking them: see [`name`]).
 pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
@@ -137,7 +146,9 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
         temporaries: u64,
         square: f64,
         sampled: (u64, u64),
-        main: (u64, u64, Option<u64>),
+        /// Per size class: its allocations and reallocs over the phases, and the
+        /// median lifetime of its largest row (a median does not add up).
+        classes: Vec<(u64, u64, u64, Option<u64>)>,
     }
     let mut by_site: IdMap<Acc> = id_map::with_capacity(report.sites.len());
     for r in report.rows(phase) {
@@ -156,8 +167,18 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
             a.sampled.1 = a.sampled.1.saturating_add(r.temporary_count);
         }
         let n = r.calls();
-        if n > a.main.1 {
-            a.main = (r.size_class_bytes, n, r.lifetime_ns_median);
+        // (A site with no allocation at all has no main class.)
+        match a.classes.iter_mut().find(|c| c.0 == r.size_class_bytes) {
+            _ if n == 0 => {}
+            Some(c) => {
+                c.1 = c.1.saturating_add(n);
+                if n > c.2 {
+                    (c.2, c.3) = (n, r.lifetime_ns_median);
+                }
+            }
+            None => a
+                .classes
+                .push((r.size_class_bytes, n, n, r.lifetime_ns_median)),
         }
     }
     let total = by_site
@@ -185,8 +206,8 @@ pub fn site_totals(report: &Report, phase: Option<&str>) -> Vec<RankedSite> {
             temporary_count_noise: report.count_or_none_noise(a.sampled.1),
             bytes_square_sum: a.square,
             sampled: a.sampled,
-            main_size_class_bytes: a.main.0,
-            lifetime_ns_median: a.main.2,
+            main_size_class_bytes: main_class(&a.classes).0,
+            lifetime_ns_median: main_class(&a.classes).1,
             cost_s: None,
         })
         .collect()
@@ -376,5 +397,41 @@ mod tests {
             .collect();
         shares.sort_by_key(|s| s.0);
         assert_eq!(shares, [(0, 0.5), (1, 0.25)]);
+    }
+
+    #[test]
+    fn the_main_size_class_is_the_one_with_most_allocations_over_the_phases() {
+        // 32 B: 10 in each of two phases; 64 B: 15 in one. The largest single row is
+        // 64 B's, the class with most allocations 32 B's.
+        let row = |phase: &str, class, alloc_count, lifetime| SiteRow {
+            site_id: 4,
+            phase: phase.into(),
+            size_class_bytes: class,
+            alloc_count,
+            realloc_count: 0,
+            bytes_requested: 0,
+            bytes_allocated: 0,
+            temporary_count: 0,
+            lifetime_ns_median: Some(lifetime),
+            followed_freed_count: 0,
+            followed_count: 0,
+        };
+        let report = Report {
+            sites: vec![
+                row("a", 32, 10, 100),
+                row("a", 64, 15, 900),
+                row("b", 32, 10, 200),
+            ],
+            ..Report::default()
+        };
+        let all = &site_totals(&report, None)[0];
+        assert_eq!((all.main_size_class_bytes, all.alloc_count), (32, 35));
+        // (The lifetime of that class's largest row: the first of two as large.)
+        assert_eq!(all.lifetime_ns_median, Some(100));
+        let in_a = &site_totals(&report, Some("a"))[0];
+        assert_eq!(
+            (in_a.main_size_class_bytes, in_a.lifetime_ns_median),
+            (64, Some(900))
+        );
     }
 }
