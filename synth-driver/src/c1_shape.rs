@@ -108,10 +108,18 @@ pub fn check_proofs<Tree: 'static + MerkleTreeTrait>(
                     .map(|(k, c)| (format!("expander parent {k}"), c)),
             );
         for (name, column) in named {
-            let inclusion = inclusion_proof::<Tree>(column)?;
+            let (inclusion, rows) = column_parts::<Tree>(column)?;
             paths.push((
                 format!("{name}'s inclusion proof"),
                 path_fault(&inclusion, nodes),
+            ));
+            // Its circuit asserts a row a layer.
+            let layers = params.num_layers;
+            paths.push((
+                format!("{name}'s column"),
+                (rows != layers).then(|| {
+                    format!("{rows} rows, where the sector's {layers} layers make {layers}")
+                }),
             ));
         }
         if let Some((name, fault)) = paths
@@ -120,54 +128,19 @@ pub fn check_proofs<Tree: 'static + MerkleTreeTrait>(
         {
             bail!("partition {partition}, vanilla proof {i}: {name} has {fault}");
         }
-        if let Some(fault) = value_fault(p, params.num_layers)? {
+        let value = serde_json::to_value(p).context("a vanilla proof")?;
+        if let Some(fault) = not_field_element(&value, &mut Vec::new()) {
             bail!("partition {partition}, vanilla proof {i}: {fault}");
         }
     }
     Ok(())
 }
 
-/// What the proof library would panic on in a vanilla proof of the right shape, if
-/// anything: a column of another number of rows than the layers (its circuit asserts
-/// it), or a hash, leaf, root, row or label that is not a field element (turned into
-/// one with an `unwrap`). Read from the proof's serde form, in which each of those is
-/// an array of 32 bytes and nothing else is.
-fn value_fault<Tree: 'static + MerkleTreeTrait>(
-    p: &Proof<Tree, DefaultPieceHasher>,
-    layers: usize,
-) -> Result<Option<String>> {
-    let value = serde_json::to_value(p).context("a vanilla proof")?;
-    let columns = &value["replica_column_proofs"];
-    let named = std::iter::once(("c_x".to_owned(), &columns["c_x"]))
-        .chain(parents(columns, "drg_parents", "DRG parent"))
-        .chain(parents(columns, "exp_parents", "expander parent"));
-    for (name, column) in named {
-        let rows = column["column"]["rows"].as_array().map_or(0, Vec::len);
-        if rows != layers {
-            return Ok(Some(format!(
-                "{name}'s column has {rows} rows, where the sector's {layers} layers make {layers}"
-            )));
-        }
-    }
-    Ok(not_field_element(&value, &mut Vec::new()))
-}
-
-/// The columns of one kind of parent, named with their index.
-fn parents<'v>(
-    columns: &'v serde_json::Value,
-    key: &str,
-    name: &'static str,
-) -> impl Iterator<Item = (String, &'v serde_json::Value)> {
-    columns[key]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .enumerate()
-        .map(move |(k, c)| (format!("{name} {k}"), c))
-}
-
-/// The first 32-byte value under `value` that is not a field element's
-/// representation, named by where it lies (`comm_r_last_proof/data/Single/root`).
+/// The first 32-byte value under `value` (a vanilla proof's serde form, in which every
+/// hash, leaf, root, row and label is an array of 32 bytes and nothing else is) that
+/// is not a field element's representation, named by where it lies
+/// (`comm_r_last_proof/data/Single/root`): the proof library turns each into one with
+/// an `unwrap`.
 fn not_field_element(value: &serde_json::Value, at: &mut Vec<String>) -> Option<String> {
     use ff::PrimeField;
     match value {
@@ -231,17 +204,20 @@ fn path_fault<P: MerkleProofTrait>(p: &P, leaves: usize) -> Option<String> {
         })
 }
 
-/// A column proof's inclusion proof, which the proof library keeps private: taken
-/// from the column proof's serde form, the form C1 outputs have.
-fn inclusion_proof<Tree: 'static + MerkleTreeTrait>(
+/// A column proof's inclusion proof and its column's number of rows, which the proof
+/// library keeps private: taken from the column proof's serde form, the form C1
+/// outputs have.
+fn column_parts<Tree: 'static + MerkleTreeTrait>(
     column: &ColumnProof<TreeProof<Tree>>,
-) -> Result<TreeProof<Tree>> {
+) -> Result<(TreeProof<Tree>, usize)> {
     let mut value = serde_json::to_value(column).context("a column proof")?;
+    let rows = value["column"]["rows"].as_array().map_or(0, Vec::len);
     let proof = value
         .get_mut("inclusion_proof")
         .map(serde_json::Value::take)
         .context("a column proof without its inclusion proof")?;
-    serde_json::from_value(proof).context("a column proof's inclusion proof")
+    let proof = serde_json::from_value(proof).context("a column proof's inclusion proof")?;
+    Ok((proof, rows))
 }
 
 /// The sector size the vanilla proofs of a C1 output were made for.

@@ -236,10 +236,14 @@ fn with_subtitle(opts: &mut inferno::flamegraph::Options, subtitle: String) {
     opts.subtitle = Some(subtitle);
 }
 
+/// Why a `count` report has no sites to draw or export.
+pub const COUNT_RECORDS_NO_SITES: &str =
+    "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)";
+
 /// Why there is nothing to draw by `by`, from what the reports say of themselves.
 fn nothing_to_draw(reports: &[&Report], by: Weight, phase: Option<&str>) -> io::Error {
     let why = if reports.iter().any(|r| r.manifest.mode == "count") {
-        "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)"
+        COUNT_RECORDS_NO_SITES
     } else if reports.iter().any(|r| r.rows(phase).next().is_some()) {
         // Sites, but none weighs anything (no temporaries, say).
         "the sites recorded hold none"

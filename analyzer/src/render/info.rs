@@ -125,13 +125,7 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     }
     writeln!(out)?;
     // As wide as the longest phase name (a program's own may run long).
-    let w = i
-        .phases
-        .iter()
-        .map(|p| p.phase.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(24);
+    let w = super::name_width(i.phases.iter().map(|p| p.phase.as_str()), 24);
     writeln!(
         out,
         "{:<w$} {:>10} {:>12} {:>10} {:>14} {:>12} {:>8} {:>11}",

@@ -151,10 +151,20 @@ pub(crate) fn used_categories<T>(
     (shown, note)
 }
 
-/// The width of a table's category column: 40, or the longest name shown (a user's
-/// rules may name categories at length), so that the columns after it stay aligned.
+/// The width of a table's column of names: `least`, or the longest name shown (a
+/// user's rules or phases may name things at length), so that the columns after it
+/// stay aligned.
+pub(crate) fn name_width<'a>(names: impl Iterator<Item = &'a str>, least: usize) -> usize {
+    names
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(least)
+}
+
+/// [`name_width`] of a category column, 40 at least.
 pub(crate) fn category_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
-    names.map(|n| n.chars().count()).max().unwrap_or(0).max(40)
+    name_width(names, 40)
 }
 
 pub(crate) fn opt_pct(x: Option<f64>) -> String {

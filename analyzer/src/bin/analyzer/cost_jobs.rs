@@ -257,7 +257,7 @@ fn measure_now(effort: measure::Effort) -> Calibration {
 /// Why a report has no site rows (in `phase`, if given).
 pub(crate) fn no_sites(r: &report::Report, phase: Option<&str>) -> &'static str {
     if r.manifest.mode == "count" {
-        "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)"
+        analyzer::export::COUNT_RECORDS_NO_SITES
     } else if r.manifest.mode.starts_with("sample:") {
         // A sampled report's sites are the allocations sampled: others went unseen.
         if phase.is_some() {

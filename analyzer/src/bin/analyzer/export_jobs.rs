@@ -117,10 +117,6 @@ impl FlamegraphJob {
     }
 }
 
-/// Why a count report has no sites to export.
-const COUNT_RECORDS_NO_SITES: &str =
-    "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)";
-
 impl ExportJob {
     pub(crate) fn run(self) -> Result<()> {
         if let Some(why) = self.unused {
@@ -136,8 +132,9 @@ impl ExportJob {
             && matches!(self.format, ExportAs::Folded(FlameBy::Allocated(_)))
         {
             anyhow::bail!(
-                "{}: nothing to export: {COUNT_RECORDS_NO_SITES}",
-                r.dir.display()
+                "{}: nothing to export: {}",
+                r.dir.display(),
+                no_sites(&r, phase)
             );
         }
         // An empty export is written all the same: say why it is empty. (Live bytes
@@ -206,8 +203,9 @@ impl ExportJob {
                     && !analyzer::memory::moment_sampled(&r, &m, analyzer::memory::Moment::Peak)
                 {
                     anyhow::bail!(
-                        "{}: nothing to export: {COUNT_RECORDS_NO_SITES}, and {}",
+                        "{}: nothing to export: {}, and {}",
                         r.dir.display(),
+                        no_sites(&r, phase),
                         analyzer::memory::UNSEEN
                     );
                 }

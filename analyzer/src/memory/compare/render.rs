@@ -307,6 +307,13 @@ mod tests {
     use super::*;
     use crate::memory::compare::{CategoryChange, SiteChange};
 
+    /// The table `table` writes for `c`.
+    fn tabled(c: &HeldChange) -> String {
+        let mut out = Vec::new();
+        table(&mut out, c).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
     #[test]
     fn the_table_marks_noise_and_how_rows_matched() {
         let c = HeldChange {
@@ -353,9 +360,7 @@ mod tests {
             more_sites: 3,
             more_delta_bytes: -(1 << 20),
         };
-        let mut out = Vec::new();
-        table(&mut out, &c).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = tabled(&c);
         assert!(
             text.contains("change: 164.0 MiB live, 90.0 MiB resident"),
             "{text}"
@@ -380,9 +385,7 @@ mod tests {
             },
             ..c.clone()
         };
-        let mut out = Vec::new();
-        table(&mut out, &sparse).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = tabled(&sparse);
         assert!(
             text.contains(
                 "intervals differ (every 4.0 MiB on average in the base, every 1.0 MiB on average in the change)"
@@ -406,9 +409,7 @@ mod tests {
             },
             ..HeldChange::default()
         };
-        let mut out = Vec::new();
-        table(&mut out, &none).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = tabled(&none);
         assert!(
             text.contains("no sampled block was live then in either run"),
             "{text}"
@@ -424,9 +425,7 @@ mod tests {
             },
             ..c.clone()
         };
-        let mut out = Vec::new();
-        table(&mut out, &end).unwrap();
-        let text = String::from_utf8(out).unwrap();
+        let text = tabled(&end);
         assert!(
             text.contains("base:   -2.0 KiB allocated and not freed while traced"),
             "{text}"
