@@ -233,6 +233,10 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
             m.uint(4, file);
         });
     }
+    // period_type and period: allocations between two recorded ones (a `sample:N`
+    // report's N; 1 where every allocation is). Viewers show it beside the profile's
+    // type, and leave it blank when it is missing.
+    let period_type = (strings.id(ALLOC_OBJECTS), strings.id("count"));
     let comments: Vec<u64> = estimates(report, in_use)
         .iter()
         .map(|c| strings.id(c))
@@ -249,6 +253,11 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
     } else {
         strings.id(ALLOC_OBJECTS)
     };
+    p.message(11, |m| {
+        m.uint(1, period_type.0);
+        m.uint(2, period_type.1);
+    });
+    p.uint(12, report.manifest.sample_interval.max(1));
     let start = report.manifest.start_unix_s;
     let duration = report.manifest.duration_s;
     p.uint(9, (start * 1e9) as u64);

@@ -57,6 +57,10 @@ mod pprof {
         pub time_nanos: i64,
         #[prost(int64, tag = "10")]
         pub duration_nanos: i64,
+        #[prost(message, optional, tag = "11")]
+        pub period_type: Option<ValueType>,
+        #[prost(int64, tag = "12")]
+        pub period: i64,
         #[prost(int64, repeated, tag = "13")]
         pub comment: Vec<i64>,
         #[prost(int64, tag = "14")]
@@ -156,6 +160,35 @@ fn a_count_reports_pprof_profile_opens_on_its_live_bytes() {
 }
 
 #[test]
+fn a_sampled_reports_pprof_profile_gives_its_interval_as_the_period() {
+    use prost::Message;
+    use std::io::Read;
+    let sampled = copy_fixture("pprof-period");
+    edit_manifest(&sampled, |m| {
+        m["mode"] = "sample:100".into();
+        m["sample_interval"] = 100.into();
+    });
+    let file = sampled.join("p.pb.gz");
+    let out = analyzer(&[
+        "export",
+        sampled.to_str().unwrap(),
+        "--format",
+        "pprof",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+        .read_to_end(&mut raw)
+        .unwrap();
+    let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+    let period_type = p.period_type.expect("a period type");
+    assert_eq!(p.string_table[period_type.r#type as usize], "alloc_objects");
+    assert_eq!(p.period, 100);
+}
+
+#[test]
 fn pprof_profile_decodes_and_matches_top() {
     use prost::Message;
     use std::io::Read;
@@ -201,6 +234,12 @@ fn pprof_profile_decodes_and_matches_top() {
     );
     // What Go's pprof and Pyroscope show first.
     assert_eq!(s(p.default_sample_type), "alloc_objects");
+    // Every allocation recorded: one allocation between two recorded ones.
+    let period_type = p.period_type.as_ref().expect("a period type");
+    assert_eq!(
+        (s(period_type.r#type), s(period_type.unit), p.period),
+        ("alloc_objects", "count", 1)
+    );
     // Its comments say which figures are estimates: here heap sampling's.
     let comments: Vec<&str> = p.comment.iter().map(|&c| s(c)).collect();
     assert_eq!(comments.len(), 1, "{comments:?}");
