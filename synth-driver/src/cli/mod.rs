@@ -822,7 +822,20 @@ mod tests {
     }
 
     /// The job of `synth-driver ARGS`, or its error message.
+    /// The job `args` make. These tests parse as the driver does, the environment
+    /// included, so a tracer setting in it (`ALLOC_TRACE=count cargo test`) would
+    /// change what they parse: they say so rather than fail on a wrong job.
     fn job(args: &str) -> Result<Job, String> {
+        let set: Vec<String> = std::env::vars_os()
+            .filter_map(|(k, _)| k.into_string().ok())
+            .filter(|k| k.starts_with("ALLOC_TRACE"))
+            .collect();
+        assert!(
+            set.is_empty(),
+            "unset {} to run these tests: they parse the command line as the driver \
+             does, the environment included",
+            set.join(", ")
+        );
         let cli = Cli::parse_args(std::iter::once("synth-driver").chain(args.split(' ')))
             .map_err(|e| format!("clap: {e}"))?;
         cli.into_job().map_err(|e| format!("{e:#}"))
