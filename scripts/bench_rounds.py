@@ -12,6 +12,9 @@ quartile: how far a round strays, on a machine whose speed moves by a few per ce
 and the medians of its synthesis time, wall time, peak RSS (getrusage of the process
 and the children it waited for) and report-writing time.
 
+Every run is written to OUT/TABLE-runs.csv as it ends, so that a run that fails
+leaves the rounds before it.
+
 Standard library only.
 """
 
@@ -63,6 +66,31 @@ class Run:
     report_s: float | None
 
 
+class RunFailed(Exception):
+    """A run that exited with an error or printed no iteration."""
+
+
+class RunLog:
+    """The runs' CSV, one row written as each run ends, so that a run failing late in
+    a long benchmark leaves the rounds before it."""
+
+    COLUMNS = ["workload", "round", "config", "synth_s", "wall_s", "max_rss_mib", "report_s"]
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.file = open(path, "w", newline="")
+        self.writer = csv.writer(self.file)
+        self.writer.writerow(self.COLUMNS)
+        self.count = 0
+
+    def add(self, x: "Run") -> None:
+        self.writer.writerow([x.workload, x.round, x.config, x.synth_s, x.wall_s, x.max_rss_mib,
+                              "" if x.report_s is None else x.report_s])
+        self.file.flush()
+        self.count += 1
+
+
 def run_measured(cfg: Config, workload: list, scratch: Path) -> tuple[float, float, float, float | None]:
     """Runs `cfg` on `workload` once in `scratch`; returns synthesis seconds, wall
     seconds, peak RSS (MiB) and report seconds (None when nothing says)."""
@@ -82,10 +110,10 @@ def run_measured(cfg: Config, workload: list, scratch: Path) -> tuple[float, flo
         proc.returncode = os.waitstatus_to_exitcode(status)
     stdout, stderr = out_path.read_text(), err_path.read_text()
     if proc.returncode != 0:
-        sys.exit(f"bench: {' '.join(args)} exited with {proc.returncode}:\n{stderr[-3000:]}")
+        raise RunFailed(f"bench: {' '.join(args)} exited with {proc.returncode}:\n{stderr[-3000:]}")
     lines = [json.loads(l) for l in stdout.splitlines() if l.startswith("{")]
     if not lines:
-        sys.exit(f"bench: {' '.join(args)} printed no iteration:\n{stdout[-2000:]}{stderr[-2000:]}")
+        raise RunFailed(f"bench: {' '.join(args)} printed no iteration:\n{stdout[-2000:]}{stderr[-2000:]}")
     times = REPORT_TIME.findall(stderr)
     report = float(times[-1]) if times else None
     return lines[0]["synth_seconds"], wall, usage.ru_maxrss / 1024, report
@@ -95,7 +123,7 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def rounds(configs: list, workloads: dict, n: int, scratch: Path) -> list:
+def rounds(configs: list, workloads: dict, n: int, scratch: Path, runs_log: RunLog) -> list:
     runs = []
     for r in range(n):
         order = configs if r % 2 == 0 else configs[::-1]
@@ -104,6 +132,7 @@ def rounds(configs: list, workloads: dict, n: int, scratch: Path) -> list:
                 synth, wall, rss, report = run_measured(cfg, workload, scratch)
                 run = Run(name, r, cfg.name, synth, wall, rss, report)
                 runs.append(run)
+                runs_log.add(run)
                 log(f"round {r + 1}/{n} {name} {cfg.name}: synthesis {synth:.3f} s, wall {wall:.1f} s, "
                     f"peak RSS {rss:.0f} MiB" + (f", report {report:.3f} s" if report is not None else ""))
     return runs
@@ -180,20 +209,14 @@ def markdown(rows: list, baseline: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_outputs(out_dir: Path, stem: str, rows: list, runs: list, header: str, baseline: str) -> str:
-    out_dir.mkdir(parents=True, exist_ok=True)
+def write_outputs(out_dir: Path, stem: str, rows: list, header: str, baseline: str) -> str:
+    """The table in markdown and CSV (the runs' CSV is written as they end)."""
     table = markdown(rows, baseline)
     (out_dir / f"{stem}.md").write_text(header + "\n" + table)
     with open(out_dir / f"{stem}.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    with open(out_dir / f"{stem}-runs.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["workload", "round", "config", "synth_s", "wall_s", "max_rss_mib", "report_s"])
-        for x in runs:
-            w.writerow([x.workload, x.round, x.config, x.synth_s, x.wall_s, x.max_rss_mib,
-                        "" if x.report_s is None else x.report_s])
     return table
 
 
@@ -299,21 +322,22 @@ def main() -> None:
 
     if a.check_args:
         return
+    runs_log = RunLog(a.out / f"{a.table}-runs.csv")
     with tempfile.TemporaryDirectory(prefix="bench-rounds-") as tmp:
         scratch = Path(tmp)
-        runs = rounds(configs, workloads, a.rounds, scratch)
-        rows = summarize(configs, workloads, runs, baseline)
-        if a.table == "peers" and small_configs:
-            small_runs = rounds(small_configs, {"small": []}, a.rounds, scratch)
-            for x in small_runs:
-                x.workload = "small"
-            runs += small_runs
-            rows += summarize(small_configs, {"small": []}, small_runs, baseline)
+        try:
+            runs = rounds(configs, workloads, a.rounds, scratch, runs_log)
+            rows = summarize(configs, workloads, runs, baseline)
+            if a.table == "peers" and small_configs:
+                small_runs = rounds(small_configs, {"small": []}, a.rounds, scratch, runs_log)
+                rows += summarize(small_configs, {"small": []}, small_runs, baseline)
+        except RunFailed as e:
+            sys.exit(f"{e}\n(the {runs_log.count} runs that ended before it are in {runs_log.path})")
 
     header = (f"{a.rounds} interleaved rounds on {os.uname().nodename} ({os.cpu_count()} CPUs); "
               f"ratios: median over rounds of synthesis seconds / the baseline's in the same round "
               f"(in brackets, the middle half of the rounds' ratios)")
-    table = write_outputs(a.out, a.table, rows, runs, header, baseline)
+    table = write_outputs(a.out, a.table, rows, header, baseline)
     print(table, end="")
     print(f"\n(written: {a.out}/{a.table}.md, {a.table}.csv, {a.table}-runs.csv)", file=sys.stderr)
 
