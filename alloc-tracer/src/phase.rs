@@ -176,6 +176,12 @@ impl PhaseId {
             previous: set_phase(self.0),
         }
     }
+
+    /// The phase's index in [`phases`](crate::phases) and in
+    /// [`Counts::phases`](crate::Counts::phases).
+    pub fn index(self) -> usize {
+        self.0
+    }
 }
 
 /// Restores the previous phase when dropped; see [`PhaseId`].

@@ -10,7 +10,7 @@
 use crate::hot::caller;
 use crate::hot::control::MAX_PHASES;
 use crate::hot::live;
-use crate::hot::log_linear::SIZE_BUCKETS;
+use crate::hot::log_linear::{self, SIZE_BUCKETS, SIZE_SUB_BITS};
 use crate::hot::site_table::{SiteTable, Slot};
 use crate::hot::size_class::{LAST_SMALL, NUM_CLASSES, SMALL_REQUESTS, class_bytes};
 use crate::hot::thread::{PhaseCounters, ThreadState};
@@ -129,7 +129,8 @@ pub struct Counts {
     pub classes: [[u64; NUM_CLASSES]; MAX_PHASES],
     /// Reallocs that moved the block, per size-class index of the new block.
     pub moved: [u64; NUM_CLASSES],
-    /// Allocations and reallocs per requested-size bucket (`log_linear`).
+    /// Allocations and reallocs per requested-size bucket; [`Counts::requested_sizes`]
+    /// gives each bucket's sizes.
     pub requested: [u64; SIZE_BUCKETS],
     /// The tracer's own allocations (moving reallocs included).
     pub own_allocs: u64,
@@ -207,6 +208,26 @@ impl Counts {
             self.classes[phase][r.class as usize] += n;
             self.requested[r.bucket as usize] += n;
         }
+    }
+
+    /// Allocations and reallocs by requested size: each bucket of `requested` that
+    /// counted any, as (smallest size, largest size, count), smallest first. Sizes
+    /// below 64 bytes have a bucket each; above, a power of two is split in 32
+    /// buckets (under 3.2 % wide); the last bucket holds every size from 2^48 up.
+    pub fn requested_sizes(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        let low = |b: usize| log_linear::bucket_low(b, SIZE_SUB_BITS);
+        self.requested
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n > 0)
+            .map(move |(b, &n)| {
+                let high = if b + 1 == SIZE_BUCKETS {
+                    u64::MAX
+                } else {
+                    low(b + 1) - 1
+                };
+                (low(b), high, n)
+            })
     }
 
     /// Every field summed over all phases.
