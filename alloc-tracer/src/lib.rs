@@ -201,6 +201,8 @@ pub use phase::{
     PauseGuard, PhaseGuard, PhaseId, PhaseTime, QuickPhaseGuard, pause, phase, phase_id,
 };
 pub use registry::{Counts, PhaseTotals};
+#[doc(hidden)]
+pub use report::directory::without_rename_flags;
 pub use report::manifest::set_allocator_name;
 pub use report::schema::{self, SCHEMA_VERSION};
 pub use report::{ReportSummary, SUMMARY_SITES, TopSite};

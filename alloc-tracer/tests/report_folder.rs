@@ -213,44 +213,96 @@ fn writes_only_its_own_reports() {
 
     // A folder another program makes and fills while a report is written there,
     // after the writer checked the destination (its staging folder exists), is never
-    // replaced: the program's file stays, whatever the write answers.
+    // replaced: the program's file stays, whatever the write answers. Also where the
+    // filesystem has no `renameat2` flags, and the old folder is moved aside first.
     let racing = scratch("racing");
-    let mut raced = 0;
-    for i in 0..50 {
-        let dest = racing.join(format!("out{i}"));
-        let staging = format!(".out{i}.tmp-");
-        let d = dest.clone();
-        let writer = std::thread::spawn(move || write_report(&d).map(|_| ()));
-        let mut made = false;
-        while !writer.is_finished() {
-            if strays(&racing, &[]).iter().any(|n| n.starts_with(&staging)) {
-                made = std::fs::create_dir(&dest).is_ok();
-                if made {
-                    std::fs::write(dest.join("mine.txt"), b"the program's").unwrap();
+    for flags in [true, false] {
+        alloc_tracer::without_rename_flags(!flags);
+        let mut raced = 0;
+        for i in 0..50 {
+            let dest = racing.join(format!("out{i}-{flags}"));
+            let staging = format!(".out{i}-{flags}.tmp-");
+            let d = dest.clone();
+            let writer = std::thread::spawn(move || write_report(&d).map(|_| ()));
+            let mut made = false;
+            while !writer.is_finished() {
+                if strays(&racing, &[]).iter().any(|n| n.starts_with(&staging)) {
+                    made = std::fs::create_dir(&dest).is_ok();
+                    if made {
+                        std::fs::write(dest.join("mine.txt"), b"the program's").unwrap();
+                    }
+                    break;
                 }
-                break;
+            }
+            let result = writer.join().unwrap();
+            if made {
+                raced += 1;
+                assert!(
+                    dest.join("mine.txt").exists(),
+                    "write {i} (renameat2 flags: {flags}) replaced the program's folder \
+                     ({result:?})"
+                );
             }
         }
-        let result = writer.join().unwrap();
-        if made {
-            raced += 1;
-            assert!(
-                dest.join("mine.txt").exists(),
-                "write {i} replaced the program's folder ({result:?})"
+        assert!(
+            raced > 0,
+            "no folder was made during a write (renameat2 flags: {flags}): nothing tested"
+        );
+        let left: Vec<String> = strays(&racing, &[])
+            .into_iter()
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+    // Without the flags, a report of ours is still replaced.
+    alloc_tracer::without_rename_flags(true);
+    let plain = racing.join("plain");
+    write_report(&plain).unwrap();
+    let first = std::fs::read(plain.join("manifest.json")).unwrap();
+    write_report(&plain).unwrap();
+    assert_ne!(std::fs::read(plain.join("manifest.json")).unwrap(), first);
+    alloc_tracer::without_rename_flags(false);
+
+    // A report that another run wrote while this one ran is moved aside, however
+    // close its start to this run's; one of this run (a forked relative's: the same
+    // run id), or one from before run ids that started with it, is replaced.
+    let runs = scratch("runs");
+    let mine = Manifest::from_json(&std::fs::read(plain.join("manifest.json")).unwrap()).unwrap();
+    let run_id = mine.run_id.clone().expect("a run id");
+    assert_eq!(run_id.len(), 16, "{run_id}");
+    let other_id = format!("{:016x}", u64::from_str_radix(&run_id, 16).unwrap() ^ 1);
+    for (name, id, set_aside) in [
+        ("other-run", Some(other_id.as_str()), true),
+        ("same-run", Some(run_id.as_str()), false),
+        ("no-run-id", None, false),
+    ] {
+        let dest = runs.join(name);
+        std::fs::create_dir_all(&dest).unwrap();
+        let mut theirs = serde_json::json!({
+            "tool": "alloc-tracer",
+            "pid": 1,
+            "start_unix_s": mine.start_unix_s,
+            "end_unix_s": mine.end_unix_s + 3600.0,
+            "schema_version": 1,
+        });
+        if let Some(id) = id {
+            theirs["run_id"] = id.into();
+        }
+        std::fs::write(dest.join("manifest.json"), theirs.to_string()).unwrap();
+        write_report(&dest).unwrap();
+        let now = Manifest::from_json(&std::fs::read(dest.join("manifest.json")).unwrap());
+        assert_eq!(now.unwrap().pid, std::process::id(), "{name}");
+        let aside = runs.join(format!("{name}-1"));
+        assert_eq!(aside.exists(), set_aside, "{name}");
+        if set_aside {
+            assert_eq!(
+                std::fs::read_to_string(aside.join("manifest.json")).unwrap(),
+                theirs.to_string()
             );
         }
     }
-    assert!(
-        raced > 0,
-        "no folder was made during a write: nothing tested"
-    );
-    let left: Vec<String> = strays(&racing, &[])
-        .into_iter()
-        .filter(|n| n.starts_with('.'))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
 
-    for d in [root, shared, failing, racing, abandoned] {
+    for d in [root, shared, failing, racing, abandoned, runs] {
         std::fs::remove_dir_all(d).unwrap();
     }
 }

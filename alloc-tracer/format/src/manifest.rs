@@ -96,6 +96,12 @@ pub struct Manifest {
     /// the fork. `None` otherwise, and in reports written before it existed.
     #[serde(default)]
     pub forked_from_pid: Option<u32>,
+    /// The traced run, 16 hex digits drawn at random when tracing began and kept by
+    /// the process's forked children: reports that share it were written by one
+    /// process or by processes forked from it. `None` in reports written before it
+    /// existed.
+    #[serde(default)]
+    pub run_id: Option<String>,
 }
 
 /// The latest kept peak of live bytes.

@@ -121,26 +121,10 @@ impl Staging {
                 if let Err(refused) = check_replaceable(&self.tmp) {
                     // Until traded back, `tmp` is not ours to remove on an error.
                     self.committed = true;
-                    rename2(&self.tmp, &self.dir, libc::RENAME_EXCHANGE).map_err(|cause| {
-                        Error::Io {
-                            path: self.tmp.clone(),
-                            cause: std::io::Error::new(
-                                cause.kind(),
-                                format!(
-                                    "{cause}: the folder that was at {} is now here",
-                                    self.dir.display()
-                                ),
-                            ),
-                        }
-                    })?;
+                    rename2(&self.tmp, &self.dir, libc::RENAME_EXCHANGE)
+                        .map_err(now_here(&self.tmp, &self.dir))?;
                     self.committed = false;
-                    return Err(match refused {
-                        Error::NotReplaced { why, .. } => Error::NotReplaced {
-                            path: self.dir.clone(),
-                            why,
-                        },
-                        other => other,
-                    });
+                    return Err(refused_at(&self.dir, refused));
                 }
                 true
             }
@@ -158,8 +142,9 @@ impl Staging {
     }
 
     /// `commit` where the filesystem has no `renameat2` flags: an old report is
-    /// moved aside first, since rename cannot replace a non-empty folder, and
-    /// removed after.
+    /// moved aside first, since rename cannot replace a non-empty folder, then
+    /// checked where it went (a program may have made and filled the folder since
+    /// `new`: it is put back), and removed after.
     fn commit_aside(mut self) -> Result<(), Error> {
         let old = self.parent.join(format!(
             ".{}.old-{}-{}",
@@ -170,6 +155,10 @@ impl Staging {
         let replacing = self.dir.exists();
         if replacing {
             std::fs::rename(&self.dir, &old).map_err(io(&self.dir))?;
+            if let Err(refused) = check_replaceable(&old) {
+                std::fs::rename(&old, &self.dir).map_err(now_here(&old, &self.dir))?;
+                return Err(refused_at(&self.dir, refused));
+            }
         }
         if let Err(e) = std::fs::rename(&self.tmp, &self.dir) {
             if replacing {
@@ -188,8 +177,48 @@ impl Staging {
     }
 }
 
+/// The error of putting back, from `moved` to `dir`, a folder that may not be
+/// replaced: it names where the folder is now.
+fn now_here<'a>(moved: &'a Path, dir: &'a Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
+    move |cause| Error::Io {
+        path: moved.to_owned(),
+        cause: std::io::Error::new(
+            cause.kind(),
+            format!(
+                "{cause}: the folder that was at {} is now here",
+                dir.display()
+            ),
+        ),
+    }
+}
+
+/// `check_replaceable`'s refusal of a folder checked where it was moved, named by
+/// `dir`, where it was (and is again).
+fn refused_at(dir: &Path, refused: Error) -> Error {
+    match refused {
+        Error::NotReplaced { why, .. } => Error::NotReplaced {
+            path: dir.to_owned(),
+            why,
+        },
+        other => other,
+    }
+}
+
+/// Set by [`without_rename_flags`].
+static NO_RENAME_FLAGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes this process's report writer take every `renameat2` flag for unsupported,
+/// as on a filesystem without them: for tests of that path.
+#[doc(hidden)]
+pub fn without_rename_flags(on: bool) {
+    NO_RENAME_FLAGS.store(on, Relaxed);
+}
+
 /// `renameat2(from, to, flags)` for paths.
 fn rename2(from: &Path, to: &Path, flags: libc::c_uint) -> std::io::Result<()> {
+    if flags != 0 && NO_RENAME_FLAGS.load(Relaxed) {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
     use std::os::unix::ffi::OsStrExt;
     let c = |p: &Path| {
         std::ffi::CString::new(p.as_os_str().as_bytes())
@@ -281,8 +310,8 @@ fn remove_left_by_the_dead(parent: &Path, name: &str) {
 /// this one's tracing ran (a program this one ran, which inherited
 /// `ALLOC_TRACE_REPORT` without `%p`; or another run sharing the path): replacing it
 /// would lose that run's report without a word. The report this process writes then
-/// takes `dir`, as the last writer's always did. A report of the same traced run (a
-/// forked child's, which counts the parent's start) is not another's. Called under
+/// takes `dir`, as the last writer's always did. A report of the same traced run (its
+/// `run_id` this process's: a forked relative's) is not another's. Called under
 /// the parent folder's lock, so that two writers cannot both miss each other.
 fn set_aside_if_concurrent(dir: &Path) -> Result<(), Error> {
     #[derive(serde::Deserialize)]
@@ -291,6 +320,7 @@ fn set_aside_if_concurrent(dir: &Path) -> Result<(), Error> {
         pid: Option<u32>,
         start_unix_s: Option<f64>,
         end_unix_s: Option<f64>,
+        run_id: Option<String>,
     }
     let Ok(text) = std::fs::read(dir.join(schema::MANIFEST)) else {
         return Ok(());
@@ -304,10 +334,14 @@ fn set_aside_if_concurrent(dir: &Path) -> Result<(), Error> {
     let elapsed_s =
         crate::hot::clock::now_ns().saturating_sub(crate::hot::clock::start_ns()) as f64 / 1e9;
     let started = crate::hot::clock::unix_seconds() - elapsed_s;
-    let another = w.tool.as_deref() == Some(TOOL)
-        && pid != std::process::id()
-        && end > started
-        && (start - started).abs() > 0.01;
+    let same_run = match w.run_id.as_deref() {
+        Some(id) => u64::from_str_radix(id, 16).ok() == Some(crate::lineage::run_id()),
+        // A report from before run ids: a forked relative's counts from the same
+        // start (wall time less the run's monotonic time, so to within a drift).
+        None => (start - started).abs() <= 0.01,
+    };
+    let another =
+        w.tool.as_deref() == Some(TOOL) && pid != std::process::id() && end > started && !same_run;
     if !another || check_replaceable(dir).is_err() {
         return Ok(());
     }
@@ -394,8 +428,9 @@ pub fn check_destination(dir: &Path) -> Result<(), Error> {
                 "a NUL byte in the path",
             ))
         })?;
+        // Read too: the writer opens the folder to lock it.
         // SAFETY: a NUL-terminated path.
-        if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        if unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK | libc::X_OK) } != 0 {
             return Err(io(existing)(std::io::Error::last_os_error()));
         }
     }
@@ -456,14 +491,18 @@ fn locked() -> MutexGuard<'static, Vec<RawFd>> {
 }
 
 /// An open folder in [`LOCKED`] while it lives.
-struct FolderLock(File);
+struct FolderLock(std::mem::ManuallyDrop<File>);
 
 impl Drop for FolderLock {
     fn drop(&mut self) {
-        // Closed (by the field's drop) after leaving the list, so that no child
-        // forked meanwhile closes a number reused by then.
+        // Closed and taken off the list under the list's lock, which a fork waits
+        // for: a child forked before has the descriptor listed (and closes its copy),
+        // one forked after has neither, and none closes a number reused meanwhile.
+        let mut list = locked();
         let fd = self.0.as_raw_fd();
-        locked().retain(|&f| f != fd);
+        // SAFETY: the file is dropped here only, and not used after.
+        unsafe { std::mem::ManuallyDrop::drop(&mut self.0) };
+        list.retain(|&f| f != fd);
     }
 }
 
@@ -490,7 +529,7 @@ fn lock_folder(folder: &Path) -> Result<FolderLock, Error> {
         let mut list = locked();
         let f = File::open(folder).map_err(io(folder))?;
         list.push(f.as_raw_fd());
-        FolderLock(f)
+        FolderLock(std::mem::ManuallyDrop::new(f))
     };
     loop {
         // SAFETY: `flock` on a file descriptor this function owns.

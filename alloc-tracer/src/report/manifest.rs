@@ -131,6 +131,7 @@ pub fn build(
         labels: snap.labels.clone(),
         allocator: allocator_name().map(str::to_owned),
         forked_from_pid: crate::lineage::forked_from(),
+        run_id: Some(format!("{:016x}", crate::lineage::run_id())),
     }
 }
 
