@@ -38,7 +38,7 @@ fn child_allocates() {
     let Some(how) = std::env::var_os("ALLOC_TRACER_TEST_CHILD") else {
         return;
     };
-    if how == "apply" {
+    if how == "apply" || how == "fork" {
         Settings {
             mode: Mode::Count,
             ..Default::default()
@@ -51,6 +51,23 @@ fn child_allocates() {
     std::io::Write::write_all(&mut std::io::stderr(), b"child: session made\n").unwrap();
     for i in 0..ALLOCS {
         black_box(vec![0u8; 64 + i % 64]);
+    }
+    if how == "fork" {
+        // A forked child that allocates and ends through `exit`, its exit hooks
+        // run, the session never dropped.
+        // SAFETY: the child allocates and exits; the tracer's fork handlers leave
+        // it no lock held.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            for i in 0..ALLOCS {
+                black_box(vec![0u8; 64 + i % 64]);
+            }
+            // SAFETY: ends the child as a program would, exit hooks included.
+            unsafe { libc::exit(0) };
+        }
+        let code = common::wait_child(pid, std::time::Duration::from_secs(60));
+        assert_eq!(code, Some(0), "the forked child");
     }
     if let Some(code) = std::env::var_os("ALLOC_TRACER_TEST_EXIT") {
         // The session is never dropped.
@@ -411,4 +428,60 @@ fn a_report_another_process_wrote_during_the_run_is_moved_aside_not_replaced() {
         old
     );
     assert!(!dir.with_file_name("report-1-1").exists());
+}
+
+#[test]
+fn a_forked_child_that_exits_writes_its_own_reports_only_where_the_path_holds_pid() {
+    let scratch = common::scratch("exit-fork");
+    // The paths' parent: the reports of each case, and nothing else.
+    let reports = |case: &str| -> Vec<serde_json::Value> {
+        let mut found: Vec<serde_json::Value> = std::fs::read_dir(scratch.join(case))
+            .unwrap()
+            .map(|e| {
+                let m = std::fs::read(e.unwrap().path().join("manifest.json")).unwrap();
+                serde_json::from_slice(&m).unwrap()
+            })
+            .collect();
+        found.sort_by_key(|m| m["forked_from_pid"].as_u64());
+        found
+    };
+    for (case, pattern) in [("plain", "r"), ("per-process", "r-%p")] {
+        let exit_dir = scratch.join(case).join("exit").join(pattern);
+        let session_dir = scratch.join(case).join("session").join(pattern);
+        std::fs::create_dir_all(exit_dir.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(session_dir.parent().unwrap()).unwrap();
+        let out = child(
+            "fork",
+            &exit_dir,
+            &[("ALLOC_TRACER_TEST_SESSION", session_dir.to_str().unwrap())],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for (what, dir) in [("exit", &exit_dir), ("session", &session_dir)] {
+            let written = reports(&format!("{case}/{what}"));
+            let none = match what {
+                "exit" => "a forked child writes no report at exit to",
+                _ => "a forked child's session writes no report to",
+            };
+            let says_none = stderr.contains(&format!("{none} {}", dir.display()));
+            if case == "plain" {
+                // The parent's report only, and the child says why it wrote none.
+                assert_eq!(written.len(), 1, "{what}: {stderr}");
+                assert!(written[0]["forked_from_pid"].is_null(), "{what}");
+                assert!(says_none, "{what}: {stderr}");
+            } else {
+                // One each, the child's naming the parent.
+                assert_eq!(written.len(), 2, "{what}: {stderr}");
+                assert!(written[0]["forked_from_pid"].is_null(), "{what}");
+                assert_eq!(
+                    written[1]["forked_from_pid"], written[0]["pid"],
+                    "{what}: the child names its parent"
+                );
+                assert!(!says_none, "{what}: {stderr}");
+                // Each counts its own run: the child's includes the parent's
+                // allocations before the fork, and its own after.
+                let allocs = |m: &serde_json::Value| m["totals"]["alloc_count"].as_u64().unwrap();
+                assert!(allocs(&written[1]) > allocs(&written[0]) / 2, "{what}");
+            }
+        }
+    }
 }
