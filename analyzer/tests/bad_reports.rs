@@ -228,6 +228,143 @@ fn missing_and_mistyped_columns_are_named() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A table cut short, or a file that is no parquet at all, is named as such before
+/// it is read into memory (its first and last four bytes are read, not the rest);
+/// a manifest larger than any report's is refused unread.
+#[test]
+fn files_that_are_no_parquet_or_too_large_are_refused_unread() {
+    let dir = copy_fixture("not-parquet");
+    let sites = dir.join("sites.parquet");
+    let whole = std::fs::read(&sites).unwrap();
+    std::fs::write(&sites, &whole[..whole.len() - 100]).unwrap();
+    let err = assert_top_refuses(&dir, "sites.parquet");
+    assert!(
+        err.contains("not a parquet file") && err.contains("does not end with parquet's PAR1"),
+        "{err}"
+    );
+    // Zeros where the table was, as a disk that lost it leaves them.
+    std::fs::write(&sites, vec![0u8; 1 << 20]).unwrap();
+    let err = assert_top_refuses(&dir, "sites.parquet");
+    assert!(err.contains("does not begin with parquet's PAR1"), "{err}");
+    std::fs::write(&sites, b"PAR1").unwrap();
+    let err = assert_top_refuses(&dir, "sites.parquet");
+    assert!(err.contains("4 bytes, fewer than any"), "{err}");
+    std::fs::write(&sites, &whole).unwrap();
+    // A sparse manifest of 17 MiB.
+    let manifest = dir.join("manifest.json");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&manifest)
+        .unwrap();
+    f.set_len(17 << 20).unwrap();
+    let err = assert_top_refuses(&dir, "manifest.json");
+    assert!(err.contains("more than any report manifest"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The manifest's list of tables and the folder's files must agree: a table the
+/// manifest does not list is refused, whether the analyzer always reads it or reads
+/// it only where listed (the memory tables of reports from before them).
+#[test]
+fn tables_the_manifest_does_not_list_are_refused() {
+    let edit_tables = |dir: &Path, keep: &dyn Fn(&str) -> bool| {
+        let path = dir.join("manifest.json");
+        let mut m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        m["tables"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|t| keep(t["file"].as_str().unwrap()));
+        std::fs::write(&path, m.to_string()).unwrap();
+    };
+    let dir = copy_fixture("unlisted");
+    edit_tables(&dir, &|f| f != "sites.parquet");
+    let err = assert_top_refuses(&dir, "sites.parquet");
+    assert!(
+        err.contains("not among the tables manifest.json lists"),
+        "{err}"
+    );
+    // Gone too: a table every report holds, which this one's manifest leaves out.
+    std::fs::remove_file(dir.join("sites.parquet")).unwrap();
+    let err = assert_top_refuses(&dir, "manifest.json");
+    assert!(
+        err.contains("its tables do not list sites.parquet"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let dir = copy_report(&fuzz_fixture(), "unlisted-timeline");
+    edit_tables(&dir, &|f| f != "timeline.parquet");
+    let d = dir.to_str().unwrap();
+    let svg = dir.join("t.svg");
+    let out = check_cli(&["timeline", d, "-o", svg.to_str().unwrap()]).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("timeline.parquet: not among the tables manifest.json lists"),
+        "{err}"
+    );
+    // Without the file too, it is a report from before timelines: said as such.
+    std::fs::remove_file(dir.join("timeline.parquet")).unwrap();
+    let out = check_cli(&["timeline", d, "-o", svg.to_str().unwrap()]).unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("not among the tables"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A manifest that is a JSON array, or has no version, is not a report manifest;
+/// free text with line breaks or terminal escapes is printed escaped, on one line.
+#[test]
+fn manifests_are_objects_and_their_text_is_printed_escaped() {
+    let dir = copy_fixture("manifest-shape");
+    let path = dir.join("manifest.json");
+    let original: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let fields: Vec<_> = original.as_object().unwrap().values().cloned().collect();
+    std::fs::write(&path, serde_json::to_vec(&fields).unwrap()).unwrap();
+    let err = assert_top_refuses(&dir, "manifest.json");
+    assert!(
+        err.contains("not a report manifest: not a JSON object"),
+        "{err}"
+    );
+    let mut unversioned = original.clone();
+    unversioned
+        .as_object_mut()
+        .unwrap()
+        .remove("schema_version");
+    std::fs::write(&path, unversioned.to_string()).unwrap();
+    let err = assert_top_refuses(&dir, "manifest.json");
+    assert!(
+        err.contains("no schema_version: not a report manifest"),
+        "{err}"
+    );
+
+    let mut m = original;
+    m["host"] = "host\nsecond line".into();
+    m["incomplete"] = "SIGINT\nsecond line".into();
+    m["command_line"] = serde_json::json!(["prog", "\u{1b}[31mred"]);
+    std::fs::write(&path, m.to_string()).unwrap();
+    let d = dir.to_str().unwrap();
+    for args in [&["top", d][..], &["info", d], &["diff", d, d]] {
+        // Notes on standard error: more than one line here.
+        let out = run_cli(args, BOUND).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!text.contains('\u{1b}'), "{args:?}: a raw escape: {text}");
+        assert!(
+            !text.lines().any(|l| l.starts_with("second line")),
+            "{args:?}: a manifest's line break printed: {text}"
+        );
+    }
+    let info = run_cli(&["info", d], BOUND).unwrap();
+    assert!(String::from_utf8_lossy(&info.stdout).contains("\\u{1b}[31mred"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Counts whose sums pass `u64::MAX` saturate instead of wrapping to small numbers.
 #[test]
 fn sums_of_huge_counts_saturate() {
@@ -289,6 +426,11 @@ fn sums_of_huge_counts_saturate() {
     );
     assert_eq!(d.change.alloc_count, u64::MAX);
     assert!(d.categories.iter().any(|c| c.delta_alloc_count == i64::MAX));
+    // The table's first line too.
+    let mut text = Vec::new();
+    render::diff_totals(&mut text, &d).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains(&format!("({:+})", i64::MAX)), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

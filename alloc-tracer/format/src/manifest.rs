@@ -325,13 +325,19 @@ impl Manifest {
     /// Parses a manifest, checking its schema version before its shape, so that a
     /// report of another version says so rather than failing on a field.
     pub fn from_json(bytes: &[u8]) -> Result<Manifest, ManifestError> {
-        #[derive(Deserialize)]
-        struct Versioned {
-            schema_version: Option<u64>,
-        }
-        let v: Versioned = serde_json::from_slice(bytes).map_err(ManifestError::Json)?;
-        check_version(v.schema_version.ok_or(ManifestError::NoVersion)?)?;
-        serde_json::from_slice(bytes).map_err(ManifestError::Json)
+        let v: serde_json::Value = serde_json::from_slice(bytes).map_err(ManifestError::Json)?;
+        // An array would otherwise be read as the struct's fields in order.
+        let Some(object) = v.as_object() else {
+            return Err(ManifestError::Json(serde::de::Error::custom(
+                "not a JSON object",
+            )));
+        };
+        let version = match object.get("schema_version") {
+            None | Some(serde_json::Value::Null) => return Err(ManifestError::NoVersion),
+            Some(found) => u64::deserialize(found).map_err(ManifestError::Json)?,
+        };
+        check_version(version)?;
+        serde_json::from_value(v).map_err(ManifestError::Json)
     }
 
     /// The manifest as written to `manifest.json`.
@@ -380,7 +386,7 @@ mod tests {
         assert_eq!(back, m);
         let other = Manifest {
             schema_version: SCHEMA_VERSION + 1,
-            ..m
+            ..m.clone()
         };
         let err = Manifest::from_json(&other.to_json()).unwrap_err();
         assert!(
@@ -394,5 +400,10 @@ mod tests {
             Manifest::from_json(b"{\"schema_version\": 1, \"tool\": 3}"),
             Err(ManifestError::Json(_))
         ));
+        // The struct's fields in order, as an array: not a manifest.
+        let fields = serde_json::to_value(&m).unwrap();
+        let array: Vec<_> = fields.as_object().unwrap().values().cloned().collect();
+        let err = Manifest::from_json(&serde_json::to_vec(&array).unwrap()).unwrap_err();
+        assert_eq!(err.to_string(), "not a report manifest: not a JSON object");
     }
 }

@@ -123,7 +123,7 @@ pub fn check(
     if let Some(why) = report.nothing_recorded() {
         return Err(Error::Budget {
             path: report.dir.clone(),
-            reason: why,
+            reason: format!("the report {why}"),
         });
     }
     // Another mode first: what else it lacks follows from it.

@@ -90,14 +90,17 @@ const TIMELINE_COLUMNS: &[&str] = &[
 
 /// Reads the memory tables of a loaded report, checked like its other tables.
 pub fn load(report: &Report) -> Result<Memory, Error> {
-    let table = |t: &schema::Table| report.manifest.tables.iter().any(|l| l.file == t.file);
+    // Tables from before heap sampling and the timeline: absent, and not listed.
+    let table = |t: &schema::Table| -> Result<bool, Error> {
+        Ok(report::listed(&report.dir, &report.manifest, t)?.is_some())
+    };
     let heap = |t: &schema::Table| -> Result<Vec<HeapRow>, Error> {
-        if !table(t) {
+        if !table(t)? {
             return Ok(vec![]);
         }
         read(&report.dir, &report.manifest, t, HEAP_COLUMNS, heap_rows)
     };
-    let timeline = if table(&schema::TIMELINE) {
+    let timeline = if table(&schema::TIMELINE)? {
         let mut t = read_with_later(
             &report.dir,
             &report.manifest,

@@ -315,7 +315,7 @@ pub fn diff_totals(out: &mut dyn Write, d: &Diff) -> io::Result<()> {
         d.phase.as_deref().unwrap_or("(all)"),
         d.base.alloc_count,
         d.change.alloc_count,
-        i128::from(d.change.alloc_count) - i128::from(d.base.alloc_count),
+        crate::diff::delta(d.base.alloc_count, d.change.alloc_count),
         super::bytes(d.base.peak_live_bytes as f64),
         super::bytes(d.change.peak_live_bytes as f64),
     )

@@ -210,7 +210,14 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
     let tables: Vec<String> = i
         .tables
         .iter()
-        .map(|t| format!("{} ({} rows)", t.file, t.rows))
+        .map(|t| {
+            format!(
+                "{} ({} row{})",
+                t.file,
+                t.rows,
+                if t.rows == 1 { "" } else { "s" }
+            )
+        })
         .collect();
     writeln!(out, "tables    {}", tables.join(", "))
 }

@@ -5,7 +5,7 @@
 mod rows;
 mod table;
 
-pub(crate) use table::{i64s, read, read_with_later, strings, u64s};
+pub(crate) use table::{i64s, listed, read, read_with_later, strings, u64s};
 
 use crate::{Error, SUPPORTED_SCHEMA_VERSION};
 use alloc_tracer_format::manifest::{Manifest, ManifestError};
@@ -15,7 +15,7 @@ use rows::{
     phase_rows, site_rows,
 };
 use std::path::{Path, PathBuf};
-use table::{file_kind, one_line, read_file};
+use table::{file_kind, one_line, read_manifest};
 
 /// One row of `sites.parquet`.
 #[derive(Clone, Debug, PartialEq)]
@@ -274,7 +274,8 @@ impl Report {
 
     /// Why the report can answer no gate or budget, when it recorded no allocation
     /// at all (one written with the tracer `off`, by `Session::finish` or
-    /// `write_report`): every maximum would pass on its zeros.
+    /// `write_report`): every maximum would pass on its zeros. Said of the report,
+    /// without its path (`records no allocation: ...`).
     pub fn nothing_recorded(&self) -> Option<String> {
         (self.calls(None) == 0).then(|| {
             let why = if self.manifest.mode == "off" {
@@ -283,10 +284,7 @@ impl Report {
             } else {
                 "the program allocated nothing while it was traced"
             };
-            format!(
-                "{} records no allocation: {why}, and every limit passes on zeros",
-                self.dir.display()
-            )
+            format!("records no allocation: {why}, and every limit passes on zeros")
         })
     }
 
@@ -421,23 +419,24 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
             ),
         });
     }
-    let text = read_file(&manifest_path)?;
+    let text = read_manifest(&manifest_path)?;
     let manifest = Manifest::from_json(&text).map_err(|e| match e {
         ManifestError::Version { found } => Error::SchemaVersion {
             path: manifest_path.clone(),
             found: found.to_string(),
             supported: SUPPORTED_SCHEMA_VERSION,
         },
-        ManifestError::NoVersion => Error::SchemaVersion {
+        ManifestError::NoVersion => Error::Corrupt {
             path: manifest_path.clone(),
-            found: "missing".to_owned(),
-            supported: SUPPORTED_SCHEMA_VERSION,
+            reason: ManifestError::NoVersion.to_string(),
         },
         ManifestError::Json(e) => Error::Corrupt {
             path: manifest_path.clone(),
             reason: one_line(format!("not a report manifest: {e}")),
         },
     })?;
+    let mut manifest = manifest;
+    escape_controls(&mut manifest);
     let sites = read(dir, &manifest, &schema::SITES, SITE_COLUMNS, site_rows)?;
     let mut frames = read(dir, &manifest, &schema::FRAMES, FRAME_COLUMNS, frame_rows)?;
     frames.sort_by_key(|f| (f.site_id, f.frame_index));
@@ -464,6 +463,52 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
         phases,
         lifetimes,
     })
+}
+
+/// Escapes control characters in the manifest's free text (a line break reads `\n`,
+/// an escape `\u{1b}`): the analyzer prints these strings in notes and tables,
+/// which must stay on their lines and must not drive the terminal.
+fn escape_controls(m: &mut Manifest) {
+    let escape = |s: &mut String| {
+        if s.chars().any(char::is_control) {
+            let mut out = String::with_capacity(s.len() + 8);
+            for c in s.chars() {
+                if c.is_control() {
+                    out.extend(c.escape_default());
+                } else {
+                    out.push(c);
+                }
+            }
+            *s = out;
+        }
+    };
+    for s in [
+        &mut m.tool_version,
+        &mut m.host,
+        &mut m.cpu,
+        &mut m.mode,
+        &mut m.weights,
+    ] {
+        escape(s);
+    }
+    m.command_line.iter_mut().for_each(escape);
+    for s in [&mut m.incomplete, &mut m.allocator, &mut m.run_id]
+        .into_iter()
+        .flatten()
+    {
+        escape(s);
+    }
+    if let Some(peak) = &mut m.heap_peak {
+        escape(&mut peak.phase);
+    }
+    m.labels = std::mem::take(&mut m.labels)
+        .into_iter()
+        .map(|(mut k, mut v)| {
+            escape(&mut k);
+            escape(&mut v);
+            (k, v)
+        })
+        .collect();
 }
 
 #[cfg(test)]

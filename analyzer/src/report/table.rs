@@ -12,9 +12,65 @@ use std::path::Path;
 use std::sync::Once;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The bytes of a report file. Anything but a regular file is refused: reading a
-/// FIFO blocks until some writer comes, and a device may never end.
-pub(super) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
+/// The most bytes a `manifest.json` may hold: a report's is a few KiB, and a larger
+/// file would be read whole into memory.
+pub(super) const MANIFEST_MAX_BYTES: u64 = 16 << 20;
+
+/// The bytes of a report's manifest: [`open_regular`]'s file, refused past
+/// [`MANIFEST_MAX_BYTES`].
+pub(super) fn read_manifest(path: &Path) -> Result<Vec<u8>, Error> {
+    let (f, len) = open_regular(path)?;
+    if len > MANIFEST_MAX_BYTES {
+        return Err(Error::Corrupt {
+            path: path.to_owned(),
+            reason: format!(
+                "{len} bytes, more than any report manifest ({MANIFEST_MAX_BYTES} at most)"
+            ),
+        });
+    }
+    read_whole(path, f)
+}
+
+/// The bytes of a parquet table: [`open_regular`]'s file, refused before it is read
+/// unless it begins and ends with parquet's `PAR1`, so that a file cut short or a
+/// huge file of something else is named as such and never read into memory.
+fn read_parquet(path: &Path) -> Result<Vec<u8>, Error> {
+    let (f, len) = open_regular(path)?;
+    let corrupt = |reason: String| Error::Corrupt {
+        path: path.to_owned(),
+        reason,
+    };
+    if len < 12 {
+        return Err(corrupt(format!(
+            "not a parquet file: {len} bytes, fewer than any (cut short?)"
+        )));
+    }
+    let (mut head, mut tail) = ([0u8; 4], [0u8; 4]);
+    let at = |buf: &mut [u8; 4], offset: u64| {
+        std::os::unix::fs::FileExt::read_exact_at(&f, buf, offset).map_err(|cause| Error::Io {
+            path: path.to_owned(),
+            cause,
+        })
+    };
+    at(&mut head, 0)?;
+    at(&mut tail, len - 4)?;
+    if &head != b"PAR1" || &tail != b"PAR1" {
+        let end = if &head == b"PAR1" {
+            "does not end with parquet's PAR1 (cut short, or added to?)"
+        } else {
+            "does not begin with parquet's PAR1"
+        };
+        return Err(corrupt(format!(
+            "not a parquet file: {len} bytes that {end}"
+        )));
+    }
+    read_whole(path, f)
+}
+
+/// `path` opened for reading, and its length. Anything but a regular file is
+/// refused: reading a FIFO blocks until some writer comes, and a device may never
+/// end.
+fn open_regular(path: &Path) -> Result<(std::fs::File, u64), Error> {
     let io = |cause| Error::Io {
         path: path.to_owned(),
         cause,
@@ -33,15 +89,22 @@ pub(super) fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
     // not wait for a writer; the check on the open file below then refuses it.
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let mut f = options.open(path).map_err(io)?;
+    let f = options.open(path).map_err(io)?;
     let meta = f.metadata().map_err(io)?;
     if !meta.is_file() {
         return Err(not_regular(meta.file_type()));
     }
-    // Read whole rather than mapped: a mapped file that shrinks under the reader
-    // kills it with SIGBUS, which nothing can catch.
+    Ok((f, meta.len()))
+}
+
+/// The rest of `f`, read whole rather than mapped: a mapped file that shrinks under
+/// the reader kills it with SIGBUS, which nothing can catch.
+fn read_whole(path: &Path, mut f: std::fs::File) -> Result<Vec<u8>, Error> {
     let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes).map_err(io)?;
+    f.read_to_end(&mut bytes).map_err(|cause| Error::Io {
+        path: path.to_owned(),
+        cause,
+    })?;
     Ok(bytes)
 }
 
@@ -75,8 +138,29 @@ pub(super) fn one_line(text: impl std::fmt::Display) -> String {
         .join(" ")
 }
 
+/// The rows `manifest` lists for `table`, or `None` where it lists no such table and
+/// `dir` holds none (a report from before the table existed). A table in `dir` that
+/// the manifest does not list is an error: the two disagree, and which to believe
+/// is unknown.
+pub(crate) fn listed(
+    dir: &Path,
+    manifest: &Manifest,
+    table: &schema::Table,
+) -> Result<Option<usize>, Error> {
+    if let Some(t) = manifest.tables.iter().find(|t| t.file == table.file) {
+        return Ok(Some(t.rows));
+    }
+    if std::fs::symlink_metadata(dir.join(table.file)).is_ok() {
+        return Err(Error::Corrupt {
+            path: dir.join(table.file),
+            reason: format!("not among the tables {} lists", schema::MANIFEST),
+        });
+    }
+    Ok(None)
+}
+
 /// Reads `columns` of `table` in `dir` into rows, checking first that the file
-/// holds the rows `manifest` lists for it (if it lists the table), that the columns
+/// holds the rows `manifest` lists for it (a table it does not list is refused), that the columns
 /// are there with the schema's types, and that their page headers are sound (see
 /// `pages`). Every failure, a panic of the parquet reader included, is
 /// [`Error::Corrupt`] naming the file.
@@ -102,12 +186,16 @@ pub(crate) fn read_with_later<T>(
     rows: impl Fn(&DataFrame) -> Result<Vec<T>, String>,
 ) -> Result<Vec<T>, Error> {
     let path = dir.join(table.file);
-    let listed = manifest
-        .tables
-        .iter()
-        .find(|t| t.file == table.file)
-        .map(|t| t.rows);
-    let bytes = read_file(&path)?;
+    let listed = match listed(dir, manifest, table)? {
+        Some(rows) => rows,
+        None => {
+            return Err(Error::Corrupt {
+                path: dir.join(schema::MANIFEST),
+                reason: format!("its tables do not list {}", table.file),
+            });
+        }
+    };
+    let bytes = read_parquet(&path)?;
     let mut wanted: Vec<&schema::Column> = table
         .columns
         .iter()
@@ -116,10 +204,15 @@ pub(crate) fn read_with_later<T>(
     let df = contained(|| {
         let mut reader = ParquetReader::new(std::io::Cursor::new(bytes.as_slice()));
         let metadata = reader.get_metadata().map_err(one_line)?.clone();
-        if let Some(listed) = listed.filter(|n| *n != metadata.num_rows) {
+        if listed != metadata.num_rows {
             return Err(format!(
-                "{} rows, the manifest says {listed}",
-                metadata.num_rows
+                "{} {}, the manifest says {listed}",
+                metadata.num_rows,
+                if metadata.num_rows == 1 {
+                    "row"
+                } else {
+                    "rows"
+                }
             ));
         }
         let in_groups = metadata
@@ -143,11 +236,11 @@ pub(crate) fn read_with_later<T>(
                     c.ty.polars_name()
                 ));
             };
-            let ty = DataType::from_arrow_field(field);
-            if ty != dtype(c.ty) {
+            if !holds(&field.dtype, c.ty) {
                 return Err(format!(
-                    "column `{}` is {ty:?}, the schema says {}",
+                    "column `{}` is {}, the schema says {}",
                     c.name,
+                    arrow_name(&field.dtype),
                     c.ty.polars_name()
                 ));
             }
@@ -183,14 +276,34 @@ pub(crate) fn read_with_later<T>(
     df.map_err(|reason| Error::Corrupt { path, reason })
 }
 
-/// The polars type of a schema column type.
-fn dtype(t: schema::ColumnType) -> DataType {
+/// Whether a column the file gives as `found` holds the schema's type `t`. Checked
+/// on the file's own type, before polars converts it: a type polars was built
+/// without (a struct, a decimal) would otherwise fail with polars' advice to enable
+/// a feature.
+fn holds(found: &ArrowDataType, t: schema::ColumnType) -> bool {
+    use ArrowDataType as A;
+    use schema::ColumnType as C;
+    matches!(
+        (t, found),
+        (C::UInt64, A::UInt64)
+            | (C::Int64, A::Int64)
+            | (C::UInt32, A::UInt32)
+            | (C::Boolean, A::Boolean)
+            | (C::String, A::Utf8 | A::LargeUtf8 | A::Utf8View)
+    )
+}
+
+/// A file's column type in the schema's words where it has them (`Int64`), else
+/// as arrow names it.
+fn arrow_name(t: &ArrowDataType) -> String {
+    use ArrowDataType as A;
     match t {
-        schema::ColumnType::UInt64 => DataType::UInt64,
-        schema::ColumnType::Int64 => DataType::Int64,
-        schema::ColumnType::UInt32 => DataType::UInt32,
-        schema::ColumnType::Boolean => DataType::Boolean,
-        schema::ColumnType::String => DataType::String,
+        A::UInt64 => "UInt64".into(),
+        A::Int64 => "Int64".into(),
+        A::UInt32 => "UInt32".into(),
+        A::Boolean => "Boolean".into(),
+        A::Utf8 | A::LargeUtf8 | A::Utf8View => "String".into(),
+        other => format!("{other:?}"),
     }
 }
 

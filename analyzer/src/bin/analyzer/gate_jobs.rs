@@ -60,7 +60,10 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
     if gates.any {
         for r in [a, b] {
             if let Some(why) = r.nothing_recorded() {
-                anyhow::bail!("--fail-if needs what each run allocated, and {why}");
+                anyhow::bail!(
+                    "--fail-if needs what each run allocated, and {} {why}",
+                    r.dir.display()
+                );
             }
         }
         if let Some(apart) = other_work(a, b) {
