@@ -97,12 +97,15 @@ def cost(report_dir: str | os.PathLike, phase: str | None = None, limit: int = 2
 
 
 def diff(base_dir: str | os.PathLike, change_dir: str | os.PathLike, phase: str | None = None,
-         rules: str | os.PathLike | None = None) -> dict:
+         rules: str | os.PathLike | None = None, recycled: bool = False) -> dict:
     """`analyzer diff BASE CHANGE --format json`, parsed: among the rest the predicted
     change in seconds (`predicted_change_s`, its sampling noise, and `repriced_s`, the
-    part at sites whose counts did not change) and each category's `delta_cost_s`."""
+    part at sites whose counts did not change) and each category's `delta_cost_s`.
+    `recycled`: the change recycles the blocks it no longer allocates (a pool), whose
+    cost the prediction adds back (`--recycled`, `recycling_s`)."""
     return json.loads(_run("diff", base_dir, change_dir, "--format", "json",
-                           *_phase_args(phase), *_rules_args(rules)))
+                           *_phase_args(phase), *_rules_args(rules),
+                           *(["--recycled"] if recycled else [])))
 
 
 #: The analyzer's command for each moment `held` answers for.

@@ -91,7 +91,7 @@ def warnings(base: Report, change: Report) -> list[str]:
     return out
 
 
-def predicted_cost(base: Report, change: Report, phase: str | None = None):
+def predicted_cost(base: Report, change: Report, phase: str | None = None, recycled: bool = False):
     """What the change saves or costs in seconds, as `analyzer diff` predicts it (its
     calibration; docs/cost-model.md): a dict of both sides' `cost_s`, the
     `predicted_change_s`, its `noise_s` from sampling (None for exact reports) and
@@ -99,14 +99,17 @@ def predicted_cost(base: Report, change: Report, phase: str | None = None):
     a table of the categories: `delta_count` (allocations + reallocs, which `analyzer
     diff` calls `delta_alloc_count`), `delta_cost_s` and its `cost_noise_s`. A `count`
     report, which records no sites to price, is refused (ValueError), as `analyzer
-    diff` refuses it."""
+    diff` refuses it. `recycled`: the change recycles what it no longer allocates (a
+    pool, as synth-driver's `pooled-enforce`): `recycling_s`, what that costs, is
+    part of the prediction (`analyzer diff --recycled`); else None."""
     _with_sites(base, change)
     check_phase(base, change, phase)
-    d = analyzer.diff(base.dir, change.dir, phase, base.rules)
+    d = analyzer.diff(base.dir, change.dir, phase, base.rules, recycled)
     summary = {
         "base_cost_s": d["base"]["cost_s"],
         "change_cost_s": d["change"]["cost_s"],
         "predicted_change_s": d["predicted_change_s"],
+        "recycling_s": d.get("recycling_s"),
         "noise_s": d["predicted_change_noise_s"],
         "repriced_s": d["repriced_s"],
     }

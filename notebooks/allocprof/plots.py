@@ -20,8 +20,16 @@ FORMATS = ("png", "svg")
 
 
 def plot_dir() -> Path:
-    """$PLOT_DIR, else plots/ in the working directory (created)."""
-    d = Path(os.environ.get("PLOT_DIR") or "plots")
+    """$PLOT_DIR, else plots/ in the working directory (created). A relative
+    $PLOT_DIR is taken from where Jupyter was started (`$PWD`, which the kernel
+    inherits; the kernel's working directory is the notebook's folder), as a
+    headless run takes it from where it was run."""
+    given = os.environ.get("PLOT_DIR")
+    launched = os.environ.get("PWD")
+    if given and not Path(given).is_absolute() and launched:
+        d = Path(launched) / given
+    else:
+        d = Path(given or "plots")
     d.mkdir(parents=True, exist_ok=True)
     return d
 

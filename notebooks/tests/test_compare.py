@@ -383,3 +383,27 @@ def test_the_predicted_cost_is_analyzer_diffs(base_and_change, analyzer, fixture
     counts = dict(compare.category_deltas(base, change).select("category", "delta_count").iter_rows())
     assert cats.columns == ["category", "delta_count", "delta_cost_s", "cost_noise_s"]
     assert all(counts[c] == n for c, n in cats.select("category", "delta_count").iter_rows())
+    # Without --recycled, nothing is added back for recycling.
+    assert summary["recycling_s"] is None
+
+
+def test_a_recycling_change_adds_back_what_recycling_costs(base_and_change, analyzer,
+                                                          fixture_calibration, monkeypatch, tmp_path):
+    base, change = base_and_change
+    # The fixture's calibration with the price of recycling a block (which an older
+    # analyzer made it without).
+    cal = json.loads(fixture_calibration.read_text())
+    cal["operations"].append({"name": "recycle", "ns": 5.0, "beyond_allocator_ns": 5.0,
+                              "what": "a test's price of a take and a return"})
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(json.dumps(cal))
+    monkeypatch.setenv("ALLOC_PROFILER_CALIBRATION", str(calibration))
+    plain, _ = compare.predicted_cost(base, change)
+    summary, _ = compare.predicted_cost(base, change, recycled=True)
+    d = analyzer("diff", base.dir, change.dir, "--calibration", calibration, "--recycled")
+    assert summary["recycling_s"] == d["recycling_s"]
+    assert summary["predicted_change_s"] == d["predicted_change_s"]
+    # The change (inplace-lc) removes allocations: recycling them would cost time.
+    assert summary["recycling_s"] > 0
+    assert summary["predicted_change_s"] == pytest.approx(
+        plain["predicted_change_s"] + summary["recycling_s"], abs=1e-9)

@@ -1,5 +1,7 @@
 """Figures are written as real, non-empty PNG and SVG files."""
 
+from pathlib import Path
+
 import polars as pl
 
 from imagefiles import is_png, is_svg
@@ -19,6 +21,19 @@ def test_plot_dir_comes_from_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("PLOT_DIR", str(tmp_path / "figures"))
     assert plots.plot_dir() == tmp_path / "figures"
     assert plots.plot_dir().is_dir()
+
+
+def test_a_relative_plot_dir_is_taken_from_where_jupyter_started(tmp_path, monkeypatch):
+    # The kernel runs in the notebook's folder; Jupyter was started in `launched`.
+    launched, kernel = tmp_path / "launched", tmp_path / "notebooks"
+    kernel.mkdir()
+    monkeypatch.chdir(kernel)
+    monkeypatch.setenv("PWD", str(launched))
+    monkeypatch.setenv("PLOT_DIR", "figures")
+    assert plots.plot_dir() == launched / "figures"
+    # Without PLOT_DIR: plots/ where the kernel runs.
+    monkeypatch.delenv("PLOT_DIR")
+    assert plots.plot_dir() == Path("plots")
 
 
 def test_checks_reject_empty_and_foreign_files(tmp_path):

@@ -45,13 +45,13 @@ pub struct Cli {
     #[arg(skip)]
     tracer_flags: Vec<&'static str>,
     /// Print JSON instead of text: one object per iteration (seal: {"c1": PATH}).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Driver options")]
     json: bool,
     /// reference: stock bellperson (create_proof_batch, stopped right after
     /// synthesis). mirror: the driver's replica of bellperson's ProvingAssignment,
     /// which adds an `enforce` phase around enforce closures and a digest of a/b/c.
     /// Default: reference (mirror with --blank).
-    #[arg(long, global = true, value_enum)]
+    #[arg(long, global = true, help_heading = "Driver options", value_enum)]
     prover: Option<Prover>,
     /// Patch variant for A/B comparisons: same constraint system (same a/b/c digest
     /// under --prover mirror), different allocation behaviour. baseline: any command,
@@ -63,6 +63,7 @@ pub struct Cli {
     #[arg(
         long,
         global = true,
+        help_heading = "Driver options",
         value_enum,
         value_delimiter = ',',
         default_value = "baseline"
@@ -71,13 +72,16 @@ pub struct Cli {
     /// The tracer's inner allocator: jemalloc (the default), system (glibc's
     /// malloc) or mimalloc. Fixed at start, before anything allocates; the output
     /// and the report's manifest name it.
-    #[arg(long, global = true, value_enum)]
+    #[arg(long, global = true, help_heading = "Driver options", value_enum)]
     allocator: Option<Inner>,
     #[command(subcommand)]
     command: Command,
 }
 
+/// Global: given before or after the subcommand; listed apart from the
+/// subcommand's own options in its help.
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Tracing options")]
 struct TraceArgs {
     /// What the tracer records: off (a pass-through, the baseline), count (totals,
     /// no temporaries), sites (every stack, temporaries exact) or sample:N (one
