@@ -7,7 +7,11 @@
 //! `pthread_atfork` handlers: before the fork the forking thread takes every lock of
 //! the cold side, in the order the code takes them elsewhere; after it, parent and
 //! child each release their copy. The recording path takes no lock, so threads keep
-//! allocating meanwhile. A report being written holds a `flock` on its folder's
+//! allocating meanwhile. The handlers are registered at the process's first
+//! allocation, after the inner allocator served it: an allocator that registers its
+//! own handlers on its first call has done so by then, and since `prepare` handlers
+//! run in the reverse of their registration, the tracer's run first, taking its
+//! locks while a thread that holds one can still reach the allocator's. A report being written holds a `flock` on its folder's
 //! parent through a descriptor, and a lock lasts until every copy of it is closed:
 //! the child closes its copies (never unlocking), so that its own report there does
 //! not wait forever.

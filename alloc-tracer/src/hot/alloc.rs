@@ -388,8 +388,8 @@ unsafe fn alloc_any<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     ptr
 }
 
-/// The first allocation of the process (mode not read yet): has the settings read,
-/// then allocates and records as they say.
+/// The first allocation of the process (mode not read yet): allocates, has the
+/// settings read, and records as they say.
 ///
 /// # Safety
 /// As for `alloc_without_stack`.
@@ -399,13 +399,17 @@ unsafe fn alloc_first<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     inner: &A,
     layout: Layout,
 ) -> *mut u8 {
+    // The inner allocator first: one that sets itself up on its first call (its
+    // fork handlers among it) has then done so before the tracer registers its own,
+    // whose `prepare` thus runs before the allocator's and takes the tracer's locks
+    // while the allocator's are still free to the threads that hold them.
+    // SAFETY: forwarded contract.
+    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
     // Allocations made while reading the settings arrive here again; the guard makes
     // them pass through.
     if !with_local(|l| l.guard()) {
         thread::guarded(D::first_allocation);
     }
-    // SAFETY: forwarded contract.
-    let ptr = unsafe { inner_alloc::<A, ZEROED>(inner, layout) };
     let ctl = control::load();
     if !ptr.is_null() && ctl.recording() {
         record_first_alloc::<D>(ctl, ptr, layout);
