@@ -226,7 +226,19 @@ impl Drop for Session {
         forget_live(self.id);
         // Dropped while a panic unwinds: the work it covers stopped short.
         let panic = std::thread::panicking().then_some("panic");
-        end(&dir, self.base.as_ref(), self.pid, panic, "");
+        // A panic in the writer, while another unwinds, would abort the process:
+        // the writer's is caught (its message printed by the panic hook) and the
+        // report said to be lost.
+        let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            end(&dir, self.base.as_ref(), self.pid, panic, "")
+        }));
+        if wrote.is_err() {
+            say(&format!(
+                "alloc-tracer: Session: the report to {} was not written: its writer \
+                 panicked\n",
+                dir.display()
+            ));
+        }
     }
 }
 

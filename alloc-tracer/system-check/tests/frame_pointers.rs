@@ -19,10 +19,8 @@ const PROBE: &str = env!("CARGO_BIN_EXE_frame-pointer-probe");
 
 /// Runs a probe binary; returns its report's manifest and its printed summary.
 fn probe_report(binary: &Path, name: &str) -> (Manifest, String) {
-    let dir = std::env::temp_dir().join(format!(
-        "alloc-tracer-frame-pointers-{name}-{}",
-        std::process::id()
-    ));
+    let scratch = test_scratch::Scratch::new(&format!("alloc-tracer-frame-pointers-{name}"));
+    let dir = scratch.join("report");
     let out = Command::new(binary).arg(&dir).output().unwrap();
     assert!(
         out.status.success(),
@@ -31,7 +29,6 @@ fn probe_report(binary: &Path, name: &str) -> (Manifest, String) {
         String::from_utf8_lossy(&out.stderr)
     );
     let manifest = Manifest::from_json(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
     (manifest, String::from_utf8(out.stdout).unwrap())
 }
 

@@ -38,7 +38,7 @@ pub fn report_has_the_schema(name: &'static str) {
     );
     assert_eq!(m.bytes, (N * 160) as u64);
 
-    let dir = std::env::temp_dir().join(format!("alloc-tracer-{name}-{}", std::process::id()));
+    let dir = test_scratch::Scratch::new(&format!("alloc-tracer-{name}"));
     let summary = alloc_tracer::write_report(&dir.join("report")).unwrap();
     Settings::default().apply();
     let printed = summary.to_string();
@@ -89,5 +89,4 @@ pub fn report_has_the_schema(name: &'static str) {
             .unwrap();
         assert_eq!(reader.metadata().file_metadata().num_rows() as usize, rows);
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }
