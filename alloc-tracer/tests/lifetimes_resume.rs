@@ -1,7 +1,8 @@
 //! Blocks are followed again after a switch to `sites`, on a thread whose countdown
 //! was drawn while none were followed: one that sampled under `sample:N` (sampling
 //! follows its sampled blocks, not a countdown), and one that started while the
-//! lifetime interval was 0. One test: the mode is process-wide.
+//! lifetime interval was 0, and one that allocates on while another thread changes
+//! the interval. One test: the mode is process-wide.
 
 mod common;
 
@@ -40,6 +41,13 @@ fn after_switch_from_none() {
     }
 }
 
+#[inline(never)]
+fn after_switch_by_another() {
+    for i in 0..AFTER {
+        black_box(Box::new([i as u8; 72]));
+    }
+}
+
 fn sites(lifetime_interval: u64) -> Settings {
     Settings {
         mode: Mode::Sites,
@@ -73,12 +81,34 @@ fn following_resumes_after_mode_and_interval_changes() {
     });
     from_none.join().unwrap();
 
+    // A thread that drew its countdown while none were followed, and another thread
+    // sets interval 1: it takes that up at its next visit to the cold side.
+    sites(0).apply();
+    let turns = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let by_another = std::thread::spawn({
+        let turns = turns.clone();
+        move || {
+            before_switch();
+            turns.wait();
+            turns.wait();
+            after_switch_by_another();
+        }
+    });
+    turns.wait();
+    sites(1).apply();
+    turns.wait();
+    by_another.join().unwrap();
+
     let dir_scratch = common::scratch("resume");
 
     let dir = dir_scratch.join("report");
     alloc_tracer::write_report(&dir).unwrap();
     Settings::default().apply();
-    for f in ["after_switch_from_sample", "after_switch_from_none"] {
+    for f in [
+        "after_switch_from_sample",
+        "after_switch_from_none",
+        "after_switch_by_another",
+    ] {
         let allocs = common::sum_for_function(&dir, f, "alloc_count");
         let followed = common::sum_for_function(&dir, f, "followed_count");
         assert_eq!(allocs, AFTER as u64, "{f}");

@@ -103,6 +103,9 @@ pub struct Info {
     /// For a forked child's report, the process it was forked from: its counts
     /// include what that process recorded before the fork.
     pub forked_from_pid: Option<u32>,
+    /// The traced run: reports that share it were written by one process or by
+    /// processes forked from it.
+    pub run_id: Option<String>,
 }
 
 /// Describes `report`.
@@ -169,5 +172,6 @@ pub fn info(report: &Report) -> Info {
         labels: m.labels.clone(),
         allocator: m.allocator.clone(),
         forked_from_pid: m.forked_from_pid,
+        run_id: m.run_id.clone(),
     }
 }

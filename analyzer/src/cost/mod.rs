@@ -17,7 +17,7 @@
 //!   Realloc copies, assumed to move half the new block (growth by doubling), at the
 //!   calibrated memcpy rate; for categories whose rule names a calibrated operation
 //!   (`indirect = "lc_temporary"`), that operation's cost beyond the allocator for
-//!   every allocation of the category; and for `indirect = "copy"` (clones), the
+//!   every allocation and realloc of the category; and for `indirect = "copy"` (clones), the
 //!   requested bytes copied once at the memcpy rate.
 //!
 //! Not modelled: cache and TLB effects of the blocks on the code around them (a

@@ -57,6 +57,12 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             "forked    from process {pid}: the counts include what it recorded before the fork"
         )?;
     }
+    if let Some(run) = &i.run_id {
+        writeln!(
+            out,
+            "run id    {run} (shared by the reports of this process and those forked from it)"
+        )?;
+    }
     writeln!(
         out,
         "host      {} ({}, {} core{}), {} thread{} recorded",

@@ -252,3 +252,29 @@ fn info_prints_bytes_in_the_unit_that_suits_them() {
         "{synthesize}"
     );
 }
+
+#[test]
+fn info_names_the_run_and_the_process_a_report_was_forked_from() {
+    let forked = copy_fixture("info-run");
+    let out = analyzer(&["info", forked.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // A report from before run ids says nothing of either.
+    assert!(
+        !text.contains("run id") && !text.contains("forked    "),
+        "{text}"
+    );
+    edit_manifest(&forked, |m| {
+        m["run_id"] = "00c0ffee12345678".into();
+        m["forked_from_pid"] = 4242.into();
+    });
+    let out = analyzer(&["info", forked.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("run id    00c0ffee12345678 (shared by"),
+        "{text}"
+    );
+    assert!(text.contains("forked    from process 4242:"), "{text}");
+    let out = analyzer(&["info", forked.to_str().unwrap(), "--format", "json"]);
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["run_id"], "00c0ffee12345678");
+}

@@ -2,8 +2,8 @@
 //! reports, and exports them to flame graphs, folded stacks and pprof.
 //!
 //! `cli` turns the command line into one [`Job`]; [`run`] hands it to the function
-//! for its command (those that price and gate in `cost_jobs`, the memory commands in
-//! `memory_jobs`); `measure` is `analyzer calibrate`'s measurement. Everything else
+//! for its command (those that price in `cost_jobs`, the gates and the checks of
+//! what two reports compare in `gate_jobs`, the memory commands in `memory_jobs`); `measure` is `analyzer calibrate`'s measurement. Everything else
 //! is the library.
 
 /// `eprintln!` that does not panic when standard error is closed (a pipe whose

@@ -211,8 +211,8 @@ enum Command {
         #[arg(long, requires = "base_seconds", value_parser = values::seconds, allow_negative_numbers = true)]
         change_seconds: Option<f64>,
         /// The change recycles blocks (a pool, a free list) instead of allocating
-        /// them: each allocation it removes still costs a take and a return, at the
-        /// calibrated `recycle` cost, which the prediction adds back.
+        /// them: each allocation or realloc it removes still costs a take and a
+        /// return, at the calibrated `recycle` cost, which the prediction adds back.
         #[arg(long)]
         recycled: bool,
         /// Sites to show.
