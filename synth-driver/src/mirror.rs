@@ -209,6 +209,9 @@ impl ConstraintSystem<Fr> for MirrorAssignment {
 ///
 /// `pool`, when given, recycles the combination buffers of every `enforce` (the
 /// `pooled-enforce` variant; see [`crate::lc_pool`]): same rows, fewer allocations.
+/// Never inlined: `scripts/cost-model-check.py` counts the instructions between its
+/// entry and its return under callgrind.
+#[inline(never)]
 pub fn synthesize<C: Circuit<Fr>>(
     circuit: C,
     missing: Missing,
