@@ -96,9 +96,9 @@ pub struct Manifest {
     /// the fork. `None` otherwise, and in reports written before it existed.
     #[serde(default)]
     pub forked_from_pid: Option<u32>,
-    /// The traced run, 16 hex digits drawn at random when tracing began and kept by
-    /// the process's forked children: reports that share it were written by one
-    /// process or by processes forked from it. `None` in reports written before it
+    /// The traced run, 16 hex digits drawn at random once per process (at its first
+    /// fork or report) and kept by the children forked from it after that: reports
+    /// that share it were written by one process or by processes forked from it. `None` in reports written before it
     /// existed.
     #[serde(default)]
     pub run_id: Option<String>,
