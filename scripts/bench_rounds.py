@@ -322,6 +322,9 @@ def main() -> None:
 
     if a.check_args:
         return
+    # A table of an earlier run is not left beside this run's runs.
+    for stale in (a.out / f"{a.table}.md", a.out / f"{a.table}.csv"):
+        stale.unlink(missing_ok=True)
     runs_log = RunLog(a.out / f"{a.table}-runs.csv")
     with tempfile.TemporaryDirectory(prefix="bench-rounds-") as tmp:
         scratch = Path(tmp)

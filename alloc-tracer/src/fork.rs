@@ -11,8 +11,9 @@
 //! allocation, after the inner allocator served it: an allocator that registers its
 //! own handlers on its first call has done so by then, and since `prepare` handlers
 //! run in the reverse of their registration, the tracer's run first, taking its
-//! locks while a thread that holds one can still reach the allocator's. A report being written holds a `flock` on its folder's
-//! parent through a descriptor, and a lock lasts until every copy of it is closed:
+//! locks while a thread that holds one can still reach the allocator's. A report
+//! being written holds a `flock` on its folder's parent through a descriptor, and a
+//! lock lasts until every copy of it is closed:
 //! the child closes its copies (never unlocking), so that its own report there does
 //! not wait forever.
 //!

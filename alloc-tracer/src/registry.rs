@@ -213,7 +213,8 @@ impl Counts {
     /// Allocations and reallocs by requested size: each bucket of `requested` that
     /// counted any, as (smallest size, largest size, count), smallest first. Sizes
     /// below 64 bytes have a bucket each; above, a power of two is split in 32
-    /// buckets (under 3.2 % wide); the last bucket holds every size from 2^48 up.
+    /// buckets (under 3.2 % wide); the last bucket holds every size from 63 x 2^42
+    /// (just under 2^48) up.
     pub fn requested_sizes(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
         let low = |b: usize| log_linear::bucket_low(b, SIZE_SUB_BITS);
         self.requested

@@ -227,9 +227,14 @@ fn writes_only_its_own_reports() {
             let mut made = false;
             while !writer.is_finished() {
                 if strays(&racing, &[]).iter().any(|n| n.starts_with(&staging)) {
-                    made = std::fs::create_dir(&dest).is_ok();
-                    if made {
-                        std::fs::write(dest.join("mine.txt"), b"the program's").unwrap();
+                    // Made whole under another name and renamed into place, so that
+                    // the writer never finds it made but not yet filled.
+                    let mine = racing.join(format!("program{i}-{flags}"));
+                    std::fs::create_dir(&mine).unwrap();
+                    std::fs::write(mine.join("mine.txt"), b"the program's").unwrap();
+                    made = std::fs::rename(&mine, &dest).is_ok();
+                    if !made {
+                        std::fs::remove_dir_all(&mine).unwrap();
                     }
                     break;
                 }

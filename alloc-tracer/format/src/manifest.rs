@@ -98,8 +98,8 @@ pub struct Manifest {
     pub forked_from_pid: Option<u32>,
     /// The traced run, 16 hex digits drawn at random once per process (at its first
     /// fork or report) and kept by the children forked from it after that: reports
-    /// that share it were written by one process or by processes forked from it. `None` in reports written before it
-    /// existed.
+    /// that share it were written by one process or by processes forked from it.
+    /// `None` in reports written before it existed.
     #[serde(default)]
     pub run_id: Option<String>,
 }
@@ -337,7 +337,9 @@ impl Manifest {
             Some(found) => u64::deserialize(found).map_err(ManifestError::Json)?,
         };
         check_version(version)?;
-        serde_json::from_value(v).map_err(ManifestError::Json)
+        // From the bytes, not the value: errors keep their line and column, and a
+        // key given twice is refused.
+        serde_json::from_slice(bytes).map_err(ManifestError::Json)
     }
 
     /// The manifest as written to `manifest.json`.

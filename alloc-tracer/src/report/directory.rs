@@ -200,6 +200,10 @@ fn refused_at(dir: &Path, refused: Error) -> Error {
             path: dir.to_owned(),
             why,
         },
+        Error::Io { cause, .. } => Error::Io {
+            path: dir.to_owned(),
+            cause,
+        },
         other => other,
     }
 }
@@ -428,9 +432,11 @@ pub fn check_destination(dir: &Path) -> Result<(), Error> {
                 "a NUL byte in the path",
             ))
         })?;
-        // Read too: the writer opens the folder to lock it.
+        // Read too where it is the parent: the writer opens that to lock it (a
+        // parent it makes itself is its own to read).
+        let read = if existing == parent { libc::R_OK } else { 0 };
         // SAFETY: a NUL-terminated path.
-        if unsafe { libc::access(c.as_ptr(), libc::R_OK | libc::W_OK | libc::X_OK) } != 0 {
+        if unsafe { libc::access(c.as_ptr(), read | libc::W_OK | libc::X_OK) } != 0 {
             return Err(io(existing)(std::io::Error::last_os_error()));
         }
     }

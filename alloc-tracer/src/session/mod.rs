@@ -226,9 +226,9 @@ impl Drop for Session {
         forget_live(self.id);
         // Dropped while a panic unwinds: the work it covers stopped short.
         let panic = std::thread::panicking().then_some("panic");
-        // A panic in the writer, while another unwinds, would abort the process:
-        // the writer's is caught (its message printed by the panic hook) and the
-        // report said to be lost.
+        // A panic in the writer is caught (its message printed by the panic hook)
+        // and the report said to be lost: while another panic unwinds it would
+        // abort the process, and otherwise take down a program whose work is done.
         let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             end(&dir, self.base.as_ref(), self.pid, panic, "")
         }));

@@ -6,6 +6,7 @@
 
 use super::{Memory, render::bytes};
 use crate::report::Report;
+use alloc_tracer_format::schema;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::io;
@@ -37,9 +38,13 @@ fn has_rss(memory: &Memory) -> bool {
 pub fn timeline(report: &Report, memory: &Memory) -> io::Result<String> {
     let m = &report.manifest;
     if memory.timeline.is_empty() {
-        // The manifest's interval says which: 0 when the timeline was off (reports
-        // from before the field read 0 too).
-        let why = if m.timeline_interval_ms == 0 {
+        // The manifest says which: no such table listed (a tracer from before it),
+        // an interval of 0 when the timeline was off (reports from before the field
+        // read 0 too), or a table of no point.
+        let listed = m.tables.iter().any(|t| t.file == schema::TIMELINE.file);
+        let why = if !listed && m.timeline_interval_ms != 0 {
+            "the report lists no timeline table (written by a tracer from before timelines?)"
+        } else if m.timeline_interval_ms == 0 {
             "the timeline was off (ALLOC_TRACE_TIMELINE_MS=0, synth-driver --timeline-ms 0), or the report is from a tracer older than timelines"
         } else {
             "its timeline table holds no point"

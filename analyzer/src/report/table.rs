@@ -12,9 +12,9 @@ use std::path::Path;
 use std::sync::Once;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The most bytes a `manifest.json` may hold: a report's is a few KiB, and a larger
-/// file would be read whole into memory.
-pub(super) const MANIFEST_MAX_BYTES: u64 = 16 << 20;
+/// The most bytes of a `manifest.json` the analyzer reads: a report's is a few KiB
+/// (more with long labels or command lines), and the file is read whole into memory.
+pub(super) const MANIFEST_MAX_BYTES: u64 = 256 << 20;
 
 /// The bytes of a report's manifest: [`open_regular`]'s file, refused past
 /// [`MANIFEST_MAX_BYTES`].
@@ -24,7 +24,8 @@ pub(super) fn read_manifest(path: &Path) -> Result<Vec<u8>, Error> {
         return Err(Error::Corrupt {
             path: path.to_owned(),
             reason: format!(
-                "{len} bytes, more than any report manifest ({MANIFEST_MAX_BYTES} at most)"
+                "{len} bytes, more than the analyzer reads of a manifest ({} MiB at most)",
+                MANIFEST_MAX_BYTES >> 20
             ),
         });
     }

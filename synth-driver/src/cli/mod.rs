@@ -825,14 +825,14 @@ mod tests {
         Cli::command().debug_assert();
     }
 
-    /// The job of `synth-driver ARGS`, or its error message.
-    /// The job `args` make. These tests parse as the driver does, the environment
+    /// The job of `synth-driver ARGS`, or its error message. These tests parse as
+    /// the driver does, the environment
     /// included, so a tracer setting in it (`ALLOC_TRACE=count cargo test`) would
     /// change what they parse: they say so rather than fail on a wrong job.
     fn job(args: &str) -> Result<Job, String> {
         let set: Vec<String> = std::env::vars_os()
             .filter_map(|(k, _)| k.into_string().ok())
-            .filter(|k| k.starts_with("ALLOC_TRACE"))
+            .filter(|k| k == "ALLOC_TRACE" || k.starts_with("ALLOC_TRACE_"))
             .collect();
         assert!(
             set.is_empty(),
