@@ -409,3 +409,41 @@ pub(crate) fn strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>,
         Ok(c.str()?.iter().map(|v| v.map(str::to_owned)).collect())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn column_types_are_checked_on_the_files_own_type() {
+        use schema::ColumnType as C;
+        for (t, found) in [
+            (C::UInt64, ArrowDataType::UInt64),
+            (C::Int64, ArrowDataType::Int64),
+            (C::UInt32, ArrowDataType::UInt32),
+            (C::Boolean, ArrowDataType::Boolean),
+            (C::String, ArrowDataType::Utf8View),
+            (C::String, ArrowDataType::LargeUtf8),
+        ] {
+            assert!(holds(&found, t), "{found:?} holds {t:?}");
+        }
+        // Types polars was built without are named, not converted: a decimal, a
+        // struct; and plain mismatches in the schema's words.
+        let decimal = ArrowDataType::Decimal(38, 0);
+        let field = ArrowField::new("x".into(), ArrowDataType::Int64, false);
+        let structure = ArrowDataType::Struct(vec![field]);
+        for (found, name) in [
+            (decimal, "Decimal(38, 0)"),
+            (structure, "Struct"),
+            (ArrowDataType::Int64, "Int64"),
+            (ArrowDataType::Float64, "Float64"),
+        ] {
+            assert!(!holds(&found, C::UInt64), "{found:?}");
+            assert!(
+                arrow_name(&found).starts_with(name),
+                "{}",
+                arrow_name(&found)
+            );
+        }
+    }
+}
