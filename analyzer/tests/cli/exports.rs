@@ -127,10 +127,19 @@ mod pprof {
     }
 }
 
-#[test]
-fn a_count_reports_pprof_profile_opens_on_its_live_bytes() {
+/// The gzipped pprof profile at `file`, decoded.
+fn read_pprof(file: &Path) -> pprof::Profile {
     use prost::Message;
     use std::io::Read;
+    let mut raw = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap())
+        .read_to_end(&mut raw)
+        .unwrap();
+    pprof::Profile::decode(raw.as_slice()).unwrap()
+}
+
+#[test]
+fn a_count_reports_pprof_profile_opens_on_its_live_bytes() {
     // The 32 GiB partition's count report: no sites, heap samples at the kept peak.
     let r = Path::new(env!("CARGO_MANIFEST_DIR")).join("../notebooks/data/porep-32g-count");
     let file = Scratch::new("analyzer-count").holding("profile.pb.gz");
@@ -141,11 +150,7 @@ fn a_count_reports_pprof_profile_opens_on_its_live_bytes() {
         args.extend_from_slice(&["-o", file.to_str().unwrap()]);
         let out = analyzer(&args);
         assert!(out.status.success(), "{out:?}");
-        let mut raw = Vec::new();
-        flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
-            .read_to_end(&mut raw)
-            .unwrap();
-        let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+        let p = read_pprof(&file);
         p.string_table[p.default_sample_type as usize].clone()
     };
     assert_eq!(
@@ -161,8 +166,6 @@ fn a_count_reports_pprof_profile_opens_on_its_live_bytes() {
 
 #[test]
 fn a_sampled_reports_pprof_profile_gives_its_interval_as_the_period() {
-    use prost::Message;
-    use std::io::Read;
     let sampled = copy_fixture("pprof-period");
     edit_manifest(&sampled, |m| {
         m["mode"] = "sample:100".into();
@@ -178,11 +181,7 @@ fn a_sampled_reports_pprof_profile_gives_its_interval_as_the_period() {
         file.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{out:?}");
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
-        .read_to_end(&mut raw)
-        .unwrap();
-    let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+    let p = read_pprof(&file);
     let period_type = p.period_type.expect("a period type");
     assert_eq!(p.string_table[period_type.r#type as usize], "alloc_objects");
     assert_eq!(p.period, 100);
@@ -190,8 +189,6 @@ fn a_sampled_reports_pprof_profile_gives_its_interval_as_the_period() {
 
 #[test]
 fn pprof_profile_decodes_and_matches_top() {
-    use prost::Message;
-    use std::io::Read;
     // A report with heap sampling, for the in-use values.
     let r = memory_fixture();
     let r = r.to_str().unwrap();
@@ -210,11 +207,7 @@ fn pprof_profile_decodes_and_matches_top() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut raw = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
-        .read_to_end(&mut raw)
-        .unwrap();
-    let p = pprof::Profile::decode(raw.as_slice()).unwrap();
+    let p = read_pprof(&file);
     let s = |i: i64| p.string_table[i as usize].as_str();
     assert_eq!(s(0), "");
     let types: Vec<(&str, &str)> = p
