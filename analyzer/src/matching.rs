@@ -1,7 +1,9 @@
 //! Matching the sites of two reports (`diff`, `peak --base`): by whole stack key
 //! ([`crate::naming::stack_key`]), then, among the rest, by the stack without lines
 //! ([`crate::naming::loose_key`]) where both sides have it, for stacks through code a
-//! patch moved. Never by address or site id, which differ between builds and runs.
+//! patch moved: one to one, the nearest lines first, so that a site the patch removed
+//! is not summed into one it moved. Never by address or site id, which differ
+//! between builds and runs.
 //! The callers key the job frames of each stack (`crate::naming::job_frames`), so
 //! that a thread pool's varying frames around a job do not split it.
 
@@ -18,35 +20,94 @@ pub trait Matched: Default {
     fn merge(&mut self, other: &Self);
 }
 
-/// Both sides under common keys, and how many keys matched only with lines ignored:
-/// a key one side lacks whose loose key the other side has unmatched becomes one
-/// [`LOOSE_PREFIX`] key on each side, the sites under that loose key summed. Keys
-/// with no partner stay, on their side alone.
+/// Both sides under common keys, and how many sites matched only with lines ignored.
+/// Among the keys one side lacks, those whose loose key the other side has unmatched
+/// pair one to one, nearest first (fewest frames whose lines differ, then the
+/// smallest distance between those lines); each pair becomes one [`LOOSE_PREFIX`]
+/// key on both sides. What is left over (a site the patch removed beside one it
+/// moved) stays on its side alone, as do keys with no partner.
 pub fn pair_up<T: Matched>(
     mut a: BTreeMap<String, T>,
     mut b: BTreeMap<String, T>,
 ) -> (BTreeMap<String, T>, BTreeMap<String, T>, usize) {
-    let by_loose = pair_leftovers(&mut a, &mut b, LOOSE_PREFIX, |t| t.loose().to_owned());
-    (a, b, by_loose)
+    let (ga, gb) = (
+        unmatched(&a, &b, |t| t.loose().to_owned()),
+        unmatched(&b, &a, |t| t.loose().to_owned()),
+    );
+    let mut paired = 0;
+    for (loose, keys_a) in ga {
+        let Some(keys_b) = gb.get(&loose) else {
+            continue;
+        };
+        let mut candidates: Vec<((usize, u64), &String, &String)> = keys_a
+            .iter()
+            .flat_map(|x| keys_b.iter().map(move |y| (apart(x, y), x, y)))
+            .collect();
+        candidates.sort();
+        let (mut used_a, mut used_b) = (Vec::new(), Vec::new());
+        for (_, x, y) in candidates {
+            if used_a.contains(&x) || used_b.contains(&y) {
+                continue;
+            }
+            used_a.push(x);
+            used_b.push(y);
+            let key = format!("{LOOSE_PREFIX}{x}");
+            let (sx, sy) = (a.remove(x), b.remove(y));
+            if let (Some(sx), Some(sy)) = (sx, sy) {
+                a.insert(key.clone(), sx);
+                b.insert(key, sy);
+                paired += 1;
+            }
+        }
+    }
+    (a, b, paired)
+}
+
+/// How far apart two stack keys of one loose key are: how many frames' lines differ,
+/// then by how many lines in all (a frame without a line counts one).
+fn apart(x: &str, y: &str) -> (usize, u64) {
+    let line = |frame: &str| {
+        frame
+            .rsplit_once(':')
+            .and_then(|(_, l)| l.parse::<u64>().ok())
+    };
+    x.split('\n')
+        .zip(y.split('\n'))
+        .filter(|(f, g)| f != g)
+        .fold((0, 0), |(n, lines), (f, g)| {
+            let d = match (line(f), line(g)) {
+                (Some(p), Some(q)) => p.abs_diff(q),
+                _ => 1,
+            };
+            (n + 1, lines.saturating_add(d))
+        })
+}
+
+/// The keys of `from` that `other` lacks, grouped by `group`.
+fn unmatched<T>(
+    from: &BTreeMap<String, T>,
+    other: &BTreeMap<String, T>,
+    group: impl Fn(&T) -> String,
+) -> BTreeMap<String, Vec<String>> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (k, v) in from.iter().filter(|(k, _)| !other.contains_key(*k)) {
+        groups.entry(group(v)).or_default().push(k.clone());
+    }
+    groups
 }
 
 /// Among the keys one side has and the other lacks, pairs those whose `group` reads
 /// the same on both sides: each such group becomes one `prefix` + group key on each
-/// side, its sites summed. Returns how many groups paired.
+/// side, its sites summed (`peak --base`'s pass by the naming frame, where what
+/// matters is the bytes a name holds, whichever caller grew them). Returns how many
+/// groups paired.
 pub fn pair_leftovers<T: Matched>(
     x: &mut BTreeMap<String, T>,
     y: &mut BTreeMap<String, T>,
     prefix: &str,
     group: impl Fn(&T) -> String,
 ) -> usize {
-    let left = |from: &BTreeMap<String, T>, other: &BTreeMap<String, T>| {
-        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (k, v) in from.iter().filter(|(k, _)| !other.contains_key(*k)) {
-            groups.entry(group(v)).or_default().push(k.clone());
-        }
-        groups
-    };
-    let (gx, gy) = (left(x, y), left(y, x));
+    let (gx, gy) = (unmatched(x, y, &group), unmatched(y, x, &group));
     let take = |side: &mut BTreeMap<String, T>, keys: &[String]| {
         let mut sum = T::default();
         for v in keys.iter().filter_map(|k| side.remove(k)) {
@@ -102,8 +163,9 @@ mod tests {
     }
 
     #[test]
-    fn whole_stacks_first_then_the_moved_ones_summed_by_loose_key() {
-        // f:1 is on both sides; g moved from lines 5 and 6 to 7; h is gone, k new.
+    fn whole_stacks_first_then_the_moved_ones_one_to_one() {
+        // f:1 is on both sides; g:5 and g:6 became one g:7 (the nearer, g:6, moved;
+        // g:5 was removed); h is gone, k new.
         let a = side(&[
             ("f:1", "f", 1),
             ("g:5", "g", 2),
@@ -113,13 +175,62 @@ mod tests {
         let b = side(&[("f:1", "f", 10), ("g:7", "g", 20), ("k:2", "k", 30)]);
         let (x, y, by_loose) = pair_up(a, b);
         assert_eq!(by_loose, 1);
-        let loose = format!("{LOOSE_PREFIX}g");
-        assert_eq!(x[&loose].n, 5);
+        let loose = format!("{LOOSE_PREFIX}g:6");
+        assert_eq!(x[&loose].n, 3);
         assert_eq!(y[&loose].n, 20);
         assert_eq!(x["f:1"].n, 1);
         assert_eq!(y["f:1"].n, 10);
-        assert!(!x.contains_key("g:5") && !y.contains_key("g:7"));
+        assert!(!x.contains_key("g:6") && !y.contains_key("g:7"));
+        // The removed one stays the base's alone: a gone row, not summed in.
+        assert_eq!(x["g:5"].n, 2);
+        assert!(!y.contains_key("g:5"));
         assert!(x.contains_key("h:9") && !y.contains_key("h:9"));
         assert!(y.contains_key("k:2") && !x.contains_key("k:2"));
+    }
+
+    #[test]
+    fn moved_stacks_pair_by_the_fewest_frames_whose_lines_differ() {
+        // One frame moved (mirror.rs 162 -> 164) under three callers; the base has two
+        // callers more, which the change removed.
+        let key = |caller: u32, line: u32| {
+            format!("lc@lc.rs:1\nenforce@mirror.rs:{line}\nsha@sha.rs:{caller}\n")
+        };
+        let loose = "lc@lc.rs\nenforce@mirror.rs\nsha@sha.rs\n";
+        let base: Vec<(String, u64)> = [109, 110, 114, 115, 166]
+            .iter()
+            .map(|&c| (key(c, 162), u64::from(c)))
+            .collect();
+        let change: Vec<(String, u64)> = [109, 114, 166]
+            .iter()
+            .map(|&c| (key(c, 164), 1000 + u64::from(c)))
+            .collect();
+        let to_side = |rows: &[(String, u64)]| -> BTreeMap<String, Bytes> {
+            rows.iter()
+                .map(|(k, n)| {
+                    let b = Bytes {
+                        loose: loose.to_owned(),
+                        n: *n,
+                    };
+                    (k.clone(), b)
+                })
+                .collect()
+        };
+        let (x, y, by_loose) = pair_up(to_side(&base), to_side(&change));
+        assert_eq!(by_loose, 3);
+        for c in [109u64, 114, 166] {
+            let k = format!("{LOOSE_PREFIX}{}", key(c as u32, 162));
+            assert_eq!((x[&k].n, y[&k].n), (c, 1000 + c), "caller {c}");
+        }
+        for c in [110, 115] {
+            assert!(x.contains_key(&key(c, 162)) && !y.contains_key(&key(c, 162)));
+        }
+    }
+
+    #[test]
+    fn stacks_apart_by_frames_then_lines() {
+        assert_eq!(apart("a:1\nb:2\n", "a:1\nb:2\n"), (0, 0));
+        assert_eq!(apart("a:1\nb:2\n", "a:1\nb:5\n"), (1, 3));
+        assert_eq!(apart("a:1\nb:2\n", "a:4\nb:3\n"), (2, 4));
+        assert_eq!(apart("a:\n", "a:7\n"), (1, 1));
     }
 }

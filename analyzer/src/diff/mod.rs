@@ -166,8 +166,9 @@ pub struct Diff {
     pub sites_matched: usize,
     /// Of those, matched by whole stack key (crate paths and lines).
     pub sites_matched_by_path: usize,
-    /// Of those, matched only with line numbers ignored ([`naming::loose_key`]; sites with the
-    /// same loose key are summed on each side).
+    /// Of those, matched only with line numbers ignored ([`naming::loose_key`]; one to
+    /// one, the nearest lines first: what is left over under a loose key is gone or
+    /// new).
     pub sites_matched_ignoring_lines: usize,
     /// Sites only in the baseline.
     pub sites_gone: usize,
