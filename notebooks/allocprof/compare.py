@@ -5,7 +5,8 @@ Site ids are per report, so sites are matched as `analyzer diff` matches them: b
 the analyzer's job key (its `job_key` column: the source-level call stack, less
 the frames a rayon pool nests around a job, which differ from run to run), then
 the stacks left on each side by the same key with line numbers ignored (a patch that
-moved code within its files): status `by path` and `ignoring lines`, as `analyzer
+moved code within its files; one to one, nearest lines first): status `by path` and
+`ignoring lines`, as `analyzer
 diff` names them. Two reports of one build match site for site; a stack found on one
 side only is `gone` (baseline only) or `new` (change only). `key="name"` matches by
 site name instead (coarser). Deltas are change minus baseline: negative means the
@@ -14,6 +15,8 @@ modes or circuits are said to be (`warnings`), as `analyzer diff` does.
 """
 
 from __future__ import annotations
+
+import re
 
 import polars as pl
 
@@ -319,32 +322,49 @@ def _summed(order: pl.Expr) -> list[pl.Expr]:
     ]
 
 
-def _loose(key: pl.Expr) -> pl.Expr:
+def _loose_str(key: str) -> str:
     """A stack key without its line numbers (`function@path:line` per line becomes
     `function@path`), the analyzer's `loose_key`."""
-    return key.str.replace_all(r":[0-9]*\n", "\n")
+    return re.sub(r":[0-9]*\n", "\n", key)
+
+
+def _line(frame: str) -> int | None:
+    """The line of a stack key's frame (`function@path:line`), if it has one."""
+    _, colon, line = frame.rpartition(":")
+    return int(line) if colon and line.isdigit() else None
+
+
+def _apart(x: str, y: str) -> tuple[int, int]:
+    """How far apart two stack keys of one loose key are, as `analyzer diff` reckons
+    it: how many frames' lines differ, then by how many lines in all (a frame
+    without a line counts one)."""
+    frames = lines = 0
+    for f, g in zip(x.split("\n"), y.split("\n")):
+        if f != g:
+            frames += 1
+            p, q = _line(f), _line(g)
+            lines += abs(p - q) if p is not None and q is not None else 1
+    return frames, lines
 
 
 def _match_ignoring_lines(b: pl.DataFrame, c: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Both sides' rows by stack key, with the stacks found on one side only that share
-    a key with lines ignored replaced, on each side, by one row under that key
-    (prefixed with LOOSE_PREFIX), as `analyzer diff` pairs them."""
-    b_only = b.filter(~pl.col("key").is_in(c["key"].to_list())).with_columns(loose=_loose(pl.col("key")))
-    c_only = c.filter(~pl.col("key").is_in(b["key"].to_list())).with_columns(loose=_loose(pl.col("key")))
-    shared = b_only.select("loose").unique().join(c_only.select("loose").unique(), on="loose")
-
-    def side(df: pl.DataFrame, only: pl.DataFrame) -> pl.DataFrame:
-        moved = only.join(shared, on="loose")
-        summed = (
-            moved.group_by("loose")
-            .agg(*_summed(pl.col("site_id")))
-            .with_columns(key=pl.lit(LOOSE_PREFIX) + pl.col("loose"))
-            .drop("loose")
-            .select(df.columns)
-        )
-        return pl.concat([df.filter(~pl.col("key").is_in(moved["key"].to_list())), summed])
-
-    return side(b, b_only), side(c, c_only)
+    """Both sides' rows by stack key, with the stacks found on one side only that
+    share a key with lines ignored paired one to one, nearest lines first, as
+    `analyzer diff` pairs them: each pair under the baseline's key prefixed with
+    LOOSE_PREFIX on both sides; what is left over stays gone or new."""
+    b_keys, c_keys = set(b["key"].to_list()), set(c["key"].to_list())
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for key in sorted(b_keys - c_keys):
+        groups.setdefault(_loose_str(key), ([], []))[0].append(key)
+    for key in sorted(c_keys - b_keys):
+        groups.setdefault(_loose_str(key), ([], []))[1].append(key)
+    b_to, c_to = {}, {}
+    for xs, ys in groups.values():
+        for _, x, y in sorted((_apart(x, y), x, y) for x in xs for y in ys):
+            if x not in b_to and y not in c_to:
+                b_to[x] = c_to[y] = LOOSE_PREFIX + x
+    return (b.with_columns(key=pl.col("key").replace(b_to)),
+            c.with_columns(key=pl.col("key").replace(c_to)))
 
 
 def _sampled_weights(base: Report, change: Report) -> tuple[int, int]:
