@@ -12,11 +12,11 @@ use std::collections::BTreeMap;
 /// The prefix of keys matched with lines ignored.
 pub const LOOSE_PREFIX: &str = "(lines ignored)\n";
 
-/// What [`pair_up`] needs of the sites summed under one key.
+/// What [`pair_up`] and [`pair_leftovers`] need of the sites summed under one key.
 pub trait Matched: Default {
-    /// Their stack key without lines.
+    /// Their stack key without lines ([`pair_up`]'s groups).
     fn loose(&self) -> &str;
-    /// Adds `other`'s figures to these.
+    /// Adds `other`'s figures to these ([`pair_leftovers`]' sums).
     fn merge(&mut self, other: &Self);
 }
 
