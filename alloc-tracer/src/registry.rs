@@ -273,6 +273,12 @@ static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 /// it, on a stack too small for a `Counts` (tens of kilobytes) built in place.
 static MERGED_COUNTS: Mutex<Counts> = Mutex::new(Counts::ZERO);
 /// Exited threads' and emptied tables' sites.
+/// Exited threads' and flushed tables' sites. Every use that takes a shard's lock
+/// holds the live list's lock ([`live`]), so no thread ever waits on a shard: a
+/// fork's `prepare` (which takes the live list first) finds them all free, and the
+/// child's unlock (`SiteMap::unlock_all`) takes its fast path, never reaching the
+/// parking lot's process-wide table, whose locks a thread that did not come along
+/// may have held.
 static MERGED_SITES: LazyLock<SiteMap<SiteCounts>> = LazyLock::new(SiteMap::new);
 
 fn live() -> MutexGuard<'static, Vec<usize>> {

@@ -95,7 +95,10 @@ pub unsafe fn start(skip: usize, bounds: StackBounds) -> Start {
         };
     }
     // One unsigned comparison checks sp <= fp <= top - 16: below `sp` the
-    // difference wraps around to a huge value.
+    // difference wraps around to a huge value. (With `sp` within 16 bytes of the top
+    // the span saturates to 0 and a record at `sp` would reach past the top; no
+    // allocation runs there: a thread's first frames, and above them its descriptor
+    // or the program's arguments, lie between. Checking it would cost every walk.)
     let span = (bounds.size - below_sp).saturating_sub(2 * size_of::<usize>());
     if fp.wrapping_sub(sp) > span {
         return Start::Empty;
@@ -205,16 +208,45 @@ pub fn current_stack_bounds() -> StackBounds {
             if rc != 0 {
                 return StackBounds::default();
             }
-            StackBounds {
-                low: addr as usize,
-                size,
-            }
+            let (low, size) = unlimited_main_capped(addr as usize, size);
+            StackBounds { low, size }
         }
     }
     #[cfg(not(target_os = "linux"))]
     {
         StackBounds::default()
     }
+}
+
+/// Most of the main thread's stack kept under `ulimit -s unlimited`.
+const UNLIMITED_MAIN_STACK: usize = 1 << 30;
+
+/// The main thread's stack as glibc gives it (`low`, `size`), its top
+/// [`UNLIMITED_MAIN_STACK`] only where `RLIMIT_STACK` is unlimited. glibc then takes
+/// it to reach down to the next mapping below, which can be terabytes away, just
+/// above the area new mappings are made in from the bottom up: a coroutine's or a
+/// `stacker` segment's stack made later can land inside those bounds, and an
+/// allocation on it would pass for one on this stack, its frame chain followed into
+/// the unmapped gap between. Other threads, and limited stacks, are returned as
+/// they are.
+///
+/// # Safety
+/// Plain system calls.
+#[cfg(target_os = "linux")]
+unsafe fn unlimited_main_capped(low: usize, size: usize) -> (usize, usize) {
+    if size <= UNLIMITED_MAIN_STACK {
+        return (low, size);
+    }
+    // SAFETY: plain system calls; `limit` is a valid local.
+    unsafe {
+        let mut limit: libc::rlimit = std::mem::zeroed();
+        let unlimited = libc::getrlimit(libc::RLIMIT_STACK, &mut limit) == 0
+            && limit.rlim_cur == libc::RLIM_INFINITY;
+        if !unlimited || libc::syscall(libc::SYS_gettid) != libc::getpid() as libc::c_long {
+            return (low, size);
+        }
+    }
+    (low + size - UNLIMITED_MAIN_STACK, UNLIMITED_MAIN_STACK)
 }
 
 /// The main thread's stack when `pthread_getattr_np` cannot find it: glibc reads

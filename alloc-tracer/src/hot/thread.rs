@@ -357,11 +357,14 @@ fn exit_state(local: &Local, exited: unsafe fn(*mut ThreadState)) {
         // SAFETY: a key made by `pthread_key_create`; a null value runs no destructor.
         unsafe { libc::pthread_setspecific(key, ptr::null()) };
     }
+    // Marked DEAD first: the tracer's own allocations while the state is merged and
+    // freed count as a stateless thread's, not in the state being handed over (the
+    // cold side owns it from here, and its counts are read before it is freed).
+    local.set_state(DEAD);
     // SAFETY: `state` came from `Box::into_raw` in `init` on this thread and was
     // passed to the door's `thread_started`; it is handed over only here, once,
-    // and after this the thread is marked DEAD and never touches it again.
+    // and the thread, marked DEAD, never touches it again.
     unsafe { exited(state) };
-    local.set_state(DEAD);
     local.set_guard(false);
 }
 
