@@ -311,7 +311,10 @@ impl Predictor {
         unsafe { (*kept).starts[start_index(fp, (*w).ret, key)] = e };
         self.follows_latest(e);
         self.latest.set(e);
-        self.guess.set(head.then);
+        // Read through `e`, not `head`, whose borrow ends above: `follows_latest` may
+        // just have written this very field (the latest entry was `e`).
+        // SAFETY: `e` is an entry of `kept`; only this thread touches it.
+        self.guess.set(unsafe { (*e).then });
     }
 
     /// Keeps entry `e` as the one after the latest.
