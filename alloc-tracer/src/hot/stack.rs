@@ -229,11 +229,8 @@ const UNLIMITED_MAIN_STACK: usize = 1 << 30;
 /// allocation on it would pass for one on this stack, its frame chain followed into
 /// the unmapped gap between. Other threads, and limited stacks, are returned as
 /// they are.
-///
-/// # Safety
-/// Plain system calls.
 #[cfg(target_os = "linux")]
-unsafe fn unlimited_main_capped(low: usize, size: usize) -> (usize, usize) {
+fn unlimited_main_capped(low: usize, size: usize) -> (usize, usize) {
     if size <= UNLIMITED_MAIN_STACK {
         return (low, size);
     }
