@@ -48,10 +48,7 @@ fn read_parquet(path: &Path) -> Result<Vec<u8>, Error> {
     }
     let (mut head, mut tail) = ([0u8; 4], [0u8; 4]);
     let at = |buf: &mut [u8; 4], offset: u64| {
-        std::os::unix::fs::FileExt::read_exact_at(&f, buf, offset).map_err(|cause| Error::Io {
-            path: path.to_owned(),
-            cause,
-        })
+        std::os::unix::fs::FileExt::read_exact_at(&f, buf, offset).map_err(io_at(path))
     };
     at(&mut head, 0)?;
     at(&mut tail, len - 4)?;
@@ -72,10 +69,7 @@ fn read_parquet(path: &Path) -> Result<Vec<u8>, Error> {
 /// refused: reading a FIFO blocks until some writer comes, and a device may never
 /// end.
 fn open_regular(path: &Path) -> Result<(std::fs::File, u64), Error> {
-    let io = |cause| Error::Io {
-        path: path.to_owned(),
-        cause,
-    };
+    let io = io_at(path);
     let not_regular = |t: std::fs::FileType| Error::Corrupt {
         path: path.to_owned(),
         reason: format!("not a regular file ({})", file_kind(t)),
@@ -102,11 +96,16 @@ fn open_regular(path: &Path) -> Result<(std::fs::File, u64), Error> {
 /// the reader kills it with SIGBUS, which nothing can catch.
 fn read_whole(path: &Path, mut f: std::fs::File) -> Result<Vec<u8>, Error> {
     let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes).map_err(|cause| Error::Io {
+    f.read_to_end(&mut bytes).map_err(io_at(path))?;
+    Ok(bytes)
+}
+
+/// An I/O failure on `path`, as the error naming it.
+fn io_at(path: &Path) -> impl Fn(std::io::Error) -> Error + Copy + '_ {
+    move |cause| Error::Io {
         path: path.to_owned(),
         cause,
-    })?;
-    Ok(bytes)
+    }
 }
 
 /// What a file that is not a regular file is, in words.
@@ -277,35 +276,32 @@ pub(crate) fn read_with_later<T>(
     df.map_err(|reason| Error::Corrupt { path, reason })
 }
 
-/// Whether a column the file gives as `found` holds the schema's type `t`. Checked
+/// The schema's type of a column the file gives as `found`, if it is one. Checked
 /// on the file's own type, before polars converts it: a type polars was built
 /// without (a struct, a decimal) would otherwise fail with polars' advice to enable
 /// a feature.
-fn holds(found: &ArrowDataType, t: schema::ColumnType) -> bool {
+fn schema_type(found: &ArrowDataType) -> Option<schema::ColumnType> {
     use ArrowDataType as A;
     use schema::ColumnType as C;
-    matches!(
-        (t, found),
-        (C::UInt64, A::UInt64)
-            | (C::Int64, A::Int64)
-            | (C::UInt32, A::UInt32)
-            | (C::Boolean, A::Boolean)
-            | (C::String, A::Utf8 | A::LargeUtf8 | A::Utf8View)
-    )
+    match found {
+        A::UInt64 => Some(C::UInt64),
+        A::Int64 => Some(C::Int64),
+        A::UInt32 => Some(C::UInt32),
+        A::Boolean => Some(C::Boolean),
+        A::Utf8 | A::LargeUtf8 | A::Utf8View => Some(C::String),
+        _ => None,
+    }
+}
+
+/// Whether a column the file gives as `found` holds the schema's type `t`.
+fn holds(found: &ArrowDataType, t: schema::ColumnType) -> bool {
+    schema_type(found) == Some(t)
 }
 
 /// A file's column type in the schema's words where it has them (`Int64`), else
 /// as arrow names it.
 fn arrow_name(t: &ArrowDataType) -> String {
-    use ArrowDataType as A;
-    match t {
-        A::UInt64 => "UInt64".into(),
-        A::Int64 => "Int64".into(),
-        A::UInt32 => "UInt32".into(),
-        A::Boolean => "Boolean".into(),
-        A::Utf8 | A::LargeUtf8 | A::Utf8View => "String".into(),
-        other => format!("{other:?}"),
-    }
+    schema_type(t).map_or_else(|| format!("{t:?}"), |c| c.polars_name().to_owned())
 }
 
 thread_local! {
