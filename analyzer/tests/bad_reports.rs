@@ -372,6 +372,72 @@ fn manifests_are_objects_and_their_text_is_printed_escaped() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The tables' text (phase names, functions, files) is printed escaped like the
+/// manifest's, and the same way: `--phase` takes a phase named with a line break
+/// and a terminal escape as `info` prints it, in the sites' tables and the heap
+/// samples' alike.
+#[test]
+fn table_text_is_printed_escaped_as_the_manifests() {
+    let dir = copy_report(&fuzz_fixture(), "table-text");
+    let odd = |v: &str| format!("{v}\u{1b}[31m\nsecond line");
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "parquet") {
+            continue;
+        }
+        let mut df = read_table(&path);
+        let mut changed = false;
+        for name in ["phase", "function", "file"] {
+            let Ok(c) = df.column(name) else { continue };
+            let values: Vec<Option<String>> =
+                c.str().unwrap().iter().map(|v| v.map(|v| odd(v))).collect();
+            df.with_column(Column::new(name.into(), values)).unwrap();
+            changed = true;
+        }
+        if changed {
+            write_table(&path, df);
+        }
+    }
+    let path = dir.join("manifest.json");
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let peak_phase = m["heap_peak"]["phase"].as_str().unwrap().to_owned();
+    m["heap_peak"]["phase"] = odd(&peak_phase).into();
+    std::fs::write(&path, m.to_string()).unwrap();
+
+    let d = dir.to_str().unwrap();
+    let escaped = format!("{peak_phase}\\u{{1b}}[31m\\nsecond line");
+    let runs: [&[&str]; 8] = [
+        &["top", d],
+        &["info", d],
+        &["categories", d],
+        &["peak", d],
+        &["leaks", d],
+        &["export", "--format", "folded", d],
+        &["top", d, "--phase", &escaped],
+        &["peak", d, "--phase", &escaped],
+    ];
+    for args in runs {
+        let out = run_cli(args, BOUND).unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {text}");
+        assert!(!text.contains('\u{1b}'), "{args:?}: a raw escape: {text}");
+        assert!(
+            !text.lines().any(|l| l.starts_with("second line")),
+            "{args:?}: a table's line break printed: {text}"
+        );
+    }
+    let info = run_cli(&["info", d], BOUND).unwrap();
+    assert!(
+        String::from_utf8_lossy(&info.stdout).contains(&escaped),
+        "info does not name the phase {escaped}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Counts whose sums pass `u64::MAX` saturate instead of wrapping to small numbers.
 #[test]
 fn sums_of_huge_counts_saturate() {

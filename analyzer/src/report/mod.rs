@@ -465,23 +465,9 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
     })
 }
 
-/// Escapes control characters in the manifest's free text (a line break reads `\n`,
-/// an escape `\u{1b}`): the analyzer prints these strings in notes and tables,
-/// which must stay on their lines and must not drive the terminal.
+/// Escapes control characters in the manifest's free text (see [`escape_controls_in`]).
 fn escape_controls(m: &mut Manifest) {
-    let escape = |s: &mut String| {
-        if s.chars().any(char::is_control) {
-            let mut out = String::with_capacity(s.len() + 8);
-            for c in s.chars() {
-                if c.is_control() {
-                    out.extend(c.escape_default());
-                } else {
-                    out.push(c);
-                }
-            }
-            *s = out;
-        }
-    };
+    let escape = escape_controls_in;
     for s in [
         &mut m.tool_version,
         &mut m.host,
@@ -509,6 +495,25 @@ fn escape_controls(m: &mut Manifest) {
             (k, v)
         })
         .collect();
+}
+
+/// Escapes the control characters in `s` (a line break reads `\n`, an escape
+/// `\u{1b}`): the analyzer prints a report's text (the manifest's, and the tables'
+/// phase names, functions and files) in notes and tables, which must stay on their
+/// lines and must not drive the terminal. The same everywhere, so that a phase
+/// named in the manifest still names its row in the tables.
+pub(crate) fn escape_controls_in(s: &mut String) {
+    if s.chars().any(char::is_control) {
+        let mut out = String::with_capacity(s.len() + 8);
+        for c in s.chars() {
+            if c.is_control() {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        }
+        *s = out;
+    }
 }
 
 #[cfg(test)]

@@ -400,9 +400,20 @@ pub(super) fn opt_u32s(df: &DataFrame, name: &str) -> Result<Vec<Option<u32>>, S
     values(df, name, |c| Ok(c.u32()?.iter().collect()))
 }
 
+/// A string column's values, their control characters escaped
+/// (`escape_controls_in`).
 pub(crate) fn strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>, String> {
     values(df, name, |c| {
-        Ok(c.str()?.iter().map(|v| v.map(str::to_owned)).collect())
+        Ok(c.str()?
+            .iter()
+            .map(|v| {
+                v.map(|v| {
+                    let mut v = v.to_owned();
+                    super::escape_controls_in(&mut v);
+                    v
+                })
+            })
+            .collect())
     })
 }
 
