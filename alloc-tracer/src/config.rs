@@ -138,13 +138,27 @@ impl Settings {
     }
 
     /// Reads `ALLOC_TRACE`, `ALLOC_TRACE_DEPTH`, `ALLOC_TRACE_LIFETIMES`,
-    /// `ALLOC_TRACE_HEAP` and `ALLOC_TRACE_TIMELINE_MS`.
+    /// `ALLOC_TRACE_HEAP` and `ALLOC_TRACE_TIMELINE_MS`, through std's environment
+    /// lock (so a `set_var` on another thread waits).
     pub fn from_env() -> Result<Settings, Error> {
+        Settings::from_vars(|name| std::env::var(name.to_str().ok()?).ok())
+    }
+
+    /// [`Settings::from_env`] at the first allocation: without std's lock, which the
+    /// allocating thread may hold (`set_var` allocates while holding it), and
+    /// without allocating but for an error's value.
+    pub(crate) fn from_env_unlocked() -> Result<Settings, Error> {
+        Settings::from_vars(getenv)
+    }
+
+    /// The settings that `get` gives the variables, read by name.
+    fn from_vars<S: AsRef<str>>(get: impl Fn(&CStr) -> Option<S>) -> Result<Settings, Error> {
         let mut s = Settings::default();
-        if let Some(v) = getenv(c"ALLOC_TRACE") {
-            s.mode = Mode::parse(v)?;
+        if let Some(v) = get(c"ALLOC_TRACE") {
+            s.mode = Mode::parse(v.as_ref())?;
         }
-        if let Some(v) = getenv(c"ALLOC_TRACE_DEPTH") {
+        if let Some(v) = get(c"ALLOC_TRACE_DEPTH") {
+            let v = v.as_ref();
             s.depth = match v.trim().parse::<usize>() {
                 Ok(d) if (1..=MAX_DEPTH).contains(&d) => d,
                 _ => {
@@ -156,21 +170,24 @@ impl Settings {
                 }
             };
         }
-        if let Some(v) = getenv(c"ALLOC_TRACE_LIFETIMES") {
+        if let Some(v) = get(c"ALLOC_TRACE_LIFETIMES") {
+            let v = v.as_ref();
             s.lifetime_interval = v.trim().parse::<u64>().map_err(|_| Error::Setting {
                 name: "ALLOC_TRACE_LIFETIMES",
                 value: v.to_owned(),
                 expected: "expected a mean interval in allocations (0 = none)",
             })?;
         }
-        if let Some(v) = getenv(c"ALLOC_TRACE_HEAP") {
+        if let Some(v) = get(c"ALLOC_TRACE_HEAP") {
+            let v = v.as_ref();
             s.heap_interval = Some(parse_bytes(v).ok_or_else(|| Error::Setting {
                 name: "ALLOC_TRACE_HEAP",
                 value: v.to_owned(),
                 expected: "expected a mean interval in bytes, e.g. 1MiB or 65536 (0 = off)",
             })?);
         }
-        if let Some(v) = getenv(c"ALLOC_TRACE_TIMELINE_MS") {
+        if let Some(v) = get(c"ALLOC_TRACE_TIMELINE_MS") {
+            let v = v.as_ref();
             s.timeline_ms = v.trim().parse::<u64>().map_err(|_| Error::Setting {
                 name: "ALLOC_TRACE_TIMELINE_MS",
                 value: v.to_owned(),

@@ -106,7 +106,7 @@ fn unknown(name: &[u8]) -> bool {
 /// which does not allocate or lock), unless the program names it itself
 /// ([`env_checked_by_program`]), and tracing stays off.
 fn settings_from_env() {
-    let settings = Settings::from_env();
+    let settings = Settings::from_env_unlocked();
     let (settings, bad) = match settings {
         Ok(s) => (s, None),
         Err(e) => (Settings::default(), Some(e)),
