@@ -156,15 +156,41 @@ fn site_slot<D: Door, const SKIP: usize>(st: &ThreadState, ctl: Control, class: 
     let depth = (ctl.depth() + OWN_FRAMES - 1).min(MAX_DEPTH);
     let key = predict::key(seed.bits(), depth);
     // SAFETY: `st.stack` is this thread's stack, found when its state was made.
-    let (walk, fp) = match unsafe { stack::start(SKIP, st.stack) } {
+    let start = unsafe { stack::start(SKIP, st.stack) };
+    if SKIP == 0
+        && let Start::Frames { fp, .. } = start
+    {
+        // SAFETY: `fp` is where this walk starts, under the thread's bounds, which
+        // every walk the predictor kept was made with.
+        if let Some(slot) = unsafe { st.predictor.guess(fp, key) } {
+            return slot;
+        }
+    }
+    // SAFETY: `start` is this thread's, found just now in this frame (or, `SKIP`
+    // 1, in the recording function's that called it), which stays live while the
+    // walk reads from it outward.
+    unsafe { walked_slot::<D>(st, start, seed, depth, key, SKIP == 0) }
+}
+
+/// The slot of a stack the guess did not hold: walked from `start`, looked up (or
+/// inserted), and, `learn` (called from the recording function), kept for the next
+/// guess. Out of line: the guess takes nearly every allocation in `sites` mode, and
+/// the walk's buffers and registers would otherwise cost it a larger frame and
+/// spills. Its own frame lies inward of `start`, which the walk begins at.
+///
+/// # Safety
+/// `start` came from `stack::start` with this thread's bounds, in a frame still live.
+#[inline(never)]
+unsafe fn walked_slot<D: Door>(
+    st: &ThreadState,
+    start: Start,
+    seed: SiteMeta,
+    depth: usize,
+    key: u64,
+    learn: bool,
+) -> &Slot {
+    let (walk, fp) = match start {
         Start::Frames { fp, limit } => {
-            if SKIP == 0 {
-                // SAFETY: `fp` is where this walk starts, under the thread's bounds,
-                // which every walk the predictor kept was made with.
-                if let Some(slot) = unsafe { st.predictor.guess(fp, key) } {
-                    return slot;
-                }
-            }
             // SAFETY: `start` checked `fp` against the stack's bounds, which give
             // `limit`; `st.trail` is this thread's, only ever walked with them.
             let walk = unsafe { trail::walk_from(&st.trail, fp, limit, depth, seed.bits()) };
@@ -181,7 +207,7 @@ fn site_slot<D: Door, const SKIP: usize>(st: &ThreadState, ctl: Control, class: 
         Some(slot) => slot,
         None => new_site::<D>(st, &walk, meta),
     };
-    if SKIP == 0 {
+    if learn {
         st.predictor
             .learn(slot, st.table().capacity(), &st.trail, &walk, fp, key);
     }
