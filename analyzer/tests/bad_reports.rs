@@ -389,8 +389,7 @@ fn table_text_is_printed_escaped_as_the_manifests() {
         let mut changed = false;
         for name in ["phase", "function", "file"] {
             let Ok(c) = df.column(name) else { continue };
-            let values: Vec<Option<String>> =
-                c.str().unwrap().iter().map(|v| v.map(|v| odd(v))).collect();
+            let values: Vec<Option<String>> = c.str().unwrap().iter().map(|v| v.map(odd)).collect();
             df.with_column(Column::new(name.into(), values)).unwrap();
             changed = true;
         }
