@@ -134,6 +134,13 @@ extern "C" fn prepare() {
     });
 }
 
+/// True on the forking thread between `prepare` and the fork: the tracer's locks
+/// are held for it.
+pub(crate) fn prepared() -> bool {
+    HELD.try_with(|h| h.try_borrow().is_ok_and(|h| h.is_some()))
+        .unwrap_or(false)
+}
+
 /// After the fork, in the parent.
 extern "C" fn release() {
     crate::hot::thread::guarded(|| {

@@ -260,6 +260,14 @@ pub fn reseed_this_thread(seed: u64) {
     }
 }
 
+/// True on a thread that is forking, after the tracer's fork handler took its
+/// locks and before the fork: for tests of the order in which the handlers of the
+/// tracer and of its inner allocator run.
+#[doc(hidden)]
+pub fn fork_prepared() -> bool {
+    fork::prepared()
+}
+
 /// Runs `f` while holding the lock that thread exit, table flushes and reports take.
 /// For tests that check the recording path never waits on it.
 #[doc(hidden)]
