@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,31 @@ LABELS = ("name", "callers", "distinction", "category", "category_index", "stack
 
 class ReportError(Exception):
     """A report that is missing, of an unknown schema version, or incomplete."""
+
+
+#: Unicode's control characters (category Cc), which Rust's `char::is_control` names.
+_CONTROL = r"[\x00-\x1f\x7f-\x9f]"
+
+
+def escape_control(text: str) -> str:
+    """`text` with each control character escaped as Rust's `char::escape_default`
+    writes it (`\\n`, `\\u{1b}`): as the analyzer reads every string of a report,
+    so that a phase name here is the one its output names."""
+    named = {"\t": "\\t", "\r": "\\r", "\n": "\\n"}
+    return "".join(
+        named.get(c) or (f"\\u{{{ord(c):x}}}" if unicodedata.category(c) == "Cc" else c)
+        for c in text)
+
+
+def escape_controls(df: pl.DataFrame) -> pl.DataFrame:
+    """`df` with the control characters of its string columns escaped
+    (`escape_control`); unchanged, and not copied, when it has none."""
+    columns = [c for c, t in df.schema.items()
+               if t == pl.String and df[c].str.contains(_CONTROL).any()]
+    if not columns:
+        return df
+    return df.with_columns(
+        pl.col(c).map_elements(escape_control, return_dtype=pl.String) for c in columns)
 
 
 @dataclass
@@ -80,7 +106,7 @@ class Report:
             if not path.is_file():
                 raise ReportError(f"{path}: missing")
             try:
-                self._tables[name] = pl.read_parquet(path)
+                self._tables[name] = escape_controls(pl.read_parquet(path))
             except Exception as e:  # polars' errors do not name the file
                 raise ReportError(f"{path}: {e}") from e
         return self._tables[name]

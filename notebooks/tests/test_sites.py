@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from allocprof.sites import site_totals, top_sites
+from allocprof.sites import phase_names, site_totals, top_sites
+from reports import edited_copy
 
 
 def same(mine: dict, theirs: dict):
@@ -32,6 +33,20 @@ def test_top_within_a_phase(report, analyzer):
     phase = "synthesize"
     theirs = analyzer("top", report.dir, "--phase", phase, "--limit", 30)
     mine = top_sites(report, limit=30, phase=phase).to_dicts()
+    assert len(mine) == len(theirs) > 0
+    for m, t in zip(mine, theirs):
+        same(m, t)
+
+
+def test_a_phase_named_with_control_characters_reads_as_the_analyzers(report, analyzer, tmp_path):
+    """The analyzer escapes the control characters of a report's text as it reads it
+    (`\\n`, `\\u{1b}`); so does this package, so that such a phase is the same name
+    in both, and its rows are found by it."""
+    odd = edited_copy(report, tmp_path / "odd", rename_phase=("synthesize", "synth\x1b[31m\nesize"))
+    escaped = "synth\\u{1b}[31m\\nesize"
+    assert escaped in phase_names(odd)
+    theirs = analyzer("top", odd.dir, "--phase", escaped, "--limit", 30)
+    mine = top_sites(odd, limit=30, phase=escaped).to_dicts()
     assert len(mine) == len(theirs) > 0
     for m, t in zip(mine, theirs):
         same(m, t)
