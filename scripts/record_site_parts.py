@@ -2,14 +2,16 @@
 """Where `record_site`'s instructions go: a callgrind profile made with
 `--dump-instr=yes`, the per-instruction counts of the recording functions
 `record_site` is inlined into (`alloc_recorded`, `alloc_any`, `record_first_alloc`,
-`record_realloc`) and of the predictor's functions it calls (`second_guess`,
-`learn`), and for each instruction the functions inlined at it (`addr2line -i`).
+`record_realloc`) and of the functions it calls (the predictor's `second_guess` and
+`learn`, and `walked_slot`, the walk after a refused guess), and for each
+instruction the functions inlined at it (`addr2line -i`).
 The instructions inlined from `record_site`, and those of the functions it calls,
 are grouped into the parts of a sites-mode recording: finding where the walk starts,
 checking the guessed site's kept walk, comparing the kept frames, walking the new
 ones, writing their records and hashes, the site lookup, keeping walks for the
-guess, and the rest (the counters, the lifetime countdown). Prints a markdown table of
-instructions per recorded allocation or realloc.
+guess, the walk's own call and frame, and the rest (the counters, the lifetime
+countdown). Prints a markdown table of instructions per recorded allocation or
+realloc.
 Used by scripts/bench-synth-instructions.sh.
 
 Standard library only; needs binutils' `addr2line`.
@@ -27,10 +29,11 @@ import sys
 # The functions `record_site` is inlined into.
 HOSTS = ("hot::alloc::alloc_recorded", "hot::alloc::alloc_any",
          "hot::alloc::record_first_alloc", "hot::realloc::record_realloc",
-         "hot::predict::Predictor::second_guess", "hot::predict::Predictor::learn")
+         "hot::predict::Predictor::second_guess", "hot::predict::Predictor::learn",
+         "hot::sites::walked_slot")
 INLINED = "record_site"
 # Out-of-line functions only `record_site` calls: all of their instructions count.
-CALLED = ("second_guess", "learn")
+CALLED = ("second_guess", "learn", "walked_slot")
 
 # Parts, by the innermost inlined function that names one (first match wins).
 # `addr2line -i` names inlined functions without their paths; within
@@ -46,6 +49,7 @@ PARTS = [
     ("finding where the walk starts", ("start",)),
     ("the site lookup", ("find", "new_site")),
     ("walking the new frames, finding where they join the kept ones", ("walk_from",)),
+    ("the walk's own call and frame", ("walked_slot",)),
 ]
 REST = "the counters, the lifetime countdown"
 

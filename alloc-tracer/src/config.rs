@@ -139,7 +139,10 @@ impl Settings {
 
     /// Reads `ALLOC_TRACE`, `ALLOC_TRACE_DEPTH`, `ALLOC_TRACE_LIFETIMES`,
     /// `ALLOC_TRACE_HEAP` and `ALLOC_TRACE_TIMELINE_MS`, through std's environment
-    /// lock (so a `set_var` on another thread waits).
+    /// lock (so a `set_var` on another thread waits). It allocates (the values are
+    /// copied out under the lock): called before the program's first allocation, it
+    /// makes that allocation, which reads the same variables to set up tracing, as
+    /// any first allocation does.
     pub fn from_env() -> Result<Settings, Error> {
         Settings::from_vars(|name| std::env::var(name.to_str().ok()?).ok())
     }

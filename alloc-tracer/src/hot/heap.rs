@@ -48,7 +48,7 @@ pub fn due_after_chunk(st: &ThreadState) -> bool {
 /// Hands the sampled block at `ptr` (`usable` bytes of class `class`) to the cold
 /// side with its stack, and draws the next countdown. Called, never jumped to, from
 /// the recording function: its walk passes over its own frame and starts at the
-/// recording function's, as `sites`' inlined walk does.
+/// recording function's, as `sites`' walk does.
 #[cold]
 #[inline(never)]
 pub fn sample_block<D: Door>(

@@ -57,7 +57,8 @@
 //!   │                                      ├─ heap chunk done ─→ alloc_heap_chunk_done (as in count)
 //!   │                                      └─ other ─→ alloc_recorded ↳ A, ↳ sites::sample when drawn,
 //!   │                                               or whole from 256 KiB's class
-//!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, then sites::record_site (guess or walk, inlined)
+//!   └─ sites, first call ─ alloc::alloc_recorded ↳ A, then sites::record_site (guess inlined,
+//!                                      │        ↳ sites::walked_slot when refused)
 //!                                      └─ not small → alloc_any ↳ A (first: alloc_first)
 //! entry::dealloc ── off ────────────────────────────────→ A
 //!   └─ recording ─ free::dealloc_recorded ── small ─────→ A   (one copy per every-stack / follows)

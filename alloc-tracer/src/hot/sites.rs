@@ -72,6 +72,8 @@ pub fn sample_due(st: &ThreadState) -> bool {
 /// anyway (for its call to `A`, or, in the last two, as an out-of-line function
 /// called after `A` returned); the walk starts at that frame. (Out of line, its own
 /// call, frame and saved registers cost about 30 instructions an allocation more.)
+/// Only the guess is inlined: a refused one calls `walked_slot`, which walks from
+/// the recording function's frame.
 #[inline(always)]
 fn record_site<D: Door, const REALLOC: bool>(
     st: &ThreadState,
