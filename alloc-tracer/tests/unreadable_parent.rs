@@ -74,7 +74,9 @@ fn a_parent_that_cannot_be_read_is_refused_before_the_run() {
         "{}",
         match code {
             TOOK_UNREADABLE => "a parent it cannot read was taken",
-            REFUSED_READABLE => "a readable parent was refused",
+            REFUSED_READABLE =>
+                "a readable parent was refused (its error above): can nobody (uid 65534) \
+                 enter the temporary folder's path? If not, set TMPDIR to one it can",
             NOT_NOBODY => "the child could not give up root",
             _ => "the child failed",
         }
