@@ -272,7 +272,6 @@ static LIVE: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 /// Exited threads' counts. Not lazy: an exiting thread may be the first to reach
 /// it, on a stack too small for a `Counts` (tens of kilobytes) built in place.
 static MERGED_COUNTS: Mutex<Counts> = Mutex::new(Counts::ZERO);
-/// Exited threads' and emptied tables' sites.
 /// Exited threads' and flushed tables' sites. Every use that takes a shard's lock
 /// holds the live list's lock ([`live`]), so no thread ever waits on a shard: a
 /// fork's `prepare` (which takes the live list first) finds them all free, and the

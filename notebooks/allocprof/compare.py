@@ -2,16 +2,16 @@
 per-site deltas.
 
 Site ids are per report, so sites are matched as `analyzer diff` matches them: by
-the analyzer's job key (its `job_key` column: the source-level call stack, less
-the frames a rayon pool nests around a job, which differ from run to run), then
-the stacks left on each side by the same key with line numbers ignored (a patch that
+the analyzer's job key (its `job_key` column: the source-level call stack, less the
+frames a rayon pool nests around a job, which differ from run to run), then the
+stacks left on each side by the same key with line numbers ignored (a patch that
 moved code within its files; one to one, nearest lines first): status `by path` and
-`ignoring lines`, as `analyzer
-diff` names them. Two reports of one build match site for site; a stack found on one
-side only is `gone` (baseline only) or `new` (change only). `key="name"` matches by
-site name instead (coarser). Deltas are change minus baseline: negative means the
-change allocates less. A phase is checked in both reports, and reports of different
-modes or circuits are said to be (`warnings`), as `analyzer diff` does.
+`ignoring lines`, as `analyzer diff` names them. Two reports of one build match site
+for site; a stack found on one side only is `gone` (baseline only) or `new` (change
+only). `key="name"` matches by site name instead (coarser). Deltas are change minus
+baseline: negative means the change allocates less. A phase is checked in both
+reports, and reports of different modes or circuits are said to be (`warnings`), as
+`analyzer diff` does.
 """
 
 from __future__ import annotations

@@ -826,9 +826,9 @@ mod tests {
     }
 
     /// The job of `synth-driver ARGS`, or its error message. These tests parse as
-    /// the driver does, the environment
-    /// included, so a tracer setting in it (`ALLOC_TRACE=count cargo test`) would
-    /// change what they parse: they say so rather than fail on a wrong job.
+    /// the driver does, the environment included, so a tracer setting in it
+    /// (`ALLOC_TRACE=count cargo test`) would change what they parse: they say so
+    /// rather than fail on a wrong job.
     fn job(args: &str) -> Result<Job, String> {
         let set: Vec<String> = std::env::vars_os()
             .filter_map(|(k, _)| k.into_string().ok())
