@@ -4,7 +4,9 @@
 For each crate source folder given (default: alloc-tracer/src), every top-level module
 (a file or folder under src/, the crate root excepted) is a node, and a `crate::NAME`
 path in its code (in `use` lines or inline, comments and strings left out) is an edge
-to module NAME. The check fails on any cycle, printing it. For alloc-tracer it also
+to module NAME, as is a `super::` path that climbs out of its top-level module to
+NAME (`super::super::NAME` in a file of src/hot/, counting inline `mod` blocks as a
+level each). The check fails on any cycle, printing it. For alloc-tracer it also
 checks the hot path's door rule: code under src/hot/ names nothing of the crate
 outside hot/ (it reaches the cold side only through the `hot::door::Door` trait).
 
@@ -17,6 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CRATE_PATH = re.compile(r"\bcrate::(\{|\w+)")
+SUPER_PATH = re.compile(r"\b((?:super::)+)(\{|\w+)")
+INLINE_MOD = re.compile(r"\bmod\s+(\w+)\s*\{")
 
 
 # Comments, raw strings, strings and char literals, matched left to right in one pass,
@@ -54,20 +58,40 @@ def group_heads(group: str) -> set[str]:
     return heads
 
 
-def targets(text: str) -> set[str]:
+def group_end(code: str, open_at: int) -> int:
+    """The index of the brace that closes the one at `open_at`."""
+    depth = 0
+    for end in range(open_at, len(code)):
+        depth += {"{": 1, "}": -1}.get(code[end], 0)
+        if depth == 0:
+            return end
+    return len(code)
+
+
+def named(code: str, m: re.Match, group: int) -> set[str]:
+    """The first segment of the path after `m`'s prefix, or each item's of a group."""
+    if m.group(group) != "{":
+        return {m.group(group)}
+    start = m.start(group)
+    return group_heads(code[start + 1 : group_end(code, start)])
+
+
+def targets(text: str, module: tuple[str, ...] = ()) -> set[str]:
+    """The crate's top-level modules that `text`, the file of module `module` (its
+    path below the crate root: `("hot", "alloc")` for src/hot/alloc.rs), names by
+    `crate::` paths or by `super::` paths that climb to the crate root."""
     out = set()
     code = code_only(text)
     for m in CRATE_PATH.finditer(code):
-        if m.group(1) != "{":
-            out.add(m.group(1))
+        out |= named(code, m, 1)
+    inline = [(m.group(1), m.end() - 1, group_end(code, m.end() - 1)) for m in INLINE_MOD.finditer(code)]
+    for m in SUPER_PATH.finditer(code):
+        here = list(module) + [name for name, start, end in inline if start < m.start() < end]
+        up = m.group(1).count("super::")
+        if up > len(here):
             continue
-        # The group runs to its matching brace, nested groups included.
-        depth, end = 0, m.start(1)
-        for end in range(m.start(1), len(code)):
-            depth += {"{": 1, "}": -1}.get(code[end], 0)
-            if depth == 0:
-                break
-        out |= group_heads(code[m.start(1) + 1 : end])
+        base = here[: len(here) - up]
+        out |= {base[0]} if base else named(code, m, 2)
     return out
 
 
@@ -77,10 +101,17 @@ def shown(path: Path) -> Path:
 
 
 def module_of(src: Path, file: Path) -> str | None:
-    rel = file.relative_to(src)
-    if rel.parts in (("lib.rs",), ("main.rs",)):
-        return None
-    return rel.parts[0].removesuffix(".rs")
+    path = module_path(src, file)
+    return path[0] if path else None
+
+
+def module_path(src: Path, file: Path) -> tuple[str, ...]:
+    """The module a source file holds, as its path below the crate root."""
+    parts = list(file.relative_to(src).parts)
+    parts[-1] = parts[-1].removesuffix(".rs")
+    if parts[-1] == "mod" or parts == ["lib"] or parts == ["main"]:
+        parts.pop()
+    return tuple(parts)
 
 
 def check(src: Path) -> list[str]:
@@ -91,12 +122,12 @@ def check(src: Path) -> list[str]:
         m = module_of(src, f)
         if m is None:
             continue
-        for t in targets(f.read_text()):
+        for t in targets(f.read_text(), module_path(src, f)):
             if t in modules and t != m:
                 edges[m].add(t)
                 if m == "hot" and src.parent.name == "alloc-tracer":
                     problems.append(
-                        f"{shown(f)}: the hot path names crate::{t}; "
+                        f"{shown(f)}: the hot path names the module crate::{t}; "
                         "reach the cold side through hot::door::Door instead"
                     )
     # Depth-first search for a cycle.

@@ -25,6 +25,20 @@ def test_every_module_a_use_group_names_counts_nested_groups_included():
     assert layers.targets("fn f<'a>(x: &'a str) { crate::c::g(x) }") == {"c"}
 
 
+def test_super_paths_name_the_module_they_climb_to():
+    hot_alloc = ("hot", "alloc")
+    # Within the top-level module: nothing of the crate's outside it.
+    assert layers.targets("use super::entry;", hot_alloc) == {"hot"}
+    # To the crate root and on: the module named there, alone or in a group.
+    assert layers.targets("use super::super::registry::f;", hot_alloc) == {"registry"}
+    assert layers.targets("use super::super::{registry, hot::x};", hot_alloc) == {"registry", "hot"}
+    # An inline module is a level: a test module's `super::super` stays in `hot`.
+    text = "mod tests { use super::super::entry; }\nfn f() { super::super::lifetimes::g(); }"
+    assert layers.targets(text, hot_alloc) == {"hot", "lifetimes"}
+    # A file's own `super::*` at the top level of its crate names nothing else.
+    assert layers.targets("mod tests { use super::*; use super::f; }", ("registry",)) == {"registry"}
+
+
 def test_a_cycle_fails(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
@@ -46,6 +60,10 @@ def test_the_hot_path_reaches_the_cold_side_only_through_its_door(tmp_path):
     (src / "hot" / "x.rs").write_text("fn g() { crate::registry::f(); }\n")
     problems = layers.check(src)
     assert any("hot::door::Door" in p for p in problems), problems
+    # Nor by climbing out of hot/ with `super`.
+    (src / "hot" / "x.rs").write_text("use super::super::registry;\n")
+    problems = layers.check(src)
+    assert any("hot::door::Door" in p for p in problems), problems
     # Within hot/, anything goes.
-    (src / "hot" / "x.rs").write_text("use crate::hot::door;\n")
+    (src / "hot" / "x.rs").write_text("use crate::hot::door; use super::door::Door;\n")
     assert layers.check(src) == []
