@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds synth-driver's default build and, with --peers, its untraced and dhat-heap
-# builds, and copies each binary into BIN (the first argument) under its own name:
-# the features replace one binary path, so each build is copied away before the
-# next. The default build is built last, so target/release/synth-driver stays the
+# Builds synth-driver's default build and, with --peers, its untraced, dhat-heap and
+# jemalloc-prof builds, and copies each binary into BIN (the first argument) under
+# its own name: the features replace one binary path, so each build is copied away
+# before the next. The default build is built last, so target/release/synth-driver stays the
 # default one (cargo keeps each feature set's artifacts; switching back relinks
 # nothing). Also seals the 2 KiB sector the benchmarks synthesize, unless present.
 # Sourced by scripts/bench-allocators.sh, scripts/bench-heap.sh, scripts/bench-modes.sh,
@@ -17,6 +17,8 @@ bench_builds() {
     cp "$CARGO_TARGET_DIR/release/synth-driver" "$bin/synth-driver-untraced"
     cargo build -q --release -p synth-driver --features dhat-heap
     cp "$CARGO_TARGET_DIR/release/synth-driver" "$bin/synth-driver-dhat"
+    cargo build -q --release -p synth-driver --features jemalloc-prof
+    cp "$CARGO_TARGET_DIR/release/synth-driver" "$bin/synth-driver-jeprof"
   fi
   cargo build -q --release -p synth-driver
   cp "$CARGO_TARGET_DIR/release/synth-driver" "$bin/synth-driver"

@@ -230,7 +230,7 @@ def main() -> None:
                    help="SHA-256 chain length (peers, and heap and modes with --with-sha)")
     p.add_argument("--with-sha", action="store_true",
                    help="heap, modes: the SHA-256 chain too, after the PoRep partition")
-    p.add_argument("--small-blocks", type=int, default=4, help="SHA-256 chain of the Valgrind DHAT run")
+    p.add_argument("--small-blocks", type=int, default=4, help="SHA-256 chain of the small runs (Valgrind DHAT, jemalloc's profiler on every allocation)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--only", default="", help="comma-separated configurations to run (peers)")
     p.add_argument("--check-args", action="store_true",
@@ -288,6 +288,11 @@ def main() -> None:
         baseline = "tracer off"
     else:
         untraced, dhat = str(a.bin / "synth-driver-untraced"), str(a.bin / "synth-driver-dhat")
+        # jemalloc's own heap profiler, on at run time: sampling one allocation per
+        # 512 KiB allocated on average (its default), or every allocation; each writes
+        # its profile at exit (in the run's folder).
+        jeprof = str(a.bin / "synth-driver-jeprof")
+        jeprof_on = "_RJEM_MALLOC_CONF=prof:true,prof_final:true"
         small = ["sha256", "--blocks", str(a.small_blocks)]
         configs = [
             Config("plain jemalloc", "untraced", [untraced]),
@@ -299,7 +304,11 @@ def main() -> None:
             Config("dhat-rs", "dhat-heap", [dhat]),
             Config("heaptrack", "untraced, system allocator",
                    ["heaptrack", "-o", "heaptrack.out", untraced, "--allocator", "system"]),
+            Config("jemalloc prof (512 KiB)", "jemalloc-prof", ["env", jeprof_on, jeprof]),
             Config("plain jemalloc (small run)", "untraced", [untraced],
+                   baseline="plain jemalloc (small run)", workload=small),
+            Config("jemalloc prof on every allocation (small run)", "jemalloc-prof",
+                   ["env", jeprof_on + ",lg_prof_sample:0", jeprof],
                    baseline="plain jemalloc (small run)", workload=small),
             Config("Valgrind DHAT (small run)", "untraced, system allocator",
                    ["valgrind", "--tool=dhat", "--dhat-out-file=dhat.out", untraced, "--allocator", "system"],

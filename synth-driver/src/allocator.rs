@@ -31,12 +31,14 @@
 //!
 //! # Builds
 //!
-//! The default build wraps [`Dispatch`] in the tracer. Two cargo features, off by
+//! The default build wraps [`Dispatch`] in the tracer. Cargo features, off by
 //! default, build the baselines `scripts/bench-peers.sh` compares the tracer with:
 //! `untraced` makes [`Dispatch`] itself the global allocator (no tracer around it:
-//! `--trace` and `--report` are refused), and `dhat-heap` makes dhat-rs's allocator
-//! (over the system allocator) the global one and writes `dhat-heap.json` in the
-//! working directory at exit.
+//! `--trace` and `--report` are refused); `jemalloc-prof` is `untraced` over a
+//! jemalloc built with its own heap profiler, which `_RJEM_MALLOC_CONF=prof:true`
+//! turns on at run time; and `dhat-heap` makes dhat-rs's allocator (over the system
+//! allocator) the global one and writes `dhat-heap.json` in the working directory at
+//! exit.
 
 use anyhow::{Result, bail};
 use std::alloc::{GlobalAlloc, Layout, System};

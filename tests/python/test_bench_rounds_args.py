@@ -31,3 +31,13 @@ def test_options_a_table_does_not_take_are_refused():
     assert r.returncode == 2 and "no configuration named dhat " in r.stderr
     r = check("modes", "--bogus")
     assert r.returncode == 2 and "unrecognized arguments: --bogus" in r.stderr
+
+
+def test_every_peer_can_be_named_in_only():
+    # The list the refusal gives, passed back whole: a name with a comma in it would
+    # split into names that are not there.
+    r = check("peers", "--only", "nothing")
+    names = r.stderr.split("(they are: ", 1)[1].rsplit(")", 1)[0].split(", ")
+    assert "jemalloc prof (512 KiB)" in names, names
+    r = check("peers", "--only", ",".join(names))
+    assert r.returncode == 0, r.stderr
