@@ -437,6 +437,54 @@ fn table_text_is_printed_escaped_as_the_manifests() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Two phases whose names escape alike without the backslash escaped (a real line
+/// break, and a backslash before an `n`) stay two phases: each prints as its own
+/// name, and `--phase` picks each alone.
+#[test]
+fn names_that_differ_stay_apart_once_escaped() {
+    let dir = copy_report(&fuzz_fixture(), "escape-apart");
+    let rename = |v: &str| match v {
+        "build" => "x\ny".to_owned(),
+        "combine" => "x\\ny".to_owned(),
+        other => other.to_owned(),
+    };
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "parquet") {
+            continue;
+        }
+        let mut df = read_table(&path);
+        let Ok(c) = df.column("phase") else { continue };
+        let values: Vec<Option<String>> = c.str().unwrap().iter().map(|v| v.map(rename)).collect();
+        df.with_column(Column::new("phase".into(), values)).unwrap();
+        write_table(&path, df);
+    }
+    let d = dir.to_str().unwrap();
+    // As printed: `x\ny` for the line break, `x\\ny` for the backslash.
+    let (line_break, backslash) = ("x\\ny", "x\\\\ny");
+    let info = run_cli(&["info", d], BOUND).unwrap();
+    let text = String::from_utf8_lossy(&info.stdout);
+    for name in [line_break, backslash] {
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("{name} "))),
+            "info has no phase {name}: {text}"
+        );
+    }
+    let sites_of = |phase: &str| {
+        let out = run_cli(&["top", d, "--phase", phase, "--format", "csv"], BOUND).unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "top --phase {phase}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    assert_ne!(sites_of(line_break), sites_of(backslash));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Counts whose sums pass `u64::MAX` saturate instead of wrapping to small numbers.
 #[test]
 fn sums_of_huge_counts_saturate() {

@@ -35,23 +35,25 @@ class ReportError(Exception):
     """A report that is missing, of an unknown schema version, or incomplete."""
 
 
-#: Unicode's control characters (category Cc), which Rust's `char::is_control` names.
-_CONTROL = r"[\x00-\x1f\x7f-\x9f]"
+#: Unicode's control characters (category Cc), which Rust's `char::is_control` names,
+#: and the backslash.
+_CONTROL = r"[\x00-\x1f\x7f-\x9f\\]"
 
 
 def escape_control(text: str) -> str:
-    """`text` with each control character escaped as Rust's `char::escape_default`
-    writes it (`\\n`, `\\u{1b}`): as the analyzer reads every string of a report,
-    so that a phase name here is the one its output names."""
-    named = {"\t": "\\t", "\r": "\\r", "\n": "\\n"}
+    """`text` with each control character and backslash escaped as Rust's
+    `char::escape_default` writes it (`\\n`, `\\u{1b}`, `\\\\`): as the analyzer
+    reads every string of a report, so that a phase name here is the one its output
+    names, and two names stay two."""
+    named = {"\t": "\\t", "\r": "\\r", "\n": "\\n", "\\": "\\\\"}
     return "".join(
         named.get(c) or (f"\\u{{{ord(c):x}}}" if unicodedata.category(c) == "Cc" else c)
         for c in text)
 
 
 def escape_controls(df: pl.DataFrame) -> pl.DataFrame:
-    """`df` with the control characters of its string columns escaped
-    (`escape_control`); unchanged, and not copied, when it has none."""
+    """`df` with the control characters and backslashes of its string columns
+    escaped (`escape_control`); unchanged, and not copied, when it has none."""
     columns = [c for c, t in df.schema.items()
                if t == pl.String and df[c].str.contains(_CONTROL).any()]
     if not columns:

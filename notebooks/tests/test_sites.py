@@ -39,11 +39,11 @@ def test_top_within_a_phase(report, analyzer):
 
 
 def test_a_phase_named_with_control_characters_reads_as_the_analyzers(report, analyzer, tmp_path):
-    """The analyzer escapes the control characters of a report's text as it reads it
-    (`\\n`, `\\u{1b}`); so does this package, so that such a phase is the same name
-    in both, and its rows are found by it."""
-    odd = edited_copy(report, tmp_path / "odd", rename_phase=("synthesize", "synth\x1b[31m\nesize"))
-    escaped = "synth\\u{1b}[31m\\nesize"
+    """The analyzer escapes the control characters and backslashes of a report's
+    text as it reads it (`\\n`, `\\u{1b}`, `\\\\`); so does this package, so that
+    such a phase is the same name in both, and its rows are found by it."""
+    odd = edited_copy(report, tmp_path / "odd", rename_phase=("synthesize", "synth\x1b[31m\nes\\ize"))
+    escaped = "synth\\u{1b}[31m\\nes\\\\ize"
     assert escaped in phase_names(odd)
     theirs = analyzer("top", odd.dir, "--phase", escaped, "--limit", 30)
     mine = top_sites(odd, limit=30, phase=escaped).to_dicts()

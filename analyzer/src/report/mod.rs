@@ -465,7 +465,8 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
     })
 }
 
-/// Escapes control characters in the manifest's free text (see [`escape_controls_in`]).
+/// Escapes control characters and backslashes in the manifest's free text (see
+/// [`escape_controls_in`]).
 fn escape_controls(m: &mut Manifest) {
     let escape = escape_controls_in;
     for s in [
@@ -498,15 +499,18 @@ fn escape_controls(m: &mut Manifest) {
 }
 
 /// Escapes the control characters in `s` (a line break reads `\n`, an escape
-/// `\u{1b}`): the analyzer prints a report's text (the manifest's, and the tables'
-/// phase names, functions and files) in notes and tables, which must stay on their
-/// lines and must not drive the terminal. The same everywhere, so that a phase
-/// named in the manifest still names its row in the tables.
+/// `\u{1b}`), and its backslashes (`\\`), so that two names stay two (a line break
+/// and a backslash before an `n`): the analyzer prints a report's text (the
+/// manifest's, and the tables' phase names, functions and files) in notes and
+/// tables, which must stay on their lines and must not drive the terminal. The same
+/// everywhere, so that a phase named in the manifest still names its row in the
+/// tables.
 pub(crate) fn escape_controls_in(s: &mut String) {
-    if s.chars().any(char::is_control) {
+    let escaped = |c: char| c.is_control() || c == '\\';
+    if s.chars().any(escaped) {
         let mut out = String::with_capacity(s.len() + 8);
         for c in s.chars() {
-            if c.is_control() {
+            if escaped(c) {
                 out.extend(c.escape_default());
             } else {
                 out.push(c);

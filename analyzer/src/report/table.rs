@@ -400,7 +400,7 @@ pub(super) fn opt_u32s(df: &DataFrame, name: &str) -> Result<Vec<Option<u32>>, S
     values(df, name, |c| Ok(c.u32()?.iter().collect()))
 }
 
-/// A string column's values, their control characters escaped
+/// A string column's values, their control characters and backslashes escaped
 /// (`escape_controls_in`).
 pub(crate) fn strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>, String> {
     values(df, name, |c| {
