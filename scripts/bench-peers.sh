@@ -2,13 +2,14 @@
 # The tracer beside what a user would run instead, on the same synthesis (2 KiB PoRep
 # partition 0, and a SHA-256 chain of about 10 s here): synth-driver built without the
 # tracer (feature untraced: plain jemalloc, and plain system malloc), the tracer in
-# off / count / sample:1000 / sites, dhat-rs as the global allocator (feature
-# dhat-heap), heaptrack on the untraced build over the system allocator (it cannot
-# see jemalloc), jemalloc's own heap profiler (feature jemalloc-prof, sampling by
-# its default of 512 KiB), and on a small SHA-256 run (with plain jemalloc on the
-# same small run as their baseline) Valgrind DHAT and jemalloc's profiler sampling
-# every allocation. Interleaved rounds of fresh processes; per
-# configuration the median of per-round synthesis ratios to plain jemalloc, and the
+# off / count / count with heap sampling / sample:1000 / sites, dhat-rs as the
+# global allocator (feature dhat-heap), heaptrack on the untraced build over the
+# system allocator (it cannot see jemalloc), jemalloc's own heap profiler (feature
+# jemalloc-prof, sampling by its default of 512 KiB), and on a small SHA-256 run
+# (with plain jemalloc on the same small run as their baseline) Valgrind DHAT and
+# jemalloc's profiler sampling every allocation. Interleaved rounds of fresh
+# processes; per configuration the median of per-round synthesis ratios to plain
+# jemalloc, and the
 # medians of synthesis and wall time, peak RSS and report-writing time (the tracer's
 # and dhat-rs's, as they print it). Prints the markdown table and writes it, a CSV
 # of it and a CSV of every run under OUT (default $CARGO_TARGET_DIR/bench), a row

@@ -299,6 +299,9 @@ def main() -> None:
             Config("plain system", "untraced", [untraced, "--allocator", "system"]),
             Config("tracer off", "default", [traced, "--trace", "off"]),
             Config("tracer count", "default", [traced, "--trace", "count"], report=True),
+            # Heap sampling alone, at jemalloc's profiler's default interval.
+            Config("tracer count + heap sampling (512 KiB)", "default",
+                   [traced, "--trace", "count", "--heap-sample", "512KiB"], report=True),
             Config("tracer sample:1000", "default", [traced, "--trace", "sample:1000"], report=True),
             Config("tracer sites", "default", [traced, "--trace", "sites"], report=True),
             Config("dhat-rs", "dhat-heap", [dhat]),
