@@ -2,9 +2,9 @@
 # Builds synth-driver's default build and, with --peers, its untraced, dhat-heap and
 # jemalloc-prof builds, and copies each binary into BIN (the first argument) under
 # its own name: the features replace one binary path, so each build is copied away
-# before the next. The default build is built last, so target/release/synth-driver stays the
-# default one (cargo keeps each feature set's artifacts; switching back relinks
-# nothing). Also seals the 2 KiB sector the benchmarks synthesize, unless present.
+# before the next. The default build is built last, so target/release/synth-driver
+# stays the default one (cargo keeps each feature set's artifacts; switching back
+# relinks nothing). Also seals the 2 KiB sector the benchmarks synthesize, unless present.
 # Sourced by scripts/bench-allocators.sh, scripts/bench-heap.sh, scripts/bench-modes.sh,
 # scripts/bench-mode-turns.sh, scripts/bench-peers.sh, scripts/bench-sites.sh and
 # scripts/bench-synth-instructions.sh.

@@ -9,9 +9,8 @@
 # (with plain jemalloc on the same small run as their baseline) Valgrind DHAT and
 # jemalloc's profiler sampling every allocation. Interleaved rounds of fresh
 # processes; per configuration the median of per-round synthesis ratios to plain
-# jemalloc, and the
-# medians of synthesis and wall time, peak RSS and report-writing time (the tracer's
-# and dhat-rs's, as they print it). Prints the markdown table and writes it, a CSV
+# jemalloc, and the medians of synthesis and wall time, peak RSS and report-writing
+# time (the tracer's and dhat-rs's, as they print it). Prints the markdown table and writes it, a CSV
 # of it and a CSV of every run under OUT (default $CARGO_TARGET_DIR/bench), a row
 # as each run ends (a failed run leaves the rounds before it).
 # Installs heaptrack and valgrind from Debian packages when missing.

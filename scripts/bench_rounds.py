@@ -289,8 +289,9 @@ def main() -> None:
     else:
         untraced, dhat = str(a.bin / "synth-driver-untraced"), str(a.bin / "synth-driver-dhat")
         # jemalloc's own heap profiler, on at run time: sampling one allocation per
-        # 512 KiB allocated on average (its default), or every allocation; each writes
-        # its profile at exit (in the run's folder).
+        # 512 KiB allocated on average (its default), or every allocation with each
+        # stack's totals kept for the whole run (prof_accum), as `sites` keeps them;
+        # each writes its profile at exit (in the run's folder).
         jeprof = str(a.bin / "synth-driver-jeprof")
         jeprof_on = "_RJEM_MALLOC_CONF=prof:true,prof_final:true"
         small = ["sha256", "--blocks", str(a.small_blocks)]
@@ -311,7 +312,7 @@ def main() -> None:
             Config("plain jemalloc (small run)", "untraced", [untraced],
                    baseline="plain jemalloc (small run)", workload=small),
             Config("jemalloc prof on every allocation (small run)", "jemalloc-prof",
-                   ["env", jeprof_on + ",lg_prof_sample:0", jeprof],
+                   ["env", jeprof_on + ",lg_prof_sample:0,prof_accum:true", jeprof],
                    baseline="plain jemalloc (small run)", workload=small),
             Config("Valgrind DHAT (small run)", "untraced, system allocator",
                    ["valgrind", "--tool=dhat", "--dhat-out-file=dhat.out", untraced, "--allocator", "system"],

@@ -19,8 +19,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CRATE_PATH = re.compile(r"\bcrate::(\{|\w+)")
-SUPER_PATH = re.compile(r"\b((?:super::)+)(\{|\w+)")
-INLINE_MOD = re.compile(r"\bmod\s+(\w+)\s*\{")
+# The whole chain of `super::`: never a shorter one with `super` read as the name
+# (`super::super::*`, a glob, names nothing, as `crate::*` does not).
+SUPER_PATH = re.compile(r"\b((?:super::)+)(?!super\b)(\{|\w+)")
+INLINE_MOD = re.compile(r"\bmod\s+(?:r#)?(\w+)\s*\{")
 
 
 # Comments, raw strings, strings and char literals, matched left to right in one pass,

@@ -35,6 +35,10 @@ def test_super_paths_name_the_module_they_climb_to():
     # An inline module is a level: a test module's `super::super` stays in `hot`.
     text = "mod tests { use super::super::entry; }\nfn f() { super::super::lifetimes::g(); }"
     assert layers.targets(text, hot_alloc) == {"hot", "lifetimes"}
+    # A glob names nothing (as `crate::*`), not `super` by a shorter chain; a raw
+    # identifier's inline module is a level too.
+    assert layers.targets("use super::super::*;", hot_alloc) == set()
+    assert layers.targets("mod r#type { use super::super::entry; }", hot_alloc) == {"hot"}
     # A file's own `super::*` at the top level of its crate names nothing else.
     assert layers.targets("mod tests { use super::*; use super::f; }", ("registry",)) == {"registry"}
 
