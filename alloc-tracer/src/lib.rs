@@ -141,7 +141,8 @@
 //! went to that same folder: no second copy; a relative path is taken from the
 //! working directory at the first allocation). A report written at exit with a
 //! status other than 0 is marked incomplete (`exit status N`; glibc only, whose
-//! `on_exit` passes the status). Threads that have
+//! `on_exit` passes the status); a program that may refuse its command line holds
+//! that report back until its run starts ([`hold_exit_report`]). Threads that have
 //! exited were merged into global tables; live threads (rayon workers) are read in place. Nothing is
 //! written on `panic = "abort"` or a fatal signal; [`write_incomplete_report`] marks a
 //! report of a run stopped early (synth-driver writes one on SIGINT, SIGTERM and SIGHUP).
@@ -206,7 +207,9 @@ pub use report::directory::without_rename_flags;
 pub use report::manifest::set_allocator_name;
 pub use report::schema::{self, SCHEMA_VERSION};
 pub use report::{ReportSummary, SUMMARY_SITES, TopSite};
-pub use session::{Session, check_report_dir, expand_path, write_incomplete_report, write_report};
+pub use session::{
+    Session, check_report_dir, expand_path, hold_exit_report, write_incomplete_report, write_report,
+};
 pub use start::env_checked_by_program;
 /// tikv-jemallocator's allocator, the usual inner allocator (feature `jemalloc`, on by
 /// default).

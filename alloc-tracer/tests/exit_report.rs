@@ -45,6 +45,13 @@ fn child_allocates() {
         }
         .apply();
     }
+    // The exit report held back (`hold`), or held and let go again (`release`).
+    if let Some(hold) = std::env::var_os("ALLOC_TRACER_TEST_HOLD") {
+        alloc_tracer::hold_exit_report(true);
+        if hold == "release" {
+            alloc_tracer::hold_exit_report(false);
+        }
+    }
     // A session of its own, made and dropped before any work.
     let session = std::env::var_os("ALLOC_TRACER_TEST_SESSION").map(alloc_tracer::Session::new);
     // Not `eprintln!`, which the test harness captures.
@@ -113,6 +120,20 @@ fn a_mode_chosen_in_code_is_reported_at_exit() {
     // The exit hook's own allocations, made after the thread's exit destructors, are
     // the tracer's, not the program's.
     assert_eq!(manifest["dropped"]["late_alloc_count"], 0, "{manifest}");
+}
+
+#[test]
+fn a_held_exit_report_is_not_written_until_let_go() {
+    let dir_scratch = common::scratch("exit-held");
+    let dir = dir_scratch.join("report");
+    let out = child("apply", &dir, &[("ALLOC_TRACER_TEST_HOLD", "hold")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("report written"), "{stderr}");
+    assert!(!dir.exists(), "a held report was written");
+    let out = child("apply", &dir, &[("ALLOC_TRACER_TEST_HOLD", "release")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("report written"), "{stderr}");
+    assert!(dir.join("manifest.json").exists());
 }
 
 #[test]

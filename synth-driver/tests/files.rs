@@ -217,6 +217,46 @@ fn alloc_trace_in_the_environment_is_the_mode() {
     assert_eq!(first["trace"], "off", "{stdout}");
 }
 
+/// A command refused before its run, `--help` among them, writes no
+/// `ALLOC_TRACE_REPORT` report at exit: the earlier run's report in that folder
+/// stays as it was.
+#[test]
+fn a_refused_command_leaves_the_exit_reports_folder_alone() {
+    let dir = scratch("refused-keeps");
+    let hook = dir.join("hook");
+    let traced = |args: &[&str]| {
+        driver()
+            .env("ALLOC_TRACE", "count")
+            .env("ALLOC_TRACE_REPORT", &hook)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = traced(&["sha256", "--blocks", "1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let before = std::fs::read(hook.join("manifest.json")).unwrap();
+    let missing = dir.join("no-such-c1.json");
+    let runs: [&[&str]; 3] = [
+        &["sha256", "--blocks", "0"],
+        &["--help"],
+        &["porep", "--c1", missing.to_str().unwrap()],
+    ];
+    for args in runs {
+        let out = traced(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("report written"), "{args:?}: {stderr}");
+        assert_eq!(
+            std::fs::read(hook.join("manifest.json")).unwrap(),
+            before,
+            "{args:?} replaced the earlier run's report: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn alloc_trace_values_only_the_driver_takes_are_named_once() {
     // Turns from the environment: the tracer, which takes one mode, leaves the

@@ -135,6 +135,20 @@ extern "C" fn no_report_note(_: libc::c_int, _: *mut libc::c_void) {
     }
 }
 
+/// Set while the program holds the exit hook's report back ([`hold_exit_report`]).
+static HELD: AtomicBool = AtomicBool::new(false);
+
+/// Holds the `ALLOC_TRACE_REPORT` report at exit back (`true`), or lets it be
+/// written again (`false`). For a program that checks its command line before its
+/// run and may refuse it: a refused command, or `--help`, ending while held writes
+/// no report, so it does not replace the report of an earlier run in the same folder
+/// with one of a process that did nothing (the refusal says why). Reports the
+/// program writes itself (a [`Session`](super::Session), `write_report`) are not
+/// held.
+pub fn hold_exit_report(held: bool) {
+    HELD.store(held, Relaxed);
+}
+
 /// The process that armed the exit hook: a child forked from it inherits the hook.
 static ARMED_BY: AtomicU32 = AtomicU32::new(0);
 /// The working directory when the exit hook was armed: a relative
@@ -180,6 +194,9 @@ fn report(status: libc::c_int) {
     let Some(setting) = crate::config::getenv(c"ALLOC_TRACE_REPORT").map(PathBuf::from) else {
         return;
     };
+    if HELD.load(Relaxed) {
+        return;
+    }
     // A forked child shares its parent's setting: it writes a report of its own
     // only where the path tells the two apart.
     let forked = ARMED_BY.load(Relaxed) != std::process::id();

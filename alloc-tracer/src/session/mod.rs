@@ -6,6 +6,7 @@
 
 mod exit;
 
+pub use exit::hold_exit_report;
 pub(crate) use exit::{answered_elsewhere, arm_exit_report, arm_no_report_note};
 
 use crate::Error;
