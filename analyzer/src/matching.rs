@@ -7,7 +7,7 @@
 //! The callers key the job frames of each stack (`crate::naming::job_frames`), so
 //! that a thread pool's varying frames around a job do not split it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// The prefix of keys matched with lines ignored.
 pub const LOOSE_PREFIX: &str = "(lines ignored)\n";
@@ -22,10 +22,11 @@ pub trait Matched: Default {
 
 /// Both sides under common keys, and how many sites matched only with lines ignored.
 /// Among the keys one side lacks, those whose loose key the other side has unmatched
-/// pair one to one, nearest first (fewest frames whose lines differ, then the
-/// smallest distance between those lines); each pair becomes one [`LOOSE_PREFIX`]
-/// key on both sides. What is left over (a site the patch removed beside one it
-/// moved) stays on its side alone, as do keys with no partner.
+/// pair one to one, nearest first: fewest frames moved otherwise than the patch
+/// moved their function ([`usual_shifts`]), then fewest frames whose lines differ,
+/// then the smallest distance between those lines. Each pair becomes one
+/// [`LOOSE_PREFIX`] key on both sides. What is left over (a site the patch removed
+/// beside one it moved) stays on its side alone, as do keys with no partner.
 pub fn pair_up<T: Matched>(
     mut a: BTreeMap<String, T>,
     mut b: BTreeMap<String, T>,
@@ -34,14 +35,21 @@ pub fn pair_up<T: Matched>(
         unmatched(&a, &b, |t| t.loose().to_owned()),
         unmatched(&b, &a, |t| t.loose().to_owned()),
     );
+    let groups: Vec<(&Vec<String>, &Vec<String>)> = ga
+        .iter()
+        .filter_map(|(loose, keys_a)| Some((keys_a, gb.get(loose)?)))
+        .collect();
+    let usual = &usual_shifts(&groups);
     let mut paired = 0;
-    for (loose, keys_a) in ga {
-        let Some(keys_b) = gb.get(&loose) else {
-            continue;
-        };
-        let mut candidates: Vec<((usize, u64), &String, &String)> = keys_a
+    for (keys_a, keys_b) in groups {
+        let mut candidates: Vec<((usize, usize, u64), &String, &String)> = keys_a
             .iter()
-            .flat_map(|x| keys_b.iter().map(move |y| (apart(x, y), x, y)))
+            .flat_map(|x| {
+                keys_b.iter().map(move |y| {
+                    let (n, lines) = apart(x, y);
+                    ((unusual(x, y, usual), n, lines), x, y)
+                })
+            })
             .collect();
         candidates.sort();
         let (mut used_a, mut used_b) = (Vec::new(), Vec::new());
@@ -63,24 +71,72 @@ pub fn pair_up<T: Matched>(
     (a, b, paired)
 }
 
-/// How far apart two stack keys of one loose key are: how many frames' lines differ,
-/// then by how many lines in all (a frame without a line counts one).
-fn apart(x: &str, y: &str) -> (usize, u64) {
-    let line = |frame: &str| {
-        frame
-            .rsplit_once(':')
-            .and_then(|(_, l)| l.parse::<u64>().ok())
-    };
+/// A frame of a stack key split into what names it without its line, and its line.
+fn frame_line(frame: &str) -> (&str, Option<u64>) {
+    match frame.rsplit_once(':') {
+        Some((at, l)) => (at, l.parse().ok()),
+        None => (frame, None),
+    }
+}
+
+/// The frames of two stack keys of one loose key whose lines differ: each frame
+/// without its line, and by how many lines the second moved from the first (`None`
+/// where either has no line).
+fn moves<'k>(x: &'k str, y: &'k str) -> impl Iterator<Item = (&'k str, Option<i64>)> {
     x.split('\n')
         .zip(y.split('\n'))
         .filter(|(f, g)| f != g)
-        .fold((0, 0), |(n, lines), (f, g)| {
-            let d = match (line(f), line(g)) {
-                (Some(p), Some(q)) => p.abs_diff(q),
-                _ => 1,
-            };
-            (n + 1, lines.saturating_add(d))
+        .map(|(f, g)| {
+            let ((at, p), (_, q)) = (frame_line(f), frame_line(g));
+            let shift = p.zip(q).map(|(p, q)| q as i64 - p as i64);
+            (at, shift)
         })
+}
+
+/// How far apart two stack keys of one loose key are: how many frames' lines differ,
+/// then by how many lines in all (a frame without a line counts one).
+fn apart(x: &str, y: &str) -> (usize, u64) {
+    moves(x, y).fold((0, 0), |(n, lines), (_, shift)| {
+        let d = shift.map_or(1, i64::unsigned_abs);
+        (n + 1, lines.saturating_add(d))
+    })
+}
+
+/// For each frame (function and file) that moved, the shift most candidate pairs
+/// give it: a patch that adds or removes lines moves every line after them by the
+/// same count, so the pairs that agree with it are the right ones where distance
+/// alone would cross two sites (lines 36 and 37 moved to 39 and 40: 37 to 39 is
+/// nearer than 37 to 40). Ties go to the smaller shift.
+fn usual_shifts<'k>(groups: &[(&'k Vec<String>, &'k Vec<String>)]) -> HashMap<&'k str, i64> {
+    let mut counts: HashMap<&str, HashMap<i64, usize>> = HashMap::new();
+    for (keys_a, keys_b) in groups {
+        for x in keys_a.iter() {
+            for y in keys_b.iter() {
+                for (at, shift) in moves(x, y) {
+                    if let Some(shift) = shift {
+                        *counts.entry(at).or_default().entry(shift).or_default() += 1;
+                    }
+                }
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .filter_map(|(at, shifts)| {
+            let best = shifts
+                .into_iter()
+                .max_by_key(|&(shift, n)| (n, std::cmp::Reverse(shift.unsigned_abs()), shift))?;
+            Some((at, best.0))
+        })
+        .collect()
+}
+
+/// How many of the frames that moved between two stack keys moved otherwise than
+/// their usual shift (a frame without a line counts).
+fn unusual(x: &str, y: &str, usual: &HashMap<&str, i64>) -> usize {
+    moves(x, y)
+        .filter(|(at, shift)| shift.is_none() || usual.get(at) != shift.as_ref())
+        .count()
 }
 
 /// The keys of `from` that `other` lacks, grouped by `group`.
@@ -162,6 +218,19 @@ mod tests {
             .collect()
     }
 
+    /// A side whose stacks all have the loose key `loose`.
+    fn one_loose(loose: &str, rows: &[(String, u64)]) -> BTreeMap<String, Bytes> {
+        rows.iter()
+            .map(|(k, n)| {
+                let b = Bytes {
+                    loose: loose.to_owned(),
+                    n: *n,
+                };
+                (k.clone(), b)
+            })
+            .collect()
+    }
+
     #[test]
     fn whole_stacks_first_then_the_moved_ones_one_to_one() {
         // f:1 is on both sides; g:5 and g:6 became one g:7 (the nearer, g:6, moved;
@@ -204,18 +273,7 @@ mod tests {
             .iter()
             .map(|&c| (key(c, 164), 1000 + u64::from(c)))
             .collect();
-        let to_side = |rows: &[(String, u64)]| -> BTreeMap<String, Bytes> {
-            rows.iter()
-                .map(|(k, n)| {
-                    let b = Bytes {
-                        loose: loose.to_owned(),
-                        n: *n,
-                    };
-                    (k.clone(), b)
-                })
-                .collect()
-        };
-        let (x, y, by_loose) = pair_up(to_side(&base), to_side(&change));
+        let (x, y, by_loose) = pair_up(one_loose(loose, &base), one_loose(loose, &change));
         assert_eq!(by_loose, 3);
         for c in [109u64, 114, 166] {
             let k = format!("{LOOSE_PREFIX}{}", key(c as u32, 162));
@@ -223,6 +281,24 @@ mod tests {
         }
         for c in [110, 115] {
             assert!(x.contains_key(&key(c, 162)) && !y.contains_key(&key(c, 162)));
+        }
+    }
+
+    #[test]
+    fn moved_stacks_pair_by_the_shift_the_patch_made() {
+        // Three lines inserted at the top of lc.rs: every lc.rs frame moved by 3. By
+        // distance alone, 40/37 -> 43/39 (5 lines) beats the right 40/37 -> 43/40 (6),
+        // and the two sites would cross.
+        let key =
+            |outer: u32, inner: u32| format!("add@lc.rs:{inner}\nlc@lc.rs:{outer}\nmain@m.rs:1\n");
+        let loose = "add@lc.rs\nlc@lc.rs\nmain@m.rs\n";
+        let base = [(key(40, 36), 212), (key(40, 37), 216)];
+        let change = [(key(43, 39), 212), (key(43, 40), 216)];
+        let (x, y, by_loose) = pair_up(one_loose(loose, &base), one_loose(loose, &change));
+        assert_eq!(by_loose, 2);
+        for (k, n) in base {
+            let k = format!("{LOOSE_PREFIX}{k}");
+            assert_eq!((x[&k].n, y[&k].n), (n, n), "{k}");
         }
     }
 

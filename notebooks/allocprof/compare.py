@@ -5,8 +5,9 @@ Site ids are per report, so sites are matched as `analyzer diff` matches them: b
 the analyzer's job key (its `job_key` column: the source-level call stack, less the
 frames a rayon pool nests around a job, which differ from run to run), then the
 stacks left on each side by the same key with line numbers ignored (a patch that
-moved code within its files; one to one, nearest lines first): status `by path` and
-`ignoring lines`, as `analyzer diff` names them. Two reports of one build match site
+moved code within its files; one to one, those moved as the patch moved their
+function's lines first, then the nearest): status `by path` and `ignoring lines`,
+as `analyzer diff` names them. Two reports of one build match site
 for site; a stack found on one side only is `gone` (baseline only) or `new` (change
 only). `key="name"` matches by site name instead (coarser). Deltas are change minus
 baseline: negative means the change allocates less. A phase is checked in both
@@ -334,33 +335,66 @@ def _line(frame: str) -> int | None:
     return int(line) if colon and line.isdigit() else None
 
 
+def _moves(x: str, y: str):
+    """The frames of two stack keys of one loose key whose lines differ: each frame
+    without its line, and by how many lines the second moved from the first (None
+    where either has no line)."""
+    for f, g in zip(x.split("\n"), y.split("\n")):
+        if f != g:
+            p, q = _line(f), _line(g)
+            yield f.rpartition(":")[0] or f, (q - p if p is not None and q is not None else None)
+
+
 def _apart(x: str, y: str) -> tuple[int, int]:
     """How far apart two stack keys of one loose key are, as `analyzer diff` reckons
     it: how many frames' lines differ, then by how many lines in all (a frame
     without a line counts one)."""
     frames = lines = 0
-    for f, g in zip(x.split("\n"), y.split("\n")):
-        if f != g:
-            frames += 1
-            p, q = _line(f), _line(g)
-            lines += abs(p - q) if p is not None and q is not None else 1
+    for _, shift in _moves(x, y):
+        frames += 1
+        lines += abs(shift) if shift is not None else 1
     return frames, lines
+
+
+def _usual_shifts(groups) -> dict[str, int]:
+    """For each frame (function and file) that moved, the shift most candidate pairs
+    give it, ties to the smaller shift, as `analyzer diff` finds it: a patch that
+    adds or removes lines moves every line after them alike, so the pairs that agree
+    with it are the right ones where distance alone would cross two sites."""
+    counts: dict[str, dict[int, int]] = {}
+    for xs, ys in groups:
+        for x in xs:
+            for y in ys:
+                for at, shift in _moves(x, y):
+                    if shift is not None:
+                        per = counts.setdefault(at, {})
+                        per[shift] = per.get(shift, 0) + 1
+    return {at: max(per.items(), key=lambda kv: (kv[1], -abs(kv[0]), kv[0]))[0]
+            for at, per in counts.items()}
+
+
+def _unusual(x: str, y: str, usual: dict[str, int]) -> int:
+    """How many of the frames that moved between two stack keys moved otherwise than
+    their usual shift (a frame without a line counts)."""
+    return sum(1 for at, shift in _moves(x, y) if shift is None or usual.get(at) != shift)
 
 
 def _match_ignoring_lines(b: pl.DataFrame, c: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Both sides' rows by stack key, with the stacks found on one side only that
-    share a key with lines ignored paired one to one, nearest lines first, as
-    `analyzer diff` pairs them: each pair under the baseline's key prefixed with
-    LOOSE_PREFIX on both sides; what is left over stays gone or new."""
+    share a key with lines ignored paired one to one, as `analyzer diff` pairs them
+    (fewest frames moved otherwise than their usual shift first, then nearest
+    lines): each pair under the baseline's key prefixed with LOOSE_PREFIX on both
+    sides; what is left over stays gone or new."""
     b_keys, c_keys = set(b["key"].to_list()), set(c["key"].to_list())
     groups: dict[str, tuple[list[str], list[str]]] = {}
     for key in sorted(b_keys - c_keys):
         groups.setdefault(_loose_str(key), ([], []))[0].append(key)
     for key in sorted(c_keys - b_keys):
         groups.setdefault(_loose_str(key), ([], []))[1].append(key)
+    usual = _usual_shifts(groups.values())
     b_to, c_to = {}, {}
     for xs, ys in groups.values():
-        for _, x, y in sorted((_apart(x, y), x, y) for x in xs for y in ys):
+        for _, x, y in sorted(((_unusual(x, y, usual), *_apart(x, y)), x, y) for x in xs for y in ys):
             if x not in b_to and y not in c_to:
                 b_to[x] = c_to[y] = LOOSE_PREFIX + x
     return (b.with_columns(key=pl.col("key").replace(b_to)),

@@ -106,19 +106,26 @@ def test_stacks_match_as_analyzer_diff_matches_them(base_and_change, analyzer, f
     assert compare.matched_share(sd) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
 
 
+@pytest.mark.parametrize("shift,lc_file", [(1, False), (3, True)])
 def test_code_moved_within_its_file_matches_with_lines_ignored(
-    report, tmp_path, analyzer, fixture_calibration
+    report, tmp_path, analyzer, fixture_calibration, shift, lc_file
 ):
-    """A change that only moved the code of one file down a line: its stacks through
-    that file match the baseline's with lines ignored (`ignoring lines`, unchanged counts),
-    every row as `analyzer diff` pairs them, and every allocation matched."""
+    """A change that only moved the code of one file down `shift` lines: its stacks
+    through that file match the baseline's with lines ignored (`ignoring lines`,
+    unchanged counts), every row as `analyzer diff` pairs them, and every allocation
+    matched. Moved by three, LinearCombination's file (two of its frames in most
+    synthesis stacks, lines a line apart) crossed sites when pairs went by distance
+    alone: 37 is nearer 39 than 40."""
     moved_dir = tmp_path / "moved"
     shutil.copytree(report.dir, moved_dir)
     frames = pl.read_parquet(moved_dir / "frames.parquet")
     own = frames.filter(~pl.col("file").str.starts_with("/rustc/"))
-    file = own.group_by("file").agg(pl.col("site_id").n_unique()).sort("site_id").row(-1)[0]
+    if lc_file:
+        file = own.filter(pl.col("file").str.ends_with("bellpepper-core-0.2.1/src/lc.rs"))["file"][0]
+    else:
+        file = own.group_by("file").agg(pl.col("site_id").n_unique()).sort("site_id").row(-1)[0]
     frames.with_columns(
-        line=pl.when(pl.col("file") == file).then(pl.col("line") + 1).otherwise(pl.col("line"))
+        line=pl.when(pl.col("file") == file).then(pl.col("line") + shift).otherwise(pl.col("line"))
     ).write_parquet(moved_dir / "frames.parquet")
     d = analyzer("diff", report.dir, moved_dir, "--calibration", fixture_calibration)
     assert d["sites_matched_ignoring_lines"] > 0, file
