@@ -23,7 +23,7 @@ import polars as pl
 
 from allocprof import analyzer
 from allocprof.overview import phases, temporaries_note
-from allocprof.report import Report
+from allocprof.report import Report, check_limit
 from allocprof.sites import bound_of_variance, category_totals, records_whole, sampled_parts
 from allocprof.sites import check_phase as _check_phase
 
@@ -479,6 +479,7 @@ def site_deltas(
     `analyzer diff`'s `alloc_count_noise`: two standard errors, each side's count
     taken as Poisson in its samples, `N` times the larger side's count its variance.
     A site of `c` allocations goes unrecorded with probability about `e^(-c/N)`."""
+    check_limit(limit)
     out = _site_rows(base, change, phase, key).with_columns(
         count_noise=bound_of_variance(pl.col("base_variance") + pl.col("change_variance"))
     ).sort([pl.col("delta_count").abs(), "key"], descending=[True, False])
@@ -515,7 +516,7 @@ def unmatched_sites(deltas: pl.DataFrame, limit: int | None = 20) -> pl.DataFram
     out = deltas.filter(pl.col("status").is_in((GONE, NEW))).sort(
         [pl.col("delta_count").abs(), "key"], descending=[True, False]
     )
-    return out if limit is None else out.head(limit)
+    return out if check_limit(limit) is None else out.head(limit)
 
 
 def changed_sites(deltas: pl.DataFrame, limit: int | None = 20) -> pl.DataFrame:
@@ -523,14 +524,18 @@ def changed_sites(deltas: pl.DataFrame, limit: int | None = 20) -> pl.DataFrame:
     changed (delta_count not 0), largest change first: what the site-deltas figure
     draws. Empty when no matched site changed."""
     out = deltas.filter(pl.col("status").is_in(MATCHED) & (pl.col("delta_count") != 0))
-    return out if limit is None else out.head(limit)
+    return out if check_limit(limit) is None else out.head(limit)
 
 
 def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "count") -> pl.DataFrame:
     """Steps of a waterfall from the baseline total to the change's: one row per
     category with a non-zero delta (label, start, delta, and `noise`: for `count`, the
     category's `count_noise`, null where no report was sampled), between a `baseline`
-    and a `change` bar."""
+    and a `change` bar. `measure`: one of the frame's measures (`count`, or one of
+    `MEASURES`)."""
+    measures = [c.removeprefix("base_") for c in category_deltas_df.columns if c.startswith("base_")]
+    if measure not in measures:
+        raise ValueError(f"measure must be one of {measures}, not {measure!r}")
     base_total = int(category_deltas_df[f"base_{measure}"].sum())
     change_total = int(category_deltas_df[f"change_{measure}"].sum())
     has_noise = measure == "count" and "count_noise" in category_deltas_df.columns

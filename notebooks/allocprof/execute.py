@@ -89,6 +89,10 @@ def main(argv=None) -> int:
         except CellExecutionError as e:
             failed += 1
             print(f"{nb}: FAILED\n{e}", file=sys.stderr)
+        except (OSError, nbformat.reader.NotJSONError) as e:
+            # A path that is no notebook: said, and the next ones still run.
+            failed += 1
+            print(f"{nb}: FAILED: {e}", file=sys.stderr)
     return 1 if failed else 0
 
 

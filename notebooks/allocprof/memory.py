@@ -8,7 +8,7 @@ from __future__ import annotations
 import polars as pl
 
 from allocprof import analyzer
-from allocprof.report import Report
+from allocprof.report import Report, check_limit
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
@@ -155,7 +155,7 @@ def held_sites(h: dict, limit: int = 15) -> pl.DataFrame:
     """The largest sites of a `held` answer: name, callers, distinction, category,
     live_mib, se_mib (the estimate's standard error), bound_mib (twice it, as
     `held_categories`), share, sampled_count."""
-    rows = h["sites"][:limit]
+    rows = h["sites"][:check_limit(limit)]
     if not rows:
         return pl.DataFrame(schema={"name": pl.String, "callers": pl.String,
                                     "distinction": pl.String, "category": pl.String,

@@ -40,6 +40,15 @@ class ReportError(Exception):
 _CONTROL = r"[\x00-\x1f\x7f-\x9f\\]"
 
 
+def check_limit(limit: int | None) -> int | None:
+    """`limit`, a number of rows (0 or more), or None for every row. A negative one
+    is refused, as `analyzer --limit` refuses it: polars' `head` and Python's slices
+    would read it as every row but the last few."""
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be a number of rows (0 or more) or None, not {limit!r}")
+    return limit
+
+
 def escape_control(text: str) -> str:
     """`text` with each control character and backslash escaped as Rust's
     `char::escape_default` writes it (`\\n`, `\\u{1b}`, `\\\\`): as the analyzer

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from allocprof.report import Report
+from allocprof.report import Report, check_limit
 
 #: What `top` ranks by: the analyzer's `--by count|bytes|temporaries`.
 RANK_KEYS = {
@@ -214,6 +214,7 @@ def top_sites(
     estimates' spread in a `sample:N` report)."""
     if by not in RANK_KEYS:
         raise ValueError(f"by must be one of {sorted(RANK_KEYS)}, not {by!r}")
+    check_limit(limit)
     ranked = (
         site_totals(report, phase)
         .with_columns(key=RANK_KEYS[by])

@@ -68,6 +68,18 @@ def test_waterfall_steps_walk_from_base_to_change(base_and_change):
         assert final["start"] + final["delta"] == last["delta"]
 
 
+def test_a_measure_the_deltas_lack_and_a_negative_limit_are_refused(base_and_change):
+    base, change = base_and_change
+    with pytest.raises(ValueError, match="measure must be one of .*'alloc_count'"):
+        compare.waterfall_steps(compare.category_deltas(base, change), "bytes")
+    deltas = compare.site_deltas(base, change, limit=None)
+    for f in (lambda: compare.site_deltas(base, change, limit=-3),
+              lambda: compare.unmatched_sites(deltas, limit=-1),
+              lambda: compare.changed_sites(deltas, limit=-1)):
+        with pytest.raises(ValueError, match="limit must be a number of rows"):
+            f()
+
+
 def test_phase_deltas_cover_both_sides(base_and_change):
     base, change = base_and_change
     ph = compare.phase_deltas(base, change)

@@ -141,6 +141,8 @@ def test_the_peaks_estimates_carry_their_standard_errors(report):
     assert memory.held_categories(one)["bound_mib"].to_list() == [2.0]
     assert memory.held_sites(one)["bound_mib"].to_list() == [2.0]
     assert memory.held_sites({"sites": []}).columns == memory.held_sites(one).columns
+    with pytest.raises(ValueError, match="limit must be a number of rows"):
+        memory.held_sites(one, limit=-1)
 
 
 MIB_BYTES = 1 << 20

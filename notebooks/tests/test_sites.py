@@ -64,6 +64,13 @@ def test_unknown_ranking_is_refused(report):
         top_sites(report, by="speed")
 
 
+def test_a_negative_limit_is_refused(report):
+    # As `analyzer top --limit -1`: polars' head(-1) would drop the last row instead.
+    with pytest.raises(ValueError, match="limit must be a number of rows"):
+        top_sites(report, limit=-1)
+    assert top_sites(report, limit=0).height == 0
+
+
 def test_a_phase_the_report_does_not_name_is_refused(report):
     # As the analyzer's --phase: a typo must not read as an empty phase.
     with pytest.raises(ValueError, match="no phase 'Synthesize'"):
