@@ -69,6 +69,19 @@ fn a_report_folder_that_would_be_refused_is_refused_before_the_run() {
     let out = traced_to(&file.join("r"));
     refused_before_the_run(&out, "cannot create its parent (");
 
+    // A link to a folder, and a folder of report tables without their manifest:
+    // each refused for what it is.
+    let link = dir.join("link");
+    std::os::unix::fs::symlink(&mine, &link).unwrap();
+    refused_before_the_run(&traced_to(&link), "is a symbolic link");
+    let partial = dir.join("partial");
+    std::fs::create_dir(&partial).unwrap();
+    std::fs::write(partial.join("sites.parquet"), "x").unwrap();
+    refused_before_the_run(
+        &traced_to(&partial),
+        "holds report tables but no manifest.json",
+    );
+
     // With a note to print (--lifetimes, which sample:N does not use), the refusal
     // is still the one line said: checked before the notes.
     let out = driver()

@@ -455,6 +455,11 @@ pub fn check_replaceable(dir: &Path) -> Result<(), Error> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(dir)(e)),
     };
+    if meta.file_type().is_symlink() {
+        // Replaced, the link would become a folder; followed, a report would land
+        // where the path does not say.
+        return Err(refuse("is a symbolic link (name the folder it points to)"));
+    }
     if !meta.is_dir() {
         return Err(refuse("exists and is not a folder"));
     }
@@ -474,7 +479,11 @@ pub fn check_replaceable(dir: &Path) -> Result<(), Error> {
             other.to_string_lossy()
         )));
     }
-    let manifest = std::fs::read(dir.join(schema::MANIFEST)).unwrap_or_default();
+    let Ok(manifest) = std::fs::read(dir.join(schema::MANIFEST)) else {
+        return Err(refuse(
+            "holds report tables but no manifest.json (not a whole report)",
+        ));
+    };
     #[derive(serde::Deserialize)]
     struct Writer {
         tool: Option<String>,
