@@ -149,14 +149,23 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            // One line whatever a cause's text holds: scripts read the first line,
-            // and a message spread over several reads as a crash.
-            let message = format!("{e:#}");
-            let message: Vec<&str> = message.split_whitespace().collect();
-            note!("analyzer: {}", message.join(" "));
+            note!("analyzer: {}", one_line(&format!("{e:#}")));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error's text on one line whatever a cause's text holds (scripts read the first
+/// line, and a message spread over several reads as a crash): its lines trimmed and
+/// joined by a space. Spaces within a line stay, so that names that differ by them
+/// (`"a  b"`, `" synthesize"`) still read apart.
+fn one_line(message: &str) -> String {
+    let lines: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join(" ")
 }
 
 /// Runs one job; its data goes to standard output, diagnostics and budget breaches to
@@ -383,4 +392,18 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     written.with_context(|| format!("{}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn an_error_is_one_line_with_its_own_spaces() {
+        assert_eq!(one_line("a\n\n   b\tc \n"), "a b\tc");
+        assert_eq!(
+            one_line("phase  synthesize is not in the report"),
+            "phase  synthesize is not in the report"
+        );
+    }
 }
