@@ -340,6 +340,34 @@ fn seal_writes_only_where_it_sealed_before() {
     assert!(out.status.success());
     let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(printed["c1"], ours.join("c1.json").to_str().unwrap());
+
+    // A seal that fails halfway (its SDR parent cache damaged, which pre-commit 1
+    // reads) leaves the earlier C1 as it was.
+    let parents = dir.join("parents");
+    let sealed_with = |parents: &Path| {
+        driver()
+            .env("FIL_PROOFS_PARENT_CACHE", parents)
+            .args(["seal", "--sector-size", "2KiB", "--seed", "1", "--out"])
+            .arg(&ours)
+            .output()
+            .unwrap()
+    };
+    assert!(sealed_with(&parents).status.success());
+    let before = std::fs::read(ours.join("c1.json")).unwrap();
+    for cache in std::fs::read_dir(&parents).unwrap() {
+        std::fs::write(cache.unwrap().path(), b"damaged").unwrap();
+    }
+    let out = sealed_with(&parents);
+    assert!(
+        !out.status.success(),
+        "a damaged parent cache: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(ours.join("c1.json")).unwrap(),
+        before,
+        "the failed seal took the earlier C1"
+    );
 }
 
 #[test]

@@ -144,7 +144,8 @@ enum Command {
         synthesizes nothing."
     )]
     Seal {
-        /// 2KiB or 8MiB (larger sizes work but take hours and hundreds of GiB).
+        /// 2KiB or 8MiB (larger sizes work but take hours, and hundreds of GiB of disk and
+        /// tens of memory).
         #[arg(long, value_parser = porep::parse_sector_size)]
         sector_size: (u64, RegisteredSealProof),
         /// Directory for c1.json and the sector's files: new, empty, or an earlier

@@ -146,10 +146,55 @@ fn check_parent_cache() -> Result<()> {
     })
 }
 
+/// The piece's random bytes, made as they are read (a whole piece in memory would
+/// need the sector's size in RAM before sealing even starts). Drawn in chunks of a
+/// multiple of 8 bytes, as the piece's length is, so that the bytes are those of one
+/// `fill_bytes` over the whole piece.
+struct RandomPiece {
+    rng: rand_xorshift::XorShiftRng,
+    left: u64,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl RandomPiece {
+    const CHUNK: usize = 1 << 16;
+
+    fn new(seed: u64, len: u64) -> Self {
+        RandomPiece {
+            rng: rand_xorshift::XorShiftRng::seed_from_u64(seed),
+            left: len,
+            chunk: Vec::new(),
+            at: 0,
+        }
+    }
+}
+
+impl std::io::Read for RandomPiece {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.chunk.len() {
+            let n = (self.left as usize).min(Self::CHUNK);
+            if n == 0 {
+                return Ok(0);
+            }
+            self.chunk.resize(n, 0);
+            self.rng.fill_bytes(&mut self.chunk);
+            self.left -= n as u64;
+            self.at = 0;
+        }
+        let n = buf.len().min(self.chunk.len() - self.at);
+        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
 /// Seals a sector of random data fully offline (piece, pre-commit 1 and 2, commit
 /// phase 1; no Groth parameters) and writes `out/c1.json` in Curio's format.
-/// `out` must be absent, empty or an earlier seal's output, which this replaces.
-/// `progress` is told each step as it starts.
+/// `out` must be absent, empty or an earlier seal's output, which this replaces: its
+/// `c1.json` only once this one's is written, so that a seal that fails (or is
+/// killed) leaves the earlier C1, which needs nothing else. `progress` is told each
+/// step as it starts.
 pub fn seal_sector(
     proof: RegisteredSealProof,
     sector_size: u64,
@@ -160,22 +205,13 @@ pub fn seal_sector(
     check_seal_folder(out)?;
     check_parent_cache()?;
     // An earlier seal's sector goes first: pre-commit 1 took the trees in its cache
-    // for this sector's and failed halfway ("pieces and comm_d do not match"), and a
-    // seal that fails must not leave the earlier C1 beside this one's files.
+    // for this sector's and failed halfway ("pieces and comm_d do not match"). Its
+    // C1 stays until this one's replaces it: a C1 holds all a synthesis reads.
     let work = out.join("sector");
-    for (old, gone) in [
-        (
-            out.join("c1.json"),
-            std::fs::remove_file(out.join("c1.json")),
-        ),
-        (work.clone(), std::fs::remove_dir_all(&work)),
-    ] {
-        if let Err(e) = gone
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            return Err(e)
-                .with_context(|| format!("removing the earlier seal's {}", old.display()));
-        }
+    if let Err(e) = std::fs::remove_dir_all(&work)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(e).with_context(|| format!("removing the earlier seal's {}", work.display()));
     }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mark = out.join(SEALED_MARK);
@@ -200,8 +236,7 @@ pub fn seal_sector(
 
     progress("piece");
     let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
-    let mut data = vec![0u8; u64::from(unpadded) as usize];
-    rand_xorshift::XorShiftRng::seed_from_u64(seed ^ 0x5eed).fill_bytes(&mut data);
+    let data = RandomPiece::new(seed ^ 0x5eed, u64::from(unpadded));
     let mut staged_file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -209,7 +244,7 @@ pub fn seal_sector(
         .truncate(true)
         .open(&staged)
         .with_context(|| format!("creating {}", staged.display()))?;
-    let (piece, _) = seal::add_piece(proof, &data[..], &mut staged_file, unpadded, &[])
+    let (piece, _) = seal::add_piece(proof, data, &mut staged_file, unpadded, &[])
         .context("adding the piece")?;
     drop(staged_file);
     std::fs::File::create(&sealed).with_context(|| format!("creating {}", sealed.display()))?;
@@ -247,9 +282,12 @@ pub fn seal_sector(
         phase1_out: base64::engine::general_purpose::STANDARD.encode(json),
         sector_size,
     };
+    // Written aside, then renamed over the earlier one: never half a C1.
     let path = out.join("c1.json");
-    std::fs::write(&path, serde_json::to_vec(&wrapper)?)
-        .with_context(|| format!("writing {}", path.display()))?;
+    let partial = out.join("c1.json.partial");
+    std::fs::write(&partial, serde_json::to_vec(&wrapper)?)
+        .with_context(|| format!("writing {}", partial.display()))?;
+    std::fs::rename(&partial, &path).with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
 }
 
