@@ -336,7 +336,7 @@ fn bad_c1_files_are_one_line_errors() {
     )
     .unwrap();
     type Edit = fn(&mut serde_json::Value);
-    let edits: [(&str, Edit, &str); 9] = [
+    let edits: [(&str, Edit, &str); 10] = [
         (
             "replica",
             |c| c["replica_id"] = serde_json::json!(vec![255u8; 32]),
@@ -354,6 +354,15 @@ fn bad_c1_files_are_one_line_errors() {
                 partition.as_array_mut().unwrap().truncate(1);
             },
             "partition 0 holds 1 vanilla proofs",
+        ),
+        (
+            "partitions",
+            |c| {
+                let partitions = &mut c["vanilla_proofs"]["StackedDrg2KiBV1"];
+                let first = partitions[0].clone();
+                partitions.as_array_mut().unwrap().push(first);
+            },
+            "holds vanilla proofs of 2 partition(s), and StackedDrg2KiBV1_1 has 1",
         ),
         (
             "parents",

@@ -343,6 +343,13 @@ pub fn partition_circuit<Tree: 'static + MerkleTreeTrait>(
         .try_into()
         .context("vanilla proofs of another shape")?;
     let n = vanilla.len();
+    if n != partitions(c1) {
+        bail!(
+            "the C1 output holds vanilla proofs of {n} partition(s), and {:?} has {}",
+            c1.registered_proof,
+            partitions(c1)
+        );
+    }
     let Some(proofs) = vanilla.get(partition) else {
         bail!("partition {partition} out of range: the C1 output has {n} partition(s)");
     };
