@@ -353,6 +353,9 @@ impl Cli {
             .filter_map(|a| a.to_str())
             .find(|a| command.get_subcommands().any(|s| s.get_name() == *a));
         let subcommand = subcommand.map(str::to_owned);
+        if let Some(e) = given_on_both_sides(&mut command, &args, subcommand.as_deref()) {
+            return Err(e);
+        }
         let matches = command
             .try_get_matches_from(args)
             .map_err(|e| subcommand_option_tip(e, subcommand.as_deref()))?;
@@ -583,6 +586,44 @@ fn check_variants(variants: &[Variant], work: &Work, prover: Prover) -> Result<(
 /// clap's error for `-i`, `--iterations` or `--seed` given before the subcommand
 /// (where the tracer's options and `--json` may go), with a tip: they are the
 /// subcommand's own.
+/// Refuses a driver option given both before and after the subcommand: clap keeps
+/// the values after it and drops those before without a word (`--trace count
+/// sha256 --trace sites` ran `sites` alone), where the same values on one side take
+/// turns or are refused as given twice.
+fn given_on_both_sides(
+    command: &mut clap::Command,
+    args: &[std::ffi::OsString],
+    subcommand: Option<&str>,
+) -> Option<clap::Error> {
+    let at = args.iter().position(|a| a.to_str() == subcommand)?;
+    let options = args.iter().take_while(|a| a.to_str() != Some("--"));
+    let sides: Vec<(bool, &str)> = options
+        .enumerate()
+        .skip(1)
+        .filter_map(|(i, a)| Some((i > at, a.to_str()?)))
+        .collect();
+    let given = |long: &str, after: bool| {
+        let flag = format!("--{long}");
+        sides.iter().any(|&(side, a)| {
+            side == after
+                && (a == flag || a.strip_prefix(&flag).is_some_and(|v| v.starts_with('=')))
+        })
+    };
+    let twice = command
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .filter_map(|a| a.get_long())
+        .find(|long| given(long, false) && given(long, true))?;
+    let subcommand = subcommand.unwrap_or("the subcommand");
+    Some(command.error(
+        clap::error::ErrorKind::ArgumentConflict,
+        format!(
+            "--{twice} is given both before and after {subcommand}, where the values after \
+             it would replace those before: give them on one side"
+        ),
+    ))
+}
+
 fn subcommand_option_tip(mut e: clap::Error, subcommand: Option<&str>) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let flag = match e.get(ContextKind::InvalidArg) {
@@ -716,6 +757,26 @@ mod tests {
         );
         assert!(job("--trace count --depth 8 sha256").is_ok());
         assert!(job("sha256 --heap-sample 1MiB --trace count").is_ok());
+    }
+
+    #[test]
+    fn an_option_on_both_sides_of_the_subcommand_is_refused() {
+        // Clap kept the values after the subcommand and dropped those before.
+        for args in [
+            "--trace count sha256 -i 2 --trace sites",
+            "--variant baseline sha256 --variant inplace-lc -i 2",
+            "--allocator system sha256 --allocator=mimalloc",
+        ] {
+            let e = job(args).unwrap_err();
+            assert!(
+                e.contains("is given both before and after sha256"),
+                "{args}: {e}"
+            );
+        }
+        // On one side, as before: turns, or one value.
+        assert!(job("--trace count --trace sites sha256 -i 2").is_ok());
+        assert!(job("sha256 -i 2 --trace count --trace sites").is_ok());
+        assert!(job("--trace count sha256 --depth 8").is_ok());
     }
 
     #[test]
