@@ -85,6 +85,14 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
         // Nor does one reading both (`2>&1 | head -1`): both pipes closed, exit 1.
         assert_eq!(with_readers_gone(&args, true).0, Some(1), "{args:?}");
     }
+    // Nor the headroom of the gates that held: still on standard error, exit 0.
+    let within = ["diff", r, r, "--fail-if", "allocs>+1%", "--limit", "1000"];
+    let (code, stderr) = with_readers_gone(&within, false);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("analyzer: within: allocs>+1%"),
+        "no headroom line: {stderr}"
+    );
 
     // The conditions that held are in the JSON too, for programs.
     let out = analyzer(&[

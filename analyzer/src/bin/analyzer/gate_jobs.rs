@@ -347,7 +347,7 @@ impl DiffJob {
         } else {
             render::diff(out, &d, &held, self.format)
         };
-        unless_reader_left(written, &failed)?;
+        unless_reader_left(written)?;
         // The gates that passed, with their figures, so that a CI log shows the
         // headroom; the breaches follow (`main`). A closed standard error hides them,
         // not the exit status.
@@ -424,11 +424,12 @@ fn warn_of_other_phases(a: &report::Report, b: &report::Report, phase: &str) {
 }
 
 /// `written`, the output of a job that gates, unless it failed only because the
-/// reader of standard output went away (`| head`) while there are breaches to tell:
-/// those still go to standard error, and the exit status still says so.
-pub(crate) fn unless_reader_left(written: std::io::Result<()>, breaches: &[String]) -> Result<()> {
+/// reader of standard output went away (`| head`): what the gate found still goes to
+/// standard error (the gates that passed, with their headroom, and the breaches),
+/// and the exit status still says whether it held.
+pub(crate) fn unless_reader_left(written: std::io::Result<()>) -> Result<()> {
     match written {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe && !breaches.is_empty() => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
     }
 }
@@ -476,7 +477,7 @@ impl CheckJob {
         }
         let over: Vec<&budget::Checked> = checked.iter().filter(|c| c.over()).collect();
         let breaches: Vec<String> = over.iter().map(|c| format!("over budget: {c}")).collect();
-        unless_reader_left(render::checked(out, &checked, self.format), &breaches)?;
+        unless_reader_left(render::checked(out, &checked, self.format))?;
         Ok(Gated {
             breaches,
             hints: analyzer::budget::advice::advice(
