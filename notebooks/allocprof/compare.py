@@ -73,6 +73,16 @@ def check_phase(base: Report, change: Report, phase: str | None) -> str | None:
     return phase
 
 
+def _check_pair(base: Report, change: Report, phase: str | None) -> str | None:
+    """`check_phase`, and the two reports' category rules the same: `analyzer diff`
+    takes one `--rules` for both, and categories of two rule sets do not compare."""
+    if base.rules != change.rules:
+        raise ValueError(
+            f"the reports were loaded with different category rules ({base.rules or 'built-in'} "
+            f"and {change.rules or 'built-in'}): load both with the same `rules`")
+    return check_phase(base, change, phase)
+
+
 def warnings(base: Report, change: Report) -> list[str]:
     """What `analyzer diff` says on standard error of two reports that differ beyond a
     patch: traced in different modes (sampled figures are estimates), or of different
@@ -107,7 +117,7 @@ def predicted_cost(base: Report, change: Report, phase: str | None = None, recyc
     pool, as synth-driver's `pooled-enforce`): `recycling_s`, what that costs, is
     part of the prediction (`analyzer diff --recycled`); else None."""
     _with_sites(base, change)
-    check_phase(base, change, phase)
+    _check_pair(base, change, phase)
     d = analyzer.diff(base.dir, change.dir, phase, base.rules, recycled)
     summary = {
         "base_cost_s": d["base"]["cost_s"],
@@ -245,7 +255,7 @@ def category_deltas(base: Report, change: Report, phase: str | None = None) -> p
     totals and deltas; `count` is allocations plus reallocs, what `analyzer diff`'s
     category rows count."""
     _with_sites(base, change)
-    check_phase(base, change, phase)
+    _check_pair(base, change, phase)
     cols = list(MEASURES) + ["count", "sites"]
 
     def side(r: Report, prefix: str) -> pl.DataFrame:
@@ -418,7 +428,7 @@ def _site_rows(base: Report, change: Report, phase: str | None, key: str) -> pl.
     the side's sample interval times the larger side's count of what it samples, 0
     where the side records every allocation; see `site_deltas`)."""
     _with_sites(base, change)
-    check_phase(base, change, phase)
+    _check_pair(base, change, phase)
     b = _keyed_sites(base, phase, key)
     c = _keyed_sites(change, phase, key)
     if key == "stack":

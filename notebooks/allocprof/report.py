@@ -82,6 +82,14 @@ class Report:
     rules: Path | None = None
     _tables: dict = field(default_factory=dict, repr=False)
 
+    def __setattr__(self, name, value):
+        # Other rules make other categories: what was made with the old ones goes, so
+        # that one report never answers with two sets of categories.
+        if name == "rules" and "_tables" in self.__dict__:
+            for made in ("_named_sites", "_site_labels"):
+                self._tables.pop(made, None)
+        super().__setattr__(name, value)
+
     @property
     def listed_tables(self) -> set[str]:
         """The tables `manifest.json`'s `tables` lists, by name (without `.parquet`):

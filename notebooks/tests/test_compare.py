@@ -426,3 +426,23 @@ def test_a_recycling_change_adds_back_what_recycling_costs(base_and_change, anal
     assert summary["recycling_s"] > 0
     assert summary["predicted_change_s"] == pytest.approx(
         plain["predicted_change_s"] + summary["recycling_s"], abs=1e-9)
+
+
+def test_reports_of_different_rules_are_refused_and_new_rules_remake_categories(
+    base_and_change, tmp_path
+):
+    """As `analyzer diff`, which takes one `--rules`: two reports loaded with other
+    rules are refused, not compared across two sets of categories; and a report whose
+    rules change makes its categories again."""
+    base, change = base_and_change
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[category]]\nname = "everything"\ninnermost = [{ function = "" }]\n')
+    other = allocprof.load(base.dir, rules=rules)
+    for f in (compare.category_deltas, compare.predicted_cost, compare.site_deltas):
+        with pytest.raises(ValueError, match="different category rules"):
+            f(other, change)
+    assert "everything" not in set(base.site_labels["category"])
+    relabelled = allocprof.load(base.dir)
+    relabelled.site_labels
+    relabelled.rules = rules
+    assert set(relabelled.site_labels["category"]) <= {"everything", "other (no rule matched)"}
