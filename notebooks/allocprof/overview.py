@@ -201,7 +201,6 @@ def top_sites_table(report: Report, phase: str | None = None, limit: int = 20) -
     `count` (allocations + reallocs), the category and the `distinction` that tells
     apart sites whose name and callers read the same."""
     top = with_categories(report, top_sites(report, by="count", limit=limit, phase=phase))
-    top = top.join(report.site_labels.select("site_id", "distinction"), on="site_id", how="left")
     return top.with_columns(count=pl.col("alloc_count") + pl.col("realloc_count")).select(
         "rank", "site_id", "name", "callers", "distinction", "category", "count",
         "alloc_count_noise", "alloc_count", "realloc_count", "share", "temporary_share",

@@ -178,14 +178,17 @@ def top_sites(top: pl.DataFrame, value: str, title: str, xlabel: str, notes=(),
     labels = [site_label(r["name"], r["callers"], r.get("distinction") or "") for r in rows]
     ys, extent = _label_rows(labels)
     fig, ax = plt.subplots(figsize=(12, max(extent * LINE_IN, 1.5) + 1.6))
-    colors = _category_colors([r["category"] for r in rows])
+    # Rows without categories (`sites.top_sites`) are drawn in one colour, no legend.
+    categories = [r.get("category") for r in rows]
+    colors = _category_colors([c or "" for c in categories])
     err = err or ("alloc_count_noise" if value == "count" else None)
     errors = [r.get(err) for r in rows] if err else []
-    ax.barh(ys, [r[value] for r in rows], height=1.6, color=[colors[r["category"]] for r in rows],
+    ax.barh(ys, [r[value] for r in rows], height=1.6, color=[colors[c or ""] for c in categories],
             **_xerr(errors))
     ax.set_yticks(ys, labels, fontsize=7)
     if rows:
         ax.set_ylim(extent, 0)
+    if any(categories):
         ax.legend(handles=[Patch(color=c, label=k) for k, c in colors.items()], fontsize=7,
                   loc="lower right", title="category", title_fontsize=7)
     _plain(ax.xaxis)

@@ -209,7 +209,8 @@ def top_sites(
     report: Report, by: str = "count", limit: int | None = 20, phase: str | None = None
 ) -> pl.DataFrame:
     """The sites ranked first by `by` (count, bytes or temporaries), ties by site id,
-    with rank (from 1), name and callers: the rows of `analyzer top --format json`
+    with rank (from 1), name, callers and what tells apart sites that read the same
+    (`distinction`): the rows of `analyzer top --format json`
     (`alloc_count_noise`, `bytes_requested_noise`, `temporary_count_noise`: the
     estimates' spread in a `sample:N` report)."""
     if by not in RANK_KEYS:
@@ -231,6 +232,7 @@ def top_sites(
             "site_id",
             "name",
             "callers",
+            "distinction",
             "alloc_count",
             "realloc_count",
             "bytes_requested",

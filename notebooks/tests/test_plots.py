@@ -97,3 +97,17 @@ def test_empty_lifetimes_say_why():
                                  "lifetime_ns_high": pl.UInt64, "freed_count": pl.UInt64})
     fig = plots.lifetimes(empty, "t", empty="no lifetimes: count mode")
     assert [t.get_text() for t in fig.axes[0].texts] == ["no lifetimes: count mode"]
+
+
+def test_ranked_sites_draw_with_or_without_categories(any_report):
+    """`sites.top_sites`' rows (no categories) draw in one colour with no legend, as
+    `overview.top_sites_table`'s draw coloured by category; both carry what tells
+    apart sites that read the same (`distinction`)."""
+    from allocprof import overview, sites
+
+    bare = sites.top_sites(any_report, limit=5)
+    assert "distinction" in bare.columns
+    fig = plots.top_sites(bare, "alloc_count", "t", "x")
+    assert fig.axes[0].get_legend() is None
+    named = overview.top_sites_table(any_report, limit=5)
+    assert plots.top_sites(named, "alloc_count", "t", "x").axes[0].get_legend() is not None
