@@ -33,6 +33,8 @@ def binary() -> Path:
     given = os.environ.get("ANALYZER")
     if given:
         path = Path(given)
+        if path.is_dir():
+            raise AnalyzerError(f"ANALYZER={given}: a folder, not the analyzer binary")
         if not path.is_file():
             raise AnalyzerError(f"ANALYZER={given}: no such file")
         return path
@@ -53,10 +55,14 @@ def _run(*args: str | os.PathLike) -> bytes:
     """Runs the analyzer with `args`; returns its standard output. A failure raises
     AnalyzerError with its message; what it says of an answer it gives (why a table is
     empty, that heap sampling was off) becomes a warning."""
-    out = subprocess.run([str(binary()), *map(str, args)], capture_output=True)
+    command = [str(binary()), *map(str, args)]
+    try:
+        out = subprocess.run(command, capture_output=True)
+    except OSError as e:  # not executable, not a program
+        raise AnalyzerError(f"{command[0]}: cannot be run: {e}") from e
     if out.returncode != 0:
-        message = out.stderr.decode(errors="replace").strip() or f"exit code {out.returncode}"
-        raise AnalyzerError(message)
+        message = out.stderr.decode(errors="replace").strip()
+        raise AnalyzerError(message or f"{' '.join(command)}: exit code {out.returncode}, nothing said")
     for line in out.stderr.decode(errors="replace").splitlines():
         warnings.warn(line, stacklevel=3)
     return out.stdout

@@ -91,3 +91,21 @@ def test_without_an_analyzer_the_error_says_where_to_point(report, monkeypatch):
     monkeypatch.setenv("ANALYZER", "/no/such/analyzer")
     with pytest.raises(analyzer_module.AnalyzerError, match="ANALYZER"):
         allocprof.load(report.dir).named_sites
+
+
+def test_an_analyzer_that_cannot_answer_is_named(tmp_path, monkeypatch):
+    """ANALYZER set to a folder, to a file that is not executable, or to a program that
+    fails without a word: each an AnalyzerError naming it, not a bare OSError or
+    "exit code 1"."""
+    from allocprof import analyzer
+
+    silent = tmp_path / "silent"
+    silent.write_text("#!/bin/sh\nexit 1\n")
+    silent.chmod(0o755)
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    for given, said in [(tmp_path, "a folder"), (plain, "cannot be run"),
+                        (silent, "info x --format json: exit code 1, nothing said")]:
+        monkeypatch.setenv("ANALYZER", str(given))
+        with pytest.raises(analyzer.AnalyzerError, match=said):
+            analyzer.info("x")
