@@ -252,7 +252,11 @@ fn a_drafted_budget_passes_its_report_and_catches_growth() {
     for (margin, says) in [
         ("-5%", "-5%"),
         ("5%%", "5%%"),
-        ("2000%", "not between 0 and 1000 %"),
+        // Named as the option's value, not as the report's fault.
+        (
+            "2000%",
+            "invalid value '2000%' for '--margin <MARGIN>': \"2000%\" is a margin past 1000 %",
+        ),
         // A fraction, which would be taken in per cent.
         (
             "0.05",

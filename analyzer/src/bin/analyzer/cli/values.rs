@@ -151,6 +151,10 @@ pub(super) fn margin(text: &str) -> Result<f64, String> {
              {p}% if that is what you mean",
             (p * 1e4).round() / 1e2
         )),
+        Ok(p) if p.is_finite() && p > analyzer::budget::draft::MAX_MARGIN * 100.0 => Err(format!(
+            "{text:?} is a margin past {:.0} %",
+            analyzer::budget::draft::MAX_MARGIN * 100.0
+        )),
         Ok(p) if p.is_finite() && p >= 0.0 => Ok(p / 100.0),
         _ => Err(format!("{text:?} is not a margin in per cent (e.g. 5%)")),
     }
