@@ -255,7 +255,8 @@ enum Command {
     /// Drafts a budget for `check` from a report: every limit the report can answer
     /// (the run's peak live bytes, and peak RSS in count mode, commented out in others
     /// where the tracer's own memory grows with threads; per phase of 100 allocations
-    /// or more: allocations, bytes, allocations per row, peak live bytes, and from a
+    /// or more: allocations, bytes, allocations per row (where it is 0.01 or more),
+    /// peak live bytes, and from a
     /// sites report temporaries and the allocations of each category that takes 5 %
     /// or more), a margin above the report's figures, with the report's mode and
     /// labels (but variant and rows, which change between builds). Commented TOML, to
