@@ -144,8 +144,8 @@ enum Command {
         synthesizes nothing."
     )]
     Seal {
-        /// 2KiB or 8MiB (larger sizes work but take hours, and hundreds of GiB of disk and
-        /// tens of memory).
+        /// 2KiB or 8MiB (larger sizes work but take hours, hundreds of GiB of disk and
+        /// tens of GiB of memory).
         #[arg(long, value_parser = porep::parse_sector_size)]
         sector_size: (u64, RegisteredSealProof),
         /// Directory for c1.json and the sector's files: new, empty, or an earlier
@@ -583,9 +583,6 @@ fn check_variants(variants: &[Variant], work: &Work, prover: Prover) -> Result<(
     Ok(())
 }
 
-/// clap's error for `-i`, `--iterations` or `--seed` given before the subcommand
-/// (where the tracer's options and `--json` may go), with a tip: they are the
-/// subcommand's own.
 /// Refuses a driver option given both before and after the subcommand: clap keeps
 /// the values after it and drops those before without a word (`--trace count
 /// sha256 --trace sites` ran `sites` alone), where the same values on one side take
@@ -624,6 +621,9 @@ fn given_on_both_sides(
     ))
 }
 
+/// clap's error for `-i`, `--iterations` or `--seed` given before the subcommand
+/// (where the tracer's options and `--json` may go), with a tip: they are the
+/// subcommand's own.
 fn subcommand_option_tip(mut e: clap::Error, subcommand: Option<&str>) -> clap::Error {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let flag = match e.get(ContextKind::InvalidArg) {
