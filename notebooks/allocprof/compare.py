@@ -18,6 +18,7 @@ reports, and reports of different modes or circuits are said to be (`warnings`),
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import polars as pl
 
@@ -73,10 +74,15 @@ def check_phase(base: Report, change: Report, phase: str | None) -> str | None:
     return phase
 
 
+def _resolved(rules: Path | None) -> Path | None:
+    """A rules file's path as the file system resolves it (None: built-in rules)."""
+    return None if rules is None else Path(rules).resolve()
+
+
 def _check_pair(base: Report, change: Report, phase: str | None) -> str | None:
     """`check_phase`, and the two reports' category rules the same: `analyzer diff`
     takes one `--rules` for both, and categories of two rule sets do not compare."""
-    if base.rules != change.rules:
+    if _resolved(base.rules) != _resolved(change.rules):
         raise ValueError(
             f"the reports were loaded with different category rules ({base.rules or 'built-in'} "
             f"and {change.rules or 'built-in'}): load both with the same `rules`")

@@ -52,12 +52,19 @@ def absolute_inputs(env: dict, cwd: Path) -> dict:
     return out
 
 
+class NotANotebook(Exception):
+    """A path that is no notebook this package can read."""
+
+
 def execute(notebook: str | Path, out: str | Path | None = None) -> nbformat.NotebookNode:
     """Executes `notebook` in a fresh python3 kernel whose working directory is the
-    notebook's own (so `import allocprof` finds this package); raises
-    CellExecutionError on the first failing cell."""
+    notebook's own (so `import allocprof` finds this package); raises NotANotebook
+    for a path it cannot read as one, CellExecutionError on the first failing cell."""
     path = Path(notebook)
-    nb = nbformat.read(path, as_version=4)
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as e:  # absent, unreadable, not JSON, not a notebook's JSON
+        raise NotANotebook(f"not a notebook: {e}") from e
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
@@ -89,8 +96,8 @@ def main(argv=None) -> int:
         except CellExecutionError as e:
             failed += 1
             print(f"{nb}: FAILED\n{e}", file=sys.stderr)
-        except (OSError, nbformat.reader.NotJSONError) as e:
-            # A path that is no notebook: said, and the next ones still run.
+        except NotANotebook as e:
+            # Said, and the next ones still run.
             failed += 1
             print(f"{nb}: FAILED: {e}", file=sys.stderr)
     return 1 if failed else 0

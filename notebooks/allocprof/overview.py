@@ -258,9 +258,7 @@ def temporaries(
         temporary_count_noise="temporary_count_noise",
     )
     top = top_sites(report, by="temporaries", limit=limit, phase=phase)
-    top = with_categories(report, top).join(
-        report.site_labels.select("site_id", "distinction"), on="site_id", how="left"
-    ).select(
+    top = with_categories(report, top).select(
         "rank", "site_id", "name", "callers", "distinction", "category", "alloc_count",
         "temporary_count", "temporary_share", "main_size_class_bytes", "lifetime_ns_median",
     )

@@ -4,6 +4,7 @@ analyzer's named-sites table."""
 from __future__ import annotations
 
 import json
+import operator
 import os
 import unicodedata
 from dataclasses import dataclass, field
@@ -44,9 +45,15 @@ def check_limit(limit: int | None) -> int | None:
     """`limit`, a number of rows (0 or more), or None for every row. A negative one
     is refused, as `analyzer --limit` refuses it: polars' `head` and Python's slices
     would read it as every row but the last few."""
-    if limit is not None and (not isinstance(limit, int) or limit < 0):
+    if limit is None:
+        return None
+    try:
+        rows = operator.index(limit)  # ints, numpy's included; not floats
+    except TypeError:
+        rows = -1
+    if rows < 0:
         raise ValueError(f"limit must be a number of rows (0 or more) or None, not {limit!r}")
-    return limit
+    return rows
 
 
 def escape_control(text: str) -> str:
@@ -80,14 +87,16 @@ class Report:
     dir: Path
     manifest: dict
     rules: Path | None = None
-    _tables: dict = field(default_factory=dict, repr=False)
+    _tables: dict = field(default_factory=dict, init=False, repr=False)
 
     def __setattr__(self, name, value):
         # Other rules make other categories: what was made with the old ones goes, so
         # that one report never answers with two sets of categories.
-        if name == "rules" and "_tables" in self.__dict__:
-            for made in ("_named_sites", "_site_labels"):
-                self._tables.pop(made, None)
+        if name == "rules":
+            value = None if value is None else Path(value)
+            if "_tables" in self.__dict__:
+                for made in ("_named_sites", "_site_labels"):
+                    self._tables.pop(made, None)
         super().__setattr__(name, value)
 
     @property

@@ -441,6 +441,10 @@ def test_reports_of_different_rules_are_refused_and_new_rules_remake_categories(
     for f in (compare.category_deltas, compare.predicted_cost, compare.site_deltas):
         with pytest.raises(ValueError, match="different category rules"):
             f(other, change)
+    # The same rules spelt another way (relative, a str) are the same rules.
+    import os
+    same = allocprof.load(change.dir, rules=os.path.relpath(rules))
+    compare.category_deltas(other, same)
     assert "everything" not in set(base.site_labels["category"])
     relabelled = allocprof.load(base.dir)
     relabelled.site_labels

@@ -261,3 +261,17 @@ def test_overview_runs_on_a_sampled_report_in_a_phase_without_sampled_sites(samp
     text = outputs(nb)
     assert "estimates from sampled stacks" in text
     assert f"no sites to price ({sampled_report.label}, phase {phase})" in text, text
+
+
+def test_paths_that_are_no_notebooks_are_said_and_the_rest_still_run(tmp_path, capsys):
+    """`python -m allocprof.execute` on a missing file, a binary one and JSON that is
+    no notebook: each one line, exit 1, none stopping the others (a traceback did)."""
+    from allocprof import execute
+
+    binary = tmp_path / "binary.ipynb"
+    binary.write_bytes(bytes(range(256)))
+    listed = tmp_path / "list.ipynb"
+    listed.write_text("[]")
+    assert execute.main([str(tmp_path / "missing.ipynb"), str(binary), str(listed)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("FAILED: not a notebook") == 3, err

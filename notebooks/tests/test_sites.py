@@ -69,6 +69,9 @@ def test_a_negative_limit_is_refused(report):
     with pytest.raises(ValueError, match="limit must be a number of rows"):
         top_sites(report, limit=-1)
     assert top_sites(report, limit=0).height == 0
+    # A number of rows from numpy is a number of rows.
+    import numpy
+    assert top_sites(report, limit=numpy.int64(2)).height == 2
 
 
 def test_a_phase_the_report_does_not_name_is_refused(report):

@@ -69,9 +69,10 @@ fn main() -> ExitCode {
 /// with their usage text, and the flag combinations the job refuses) exit with 2,
 /// as do failures of the work itself; `--help` and `--version` exit with 0.
 fn run() -> Result<ExitCode> {
-    // A command refused before its run (or `--help`) writes no `ALLOC_TRACE_REPORT`
-    // report at exit: one of a process that did nothing would replace the report of
-    // an earlier run in that folder.
+    // A command refused before its work starts (or `--help`) writes no
+    // `ALLOC_TRACE_REPORT` report at exit: one of a process that did nothing would
+    // replace the report of an earlier run in that folder. The runner lets it go
+    // once its input is read and checked (`runner::work_starts`).
     alloc_tracer::hold_exit_report(true);
     let cli = match cli::Cli::parse_args(std::env::args_os()) {
         Ok(cli) => cli,
@@ -96,7 +97,6 @@ fn run() -> Result<ExitCode> {
     }
     allocator::confirm(job.allocator)?;
     alloc_tracer::set_allocator_name(allocator::name());
-    alloc_tracer::hold_exit_report(false);
     runner::run(job)?;
     Ok(ExitCode::SUCCESS)
 }

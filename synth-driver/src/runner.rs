@@ -118,6 +118,13 @@ pub fn run(job: Job) -> Result<()> {
     Ok(())
 }
 
+/// The work proper begins: its input was read and checked (a C1 output, its
+/// partition, a seal's folder), so a failure from here on ends a run worth its
+/// `ALLOC_TRACE_REPORT` report, which `main` held back until now.
+fn work_starts() {
+    alloc_tracer::hold_exit_report(false);
+}
+
 /// Seals a sector (in the `seal` phase), with its steps on the progress line, and
 /// returns the path of its C1 output.
 fn seal(
@@ -130,6 +137,8 @@ fn seal(
     let _seal = alloc_tracer::phase("seal");
     let progress = progress::Progress::new("seal", None, false);
     porep::seal_sector(proof, sector_size, out, seed, &mut |step| {
+        // Told once its folder and parent cache were checked.
+        work_starts();
         // When the step began, not how long it took (a line read as the latter
         // gave each step its predecessor's time).
         progress.step(format!(
@@ -223,6 +232,7 @@ impl Runner<'_> {
 
     /// Counts the rows, aux and inputs of a partition without synthesizing a witness.
     fn count_rows(&mut self, proof: RegisteredSealProof, circuit: CountedCircuit) -> Result<()> {
+        work_starts();
         let start = Instant::now();
         let progress = progress::Progress::new("counting rows", None, true);
         let shape = porep::with_tree_shape!(proof.sector_size(), Tree => {
@@ -320,6 +330,8 @@ impl Runner<'_> {
                 let (circuit, seed) = make(round, variant)?;
                 (circuit, shape, seed)
             };
+            // The first circuit made: its input (a C1 output's partition) checked.
+            work_starts();
             // The mirror prover publishes its rows as it synthesizes, from 0; the stock
             // prover publishes none, so the progress line shows the size its shape
             // counted, exact (counting published only multiples of 4096).

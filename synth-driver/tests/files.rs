@@ -253,10 +253,24 @@ fn a_refused_command_leaves_the_exit_reports_folder_alone() {
     );
     let before = std::fs::read(hook.join("manifest.json")).unwrap();
     let missing = dir.join("no-such-c1.json");
-    let runs: [&[&str]; 3] = [
+    let not_c1 = dir.join("not-c1.json");
+    std::fs::write(&not_c1, "x").unwrap();
+    let theirs = dir.join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::fs::write(theirs.join("notes.txt"), "mine").unwrap();
+    // Refused by clap, by the job's checks, and by the runner reading its input.
+    let runs: [&[&str]; 5] = [
         &["sha256", "--blocks", "0"],
         &["--help"],
         &["porep", "--c1", missing.to_str().unwrap()],
+        &["porep", "--c1", not_c1.to_str().unwrap()],
+        &[
+            "seal",
+            "--sector-size",
+            "2KiB",
+            "--out",
+            theirs.to_str().unwrap(),
+        ],
     ];
     for args in runs {
         let out = traced(args);
@@ -268,6 +282,21 @@ fn a_refused_command_leaves_the_exit_reports_folder_alone() {
             "{args:?} replaced the earlier run's report: {stderr}"
         );
     }
+    // A seal that runs is a run: its report is written.
+    let out = traced(&[
+        "seal",
+        "--sector-size",
+        "2KiB",
+        "--out",
+        dir.join("sealed").to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_ne!(
+        std::fs::read(hook.join("manifest.json")).unwrap(),
+        before,
+        "{stderr}"
+    );
 }
 
 #[test]

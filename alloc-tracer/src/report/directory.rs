@@ -479,10 +479,14 @@ pub fn check_replaceable(dir: &Path) -> Result<(), Error> {
             other.to_string_lossy()
         )));
     }
-    let Ok(manifest) = std::fs::read(dir.join(schema::MANIFEST)) else {
-        return Err(refuse(
-            "holds report tables but no manifest.json (not a whole report)",
-        ));
+    let manifest = match std::fs::read(dir.join(schema::MANIFEST)) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(refuse(
+                "holds report tables but no manifest.json (not a whole report)",
+            ));
+        }
+        Err(e) => return Err(io(&dir.join(schema::MANIFEST))(e)),
     };
     #[derive(serde::Deserialize)]
     struct Writer {

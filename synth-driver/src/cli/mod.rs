@@ -353,7 +353,7 @@ impl Cli {
             .filter_map(|a| a.to_str())
             .find(|a| command.get_subcommands().any(|s| s.get_name() == *a));
         let subcommand = subcommand.map(str::to_owned);
-        if let Some(e) = given_on_both_sides(&mut command, &args, subcommand.as_deref()) {
+        if let Some(e) = given_on_both_sides(&mut command, &args) {
             return Err(e);
         }
         let matches = command
@@ -590,32 +590,54 @@ fn check_variants(variants: &[Variant], work: &Work, prover: Prover) -> Result<(
 fn given_on_both_sides(
     command: &mut clap::Command,
     args: &[std::ffi::OsString],
-    subcommand: Option<&str>,
 ) -> Option<clap::Error> {
-    let at = args.iter().position(|a| a.to_str() == subcommand)?;
-    let options = args.iter().take_while(|a| a.to_str() != Some("--"));
-    let sides: Vec<(bool, &str)> = options
-        .enumerate()
-        .skip(1)
-        .filter_map(|(i, a)| Some((i > at, a.to_str()?)))
+    let subcommands: Vec<String> = command
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
         .collect();
-    let given = |long: &str, after: bool| {
-        let flag = format!("--{long}");
-        sides.iter().any(|&(side, a)| {
-            side == after
-                && (a == flag || a.strip_prefix(&flag).is_some_and(|v| v.starts_with('=')))
-        })
-    };
-    let twice = command
+    // The global long options, and whether each takes a value (the next argument,
+    // unless given as `--name=value`).
+    let globals: Vec<(String, bool)> = command
         .get_arguments()
         .filter(|a| a.is_global_set())
-        .filter_map(|a| a.get_long())
-        .find(|long| given(long, false) && given(long, true))?;
-    let subcommand = subcommand.unwrap_or("the subcommand");
+        .filter_map(|a| {
+            Some((
+                format!("--{}", a.get_long()?),
+                a.get_action().takes_values(),
+            ))
+        })
+        .collect();
+    // Each global given, and whether after the subcommand: the first argument that
+    // names one and is no option's value.
+    let mut given: Vec<(&str, bool)> = Vec::new();
+    let mut after = None;
+    let mut args = args.iter().skip(1).filter_map(|a| a.to_str());
+    while let Some(a) = args.next() {
+        if a == "--" {
+            break;
+        }
+        if let Some((flag, takes)) = globals.iter().find(|(f, _)| {
+            a == f
+                || a.strip_prefix(f.as_str())
+                    .is_some_and(|v| v.starts_with('='))
+        }) {
+            given.push((flag.as_str(), after.is_some()));
+            if *takes && a == flag {
+                args.next();
+            }
+        } else if after.is_none() && subcommands.iter().any(|s| s == a) {
+            after = Some(a);
+        }
+    }
+    let twice = given
+        .iter()
+        .find(|(f, side)| !side && given.iter().any(|(g, s)| g == f && *s))?
+        .0;
+    let subcommand = after?;
     Some(command.error(
         clap::error::ErrorKind::ArgumentConflict,
         format!(
-            "--{twice} is given both before and after {subcommand}, where the values after \
+            "{twice} is given both before and after {subcommand}, where the values after \
              it would replace those before: give them on one side"
         ),
     ))
@@ -777,6 +799,17 @@ mod tests {
         assert!(job("--trace count --trace sites sha256 -i 2").is_ok());
         assert!(job("sha256 -i 2 --trace count --trace sites").is_ok());
         assert!(job("--trace count sha256 --depth 8").is_ok());
+        // A value that names a subcommand (a folder called sha256) is a value.
+        let e = job("--report sha256 --trace count sha256 --trace sites -i 2").unwrap_err();
+        assert!(
+            e.contains("--trace is given both before and after sha256"),
+            "{e}"
+        );
+        assert!(
+            job("--variant baseline --report poseidon sha256 --variant inplace-lc -i 2")
+                .unwrap_err()
+                .contains("--variant is given both before and after sha256")
+        );
     }
 
     #[test]

@@ -100,8 +100,8 @@ struct CurioC1 {
 const SEALED_MARK: &str = ".synth-driver-seal";
 
 /// Refuses `out` unless it is absent, empty, or an earlier `seal`'s output (marked
-/// by [`SEALED_MARK`]): sealing removes an earlier `c1.json` and `sector/` there,
-/// then writes its own.
+/// by [`SEALED_MARK`]): sealing removes an earlier `sector/` there, writes its own,
+/// and renames its `c1.json` over the earlier one.
 fn check_seal_folder(out: &Path) -> Result<()> {
     // A link to a folder (on a larger disk, say) is that folder.
     let meta = match std::fs::metadata(out) {
