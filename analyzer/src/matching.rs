@@ -7,7 +7,7 @@
 //! The callers key the job frames of each stack (`crate::naming::job_frames`), so
 //! that a thread pool's varying frames around a job do not split it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The prefix of keys matched with lines ignored.
 pub const LOOSE_PREFIX: &str = "(lines ignored)\n";
@@ -52,13 +52,15 @@ pub fn pair_up<T: Matched>(
             })
             .collect();
         candidates.sort();
-        let (mut used_a, mut used_b) = (Vec::new(), Vec::new());
+        // Sets, not lists: a large group (thousands of stacks a side) would search a
+        // list once per candidate pair.
+        let (mut used_a, mut used_b) = (HashSet::new(), HashSet::new());
         for (_, x, y) in candidates {
             if used_a.contains(&x) || used_b.contains(&y) {
                 continue;
             }
-            used_a.push(x);
-            used_b.push(y);
+            used_a.insert(x);
+            used_b.insert(y);
             let key = format!("{LOOSE_PREFIX}{x}");
             let (sx, sy) = (a.remove(x), b.remove(y));
             if let (Some(sx), Some(sy)) = (sx, sy) {
