@@ -585,11 +585,13 @@ def waterfall_steps(category_deltas_df: pl.DataFrame, measure: str = "count") ->
     )
 
 
-def matched_share(deltas: pl.DataFrame) -> float:
+def matched_share(base: Report, change: Report, phase: str | None = None, key: str = "stack") -> float:
     """The share of the baseline's allocations and reallocs at sites found in both
-    reports (status `by path` or `ignoring lines`), from every row of `site_deltas` (limit=None):
-    `analyzer diff`'s `matched_alloc_share` (0 for an empty baseline, as there). Below most, the per-site rows are churn
-    of unmatched stacks rather than per-site change."""
+    reports (status `by path` or `ignoring lines` in `site_deltas`): `analyzer
+    diff`'s `matched_alloc_share` (0 for an empty baseline, as there). Below most, the
+    per-site rows are churn of unmatched stacks rather than per-site change. Taken
+    from the reports, not from a `site_deltas` frame, which its `limit` may have cut."""
+    deltas = _site_rows(base, change, phase, key)
     calls = pl.col("base_alloc_count") + pl.col("base_realloc_count")
     total = deltas.select(calls.sum()).item()
     both = deltas.filter(pl.col("status").is_in(MATCHED)).select(calls.sum()).item()

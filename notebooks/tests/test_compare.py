@@ -115,7 +115,7 @@ def test_stacks_match_as_analyzer_diff_matches_them(base_and_change, analyzer, f
     assert both == d["sites_matched_by_path"]
     assert both > 0
     assert sd.filter(pl.col("status") == compare.IGNORING_LINES).height == d["sites_matched_ignoring_lines"]
-    assert compare.matched_share(sd) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
+    assert compare.matched_share(base, change) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
 
 
 @pytest.mark.parametrize("shift,lc_file", [(1, False), (3, True)])
@@ -149,8 +149,9 @@ def test_code_moved_within_its_file_matches_with_lines_ignored(
     assert status.get(compare.NEW, 0) == d["sites_new"]
     matched = sd.filter(pl.col("status").is_in(compare.MATCHED))
     assert (matched["delta_count"] == 0).all()
-    assert compare.matched_share(sd) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
-    assert compare.matched_share(sd) == 1.0
+    moved = allocprof.load(moved_dir)
+    assert compare.matched_share(report, moved) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
+    assert compare.matched_share(report, moved) == 1.0
 
 
 def test_a_count_report_is_refused(report, tmp_path):
@@ -358,7 +359,7 @@ def test_figures_of_sampled_reports_say_they_hold_estimates(base_and_change, tmp
     assert "warning: estimates from sampled stacks" in ax.get_title().replace("\n", " ")
     assert ax.containers and any(type(c).__name__ == "ErrorbarContainer" for c in ax.containers)
     every = compare.site_deltas(base, sampled, limit=None)
-    fig = plots.site_deltas(every, compare.matched_share(every), "t", notes=[note])
+    fig = plots.site_deltas(every, compare.matched_share(base, sampled), "t", notes=[note])
     assert "warning: estimates" in fig.axes[0].get_title().replace("\n", " ")
     # Exact reports: no error bars, no note.
     exact = plots.waterfall(compare.waterfall_steps(compare.category_deltas(base, change)), "t")

@@ -70,7 +70,7 @@ def test_count_figures_say_allocations_plus_reallocs(base_and_change):
     steps = compare.waterfall_steps(compare.category_deltas(base, change))
     assert plots.waterfall(steps, "t").axes[0].get_ylabel().startswith("allocations + reallocs")
     every = compare.site_deltas(base, change, limit=None)
-    fig = plots.site_deltas(every, compare.matched_share(every), "t")
+    fig = plots.site_deltas(every, compare.matched_share(base, change), "t")
     churn = fig.axes[1]
     assert churn.get_xlabel().startswith("allocations + reallocs")
     widths = [p.get_width() for p in churn.patches]

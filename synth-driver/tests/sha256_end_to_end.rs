@@ -103,6 +103,43 @@ fn the_tracers_variables_set_what_their_options_do() {
 }
 
 #[test]
+fn an_option_given_replaces_a_malformed_variable() {
+    // clap parsed the variable at the level where the option was not given (before
+    // or after the subcommand) and refused the run, naming the variable.
+    let dir = std::env::temp_dir().join(format!("synth-driver-env-bad-{}", std::process::id()));
+    for (i, args) in [
+        &["--depth", "8", "sha256", "--blocks", "1"][..],
+        &["sha256", "--blocks", "1", "--depth", "8"][..],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let report = dir.join(format!("report-{i}"));
+        let out = driver()
+            .env("ALLOC_TRACE_DEPTH", "99")
+            .args(["--trace", "sites", "--json", "--report"])
+            .arg(&report)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        assert_eq!(common::manifest(&report)["stack_depth"], 8, "{args:?}");
+    }
+    // Not given, the variable is still refused.
+    let out = driver()
+        .env("ALLOC_TRACE_DEPTH", "99")
+        .args(["--trace", "sites", "sha256", "--blocks", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ALLOC_TRACE_DEPTH"),
+        "{out:?}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn the_driver_leaves_nothing_of_its_own_live() {
     // The stock prover's shape is counted on a circuit of its own: made and freed
     // untraced. Made traced and freed untraced, its message bits (32 KiB at 64

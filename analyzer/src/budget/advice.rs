@@ -1,7 +1,8 @@
 //! What `analyzer check` says after a breach, for the author of the change: the
 //! limit's totals do not say where the allocations came from, so the command that
 //! shows which categories and sites grew (a diff against the report the budget's
-//! limits were last set from, which a draft's header names); and, for a change
+//! limits were last set from, which a draft's header names; for a peak, what holds
+//! it against what held that report's); and, for a change
 //! meant to move a figure (work moved from one category to another, which a ratchet
 //! never raises a limit for), the value that would accept it, at the margins the
 //! header says the limits were set with.
@@ -21,6 +22,18 @@ pub struct Checking<'a> {
     /// The category rules it was checked with (`--rules`), which the diff suggested
     /// must group by too.
     pub rules: Option<&'a Path>,
+    /// Whether heap sampling was on (the manifest's `heap_interval` above 0), which
+    /// finds what holds a peak.
+    pub heap_sampled: bool,
+}
+
+/// Whether `c` limits a peak (of live bytes, or of resident memory), which `analyzer
+/// peak` answers rather than a diff of counts.
+fn limits_a_peak(c: &Checked) -> bool {
+    matches!(
+        c.key.last().map(String::as_str),
+        Some("peak_live_bytes" | "peak_rss_bytes")
+    )
 }
 
 /// The lines to print after the breaches `over` of the budget file `budget` (its
@@ -30,15 +43,11 @@ pub fn advice(text: &str, budget: &Path, over: &[&Checked], checked: Checking) -
         return Vec::new();
     }
     let mut lines = Vec::new();
-    // One phase's breaches: the diff looks at that phase alone.
-    let phase = over[0]
-        .phase
-        .as_deref()
-        .filter(|p| over.iter().all(|c| c.phase.as_deref() == Some(*p)));
-    let mut phase = phase.map_or(String::new(), |p| format!(" --phase {}", shell_word(p)));
-    if let Some(rules) = checked.rules {
-        phase += &format!(" --rules {}", shell_word(&rules.display().to_string()));
-    }
+    let (peaks, counts): (Vec<&Checked>, Vec<&Checked>) =
+        over.iter().copied().partition(|c| limits_a_peak(c));
+    let rules = checked.rules.map_or(String::new(), |r| {
+        format!(" --rules {}", shell_word(&r.display().to_string()))
+    });
     let report = shell_word(&checked.dir.display().to_string());
     // The report the limits were last set from, else (tightened to the very report
     // checked) the one the budget was drafted from.
@@ -46,26 +55,57 @@ pub fn advice(text: &str, budget: &Path, over: &[&Checked], checked: Checking) -
     let base = last_set_from(text)
         .filter(other)
         .or_else(|| drafted_from(text).filter(other));
-    lines.push(match base {
-        // A count report records no sites, which is what a diff compares.
-        _ if checked.mode == "count" => format!(
-            "to see which categories and sites grew: trace both builds in sites mode (count \
-             mode records none) and compare them: analyzer diff BASE CHANGE{phase}"
+    // How the lines name the base: its folder where it is, else BASE, said what.
+    let (base_arg, what_base) = match base {
+        Some(b) if Path::new(b).is_dir() => (shell_word(b), String::new()),
+        Some(b) => (
+            "BASE".to_owned(),
+            format!(
+                ", BASE a report of the build the budget was made for (its limits were \
+                 set from {b}, not found here)"
+            ),
         ),
-        Some(base) if Path::new(base).is_dir() => format!(
-            "to see which categories and sites grew: analyzer diff {} {report}{phase}",
-            shell_word(base)
+        None => (
+            "BASE".to_owned(),
+            ", BASE a report of the build the budget was made for".to_owned(),
         ),
-        Some(base) => format!(
-            "to see which categories and sites grew: analyzer diff BASE {report}{phase}, \
-             BASE a report of the build the budget was made for (its limits were set \
-             from {base}, not found here)"
-        ),
-        None => format!(
-            "to see which categories and sites grew: analyzer diff BASE {report}{phase}, \
-             BASE a report of the build the budget was made for"
-        ),
-    });
+    };
+    if !counts.is_empty() {
+        // One phase's breaches: the diff looks at that phase alone.
+        let phase = counts[0]
+            .phase
+            .as_deref()
+            .filter(|p| counts.iter().all(|c| c.phase.as_deref() == Some(*p)))
+            .map_or(String::new(), |p| format!(" --phase {}", shell_word(p)));
+        lines.push(if checked.mode == "count" {
+            // A count report records no sites, which is what a diff compares.
+            format!(
+                "to see which categories and sites grew: trace both builds in sites mode \
+                 (count mode records none) and compare them: analyzer diff BASE \
+                 CHANGE{phase}{rules}"
+            )
+        } else {
+            format!(
+                "to see which categories and sites grew: analyzer diff {base_arg} \
+                 {report}{phase}{rules}{what_base}"
+            )
+        });
+    }
+    if !peaks.is_empty() {
+        // What holds the peak, by site and category, against what held the base's.
+        lines.push(if checked.heap_sampled {
+            format!(
+                "to see what holds the peak and what grew there: analyzer peak {report} \
+                 --base {base_arg}{rules}{what_base}"
+            )
+        } else {
+            format!(
+                "to see what holds the peak: trace both builds with heap sampling (off in \
+                 this run: ALLOC_TRACE_HEAP=1MiB, synth-driver --heap-sample 1MiB) and \
+                 compare them: analyzer peak CHANGE --base BASE{rules}"
+            )
+        });
+    }
     // Sampling's noise is more than a margin of a few per cent: a limit on an
     // estimate is set from a sites report, not raised to one.
     let sampled = checked.mode.starts_with("sample:");
@@ -146,6 +186,7 @@ mod tests {
             dir: Path::new(dir),
             mode: "sites",
             rules: None,
+            heap_sampled: true,
         }
     }
 
@@ -187,22 +228,53 @@ mod tests {
                     .to_owned()
             ]
         );
-        // A base that is gone, a run-wide peak (its own margin), and two phases: the
-        // diff is of every phase.
+        // A base that is gone, and a run-wide peak (its own margin) beside a phase's
+        // count: the diff is of the counts' phase, the peak has a line of its own.
         let text = draft("gone/base");
         let peak = breach(None, "peak_live_bytes", &["peak_live_bytes"], 1000.0, 900.0);
         let lines = advice(&text, Path::new("b.toml"), &[&allocs, &peak], sites("r"));
         assert_eq!(
             lines[0],
-            "to see which categories and sites grew: analyzer diff BASE r, BASE a report \
-             of the build the budget was made for (its limits were set from gone/base, \
-             not found here)"
+            "to see which categories and sites grew: analyzer diff BASE r --phase \
+             synthesize, BASE a report of the build the budget was made for (its limits \
+             were set from gone/base, not found here)"
         );
+        // The peak is what `peak --base` answers, against the same base.
         assert_eq!(
             lines[1],
+            "to see what holds the peak and what grew there: analyzer peak r --base BASE, \
+             BASE a report of the build the budget was made for (its limits were set from \
+             gone/base, not found here)"
+        );
+        assert_eq!(
+            lines[2],
             "if the change is meant to move them, raise them in b.toml to the report's \
              figures plus 5 % (15 % for peaks): phase synthesize: category.enforce.allocs \
              to 670_434, run: peak_live_bytes to 1_150"
+        );
+        // A peak alone: no diff of counts; its base named where it is. Without heap
+        // sampling, nothing holds the peak: trace again with it.
+        let text = draft(base_dir);
+        let lines = advice(&text, Path::new("b.toml"), &[&peak], sites("r"));
+        assert_eq!(
+            lines[0],
+            format!(
+                "to see what holds the peak and what grew there: analyzer peak r --base {}",
+                shell_word(base_dir)
+            )
+        );
+        assert!(lines[1].starts_with("if the change is meant to move run: peak_live_bytes"));
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let unsampled = Checking {
+            heap_sampled: false,
+            ..sites("r")
+        };
+        let rss = breach(None, "peak_rss_bytes", &["peak_rss_bytes"], 1000.0, 900.0);
+        let lines = advice(&text, Path::new("b.toml"), &[&rss], unsampled);
+        assert!(
+            lines[0]
+                .starts_with("to see what holds the peak: trace both builds with heap sampling"),
+            "{lines:?}"
         );
         assert!(advice(&text, Path::new("b.toml"), &[], sites("r")).is_empty());
     }
@@ -249,6 +321,7 @@ mod tests {
             dir: Path::new("r"),
             mode: "count",
             rules: None,
+            heap_sampled: false,
         };
         let lines = advice(&draft("gone"), Path::new("b.toml"), &[&allocs], count);
         assert!(
@@ -273,6 +346,7 @@ mod tests {
             dir: Path::new("r"),
             mode: "sample:1000",
             rules: None,
+            heap_sampled: true,
         };
         let lines = advice(&draft("gone"), Path::new("b.toml"), &[&allocs], sampled);
         assert_eq!(lines.len(), 2, "{lines:?}");

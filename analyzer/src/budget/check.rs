@@ -267,10 +267,14 @@ pub fn check(
         }
         if let Some(max) = limits.allocs_per_row {
             let rows = report.rows_label().ok_or_else(|| {
+                let why = match report.manifest.labels.get("rows") {
+                    Some(r) => format!("its `rows` label ({r:?}) is not a count above 0"),
+                    None => "the report has no `rows` label (synth-driver records one; your \
+                             program can with alloc_tracer::label(\"rows\", n))"
+                        .to_owned(),
+                };
                 bad(format!(
-                    "phase {phase}: allocs_per_row needs the rows synthesized, and the \
-                         report has no `rows` label (synth-driver records one; your program \
-                         can with alloc_tracer::label(\"rows\", n))"
+                    "phase {phase}: allocs_per_row needs the rows synthesized, and {why}"
                 ))
             })?;
             push(&["allocs_per_row"], sum(|r| r.calls()) / rows as f64, max);

@@ -228,7 +228,7 @@ fn gates_and_budgets_refuse_a_report_that_recorded_nothing() {
 
 /// `allocs_per_row` divides by the report's `rows` label: within and over budget on a
 /// copy of the fixture labelled with 85 726 / 4 rows, and a bad budget (exit 2) on a
-/// report without the label.
+/// report without the label or with a label of 0.
 #[test]
 fn check_allocs_per_row_needs_the_rows_label() {
     let dir = copy_fixture("rows");
@@ -269,6 +269,16 @@ fn check_allocs_per_row_needs_the_rows_label() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.contains("no `rows` label") && err.lines().count() == 1,
+        "{err}"
+    );
+    // A label of no rows is there, and said to be no count.
+    m["labels"] = serde_json::json!({ "rows": "0" });
+    std::fs::write(&manifest, serde_json::to_vec(&m).unwrap()).unwrap();
+    let out = check(&dir, "4.0");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("its `rows` label (\"0\") is not a count above 0"),
         "{err}"
     );
 }

@@ -93,6 +93,39 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
         stderr.contains("analyzer: within: allocs>+1%"),
         "no headroom line: {stderr}"
     );
+    // Output that cannot be written (`> /dev/full`) is an error (exit 2), named
+    // after the breaches, which still go to standard error.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    if let Ok(full) = full {
+        for (args, breach) in [
+            (
+                vec!["check", r, "--budget", over.to_str().unwrap()],
+                Some("over budget: phase build: allocs"),
+            ),
+            (
+                vec!["diff", r, r, "--fail-if", "allocs>-1", "--limit", "1000"],
+                Some("saving short of the gate: allocs>-1"),
+            ),
+            (within.to_vec(), None),
+        ] {
+            let out = Command::new(env!("CARGO_BIN_EXE_analyzer"))
+                .args(&args)
+                .env("ALLOC_PROFILER_CALIBRATION", calibration())
+                .stdout(full.try_clone().unwrap())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            if let Some(breach) = breach {
+                assert!(stderr.contains(breach), "{args:?}: {stderr}");
+            }
+            let last = stderr.lines().last().unwrap_or_default();
+            assert!(
+                last.contains("writing standard output"),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
 
     // The conditions that held are in the JSON too, for programs.
     let out = analyzer(&[

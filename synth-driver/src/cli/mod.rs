@@ -353,8 +353,15 @@ impl Cli {
             .filter_map(|a| a.to_str())
             .find(|a| command.get_subcommands().any(|s| s.get_name() == *a));
         let subcommand = subcommand.map(str::to_owned);
-        if let Some(e) = given_on_both_sides(&mut command, &args) {
+        let (given, after) = globals_given(&command, &args);
+        if let Some(e) = given_on_both_sides(&mut command, &given, after.as_deref()) {
             return Err(e);
+        }
+        // An option given on the command line replaces its environment variable,
+        // which clap would still parse (and refuse when malformed) at the level where
+        // the option is not given: before or after the subcommand.
+        for (id, _, _) in &given {
+            command = command.mut_arg(id.as_str(), |a| a.env(None));
         }
         let matches = command
             .try_get_matches_from(args)
@@ -583,57 +590,64 @@ fn check_variants(variants: &[Variant], work: &Work, prover: Prover) -> Result<(
     Ok(())
 }
 
+/// The global options a command line gives, each as its argument's id, its flag and
+/// whether it comes after the subcommand, and the subcommand (the first argument
+/// that names one and is no option's value).
+fn globals_given(
+    command: &clap::Command,
+    args: &[std::ffi::OsString],
+) -> (Vec<(String, String, bool)>, Option<String>) {
+    let subcommands: Vec<&str> = command.get_subcommands().map(|c| c.get_name()).collect();
+    // The global long options, and whether each takes a value (the next argument,
+    // unless given as `--name=value`).
+    let globals: Vec<(String, String, bool)> = command
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .filter_map(|a| {
+            Some((
+                a.get_id().to_string(),
+                format!("--{}", a.get_long()?),
+                a.get_action().takes_values(),
+            ))
+        })
+        .collect();
+    let mut given = Vec::new();
+    let mut after: Option<String> = None;
+    let mut args = args.iter().skip(1).filter_map(|a| a.to_str());
+    while let Some(a) = args.next() {
+        if a == "--" {
+            break;
+        }
+        if let Some((id, flag, takes)) = globals.iter().find(|(_, f, _)| {
+            a == f
+                || a.strip_prefix(f.as_str())
+                    .is_some_and(|v| v.starts_with('='))
+        }) {
+            given.push((id.clone(), flag.clone(), after.is_some()));
+            if *takes && a == flag {
+                args.next();
+            }
+        } else if after.is_none() && subcommands.contains(&a) {
+            after = Some(a.to_owned());
+        }
+    }
+    (given, after)
+}
+
 /// Refuses a driver option given both before and after the subcommand: clap keeps
 /// the values after it and drops those before without a word (`--trace count
 /// sha256 --trace sites` ran `sites` alone), where the same values on one side take
 /// turns or are refused as given twice.
 fn given_on_both_sides(
     command: &mut clap::Command,
-    args: &[std::ffi::OsString],
+    given: &[(String, String, bool)],
+    subcommand: Option<&str>,
 ) -> Option<clap::Error> {
-    let subcommands: Vec<String> = command
-        .get_subcommands()
-        .map(|c| c.get_name().to_owned())
-        .collect();
-    // The global long options, and whether each takes a value (the next argument,
-    // unless given as `--name=value`).
-    let globals: Vec<(String, bool)> = command
-        .get_arguments()
-        .filter(|a| a.is_global_set())
-        .filter_map(|a| {
-            Some((
-                format!("--{}", a.get_long()?),
-                a.get_action().takes_values(),
-            ))
-        })
-        .collect();
-    // Each global given, and whether after the subcommand: the first argument that
-    // names one and is no option's value.
-    let mut given: Vec<(&str, bool)> = Vec::new();
-    let mut after = None;
-    let mut args = args.iter().skip(1).filter_map(|a| a.to_str());
-    while let Some(a) = args.next() {
-        if a == "--" {
-            break;
-        }
-        if let Some((flag, takes)) = globals.iter().find(|(f, _)| {
-            a == f
-                || a.strip_prefix(f.as_str())
-                    .is_some_and(|v| v.starts_with('='))
-        }) {
-            given.push((flag.as_str(), after.is_some()));
-            if *takes && a == flag {
-                args.next();
-            }
-        } else if after.is_none() && subcommands.iter().any(|s| s == a) {
-            after = Some(a);
-        }
-    }
-    let twice = given
+    let twice = &given
         .iter()
-        .find(|(f, side)| !side && given.iter().any(|(g, s)| g == f && *s))?
-        .0;
-    let subcommand = after?;
+        .find(|(_, f, side)| !side && given.iter().any(|(_, g, s)| g == f && *s))?
+        .1;
+    let subcommand = subcommand?;
     Some(command.error(
         clap::error::ErrorKind::ArgumentConflict,
         format!(

@@ -68,8 +68,9 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
         }
         if let Some(apart) = other_work(a, b) {
             anyhow::bail!(
-                "--fail-if compares like with like, and the reports are {apart}: less work \
-                 passes any gate"
+                "--fail-if compares like with like, and the reports are {apart}: their \
+                 figures differ by the work, which would pass or fail a gate whatever the \
+                 patch did"
             );
         }
         if ma.mode != mb.mode && !gates.mode_free {
@@ -204,7 +205,7 @@ const SAME_WORK: f64 = 1.05;
 
 impl DiffJob {
     /// Writes the diff; returns the `--fail-if` conditions that hold.
-    pub(crate) fn run(self, out: &mut dyn Write) -> Result<Vec<String>> {
+    pub(crate) fn run(self, out: &mut dyn Write) -> Result<Gated> {
         let conditions = self
             .fail_if
             .iter()
@@ -347,7 +348,7 @@ impl DiffJob {
         } else {
             render::diff(out, &d, &held, self.format)
         };
-        unless_reader_left(written)?;
+        let write_error = unless_reader_left(written);
         // The gates that passed, with their figures, so that a CI log shows the
         // headroom; the breaches follow (`main`). A closed standard error hides them,
         // not the exit status.
@@ -378,7 +379,11 @@ impl DiffJob {
         if let Some(p) = phase.filter(|_| phase_gated) {
             warn_of_other_phases(&a, &b, p);
         }
-        Ok(failed)
+        Ok(Gated {
+            breaches: failed,
+            hints: Vec::new(),
+            write_error,
+        })
     }
 }
 
@@ -423,15 +428,15 @@ fn warn_of_other_phases(a: &report::Report, b: &report::Report, phase: &str) {
     }
 }
 
-/// `written`, the output of a job that gates, unless it failed only because the
-/// reader of standard output went away (`| head`): what the gate found still goes to
-/// standard error (the gates that passed, with their headroom, and the breaches),
-/// and the exit status still says whether it held.
-pub(crate) fn unless_reader_left(written: std::io::Result<()>) -> Result<()> {
-    match written {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
+/// The error of `written`, the output of a job that gates, unless it failed only
+/// because the reader of standard output went away (`| head`). Either way what the
+/// gate found still goes to standard error (the gates that passed, with their
+/// headroom, and the breaches); the exit status says whether it held, or, on
+/// another error (`> /dev/full`), that the output is incomplete.
+pub(crate) fn unless_reader_left(written: std::io::Result<()>) -> Option<std::io::Error> {
+    written
+        .err()
+        .filter(|e| e.kind() != std::io::ErrorKind::BrokenPipe)
 }
 
 /// What a gate found: its breaches, and what to print after them (how to see where
@@ -441,15 +446,9 @@ pub(crate) struct Gated {
     /// One line each, named (`over budget: ...`).
     pub(crate) breaches: Vec<String>,
     pub(crate) hints: Vec<String>,
-}
-
-impl From<Vec<String>> for Gated {
-    fn from(breaches: Vec<String>) -> Self {
-        Gated {
-            breaches,
-            hints: Vec::new(),
-        }
-    }
+    /// Writing the gate's output failed (not for a reader that left): reported
+    /// after the breaches.
+    pub(crate) write_error: Option<std::io::Error>,
 }
 
 impl CheckJob {
@@ -477,8 +476,9 @@ impl CheckJob {
         }
         let over: Vec<&budget::Checked> = checked.iter().filter(|c| c.over()).collect();
         let breaches: Vec<String> = over.iter().map(|c| format!("over budget: {c}")).collect();
-        unless_reader_left(render::checked(out, &checked, self.format))?;
+        let write_error = unless_reader_left(render::checked(out, &checked, self.format));
         Ok(Gated {
+            write_error,
             breaches,
             hints: analyzer::budget::advice::advice(
                 &text,
@@ -488,6 +488,7 @@ impl CheckJob {
                     dir: &self.report,
                     mode: &r.manifest.mode,
                     rules: self.rules.as_deref(),
+                    heap_sampled: r.manifest.heap_interval > 0,
                 },
             ),
         })

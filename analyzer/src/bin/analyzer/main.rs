@@ -180,7 +180,7 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Categories(job) => job.run(&mut out)?,
         Job::Calibrate(job) => job.run(&mut out)?,
         Job::Cost(job) => job.run(&mut out)?,
-        Job::Diff(job) => gated = job.run(&mut out)?.into(),
+        Job::Diff(job) => gated = job.run(&mut out)?,
         Job::Check(job) => gated = job.run(&mut out)?,
         Job::Budget(job) => job.run(&mut out)?,
         Job::Flamegraph(job) => job.run()?,
@@ -188,9 +188,15 @@ fn run(job: Job) -> Result<ExitCode> {
         Job::Timeline(job) => job.run()?,
         Job::Export(job) => job.run()?,
     }
-    gate_jobs::unless_reader_left(out.flush())?;
+    let write_error = gated
+        .write_error
+        .take()
+        .or_else(|| gate_jobs::unless_reader_left(out.flush()));
     if gated.breaches.is_empty() {
-        return Ok(ExitCode::SUCCESS);
+        return match write_error {
+            Some(e) => Err(anyhow::Error::from(e).context("writing standard output")),
+            None => Ok(ExitCode::SUCCESS),
+        };
     }
     // One line each, after the data, so that a CI log ends with what failed and what
     // to do about it. Should standard error be a pipe whose reader left (`2>&1 |
@@ -200,6 +206,10 @@ fn run(job: Job) -> Result<ExitCode> {
     }
     for h in &gated.hints {
         note!("analyzer: {h}");
+    }
+    // The breaches told, the output's own failure still ends the run as an error.
+    if let Some(e) = write_error {
+        return Err(anyhow::Error::from(e).context("writing standard output"));
     }
     Ok(ExitCode::from(1))
 }

@@ -221,8 +221,8 @@ enum Command {
         /// Exit 1 when the change grows beyond this: METRIC>THRESHOLD, the
         /// threshold a signed change from the base, with METRIC
         /// allocs or temporaries (a count or %), bytes, peak (the run's highest
-        /// live bytes) or rss (the process's peak resident memory; B, KiB, MiB, GiB
-        /// or %) or cost (s, ms, us, ns or %), e.g. 'allocs>+1%', 'bytes>+10MiB',
+        /// live bytes) or rss (the process's peak resident memory; B, KiB, MiB, GiB,
+        /// TiB or %) or cost (s, ms, us, ns or %), e.g. 'allocs>+1%', 'bytes>+10MiB',
         /// 'cost>+5ms', 'temporaries>+0', 'peak>+64MiB', 'rss>+5%'. Repeatable; whole
         /// reports, or the --phase (peak and rss: always the whole run).
         #[arg(long, value_name = "EXPR")]
