@@ -55,6 +55,22 @@ pub fn resolve(address: usize) -> Vec<Frame> {
     out
 }
 
+/// True when the symbolizer found no name for `address`, whose frames are
+/// `frames` (from [`resolve`]): named by the address in hex.
+pub fn unnamed(address: usize, frames: &[Frame]) -> bool {
+    frames
+        .last()
+        .is_none_or(|f| f.function == format!("{address:#x}"))
+}
+
+/// Whether the program's own binary is gone from its path (deleted, or replaced by
+/// a rebuild): the kernel then names it `PATH (deleted)`. The symbolizer opens the
+/// path, so it names none of the binary's frames then.
+pub fn binary_replaced() -> bool {
+    std::fs::read_link("/proc/self/exe")
+        .is_ok_and(|p| p.as_os_str().as_encoded_bytes().ends_with(b" (deleted)"))
+}
+
 /// Resolves every address once, then frees the debug information parsed for it
 /// (the binary's mapping and its line tables: tens of MiB that the process would
 /// otherwise hold to its end, through every later part of the report too; a second

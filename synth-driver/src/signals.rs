@@ -127,8 +127,15 @@ fn wait(set: &ffi::SigSet) -> ! {
             "synth-driver: {name}: writing the report of the run so far to {} (marked incomplete)",
             alloc_tracer::expand_path(dir).display()
         ));
-        if let Err(e) = alloc_tracer::write_incomplete_report(dir, name) {
-            say(&format!("synth-driver: {name}: report not written: {e}"));
+        match alloc_tracer::write_incomplete_report(dir, name) {
+            // What the run's own summary would have warned of (stacks cut short,
+            // frames without names).
+            Ok(summary) => {
+                if let Some(w) = &summary.setup_warning {
+                    say(&format!("synth-driver: {}: {w}", summary.dir.display()));
+                }
+            }
+            Err(e) => say(&format!("synth-driver: {name}: report not written: {e}")),
         }
     }
     ffi::exit_now(signal.exit_code())

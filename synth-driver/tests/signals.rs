@@ -306,3 +306,47 @@ fn a_finished_run_writes_a_complete_report() {
     nothing_but(&dir, &["report"]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn a_binary_replaced_before_the_report_is_warned_of() {
+    // A rebuild while a long run goes on unlinks the binary: the symbolizer, which
+    // opens it by its path, then names none of its frames. The report says so, and
+    // so does the line on standard error.
+    let dir = scratch("replaced");
+    let copy = dir.join("synth-driver");
+    std::fs::copy(env!("CARGO_BIN_EXE_synth-driver"), &copy).unwrap();
+    let mut command = Command::new(&copy);
+    command
+        .env_remove("ALLOC_TRACE")
+        .current_dir(&dir)
+        .args(["--trace", "sites", "--report", "report"])
+        .args(ENDLESS);
+    let mut run = Run::start(command);
+    run.first_iteration();
+    std::fs::remove_file(&copy).unwrap();
+    run.signal(libc::SIGINT);
+    let (status, stderr) = run.finish();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let dropped = &manifest(&dir.join("report"))["dropped"];
+    assert_eq!(dropped["binary_replaced"], true, "{dropped:#}");
+    let unnamed = dropped["unnamed_addresses"].as_u64().unwrap();
+    assert!(unnamed > 0, "{dropped:#}");
+    assert!(
+        stderr.contains("return addresses in the stacks have no name")
+            && stderr.contains("deleted or replaced"),
+        "{stderr}"
+    );
+    // The same run, its binary left in place: every frame named, no warning.
+    let dir = scratch("in-place");
+    let (status, stderr) = interrupt(&dir, "sites", libc::SIGINT);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let dropped = &manifest(&dir.join("report"))["dropped"];
+    assert_eq!(dropped["binary_replaced"], false, "{dropped:#}");
+    assert_eq!(dropped["unnamed_addresses"], 0, "{dropped:#}");
+    assert!(
+        dropped["return_addresses"].as_u64().unwrap() > 0,
+        "{dropped:#}"
+    );
+    assert!(!stderr.contains("have no name"), "{stderr}");
+    let _ = std::fs::remove_dir_all(dir);
+}

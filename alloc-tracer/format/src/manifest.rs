@@ -265,6 +265,19 @@ pub struct Dropped {
     /// Allocations and reallocs at those stacks (weighted like the sites table).
     #[serde(default)]
     pub stacks_ending_early_alloc_count: u64,
+    /// Distinct return addresses in the report's stacks. (Absent, 0, in reports
+    /// written before it existed.)
+    #[serde(default)]
+    pub return_addresses: u64,
+    /// Those of them the symbolizer found no name for: their frames are named by
+    /// the address in hex. (Absent in reports written before it existed.)
+    #[serde(default)]
+    pub unnamed_addresses: u64,
+    /// True when the program's own binary was deleted or replaced (a rebuild) by the
+    /// time the report was written: the symbolizer reads it by its path, so its
+    /// frames then go unnamed. (Absent in reports written before it existed.)
+    #[serde(default)]
+    pub binary_replaced: bool,
 }
 
 /// One table of the report.
@@ -359,11 +372,25 @@ impl Manifest {
         }
     }
 
-    /// The warning line when too many stacks end early, with its fix.
+    /// The warning line, with its fix, when too many stacks end early, or too many
+    /// of their frames have no name (both, when both).
     pub fn setup_warning(&self) -> Option<String> {
         let share = self.stacks_ending_early_share();
-        (share > crate::site::EARLY_STACKS_WARN_SHARE)
-            .then(|| crate::site::early_stacks_warning(share))
+        let early = (share > crate::site::EARLY_STACKS_WARN_SHARE)
+            .then(|| crate::site::early_stacks_warning(share));
+        let d = &self.dropped;
+        let names = crate::site::unnamed_frames_warning(
+            d.unnamed_addresses,
+            d.return_addresses,
+            d.binary_replaced,
+        );
+        match (early, names) {
+            (Some(e), Some(n)) => Some(format!(
+                "{e}; and {}",
+                n.strip_prefix("warning: ").unwrap_or(&n)
+            )),
+            (e, n) => e.or(n),
+        }
     }
 
     /// True when the manifest was written by alloc-tracer.

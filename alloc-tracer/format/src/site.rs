@@ -374,9 +374,49 @@ pub fn early_stacks_warning(share: f64) -> String {
     )
 }
 
+/// Above this share of a report's return addresses without a name, readers warn.
+pub const UNNAMED_WARN_SHARE: f64 = 0.1;
+
+/// The one-line warning, with its fix, when `unnamed` of a report's `addresses`
+/// distinct return addresses have no name: `None` below [`UNNAMED_WARN_SHARE`],
+/// unless the binary was replaced (`replaced`) and any went unnamed.
+pub fn unnamed_frames_warning(unnamed: u64, addresses: u64, replaced: bool) -> Option<String> {
+    let many = unnamed as f64 > UNNAMED_WARN_SHARE * addresses as f64;
+    if unnamed == 0 || !(many || replaced) {
+        return None;
+    }
+    let why = if replaced {
+        "the program's binary was deleted or replaced (rebuilt?) before the report was \
+         written, and the symbolizer reads it by its path: run it again and leave it \
+         in place until the report is written"
+    } else {
+        "the binary or a library has no symbols (stripped?: keep symbols and line \
+         tables, strip = false and debug = \"line-tables-only\" in the release \
+         profile), or, without /proc, the symbolizer could not find the executable"
+    };
+    Some(format!(
+        "warning: {unnamed} of {addresses} return addresses in the stacks have no name \
+         (their frames show as addresses): {why}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unnamed_frames_are_warned_of_past_a_share_or_after_a_rebuild() {
+        assert_eq!(unnamed_frames_warning(0, 100, true), None);
+        assert_eq!(unnamed_frames_warning(10, 100, false), None);
+        let stripped = unnamed_frames_warning(11, 100, false).unwrap();
+        assert!(
+            stripped.starts_with("warning: 11 of 100 return addresses"),
+            "{stripped}"
+        );
+        assert!(stripped.contains("stripped?"), "{stripped}");
+        let rebuilt = unnamed_frames_warning(1, 100, true).unwrap();
+        assert!(rebuilt.contains("deleted or replaced"), "{rebuilt}");
+    }
 
     fn at<'a>(function: &'a str, file: &'a str, line: u32) -> FrameRef<'a> {
         FrameRef {

@@ -114,6 +114,13 @@ pub fn build(
             followed_dropped: crate::lifetimes::dropped(),
             stacks_ending_early: ends.early,
             stacks_ending_early_alloc_count: ends.early_allocs,
+            return_addresses: snap.symbols.len() as u64,
+            unnamed_addresses: snap
+                .symbols
+                .iter()
+                .filter(|(a, f)| crate::symbolize::unnamed(**a, f))
+                .count() as u64,
+            binary_replaced: crate::symbolize::binary_replaced(),
         },
         threads: c.threads,
         tables,

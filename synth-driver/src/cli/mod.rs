@@ -149,8 +149,9 @@ enum Command {
         #[arg(long, value_parser = porep::parse_sector_size)]
         sector_size: (u64, RegisteredSealProof),
         /// Directory for c1.json and the sector's files: new, empty, or an earlier
-        /// seal's output (its c1.json and sector/ folder are removed first; other
-        /// files there stay); any other folder is refused.
+        /// seal's output (its sector/ folder is removed first, and its c1.json
+        /// replaced once the new one is written, so a seal that fails keeps it;
+        /// other files there stay); any other folder is refused.
         #[arg(long)]
         out: PathBuf,
         /// Seed of the sector's data, ticket and challenge seed.

@@ -146,6 +146,20 @@ fn check_parent_cache() -> Result<()> {
     })
 }
 
+/// filecoin-proofs' error for a damaged SDR parent cache file (cut short by a seal
+/// that was killed, say), with what to do: every later seal fails on it until it is
+/// deleted, and the next seal then makes it again.
+fn parent_cache_hint(e: anyhow::Error) -> anyhow::Error {
+    if format!("{e:#}").contains("corrupted cache") {
+        e.context(
+            "the SDR parent cache file is damaged (delete it, and the next seal makes it \
+             again)",
+        )
+    } else {
+        e
+    }
+}
+
 /// The piece's random bytes, made as they are read (a whole piece in memory would
 /// need the sector's size in RAM before sealing even starts). Drawn in chunks of a
 /// multiple of 8 bytes, as the piece's length is, so that the bytes are those of one
@@ -260,6 +274,7 @@ pub fn seal_sector(
         ticket,
         std::slice::from_ref(&piece),
     )
+    .map_err(parent_cache_hint)
     .context("pre-commit phase 1")?;
     progress("pre-commit phase 2 (trees)");
     let p2 = seal::seal_pre_commit_phase2(p1, &cache, &sealed).context("pre-commit phase 2")?;
