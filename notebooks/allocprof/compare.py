@@ -240,15 +240,23 @@ def totals_deltas(base: Report, change: Report) -> pl.DataFrame:
 
 
 def phase_deltas(base: Report, change: Report) -> pl.DataFrame:
-    """Per phase: allocations, temporaries and wall time (seconds, not rounded) in both
-    reports (`main`'s wall time, the run's outside the named phases, as `analyzer
+    """Per phase, the base's in its order and then those only the change has:
+    allocations, temporaries and wall time (seconds, not rounded) in both reports (`main`'s wall time, the run's outside the named phases, as `analyzer
     info` gives it). A `count` report's temporaries are null: it does not count them."""
     cols = ["alloc_count", "realloc_count", "temporary_count", "wall_s"]
 
     def side(r: Report, prefix: str) -> pl.DataFrame:
-        return phases(r).select("phase", *[pl.col(c).alias(f"{prefix}_{c}") for c in cols])
+        return phases(r).with_row_index(f"{prefix}_order").select(
+            "phase", f"{prefix}_order", *[pl.col(c).alias(f"{prefix}_{c}") for c in cols]
+        )
 
-    out = side(base, "base").join(side(change, "change"), on="phase", how="full", coalesce=True)
+    b, c = side(base, "base"), side(change, "change")
+    # The base's phases in its order, then those only the change has, in its order.
+    out = (
+        b.join(c, on="phase", how="full", coalesce=True)
+        .sort(pl.col("base_order").is_null(), "base_order", "change_order")
+        .drop("base_order", "change_order")
+    )
     out = out.with_columns([pl.col(c).fill_null(0) for c in out.columns if c != "phase"])
     for prefix, r in (("base", base), ("change", change)):
         if r.manifest.get("mode") == "count":

@@ -482,7 +482,10 @@ def timeline(tl: pl.DataFrame, spans: list[tuple[str, float, float]], peak: dict
     if peak:
         t, mib = peak["time_ns"] / 1e9, peak["live_bytes"] / float(1 << 20)
         ax.plot([t], [mib], "o", color="tab:red")
-        ax.annotate(f"kept peak {mib:,.0f} MiB at {t:.1f} s ({peak['phase']})", (t, mib),
+        # To a tenth of a MiB, as the highest live bytes' line; seconds to the
+        # hundredth in a short run.
+        when = f"{t:.2f}" if t < 10 else f"{t:.1f}"
+        ax.annotate(f"kept peak {mib:,.1f} MiB at {when} s ({peak['phase']})", (t, mib),
                     textcoords="offset points", xytext=(-8, 6),
                     ha="right" if t > 0.5 * (tl["time_s"].max() or 0) else "left",
                     color="tab:red", fontsize=8)

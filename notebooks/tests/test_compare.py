@@ -85,6 +85,23 @@ def test_phase_deltas_cover_both_sides(base_and_change):
     ph = compare.phase_deltas(base, change)
     assert set(ph["phase"]) == set(base.phases["phase"]) | set(change.phases["phase"])
     assert ph.filter(pl.col("phase") == "synthesize").height == 1
+    # The base's order (the report's), whichever order the join kept.
+    assert ph["phase"].to_list()[: base.phases.height] == base.phases.sort("phase_id")["phase"].to_list()
+
+
+def test_a_phase_only_the_change_has_comes_after_the_bases(base_and_change, tmp_path):
+    base, change = base_and_change
+    renamed_dir = tmp_path / "renamed"
+    shutil.copytree(change.dir, renamed_dir)
+    table = pl.read_parquet(renamed_dir / "phases.parquet")
+    first = table.sort("phase_id")["phase"][0]
+    table.with_columns(
+        phase=pl.when(pl.col("phase") == first).then(pl.lit("0-new")).otherwise(pl.col("phase"))
+    ).write_parquet(renamed_dir / "phases.parquet")
+    ph = compare.phase_deltas(base, allocprof.load(renamed_dir))
+    want = base.phases.sort("phase_id")["phase"].to_list()
+    assert ph["phase"].to_list() == [*want, "0-new"]
+    assert ph.filter(pl.col("phase") == first)["change_alloc_count"].item() == 0
 
 
 def test_category_counts_are_analyzer_diffs(base_and_change, analyzer, fixture_calibration):

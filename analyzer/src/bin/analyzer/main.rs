@@ -157,11 +157,12 @@ fn main() -> ExitCode {
 
 /// An error's text on one line whatever a cause's text holds (scripts read the first
 /// line, and a message spread over several reads as a crash): its lines trimmed and
-/// joined by a space. Spaces within a line stay, so that names that differ by them
-/// (`"a  b"`, `" synthesize"`) still read apart.
+/// joined by a space, a lone carriage return ending a line too (a terminal would
+/// write the rest over its start). Spaces within a line stay, so that names that
+/// differ by them (`"a  b"`, `" synthesize"`) still read apart.
 fn one_line(message: &str) -> String {
     let lines: Vec<&str> = message
-        .lines()
+        .split(['\n', '\r'])
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
@@ -411,6 +412,7 @@ mod tests {
     #[test]
     fn an_error_is_one_line_with_its_own_spaces() {
         assert_eq!(one_line("a\n\n   b\tc \n"), "a b\tc");
+        assert_eq!(one_line("a\r\nb\rc"), "a b c");
         assert_eq!(
             one_line("phase  synthesize is not in the report"),
             "phase  synthesize is not in the report"
