@@ -22,34 +22,54 @@ pub trait Matched: Default {
 
 /// Both sides under common keys, and how many sites matched only with lines ignored.
 /// Among the keys one side lacks, those whose loose key the other side has unmatched
-/// pair one to one, nearest first: fewest frames moved otherwise than the patch
-/// moved their function ([`usual_shifts`]), then fewest frames whose lines differ,
-/// then the smallest distance between those lines. Each pair becomes one
-/// [`LOOSE_PREFIX`] key on both sides. What is left over (a site the patch removed
-/// beside one it moved) stays on its side alone, as do keys with no partner.
+/// pair one to one, in passes. Each pass finds the usual shift of every frame that
+/// moved ([`usual_shifts`], over the keys still unpaired) and pairs only stacks whose
+/// every moved frame moved by it, fewest frames whose lines differ first, then the
+/// smallest distance between those lines; a patch that moved one function's lines by
+/// two amounts (lines added above it and between its calls) pairs the commoner
+/// amount's stacks first, then the other's. When a pass pairs none, the rest pair
+/// nearest first, fewest frames moved otherwise than usual first. Each pair becomes
+/// one [`LOOSE_PREFIX`] key on both sides. What is left over (a site the patch
+/// removed beside one it moved) stays on its side alone, as do keys with no partner.
 pub fn pair_up<T: Matched>(
     mut a: BTreeMap<String, T>,
     mut b: BTreeMap<String, T>,
 ) -> (BTreeMap<String, T>, BTreeMap<String, T>, usize) {
+    let mut paired = 0;
+    loop {
+        let usual_only = pair_pass(&mut a, &mut b, true);
+        paired += usual_only;
+        if usual_only == 0 {
+            break;
+        }
+    }
+    paired += pair_pass(&mut a, &mut b, false);
+    (a, b, paired)
+}
+
+/// One pass of [`pair_up`] over the keys still unpaired: with `usual_only`, only
+/// stacks whose moved frames all moved by their usual shift pair. Returns how many
+/// pairs it made.
+fn pair_pass<T: Matched>(
+    a: &mut BTreeMap<String, T>,
+    b: &mut BTreeMap<String, T>,
+    usual_only: bool,
+) -> usize {
     let (ga, gb) = (
-        unmatched(&a, &b, |t| t.loose().to_owned()),
-        unmatched(&b, &a, |t| t.loose().to_owned()),
+        unmatched(a, b, |t| t.loose().to_owned()),
+        unmatched(b, a, |t| t.loose().to_owned()),
     );
     let groups: Vec<(&Vec<String>, &Vec<String>)> = ga
         .iter()
         .filter_map(|(loose, keys_a)| Some((keys_a, gb.get(loose)?)))
         .collect();
     let usual = &usual_shifts(&groups);
-    let mut paired = 0;
+    let mut pairs = Vec::new();
     for (keys_a, keys_b) in groups {
         let mut candidates: Vec<((usize, usize, u64), &String, &String)> = keys_a
             .iter()
-            .flat_map(|x| {
-                keys_b.iter().map(move |y| {
-                    let (n, lines) = apart(x, y);
-                    ((unusual(x, y, usual), n, lines), x, y)
-                })
-            })
+            .flat_map(|x| keys_b.iter().map(move |y| (distance(x, y, usual), x, y)))
+            .filter(|((unusual, _, _), _, _)| !usual_only || *unusual == 0)
             .collect();
         candidates.sort();
         // Sets, not lists: a large group (thousands of stacks a side) would search a
@@ -61,16 +81,17 @@ pub fn pair_up<T: Matched>(
             }
             used_a.insert(x);
             used_b.insert(y);
-            let key = format!("{LOOSE_PREFIX}{x}");
-            let (sx, sy) = (a.remove(x), b.remove(y));
-            if let (Some(sx), Some(sy)) = (sx, sy) {
-                a.insert(key.clone(), sx);
-                b.insert(key, sy);
-                paired += 1;
-            }
+            pairs.push((x.clone(), y.clone()));
         }
     }
-    (a, b, paired)
+    for (x, y) in &pairs {
+        let key = format!("{LOOSE_PREFIX}{x}");
+        if let (Some(sx), Some(sy)) = (a.remove(x), b.remove(y)) {
+            a.insert(key.clone(), sx);
+            b.insert(key, sy);
+        }
+    }
+    pairs.len()
 }
 
 /// A frame of a stack key split into what names it without its line, and its line.
@@ -95,12 +116,15 @@ fn moves<'k>(x: &'k str, y: &'k str) -> impl Iterator<Item = (&'k str, Option<i6
         })
 }
 
-/// How far apart two stack keys of one loose key are: how many frames' lines differ,
-/// then by how many lines in all (a frame without a line counts one).
-fn apart(x: &str, y: &str) -> (usize, u64) {
-    moves(x, y).fold((0, 0), |(n, lines), (_, shift)| {
+/// How far apart two stack keys of one loose key are, in one walk of their frames:
+/// how many of the frames that moved, moved otherwise than their `usual` shift (a
+/// frame without a line counts), how many frames' lines differ, and by how many lines
+/// in all (a frame without a line counts one).
+fn distance(x: &str, y: &str, usual: &HashMap<&str, i64>) -> (usize, usize, u64) {
+    moves(x, y).fold((0, 0, 0), |(unusual, n, lines), (at, shift)| {
+        let odd = shift.is_none() || usual.get(at) != shift.as_ref();
         let d = shift.map_or(1, i64::unsigned_abs);
-        (n + 1, lines.saturating_add(d))
+        (unusual + usize::from(odd), n + 1, lines.saturating_add(d))
     })
 }
 
@@ -131,14 +155,6 @@ fn usual_shifts<'k>(groups: &[(&'k Vec<String>, &'k Vec<String>)]) -> HashMap<&'
             Some((at, best.0))
         })
         .collect()
-}
-
-/// How many of the frames that moved between two stack keys moved otherwise than
-/// their usual shift (a frame without a line counts).
-fn unusual(x: &str, y: &str, usual: &HashMap<&str, i64>) -> usize {
-    moves(x, y)
-        .filter(|(at, shift)| shift.is_none() || usual.get(at) != shift.as_ref())
-        .count()
 }
 
 /// The keys of `from` that `other` lacks, grouped by `group`.
@@ -305,10 +321,39 @@ mod tests {
     }
 
     #[test]
-    fn stacks_apart_by_frames_then_lines() {
-        assert_eq!(apart("a:1\nb:2\n", "a:1\nb:2\n"), (0, 0));
-        assert_eq!(apart("a:1\nb:2\n", "a:1\nb:5\n"), (1, 3));
-        assert_eq!(apart("a:1\nb:2\n", "a:4\nb:3\n"), (2, 4));
-        assert_eq!(apart("a:\n", "a:7\n"), (1, 1));
+    fn stacks_apart_by_unusual_moves_then_frames_then_lines() {
+        let none = HashMap::new();
+        assert_eq!(distance("a:1\nb:2\n", "a:1\nb:2\n", &none), (0, 0, 0));
+        assert_eq!(distance("a:1\nb:2\n", "a:1\nb:5\n", &none), (1, 1, 3));
+        assert_eq!(distance("a:1\nb:2\n", "a:4\nb:3\n", &none), (2, 2, 4));
+        assert_eq!(distance("a:\n", "a:7\n", &none), (1, 1, 1));
+        let usual = HashMap::from([("b", 3)]);
+        assert_eq!(distance("a:1\nb:2\n", "a:1\nb:5\n", &usual), (0, 1, 3));
+        assert_eq!(distance("a:1\nb:2\n", "a:4\nb:5\n", &usual), (1, 2, 6));
+    }
+
+    #[test]
+    fn a_function_moved_by_two_amounts_pairs_each_region_by_its_own() {
+        // Three lines added above f (its calls at 36 and 37 moved to 39 and 40) and
+        // seven more between those and its calls at 80 and 81 (to 90 and 91). With
+        // one usual shift for f (+3: as common as +10, and smaller) the second region
+        // went by distance alone, where 81 -> 90 (9 lines) comes before 80 -> 90
+        // (10): the two sites crossed.
+        let key = |line: u32| format!("lc@lc.rs:1\nf@f.rs:{line}\nmain@m.rs:1\n");
+        let loose = "lc@lc.rs\nf@f.rs\nmain@m.rs\n";
+        let base: Vec<(String, u64)> = [36, 37, 80, 81]
+            .iter()
+            .map(|&l| (key(l), u64::from(l)))
+            .collect();
+        let change: Vec<(String, u64)> = [39, 40, 90, 91]
+            .iter()
+            .map(|&l| (key(l), 1000 + u64::from(l)))
+            .collect();
+        let (x, y, by_loose) = pair_up(one_loose(loose, &base), one_loose(loose, &change));
+        assert_eq!(by_loose, 4);
+        for (from, to) in [(36u32, 39u64), (37, 40), (80, 90), (81, 91)] {
+            let k = format!("{LOOSE_PREFIX}{}", key(from));
+            assert_eq!((x[&k].n, y[&k].n), (u64::from(from), 1000 + to), "{from}");
+        }
     }
 }

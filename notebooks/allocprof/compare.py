@@ -369,15 +369,17 @@ def _moves(x: str, y: str):
             yield f.rpartition(":")[0] or f, (q - p if p is not None and q is not None else None)
 
 
-def _apart(x: str, y: str) -> tuple[int, int]:
+def _distance(x: str, y: str, usual: dict[str, int]) -> tuple[int, int, int]:
     """How far apart two stack keys of one loose key are, as `analyzer diff` reckons
-    it: how many frames' lines differ, then by how many lines in all (a frame
-    without a line counts one)."""
-    frames = lines = 0
-    for _, shift in _moves(x, y):
+    it: how many of the frames that moved, moved otherwise than their usual shift (a
+    frame without a line counts), how many frames' lines differ, and by how many
+    lines in all (a frame without a line counts one)."""
+    unusual = frames = lines = 0
+    for at, shift in _moves(x, y):
+        unusual += shift is None or usual.get(at) != shift
         frames += 1
         lines += abs(shift) if shift is not None else 1
-    return frames, lines
+    return unusual, frames, lines
 
 
 def _usual_shifts(groups) -> dict[str, int]:
@@ -397,30 +399,42 @@ def _usual_shifts(groups) -> dict[str, int]:
             for at, per in counts.items()}
 
 
-def _unusual(x: str, y: str, usual: dict[str, int]) -> int:
-    """How many of the frames that moved between two stack keys moved otherwise than
-    their usual shift (a frame without a line counts)."""
-    return sum(1 for at, shift in _moves(x, y) if shift is None or usual.get(at) != shift)
-
-
 def _match_ignoring_lines(b: pl.DataFrame, c: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Both sides' rows by stack key, with the stacks found on one side only that
-    share a key with lines ignored paired one to one, as `analyzer diff` pairs them
-    (fewest frames moved otherwise than their usual shift first, then nearest
-    lines): each pair under the baseline's key prefixed with LOOSE_PREFIX on both
-    sides; what is left over stays gone or new."""
-    b_keys, c_keys = set(b["key"].to_list()), set(c["key"].to_list())
-    groups: dict[str, tuple[list[str], list[str]]] = {}
-    for key in sorted(b_keys - c_keys):
-        groups.setdefault(_loose_str(key), ([], []))[0].append(key)
-    for key in sorted(c_keys - b_keys):
-        groups.setdefault(_loose_str(key), ([], []))[1].append(key)
-    usual = _usual_shifts(groups.values())
+    share a key with lines ignored paired one to one, as `analyzer diff` pairs them:
+    in passes, each over the stacks still unpaired, pairing only those whose moved
+    frames all moved by their usual shift, nearest lines first, until a pass pairs
+    none; then the rest, fewest frames moved otherwise than usual first. Each pair
+    goes under the baseline's key prefixed with LOOSE_PREFIX on both sides; what is
+    left over stays gone or new."""
+    b_left = set(b["key"].to_list())
+    c_left = set(c["key"].to_list())
+    b_left, c_left = b_left - c_left, c_left - b_left
     b_to, c_to = {}, {}
-    for xs, ys in groups.values():
-        for _, x, y in sorted(((_unusual(x, y, usual), *_apart(x, y)), x, y) for x in xs for y in ys):
-            if x not in b_to and y not in c_to:
+
+    def one_pass(usual_only: bool) -> int:
+        groups: dict[str, tuple[list[str], list[str]]] = {}
+        for key in sorted(b_left):
+            groups.setdefault(_loose_str(key), ([], []))[0].append(key)
+        for key in sorted(c_left):
+            groups.setdefault(_loose_str(key), ([], []))[1].append(key)
+        groups = {k: v for k, v in groups.items() if v[0] and v[1]}
+        usual = _usual_shifts(groups.values())
+        made = 0
+        for xs, ys in groups.values():
+            candidates = sorted((_distance(x, y, usual), x, y) for x in xs for y in ys)
+            for d, x, y in candidates:
+                if (usual_only and d[0]) or x not in b_left or y not in c_left:
+                    continue
                 b_to[x] = c_to[y] = LOOSE_PREFIX + x
+                b_left.discard(x)
+                c_left.discard(y)
+                made += 1
+        return made
+
+    while one_pass(True):
+        pass
+    one_pass(False)
     return (b.with_columns(key=pl.col("key").replace(b_to)),
             c.with_columns(key=pl.col("key").replace(c_to)))
 

@@ -135,9 +135,9 @@ def test_stacks_match_as_analyzer_diff_matches_them(base_and_change, analyzer, f
     assert compare.matched_share(base, change) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
 
 
-@pytest.mark.parametrize("shift,lc_file", [(1, False), (3, True)])
+@pytest.mark.parametrize("shift,lc_file,later", [(1, False, None), (3, True, None), (3, True, 10)])
 def test_code_moved_within_its_file_matches_with_lines_ignored(
-    report, tmp_path, analyzer, fixture_calibration, shift, lc_file
+    report, tmp_path, analyzer, fixture_calibration, shift, lc_file, later
 ):
     """A change that only moved the code of one file down `shift` lines: its stacks
     through that file match the baseline's with lines ignored (`ignoring lines`,
@@ -153,8 +153,15 @@ def test_code_moved_within_its_file_matches_with_lines_ignored(
         file = own.filter(pl.col("file").str.ends_with("bellpepper-core-0.2.1/src/lc.rs"))["file"][0]
     else:
         file = own.group_by("file").agg(pl.col("site_id").n_unique()).sort("site_id").row(-1)[0]
+    # `later`: the file's later half moved by that many lines instead (lines added
+    # above it and more between), so that one function's lines can move by two
+    # amounts.
+    middle = frames.filter(pl.col("file") == file)["line"].median()
+    moved = pl.col("line") + (
+        pl.when(pl.col("line") >= middle).then(later).otherwise(shift) if later else shift
+    )
     frames.with_columns(
-        line=pl.when(pl.col("file") == file).then(pl.col("line") + shift).otherwise(pl.col("line"))
+        line=pl.when(pl.col("file") == file).then(moved).otherwise(pl.col("line"))
     ).write_parquet(moved_dir / "frames.parquet")
     d = analyzer("diff", report.dir, moved_dir, "--calibration", fixture_calibration)
     assert d["sites_matched_ignoring_lines"] > 0, file
