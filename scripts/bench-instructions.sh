@@ -39,7 +39,11 @@ count_pairs() {
   # The whole log on a failure, not an empty count.
   log=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" 1 "$n" "$@" 2>&1 >/dev/null) ||
     { echo "$log" >&2; return 1; }
-  sed -n 's/.*Collected : \([0-9]*\).*/\1/p' <<< "$log"
+  local found
+  found=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' <<< "$log")
+  # No count found (valgrind's output changed) is an error, not a count of 0.
+  [[ $found =~ ^[0-9]+$ ]] || { echo "$log" >&2; echo "bench-instructions: no 'Collected' count in callgrind's output above" >&2; return 1; }
+  echo "$found"
 }
 # Per way of reaching the allocator (see benches/alloc_pair.rs): a run of jemalloc
 # alone reached that way is the baseline of that column.

@@ -36,7 +36,11 @@ command -v heaptrack > /dev/null || missing+=(heaptrack)
 command -v valgrind > /dev/null || missing+=(valgrind)
 if ((${#missing[@]})); then
   sudo=; ((EUID == 0)) || sudo=sudo
-  $sudo apt-get update -q && $sudo apt-get install -y -q "${missing[@]}"
+  # Inside an `if`, a failing command does not stop the script: said, and stopped.
+  if ! { $sudo apt-get update -q && $sudo apt-get install -y -q "${missing[@]}"; }; then
+    echo "bench-peers: could not install ${missing[*]} (apt-get failed above)" >&2
+    exit 1
+  fi
 fi
 source scripts/bench-driver-builds.sh
 bench_builds "$out/bin" --peers

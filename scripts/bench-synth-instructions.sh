@@ -68,7 +68,7 @@ sys.path.insert(0, "scripts")
 import record_site_parts
 out = Path(sys.argv[1])
 def counts(name):
-    total = 0
+    total = None
     for line in (out / f"{name}.txt").read_text().splitlines():
         m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$", line)
         if not m:
@@ -78,6 +78,8 @@ def counts(name):
         what = re.sub(r" \[[^\]]*\]$", "", m.group(2))
         if what == "PROGRAM TOTALS":
             total = n
+    if total is None:
+        sys.exit(f"bench-synth-instructions: no PROGRAM TOTALS line in {out / f'{name}.txt'}")
     record = 0
     if name.startswith("sites"):
         record = sum(record_site_parts.parts(str(out / f"{name}.cg.1"),

@@ -24,6 +24,7 @@ import json
 import os
 import re
 import statistics
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -101,7 +102,10 @@ def run_measured(cfg: Config, workload: list, scratch: Path) -> tuple[float, flo
     out_path, err_path = scratch / "stdout", scratch / "stderr"
     with open(out_path, "w") as out, open(err_path, "w") as err:
         start = time.monotonic()
-        proc = subprocess.Popen(args, cwd=scratch, stdout=out, stderr=err)
+        try:
+            proc = subprocess.Popen(args, cwd=scratch, stdout=out, stderr=err)
+        except OSError as e:
+            raise RunFailed(f"bench: {' '.join(args)}: {e}") from e
         # wait4 gives this process's own rusage (with its waited-for children, such
         # as heaptrack's interpreter), where getrusage(RUSAGE_CHILDREN) would keep
         # the largest of all runs so far.
@@ -335,24 +339,32 @@ def main() -> None:
 
     if a.check_args:
         return
+    # Every program found now, not when the small runs start after the main rounds.
+    unfound = sorted({c.command[0] for c in configs + small_configs
+                      if shutil.which(c.command[0]) is None})
+    if unfound:
+        sys.exit(f"bench: not found: {', '.join(unfound)}")
     # A table of an earlier run is not left beside this run's runs.
     for stale in (a.out / f"{a.table}.md", a.out / f"{a.table}.csv"):
         stale.unlink(missing_ok=True)
     runs_log = RunLog(a.out / f"{a.table}-runs.csv")
     with tempfile.TemporaryDirectory(prefix="bench-rounds-") as tmp:
         scratch = Path(tmp)
+        header = (f"{a.rounds} interleaved rounds on {os.uname().nodename} ({os.cpu_count()} CPUs); "
+                  f"ratios: median over rounds of synthesis seconds / the baseline's in the same round "
+                  f"(in brackets, the middle half of the rounds' ratios)")
         try:
             runs = rounds(configs, workloads, a.rounds, scratch, runs_log)
             rows = summarize(configs, workloads, runs, baseline)
             if a.table == "peers" and small_configs:
+                # The main table first: a small run that fails does not take it.
+                write_outputs(a.out, a.table, rows, header, baseline)
                 small_runs = rounds(small_configs, {"small": []}, a.rounds, scratch, runs_log)
                 rows += summarize(small_configs, {"small": []}, small_runs, baseline)
         except RunFailed as e:
-            sys.exit(f"{e}\n(the {runs_log.count} runs that ended before it are in {runs_log.path})")
+            kept = f"; the main rounds' table is in {a.out}/{a.table}.md" if (a.out / f"{a.table}.md").exists() else ""
+            sys.exit(f"{e}\n(the {runs_log.count} runs that ended before it are in {runs_log.path}{kept})")
 
-    header = (f"{a.rounds} interleaved rounds on {os.uname().nodename} ({os.cpu_count()} CPUs); "
-              f"ratios: median over rounds of synthesis seconds / the baseline's in the same round "
-              f"(in brackets, the middle half of the rounds' ratios)")
     table = write_outputs(a.out, a.table, rows, header, baseline)
     print(table, end="")
     print(f"\n(written: {a.out}/{a.table}.md, {a.table}.csv, {a.table}-runs.csv)", file=sys.stderr)

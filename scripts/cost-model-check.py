@@ -54,7 +54,7 @@ import sys
 import time
 from pathlib import Path
 
-from order_stats import median_interval
+from order_stats import interval_name, median_interval
 from positive import positive
 
 VARIANTS = ["inplace-lc", "pooled-enforce"]
@@ -164,6 +164,9 @@ def main():
         if not b.exists():
             sys.exit(f"cost-model-check: {b} is missing (build the workspace first)")
     args.out.mkdir(parents=True, exist_ok=True)
+    # An earlier run's tables are not left to read as this run's should it fail.
+    for stale in ("results.csv", "rounds.csv"):
+        (args.out / stale).unlink(missing_ok=True)
     reports = args.out / "reports"
 
     # 1. One traced run per variant; the digests prove the constraint systems equal.
@@ -288,11 +291,12 @@ def main():
     print(f"{describe(args)}, mirror prover, {args.runs} interleaved rounds "
           f"in {processes} processes, "
           f"load {load:.2f}, {time.strftime('%Y-%m-%d %H:%M')}")
+    name = interval_name(args.runs)
     print(f"predicted: median over {len(predictions)} calibration(s) [their range]; measured: "
-          "median of per-round differences [95 % interval]")
+          f"median of per-round differences [{name}]")
     print(f"{'variant':<16} {'allocs base -> variant':>26} {'predicted':>10} {'range':>18} "
           f"{'measured':>10} "
-          f"{'95 % interval':>18} {'base med':>9} {'var med':>9} {'pred/meas':>9}")
+          f"{'interval':>18} {'base med':>9} {'var med':>9} {'pred/meas':>9}")
     for r in rows:
         ratio = (r["predicted_saving_s"] / r["measured_saving_s"]
                  if r["measured_saving_s"] else float("nan"))

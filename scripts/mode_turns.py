@@ -33,7 +33,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from order_stats import median_interval, quartiles
+from order_stats import interval_name, median_interval, quartiles
 from positive import positive
 
 
@@ -83,7 +83,8 @@ def summarize(workload, modes, rounds):
 
 
 def markdown(rows, base):
-    out = [f"| workload | `--trace` | synthesis / {base}, median [95 % interval] | middle half of rounds | synthesis s | rounds |",
+    name = interval_name(min((r["rounds"] for r in rows), default=0))
+    out = [f"| workload | `--trace` | synthesis / {base}, median [{name}] | middle half of rounds | synthesis s | rounds |",
            "|---|---|---:|---:|---:|---:|"]
     for r in rows:
         if r["mode"] == base:
@@ -118,6 +119,9 @@ def main():
         return
     options = a.driver_options.split()
     modes = a.modes.split(",")
+    # An earlier run's tables are not left to read as this run's should it fail.
+    for stale in ("mode-turns.md", "mode-turns.csv", "mode-turns-rounds.csv"):
+        (a.out / stale).unlink(missing_ok=True)
 
     workloads = [(f"SHA-256, {a.sha_blocks} blocks", ["sha256", "--blocks", str(a.sha_blocks)], a.rounds)]
     if a.c1:

@@ -24,6 +24,16 @@ def median_interval(xs, confidence=0.95):
     return xs[k - 1], xs[n - k]
 
 
+def interval_name(n, confidence=0.95):
+    """What `median_interval` of `n` values is: the interval at `confidence`, or, with
+    too few values for it (fewer than 6 at 95 %), the range of the values, which
+    holds the median with less (1 - 2 / 2**n)."""
+    if 2 * 0.5**n <= 1 - confidence:
+        return f"{confidence * 100:g} % interval"
+    rounds = "round" if n == 1 else "rounds"
+    return f"range of {n} {rounds}, too few for a {confidence * 100:g} % interval"
+
+
 def quartiles(values):
     """First and third quartile, or (None, None) under two values."""
     if len(values) < 2:

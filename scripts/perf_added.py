@@ -38,7 +38,9 @@ from ab_perf_share import record, samples_by_symbol
 from positive import positive
 import order_stats
 
-# Groups, first match wins; user-space symbols that match none are the program's.
+# Groups, first match wins; user-space symbols that match none are the program's, or
+# the C library's and libm's (memmove, log), which the tracer calls too: no symbol
+# says who called them.
 GROUPS = [
     ("tracer", re.compile(r"alloc_tracer::")),
     ("inner allocator", re.compile(r"^(_rjem_|je_|mi_|_mi_)|jemalloc|mimalloc")),
@@ -53,7 +55,7 @@ def group(kind: str, symbol: str) -> str:
     for name, pattern in GROUPS:
         if pattern.search(symbol):
             return name
-    return "program"
+    return "program and C library"
 
 
 def grouped(found: dict[tuple[str, str], int]) -> dict[str, int]:

@@ -4,7 +4,8 @@ variant, from the results of `scripts/cost-model-check.py`.
 That script writes OUT/results.csv, one row per variant, with the columns in
 RESULT_COLUMNS (savings and medians in seconds; `runs`: the measured runs behind the
 medians), the INTERVAL_COLUMNS when it wrote them (the range of the predictions over
-the session's calibrations, and a 95 % interval of the measured median), and
+the session's calibrations, and a 95 % interval of the measured median, or with
+fewer than 6 runs their range), and
 OUT/reports/<variant>/, a report directory per variant.
 """
 

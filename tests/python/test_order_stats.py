@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from order_stats import median_interval  # noqa: E402
+from order_stats import interval_name, median_interval  # noqa: E402
 
 
 def test_ranks_follow_the_binomial_tail():
@@ -31,3 +31,11 @@ def test_holds_the_median_at_least_as_often_as_it_says():
         lo, hi = median_interval([rng.lognormvariate(0, 1) for _ in range(n)])
         widths.append(hi - lo)
     assert widths[1] < widths[0] / 2, widths
+
+
+def test_too_few_rounds_are_named_a_range_not_an_interval():
+    # Six rounds are the fewest whose extremes hold the median 95 % of the time
+    # (1 - 2 / 64); five hold it 93.75 %.
+    assert interval_name(6) == "95 % interval"
+    assert interval_name(5) == "range of 5 rounds, too few for a 95 % interval"
+    assert interval_name(1).startswith("range of 1 round,")
