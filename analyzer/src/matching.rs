@@ -1,9 +1,10 @@
-//! Matching the sites of two reports (`diff`, `peak --base`): by whole stack key
-//! ([`crate::naming::stack_key`]), then, among the rest, by the stack without lines
-//! ([`crate::naming::loose_key`]) where both sides have it, for stacks through code a
-//! patch moved: one to one, the nearest lines first, so that a site the patch removed
-//! is not summed into one it moved. Never by address or site id, which differ
-//! between builds and runs.
+//! Matching the sites of two reports (`diff`, `peak --base`): stacks that read the
+//! same without lines ([`crate::naming::loose_key`]) pair one to one, by whole stack
+//! key ([`crate::naming::stack_key`]) where the code did not move, and otherwise by
+//! how the patch moved each function's lines, so that a site the patch removed is
+//! not summed into one it moved, and a site does not pair with another whose old
+//! lines it moved onto. Never by address or site id, which differ between builds and
+//! runs.
 //! The callers key the job frames of each stack (`crate::naming::job_frames`), so
 //! that a thread pool's varying frames around a job do not split it.
 
@@ -21,77 +22,94 @@ pub trait Matched: Default {
 }
 
 /// Both sides under common keys, and how many sites matched only with lines ignored.
-/// Among the keys one side lacks, those whose loose key the other side has unmatched
-/// pair one to one, in passes. Each pass finds the usual shift of every frame that
-/// moved ([`usual_shifts`], over the keys still unpaired) and pairs only stacks whose
-/// every moved frame moved by it, fewest frames whose lines differ first, then the
-/// smallest distance between those lines; a patch that moved one function's lines by
-/// two amounts (lines added above it and between its calls) pairs the commoner
-/// amount's stacks first, then the other's. When a pass pairs none, the rest pair
-/// nearest first, fewest frames moved otherwise than usual first. Each pair becomes
-/// one [`LOOSE_PREFIX`] key on both sides. What is left over (a site the patch
-/// removed beside one it moved) stays on its side alone, as do keys with no partner.
+/// The stacks of both sides that read the same without lines pair one to one, in
+/// passes. Each pass finds the usual shift of every function ([`usual_shifts`]: the
+/// one most candidate pairs give it, 0 where the patch did not move it), over the
+/// stacks still unpaired, and pairs only stacks each of whose frames moved by its
+/// function's usual shift: a stack with its whole key, where nothing moved; else
+/// fewest frames whose lines differ first, then the smallest distance between those
+/// lines. So a patch that moved a function's lines by one pairs its line 37 with 38,
+/// not the old 38 with the new 38; and one that moved a function by two amounts
+/// (lines added above it and between its calls) pairs the commoner amount's stacks
+/// first, then the other's. When a pass pairs none, the rest pair nearest first,
+/// fewest frames moved otherwise than usual first. Two stacks paired with different
+/// keys become one [`LOOSE_PREFIX`] key on both sides. What is left over (a site the
+/// patch removed beside one it moved) stays on its side alone, as do keys with no
+/// partner.
 pub fn pair_up<T: Matched>(
     mut a: BTreeMap<String, T>,
     mut b: BTreeMap<String, T>,
 ) -> (BTreeMap<String, T>, BTreeMap<String, T>, usize) {
-    let mut paired = 0;
-    loop {
-        let usual_only = pair_pass(&mut a, &mut b, true);
-        paired += usual_only;
-        if usual_only == 0 {
-            break;
-        }
-    }
-    paired += pair_pass(&mut a, &mut b, false);
-    (a, b, paired)
-}
-
-/// One pass of [`pair_up`] over the keys still unpaired: with `usual_only`, only
-/// stacks whose moved frames all moved by their usual shift pair. Returns how many
-/// pairs it made.
-fn pair_pass<T: Matched>(
-    a: &mut BTreeMap<String, T>,
-    b: &mut BTreeMap<String, T>,
-    usual_only: bool,
-) -> usize {
-    let (ga, gb) = (
-        unmatched(a, b, |t| t.loose().to_owned()),
-        unmatched(b, a, |t| t.loose().to_owned()),
-    );
+    let (ga, gb) = (by_loose(&a), by_loose(&b));
     let groups: Vec<(&Vec<String>, &Vec<String>)> = ga
         .iter()
         .filter_map(|(loose, keys_a)| Some((keys_a, gb.get(loose)?)))
         .collect();
-    let usual = &usual_shifts(&groups);
-    let mut pairs = Vec::new();
-    for (keys_a, keys_b) in groups {
-        let mut candidates: Vec<((usize, usize, u64), &String, &String)> = keys_a
-            .iter()
-            .flat_map(|x| keys_b.iter().map(move |y| (distance(x, y, usual), x, y)))
-            .filter(|((unusual, _, _), _, _)| !usual_only || *unusual == 0)
-            .collect();
-        candidates.sort();
-        // Sets, not lists: a large group (thousands of stacks a side) would search a
-        // list once per candidate pair.
-        let (mut used_a, mut used_b) = (HashSet::new(), HashSet::new());
-        for (_, x, y) in candidates {
-            if used_a.contains(&x) || used_b.contains(&y) {
-                continue;
-            }
-            used_a.insert(x);
-            used_b.insert(y);
-            pairs.push((x.clone(), y.clone()));
+    let mut paired = Paired::default();
+    while pair_pass(&groups, &mut paired, true) > 0 {}
+    pair_pass(&groups, &mut paired, false);
+    let mut loose = 0;
+    for (x, y) in paired.pairs {
+        if x == y {
+            continue;
         }
-    }
-    for (x, y) in &pairs {
         let key = format!("{LOOSE_PREFIX}{x}");
         if let (Some(sx), Some(sy)) = (a.remove(x), b.remove(y)) {
             a.insert(key.clone(), sx);
             b.insert(key, sy);
+            loose += 1;
         }
     }
-    pairs.len()
+    (a, b, loose)
+}
+
+/// The pairs [`pair_up`]'s passes made so far, and the keys of each side they took.
+#[derive(Default)]
+struct Paired<'k> {
+    pairs: Vec<(&'k String, &'k String)>,
+    used_a: HashSet<&'k String>,
+    used_b: HashSet<&'k String>,
+}
+
+/// One pass of [`pair_up`] over the keys still unpaired in `groups` (each the keys
+/// of both sides with one loose key): with `usual_only`, only stacks whose frames all
+/// moved by their usual shift pair. Returns how many pairs it made.
+fn pair_pass<'k>(
+    groups: &[(&'k Vec<String>, &'k Vec<String>)],
+    paired: &mut Paired<'k>,
+    usual_only: bool,
+) -> usize {
+    let left: Vec<(Vec<&'k String>, Vec<&'k String>)> = groups
+        .iter()
+        .map(|(xs, ys)| {
+            (
+                xs.iter().filter(|x| !paired.used_a.contains(x)).collect(),
+                ys.iter().filter(|y| !paired.used_b.contains(y)).collect(),
+            )
+        })
+        .filter(|(xs, ys): &(Vec<_>, Vec<_>)| !xs.is_empty() && !ys.is_empty())
+        .collect();
+    let usual = &usual_shifts(&left);
+    let before = paired.pairs.len();
+    for (xs, ys) in &left {
+        let mut candidates: Vec<((usize, usize, u64), &'k String, &'k String)> = xs
+            .iter()
+            .flat_map(|&x| ys.iter().map(move |&y| (distance(x, y, usual), x, y)))
+            .filter(|((unusual, _, _), _, _)| !usual_only || *unusual == 0)
+            .collect();
+        candidates.sort();
+        for (_, x, y) in candidates {
+            // Sets, not lists: a large group (thousands of stacks a side) would
+            // search a list once per candidate pair.
+            if paired.used_a.contains(x) || paired.used_b.contains(y) {
+                continue;
+            }
+            paired.used_a.insert(x);
+            paired.used_b.insert(y);
+            paired.pairs.push((x, y));
+        }
+    }
+    paired.pairs.len() - before
 }
 
 /// A frame of a stack key split into what names it without its line, and its line.
@@ -102,43 +120,55 @@ fn frame_line(frame: &str) -> (&str, Option<u64>) {
     }
 }
 
-/// The frames of two stack keys of one loose key whose lines differ: each frame
-/// without its line, and by how many lines the second moved from the first (`None`
-/// where either has no line).
-fn moves<'k>(x: &'k str, y: &'k str) -> impl Iterator<Item = (&'k str, Option<i64>)> {
-    x.split('\n')
-        .zip(y.split('\n'))
-        .filter(|(f, g)| f != g)
-        .map(|(f, g)| {
-            let ((at, p), (_, q)) = (frame_line(f), frame_line(g));
-            let shift = p.zip(q).map(|(p, q)| q as i64 - p as i64);
-            (at, shift)
-        })
-}
-
-/// How far apart two stack keys of one loose key are, in one walk of their frames:
-/// how many of the frames that moved, moved otherwise than their `usual` shift (a
-/// frame without a line counts), how many frames' lines differ, and by how many lines
-/// in all (a frame without a line counts one).
-fn distance(x: &str, y: &str, usual: &HashMap<&str, i64>) -> (usize, usize, u64) {
-    moves(x, y).fold((0, 0, 0), |(unusual, n, lines), (at, shift)| {
-        let odd = shift.is_none() || usual.get(at) != shift.as_ref();
-        let d = shift.map_or(1, i64::unsigned_abs);
-        (unusual + usize::from(odd), n + 1, lines.saturating_add(d))
+/// The frames of two stack keys of one loose key, side by side: each frame without
+/// its line, by how many lines the second moved from the first (`None` where either
+/// has no line), and whether the two frames differ.
+fn frames<'k>(x: &'k str, y: &'k str) -> impl Iterator<Item = (&'k str, Option<i64>, bool)> {
+    x.split('\n').zip(y.split('\n')).map(|(f, g)| {
+        let ((at, p), (_, q)) = (frame_line(f), frame_line(g));
+        let shift = p.zip(q).map(|(p, q)| q as i64 - p as i64);
+        (at, shift, f != g)
     })
 }
 
-/// For each frame (function and file) that moved, the shift most candidate pairs
-/// give it: a patch that adds or removes lines moves every line after them by the
-/// same count, so the pairs that agree with it are the right ones where distance
-/// alone would cross two sites (lines 36 and 37 moved to 39 and 40: 37 to 39 is
-/// nearer than 37 to 40). Ties go to the smaller shift.
-fn usual_shifts<'k>(groups: &[(&'k Vec<String>, &'k Vec<String>)]) -> HashMap<&'k str, i64> {
+/// How far apart two stack keys of one loose key are, in one walk of their frames:
+/// how many frames moved otherwise than their function's `usual` shift (0 for one
+/// not in it; a frame without a line counts where the frames differ), how many
+/// frames' lines differ, and by how many lines in all (a frame without a line
+/// counts one).
+fn distance(x: &str, y: &str, usual: &HashMap<&str, i64>) -> (usize, usize, u64) {
+    frames(x, y).fold((0, 0, 0), |(unusual, n, lines), (at, shift, differ)| {
+        let expected = usual.get(at).copied().unwrap_or(0);
+        let odd = match shift {
+            Some(s) => s != expected,
+            None => differ,
+        };
+        let (n, lines) = if differ {
+            (
+                n + 1,
+                lines.saturating_add(shift.map_or(1, i64::unsigned_abs)),
+            )
+        } else {
+            (n, lines)
+        };
+        (unusual + usize::from(odd), n, lines)
+    })
+}
+
+/// For each function (a frame without its line) with lines, the shift most
+/// candidate pairs give it, 0 (a frame unchanged) among them: a patch that adds or
+/// removes lines moves every line after them by the same count, so the pairs that
+/// agree with it are the right ones where whole keys or distance alone would cross
+/// two sites (lines 37 and 38 moved to 38 and 39: the old 38 is not the new 38).
+/// Within a group of stacks that all moved alike, the right pairs give the shift
+/// once per stack and no other shift can come up as often. Ties go to the smaller
+/// shift.
+fn usual_shifts<'k>(groups: &[(Vec<&'k String>, Vec<&'k String>)]) -> HashMap<&'k str, i64> {
     let mut counts: HashMap<&str, HashMap<i64, usize>> = HashMap::new();
-    for (keys_a, keys_b) in groups {
-        for x in keys_a.iter() {
-            for y in keys_b.iter() {
-                for (at, shift) in moves(x, y) {
+    for (xs, ys) in groups {
+        for x in xs {
+            for y in ys {
+                for (at, shift, _) in frames(x, y) {
                     if let Some(shift) = shift {
                         *counts.entry(at).or_default().entry(shift).or_default() += 1;
                     }
@@ -155,6 +185,18 @@ fn usual_shifts<'k>(groups: &[(&'k Vec<String>, &'k Vec<String>)]) -> HashMap<&'
             Some((at, best.0))
         })
         .collect()
+}
+
+/// The keys of `side`, grouped by their loose key.
+fn by_loose<T: Matched>(side: &BTreeMap<String, T>) -> BTreeMap<String, Vec<String>> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (k, v) in side {
+        groups
+            .entry(v.loose().to_owned())
+            .or_default()
+            .push(k.clone());
+    }
+    groups
 }
 
 /// The keys of `from` that `other` lacks, grouped by `group`.
@@ -330,6 +372,32 @@ mod tests {
         let usual = HashMap::from([("b", 3)]);
         assert_eq!(distance("a:1\nb:2\n", "a:1\nb:5\n", &usual), (0, 1, 3));
         assert_eq!(distance("a:1\nb:2\n", "a:4\nb:5\n", &usual), (1, 2, 6));
+    }
+
+    #[test]
+    fn a_stack_moved_onto_another_sites_old_lines_pairs_by_the_move() {
+        // One line added at the top of f.rs: its calls at 37 and 38 are now at 38
+        // and 39. The new 38 is the old 37: matched by whole key, the two sites
+        // crossed. g.rs did not move, and its stacks match whole.
+        let key = |line: u32| format!("lc@lc.rs:1\nf@f.rs:{line}\nmain@m.rs:1\n");
+        let loose = "lc@lc.rs\nf@f.rs\nmain@m.rs\n";
+        let base: Vec<(String, u64)> = [37, 38].iter().map(|&l| (key(l), u64::from(l))).collect();
+        let change: Vec<(String, u64)> = [38, 39]
+            .iter()
+            .map(|&l| (key(l), 1000 + u64::from(l)))
+            .collect();
+        let mut a = one_loose(loose, &base);
+        let mut b = one_loose(loose, &change);
+        a.extend(side(&[("g@g.rs:5\n", "g@g.rs\n", 7)]));
+        b.extend(side(&[("g@g.rs:5\n", "g@g.rs\n", 8)]));
+        let (x, y, by_loose) = pair_up(a, b);
+        assert_eq!(by_loose, 2);
+        for (from, to) in [(37u32, 38u64), (38, 39)] {
+            let k = format!("{LOOSE_PREFIX}{}", key(from));
+            assert_eq!((x[&k].n, y[&k].n), (u64::from(from), 1000 + to), "{from}");
+        }
+        assert!(!x.contains_key(&key(38)) && !y.contains_key(&key(38)));
+        assert_eq!((x["g@g.rs:5\n"].n, y["g@g.rs:5\n"].n), (7, 8));
     }
 
     #[test]

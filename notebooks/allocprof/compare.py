@@ -359,39 +359,41 @@ def _line(frame: str) -> int | None:
     return int(line) if colon and line.isdigit() else None
 
 
-def _moves(x: str, y: str):
-    """The frames of two stack keys of one loose key whose lines differ: each frame
-    without its line, and by how many lines the second moved from the first (None
-    where either has no line)."""
+def _frames(x: str, y: str):
+    """The frames of two stack keys of one loose key, side by side: each frame
+    without its line, by how many lines the second moved from the first (None where
+    either has no line), and whether the two differ."""
     for f, g in zip(x.split("\n"), y.split("\n")):
-        if f != g:
-            p, q = _line(f), _line(g)
-            yield f.rpartition(":")[0] or f, (q - p if p is not None and q is not None else None)
+        p, q = _line(f), _line(g)
+        yield f.rpartition(":")[0] or f, (q - p if p is not None and q is not None else None), f != g
 
 
 def _distance(x: str, y: str, usual: dict[str, int]) -> tuple[int, int, int]:
     """How far apart two stack keys of one loose key are, as `analyzer diff` reckons
-    it: how many of the frames that moved, moved otherwise than their usual shift (a
-    frame without a line counts), how many frames' lines differ, and by how many
-    lines in all (a frame without a line counts one)."""
+    it: how many frames moved otherwise than their function's usual shift (0 for one
+    not in it; a frame without a line counts where the frames differ), how many
+    frames' lines differ, and by how many lines in all (a frame without a line
+    counts one)."""
     unusual = frames = lines = 0
-    for at, shift in _moves(x, y):
-        unusual += shift is None or usual.get(at) != shift
-        frames += 1
-        lines += abs(shift) if shift is not None else 1
+    for at, shift, differ in _frames(x, y):
+        unusual += (shift != usual.get(at, 0)) if shift is not None else differ
+        if differ:
+            frames += 1
+            lines += abs(shift) if shift is not None else 1
     return unusual, frames, lines
 
 
 def _usual_shifts(groups) -> dict[str, int]:
-    """For each frame (function and file) that moved, the shift most candidate pairs
-    give it, ties to the smaller shift, as `analyzer diff` finds it: a patch that
-    adds or removes lines moves every line after them alike, so the pairs that agree
-    with it are the right ones where distance alone would cross two sites."""
+    """For each function (a frame without its line) with lines, the shift most
+    candidate pairs give it, 0 (a frame unchanged) among them, ties to the smaller
+    shift, as `analyzer diff` finds it: a patch that adds or removes lines moves
+    every line after them alike, so the pairs that agree with it are the right ones
+    where whole keys or distance alone would cross two sites."""
     counts: dict[str, dict[int, int]] = {}
     for xs, ys in groups:
         for x in xs:
             for y in ys:
-                for at, shift in _moves(x, y):
+                for at, shift, _ in _frames(x, y):
                     if shift is not None:
                         per = counts.setdefault(at, {})
                         per[shift] = per.get(shift, 0) + 1
@@ -400,41 +402,43 @@ def _usual_shifts(groups) -> dict[str, int]:
 
 
 def _match_ignoring_lines(b: pl.DataFrame, c: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Both sides' rows by stack key, with the stacks found on one side only that
-    share a key with lines ignored paired one to one, as `analyzer diff` pairs them:
-    in passes, each over the stacks still unpaired, pairing only those whose moved
-    frames all moved by their usual shift, nearest lines first, until a pass pairs
-    none; then the rest, fewest frames moved otherwise than usual first. Each pair
-    goes under the baseline's key prefixed with LOOSE_PREFIX on both sides; what is
-    left over stays gone or new."""
-    b_left = set(b["key"].to_list())
-    c_left = set(c["key"].to_list())
-    b_left, c_left = b_left - c_left, c_left - b_left
-    b_to, c_to = {}, {}
+    """Both sides' rows by stack key, paired as `analyzer diff` pairs them: stacks
+    that read the same without lines, one to one, in passes, each over the stacks
+    still unpaired, pairing only those whose frames all moved by their function's
+    usual shift (a whole key where nothing moved), nearest lines first, until a pass
+    pairs none; then the rest, fewest frames moved otherwise than usual first. A pair
+    of different keys goes under the baseline's key prefixed with LOOSE_PREFIX on
+    both sides; what is left over stays gone or new."""
+    groups: dict[str, tuple[list[str], list[str]]] = {}
+    for key in sorted(set(b["key"].to_list())):
+        groups.setdefault(_loose_str(key), ([], []))[0].append(key)
+    for key in sorted(set(c["key"].to_list())):
+        groups.setdefault(_loose_str(key), ([], []))[1].append(key)
+    used_b: set[str] = set()
+    used_c: set[str] = set()
+    pairs: list[tuple[str, str]] = []
 
     def one_pass(usual_only: bool) -> int:
-        groups: dict[str, tuple[list[str], list[str]]] = {}
-        for key in sorted(b_left):
-            groups.setdefault(_loose_str(key), ([], []))[0].append(key)
-        for key in sorted(c_left):
-            groups.setdefault(_loose_str(key), ([], []))[1].append(key)
-        groups = {k: v for k, v in groups.items() if v[0] and v[1]}
-        usual = _usual_shifts(groups.values())
+        left = [([x for x in xs if x not in used_b], [y for y in ys if y not in used_c])
+                for _, (xs, ys) in sorted(groups.items())]
+        left = [(xs, ys) for xs, ys in left if xs and ys]
+        usual = _usual_shifts(left)
         made = 0
-        for xs, ys in groups.values():
-            candidates = sorted((_distance(x, y, usual), x, y) for x in xs for y in ys)
-            for d, x, y in candidates:
-                if (usual_only and d[0]) or x not in b_left or y not in c_left:
+        for xs, ys in left:
+            for d, x, y in sorted((_distance(x, y, usual), x, y) for x in xs for y in ys):
+                if (usual_only and d[0]) or x in used_b or y in used_c:
                     continue
-                b_to[x] = c_to[y] = LOOSE_PREFIX + x
-                b_left.discard(x)
-                c_left.discard(y)
+                used_b.add(x)
+                used_c.add(y)
+                pairs.append((x, y))
                 made += 1
         return made
 
     while one_pass(True):
         pass
     one_pass(False)
+    b_to = {x: LOOSE_PREFIX + x for x, y in pairs if x != y}
+    c_to = {y: LOOSE_PREFIX + x for x, y in pairs if x != y}
     return (b.with_columns(key=pl.col("key").replace(b_to)),
             c.with_columns(key=pl.col("key").replace(c_to)))
 
