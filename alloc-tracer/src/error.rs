@@ -44,6 +44,44 @@ pub enum Error {
     },
 }
 
+/// A copy that reads the same: an I/O cause keeps its OS error code, or else its kind
+/// and message; a parquet cause keeps its message. (The tracer hands errors to the
+/// program as copies made outside its guard; see `handed`.)
+impl Clone for Error {
+    fn clone(&self) -> Self {
+        match self {
+            Error::Io { path, cause } => Error::Io {
+                path: path.clone(),
+                cause: match cause.raw_os_error() {
+                    Some(code) => std::io::Error::from_raw_os_error(code),
+                    None => std::io::Error::new(cause.kind(), causes(cause)),
+                },
+            },
+            Error::Parquet { path, cause } => Error::Parquet {
+                path: path.clone(),
+                cause: {
+                    let text = causes(cause);
+                    let text = text.strip_prefix("Parquet error: ").unwrap_or(&text);
+                    parquet::errors::ParquetError::General(text.to_owned())
+                },
+            },
+            Error::NotReplaced { path, why } => Error::NotReplaced {
+                path: path.clone(),
+                why: why.clone(),
+            },
+            Error::Setting {
+                name,
+                value,
+                expected,
+            } => Error::Setting {
+                name,
+                value: value.clone(),
+                expected,
+            },
+        }
+    }
+}
+
 impl std::fmt::Debug for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Display::fmt(self, f)

@@ -170,6 +170,7 @@ mod ended;
 mod error;
 mod fast_hash;
 mod fork;
+mod handed;
 mod heap;
 mod hot;
 mod labels;
@@ -228,7 +229,7 @@ pub fn counts() -> Counts {
 /// phase guard); a phase's open entries count up to now.
 pub fn phases() -> Vec<PhaseTime> {
     session::answered_elsewhere();
-    phase::phases()
+    handed::handed_out(phase::phases())
 }
 
 /// The bytes of the block jemalloc serves for a `size`/`align` request through

@@ -57,8 +57,9 @@ pub struct Measured {
 /// # Panics
 /// When nothing would be counted: `TracingAllocator` is not this binary's
 /// `#[global_allocator]` (each `tests/*.rs` file is a binary of its own and needs
-/// its own), or recording is paused ([`pause`](crate::pause), process-wide). A
-/// budget checked against zeros would pass whatever the code does.
+/// its own), recording is paused ([`pause`](crate::pause), process-wide), or it is
+/// called inside [`untraced`](crate::untraced). A budget checked against zeros would
+/// pass whatever the code does.
 ///
 /// ```no_run
 /// let (v, m) = alloc_tracer::measure(|| vec![1u8; 100]);
@@ -67,7 +68,7 @@ pub struct Measured {
 /// ```
 pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
-    if crate::hot::control::load().paused() {
+    if crate::hot::control::load().paused() || thread::with_local(|l| l.guard()) {
         nothing_counted("measure");
     }
     // First: on a thread with no state yet, this makes it by an allocation, which
@@ -77,32 +78,36 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
         nothing_counted("measure");
     }
     let stacks = crate::hot::control::load().stacks();
-    let sites_before = if stacks {
+    // The sites' counts before, made under the guard and freed under it (`Own`),
+    // even should `f` panic: made uncounted, their frees would count.
+    let sites_before = Own(if stacks {
         this_thread_sites()
     } else {
         HashMap::new()
-    };
+    });
     let before = this_thread();
     let r = f();
     let peak_bytes = watch.map_or(0, |start| {
         this_state(|st| live::watch_end::<Cold>(st, start)).unwrap_or(0)
     });
     let after = this_thread();
-    let grown = if stacks {
-        let mut grown: Vec<(Vec<usize>, u64)> = this_thread_sites()
-            .into_iter()
-            .filter_map(|(stack, n)| {
-                let d = n.saturating_sub(sites_before.get(&stack).copied().unwrap_or(0));
-                (d > 0).then_some((stack, d))
-            })
-            .collect();
-        grown.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        grown.truncate(TOP_SITES);
-        grown
+    if stacks {
+        thread::guarded(|| {
+            let mut grown: Vec<(Vec<usize>, u64)> = this_thread_sites()
+                .into_iter()
+                .filter_map(|(stack, n)| {
+                    let d = n.saturating_sub(sites_before.0.get(&stack).copied().unwrap_or(0));
+                    (d > 0).then_some((stack, d))
+                })
+                .collect();
+            grown.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            grown.truncate(TOP_SITES);
+            LAST_SITES.with(|l| *l.borrow_mut() = grown);
+        });
     } else {
-        Vec::new()
-    };
-    thread::guarded(|| LAST_SITES.with(|l| *l.borrow_mut() = grown));
+        thread::guarded(|| LAST_SITES.with(|l| l.borrow_mut().clear()));
+    }
+    drop(sites_before);
     (
         r,
         Measured {
@@ -110,6 +115,16 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Measured) {
             ..difference(&before, &after)
         },
     )
+}
+
+/// A value the tracer made under its guard, freed under it when dropped (taken
+/// there; the default left behind, an empty map, owns no block).
+struct Own<T: Default>(T);
+
+impl<T: Default> Drop for Own<T> {
+    fn drop(&mut self) {
+        thread::guarded(|| drop(std::mem::take(&mut self.0)));
+    }
 }
 
 /// Sites a failed [`assert_allocs!`](crate::assert_allocs) names.
@@ -142,7 +157,7 @@ fn this_thread_sites() -> HashMap<Vec<usize>, u64> {
 #[doc(hidden)]
 pub fn last_top_sites() -> Vec<(String, u64)> {
     crate::session::answered_elsewhere();
-    thread::guarded(|| {
+    crate::handed::handed_out(thread::guarded(|| {
         let grown = LAST_SITES.with(|l| l.borrow().clone());
         let symbols =
             crate::symbolize::resolve_all(grown.iter().flat_map(|(s, _)| s.iter().copied()));
@@ -163,7 +178,7 @@ pub fn last_top_sites() -> Vec<(String, u64)> {
             .into_iter()
             .zip(grown.iter().map(|(_, n)| *n))
             .collect()
-    })
+    }))
 }
 
 /// [`measure`] over every thread of the process, exited ones included: for work the
@@ -175,10 +190,14 @@ pub fn last_top_sites() -> Vec<(String, u64)> {
 ///
 /// # Panics
 /// As [`measure`]: when nothing would be counted (`TracingAllocator` is not this
-/// binary's `#[global_allocator]`, or recording is paused).
+/// binary's `#[global_allocator]`, recording is paused, or it is called inside
+/// [`untraced`](crate::untraced)).
 pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     counting();
-    if crate::hot::control::load().paused() || with_state(|_| ()).is_none() {
+    if crate::hot::control::load().paused()
+        || thread::with_local(|l| l.guard())
+        || with_state(|_| ()).is_none()
+    {
         nothing_counted("measure_process");
     }
     // Its failures name no sites: none from an earlier `measure`.
@@ -201,6 +220,13 @@ pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, Measured) {
 /// `function` (`measure`, `measure_process`) says it.
 #[cold]
 fn nothing_counted(function: &str) -> ! {
+    if thread::with_local(|l| l.guard()) {
+        panic!(
+            "alloc_tracer::{function}: called inside alloc_tracer::untraced (or the \
+             tracer's own code), whose allocations are not counted: nothing would be \
+             counted; measure outside it"
+        );
+    }
     if crate::hot::control::load().paused() {
         panic!(
             "alloc_tracer::{function}: recording is paused (alloc_tracer::pause, \

@@ -29,9 +29,13 @@ pub const SUMMARY_SITES: usize = 10;
 /// directory that is renamed into place. An existing report at `dir` is replaced;
 /// an existing directory that is not a report is left alone and is an error.
 /// `incomplete`: why the run did not finish (the manifest says so), if it did not.
+/// Runs under the guard, the snapshot freed under it too: made uncounted, its free
+/// would count (the caller hands the summary out; see `handed`).
 pub fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
-    let snap = Snapshot::take();
-    crate::hot::thread::guarded(|| write_snapshot(dir, &snap, incomplete))
+    crate::hot::thread::guarded(|| {
+        let snap = Snapshot::take();
+        write_snapshot(dir, &snap, incomplete)
+    })
 }
 
 /// Which stacks are cut at the depth limit, and which end early below it: their

@@ -10,6 +10,7 @@ pub use exit::hold_exit_report;
 pub(crate) use exit::{answered_elsewhere, arm_exit_report, arm_no_report_note};
 
 use crate::Error;
+use crate::handed::handed_out;
 use crate::report::{self, ReportSummary};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -37,8 +38,10 @@ pub fn write_incomplete_report(dir: &Path, why: &str) -> Result<ReportSummary, E
 
 fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
     answered_elsewhere();
-    // The tracer's own work: its allocations are not the program's.
-    write_expanded(crate::hot::thread::guarded(|| expand_path(dir)), incomplete)
+    // The tracer's own work: its allocations are not the program's, and what it
+    // hands back is made the program's (`handed`).
+    let written = crate::hot::thread::guarded(|| write_expanded(expand_path(dir), incomplete));
+    handed_out(written)
 }
 
 /// `path`, `%p` and `%t` expanded, taken from `base` when relative.
@@ -52,12 +55,10 @@ fn in_dir(base: Option<&PathBuf>, path: &Path) -> PathBuf {
     })
 }
 
-/// [`write`] to a path already expanded.
+/// [`write`] to a path already expanded, under the guard.
 fn write_expanded(dir: PathBuf, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
     let summary = report::write(&dir, incomplete)?;
-    crate::hot::thread::guarded(|| {
-        *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(same_file(&dir));
-    });
+    *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(same_file(&dir));
     Ok(summary)
 }
 
@@ -69,7 +70,9 @@ fn write_expanded(dir: PathBuf, incomplete: Option<&str>) -> Result<ReportSummar
 /// still fails at the end). Writing checks again. [`Session::new`] and
 /// `ALLOC_TRACE_REPORT` run this check at once and say on standard error what fails.
 pub fn check_report_dir(dir: &Path) -> Result<(), Error> {
-    crate::hot::thread::guarded(|| report::directory::check_destination(&expand_path(dir)))
+    handed_out(crate::hot::thread::guarded(|| {
+        report::directory::check_destination(&expand_path(dir))
+    }))
 }
 
 /// `path` with `%p` replaced by the process id, `%t` by when the tracer started
@@ -215,7 +218,9 @@ impl Session {
     pub fn finish(mut self) -> Result<ReportSummary, Error> {
         let dir = self.dir.take().expect("dir is only taken here or in drop");
         forget_live(self.id);
-        write_expanded(in_dir(self.base.as_ref(), &dir), None)
+        let written =
+            crate::hot::thread::guarded(|| write_expanded(in_dir(self.base.as_ref(), &dir), None));
+        handed_out(written)
     }
 }
 
@@ -230,8 +235,9 @@ impl Drop for Session {
         // A panic in the writer is caught (its message printed by the panic hook)
         // and the report said to be lost: while another panic unwinds it would
         // abort the process, and otherwise take down a program whose work is done.
+        // Under the guard: what the writer makes is freed under it too.
         let wrote = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            end(&dir, self.base.as_ref(), self.pid, panic, "")
+            crate::hot::thread::guarded(|| end(&dir, self.base.as_ref(), self.pid, panic, ""))
         }));
         if wrote.is_err() {
             say(&format!(
@@ -248,7 +254,8 @@ fn forget_live(id: u64) {
     crate::hot::thread::guarded(|| live().retain(|s| s.id != id));
 }
 
-/// Writes the report of a session that ends without [`Session::finish`]: dropped,
+/// Writes the report of a session that ends without [`Session::finish`] (under the
+/// guard): dropped,
 /// or (`at_exit`, said after each line) never dropped before the process exited;
 /// marked `incomplete` when its run stopped short (a panic, a non-zero exit).
 fn end(dir: &Path, base: Option<&PathBuf>, pid: u32, incomplete: Option<&str>, at_exit: &str) {
