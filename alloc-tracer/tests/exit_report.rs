@@ -59,6 +59,19 @@ fn child_allocates() {
     for i in 0..ALLOCS {
         black_box(vec![0u8; 64 + i % 64]);
     }
+    // A report of its own to the exit report's folder, then more work (`more`) or
+    // none (`end`), and the process exits with nothing allocated after (the test
+    // harness would allocate as it ends).
+    if let Some(then) = std::env::var_os("ALLOC_TRACER_TEST_WRITE") {
+        let dir = std::env::var_os("ALLOC_TRACE_REPORT").unwrap();
+        alloc_tracer::write_report(Path::new(&dir)).unwrap();
+        if then == "more" {
+            for i in 0..ALLOCS {
+                black_box(vec![0u8; 64 + i % 64]);
+            }
+        }
+        std::process::exit(0);
+    }
     if how == "fork" {
         // A forked child that allocates and ends through `exit`, its exit hooks
         // run, the session never dropped.
@@ -120,6 +133,26 @@ fn a_mode_chosen_in_code_is_reported_at_exit() {
     // The exit hook's own allocations, made after the thread's exit destructors, are
     // the tracer's, not the program's.
     assert_eq!(manifest["dropped"]["late_alloc_count"], 0, "{manifest}");
+}
+
+#[test]
+fn a_report_the_program_wrote_there_is_not_written_again_unless_it_allocated_since() {
+    for (then, again) in [("end", false), ("more", true)] {
+        let scratch = common::scratch(&format!("exit-written-{then}"));
+        let dir = scratch.join("report");
+        let out = child("apply", &dir, &[("ALLOC_TRACER_TEST_WRITE", then)]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.contains("alloc-tracer: report written to "),
+            again,
+            "{then}: {stderr}"
+        );
+        let manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+        let allocs = manifest["totals"]["alloc_count"].as_u64().unwrap();
+        // The work after the program's own report is in the one at exit.
+        assert_eq!(allocs >= 2 * ALLOCS as u64, again, "{then}: {allocs}");
+    }
 }
 
 #[test]
@@ -239,14 +272,23 @@ fn a_destination_the_report_cannot_go_to_is_named_at_the_start() {
             .ends_with("plain: not a folder, and the report would go inside it"),
         "{stderr}"
     );
-    // A path that names no folder.
-    let out = child(
-        "idle",
-        &file.parent().unwrap().join("x/.."),
-        &[("ALLOC_TRACE", "count")],
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("names no folder to write"), "{stderr}");
+    // A path that names no folder: `..` last, or `.` (which `Path` reads away, and
+    // a rename cannot land on), also where it is an earlier report.
+    let earlier = file.parent().unwrap().join("earlier");
+    child("idle", &earlier, &[("ALLOC_TRACE", "count")]);
+    assert!(earlier.join("manifest.json").exists());
+    for path in ["x/..", "x/.", "earlier/.", "earlier/./"] {
+        let out = child(
+            "idle",
+            &file.parent().unwrap().join(path),
+            &[("ALLOC_TRACE", "count")],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("names no folder to write"),
+            "{path}: {stderr}"
+        );
+    }
     // A good destination: no word at the start.
     let good_scratch = common::scratch("exit-early-good");
     let good = good_scratch.join("report");

@@ -92,6 +92,54 @@ fn writes_only_its_own_reports() {
     std::fs::remove_file(ours.join("notes.txt")).unwrap();
     write_report(&ours).unwrap();
 
+    // A folder named like a report table, holding a file of the user's: refused
+    // (replacing the report deleted it with the folder).
+    std::fs::remove_file(ours.join("timeline.parquet")).unwrap();
+    std::fs::create_dir(ours.join("timeline.parquet")).unwrap();
+    std::fs::write(ours.join("timeline.parquet/notes.txt"), b"mine").unwrap();
+    let err = write_report(&ours).unwrap_err().to_string();
+    assert!(
+        err.contains("timeline.parquet, named like a report file"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(ours.join("timeline.parquet/notes.txt")).unwrap(),
+        b"mine"
+    );
+
+    // Another process's report where `%t` (the start time, to the second) puts this
+    // run's: set aside, not replaced, as `%t` meant one report per run. A report of
+    // that process written before this run started, at a path that names no run:
+    // replaced, as ever.
+    let template = root.join("t-%t");
+    let expanded = alloc_tracer::expand_path(&template);
+    for (path, kept) in [(&template, true), (&root.join("plain"), false)] {
+        let at = alloc_tracer::expand_path(path);
+        write_report(&at).unwrap();
+        let manifest = at.join("manifest.json");
+        let mut m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+        let other = std::process::id() + 1;
+        m["pid"] = other.into();
+        m["run_id"] = "0000000000000001".into();
+        let start = m["start_unix_s"].as_f64().unwrap();
+        m["end_unix_s"] = (start - 100.0).into();
+        let theirs = serde_json::to_vec(&m).unwrap();
+        std::fs::write(&manifest, &theirs).unwrap();
+        write_report(path).unwrap();
+        let aside = root.join(format!(
+            "{}-{other}",
+            at.file_name().unwrap().to_str().unwrap()
+        ));
+        assert_eq!(aside.exists(), kept, "{}", aside.display());
+        if kept {
+            assert_eq!(std::fs::read(aside.join("manifest.json")).unwrap(), theirs);
+            assert_eq!(at, expanded);
+        }
+        let ours = serde_json::from_slice::<serde_json::Value>(&std::fs::read(&manifest).unwrap());
+        assert_eq!(ours.unwrap()["pid"], std::process::id());
+    }
+
     // A file where the folder would go: refused.
     std::fs::write(root.join("file"), b"x").unwrap();
     assert!(write_report(&root.join("file")).is_err());

@@ -373,7 +373,8 @@ impl Manifest {
     }
 
     /// The warning line, with its fix, when too many stacks end early, or too many
-    /// of their frames have no name (both, when both).
+    /// of their frames have no name (both when the binary was replaced; stacks that
+    /// end early name stray words of the stack, which have no name, by themselves).
     pub fn setup_warning(&self) -> Option<String> {
         let share = self.stacks_ending_early_share();
         let early = (share > crate::site::EARLY_STACKS_WARN_SHARE)
@@ -385,7 +386,9 @@ impl Manifest {
             d.binary_replaced,
         );
         match (early, names) {
-            (Some(e), Some(n)) => Some(format!(
+            // Stacks cut short hold stray words of the stack as frames, which have no
+            // name: the early stacks are the cause, unless the binary went too.
+            (Some(e), Some(n)) if d.binary_replaced => Some(format!(
                 "{e}; and {}",
                 n.strip_prefix("warning: ").unwrap_or(&n)
             )),
@@ -402,6 +405,33 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_setup_warning_names_the_cause_of_unnamed_frames() {
+        let mut m = Manifest::default();
+        m.totals.alloc_count = 100;
+        m.dropped.return_addresses = 10;
+        m.dropped.unnamed_addresses = 5;
+        let w = m.setup_warning().unwrap();
+        assert!(w.starts_with("warning: 5 of 10 return addresses"), "{w}");
+        // Stacks that end early: their stray words are the unnamed frames.
+        m.dropped.stacks_ending_early_alloc_count = 90;
+        let w = m.setup_warning().unwrap();
+        assert!(
+            w.contains("force-frame-pointers") && !w.contains("no name"),
+            "{w}"
+        );
+        // Unless the binary went too: both, each with its fix.
+        m.dropped.binary_replaced = true;
+        let w = m.setup_warning().unwrap();
+        assert!(
+            w.contains("force-frame-pointers") && w.contains("deleted or replaced"),
+            "{w}"
+        );
+        m.dropped.unnamed_addresses = 0;
+        m.dropped.stacks_ending_early_alloc_count = 0;
+        assert_eq!(m.setup_warning(), None);
+    }
 
     #[test]
     fn round_trips_and_checks_the_version() {

@@ -45,7 +45,9 @@ pub struct Staging {
 impl Staging {
     /// Takes the parent folder's lock, checks that `dir` may be replaced (absent,
     /// empty, or a report of ours), and creates the staging folder beside it.
-    pub fn new(dir: &Path) -> Result<Staging, Error> {
+    /// `apart`: the path named this run apart (`%p`, `%t`): a report another process
+    /// wrote there, whenever, is set aside too (see [`set_aside_if_concurrent`]).
+    pub fn new(dir: &Path, apart: bool) -> Result<Staging, Error> {
         // A file where a folder of the path would go, or a folder that cannot be
         // written, named as such rather than by the error of making the folders.
         check_destination(dir)?;
@@ -55,7 +57,7 @@ impl Staging {
         };
         std::fs::create_dir_all(&parent).map_err(io(&parent))?;
         let lock = lock_folder(&parent)?;
-        set_aside_if_concurrent(dir)?;
+        set_aside_if_concurrent(dir, apart)?;
         check_replaceable(dir)?;
         let name = dir
             .file_name()
@@ -299,9 +301,10 @@ fn remove_left_by_the_dead(parent: &Path, name: &str) {
             && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
         let only_report_files = || {
             std::fs::read_dir(entry.path()).is_ok_and(|files| {
-                files
-                    .flatten()
-                    .all(|f| f.file_name().to_str().is_some_and(schema::is_report_file))
+                files.flatten().all(|f| {
+                    f.file_type().is_ok_and(|t| t.is_file())
+                        && f.file_name().to_str().is_some_and(schema::is_report_file)
+                })
             })
         };
         if gone && entry.file_type().is_ok_and(|t| t.is_dir()) && only_report_files() {
@@ -315,9 +318,12 @@ fn remove_left_by_the_dead(parent: &Path, name: &str) {
 /// `ALLOC_TRACE_REPORT` without `%p`; or another run sharing the path): replacing it
 /// would lose that run's report without a word. The report this process writes then
 /// takes `dir`, as the last writer's always did. A report of the same traced run (its
-/// `run_id` this process's: a forked relative's) is not another's. Called under
-/// the parent folder's lock, so that two writers cannot both miss each other.
-fn set_aside_if_concurrent(dir: &Path) -> Result<(), Error> {
+/// `run_id` this process's: a forked relative's) is not another's. With `apart`
+/// (the path's `%p` or `%t` meant one report per run, and another run's expanded to
+/// the same: `%t` is the start time to the second), another process's report is set
+/// aside whenever it was written. Called under the parent folder's lock, so that two
+/// writers cannot both miss each other.
+fn set_aside_if_concurrent(dir: &Path, apart: bool) -> Result<(), Error> {
     #[derive(serde::Deserialize)]
     struct Writer {
         tool: Option<String>,
@@ -344,8 +350,11 @@ fn set_aside_if_concurrent(dir: &Path) -> Result<(), Error> {
         // start (wall time less the run's monotonic time, so to within a drift).
         None => (start - started).abs() <= 0.01,
     };
-    let another =
-        w.tool.as_deref() == Some(TOOL) && pid != std::process::id() && end > started && !same_run;
+    let overlapped = end > started;
+    let another = w.tool.as_deref() == Some(TOOL)
+        && pid != std::process::id()
+        && (overlapped || apart)
+        && !same_run;
     if !another || check_replaceable(dir).is_err() {
         return Ok(());
     }
@@ -374,9 +383,15 @@ fn set_aside_if_concurrent(dir: &Path) -> Result<(), Error> {
         };
         match moved {
             Ok(()) => {
+                let why = if overlapped {
+                    "written while this one ran"
+                } else {
+                    "which the path named as this run's too (%t is the start time to the \
+                     second)"
+                };
                 let line = format!(
-                    "alloc-tracer: {} held the report of process {pid}, written while this \
-                     one ran: moved to {} (put %p in the path for one per process)\n",
+                    "alloc-tracer: {} held the report of process {pid}, {why}: moved to {} \
+                     (put %p in the path for one per process)\n",
                     dir.display(),
                     aside.display()
                 );
@@ -399,11 +414,16 @@ fn set_aside_if_concurrent(dir: &Path) -> Result<(), Error> {
 /// read-only filesystem included, or [`check_replaceable`] failing. For the checks
 /// before a run; writing checks again.
 pub fn check_destination(dir: &Path) -> Result<(), Error> {
-    // `x/..` or `/`: no folder of that name can be made.
-    if dir.file_name().is_none() {
+    // `x/..` or `/`: no folder of that name can be made. `x/.` reads as `x` to
+    // `Path`, but the report cannot be renamed onto `.`.
+    let text = dir.as_os_str().as_encoded_bytes();
+    let text = text.strip_suffix(b"/").unwrap_or(text);
+    if dir.file_name().is_none() || text == b"." || text.ends_with(b"/.") {
         return Err(Error::NotReplaced {
             path: dir.to_owned(),
-            why: "names no folder to write (it ends in `..` or is a root)".into(),
+            why: "names no folder to write (it ends in `.` or `..`, or is a root): name \
+                  the report's folder itself"
+                .into(),
         });
     }
     let parent = match dir.parent() {
@@ -465,17 +485,27 @@ pub fn check_replaceable(dir: &Path) -> Result<(), Error> {
     }
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io(dir))? {
-        names.push(entry.map_err(io(dir))?.file_name());
+        let entry = entry.map_err(io(dir))?;
+        // A report's files are plain files: a folder (or link) named like one holds
+        // something else, which replacing the report would delete.
+        let plain = entry.file_type().map_err(io(dir))?.is_file();
+        names.push((entry.file_name(), plain));
     }
     if names.is_empty() {
         return Ok(());
     }
-    if let Some(other) = names
+    if let Some((other, _)) = names
         .iter()
-        .find(|n| !n.to_str().is_some_and(schema::is_report_file))
+        .find(|(n, _)| !n.to_str().is_some_and(schema::is_report_file))
     {
         return Err(refuse(&format!(
             "holds {} besides report files",
+            other.to_string_lossy()
+        )));
+    }
+    if let Some((other, _)) = names.iter().find(|(_, plain)| !plain) {
+        return Err(refuse(&format!(
+            "holds {}, named like a report file but not a file",
             other.to_string_lossy()
         )));
     }

@@ -29,12 +29,14 @@ pub const SUMMARY_SITES: usize = 10;
 /// directory that is renamed into place. An existing report at `dir` is replaced;
 /// an existing directory that is not a report is left alone and is an error.
 /// `incomplete`: why the run did not finish (the manifest says so), if it did not.
+/// `apart`: the path named this run apart (`%p`, `%t`), so a report of another
+/// process found there is set aside, not replaced (see `directory::Staging::new`).
 /// Runs under the guard, the snapshot freed under it too: made uncounted, its free
 /// would count (the caller hands the summary out; see `handed`).
-pub fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
+pub fn write(dir: &Path, incomplete: Option<&str>, apart: bool) -> Result<ReportSummary, Error> {
     crate::hot::thread::guarded(|| {
         let snap = Snapshot::take();
-        write_snapshot(dir, &snap, incomplete)
+        write_snapshot(dir, &snap, incomplete, apart)
     })
 }
 
@@ -89,8 +91,9 @@ fn write_snapshot(
     dir: &Path,
     snap: &Snapshot,
     incomplete: Option<&str>,
+    apart: bool,
 ) -> Result<ReportSummary, Error> {
-    let staging = Staging::new(dir)?;
+    let staging = Staging::new(dir, apart)?;
     let tmp = staging.path();
 
     // Site ids: one per distinct stack, biggest first (by the report's weighted

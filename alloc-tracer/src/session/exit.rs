@@ -221,15 +221,23 @@ fn report(status: libc::c_int) {
         return;
     }
     let dir = in_dir(ARMED_IN.get(), &setting);
-    let already = LAST_WRITTEN
+    // The program's own latest report went there, and it allocated nothing since:
+    // the same report again. (Frees since, a program's teardown, do not count.)
+    let last = LAST_WRITTEN
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .as_deref()
-        == Some(&same_file(&dir));
-    if already {
+        .clone();
+    if let Some((path, calls)) = last
+        && path == same_file(&dir)
+        && super::calls_so_far() == calls
+    {
         return;
     }
-    match super::write_expanded(dir, incomplete(status).as_deref()) {
+    match super::write_expanded(
+        dir,
+        super::names_run(&setting),
+        incomplete(status).as_deref(),
+    ) {
         Ok(s) => {
             say(&format!(
                 "alloc-tracer: report written to {}\n",

@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-/// The last directory a report was written to, so that the exit hook does not write
-/// the same report twice.
-static LAST_WRITTEN: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The last directory a report was written to, and the allocations and reallocs it
+/// counted, so that the exit hook does not write the same report twice (but does
+/// where the program allocated since: a report of more of the run).
+static LAST_WRITTEN: Mutex<Option<(PathBuf, u64)>> = Mutex::new(None);
 
 /// Writes a report of everything recorded so far to `dir` (see `report::write`),
 /// with `%p` and `%t` in it expanded ([`expand_path`]). It creates `dir`'s parent if
@@ -40,8 +41,32 @@ fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
     answered_elsewhere();
     // The tracer's own work: its allocations are not the program's, and what it
     // hands back is made the program's (`handed`).
-    let written = crate::hot::thread::guarded(|| write_expanded(expand_path(dir), incomplete));
-    handed_out(written)
+    let written = crate::hot::thread::guarded(|| {
+        write_expanded(expand_path(dir), names_run(dir), incomplete)
+    });
+    written_handed_out(written)
+}
+
+/// [`handed_out`] for a report just written; the copy's allocations then count as
+/// made before it, so that they alone do not make the exit report write it again.
+fn written_handed_out(written: Result<ReportSummary, Error>) -> Result<ReportSummary, Error> {
+    let copy = handed_out(written);
+    crate::hot::thread::guarded(|| {
+        if let Some((_, calls)) = LAST_WRITTEN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
+            *calls = calls_so_far();
+        }
+    });
+    copy
+}
+
+/// Allocations and reallocs recorded so far, every thread's.
+pub(super) fn calls_so_far() -> u64 {
+    let t = crate::registry::counts().all_phases();
+    t.allocs + t.reallocs
 }
 
 /// `path`, `%p` and `%t` expanded, taken from `base` when relative.
@@ -55,10 +80,16 @@ fn in_dir(base: Option<&PathBuf>, path: &Path) -> PathBuf {
     })
 }
 
-/// [`write`] to a path already expanded, under the guard.
-fn write_expanded(dir: PathBuf, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
-    let summary = report::write(&dir, incomplete)?;
-    *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) = Some(same_file(&dir));
+/// [`write`] to a path already expanded, under the guard; `apart`: the path before
+/// expanding named the run apart ([`names_run`]).
+fn write_expanded(
+    dir: PathBuf,
+    apart: bool,
+    incomplete: Option<&str>,
+) -> Result<ReportSummary, Error> {
+    let summary = report::write(&dir, incomplete, apart)?;
+    *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) =
+        Some((same_file(&dir), calls_so_far()));
     Ok(summary)
 }
 
@@ -117,7 +148,7 @@ fn same_file(path: &Path) -> PathBuf {
 /// held while another is taken), held across a `fork()` (see `fork`).
 pub(crate) type HeldForFork = (
     std::sync::MutexGuard<'static, Vec<Live>>,
-    std::sync::MutexGuard<'static, Option<PathBuf>>,
+    std::sync::MutexGuard<'static, Option<(PathBuf, u64)>>,
 );
 
 /// Takes [`HeldForFork`].
@@ -218,9 +249,10 @@ impl Session {
     pub fn finish(mut self) -> Result<ReportSummary, Error> {
         let dir = self.dir.take().expect("dir is only taken here or in drop");
         forget_live(self.id);
-        let written =
-            crate::hot::thread::guarded(|| write_expanded(in_dir(self.base.as_ref(), &dir), None));
-        handed_out(written)
+        let written = crate::hot::thread::guarded(|| {
+            write_expanded(in_dir(self.base.as_ref(), &dir), names_run(&dir), None)
+        });
+        written_handed_out(written)
     }
 }
 
@@ -278,7 +310,7 @@ fn end(dir: &Path, base: Option<&PathBuf>, pid: u32, incomplete: Option<&str>, a
         }
         return;
     }
-    match write_expanded(in_dir(base, dir), incomplete) {
+    match write_expanded(in_dir(base, dir), names_run(dir), incomplete) {
         Ok(s) => {
             if !at_exit.is_empty() {
                 say(&format!(
@@ -308,12 +340,22 @@ fn say(line: &str) {
 
 /// True when `path` holds a `%p` that [`expand_path`] expands (not `%%p`).
 fn holds_pid(path: &Path) -> bool {
+    holds_escape(path, 'p')
+}
+
+/// True when `path` holds `%p` or `%t`: meant to name one report per run.
+fn names_run(path: &Path) -> bool {
+    holds_pid(path) || holds_escape(path, 't')
+}
+
+/// True when `path` holds `%` followed by `c` (not `%%c`).
+fn holds_escape(path: &Path, c: char) -> bool {
     let Some(text) = path.to_str() else {
         return false;
     };
     let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '%' && chars.next() == Some('p') {
+    while let Some(x) = chars.next() {
+        if x == '%' && chars.next() == Some(c) {
             return true;
         }
     }
