@@ -138,9 +138,9 @@
 //! came on, which it says), by [`write_report`], and
 //! at normal process exit (including `std::process::exit` and a panic that ends
 //! `main`) when `ALLOC_TRACE_REPORT` is set (unless the program's latest report
-//! went to that same folder and it allocated nothing since: no second copy; a
-//! report written there earlier in the run is replaced by one of all of it; a
-//! relative path is taken from the
+//! went to that same folder and it allocated little since (under 1 % more, or 1,000
+//! allocations), as in printing its summary: no second copy; after more work than that, a report of the whole
+//! run replaces it; a relative path is taken from the
 //! working directory at the first allocation). A report written at exit with a
 //! status other than 0 is marked incomplete (`exit status N`; glibc only, whose
 //! `on_exit` passes the status); a program that may refuse its command line holds

@@ -351,6 +351,11 @@ fn set_aside_if_concurrent(dir: &Path, apart: bool) -> Result<(), Error> {
         None => (start - started).abs() <= 0.01,
     };
     let overlapped = end > started;
+    let why = if overlapped {
+        "written while this one ran"
+    } else {
+        "which the path named as this run's too (%t is the start time to the second)"
+    };
     let another = w.tool.as_deref() == Some(TOOL)
         && pid != std::process::id()
         && (overlapped || apart)
@@ -383,12 +388,6 @@ fn set_aside_if_concurrent(dir: &Path, apart: bool) -> Result<(), Error> {
         };
         match moved {
             Ok(()) => {
-                let why = if overlapped {
-                    "written while this one ran"
-                } else {
-                    "which the path named as this run's too (%t is the start time to the \
-                     second)"
-                };
                 let line = format!(
                     "alloc-tracer: {} held the report of process {pid}, {why}: moved to {} \
                      (put %p in the path for one per process)\n",
@@ -405,7 +404,7 @@ fn set_aside_if_concurrent(dir: &Path, apart: bool) -> Result<(), Error> {
     }
     Err(Error::NotReplaced {
         path: dir.to_owned(),
-        why: format!("holds the report of process {pid}, written while this one ran"),
+        why: format!("holds the report of process {pid}, {why}"),
     })
 }
 
@@ -416,8 +415,10 @@ fn set_aside_if_concurrent(dir: &Path, apart: bool) -> Result<(), Error> {
 pub fn check_destination(dir: &Path) -> Result<(), Error> {
     // `x/..` or `/`: no folder of that name can be made. `x/.` reads as `x` to
     // `Path`, but the report cannot be renamed onto `.`.
-    let text = dir.as_os_str().as_encoded_bytes();
-    let text = text.strip_suffix(b"/").unwrap_or(text);
+    let mut text = dir.as_os_str().as_encoded_bytes();
+    while let Some(t) = text.strip_suffix(b"/") {
+        text = t;
+    }
     if dir.file_name().is_none() || text == b"." || text.ends_with(b"/.") {
         return Err(Error::NotReplaced {
             path: dir.to_owned(),

@@ -16,6 +16,14 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::AcqRel, Ordering::Relaxed};
 
+/// Allocations made after the program's own report to the exit report's folder, up
+/// to one in this many of those it counted or [`SAME_REPORT_CALLS`], whichever is
+/// more, leave that report as the run's: printing its summary, tearing down.
+const SAME_REPORT_SHARE: u64 = 100;
+
+/// See [`SAME_REPORT_SHARE`].
+const SAME_REPORT_CALLS: u64 = 1000;
+
 /// A hook run at exit, with the exit status.
 type Hook = extern "C" fn(libc::c_int, *mut libc::c_void);
 
@@ -221,15 +229,17 @@ fn report(status: libc::c_int) {
         return;
     }
     let dir = in_dir(ARMED_IN.get(), &setting);
-    // The program's own latest report went there, and it allocated nothing since:
-    // the same report again. (Frees since, a program's teardown, do not count.)
+    // The program's own latest report went there, and it did next to nothing since
+    // (printed its summary, tore down): the same report again. After more work than
+    // that (a report written mid-run), one of the whole run replaces it.
     let last = LAST_WRITTEN
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     if let Some((path, calls)) = last
         && path == same_file(&dir)
-        && super::calls_so_far() == calls
+        && super::calls_so_far().saturating_sub(calls)
+            <= (calls / SAME_REPORT_SHARE).max(SAME_REPORT_CALLS)
     {
         return;
     }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The last directory a report was written to, and the allocations and reallocs it
 /// counted, so that the exit hook does not write the same report twice (but does
-/// where the program allocated since: a report of more of the run).
+/// where the program did more work since; see `exit::report`).
 static LAST_WRITTEN: Mutex<Option<(PathBuf, u64)>> = Mutex::new(None);
 
 /// Writes a report of everything recorded so far to `dir` (see `report::write`),
@@ -44,23 +44,7 @@ fn write(dir: &Path, incomplete: Option<&str>) -> Result<ReportSummary, Error> {
     let written = crate::hot::thread::guarded(|| {
         write_expanded(expand_path(dir), names_run(dir), incomplete)
     });
-    written_handed_out(written)
-}
-
-/// [`handed_out`] for a report just written; the copy's allocations then count as
-/// made before it, so that they alone do not make the exit report write it again.
-fn written_handed_out(written: Result<ReportSummary, Error>) -> Result<ReportSummary, Error> {
-    let copy = handed_out(written);
-    crate::hot::thread::guarded(|| {
-        if let Some((_, calls)) = LAST_WRITTEN
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-        {
-            *calls = calls_so_far();
-        }
-    });
-    copy
+    handed_out(written)
 }
 
 /// Allocations and reallocs recorded so far, every thread's.
@@ -89,7 +73,7 @@ fn write_expanded(
 ) -> Result<ReportSummary, Error> {
     let summary = report::write(&dir, incomplete, apart)?;
     *LAST_WRITTEN.lock().unwrap_or_else(|e| e.into_inner()) =
-        Some((same_file(&dir), calls_so_far()));
+        Some((same_file(&dir), summary.allocs + summary.reallocs));
     Ok(summary)
 }
 
@@ -252,7 +236,7 @@ impl Session {
         let written = crate::hot::thread::guarded(|| {
             write_expanded(in_dir(self.base.as_ref(), &dir), names_run(&dir), None)
         });
-        written_handed_out(written)
+        handed_out(written)
     }
 }
 
