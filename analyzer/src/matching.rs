@@ -8,7 +8,7 @@
 //! The callers key the job frames of each stack (`crate::naming::job_frames`), so
 //! that a thread pool's varying frames around a job do not split it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 /// The prefix of keys matched with lines ignored.
 pub const LOOSE_PREFIX: &str = "(lines ignored)\n";
@@ -23,19 +23,15 @@ pub trait Matched: Default {
 
 /// Both sides under common keys, and how many sites matched only with lines ignored.
 /// The stacks of both sides that read the same without lines pair one to one, in
-/// passes. Each pass finds the usual shift of every function ([`usual_shifts`]: the
-/// one most candidate pairs give it, 0 where the patch did not move it), over the
-/// stacks still unpaired, and pairs only stacks each of whose frames moved by its
-/// function's usual shift: a stack with its whole key, where nothing moved; else
-/// fewest frames whose lines differ first, then the smallest distance between those
-/// lines. So a patch that moved a function's lines by one pairs its line 37 with 38,
-/// not the old 38 with the new 38; and one that moved a function by two amounts
-/// (lines added above it and between its calls) pairs the commoner amount's stacks
-/// first, then the other's. When a pass pairs none, the rest pair nearest first,
-/// fewest frames moved otherwise than usual first. Two stacks paired with different
-/// keys become one [`LOOSE_PREFIX`] key on both sides. What is left over (a site the
-/// patch removed beside one it moved) stays on its side alone, as do keys with no
-/// partner.
+/// line order ([`align`]): a patch that adds or removes lines keeps the order of
+/// the calls below them, so no two pairs cross (lines 37 and 38 moved to 38 and 39
+/// pair 37 with 38, not the old 38 with the new 38; lines 10 and 11 left where they
+/// were, below lines 50 and 60 moved to 51 and 61, keep their whole keys). As many
+/// pair as can, and among the ways to pair that many, the one whose frames moved
+/// least otherwise than their function's usual shift ([`usual_shifts`]). Two
+/// stacks paired with different keys become one [`LOOSE_PREFIX`] key on both sides.
+/// What is left over (a site the patch removed beside one it moved) stays on its
+/// side alone, as do keys with no partner.
 pub fn pair_up<T: Matched>(
     mut a: BTreeMap<String, T>,
     mut b: BTreeMap<String, T>,
@@ -45,11 +41,13 @@ pub fn pair_up<T: Matched>(
         .iter()
         .filter_map(|(loose, keys_a)| Some((keys_a, gb.get(loose)?)))
         .collect();
-    let mut paired = Paired::default();
-    while pair_pass(&groups, &mut paired, true) > 0 {}
-    pair_pass(&groups, &mut paired, false);
+    let usual = usual_shifts(&groups);
+    let pairs: Vec<(&String, &String)> = groups
+        .iter()
+        .flat_map(|(xs, ys)| align(xs, ys, &usual))
+        .collect();
     let mut loose = 0;
-    for (x, y) in paired.pairs {
+    for (x, y) in pairs {
         if x == y {
             continue;
         }
@@ -63,53 +61,100 @@ pub fn pair_up<T: Matched>(
     (a, b, loose)
 }
 
-/// The pairs [`pair_up`]'s passes made so far, and the keys of each side they took.
-#[derive(Default)]
-struct Paired<'k> {
-    pairs: Vec<(&'k String, &'k String)>,
-    used_a: HashSet<&'k String>,
-    used_b: HashSet<&'k String>,
-}
+/// What a frame whose lines differ and one of which has none costs a pair: more
+/// than any shift of lines.
+const LINELESS: u64 = 1 << 32;
 
-/// One pass of [`pair_up`] over the keys still unpaired in `groups` (each the keys
-/// of both sides with one loose key): with `usual_only`, only stacks whose frames all
-/// moved by their usual shift pair. Returns how many pairs it made.
-fn pair_pass<'k>(
-    groups: &[(&'k Vec<String>, &'k Vec<String>)],
-    paired: &mut Paired<'k>,
-    usual_only: bool,
-) -> usize {
-    let left: Vec<(Vec<&'k String>, Vec<&'k String>)> = groups
-        .iter()
-        .map(|(xs, ys)| {
-            (
-                xs.iter().filter(|x| !paired.used_a.contains(x)).collect(),
-                ys.iter().filter(|y| !paired.used_b.contains(y)).collect(),
-            )
-        })
-        .filter(|(xs, ys): &(Vec<_>, Vec<_>)| !xs.is_empty() && !ys.is_empty())
-        .collect();
-    let usual = &usual_shifts(&left);
-    let before = paired.pairs.len();
-    for (xs, ys) in &left {
-        let mut candidates: Vec<((usize, usize, u64), &'k String, &'k String)> = xs
-            .iter()
-            .flat_map(|&x| ys.iter().map(move |&y| (distance(x, y, usual), x, y)))
-            .filter(|((unusual, _, _), _, _)| !usual_only || *unusual == 0)
-            .collect();
-        candidates.sort();
-        for (_, x, y) in candidates {
-            // Sets, not lists: a large group (thousands of stacks a side) would
-            // search a list once per candidate pair.
-            if paired.used_a.contains(x) || paired.used_b.contains(y) {
+/// The pairs of one group's keys (`xs` of one side, `ys` of the other), each side
+/// in line order ([`line_order`]), none crossing another: as many as can be, and
+/// among those the least cost ([`cost`]), by the usual dynamic programme over
+/// both orders. Ties go to pairing first, then to leaving the earlier `xs` key out.
+fn align<'k>(
+    xs: &'k [String],
+    ys: &'k [String],
+    usual: &HashMap<&str, i64>,
+) -> Vec<(&'k String, &'k String)> {
+    let (xs, ys) = (line_order(xs), line_order(ys));
+    let (n, m) = (xs.len(), ys.len());
+    // best[i][j]: the most pairs among xs[..i] and ys[..j], then the least cost, as
+    // (pairs, cost); how[i][j]: the step that reached it (0 pair, 1 skip x, 2 skip y).
+    let mut best = vec![vec![(0usize, 0u64); m + 1]; n + 1];
+    let mut how = vec![vec![0u8; m + 1]; n + 1];
+    for i in 0..=n {
+        for j in 0..=m {
+            if i == 0 && j == 0 {
                 continue;
             }
-            paired.used_a.insert(x);
-            paired.used_b.insert(y);
-            paired.pairs.push((x, y));
+            let better = |a: (usize, u64), b: (usize, u64)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
+            let mut here: Option<((usize, u64), u8)> = None;
+            if i > 0 && j > 0 {
+                let (p, c) = best[i - 1][j - 1];
+                here = Some((
+                    (p + 1, c.saturating_add(cost(xs[i - 1], ys[j - 1], usual))),
+                    0,
+                ));
+            }
+            if i > 0 {
+                let cand = best[i - 1][j];
+                if here.is_none_or(|(h, _)| better(cand, h)) {
+                    here = Some((cand, 1));
+                }
+            }
+            if j > 0 {
+                let cand = best[i][j - 1];
+                if here.is_none_or(|(h, _)| better(cand, h)) {
+                    here = Some((cand, 2));
+                }
+            }
+            let (value, step) = here.expect("i or j is above 0");
+            best[i][j] = value;
+            how[i][j] = step;
         }
     }
-    paired.pairs.len() - before
+    let mut pairs = Vec::new();
+    let (mut i, mut j) = (n, m);
+    while i > 0 || j > 0 {
+        match how[i][j] {
+            0 => {
+                pairs.push((xs[i - 1], ys[j - 1]));
+                i -= 1;
+                j -= 1;
+            }
+            1 => i -= 1,
+            _ => j -= 1,
+        }
+    }
+    pairs.reverse();
+    pairs
+}
+
+/// Stack keys by their frames' lines, outermost frame first (a frame without a line
+/// as 0), then by the key: the order a patch's moves keep.
+fn line_order(keys: &[String]) -> Vec<&String> {
+    let lines = |k: &String| -> Vec<u64> {
+        let mut v: Vec<u64> = k
+            .split('\n')
+            .map(|f| frame_line(f).1.unwrap_or(0))
+            .collect();
+        v.reverse();
+        v
+    };
+    let mut out: Vec<(Vec<u64>, &String)> = keys.iter().map(|k| (lines(k), k)).collect();
+    out.sort();
+    out.into_iter().map(|(_, k)| k).collect()
+}
+
+/// What pairing two stack keys of one loose key costs: by how many lines each frame
+/// moved otherwise than its function's `usual` shift (0 for one not in it), summed;
+/// [`LINELESS`] for a differing frame one of which has no line.
+fn cost(x: &str, y: &str, usual: &HashMap<&str, i64>) -> u64 {
+    frames(x, y)
+        .map(|(at, shift, differ)| match shift {
+            Some(s) => s.abs_diff(usual.get(at).copied().unwrap_or(0)),
+            None if differ => LINELESS,
+            None => 0,
+        })
+        .fold(0, u64::saturating_add)
 }
 
 /// A frame of a stack key split into what names it without its line, and its line.
@@ -131,30 +176,6 @@ fn frames<'k>(x: &'k str, y: &'k str) -> impl Iterator<Item = (&'k str, Option<i
     })
 }
 
-/// How far apart two stack keys of one loose key are, in one walk of their frames:
-/// how many frames moved otherwise than their function's `usual` shift (0 for one
-/// not in it; a frame without a line counts where the frames differ), how many
-/// frames' lines differ, and by how many lines in all (a frame without a line
-/// counts one).
-fn distance(x: &str, y: &str, usual: &HashMap<&str, i64>) -> (usize, usize, u64) {
-    frames(x, y).fold((0, 0, 0), |(unusual, n, lines), (at, shift, differ)| {
-        let expected = usual.get(at).copied().unwrap_or(0);
-        let odd = match shift {
-            Some(s) => s != expected,
-            None => differ,
-        };
-        let (n, lines) = if differ {
-            (
-                n + 1,
-                lines.saturating_add(shift.map_or(1, i64::unsigned_abs)),
-            )
-        } else {
-            (n, lines)
-        };
-        (unusual + usize::from(odd), n, lines)
-    })
-}
-
 /// For each function (a frame without its line) with lines, the shift most
 /// candidate pairs give it, 0 (a frame unchanged) among them: a patch that adds or
 /// removes lines moves every line after them by the same count, so the pairs that
@@ -163,11 +184,11 @@ fn distance(x: &str, y: &str, usual: &HashMap<&str, i64>) -> (usize, usize, u64)
 /// Within a group of stacks that all moved alike, the right pairs give the shift
 /// once per stack and no other shift can come up as often. Ties go to the smaller
 /// shift.
-fn usual_shifts<'k>(groups: &[(Vec<&'k String>, Vec<&'k String>)]) -> HashMap<&'k str, i64> {
+fn usual_shifts<'k>(groups: &[(&'k Vec<String>, &'k Vec<String>)]) -> HashMap<&'k str, i64> {
     let mut counts: HashMap<&str, HashMap<i64, usize>> = HashMap::new();
     for (xs, ys) in groups {
-        for x in xs {
-            for y in ys {
+        for x in xs.iter() {
+            for y in ys.iter() {
                 for (at, shift, _) in frames(x, y) {
                     if let Some(shift) = shift {
                         *counts.entry(at).or_default().entry(shift).or_default() += 1;
@@ -363,15 +384,47 @@ mod tests {
     }
 
     #[test]
-    fn stacks_apart_by_unusual_moves_then_frames_then_lines() {
+    fn a_pair_costs_the_lines_its_frames_moved_otherwise_than_usual() {
         let none = HashMap::new();
-        assert_eq!(distance("a:1\nb:2\n", "a:1\nb:2\n", &none), (0, 0, 0));
-        assert_eq!(distance("a:1\nb:2\n", "a:1\nb:5\n", &none), (1, 1, 3));
-        assert_eq!(distance("a:1\nb:2\n", "a:4\nb:3\n", &none), (2, 2, 4));
-        assert_eq!(distance("a:\n", "a:7\n", &none), (1, 1, 1));
+        assert_eq!(cost("a:1\nb:2\n", "a:1\nb:2\n", &none), 0);
+        assert_eq!(cost("a:1\nb:2\n", "a:1\nb:5\n", &none), 3);
+        assert_eq!(cost("a:1\nb:2\n", "a:4\nb:3\n", &none), 4);
+        assert_eq!(cost("a:\n", "a:7\n", &none), LINELESS);
         let usual = HashMap::from([("b", 3)]);
-        assert_eq!(distance("a:1\nb:2\n", "a:1\nb:5\n", &usual), (0, 1, 3));
-        assert_eq!(distance("a:1\nb:2\n", "a:4\nb:5\n", &usual), (1, 2, 6));
+        assert_eq!(cost("a:1\nb:2\n", "a:1\nb:5\n", &usual), 0);
+        assert_eq!(cost("a:1\nb:2\n", "a:4\nb:5\n", &usual), 3);
+        // An unmoved frame of a function that usually moved costs its shift.
+        assert_eq!(cost("a:1\nb:2\n", "a:1\nb:2\n", &usual), 3);
+    }
+
+    #[test]
+    fn sites_left_in_place_above_moved_ones_keep_their_whole_keys() {
+        // A line added at 30 of f.rs: its calls at 50 and 60 moved to 51 and 61, those
+        // at 10 and 11 did not. +1 is f's usual shift (three pairs give it, the
+        // crossed 10 -> 11 among them), and pairs by it first had the old 10 take the
+        // new 11, and the old 11 the new 10.
+        let key = |line: u32| format!("lc@lc.rs:1\nf@f.rs:{line}\nmain@m.rs:1\n");
+        let loose = "lc@lc.rs\nf@f.rs\nmain@m.rs\n";
+        let base: Vec<(String, u64)> = [10, 11, 50, 60]
+            .iter()
+            .map(|&l| (key(l), u64::from(l)))
+            .collect();
+        let change: Vec<(String, u64)> = [10, 11, 51, 61]
+            .iter()
+            .map(|&l| (key(l), 1000 + u64::from(l)))
+            .collect();
+        let (x, y, by_loose) = pair_up(one_loose(loose, &base), one_loose(loose, &change));
+        assert_eq!(by_loose, 2);
+        for l in [10u32, 11] {
+            assert_eq!(
+                (x[&key(l)].n, y[&key(l)].n),
+                (u64::from(l), 1000 + u64::from(l))
+            );
+        }
+        for (from, to) in [(50u32, 51u64), (60, 61)] {
+            let k = format!("{LOOSE_PREFIX}{}", key(from));
+            assert_eq!((x[&k].n, y[&k].n), (u64::from(from), 1000 + to), "{from}");
+        }
     }
 
     #[test]

@@ -368,19 +368,69 @@ def _frames(x: str, y: str):
         yield f.rpartition(":")[0] or f, (q - p if p is not None and q is not None else None), f != g
 
 
-def _distance(x: str, y: str, usual: dict[str, int]) -> tuple[int, int, int]:
-    """How far apart two stack keys of one loose key are, as `analyzer diff` reckons
-    it: how many frames moved otherwise than their function's usual shift (0 for one
-    not in it; a frame without a line counts where the frames differ), how many
-    frames' lines differ, and by how many lines in all (a frame without a line
-    counts one)."""
-    unusual = frames = lines = 0
+#: What a frame whose lines differ and one of which has none costs a pair, as
+#: `analyzer diff` has it: more than any shift of lines.
+_LINELESS = 1 << 32
+
+
+def _cost(x: str, y: str, usual: dict[str, int]) -> int:
+    """What pairing two stack keys of one loose key costs, as `analyzer diff` has it:
+    by how many lines each frame moved otherwise than its function's usual shift (0
+    for one not in it), summed; _LINELESS for a differing frame one of which has no
+    line."""
+    total = 0
     for at, shift, differ in _frames(x, y):
-        unusual += (shift != usual.get(at, 0)) if shift is not None else differ
-        if differ:
-            frames += 1
-            lines += abs(shift) if shift is not None else 1
-    return unusual, frames, lines
+        if shift is not None:
+            total += abs(shift - usual.get(at, 0))
+        elif differ:
+            total += _LINELESS
+    return total
+
+
+def _line_order(keys: list[str]) -> list[str]:
+    """Stack keys by their frames' lines, outermost frame first (a frame without a
+    line as 0), then by the key, as `analyzer diff` orders them."""
+    def lines(k: str) -> list[int]:
+        return [_line(f) or 0 for f in reversed(k.split("\n"))]
+    return [k for _, k in sorted((lines(k), k) for k in keys)]
+
+
+def _align(xs: list[str], ys: list[str], usual: dict[str, int]) -> list[tuple[str, str]]:
+    """One group's pairs, each side in line order, none crossing another: as many as
+    can be, and among those the least cost, as `analyzer diff` pairs them (ties to
+    pairing first, then to leaving the earlier baseline key out)."""
+    xs, ys = _line_order(xs), _line_order(ys)
+    n, m = len(xs), len(ys)
+    best = [[(0, 0)] * (m + 1) for _ in range(n + 1)]
+    how = [[0] * (m + 1) for _ in range(n + 1)]
+
+    def better(a, b):
+        return a[0] > b[0] or (a[0] == b[0] and a[1] < b[1])
+
+    for i in range(n + 1):
+        for j in range(m + 1):
+            if i == 0 and j == 0:
+                continue
+            here = None
+            if i and j:
+                p, c = best[i - 1][j - 1]
+                here = ((p + 1, c + _cost(xs[i - 1], ys[j - 1], usual)), 0)
+            if i and (here is None or better(best[i - 1][j], here[0])):
+                here = (best[i - 1][j], 1)
+            if j and (here is None or better(best[i][j - 1], here[0])):
+                here = (best[i][j - 1], 2)
+            best[i][j], how[i][j] = here
+    pairs = []
+    i, j = n, m
+    while i or j:
+        if how[i][j] == 0:
+            pairs.append((xs[i - 1], ys[j - 1]))
+            i, j = i - 1, j - 1
+        elif how[i][j] == 1:
+            i -= 1
+        else:
+            j -= 1
+    return pairs[::-1]
 
 
 def _usual_shifts(groups) -> dict[str, int]:
@@ -403,40 +453,19 @@ def _usual_shifts(groups) -> dict[str, int]:
 
 def _match_ignoring_lines(b: pl.DataFrame, c: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Both sides' rows by stack key, paired as `analyzer diff` pairs them: stacks
-    that read the same without lines, one to one, in passes, each over the stacks
-    still unpaired, pairing only those whose frames all moved by their function's
-    usual shift (a whole key where nothing moved), nearest lines first, until a pass
-    pairs none; then the rest, fewest frames moved otherwise than usual first. A pair
-    of different keys goes under the baseline's key prefixed with LOOSE_PREFIX on
-    both sides; what is left over stays gone or new."""
+    that read the same without lines, one to one, in line order with no two pairs
+    crossing, as many as can be, and among those the ones whose frames moved least
+    otherwise than their function's usual shift. A pair of different keys goes under
+    the baseline's key prefixed with LOOSE_PREFIX on both sides; what is left over
+    stays gone or new."""
     groups: dict[str, tuple[list[str], list[str]]] = {}
     for key in sorted(set(b["key"].to_list())):
         groups.setdefault(_loose_str(key), ([], []))[0].append(key)
     for key in sorted(set(c["key"].to_list())):
         groups.setdefault(_loose_str(key), ([], []))[1].append(key)
-    used_b: set[str] = set()
-    used_c: set[str] = set()
-    pairs: list[tuple[str, str]] = []
-
-    def one_pass(usual_only: bool) -> int:
-        left = [([x for x in xs if x not in used_b], [y for y in ys if y not in used_c])
-                for _, (xs, ys) in sorted(groups.items())]
-        left = [(xs, ys) for xs, ys in left if xs and ys]
-        usual = _usual_shifts(left)
-        made = 0
-        for xs, ys in left:
-            for d, x, y in sorted((_distance(x, y, usual), x, y) for x in xs for y in ys):
-                if (usual_only and d[0]) or x in used_b or y in used_c:
-                    continue
-                used_b.add(x)
-                used_c.add(y)
-                pairs.append((x, y))
-                made += 1
-        return made
-
-    while one_pass(True):
-        pass
-    one_pass(False)
+    both = [(xs, ys) for _, (xs, ys) in sorted(groups.items()) if xs and ys]
+    usual = _usual_shifts(both)
+    pairs = [pair for xs, ys in both for pair in _align(xs, ys, usual)]
     b_to = {x: LOOSE_PREFIX + x for x, y in pairs if x != y}
     c_to = {y: LOOSE_PREFIX + x for x, y in pairs if x != y}
     return (b.with_columns(key=pl.col("key").replace(b_to)),

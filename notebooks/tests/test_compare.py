@@ -135,7 +135,9 @@ def test_stacks_match_as_analyzer_diff_matches_them(base_and_change, analyzer, f
     assert compare.matched_share(base, change) == pytest.approx(d["matched_alloc_share"], rel=1e-9)
 
 
-@pytest.mark.parametrize("shift,lc_file,later", [(1, False, None), (1, True, None), (3, True, None), (3, True, 10)])
+@pytest.mark.parametrize("shift,lc_file,later", [
+    (1, False, None), (1, True, None), (3, True, None), (3, True, 10), (0, True, 1), (0, False, 1),
+])
 def test_code_moved_within_its_file_matches_with_lines_ignored(
     report, tmp_path, analyzer, fixture_calibration, shift, lc_file, later
 ):
@@ -145,7 +147,9 @@ def test_code_moved_within_its_file_matches_with_lines_ignored(
     matched. Moved by three, LinearCombination's file (two of its frames in most
     synthesis stacks, lines a line apart) crossed sites when pairs went by distance
     alone: 37 is nearer 39 than 40. Moved by one, its stacks crossed when whole keys
-    matched first: the new 38 is the old 37, not the old 38."""
+    matched first: the new 38 is the old 37, not the old 38. Its later half alone
+    moved by one (a line added in the middle), the unmoved sites above crossed when
+    pairs went by the usual shift first."""
     moved_dir = tmp_path / "moved"
     shutil.copytree(report.dir, moved_dir)
     frames = pl.read_parquet(moved_dir / "frames.parquet")
