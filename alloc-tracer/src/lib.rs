@@ -261,7 +261,10 @@ pub fn reseed_this_thread(seed: u64) {
     // Makes this thread's state if it has none yet.
     drop(std::hint::black_box(Box::new(0u64)));
     if let Some(st) = hot::thread::current().recording_state() {
-        st.rng.set(seed | 1);
+        // Distinct seeds, distinct streams (`seed | 1` made 2k and 2k + 1 one): an
+        // odd multiplier is one to one; the generator's state must not be 0.
+        let state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(1);
+        st.rng.set(if state == 0 { 1 } else { state });
         hot::countdown::redraw(st);
     }
 }

@@ -203,9 +203,14 @@ pub fn measure_process<R>(f: impl FnOnce() -> R) -> (R, Measured) {
     // Its failures name no sites: none from an earlier `measure`.
     thread::guarded(|| LAST_SITES.with(|l| l.borrow_mut().clear()));
     let before = crate::counts().all_phases();
+    // An enclosing call's peak so far, which this one's reset lowers: raised back
+    // after, so that a nested call does not hide what the outer one saw.
+    let enclosing = live::watched_peak();
     let live_before = live::reset_watched_peak();
     let r = f();
-    let peak_bytes = (live::watched_peak() - live_before).max(0) as u64;
+    let peak = live::watched_peak();
+    live::raise_watched_peak(enclosing);
+    let peak_bytes = (peak - live_before).max(0) as u64;
     let after = crate::counts().all_phases();
     (
         r,

@@ -3,7 +3,8 @@
 //! under the tracer's guard, its free counted a free of bytes never counted: a phase
 //! with more frees than allocations, live bytes below zero in every later report.
 //! And `measure` inside `untraced`, which counts nothing, panics rather than pass a
-//! budget with zeros. One test: the mode and the phases are process-wide.
+//! budget with zeros; a report says when its stacks were recorded under two
+//! weights. One test: the mode and the phases are process-wide.
 
 use alloc_tracer::{Mode, Settings, TracingAllocator, measure, untraced};
 use std::hint::black_box;
@@ -69,6 +70,21 @@ fn the_apis_values_are_counted_as_made_and_freed() {
         .find_map(|l| l.trim().strip_prefix("\"live_bytes_end\": "))
         .unwrap();
     assert!(!live_end.starts_with('-'), "live_bytes_end {live_end}");
+    // Stacks recorded in one mode so far; then under another weight: the report
+    // says its sites' weights are mixed.
+    assert!(
+        manifest.contains("\"stack_weights_changed\": false"),
+        "{manifest}"
+    );
+    Settings {
+        mode: Mode::Sample(10),
+        ..Settings::current()
+    }
+    .apply();
+    blocks(100);
+    alloc_tracer::write_report(&scratch.join("mixed")).unwrap();
+    let mixed = std::fs::read_to_string(scratch.join("mixed/manifest.json")).unwrap();
+    assert!(mixed.contains("\"stack_weights_changed\": true"), "{mixed}");
 
     let inside = std::panic::catch_unwind(|| untraced(|| measure(|| blocks(10))));
     let message = *inside.unwrap_err().downcast::<String>().unwrap();

@@ -55,4 +55,15 @@ fn counts_what_the_pool_allocates() {
         ((8 << 20)..(8 << 20) + 4 * 256 * 1024).contains(&held.peak_bytes),
         "{held:?}"
     );
+    // Nested: the inner call's reset of the process's peak does not hide the 8 MiB
+    // the outer one saw before it (its peak read 0).
+    let ((), outer) = measure_process(|| {
+        pool.install(|| black_box(vec![1u8; 8 << 20]));
+        let ((), inner) = measure_process(|| ());
+        assert!(inner.peak_bytes < 4 * 256 * 1024, "{inner:?}");
+    });
+    assert!(
+        ((8 << 20)..(8 << 20) + 4 * 256 * 1024).contains(&outer.peak_bytes),
+        "{outer:?}"
+    );
 }

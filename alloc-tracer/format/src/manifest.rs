@@ -102,6 +102,13 @@ pub struct Manifest {
     /// `None` in reports written before it existed.
     #[serde(default)]
     pub run_id: Option<String>,
+    /// True when stacks were recorded under more than one weight: the mode switched
+    /// at run time between `sites` (each counts 1) and `sample:N`, or between two
+    /// intervals N. Sites' counts are weighted by the mode in force when the report
+    /// was written, so those recorded under another are off by the ratio; phase
+    /// totals stay exact. (Absent, false, in reports written before it existed.)
+    #[serde(default)]
+    pub stack_weights_changed: bool,
 }
 
 /// The latest kept peak of live bytes.

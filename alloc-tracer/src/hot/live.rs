@@ -277,6 +277,12 @@ pub fn reset_watched_peak() -> i64 {
     live
 }
 
+/// Raises [`watched_peak`] to `bytes` if below: an enclosing `measure_process`'s
+/// peak, kept across a nested one that lowered it.
+pub fn raise_watched_peak(bytes: i64) {
+    WATCHED_PEAK.fetch_max(bytes, Relaxed);
+}
+
 /// The highest published live bytes since [`reset_watched_peak`].
 pub fn watched_peak() -> i64 {
     WATCHED_PEAK.load(Relaxed)

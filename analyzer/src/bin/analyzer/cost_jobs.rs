@@ -80,6 +80,16 @@ pub(crate) fn warn_of_setup(r: &report::Report) {
     if let Some(w) = r.manifest.setup_warning() {
         note!("analyzer: {}: {w}", r.dir.display());
     }
+    if r.manifest.stack_weights_changed {
+        note!(
+            "analyzer: {}: the mode switched during the run between sites and sample:N \
+             (or two intervals N): per-site counts are weighted by the mode in force when \
+             the report was written ({}), so those of sites recorded under another are \
+             off by the ratio of the weights; phase totals are exact",
+            r.dir.display(),
+            r.manifest.mode
+        );
+    }
 }
 
 /// [`warn_of_setup`], and when the run was stopped before it finished (a signal):
