@@ -186,6 +186,7 @@ mod rss;
 mod session;
 mod site_index;
 mod site_map;
+mod stack_weights;
 mod start;
 mod stripe;
 mod symbolize;

@@ -5,7 +5,7 @@
 use crate::config::{Mode, Settings};
 use crate::hot::control::{self, MODE_UNINIT};
 use crate::session;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// Set by [`env_checked_by_program`].
 static ENV_CHECKED_BY_PROGRAM: AtomicBool = AtomicBool::new(false);
@@ -176,8 +176,8 @@ impl Settings {
             crate::hot::thread::guarded(first_allocation);
         }
         self.publish_intervals();
-        note_stack_weight(Settings::current().mode);
-        note_stack_weight(self.mode);
+        crate::stack_weights::note(Settings::current().mode);
+        crate::stack_weights::note(self.mode);
         if Settings::current().mode != self.mode {
             crate::registry::forget_latest_blocks();
         }
@@ -192,33 +192,6 @@ impl Settings {
             crate::timeline::start();
         }
     }
-}
-
-/// The weight the stacks recorded so far count with in a report (1 in `sites`, N in
-/// `sample:N`), 0 before any mode that records stacks.
-static STACK_WEIGHT: AtomicU64 = AtomicU64::new(0);
-
-/// Set once stacks were recorded under two weights (see [`note_stack_weight`]).
-static STACK_WEIGHTS_CHANGED: AtomicBool = AtomicBool::new(false);
-
-/// Notes that `mode` is (or was) in force: a mode that records stacks with another
-/// weight than an earlier one marks the report's sites as weighted wrongly for some
-/// (a report weighs every site by the mode in force when it is written).
-fn note_stack_weight(mode: Mode) {
-    let weight = match mode {
-        Mode::Sites => 1,
-        Mode::Sample(n) => n,
-        _ => return,
-    };
-    let old = STACK_WEIGHT.swap(weight, Relaxed);
-    if old != 0 && old != weight {
-        STACK_WEIGHTS_CHANGED.store(true, Relaxed);
-    }
-}
-
-/// Whether stacks were recorded under more than one weight this run.
-pub(crate) fn stack_weights_changed() -> bool {
-    STACK_WEIGHTS_CHANGED.load(Relaxed)
 }
 
 #[cfg(test)]

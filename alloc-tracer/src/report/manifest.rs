@@ -139,7 +139,7 @@ pub fn build(
         allocator: allocator_name().map(str::to_owned),
         forked_from_pid: crate::lineage::forked_from(),
         run_id: Some(format!("{:016x}", crate::lineage::run_id())),
-        stack_weights_changed: crate::start::stack_weights_changed(),
+        stack_weights_changed: crate::stack_weights::changed(),
     }
 }
 
