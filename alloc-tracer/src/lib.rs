@@ -186,12 +186,12 @@ mod rss;
 mod session;
 mod site_index;
 mod site_map;
-mod stack_weights;
 mod start;
 mod stripe;
 mod symbolize;
 mod timeline;
 mod unseen_frees;
+mod weights;
 
 pub use allocator::TracingAllocator;
 pub use config::{

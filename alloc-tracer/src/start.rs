@@ -175,9 +175,13 @@ impl Settings {
         if control::load().mode() == MODE_UNINIT {
             crate::hot::thread::guarded(first_allocation);
         }
+        // What was in force, before the new intervals are published over it.
+        let current = Settings::current();
+        crate::weights::note_mode(current.mode);
+        crate::weights::note_mode(self.mode);
+        crate::weights::note_heap(current.heap_bytes());
+        crate::weights::note_heap(self.heap_bytes());
         self.publish_intervals();
-        crate::stack_weights::note(Settings::current().mode);
-        crate::stack_weights::note(self.mode);
         if Settings::current().mode != self.mode {
             crate::registry::forget_latest_blocks();
         }

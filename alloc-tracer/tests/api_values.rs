@@ -85,6 +85,23 @@ fn the_apis_values_are_counted_as_made_and_freed() {
     alloc_tracer::write_report(&scratch.join("mixed")).unwrap();
     let mixed = std::fs::read_to_string(scratch.join("mixed/manifest.json")).unwrap();
     assert!(mixed.contains("\"stack_weights_changed\": true"), "{mixed}");
+    // Heap sampling off so far (`Settings::current()` of the tracer off); turned
+    // on, at one interval, then at another.
+    assert!(
+        mixed.contains("\"heap_intervals_changed\": false"),
+        "{mixed}"
+    );
+    for interval in [1 << 16, 4096] {
+        Settings {
+            heap_interval: Some(interval),
+            ..Settings::current()
+        }
+        .apply();
+        blocks(100);
+    }
+    alloc_tracer::write_report(&scratch.join("heap")).unwrap();
+    let heap = std::fs::read_to_string(scratch.join("heap/manifest.json")).unwrap();
+    assert!(heap.contains("\"heap_intervals_changed\": true"), "{heap}");
 
     let inside = std::panic::catch_unwind(|| untraced(|| measure(|| blocks(10))));
     let message = *inside.unwrap_err().downcast::<String>().unwrap();

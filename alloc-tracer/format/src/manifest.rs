@@ -109,6 +109,13 @@ pub struct Manifest {
     /// totals stay exact. (Absent, false, in reports written before it existed.)
     #[serde(default)]
     pub stack_weights_changed: bool,
+    /// True when heap sampling ran at more than one interval (`Settings::apply` with
+    /// another `heap_interval`): each sampled block's estimate is weighted by its own
+    /// interval, but `heap_interval` is the last one only, so readers take each
+    /// row's sampling share from its `sampled_count` over its `live_blocks_estimate`.
+    /// (Absent, false, in reports written before it existed.)
+    #[serde(default)]
+    pub heap_intervals_changed: bool,
 }
 
 /// The latest kept peak of live bytes.

@@ -139,7 +139,8 @@ pub fn build(
         allocator: allocator_name().map(str::to_owned),
         forked_from_pid: crate::lineage::forked_from(),
         run_id: Some(format!("{:016x}", crate::lineage::run_id())),
-        stack_weights_changed: crate::stack_weights::changed(),
+        stack_weights_changed: crate::weights::stacks_changed(),
+        heap_intervals_changed: crate::weights::heap_changed(),
     }
 }
 

@@ -246,8 +246,11 @@ pub struct Held {
     /// The phase whose blocks the tables hold (`--phase`: blocks allocated in it,
     /// wherever the moment fell); `None`, every phase's.
     pub blocks_of_phase: Option<String>,
-    /// Heap sampling's mean interval in bytes (0: off).
+    /// Heap sampling's mean interval in bytes (0: off): the last one, where it
+    /// changed during the run (`heap_intervals_changed`).
     pub heap_interval: u64,
+    /// Heap sampling ran at more than one interval during the run.
+    pub heap_intervals_changed: bool,
     /// The sum of the estimates over the sites of the phase asked for (every phase
     /// without `--phase`), before `--limit`.
     pub estimated_bytes: u64,
@@ -273,13 +276,22 @@ pub struct Held {
 /// and stands for `s/p` bytes, so the row's estimate has variance `k s^2 (1 - p) /
 /// p^2` over its `k` sampled blocks. `s` is the row's bytes over its blocks: exact
 /// for a small size class, whose blocks are all one size, and a mean for a large
-/// class's grid bin. 0 at an interval of 1 (exact) or unknown (0).
-fn row_variance(r: &HeapRow, interval: u64) -> f64 {
+/// class's grid bin. 0 at an interval of 1 (exact) or unknown (0). `mixed`: heap
+/// sampling ran at more than one interval (the manifest's `heap_intervals_changed`),
+/// so `interval`, the last one, need not be the row's: `p` is then the row's own,
+/// its sampled blocks over the blocks they stand for.
+fn row_variance(r: &HeapRow, interval: u64, mixed: bool) -> f64 {
     if r.live_blocks_estimate == 0 {
         return 0.0;
     }
     let s = r.live_bytes_estimate as f64 / r.live_blocks_estimate as f64;
-    match sampled_share(s, interval) {
+    let p = if mixed {
+        let p = r.sampled_count as f64 / r.live_blocks_estimate as f64;
+        (p > 0.0 && p < 1.0).then_some(p)
+    } else {
+        sampled_share(s, interval)
+    };
+    match p {
         Some(p) => r.sampled_count as f64 * s * s * (1.0 - p) / (p * p),
         None => 0.0,
     }
@@ -364,7 +376,7 @@ pub fn held(
     let mut by_site: HashMap<u64, Acc> = HashMap::new();
     let mut variance = 0.0;
     for r in rows.iter().filter(in_phase) {
-        let v = row_variance(r, m.heap_interval);
+        let v = row_variance(r, m.heap_interval, m.heap_intervals_changed);
         variance += v;
         let a = by_site.entry(r.site_id).or_default();
         a.sampled = a.sampled.saturating_add(r.sampled_count);
@@ -468,6 +480,7 @@ pub fn held(
         phase: at_phase,
         blocks_of_phase: phase.map(str::to_owned),
         heap_interval: m.heap_interval,
+        heap_intervals_changed: m.heap_intervals_changed,
         estimated_bytes,
         estimated_bytes_all_phases: all_bytes,
         estimated_bytes_se: variance.sqrt().round() as u64,
@@ -553,14 +566,23 @@ mod tests {
         let s = (4u64 << 20) as f64;
         let p = 1.0 - (1.0 - 1.0 / (1u64 << 20) as f64).powf(s);
         let want = 4.0 * s * s * (1.0 - p) / (p * p);
-        let got = row_variance(&row(16 << 20, 4, 4), 1 << 20);
+        let got = row_variance(&row(16 << 20, 4, 4), 1 << 20, false);
         assert!((got / want - 1.0).abs() < 1e-9, "{got} {want}");
+        // Intervals that changed during the run: the row's own share, its sampled
+        // blocks over those they stand for (here 4 of 8: p = 1/2).
+        let s8 = (2u64 << 20) as f64;
+        let mixed = row_variance(&row(16 << 20, 8, 4), 1, true);
+        assert!(
+            (mixed / (4.0 * s8 * s8 * 0.5 / 0.25) - 1.0).abs() < 1e-9,
+            "{mixed}"
+        );
+        assert_eq!(row_variance(&row(16 << 20, 4, 4), 1 << 20, true), 0.0);
         // Exact at an interval of 1, and unknown without one.
-        assert_eq!(row_variance(&row(16 << 20, 4, 4), 1), 0.0);
-        assert_eq!(row_variance(&row(16 << 20, 4, 4), 0), 0.0);
+        assert_eq!(row_variance(&row(16 << 20, 4, 4), 1, false), 0.0);
+        assert_eq!(row_variance(&row(16 << 20, 4, 4), 0, false), 0.0);
         // One sampled block far smaller than the interval stands for about
         // interval / s blocks, so its error is about the interval itself.
-        let small = row_variance(&row(160 * 6554, 6554, 1), 1 << 20).sqrt();
+        let small = row_variance(&row(160 * 6554, 6554, 1), 1 << 20, false).sqrt();
         assert!((small / (1u64 << 20) as f64 - 1.0).abs() < 0.01, "{small}");
         // The same from the bytes alone, as a report that sampled none of them would
         // have estimated them: about bytes times the interval for small blocks.

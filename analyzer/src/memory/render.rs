@@ -184,7 +184,12 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         .map_or(String::new(), |l| {
             format!(" ({} of it)", pct(h.estimated_bytes as f64 / l as f64))
         });
-    let sampling = if h.heap_interval == 0 {
+    let sampling = if h.heap_intervals_changed {
+        format!(
+            "heap sampling at intervals that changed during the run (last {}):",
+            crate::render::heap_every(h.heap_interval)
+        )
+    } else if h.heap_interval == 0 {
         "heap sampling, stopped before the report was written:".to_owned()
     } else {
         format!(
@@ -348,6 +353,7 @@ mod tests {
             moment: "end".into(),
             live_bytes: Some(31_000),
             heap_interval: 65_536,
+            heap_intervals_changed: false,
             table_written: true,
             ..Held::default()
         };
@@ -440,6 +446,7 @@ mod tests {
             time_s: Some(1.0),
             phase: Some("build".into()),
             heap_interval: 1 << 20,
+            heap_intervals_changed: false,
             estimated_bytes: 3 << 20,
             estimated_bytes_all_phases: 3 << 20,
             table_written: true,
@@ -467,6 +474,7 @@ mod tests {
             run_peak_live_bytes: Some(300 << 10),
             max_rss_bytes: 10 << 20,
             heap_interval: 1 << 20,
+            heap_intervals_changed: false,
             table_written: true,
             ..Held::default()
         };

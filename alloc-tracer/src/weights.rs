@@ -1,0 +1,57 @@
+//! The weights what was recorded counts with, and whether they changed during the
+//! run. A report weighs every site's counts by the mode in force when it is written
+//! (1 in `sites`, N in `sample:N`), and the analyzer takes heap sampling's error
+//! from the interval in force then: a report whose stacks, or heap samples, were
+//! taken under two says so (`stack_weights_changed`, `heap_intervals_changed` in
+//! its manifest).
+
+use crate::Mode;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+/// The weight of the latest mode that records stacks, 0 before any.
+static STACK_WEIGHT: AtomicU64 = AtomicU64::new(0);
+
+/// Set once stacks were recorded under two weights.
+static STACKS_CHANGED: AtomicBool = AtomicBool::new(false);
+
+/// The latest heap sampling interval in force (0 before any).
+static HEAP_INTERVAL: AtomicU64 = AtomicU64::new(0);
+
+/// Set once heap samples were taken at two intervals.
+static HEAP_CHANGED: AtomicBool = AtomicBool::new(false);
+
+/// Notes that `mode` is (or was) in force (`Settings::apply` notes the mode it
+/// replaces and the new one).
+pub(crate) fn note_mode(mode: Mode) {
+    let weight = match mode {
+        Mode::Sites => 1,
+        Mode::Sample(n) => n,
+        _ => return,
+    };
+    note(&STACK_WEIGHT, &STACKS_CHANGED, weight);
+}
+
+/// Notes that heap sampling at `interval` bytes is (or was) in force (0: off, which
+/// samples nothing).
+pub(crate) fn note_heap(interval: u64) {
+    if interval > 0 {
+        note(&HEAP_INTERVAL, &HEAP_CHANGED, interval);
+    }
+}
+
+fn note(latest: &AtomicU64, changed: &AtomicBool, value: u64) {
+    let old = latest.swap(value, Relaxed);
+    if old != 0 && old != value {
+        changed.store(true, Relaxed);
+    }
+}
+
+/// Whether stacks were recorded under more than one weight this run.
+pub(crate) fn stacks_changed() -> bool {
+    STACKS_CHANGED.load(Relaxed)
+}
+
+/// Whether heap samples were taken at more than one interval this run.
+pub(crate) fn heap_changed() -> bool {
+    HEAP_CHANGED.load(Relaxed)
+}
