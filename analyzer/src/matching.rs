@@ -85,7 +85,6 @@ fn align<'k>(
             if i == 0 && j == 0 {
                 continue;
             }
-            let better = |a: (usize, u64), b: (usize, u64)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
             let mut here: Option<((usize, u64), u8)> = None;
             if i > 0 && j > 0 {
                 let (p, c) = best[i - 1][j - 1];
@@ -126,6 +125,11 @@ fn align<'k>(
     }
     pairs.reverse();
     pairs
+}
+
+/// True when `a` (pairs, cost) is better than `b`: more pairs, or as many for less.
+fn better(a: (usize, u64), b: (usize, u64)) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
 }
 
 /// Stack keys by their frames' lines, outermost frame first (a frame without a line
