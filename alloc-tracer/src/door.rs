@@ -46,11 +46,11 @@ impl Door for Cold {
 
     #[cold]
     #[inline(never)]
-    fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
+    fn block_followed(ptr: *mut u8, site: SiteRef<'_>, live_bytes: u64) {
         let p = ptr as usize;
         // Claimed first, released if its shard turns it away.
         followed::claim(p);
-        if crate::lifetimes::follow(ptr, site, class_bytes) {
+        if crate::lifetimes::follow(ptr, site, live_bytes) {
             followed::release(p);
         }
         // Frees stopped being recorded as this block began to be followed: dropped

@@ -108,7 +108,9 @@
 //!   never freed; `sites` and sampled allocations take a refused request's record
 //!   back.
 //! * Estimated: in `sample:N` mode, per-site figures are sampled counts x N (unbiased:
-//!   each allocation is sampled independently with probability 1/N). Lifetimes, frees
+//!   each allocation is sampled independently with probability 1/N), each weighted
+//!   when recorded, so that a run switched between modes or intervals keeps each
+//!   part's weight. Lifetimes, frees
 //!   and live bytes per site come from followed blocks (one in `ALLOC_TRACE_LIFETIMES`,
 //!   or the sampled ones), since following every block would cost a map update per
 //!   allocation and per free. Global peak

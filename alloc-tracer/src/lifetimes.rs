@@ -65,7 +65,8 @@ struct Followed {
     /// The site's number (`site_index`).
     site: u32,
     birth_ns: u64,
-    class_bytes: u64,
+    /// Its real bytes times the blocks it stands for (weighted as recorded).
+    live_bytes: u64,
 }
 
 type Blocks = HashMap<usize, Followed, FastBuild>;
@@ -93,7 +94,8 @@ pub struct Lifetimes {
     pub live: u64,
     /// Followed blocks dropped when recording of frees stopped ([`drop_all`]).
     pub dropped: u64,
-    /// Size-class bytes of the followed blocks still live.
+    /// Size-class bytes of the followed blocks still live, each times the blocks
+    /// it stands for (its weight when it was followed).
     pub live_bytes: u64,
 }
 
@@ -132,12 +134,12 @@ fn lock(shard: &Mutex<Blocks>) -> MutexGuard<'_, Blocks> {
 /// which this one replaced: rare, as a block stops being followed before its
 /// address can be handed out again, unless its free went unseen (made under the
 /// guard: inside `alloc_tracer::untraced`). Cold, under the guard.
-pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) -> bool {
+pub(crate) fn follow(ptr: *mut u8, site: SiteRef<'_>, live_bytes: u64) -> bool {
     let ptr = ptr as usize;
     let f = Followed {
         site: site_index::number(site),
         birth_ns: clock::now_ns(),
-        class_bytes,
+        live_bytes,
     };
     let mut blocks = lock(shard(ptr));
     if blocks.len() >= SHARD_CAP && !blocks.contains_key(&ptr) {
@@ -242,7 +244,7 @@ pub fn snapshot() -> HashMap<SiteId, Lifetimes> {
         for f in map.values() {
             let e = by_number.entry(f.site).or_default();
             e.live += 1;
-            e.live_bytes += f.class_bytes;
+            e.live_bytes += f.live_bytes;
         }
     }
     let (numbers, lifetimes): (Vec<u32>, Vec<Lifetimes>) = by_number.into_iter().unzip();

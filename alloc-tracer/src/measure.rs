@@ -138,7 +138,8 @@ thread_local! {
 }
 
 /// Allocations and reallocs per stack in this thread's site table (`sites` and
-/// `sample:N` modes; sampled counts in `sample:N`).
+/// `sample:N` modes; in `sample:N`, estimates: each sample counts for the
+/// allocations it stands for).
 fn this_thread_sites() -> HashMap<Vec<usize>, u64> {
     this_state(|st| {
         let mut out: HashMap<Vec<usize>, u64> = HashMap::new();

@@ -21,10 +21,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
-/// Counters of one site.
+/// Counters of one site, weighted as recorded (see `hot::site_table::Slot`): in
+/// `sample` mode, each sampled stack counts for the allocations it stands for.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
 pub struct SiteCounts {
-    /// Allocations (sampled ones in `sample` mode).
+    /// Allocations.
     pub allocs: u64,
     /// Reallocs.
     pub reallocs: u64,
@@ -34,6 +35,8 @@ pub struct SiteCounts {
     pub bytes_allocated: u64,
     /// Blocks freed before their thread's next allocation.
     pub temporaries: u64,
+    /// Stacks sampled in `sample` mode (raw; 0 where every stack was recorded).
+    pub samples: u64,
 }
 
 impl SiteCounts {
@@ -44,6 +47,18 @@ impl SiteCounts {
         self.bytes_requested += o.bytes_requested;
         self.bytes_allocated += o.bytes_allocated;
         self.temporaries += o.temporaries;
+        self.samples += o.samples;
+    }
+
+    /// The stacks recorded here: every call's where none was sampled (`sites`
+    /// mode), else the samples (in a row recorded in both modes, a run switched
+    /// between them, the samples only).
+    pub fn stacks(&self) -> u64 {
+        if self.samples > 0 {
+            self.samples
+        } else {
+            self.allocs + self.reallocs
+        }
     }
 }
 
@@ -353,6 +368,7 @@ fn slot_counts(slot: &Slot) -> SiteCounts {
         bytes_requested: slot.bytes_requested.load(Relaxed),
         bytes_allocated: slot.bytes_allocated.load(Relaxed),
         temporaries: slot.temporaries.load(Relaxed),
+        samples: slot.samples(),
     }
 }
 

@@ -1,9 +1,9 @@
-//! The weights what was recorded counts with, and whether they changed during the
-//! run. A report weighs every site's counts by the mode in force when it is written
-//! (1 in `sites`, N in `sample:N`), and the analyzer takes heap sampling's error
-//! from the interval in force then: a report whose stacks, or heap samples, were
-//! taken under two says so (`stack_weights_changed`, `heap_intervals_changed` in
-//! its manifest).
+//! Whether the weights of what was recorded changed during the run. Each site count
+//! is weighted as it is recorded (1 in `sites`, the interval its sample was drawn
+//! with in `sample:N`), so the estimates stand; but the analyzer takes sampling's
+//! spread from the report's one `sample_interval`, and heap sampling's from its one
+//! `heap_interval`: a report whose stacks, or heap samples, were taken under two
+//! says so (`stack_weights_changed`, `heap_intervals_changed` in its manifest).
 
 use crate::Mode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -43,6 +43,17 @@ fn note(latest: &AtomicU64, changed: &AtomicBool, value: u64) {
     let old = latest.swap(value, Relaxed);
     if old != 0 && old != value {
         changed.store(true, Relaxed);
+    }
+}
+
+/// The weight of the stacks recorded last: the mode in force if it records stacks,
+/// else the latest one that did (0 if none ever did), so that a `sample:N` run
+/// switched to `count` or `off` before its report still says its sites' figures
+/// are estimates of one in N.
+pub(crate) fn stack_weight(mode: Mode) -> u64 {
+    match mode {
+        Mode::Sites | Mode::Sample(_) => mode.sample_interval(),
+        _ => STACK_WEIGHT.load(Relaxed),
     }
 }
 

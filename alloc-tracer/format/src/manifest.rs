@@ -104,9 +104,11 @@ pub struct Manifest {
     pub run_id: Option<String>,
     /// True when stacks were recorded under more than one weight: the mode switched
     /// at run time between `sites` (each counts 1) and `sample:N`, or between two
-    /// intervals N. Sites' counts are weighted by the mode in force when the report
-    /// was written, so those recorded under another are off by the ratio; phase
-    /// totals stay exact. (Absent, false, in reports written before it existed.)
+    /// intervals N. Where `weighted_as_recorded`, each count kept its own weight,
+    /// but sampling's spread taken from `sample_interval` assumes one; before, the
+    /// sites' counts were weighted by the mode in force when the report was written,
+    /// so those recorded under another were off by the ratio. Phase totals are
+    /// exact either way. (Absent, false, in reports written before it existed.)
     #[serde(default)]
     pub stack_weights_changed: bool,
     /// True when heap sampling ran at more than one interval (`Settings::apply` with
@@ -116,6 +118,13 @@ pub struct Manifest {
     /// (Absent, false, in reports written before it existed.)
     #[serde(default)]
     pub heap_intervals_changed: bool,
+    /// True when sites' counts and followed blocks' live bytes were weighted as they
+    /// were recorded (each sampled stack by the interval it was drawn with), so that
+    /// a run whose weights changed (`stack_weights_changed`) still has the right
+    /// estimates. Absent (false) in reports written before: those weighted every
+    /// site by the mode in force at the report.
+    #[serde(default)]
+    pub weighted_as_recorded: bool,
 }
 
 /// The latest kept peak of live bytes.

@@ -79,11 +79,14 @@ pub fn next_heap(st: &ThreadState) {
 
 /// Draws the countdown to the next sampled stack, after one was taken.
 pub fn next_sample(st: &ThreadState) {
-    set_sample(st, geometric(st.next_random(), control::sample_interval()));
+    let interval = control::sample_interval();
+    st.sample_drawn.set(interval);
+    set_sample(st, geometric(st.next_random(), interval));
 }
 
 /// Draws the countdown to the next followed block for `interval` (0: none).
 pub fn next_lifetime(st: &ThreadState, interval: u64) {
+    st.lifetime_drawn.set(interval);
     let total = if interval == 0 {
         NEVER
     } else {

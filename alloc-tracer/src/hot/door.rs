@@ -85,10 +85,11 @@ pub trait Door {
     /// of a table that grew frees the tables it replaced here).
     fn if_tables_unread(f: impl FnOnce());
 
-    /// Start following the block at `ptr` (of `class_bytes` real bytes) allocated
-    /// at `site`, until [`block_ended`](Door::block_ended). Must count it in
+    /// Start following the block at `ptr` allocated at `site`, until
+    /// [`block_ended`](Door::block_ended); while live it counts `live_bytes` (its
+    /// real bytes times the blocks it stands for). Must count it in
     /// `hot::followed` (`claim`) so that frees of it take the cold path.
-    fn block_followed(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64);
+    fn block_followed(ptr: *mut u8, site: SiteRef<'_>, live_bytes: u64);
 
     /// The block at `ptr`, which `hot::followed::maybe` flagged, is being freed or
     /// moved: stop following it if it is followed (for lifetimes, heap sampling or

@@ -155,10 +155,9 @@ fn record_free(
     live::small_free(st, units)
 }
 
-/// Counts a free of the thread's latest block, a temporary, in the phase (as
-/// `weight` temporaries: the phase's count is the report's, weighted as it is
-/// recorded) and once in the block's site (whose rows the report weighs by
-/// class), and forgets the block.
+/// Counts a free of the thread's latest block, a temporary, in the phase and in
+/// the block's site as `weight` temporaries (weighted as recorded, like the
+/// site's other counts), and forgets the block.
 #[inline(always)]
 fn count_temporary(st: &ThreadState, p: &PhaseCounters, weight: u64) {
     bump(&p.temporaries, weight);
@@ -166,7 +165,7 @@ fn count_temporary(st: &ThreadState, p: &PhaseCounters, weight: u64) {
     if !slot.is_null() {
         // SAFETY: `last_slot` points into this thread's current table; it is
         // reset whenever the table is grown or flushed.
-        bump(unsafe { &(*slot).temporaries }, 1);
+        bump(unsafe { &(*slot).temporaries }, weight);
     }
     st.last_block.store(0, Relaxed);
 }

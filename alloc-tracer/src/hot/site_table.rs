@@ -151,7 +151,11 @@ pub fn hash_finish(sum: u64, seed: u64) -> u64 {
 pub struct Slot {
     tag: AtomicU64,
     meta: AtomicU64,
-    /// Allocations (`alloc`, `alloc_zeroed`); in `sample` mode, sampled ones only.
+    /// Allocations (`alloc`, `alloc_zeroed`). Every counter here is weighted as it
+    /// is recorded: each call counts once in `sites` mode, and in `sample` mode each
+    /// sampled one counts for the allocations it stands for (`hot::sites::sample`),
+    /// so that a run switched between modes or intervals keeps each count's own
+    /// weight.
     pub allocs: AtomicU64,
     /// `realloc` calls that landed in this class.
     pub reallocs: AtomicU64,
@@ -161,11 +165,18 @@ pub struct Slot {
     pub bytes_allocated: AtomicU64,
     /// Blocks from here freed before their thread's next allocation.
     pub temporaries: AtomicU64,
-    /// The site's number among the sites of followed blocks, plus one; 0 until a
-    /// block of this slot's site is followed (see [`Slot::site_number`]). In the
-    /// line's spare word.
+    /// In the line's spare word: bits 0-31, the site's number among the sites of
+    /// followed blocks, plus one, 0 until a block of this slot's site is followed
+    /// (see [`Slot::site_number`]); bits 32-63, the stacks sampled here in `sample`
+    /// mode (see [`Slot::samples`]), which the sampled path alone counts.
     number: AtomicU64,
 }
+
+/// The low half of [`Slot`]'s spare word: the site's number.
+const NUMBER_BITS: u64 = u32::MAX as u64;
+
+/// One sample in the high half of [`Slot`]'s spare word.
+const ONE_SAMPLE: u64 = 1 << 32;
 
 /// Adds `n` to a counter only this thread writes: a load and a store, no `lock` prefix.
 #[inline(always)]
@@ -179,7 +190,7 @@ impl Slot {
     /// needs no lookup of its key in a shared map. Owner thread only, as the slot's
     /// counters; emptied with the slot.
     pub fn site_number(&self) -> Option<u32> {
-        match self.number.load(Relaxed) {
+        match self.number.load(Relaxed) & NUMBER_BITS {
             0 => None,
             n => Some((n - 1) as u32),
         }
@@ -187,7 +198,23 @@ impl Slot {
 
     /// Keeps `number` as this slot's site's (see [`Slot::site_number`]).
     pub fn keep_site_number(&self, number: u32) {
-        self.number.store(number as u64 + 1, Relaxed);
+        let samples = self.number.load(Relaxed) & !NUMBER_BITS;
+        self.number.store(samples | (number as u64 + 1), Relaxed);
+    }
+
+    /// Stacks sampled here in `sample` mode (raw, unweighted; up to `u32::MAX`).
+    pub fn samples(&self) -> u64 {
+        self.number.load(Relaxed) >> 32
+    }
+
+    /// Counts one more sampled stack here (owner thread, on the sampled path); the
+    /// count stays at `u32::MAX` once there, 4 billion samples of one site on one
+    /// thread.
+    pub fn count_sample(&self) {
+        let word = self.number.load(Relaxed);
+        if word >> 32 != u32::MAX as u64 {
+            self.number.store(word + ONE_SAMPLE, Relaxed);
+        }
     }
 
     /// Two keys with equal 64-bit hashes and meta words are taken to be the same

@@ -84,21 +84,31 @@ fn record_site<D: Door, const REALLOC: bool>(
     class: usize,
 ) {
     let slot = site_slot::<D, 0>(st, ctl, class);
-    count_in_slot::<REALLOC>(slot, size, usable);
+    count_in_slot::<REALLOC>(slot, size, usable, 1);
     st.last_slot.set(slot);
     let left = st.lifetime_countdown.get().wrapping_sub(1);
     st.lifetime_countdown.set(left);
     if left == 0 && countdown::lifetime_chunk_done(st) {
-        follow_block::<D>(st, ctl, ptr, usable, class, control::lifetime_interval());
+        let weight = st.lifetime_drawn.get();
+        follow_block::<D>(
+            st,
+            ctl,
+            ptr,
+            usable,
+            class,
+            weight,
+            control::lifetime_interval(),
+        );
     }
 }
 
 /// A sampled call in `sample` mode: stack, site counters, and the block followed;
 /// `DRAWN`: the countdown chose it (then the next one is drawn), else it is a block
-/// recorded whole (`SAMPLE_ALL_FROM_CLASS`) between draws. Its counts weigh N in
-/// the report, or 1 in a class recorded whole (by class: a drawn block of such a
-/// class counts once too). Out of line (it is rare), called from the recording
-/// function, never jumped to: its walk passes over its own frame.
+/// recorded whole (`SAMPLE_ALL_FROM_CLASS`) between draws. Its counts weigh the
+/// interval its countdown was drawn with (`sample_drawn`: N, whatever the mode
+/// when the report is written), or 1 in a class recorded whole (by class: a drawn
+/// block of such a class counts once too). Out of line (it is rare), called from
+/// the recording function, never jumped to: its walk passes over its own frame.
 #[cold]
 #[inline(never)]
 pub fn sample<D: Door, const REALLOC: bool, const DRAWN: bool>(
@@ -109,16 +119,18 @@ pub fn sample<D: Door, const REALLOC: bool, const DRAWN: bool>(
     usable: usize,
     class: usize,
 ) {
-    let slot = site_slot::<D, 1>(st, ctl, class);
-    count_in_slot::<REALLOC>(slot, size, usable);
-    bump(&st.phase(ctl).sampled, 1);
-    st.last_slot.set(slot);
-    st.sampled_weight.set(if class >= SAMPLE_ALL_FROM_CLASS {
+    let weight = if class >= SAMPLE_ALL_FROM_CLASS {
         1
     } else {
-        control::sample_interval()
-    });
-    follow_block::<D>(st, ctl, ptr, usable, class, 0);
+        st.sample_drawn.get()
+    };
+    let slot = site_slot::<D, 1>(st, ctl, class);
+    count_in_slot::<REALLOC>(slot, size, usable, weight);
+    slot.count_sample();
+    bump(&st.phase(ctl).sampled, 1);
+    st.last_slot.set(slot);
+    st.sampled_weight.set(weight);
+    follow_block::<D>(st, ctl, ptr, usable, class, weight, 0);
     if DRAWN {
         countdown::next_sample(st);
     }
@@ -127,18 +139,20 @@ pub fn sample<D: Door, const REALLOC: bool, const DRAWN: bool>(
     st.sampled_left.set(countdown::sample_left(st));
 }
 
+/// Counts a call in its slot as `weight` calls (1 in `sites` mode, where this is
+/// inlined with the constant and multiplies nothing).
 #[inline(always)]
-fn count_in_slot<const REALLOC: bool>(slot: &Slot, size: usize, usable: usize) {
+fn count_in_slot<const REALLOC: bool>(slot: &Slot, size: usize, usable: usize, weight: u64) {
     bump(
         if REALLOC {
             &slot.reallocs
         } else {
             &slot.allocs
         },
-        1,
+        weight,
     );
-    bump(&slot.bytes_requested, size as u64);
-    bump(&slot.bytes_allocated, usable as u64);
+    bump(&slot.bytes_requested, (size as u64).wrapping_mul(weight));
+    bump(&slot.bytes_allocated, (usable as u64).wrapping_mul(weight));
 }
 
 /// Walks the stack and returns its slot in this thread's table. `SKIP`: frames of
@@ -271,9 +285,9 @@ fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'
     slot
 }
 
-/// Follows the block just recorded at `last_slot`'s site to its free, and draws the
-/// countdown to the next one (`interval` 0: none, as in `sample` mode, which follows
-/// its sampled blocks instead).
+/// Follows the block just recorded at `last_slot`'s site to its free, standing for
+/// `weight` blocks, and draws the countdown to the next one (`interval` 0: none,
+/// as in `sample` mode, which follows its sampled blocks instead).
 #[cold]
 #[inline(never)]
 fn follow_block<D: Door>(
@@ -282,6 +296,7 @@ fn follow_block<D: Door>(
     ptr: *mut u8,
     usable: usize,
     class: usize,
+    weight: u64,
     interval: u64,
 ) {
     let table = st.table();
@@ -302,6 +317,7 @@ fn follow_block<D: Door>(
             }
         }
     };
-    thread::guarded(|| D::block_followed(ptr, site, usable as u64));
+    let live_bytes = (usable as u64).saturating_mul(weight);
+    thread::guarded(|| D::block_followed(ptr, site, live_bytes));
     countdown::next_lifetime(st, interval);
 }

@@ -107,6 +107,10 @@ pub struct ThreadState {
     pub sample_countdown: Cell<u64>,
     /// The rest of that countdown after this chunk.
     pub sample_rest: Cell<u64>,
+    /// The sample interval that countdown was drawn with: how many allocations the
+    /// stack it picks stands for (the interval in force then; a new one takes
+    /// over with the next draw).
+    pub sample_drawn: Cell<u64>,
     /// `sample` mode: the whole countdown (`countdown::sample_left`) just after
     /// `last_block` was sampled, or 0. Every allocation and realloc takes one from
     /// it, so while it is unchanged the thread has allocated nothing since, and a
@@ -114,8 +118,9 @@ pub struct ThreadState {
     /// a sampled block's free takes anyway (it is followed), so that other frees
     /// and allocations pay nothing for temporaries.
     pub sampled_left: Cell<u64>,
-    /// `sample` mode: how many allocations `last_block`'s temporary stands for in
-    /// its phase's count (N, or 1 for a block of a class recorded whole).
+    /// `sample` mode: how many allocations `last_block`'s temporary stands for, in
+    /// its phase's count and its site's (the interval its sample was drawn with,
+    /// or 1 for a block of a class recorded whole).
     pub sampled_weight: Cell<u64>,
     /// The size of the small request being handed to the inner allocator after it
     /// was recorded (`count` and `sample` modes), to take it back if refused.
@@ -127,6 +132,9 @@ pub struct ThreadState {
     pub lifetime_countdown: Cell<u64>,
     /// The rest of that countdown after this chunk (`u64::MAX`: none followed).
     pub lifetime_rest: Cell<u64>,
+    /// The lifetime interval that countdown was drawn with: how many blocks the
+    /// block it picks stands for (0: none followed).
+    pub lifetime_drawn: Cell<u64>,
     /// Bytes left in the current chunk of the countdown to the next sampled byte of
     /// heap sampling: a block that takes it to 0 or below may hold that byte. See
     /// `countdown`.

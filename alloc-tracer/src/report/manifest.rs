@@ -15,7 +15,7 @@ use alloc_tracer_format::schema::SCHEMA_VERSION;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// What the columns' weights mean, in the manifest's words.
-const WEIGHTS: &str = "alloc_count, realloc_count, bytes_* and temporary_count in sites.parquet, and temporary_count in phases.parquet and these totals, are sampled counts x sample_interval, but for rows of size_class_bytes >= sample_all_from_bytes (recorded whole: x 1); followed_* counts are raw, live_bytes_estimate is scaled by lifetime_interval (x 1 in those rows)";
+const WEIGHTS: &str = "alloc_count, realloc_count, bytes_* and temporary_count in sites.parquet, and temporary_count in phases.parquet and these totals, are weighted as recorded: each sampled stack counts for the interval its sample was drawn with (sample_interval, unless the run changed it), but in rows of size_class_bytes >= sample_all_from_bytes (recorded whole: x 1); followed_* counts are raw, live_bytes_estimate weighs each followed block by the blocks it stood for when followed (lifetime_interval, likewise; x 1 in those rows)";
 
 /// Each followed block stands for this many blocks (0: none followed).
 pub fn lifetime_weight(mode: Mode, lifetime_interval: u64) -> u64 {
@@ -47,7 +47,7 @@ pub fn build(
     incomplete: Option<&str>,
 ) -> Manifest {
     let c = &snap.counts;
-    let weight = snap.settings.mode.sample_interval();
+    let weight = crate::weights::stack_weight(snap.settings.mode).max(1);
     let totals = Totals {
         alloc_count: c.total(|p| p.allocs),
         free_count: c.total(|p| p.frees),
@@ -91,7 +91,7 @@ pub fn build(
         mode: snap.settings.mode.name(),
         stack_depth: snap.settings.depth,
         sample_interval: weight,
-        sample_all_from_bytes: matches!(snap.settings.mode, crate::Mode::Sample(_))
+        sample_all_from_bytes: (matches!(snap.settings.mode, crate::Mode::Sample(_)) || weight > 1)
             .then_some(alloc_tracer_format::size_class::SAMPLE_ALL_FROM_BYTES as u64),
         lifetime_interval: lifetime_weight(snap.settings.mode, snap.settings.lifetime_interval),
         weights: WEIGHTS.into(),
@@ -141,6 +141,7 @@ pub fn build(
         run_id: Some(format!("{:016x}", crate::lineage::run_id())),
         stack_weights_changed: crate::weights::stacks_changed(),
         heap_intervals_changed: crate::weights::heap_changed(),
+        weighted_as_recorded: true,
     }
 }
 

@@ -54,10 +54,9 @@ fn stack_ends(
     snap: &Snapshot,
     stacks: &[(&[usize], u64)],
     raw: &HashMap<&[usize], u64>,
-    weight: u64,
 ) -> manifest::StackEnds {
     let mut ends = manifest::StackEnds::default();
-    let (mut empty, mut empty_allocs) = (0, 0);
+    let (mut empty, mut empty_walks, mut empty_allocs) = (0, 0u64, 0u64);
     for (stack, allocs) in stacks {
         if stack.len() >= snap.settings.depth {
             ends.at_depth_limit += 1;
@@ -66,7 +65,8 @@ fn stack_ends(
         let frames = user_frames(stack, &snap.symbols);
         let Some((_, _, outer)) = frames.last() else {
             empty += 1;
-            empty_allocs += raw.get(stack).copied().unwrap_or(0);
+            empty_walks += raw.get(stack).copied().unwrap_or(0);
+            empty_allocs += allocs;
             continue;
         };
         if outer.function == crate::symbolize::FOLDED_NAME
@@ -78,11 +78,12 @@ fn stack_ends(
         ends.early_allocs += allocs;
     }
     // Both raw counts of walks: every allocation's in `sites` mode, the sampled
-    // ones' in `sample:N`.
-    let lost = empty_allocs.saturating_sub(snap.counts.foreign_walks);
+    // ones' in `sample:N`. The lost walks' allocations are their share of the
+    // empty stacks' (weighted as recorded).
+    let lost = empty_walks.saturating_sub(snap.counts.foreign_walks);
     if lost > 0 {
         ends.early += empty;
-        ends.early_allocs += lost * weight;
+        ends.early_allocs += (empty_allocs as u128 * lost as u128 / empty_walks as u128) as u64;
     }
     ends
 }
@@ -99,14 +100,11 @@ fn write_snapshot(
     // Site ids: one per distinct stack, biggest first (by the report's weighted
     // counts), ties broken by the addresses so that ids are stable for a given
     // snapshot.
-    let weight = snap.settings.mode.sample_interval();
-    let weight_of = |class| tables::weight_of(snap, class);
     let mut stack_allocs: HashMap<&[usize], u64> = HashMap::new();
-    let mut raw_allocs: HashMap<&[usize], u64> = HashMap::new();
+    let mut walks: HashMap<&[usize], u64> = HashMap::new();
     for (id, c) in &snap.sites {
-        *stack_allocs.entry(&id.frames).or_default() +=
-            (c.allocs + c.reallocs) * weight_of(id.class());
-        *raw_allocs.entry(&id.frames).or_default() += c.allocs + c.reallocs;
+        *stack_allocs.entry(&id.frames).or_default() += c.allocs + c.reallocs;
+        *walks.entry(&id.frames).or_default() += c.stacks();
     }
     // Stacks seen only by heap sampling (in `count` mode, all of them) come after,
     // with no allocations of their own in the sites table.
@@ -135,10 +133,6 @@ fn write_snapshot(
     let cx = Context {
         snap,
         site_ids: &site_ids,
-        lifetime_weight: manifest::lifetime_weight(
-            snap.settings.mode,
-            snap.settings.lifetime_interval,
-        ),
     };
     let sites_rows = tables::write_sites(tmp, &cx)?;
     let table_rows = [
@@ -177,7 +171,7 @@ fn write_snapshot(
             rows,
         })
         .collect();
-    let ends = stack_ends(snap, &every_stack, &raw_allocs, weight);
+    let ends = stack_ends(snap, &every_stack, &walks);
     let manifest = manifest::build(snap, tables, ends, incomplete);
     let manifest_path = tmp.join(schema::MANIFEST);
     std::fs::write(&manifest_path, manifest.to_json()).map_err(io(&manifest_path))?;
@@ -203,13 +197,8 @@ fn write_snapshot(
                 site_id: site_ids[stack],
                 name,
                 allocs: *allocs,
-                bytes_requested: of_stack
-                    .clone()
-                    .map(|(id, c)| c.bytes_requested * weight_of(id.class()))
-                    .sum::<u64>(),
-                temporaries: of_stack
-                    .map(|(id, c)| c.temporaries * weight_of(id.class()))
-                    .sum::<u64>(),
+                bytes_requested: of_stack.clone().map(|(_, c)| c.bytes_requested).sum(),
+                temporaries: of_stack.map(|(_, c)| c.temporaries).sum(),
             }
         })
         .collect();

@@ -14,51 +14,16 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// What the tables of one report share: the snapshot, site ids, phase names and the
-/// weights of sampled figures ([`Context::weight_of`]).
+/// What the tables of one report share: the snapshot, site ids and phase names.
+/// (Site counts are weighted as recorded: see `registry::SiteCounts`.)
 pub struct Context<'s> {
     /// What was recorded.
     pub snap: &'s Snapshot,
     /// Site id of every distinct stack.
     pub site_ids: &'s HashMap<&'s [usize], u64>,
-    /// Each followed block stands for this many blocks (likewise:
-    /// [`Context::lifetime_weight_of`]).
-    pub lifetime_weight: u64,
-}
-
-/// True when `snap`'s mode records every block of class `class` whole: `sample:N`,
-/// from `SAMPLE_ALL_FROM_CLASS` on.
-pub fn recorded_whole(snap: &Snapshot, class: usize) -> bool {
-    matches!(snap.settings.mode, crate::Mode::Sample(_))
-        && class >= alloc_tracer_format::size_class::SAMPLE_ALL_FROM_CLASS
-}
-
-/// What one recorded allocation of class `class` stands for in `snap`'s report: 1
-/// in a class that `sample:N` records whole ([`recorded_whole`]), else the sample
-/// interval (1 in `sites` mode).
-pub fn weight_of(snap: &Snapshot, class: usize) -> u64 {
-    if recorded_whole(snap, class) {
-        1
-    } else {
-        snap.settings.mode.sample_interval()
-    }
 }
 
 impl<'s> Context<'s> {
-    /// [`weight_of`] this report's class `class`.
-    pub fn weight_of(&self, class: usize) -> u64 {
-        weight_of(self.snap, class)
-    }
-
-    /// What one followed block of class `class` stands for, likewise.
-    pub fn lifetime_weight_of(&self, class: usize) -> u64 {
-        if recorded_whole(self.snap, class) {
-            1
-        } else {
-            self.lifetime_weight
-        }
-    }
-
     /// The name of phase `id`.
     pub fn phase_name(&self, id: usize) -> Cow<'s, str> {
         match self.snap.phases.get(id) {
@@ -89,16 +54,15 @@ pub fn write_sites(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
     let mut cols = SiteColumns::with_capacity(n);
     for (site, phase, class, c, life) in rows {
         let cb = class_bytes(class) as u64;
-        let weight = cx.weight_of(class);
         cols.site_id.push(site);
         cols.phase.push(cx.phase_name(phase));
         cols.class.push(cb);
-        cols.allocs.push(c.allocs * weight);
-        cols.reallocs.push(c.reallocs * weight);
-        cols.requested.push(c.bytes_requested * weight);
-        cols.allocated.push(c.bytes_allocated * weight);
-        cols.temporaries.push(c.temporaries * weight);
-        cols.sampled.push(c.allocs + c.reallocs);
+        cols.allocs.push(c.allocs);
+        cols.reallocs.push(c.reallocs);
+        cols.requested.push(c.bytes_requested);
+        cols.allocated.push(c.bytes_allocated);
+        cols.temporaries.push(c.temporaries);
+        cols.sampled.push(c.stacks());
         let (freed, live, dropped, live_bytes) =
             life.map_or((0, 0, 0, 0), |l| (l.freed, l.live, l.dropped, l.live_bytes));
         cols.followed.push(freed + live + dropped);
@@ -108,8 +72,7 @@ pub fn write_sites(dir: &Path, cx: &Context<'_>) -> Result<usize, Error> {
             life.filter(|l| l.freed > 0)
                 .map(|l| (l.total_ns / l.freed as u128) as u64),
         );
-        cols.live_bytes
-            .push(live_bytes * cx.lifetime_weight_of(class));
+        cols.live_bytes.push(live_bytes);
     }
     parquet::write(
         &dir.join(schema::SITES.file),

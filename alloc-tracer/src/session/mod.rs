@@ -24,9 +24,8 @@ static LAST_WRITTEN: Mutex<Option<(PathBuf, u64)>> = Mutex::new(None);
 /// Writes a report of everything recorded so far to `dir` (see `report::write`),
 /// with `%p` and `%t` in it expanded ([`expand_path`]). It creates `dir`'s parent if
 /// missing, waits for any other writer of that folder (a `flock`), and symbolizes
-/// every address the report holds (tens of milliseconds to seconds). Estimates are
-/// weighted by the mode in force now: a `sample:N` run switched to `off` before its
-/// report is written is reported unweighted.
+/// every address the report holds (tens of milliseconds to seconds). Estimates keep
+/// the weights they were recorded with, whatever the mode now.
 pub fn write_report(dir: &Path) -> Result<ReportSummary, Error> {
     write(dir, None)
 }

@@ -199,6 +199,34 @@ fn answers_that_could_mislead_a_user_or_a_gate_say_so() {
             "{command:?}: {stderr}"
         );
     }
+    // A run that switched modes: older reports' sites are off by the ratio of the
+    // weights; newer ones keep each count's weight, but not a ± of one interval.
+    for (as_recorded, said) in [
+        (
+            false,
+            "so those of sites recorded under another are off by the ratio",
+        ),
+        (
+            true,
+            "per-site counts keep the weight each was recorded with",
+        ),
+    ] {
+        let mixed = copy_fixture("mixed-weights");
+        edit_manifest(&mixed, |m| {
+            m["stack_weights_changed"] = true.into();
+            m["weighted_as_recorded"] = as_recorded.into();
+        });
+        let out = analyzer(&["top", mixed.to_str().unwrap()]);
+        assert!(out.status.success(), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(said), "{stderr}");
+    }
+    let out = analyzer(&["top", r]);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("the mode switched"),
+        "{out:?}"
+    );
+
     // At the end of a stopped run, one line says what that means there.
     let out = analyzer(&["leaks", cut]);
     let stderr = String::from_utf8_lossy(&out.stderr);

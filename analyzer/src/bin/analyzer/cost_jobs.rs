@@ -81,14 +81,24 @@ pub(crate) fn warn_of_setup(r: &report::Report) {
         note!("analyzer: {}: {w}", r.dir.display());
     }
     if r.manifest.stack_weights_changed {
-        note!(
-            "analyzer: {}: the mode switched during the run between sites and sample:N \
-             (or two intervals N): per-site counts are weighted by the mode in force when \
-             the report was written ({}), so those of sites recorded under another are \
-             off by the ratio of the weights; phase totals are exact",
-            r.dir.display(),
-            r.manifest.mode
-        );
+        if r.manifest.weighted_as_recorded {
+            note!(
+                "analyzer: {}: the mode switched during the run between sites and \
+                 sample:N (or two intervals N): per-site counts keep the weight each was \
+                 recorded with, but the ± of sampled figures assume the last one ({})",
+                r.dir.display(),
+                r.manifest.mode
+            );
+        } else {
+            note!(
+                "analyzer: {}: the mode switched during the run between sites and \
+                 sample:N (or two intervals N): per-site counts are weighted by the mode \
+                 in force when the report was written ({}), so those of sites recorded \
+                 under another are off by the ratio of the weights; phase totals are exact",
+                r.dir.display(),
+                r.manifest.mode
+            );
+        }
     }
 }
 
