@@ -386,7 +386,7 @@ pub(crate) unsafe fn retire(state: *mut ThreadState) {
     // the state unregistered, no reader can reach it.
     let st = unsafe { Box::from_raw(state) };
     // What the thread had not published yet, so that exited threads leave no drift.
-    live::publish_at_exit(live::unpublished_bytes(&st));
+    let peak = live::publish_at_exit(live::unpublished_bytes(&st));
     MERGED_COUNTS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -395,6 +395,9 @@ pub(crate) unsafe fn retire(state: *mut ThreadState) {
     // SAFETY: unregistered under the lock, and the owner is exiting.
     unsafe { st.free_tables() };
     drop(live);
+    if let Some(bytes) = peak {
+        crate::heap::new_peak(bytes);
+    }
 }
 
 /// Runs `f` with the live list locked if no other thread holds it (every reader of

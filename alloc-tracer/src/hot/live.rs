@@ -248,10 +248,14 @@ pub fn publish<D: Door>(net: i64) {
 }
 
 /// Publishes an exiting thread's last net live bytes (under
-/// [`LIVE_PUBLISH_BYTES`]), for the cold side as it merges the thread's state. No
-/// peak is kept here: a mark passed by so little is kept at the next publish.
-pub fn publish_at_exit(net: i64) {
-    add_to_global(net);
+/// [`LIVE_PUBLISH_BYTES`]), for the cold side as it merges the thread's state; true
+/// when they passed the peak mark, so that the cold side keeps the peak once it
+/// has let go of the registry's lock (threads that each held back under 256 KiB
+/// and handed their blocks on as they exited can make the run's peak, with no
+/// publish after them).
+pub fn publish_at_exit(net: i64) -> Option<i64> {
+    let live = add_to_global(net);
+    (net > 0 && peak_mark_due(live)).then_some(live)
 }
 
 fn add_to_global(net: i64) -> i64 {

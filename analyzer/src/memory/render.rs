@@ -105,15 +105,15 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         (Some(live), _, _) => writeln!(out, "{what}: {} live", bytes(live as f64))?,
         _ => {
             // Nothing was kept, whatever the interval: no advice on sampling. A tracer
-            // keeps a peak once live bytes pass 1 MiB as a thread publishes them; an
-            // exiting thread's last bytes keep none.
+            // keeps a peak once live bytes pass 1 MiB as a thread publishes them;
+            // older tracers kept none at an exiting thread's last bytes.
             let why = match h.run_peak_live_bytes {
                 _ if !h.table_written => {
                     "the tracer that wrote this report kept no peak moment".to_owned()
                 }
                 Some(run) if run >= 1 << 20 => format!(
                     "the run reached {} live only as exiting threads published their \
-                     last bytes, which keeps no moment",
+                     last bytes, where the tracer that wrote this report kept no moment",
                     bytes(run as f64)
                 ),
                 _ => "live bytes never reached 1 MiB".to_owned(),
