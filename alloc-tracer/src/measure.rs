@@ -43,9 +43,12 @@ pub struct Measured {
     /// otherwise (it would pass on zeros).
     pub temporaries_exact: bool,
     /// The most size-class bytes held at once during the closure, above what was
-    /// held when it started (allocated minus freed). [`measure`]: this thread's,
-    /// exact. [`measure_process`]: the process's live bytes as threads publish them,
-    /// exact to within 256 KiB per thread (`LIVE_PUBLISH_BYTES`).
+    /// held when it started (allocated minus freed). [`measure`]: exact, of what this
+    /// thread allocated and freed: a block it hands to another thread that frees it
+    /// meanwhile still counts as held, and one it frees for another thread counts
+    /// against it (for work that moves blocks between threads, [`measure_process`]).
+    /// [`measure_process`]: the process's live bytes as threads publish them, exact
+    /// to within 256 KiB per thread (`LIVE_PUBLISH_BYTES`).
     pub peak_bytes: u64,
 }
 
