@@ -102,7 +102,7 @@
 //!   record of the latest block: `count` does not count temporaries (its
 //!   `temporary_count` is 0) and `sample:N` counts them among its sampled blocks
 //!   (on the cold path their frees take as followed blocks, so that other frees
-//!   pay nothing for it; reports weight them by N, like the per-site figures). And a small request the
+//!   pay nothing for it; each counts for N, like the per-site figures). And a small request the
 //!   inner allocator refuses (jemalloc does only when the process is out of memory,
 //!   and Rust's infallible allocations then abort) stays counted, as an allocation
 //!   never freed; `sites` and sampled allocations take a refused request's record

@@ -11,6 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 /// The weight of the latest mode that records stacks, 0 before any.
 static STACK_WEIGHT: AtomicU64 = AtomicU64::new(0);
 
+/// Whether the latest mode that records stacks was `sites` (else `sample:N`).
+static LATEST_SITES: AtomicBool = AtomicBool::new(false);
+
 /// Set once stacks were recorded under two weights.
 static STACKS_CHANGED: AtomicBool = AtomicBool::new(false);
 
@@ -28,6 +31,7 @@ pub(crate) fn note_mode(mode: Mode) {
         Mode::Sample(n) => n,
         _ => return,
     };
+    LATEST_SITES.store(mode == Mode::Sites, Relaxed);
     note(&STACK_WEIGHT, &STACKS_CHANGED, weight);
 }
 
@@ -46,14 +50,15 @@ fn note(latest: &AtomicU64, changed: &AtomicBool, value: u64) {
     }
 }
 
-/// The weight of the stacks recorded last: the mode in force if it records stacks,
-/// else the latest one that did (0 if none ever did), so that a `sample:N` run
-/// switched to `count` or `off` before its report still says its sites' figures
-/// are estimates of one in N.
-pub(crate) fn stack_weight(mode: Mode) -> u64 {
-    match mode {
-        Mode::Sites | Mode::Sample(_) => mode.sample_interval(),
-        _ => STACK_WEIGHT.load(Relaxed),
+/// The mode the latest stacks were recorded in: `mode`, the one in force, if it
+/// records stacks, else the latest one that did (`mode` if none ever did), so that
+/// a `sample:N` run switched to `count` or `off` before its report still says its
+/// sites' figures are estimates of one in N.
+pub(crate) fn stack_mode(mode: Mode) -> Mode {
+    match (mode, STACK_WEIGHT.load(Relaxed)) {
+        (Mode::Sites | Mode::Sample(_), _) | (_, 0) => mode,
+        _ if LATEST_SITES.load(Relaxed) => Mode::Sites,
+        (_, n) => Mode::Sample(n),
     }
 }
 

@@ -97,7 +97,7 @@ fn record_site<D: Door, const REALLOC: bool>(
             usable,
             class,
             weight,
-            control::lifetime_interval(),
+            Some(control::lifetime_interval()),
         );
     }
 }
@@ -130,7 +130,10 @@ pub fn sample<D: Door, const REALLOC: bool, const DRAWN: bool>(
     bump(&st.phase(ctl).sampled, 1);
     st.last_slot.set(slot);
     st.sampled_weight.set(weight);
-    follow_block::<D>(st, ctl, ptr, usable, class, weight, 0);
+    // The lifetime countdown is left as drawn: `sample` mode does not count it
+    // down, and a switch to `sites` redraws it (set to none here, it would outlast
+    // a switch made just as this sample was taken: no block followed after it).
+    follow_block::<D>(st, ctl, ptr, usable, class, weight, None);
     if DRAWN {
         countdown::next_sample(st);
     }
@@ -286,8 +289,8 @@ fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'
 }
 
 /// Follows the block just recorded at `last_slot`'s site to its free, standing for
-/// `weight` blocks, and draws the countdown to the next one (`interval` 0: none,
-/// as in `sample` mode, which follows its sampled blocks instead).
+/// `weight` blocks, and draws the countdown to the next one for `next`, if given
+/// (`sites` mode; `sample` mode follows its sampled blocks instead).
 #[cold]
 #[inline(never)]
 fn follow_block<D: Door>(
@@ -297,7 +300,7 @@ fn follow_block<D: Door>(
     usable: usize,
     class: usize,
     weight: u64,
-    interval: u64,
+    next: Option<u64>,
 ) {
     let table = st.table();
     // SAFETY: `last_slot` was set just before from this thread's current table.
@@ -319,5 +322,7 @@ fn follow_block<D: Door>(
     };
     let live_bytes = (usable as u64).saturating_mul(weight);
     thread::guarded(|| D::block_followed(ptr, site, live_bytes));
-    countdown::next_lifetime(st, interval);
+    if let Some(interval) = next {
+        countdown::next_lifetime(st, interval);
+    }
 }

@@ -47,7 +47,9 @@ pub fn build(
     incomplete: Option<&str>,
 ) -> Manifest {
     let c = &snap.counts;
-    let weight = crate::weights::stack_weight(snap.settings.mode).max(1);
+    // The figures' weights are those of the latest stacks, whatever the mode now.
+    let stacks_mode = crate::weights::stack_mode(snap.settings.mode);
+    let weight = stacks_mode.sample_interval();
     let totals = Totals {
         alloc_count: c.total(|p| p.allocs),
         free_count: c.total(|p| p.frees),
@@ -91,9 +93,9 @@ pub fn build(
         mode: snap.settings.mode.name(),
         stack_depth: snap.settings.depth,
         sample_interval: weight,
-        sample_all_from_bytes: (matches!(snap.settings.mode, crate::Mode::Sample(_)) || weight > 1)
+        sample_all_from_bytes: matches!(stacks_mode, crate::Mode::Sample(_))
             .then_some(alloc_tracer_format::size_class::SAMPLE_ALL_FROM_BYTES as u64),
-        lifetime_interval: lifetime_weight(snap.settings.mode, snap.settings.lifetime_interval),
+        lifetime_interval: lifetime_weight(stacks_mode, snap.settings.lifetime_interval),
         weights: WEIGHTS.into(),
         totals,
         requested_bytes_percentiles: requested_percentiles(c),

@@ -79,7 +79,9 @@ fn stack_ends(
     }
     // Both raw counts of walks: every allocation's in `sites` mode, the sampled
     // ones' in `sample:N`. The lost walks' allocations are their share of the
-    // empty stacks' (weighted as recorded).
+    // empty stacks' (weighted as recorded). A row recorded in both modes, in a run
+    // switched between them, counts its samples only (`SiteCounts::stacks`), so
+    // there the lost walks can be undercounted.
     let lost = empty_walks.saturating_sub(snap.counts.foreign_walks);
     if lost > 0 {
         ends.early += empty;
@@ -206,6 +208,8 @@ fn write_snapshot(
         setup_warning: manifest.setup_warning(),
         dir: dir.to_owned(),
         mode: manifest.mode.clone(),
+        sample_interval: manifest.sample_interval,
+        weights_changed: manifest.stack_weights_changed,
         allocator: manifest.allocator.clone(),
         stacks: stacks.len(),
         site_rows: sites_rows,

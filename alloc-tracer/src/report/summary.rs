@@ -75,8 +75,14 @@ pub struct TopSite {
 pub struct ReportSummary {
     /// The report directory.
     pub dir: PathBuf,
-    /// Mode name.
+    /// Mode name (in force when the report was written).
     pub mode: String,
+    /// Allocations each sampled stack stands for: the latest stacks' mode's (1 where
+    /// every stack was recorded), as the manifest's `sample_interval`.
+    pub sample_interval: u64,
+    /// Stacks were recorded under more than one weight (the manifest's
+    /// `stack_weights_changed`): each sampled one counts for its own interval.
+    pub weights_changed: bool,
     /// The inner allocator, if the program named it ([`crate::set_allocator_name`]).
     pub allocator: Option<String>,
     /// Distinct call stacks.
@@ -118,7 +124,7 @@ impl fmt::Display for ReportSummary {
             format!("{:.0} % temporaries", pct(self.temporaries, calls))
         };
         // Count mode records none: a 0 would read as stacks lost.
-        let stacks = if self.mode == "count" {
+        let stacks = if self.mode == "count" && self.stacks == 0 {
             "no call stacks (count mode records none)".to_owned()
         } else {
             format!("{} call stacks", self.stacks)
@@ -144,13 +150,21 @@ impl fmt::Display for ReportSummary {
         }
         // A site's count is of allocations and reallocs (a realloc that moves a block
         // is an allocation too), and the header says so.
-        if let Some(n) = self.mode.strip_prefix("sample:") {
+        if self.sample_interval > 1 {
             // Estimates, against exact totals: `analyzer top` divides by the sites'
             // estimates summed instead, so its shares differ a little.
+            let weight = if self.weights_changed {
+                format!(
+                    "for the interval it was drawn at, lately {}",
+                    self.sample_interval
+                )
+            } else {
+                format!("{} times", self.sample_interval)
+            };
             writeln!(
                 f,
                 "  top sites by allocations and reallocs (estimates: each sampled \
-                 allocation counts {n} times; shares of the exact totals above):"
+                 allocation counts {weight}; shares of the exact totals above):"
             )?;
         } else {
             writeln!(f, "  top sites by allocations and reallocs:")?;
@@ -199,6 +213,8 @@ mod tests {
         let summary = ReportSummary {
             dir: "r".into(),
             mode: "sites".into(),
+            sample_interval: 1,
+            weights_changed: false,
             allocator: None,
             stacks: 1,
             site_rows: 1,
@@ -220,6 +236,26 @@ mod tests {
         assert!(text.contains("100.0%"), "{text}");
         // The header counts what the shares are of.
         assert!(text.contains(": 80 allocations and 20 reallocs,"), "{text}");
+
+        // Sampled, then switched to `count` before the report: its sites are still
+        // estimates, and it has stacks.
+        let switched = ReportSummary {
+            mode: "count".into(),
+            sample_interval: 1000,
+            ..summary.clone()
+        };
+        let text = switched.to_string();
+        assert!(text.contains("1 call stacks"), "{text}");
+        assert!(text.contains("allocation counts 1000 times;"), "{text}");
+        let mixed = ReportSummary {
+            weights_changed: true,
+            ..switched
+        };
+        let text = mixed.to_string();
+        assert!(
+            text.contains("counts for the interval it was drawn at, lately 1000;"),
+            "{text}"
+        );
     }
 
     #[test]
