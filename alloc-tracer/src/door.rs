@@ -75,10 +75,11 @@ impl Door for Cold {
 
     #[cold]
     #[inline(never)]
-    fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64) {
+    fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64, interval: u64) {
         let p = ptr as usize;
         followed::claim(p);
-        if crate::heap::sample(ptr, crate::site_index::number(site), class_bytes) {
+        let number = crate::site_index::number(site);
+        if crate::heap::sample(ptr, number, class_bytes, interval) {
             followed::release(p);
         }
         // As in `block_followed`.
@@ -118,7 +119,7 @@ mod tests {
         );
         let dropped = crate::lifetimes::dropped();
         Cold::block_followed(a, site, 64);
-        Cold::heap_sampled(b, site, 64);
+        Cold::heap_sampled(b, site, 64, 4096);
         assert!(
             !followed::maybe(a) && !followed::maybe(b),
             "entries released"

@@ -201,10 +201,11 @@ pub fn weight(bytes: u64, mean: u64) -> (f64, f64) {
 /// Counts the block at `ptr` (counted in the hot side's table by the caller) live
 /// at site number `site` (`site_index`). True when a block sampled at the same
 /// address was replaced, whose count in the table the caller then takes out (rare:
-/// see `lifetimes::follow`). Cold, under the guard; takes the block's shard lock,
-/// then its thread's stripe.
-pub(crate) fn sample(ptr: *mut u8, site: u32, class_bytes: u64) -> bool {
-    let (bytes, blocks) = weight(class_bytes, control::heap_interval());
+/// see `lifetimes::follow`). Weighted by `interval`, the mean its draw was made
+/// at. Cold, under the guard; takes the block's shard lock, then its thread's
+/// stripe.
+pub(crate) fn sample(ptr: *mut u8, site: u32, class_bytes: u64, interval: u64) -> bool {
+    let (bytes, blocks) = weight(class_bytes, interval);
     let sums = Sums::of_block(bytes, blocks);
     let ptr = ptr as usize;
     let old = {
@@ -364,8 +365,8 @@ mod tests {
             .find(|&p| std::ptr::eq(filter_slot(p), filter_slot(a)))
             .expect("a second address in the same slot");
         assert!(!may_hold(a as *mut u8) && !may_hold(b as *mut u8));
-        sample(a as *mut u8, 7, 64);
-        sample(b as *mut u8, 7, 64);
+        sample(a as *mut u8, 7, 64, 4096);
+        sample(b as *mut u8, 7, 64, 4096);
         assert!(end(a as *mut u8));
         assert!(may_hold(b as *mut u8), "b is still sampled");
         assert!(end(b as *mut u8));
@@ -393,7 +394,7 @@ mod tests {
             let addresses = addresses.clone();
             std::thread::spawn(move || {
                 for (k, &p) in addresses.iter().enumerate() {
-                    sample(p as *mut u8, site, 16 + 16 * k as u64);
+                    sample(p as *mut u8, site, 16 + 16 * k as u64, 4096);
                 }
             })
         };
@@ -406,7 +407,7 @@ mod tests {
         }
         let last = total(site).expect("one block live");
         assert_eq!(last.sampled, 1);
-        let (bytes, blocks) = weight(16 + 16 * 49, control::heap_interval());
+        let (bytes, blocks) = weight(16 + 16 * 49, 4096);
         assert_eq!(last.live(), Sums::of_block(bytes, blocks).live());
         assert!(end(addresses[49] as *mut u8));
         assert_eq!(entries(site), 2, "added on one stripe, taken from another");

@@ -10,10 +10,15 @@
 //! are redrawn under the new ones. So a new interval, or following blocks again after
 //! none were followed, takes effect on every thread within `CHUNK` of its
 //! allocations, without any other thread writing this one's state. The geometric
-//! distribution has no memory, so redrawing at any moment keeps the estimates
-//! unbiased, provided the allocation (or the bytes of the block) that ended the
-//! chunk counts against the new draw like every later one: else it, a block however
-//! large, could not be sampled at all.
+//! distribution has no memory, so redrawing keeps the estimates unbiased, provided
+//! the allocation (or the bytes of the block) that ended the chunk counts against
+//! the new draw like every later one (else it, a block however large, could not be
+//! sampled at all), and provided a draw that fell due is taken: a chunk that ends
+//! its draw's count picks its allocation (or block), which the old draw chose and
+//! weighs (`ThreadState::sample_drawn`, `lifetime_drawn`, `heap_drawn`). Redrawn
+//! instead, it would stand for nothing, nor would the allocations the draw passed
+//! over before it: a thread that takes a few samples between switches would lose
+//! most of them.
 
 use super::control;
 use super::thread::{ThreadState, geometric};
@@ -70,7 +75,9 @@ pub fn redraw(st: &ThreadState) {
 /// Draws the countdown to the next sampled byte (each byte sampled with
 /// probability 1 / `control::heap_interval()`), from the end of the latest block.
 pub fn next_heap(st: &ThreadState) {
-    let total = match control::heap_interval() {
+    let interval = control::heap_interval();
+    st.heap_drawn.set(interval);
+    let total = match interval {
         0 => NEVER,
         mean => geometric(st.next_random(), mean),
     };
@@ -100,7 +107,8 @@ pub fn next_lifetime(st: &ThreadState, interval: u64) {
 #[cold]
 #[inline(never)]
 pub fn sample_chunk_done(st: &ThreadState) -> bool {
-    if st.countdown_epoch.get() != control::interval_epoch() {
+    // Due under the draw in force: taken, at its weight, whatever the intervals now.
+    if st.countdown_epoch.get() != control::interval_epoch() && st.sample_rest.get() != 0 {
         redraw(st);
         return counted_down(&st.sample_countdown) && sample_chunk_done(st);
     }
@@ -126,7 +134,8 @@ fn counted_down(countdown: &std::cell::Cell<u64>) -> bool {
 #[cold]
 #[inline(never)]
 pub fn lifetime_chunk_done(st: &ThreadState) -> bool {
-    if st.countdown_epoch.get() != control::interval_epoch() {
+    // As in `sample_chunk_done`.
+    if st.countdown_epoch.get() != control::interval_epoch() && st.lifetime_rest.get() != 0 {
         redraw(st);
         return counted_down(&st.lifetime_countdown) && lifetime_chunk_done(st);
     }
@@ -151,7 +160,9 @@ pub fn lifetime_chunk_done(st: &ThreadState) -> bool {
 #[cold]
 #[inline(never)]
 pub fn heap_chunk_done(st: &ThreadState, overshoot: u64) -> bool {
-    if st.countdown_epoch.get() != control::interval_epoch() {
+    // As in `sample_chunk_done`: a sampled byte the draw put inside this block
+    // samples it.
+    if st.countdown_epoch.get() != control::interval_epoch() && st.heap_rest.get() > overshoot {
         redraw(st);
         // The block's bytes past the old chunk's end count against the new draw.
         let left = st.heap_countdown.get().saturating_sub_unsigned(overshoot);
@@ -242,18 +253,50 @@ mod tests {
         // mode's interval, 1, or none set).
         assert_eq!(control::sample_interval(), 1);
         let st = ThreadState::new_for_tests();
-        // Drawn under another epoch, and the hot path's decrement reached 0: the
-        // allocation is sampled, as every one is under the new interval.
+        // Drawn under another epoch, with more of the draw to come when the hot
+        // path's decrement reached 0: the allocation is sampled, as every one is
+        // under the new interval.
         for _ in 0..3 {
             st.countdown_epoch
                 .set(control::interval_epoch().wrapping_sub(1));
             st.sample_countdown.set(0);
+            st.sample_rest.set(5000);
             assert!(sample_chunk_done(&st));
             assert_eq!(st.countdown_epoch.get(), control::interval_epoch());
+            assert_eq!(st.sample_drawn.get(), 1);
         }
         // Under the same epoch it would have been too (a draw of 1).
         st.sample_countdown.set(0);
         assert!(sample_chunk_done(&st));
+    }
+
+    #[test]
+    fn a_draw_due_under_old_intervals_is_taken_at_its_weight() {
+        let st = ThreadState::new_for_tests();
+        let old = control::interval_epoch().wrapping_sub(1);
+        // The chunk that ended was the draw's last: its allocation is the one,
+        // weighed by the interval it was drawn at; the next draw takes the new one.
+        st.countdown_epoch.set(old);
+        st.sample_drawn.set(1000);
+        st.sample_countdown.set(0);
+        st.sample_rest.set(0);
+        assert!(sample_chunk_done(&st));
+        assert_eq!(st.sample_drawn.get(), 1000);
+        // Likewise a followed block's, and a heap sample whose byte lies in the
+        // block just counted (200 bytes past the chunk's end, the byte 150 in).
+        st.lifetime_drawn.set(64);
+        st.lifetime_countdown.set(0);
+        st.lifetime_rest.set(0);
+        assert!(lifetime_chunk_done(&st));
+        assert_eq!(st.lifetime_drawn.get(), 64);
+        st.heap_drawn.set(1 << 20);
+        st.heap_rest.set(150);
+        assert!(heap_chunk_done(&st, 200));
+        assert_eq!(st.heap_drawn.get(), 1 << 20);
+        // Its byte past the block: the rest counts against a new draw.
+        st.heap_rest.set(250);
+        let _ = heap_chunk_done(&st, 200);
+        assert_eq!(st.countdown_epoch.get(), control::interval_epoch());
     }
 
     #[test]

@@ -97,10 +97,10 @@ pub trait Door {
     fn block_ended(ptr: *mut u8);
 
     /// Heap sampling sampled the block at `ptr` (of `class_bytes` real bytes,
-    /// allocated at `site`): count it live, weighted by its sampling probability,
-    /// until [`block_ended`](Door::block_ended). Like `block_followed`, it must count
-    /// the block in `hot::followed`.
-    fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64);
+    /// allocated at `site`) at a mean of `interval` bytes: count it live, weighted by
+    /// its sampling probability, until [`block_ended`](Door::block_ended). Like
+    /// `block_followed`, it must count the block in `hot::followed`.
+    fn heap_sampled(ptr: *mut u8, site: SiteRef<'_>, class_bytes: u64, interval: u64);
 
     /// The global live bytes reached `live_bytes`, a new peak by at least
     /// `live::PEAK_STEP`'s margin (`live::peak_mark_due`): keep what is live now.

@@ -58,6 +58,8 @@ pub fn sample_block<D: Door>(
     usable: usize,
     class: usize,
 ) {
+    // The interval that sampled it weighs it; the next draw is the new one's.
+    let interval = st.heap_drawn.get();
     countdown::next_heap(st);
     let depth = ctl.depth() + OWN_FRAMES - 1;
     // Seeded as the site tables seed their walks, so that the hash is the slot key's.
@@ -76,7 +78,7 @@ pub fn sample_block<D: Door>(
             hash: walk.hash,
             stack: Stack::Slot(table, slot),
         };
-        thread::guarded(|| D::heap_sampled(ptr, site, usable as u64));
+        thread::guarded(|| D::heap_sampled(ptr, site, usable as u64, interval));
         return;
     }
     let mut raw = raw_frames();
@@ -86,5 +88,5 @@ pub fn sample_block<D: Door>(
         hash: walk.hash,
         stack: Stack::Frames(frames),
     };
-    thread::guarded(|| D::heap_sampled(ptr, site, usable as u64));
+    thread::guarded(|| D::heap_sampled(ptr, site, usable as u64, interval));
 }

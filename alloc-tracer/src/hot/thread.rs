@@ -141,6 +141,9 @@ pub struct ThreadState {
     pub heap_countdown: Cell<i64>,
     /// The rest of that countdown after this chunk (`u64::MAX`: heap sampling off).
     pub heap_rest: Cell<u64>,
+    /// The heap sampling interval that countdown was drawn with, which weighs the
+    /// block it samples (0: off).
+    pub heap_drawn: Cell<u64>,
     /// The interval epoch (`control::interval_epoch`) the countdowns were drawn in.
     pub countdown_epoch: Cell<u64>,
     /// This thread's stack (zeros: no stacks on this thread).
