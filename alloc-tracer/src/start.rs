@@ -177,10 +177,13 @@ impl Settings {
         }
         // What was in force, before the new intervals are published over it.
         let current = Settings::current();
-        crate::weights::note_mode(current.mode);
-        crate::weights::note_mode(self.mode);
-        crate::weights::note_heap(current.heap_bytes());
-        crate::weights::note_heap(self.heap_bytes());
+        let calls = crate::hot::thread::guarded(crate::weights::calls);
+        let heap = |s: &Settings| if s.heap_on() { s.heap_bytes() } else { 0 };
+        crate::weights::switch(
+            (current.mode, heap(&current)),
+            (self.mode, heap(&self)),
+            calls,
+        );
         self.publish_intervals();
         if Settings::current().mode != self.mode {
             crate::registry::forget_latest_blocks();

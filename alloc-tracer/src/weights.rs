@@ -4,70 +4,109 @@
 //! spread from the report's one `sample_interval`, and heap sampling's from its one
 //! `heap_interval`: a report whose stacks, or heap samples, were taken under two
 //! says so (`stack_weights_changed`, `heap_intervals_changed` in its manifest).
+//!
+//! A weight counts as used once the program allocated while it was in force, so
+//! that settings applied one after the other, with nothing allocated between, mix
+//! nothing. Allocations are counted over the whole process (the registry's running
+//! totals), read when settings are applied and when a report is taken.
 
 use crate::Mode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-/// The weight of the latest mode that records stacks, 0 before any.
-static STACK_WEIGHT: AtomicU64 = AtomicU64::new(0);
+/// One kind of weight: the stacks' (1 in `sites`, N in `sample:N`) or heap
+/// sampling's interval; 0 where nothing is recorded.
+struct Weight {
+    /// Set once `Settings::apply` first noted the weight in force.
+    noted: AtomicBool,
+    /// The weight in force.
+    latest: AtomicU64,
+    /// The process's allocations and reallocs when it came into force.
+    since: AtomicU64,
+    /// The latest weight the program allocated under (0: none yet).
+    used: AtomicU64,
+    /// Set once it allocated under two.
+    changed: AtomicBool,
+}
 
-/// Whether the latest mode that records stacks was `sites` (else `sample:N`).
-static LATEST_SITES: AtomicBool = AtomicBool::new(false);
+impl Weight {
+    const fn new() -> Weight {
+        Weight {
+            noted: AtomicBool::new(false),
+            latest: AtomicU64::new(0),
+            since: AtomicU64::new(0),
+            used: AtomicU64::new(0),
+            changed: AtomicBool::new(false),
+        }
+    }
 
-/// Set once stacks were recorded under two weights.
-static STACKS_CHANGED: AtomicBool = AtomicBool::new(false);
+    /// `to` replaces `from`, `calls` allocations into the run (`from` was in force
+    /// since the start if this is the first switch).
+    fn switch(&self, from: u64, to: u64, calls: u64) {
+        if !self.noted.swap(true, Relaxed) {
+            self.latest.store(from, Relaxed);
+        }
+        self.settle(calls);
+        self.latest.store(to, Relaxed);
+        self.since.store(calls, Relaxed);
+    }
 
-/// The latest heap sampling interval in force (0 before any).
-static HEAP_INTERVAL: AtomicU64 = AtomicU64::new(0);
+    /// Notes the weight in force as used if the program allocated since it came in.
+    fn settle(&self, calls: u64) {
+        let latest = self.latest.load(Relaxed);
+        if latest != 0 && calls > self.since.load(Relaxed) {
+            let used = self.used.swap(latest, Relaxed);
+            if used != 0 && used != latest {
+                self.changed.store(true, Relaxed);
+            }
+        }
+    }
+}
 
-/// Set once heap samples were taken at two intervals.
-static HEAP_CHANGED: AtomicBool = AtomicBool::new(false);
+static STACKS: Weight = Weight::new();
+static HEAP: Weight = Weight::new();
 
-/// Notes that `mode` is (or was) in force (`Settings::apply` notes the mode it
-/// replaces and the new one).
-pub(crate) fn note_mode(mode: Mode) {
-    let weight = match mode {
+fn stack_weight(mode: Mode) -> u64 {
+    match mode {
         Mode::Sites => 1,
         Mode::Sample(n) => n,
-        _ => return,
-    };
-    LATEST_SITES.store(mode == Mode::Sites, Relaxed);
-    note(&STACK_WEIGHT, &STACKS_CHANGED, weight);
-}
-
-/// Notes that heap sampling at `interval` bytes is (or was) in force (0: off, which
-/// samples nothing).
-pub(crate) fn note_heap(interval: u64) {
-    if interval > 0 {
-        note(&HEAP_INTERVAL, &HEAP_CHANGED, interval);
+        _ => 0,
     }
 }
 
-fn note(latest: &AtomicU64, changed: &AtomicBool, value: u64) {
-    let old = latest.swap(value, Relaxed);
-    if old != 0 && old != value {
-        changed.store(true, Relaxed);
-    }
+/// The process's allocations and reallocs so far (under the guard: it takes the
+/// registry's lock).
+pub(crate) fn calls() -> u64 {
+    crate::registry::running_totals(crate::hot::control::MAX_PHASES).0
+}
+
+/// `Settings::apply` replaces `from`'s mode and heap interval (0: off) with `to`'s,
+/// `calls` allocations and reallocs into the run.
+pub(crate) fn switch(from: (Mode, u64), to: (Mode, u64), calls: u64) {
+    STACKS.switch(stack_weight(from.0), stack_weight(to.0), calls);
+    HEAP.switch(from.1, to.1, calls);
 }
 
 /// The mode the latest stacks were recorded in: `mode`, the one in force, if it
-/// records stacks, else the latest one that did (`mode` if none ever did), so that
-/// a `sample:N` run switched to `count` or `off` before its report still says its
-/// sites' figures are estimates of one in N.
+/// records stacks, else the latest one the program allocated under (`mode` if
+/// none), so that a `sample:N` run switched to `count` or `off` before its report
+/// still says its sites' figures are estimates of one in N.
 pub(crate) fn stack_mode(mode: Mode) -> Mode {
-    match (mode, STACK_WEIGHT.load(Relaxed)) {
+    match (mode, STACKS.used.load(Relaxed)) {
         (Mode::Sites | Mode::Sample(_), _) | (_, 0) => mode,
-        _ if LATEST_SITES.load(Relaxed) => Mode::Sites,
+        (_, 1) => Mode::Sites,
         (_, n) => Mode::Sample(n),
     }
 }
 
-/// Whether stacks were recorded under more than one weight this run.
-pub(crate) fn stacks_changed() -> bool {
-    STACKS_CHANGED.load(Relaxed)
+/// Whether the program allocated under more than one stack weight, of those
+/// `Settings::apply` set, by `calls` allocations and reallocs into the run.
+pub(crate) fn stacks_changed(calls: u64) -> bool {
+    STACKS.settle(calls);
+    STACKS.changed.load(Relaxed)
 }
 
-/// Whether heap samples were taken at more than one interval this run.
-pub(crate) fn heap_changed() -> bool {
-    HEAP_CHANGED.load(Relaxed)
+/// Whether it allocated under more than one heap sampling interval, likewise.
+pub(crate) fn heap_changed(calls: u64) -> bool {
+    HEAP.settle(calls);
+    HEAP.changed.load(Relaxed)
 }

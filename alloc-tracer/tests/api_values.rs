@@ -6,6 +6,8 @@
 //! budget with zeros; a report says when its stacks were recorded under two
 //! weights. One test: the mode and the phases are process-wide.
 
+mod common;
+
 use alloc_tracer::{Mode, Settings, TracingAllocator, measure, untraced};
 use std::hint::black_box;
 use test_scratch::Scratch;
@@ -23,11 +25,16 @@ fn blocks(n: usize) {
 
 #[test]
 fn the_apis_values_are_counted_as_made_and_freed() {
-    Settings {
-        mode: Mode::Sites,
-        ..Settings::current()
+    // Settings applied one after the other, with nothing allocated between, mix no
+    // weights (checked with the first report below).
+    common::wait_until_quiet();
+    for mode in [Mode::Sample(10), Mode::Sites] {
+        Settings {
+            mode,
+            ..Settings::current()
+        }
+        .apply();
     }
-    .apply();
     let scratch = Scratch::new("alloc-tracer-api-values");
     let not_a_folder = scratch.join("a-file");
     std::fs::write(&not_a_folder, b"mine").unwrap();

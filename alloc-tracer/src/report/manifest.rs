@@ -48,6 +48,7 @@ pub fn build(
 ) -> Manifest {
     let c = &snap.counts;
     // The figures' weights are those of the latest stacks, whatever the mode now.
+    let calls = crate::weights::calls();
     let stacks_mode = crate::weights::stack_mode(snap.settings.mode);
     let weight = stacks_mode.sample_interval();
     let totals = Totals {
@@ -141,8 +142,8 @@ pub fn build(
         allocator: allocator_name().map(str::to_owned),
         forked_from_pid: crate::lineage::forked_from(),
         run_id: Some(format!("{:016x}", crate::lineage::run_id())),
-        stack_weights_changed: crate::weights::stacks_changed(),
-        heap_intervals_changed: crate::weights::heap_changed(),
+        stack_weights_changed: crate::weights::stacks_changed(calls),
+        heap_intervals_changed: crate::weights::heap_changed(calls),
         weighted_as_recorded: true,
     }
 }
