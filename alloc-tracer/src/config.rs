@@ -205,7 +205,10 @@ impl Settings {
     /// environment.
     pub(crate) fn publish_intervals(self) {
         control::set_intervals(
-            self.mode.sample_interval(),
+            match self.mode {
+                Mode::Sample(n) => n,
+                _ => 0,
+            },
             self.lifetime_interval,
             if self.heap_on() { self.heap_bytes() } else { 0 },
         );

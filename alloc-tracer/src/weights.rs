@@ -13,8 +13,8 @@
 use crate::Mode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-/// One kind of weight: the stacks' (1 in `sites`, N in `sample:N`) or heap
-/// sampling's interval; 0 where nothing is recorded.
+/// One kind of weight: the stacks' (see [`stack_weight`]) or heap sampling's
+/// interval; 0 where nothing is recorded.
 struct Weight {
     /// Set once `Settings::apply` first noted the weight in force.
     noted: AtomicBool,
@@ -26,16 +26,19 @@ struct Weight {
     used: AtomicU64,
     /// Set once it allocated under two.
     changed: AtomicBool,
+    /// What of a value is the weight (two values of one weight mix nothing).
+    weight_of: fn(u64) -> u64,
 }
 
 impl Weight {
-    const fn new() -> Weight {
+    const fn new(weight_of: fn(u64) -> u64) -> Weight {
         Weight {
             noted: AtomicBool::new(false),
             latest: AtomicU64::new(0),
             since: AtomicU64::new(0),
             used: AtomicU64::new(0),
             changed: AtomicBool::new(false),
+            weight_of,
         }
     }
 
@@ -46,8 +49,11 @@ impl Weight {
             self.latest.store(from, Relaxed);
         }
         self.settle(calls);
-        self.latest.store(to, Relaxed);
+        // `since` first: a report that settles between the two stores sees the
+        // old weight since now, and marks it used only if the program allocated
+        // after, as it still may have under it.
         self.since.store(calls, Relaxed);
+        self.latest.store(to, Relaxed);
     }
 
     /// Notes the weight in force as used if the program allocated since it came in.
@@ -55,28 +61,31 @@ impl Weight {
         let latest = self.latest.load(Relaxed);
         if latest != 0 && calls > self.since.load(Relaxed) {
             let used = self.used.swap(latest, Relaxed);
-            if used != 0 && used != latest {
+            if used != 0 && (self.weight_of)(used) != (self.weight_of)(latest) {
                 self.changed.store(true, Relaxed);
             }
         }
     }
 }
 
-static STACKS: Weight = Weight::new();
-static HEAP: Weight = Weight::new();
+static STACKS: Weight = Weight::new(|v| v >> 1);
+static HEAP: Weight = Weight::new(|v| v);
 
+/// A mode that records stacks as its weight (bits 1-63) and whether it samples
+/// (bit 0): `sites` and `sample:1` weigh alike, but are told apart at the report.
+/// 0: none recorded.
 fn stack_weight(mode: Mode) -> u64 {
     match mode {
-        Mode::Sites => 1,
-        Mode::Sample(n) => n,
+        Mode::Sites => 1 << 1,
+        Mode::Sample(n) => n.min(u64::MAX >> 1) << 1 | 1,
         _ => 0,
     }
 }
 
-/// The process's allocations and reallocs so far (under the guard: it takes the
-/// registry's lock).
+/// The process's allocations and reallocs so far, over the phases in use (under the
+/// guard: it takes the registry's lock).
 pub(crate) fn calls() -> u64 {
-    crate::registry::running_totals(crate::hot::control::MAX_PHASES).0
+    crate::registry::running_totals(crate::phase::used()).0
 }
 
 /// `Settings::apply` replaces `from`'s mode and heap interval (0: off) with `to`'s,
@@ -93,8 +102,8 @@ pub(crate) fn switch(from: (Mode, u64), to: (Mode, u64), calls: u64) {
 pub(crate) fn stack_mode(mode: Mode) -> Mode {
     match (mode, STACKS.used.load(Relaxed)) {
         (Mode::Sites | Mode::Sample(_), _) | (_, 0) => mode,
-        (_, 1) => Mode::Sites,
-        (_, n) => Mode::Sample(n),
+        (_, v) if v & 1 == 0 => Mode::Sites,
+        (_, v) => Mode::Sample(v >> 1),
     }
 }
 

@@ -3,8 +3,8 @@
 //! block were drawn before the settings changed, and the first chunk that ends after
 //! the change may end its draw. Redrawn instead, that sample stood for nothing, nor
 //! did the allocations its draw passed over: with many threads that each take a
-//! sample or two between changes, most were lost. One test: the mode is
-//! process-wide.
+//! sample or two between changes, most were lost. But a countdown drawn under
+//! settings that sample nothing is no draw. One test: the mode is process-wide.
 
 mod common;
 
@@ -27,11 +27,11 @@ fn apply(settings: Settings) {
     .apply();
 }
 
-/// Starts `THREADS` threads, each with its countdowns drawn (its first allocation),
-/// then applies `settings` again (the same ones: the intervals' epoch moves on, as
-/// with any change), then lets each run `work`; returns what they kept.
-fn after_reapplying<T: Send>(settings: Settings, work: impl Fn() -> T + Sync) -> Vec<T> {
-    apply(settings);
+/// Starts `THREADS` threads under `first`, each with its countdowns drawn (its first
+/// allocation), then applies `then`, then lets each run `work`; returns what they
+/// kept.
+fn after_applying<T: Send>(first: Settings, then: Settings, work: impl Fn() -> T + Sync) -> Vec<T> {
+    apply(first);
     let (started, applied) = (Barrier::new(THREADS + 1), Barrier::new(THREADS + 1));
     std::thread::scope(|s| {
         let threads: Vec<_> = (0..THREADS)
@@ -45,7 +45,7 @@ fn after_reapplying<T: Send>(settings: Settings, work: impl Fn() -> T + Sync) ->
             })
             .collect();
         started.wait();
-        apply(settings);
+        apply(then);
         applied.wait();
         threads.into_iter().map(|t| t.join().unwrap()).collect()
     })
@@ -77,11 +77,39 @@ fn near(actual: f64, expected: f64, share: f64) -> bool {
     (actual - expected).abs() <= share * expected
 }
 
+/// One 8-byte block, freed at once.
+#[inline(never)]
+fn allocated_once() {
+    black_box(Box::new(3u64));
+}
+
 #[test]
 fn draws_due_after_new_settings_are_taken() {
     let scratch = common::scratch("due-draws");
 
-    // One in 1,000, 1,000 allocations a thread: about 200 samples (spread 7 %).
+    // Threads that drew under `count`, which samples nothing, then allocate once
+    // under `sample:1000000000`: their countdowns of 1 were no draw, so nothing is
+    // sampled (taken as due, each thread's one allocation was).
+    let count = Settings {
+        mode: Mode::Count,
+        heap_interval: Some(0),
+        ..Settings::default()
+    };
+    let rare = Settings {
+        mode: Mode::Sample(1_000_000_000),
+        ..count
+    };
+    after_applying(count, rare, allocated_once);
+    let dir = scratch.join("none");
+    alloc_tracer::write_report(&dir).unwrap();
+    assert_eq!(
+        common::sum_for_function(&dir, "allocated_once", "sampled_count"),
+        0
+    );
+
+    // The same settings applied again below: their intervals' epoch moves on, as
+    // with any change. One in 1,000, 1,000 allocations a thread: about 200 samples
+    // (spread 7 %).
     // Redrawn, each thread whose first draw fell within them lost it: about a
     // third were left.
     let base = Settings {
@@ -90,7 +118,7 @@ fn draws_due_after_new_settings_are_taken() {
         heap_interval: Some(0),
         ..Settings::default()
     };
-    after_reapplying(base, || sampled_after(1000));
+    after_applying(base, base, || sampled_after(1000));
     let dir = scratch.join("sampled");
     alloc_tracer::write_report(&dir).unwrap();
     let estimate = common::sum_for_function(&dir, "sampled_after", "alloc_count") as f64;
@@ -104,7 +132,7 @@ fn draws_due_after_new_settings_are_taken() {
         lifetime_interval: 64,
         ..base
     };
-    let kept = after_reapplying(sites, || followed_after(100));
+    let kept = after_applying(sites, sites, || followed_after(100));
     let dir = scratch.join("followed");
     alloc_tracer::write_report(&dir).unwrap();
     let rows = common::read_table(&dir, "sites.parquet");
@@ -144,7 +172,7 @@ fn draws_due_after_new_settings_are_taken() {
         heap_interval: Some(1 << 20),
         ..base
     };
-    let kept = after_reapplying(heap, || heap_sampled_after(8));
+    let kept = after_applying(heap, heap, || heap_sampled_after(8));
     let dir = scratch.join("heap");
     alloc_tracer::write_report(&dir).unwrap();
     let live = common::sum_for_function_in(

@@ -140,4 +140,20 @@ fn each_count_keeps_the_weight_it_was_recorded_under() {
         );
     }
     black_box(live);
+
+    // `sample:1`, then `count`: the report still reads as sampled (one in 1), not
+    // as `sites`, which weighs alike but records large blocks and lifetimes apart.
+    apply(Mode::Sample(1));
+    black_box(kept(10));
+    apply(Mode::Count);
+    let after_one = scratch.join("after-sample-1");
+    alloc_tracer::write_report(&after_one).unwrap();
+    let manifest = std::fs::read_to_string(after_one.join("manifest.json")).unwrap();
+    for field in [
+        "\"sample_interval\": 1,",
+        "\"sample_all_from_bytes\": 262144,",
+        "\"lifetime_interval\": 1,",
+    ] {
+        assert!(manifest.contains(field), "{field} in {manifest}");
+    }
 }

@@ -289,7 +289,7 @@ pub fn set_phase(phase: usize) -> Control {
 /// Sampling intervals: stacks (`sample` mode, allocations), lifetimes
 /// (allocations) and heap sampling (bytes, 0: off).
 pub fn set_intervals(sample: u64, lifetime: u64, heap: u64) {
-    SAMPLE_INTERVAL.store(sample.max(1), Relaxed);
+    SAMPLE_INTERVAL.store(sample, Relaxed);
     LIFETIME_INTERVAL.store(lifetime, Relaxed);
     HEAP_INTERVAL.store(heap, Relaxed);
     INTERVAL_EPOCH.fetch_add(1, Relaxed);
@@ -309,6 +309,14 @@ pub fn interval_epoch() -> u64 {
 #[inline]
 pub fn sample_interval() -> u64 {
     SAMPLE_INTERVAL.load(Relaxed).max(1)
+}
+
+/// The sample interval as published: 0 when the settings published with it sample
+/// no stacks (`off`, `count`, `sites`), so that a countdown drawn then is told from
+/// one drawn under `sample:1`.
+#[inline]
+pub fn sample_interval_published() -> u64 {
+    SAMPLE_INTERVAL.load(Relaxed)
 }
 
 /// Mean allocations between blocks followed to their free; 0 = none followed.

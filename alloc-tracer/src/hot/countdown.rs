@@ -84,11 +84,24 @@ pub fn next_heap(st: &ThreadState) {
     set_heap(st, total);
 }
 
-/// Draws the countdown to the next sampled stack, after one was taken.
+/// Draws the countdown to the next sampled stack, after one was taken (under
+/// settings that sample no stacks, a countdown of 1 drawn under none: see
+/// [`sample_chunk_done`]).
 pub fn next_sample(st: &ThreadState) {
-    let interval = control::sample_interval();
+    let interval = control::sample_interval_published();
     st.sample_drawn.set(interval);
-    set_sample(st, geometric(st.next_random(), interval));
+    set_sample(st, geometric(st.next_random(), interval.max(1)));
+}
+
+/// A countdown drawn under older intervals reached its draw: keeps the draw's
+/// weight (`drawn`) through the redraw of every countdown under the new ones, so
+/// that the caller takes the due allocation (or block) at it, and no other
+/// countdown's chunk end redraws again before the caller reads it.
+fn due_under_old(st: &ThreadState, drawn: &std::cell::Cell<u64>) -> bool {
+    let weight = drawn.get();
+    redraw(st);
+    drawn.set(weight);
+    true
 }
 
 /// Draws the countdown to the next followed block for `interval` (0: none).
@@ -107,8 +120,12 @@ pub fn next_lifetime(st: &ThreadState, interval: u64) {
 #[cold]
 #[inline(never)]
 pub fn sample_chunk_done(st: &ThreadState) -> bool {
-    // Due under the draw in force: taken, at its weight, whatever the intervals now.
-    if st.countdown_epoch.get() != control::interval_epoch() && st.sample_rest.get() != 0 {
+    if st.countdown_epoch.get() != control::interval_epoch() {
+        // Due under the draw in force (one made while stacks were sampled): taken,
+        // at its weight, whatever the intervals now.
+        if st.sample_rest.get() == 0 && st.sample_drawn.get() != 0 {
+            return due_under_old(st, &st.sample_drawn);
+        }
         redraw(st);
         return counted_down(&st.sample_countdown) && sample_chunk_done(st);
     }
@@ -134,8 +151,11 @@ fn counted_down(countdown: &std::cell::Cell<u64>) -> bool {
 #[cold]
 #[inline(never)]
 pub fn lifetime_chunk_done(st: &ThreadState) -> bool {
-    // As in `sample_chunk_done`.
-    if st.countdown_epoch.get() != control::interval_epoch() && st.lifetime_rest.get() != 0 {
+    if st.countdown_epoch.get() != control::interval_epoch() {
+        // As in `sample_chunk_done` (a draw made under none never ends).
+        if st.lifetime_rest.get() == 0 {
+            return due_under_old(st, &st.lifetime_drawn);
+        }
         redraw(st);
         return counted_down(&st.lifetime_countdown) && lifetime_chunk_done(st);
     }
@@ -160,9 +180,12 @@ pub fn lifetime_chunk_done(st: &ThreadState) -> bool {
 #[cold]
 #[inline(never)]
 pub fn heap_chunk_done(st: &ThreadState, overshoot: u64) -> bool {
-    // As in `sample_chunk_done`: a sampled byte the draw put inside this block
-    // samples it.
-    if st.countdown_epoch.get() != control::interval_epoch() && st.heap_rest.get() > overshoot {
+    if st.countdown_epoch.get() != control::interval_epoch() {
+        // As in `sample_chunk_done`: a sampled byte the draw put inside this block
+        // samples it (a draw made with heap sampling off never ends).
+        if st.heap_rest.get() <= overshoot {
+            return due_under_old(st, &st.heap_drawn);
+        }
         redraw(st);
         // The block's bytes past the old chunk's end count against the new draw.
         let left = st.heap_countdown.get().saturating_sub_unsigned(overshoot);
@@ -263,7 +286,7 @@ mod tests {
             st.sample_rest.set(5000);
             assert!(sample_chunk_done(&st));
             assert_eq!(st.countdown_epoch.get(), control::interval_epoch());
-            assert_eq!(st.sample_drawn.get(), 1);
+            assert_eq!(st.sample_drawn.get(), control::sample_interval_published());
         }
         // Under the same epoch it would have been too (a draw of 1).
         st.sample_countdown.set(0);
@@ -282,18 +305,35 @@ mod tests {
         st.sample_rest.set(0);
         assert!(sample_chunk_done(&st));
         assert_eq!(st.sample_drawn.get(), 1000);
+        // The others were redrawn with it: the same allocation's heap countdown,
+        // its chunk ended and its byte not in the block, does not redraw again
+        // (which would weigh the sample by the new interval).
+        assert_eq!(st.countdown_epoch.get(), control::interval_epoch());
+        st.heap_rest.set(NEVER);
+        assert!(!heap_chunk_done(&st, 10));
+        assert_eq!(st.sample_drawn.get(), 1000);
+        // A countdown of 1 drawn under settings that sample no stacks is none.
+        st.countdown_epoch.set(old);
+        st.sample_drawn.set(0);
+        st.sample_countdown.set(0);
+        st.sample_rest.set(0);
+        let _ = sample_chunk_done(&st);
+        assert_eq!(st.sample_drawn.get(), control::sample_interval_published());
         // Likewise a followed block's, and a heap sample whose byte lies in the
         // block just counted (200 bytes past the chunk's end, the byte 150 in).
+        st.countdown_epoch.set(old);
         st.lifetime_drawn.set(64);
         st.lifetime_countdown.set(0);
         st.lifetime_rest.set(0);
         assert!(lifetime_chunk_done(&st));
         assert_eq!(st.lifetime_drawn.get(), 64);
+        st.countdown_epoch.set(old);
         st.heap_drawn.set(1 << 20);
         st.heap_rest.set(150);
         assert!(heap_chunk_done(&st, 200));
         assert_eq!(st.heap_drawn.get(), 1 << 20);
         // Its byte past the block: the rest counts against a new draw.
+        st.countdown_epoch.set(old);
         st.heap_rest.set(250);
         let _ = heap_chunk_done(&st, 200);
         assert_eq!(st.countdown_epoch.get(), control::interval_epoch());

@@ -119,10 +119,12 @@ pub fn sample<D: Door, const REALLOC: bool, const DRAWN: bool>(
     usable: usize,
     class: usize,
 ) {
+    // (A draw made under settings that sample nothing, taken as they change to
+    // `sample`, is one of 1: this allocation stands for itself.)
     let weight = if class >= SAMPLE_ALL_FROM_CLASS {
         1
     } else {
-        st.sample_drawn.get()
+        st.sample_drawn.get().max(1)
     };
     let slot = site_slot::<D, 1>(st, ctl, class);
     count_in_slot::<REALLOC>(slot, size, usable, weight);

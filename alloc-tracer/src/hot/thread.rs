@@ -109,7 +109,7 @@ pub struct ThreadState {
     pub sample_rest: Cell<u64>,
     /// The sample interval that countdown was drawn with: how many allocations the
     /// stack it picks stands for (the interval in force then; a new one takes
-    /// over with the next draw).
+    /// over with the next draw). 0: drawn under settings that sample no stacks.
     pub sample_drawn: Cell<u64>,
     /// `sample` mode: the whole countdown (`countdown::sample_left`) just after
     /// `last_block` was sampled, or 0. Every allocation and realloc takes one from
