@@ -11,7 +11,10 @@
 //! totals), read when settings are applied and when a report is taken.
 
 use crate::Mode;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 /// One kind of weight: the stacks' (see [`stack_weight`]) or heap sampling's
 /// interval; 0 where nothing is recorded.
@@ -53,12 +56,12 @@ impl Weight {
         // old weight since now, and marks it used only if the program allocated
         // after, as it still may have under it.
         self.since.store(calls, Relaxed);
-        self.latest.store(to, Relaxed);
+        self.latest.store(to, Release);
     }
 
     /// Notes the weight in force as used if the program allocated since it came in.
     fn settle(&self, calls: u64) {
-        let latest = self.latest.load(Relaxed);
+        let latest = self.latest.load(Acquire);
         if latest != 0 && calls > self.since.load(Relaxed) {
             let used = self.used.swap(latest, Relaxed);
             if used != 0 && (self.weight_of)(used) != (self.weight_of)(latest) {

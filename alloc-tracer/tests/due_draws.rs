@@ -102,6 +102,14 @@ fn draws_due_after_new_settings_are_taken() {
     after_applying(count, rare, allocated_once);
     let dir = scratch.join("none");
     alloc_tracer::write_report(&dir).unwrap();
+    // No stack sampled in the run so far, that one's or any other.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["totals"]["sampled_count"], 0,
+        "{}",
+        manifest["totals"]
+    );
     assert_eq!(
         common::sum_for_function(&dir, "allocated_once", "sampled_count"),
         0

@@ -6,8 +6,8 @@
 //! [`HEAP_CHUNK`] bytes (a plain subtraction from a thread-local field), and comes
 //! here only when it reaches 0. Here the
 //! rest of the countdown, if any, becomes the next chunk; and when the intervals
-//! changed since the countdowns were drawn (`control::interval_epoch`), all three
-//! are redrawn under the new ones. So a new interval, or following blocks again after
+//! changed since the countdown was drawn (`control::interval_epoch`, kept per
+//! countdown), it is redrawn under the new ones. So a new interval, or following blocks again after
 //! none were followed, takes effect on every thread within `CHUNK` of its
 //! allocations, without any other thread writing this one's state. The geometric
 //! distribution has no memory, so redrawing keeps the estimates unbiased, provided
@@ -63,18 +63,24 @@ pub fn sample_left(st: &ThreadState) -> u64 {
 
 /// Draws every countdown under the intervals in force. Cold.
 pub fn redraw(st: &ThreadState) {
+    redraw_sample(st);
+    next_lifetime(st);
+    next_heap(st);
+}
+
+/// Draws the sampling countdown again under the intervals in force.
+fn redraw_sample(st: &ThreadState) {
     // A new draw may add up to what an earlier one did: the latest sampled block
     // can no longer be told to be the latest allocation.
     st.sampled_left.set(0);
-    st.countdown_epoch.set(control::interval_epoch());
     next_sample(st);
-    next_lifetime(st, control::lifetime_interval());
-    next_heap(st);
 }
 
 /// Draws the countdown to the next sampled byte (each byte sampled with
 /// probability 1 / `control::heap_interval()`), from the end of the latest block.
 pub fn next_heap(st: &ThreadState) {
+    // The epoch before the interval: an interval published meanwhile is redrawn.
+    st.heap_epoch.set(control::interval_epoch());
     let interval = control::heap_interval();
     st.heap_drawn.set(interval);
     let total = match interval {
@@ -88,24 +94,17 @@ pub fn next_heap(st: &ThreadState) {
 /// settings that sample no stacks, a countdown of 1 drawn under none: see
 /// [`sample_chunk_done`]).
 pub fn next_sample(st: &ThreadState) {
+    st.sample_epoch.set(control::interval_epoch());
     let interval = control::sample_interval_published();
     st.sample_drawn.set(interval);
     set_sample(st, geometric(st.next_random(), interval.max(1)));
 }
 
-/// A countdown drawn under older intervals reached its draw: keeps the draw's
-/// weight (`drawn`) through the redraw of every countdown under the new ones, so
-/// that the caller takes the due allocation (or block) at it, and no other
-/// countdown's chunk end redraws again before the caller reads it.
-fn due_under_old(st: &ThreadState, drawn: &std::cell::Cell<u64>) -> bool {
-    let weight = drawn.get();
-    redraw(st);
-    drawn.set(weight);
-    true
-}
-
-/// Draws the countdown to the next followed block for `interval` (0: none).
-pub fn next_lifetime(st: &ThreadState, interval: u64) {
+/// Draws the countdown to the next followed block under the lifetime interval in
+/// force (0: none).
+pub fn next_lifetime(st: &ThreadState) {
+    st.lifetime_epoch.set(control::interval_epoch());
+    let interval = control::lifetime_interval();
     st.lifetime_drawn.set(interval);
     let total = if interval == 0 {
         NEVER
@@ -120,13 +119,13 @@ pub fn next_lifetime(st: &ThreadState, interval: u64) {
 #[cold]
 #[inline(never)]
 pub fn sample_chunk_done(st: &ThreadState) -> bool {
-    if st.countdown_epoch.get() != control::interval_epoch() {
+    if st.sample_epoch.get() != control::interval_epoch() {
         // Due under the draw in force (one made while stacks were sampled): taken,
-        // at its weight, whatever the intervals now.
+        // at its weight, whatever the intervals now; the caller draws the next.
         if st.sample_rest.get() == 0 && st.sample_drawn.get() != 0 {
-            return due_under_old(st, &st.sample_drawn);
+            return true;
         }
-        redraw(st);
+        redraw_sample(st);
         return counted_down(&st.sample_countdown) && sample_chunk_done(st);
     }
     match st.sample_rest.get() {
@@ -151,12 +150,12 @@ fn counted_down(countdown: &std::cell::Cell<u64>) -> bool {
 #[cold]
 #[inline(never)]
 pub fn lifetime_chunk_done(st: &ThreadState) -> bool {
-    if st.countdown_epoch.get() != control::interval_epoch() {
+    if st.lifetime_epoch.get() != control::interval_epoch() {
         // As in `sample_chunk_done` (a draw made under none never ends).
         if st.lifetime_rest.get() == 0 {
-            return due_under_old(st, &st.lifetime_drawn);
+            return true;
         }
-        redraw(st);
+        next_lifetime(st);
         return counted_down(&st.lifetime_countdown) && lifetime_chunk_done(st);
     }
     match st.lifetime_rest.get() {
@@ -180,13 +179,13 @@ pub fn lifetime_chunk_done(st: &ThreadState) -> bool {
 #[cold]
 #[inline(never)]
 pub fn heap_chunk_done(st: &ThreadState, overshoot: u64) -> bool {
-    if st.countdown_epoch.get() != control::interval_epoch() {
+    if st.heap_epoch.get() != control::interval_epoch() {
         // As in `sample_chunk_done`: a sampled byte the draw put inside this block
         // samples it (a draw made with heap sampling off never ends).
         if st.heap_rest.get() <= overshoot {
-            return due_under_old(st, &st.heap_drawn);
+            return true;
         }
-        redraw(st);
+        next_heap(st);
         // The block's bytes past the old chunk's end count against the new draw.
         let left = st.heap_countdown.get().saturating_sub_unsigned(overshoot);
         st.heap_countdown.set(left);
@@ -215,7 +214,7 @@ mod tests {
         let st = ThreadState::new_for_tests();
         for total in [1, 5, CHUNK, CHUNK + 1, 10 * CHUNK + 7] {
             set_sample(&st, total);
-            st.countdown_epoch.set(control::interval_epoch());
+            st.sample_epoch.set(control::interval_epoch());
             let mut n = 0;
             loop {
                 // What the hot path does per allocation.
@@ -244,7 +243,7 @@ mod tests {
     #[test]
     fn heap_samples_the_block_holding_the_drawn_byte() {
         let st = ThreadState::new_for_tests();
-        st.countdown_epoch.set(control::interval_epoch());
+        st.heap_epoch.set(control::interval_epoch());
         // A draw of `total`: the block holding byte `total` (from 1) is sampled, by
         // blocks of 1000 bytes, across chunks.
         for total in [
@@ -272,20 +271,20 @@ mod tests {
 
     #[test]
     fn the_allocation_that_meets_new_intervals_is_drawn_under_them() {
-        // The intervals in force in these tests sample every allocation (`count`
-        // mode's interval, 1, or none set).
+        // The intervals in force in these tests sample every allocation (none set:
+        // a published 0, drawn as 1).
         assert_eq!(control::sample_interval(), 1);
         let st = ThreadState::new_for_tests();
         // Drawn under another epoch, with more of the draw to come when the hot
         // path's decrement reached 0: the allocation is sampled, as every one is
         // under the new interval.
         for _ in 0..3 {
-            st.countdown_epoch
+            st.sample_epoch
                 .set(control::interval_epoch().wrapping_sub(1));
             st.sample_countdown.set(0);
             st.sample_rest.set(5000);
             assert!(sample_chunk_done(&st));
-            assert_eq!(st.countdown_epoch.get(), control::interval_epoch());
+            assert_eq!(st.sample_epoch.get(), control::interval_epoch());
             assert_eq!(st.sample_drawn.get(), control::sample_interval_published());
         }
         // Under the same epoch it would have been too (a draw of 1).
@@ -296,53 +295,62 @@ mod tests {
     #[test]
     fn a_draw_due_under_old_intervals_is_taken_at_its_weight() {
         let st = ThreadState::new_for_tests();
-        let old = control::interval_epoch().wrapping_sub(1);
+        let (old, now) = (
+            control::interval_epoch().wrapping_sub(1),
+            control::interval_epoch(),
+        );
+        for epoch in [&st.sample_epoch, &st.lifetime_epoch, &st.heap_epoch] {
+            epoch.set(old);
+        }
         // The chunk that ended was the draw's last: its allocation is the one,
-        // weighed by the interval it was drawn at; the next draw takes the new one.
-        st.countdown_epoch.set(old);
+        // weighed by the interval it was drawn at, and nothing is redrawn (the
+        // caller draws the next under the new intervals). So the latest sampled
+        // block's temporary is still told, and a refused allocation passes the
+        // sample on whole.
         st.sample_drawn.set(1000);
         st.sample_countdown.set(0);
         st.sample_rest.set(0);
+        st.sampled_left.set(77);
         assert!(sample_chunk_done(&st));
-        assert_eq!(st.sample_drawn.get(), 1000);
-        // The others were redrawn with it: the same allocation's heap countdown,
-        // its chunk ended and its byte not in the block, does not redraw again
-        // (which would weigh the sample by the new interval).
-        assert_eq!(st.countdown_epoch.get(), control::interval_epoch());
+        assert_eq!((st.sample_drawn.get(), st.sample_epoch.get()), (1000, old));
+        // The heap countdown, its chunk ended and its byte not in the block, is
+        // redrawn alone: not the sample's draw, nor the latest sampled block.
         st.heap_rest.set(NEVER);
         assert!(!heap_chunk_done(&st, 10));
-        assert_eq!(st.sample_drawn.get(), 1000);
-        // A countdown of 1 drawn under settings that sample no stacks is none.
-        st.countdown_epoch.set(old);
+        assert_eq!(st.heap_epoch.get(), now);
+        assert_eq!((st.sample_drawn.get(), st.sampled_left.get()), (1000, 77));
+        // A countdown of 1 drawn under settings that sample no stacks is no
+        // draw: redrawn under the new intervals.
         st.sample_drawn.set(0);
         st.sample_countdown.set(0);
         st.sample_rest.set(0);
         let _ = sample_chunk_done(&st);
-        assert_eq!(st.sample_drawn.get(), control::sample_interval_published());
-        // Likewise a followed block's, and a heap sample whose byte lies in the
-        // block just counted (200 bytes past the chunk's end, the byte 150 in).
-        st.countdown_epoch.set(old);
+        assert_eq!(st.sample_epoch.get(), now);
+        // Likewise a followed block's draw, and a heap sample whose byte lies in
+        // the block just counted (200 bytes past the chunk's end, the byte 150 in).
         st.lifetime_drawn.set(64);
         st.lifetime_countdown.set(0);
         st.lifetime_rest.set(0);
         assert!(lifetime_chunk_done(&st));
-        assert_eq!(st.lifetime_drawn.get(), 64);
-        st.countdown_epoch.set(old);
+        assert_eq!(
+            (st.lifetime_drawn.get(), st.lifetime_epoch.get()),
+            (64, old)
+        );
+        st.heap_epoch.set(old);
         st.heap_drawn.set(1 << 20);
         st.heap_rest.set(150);
         assert!(heap_chunk_done(&st, 200));
-        assert_eq!(st.heap_drawn.get(), 1 << 20);
+        assert_eq!((st.heap_drawn.get(), st.heap_epoch.get()), (1 << 20, old));
         // Its byte past the block: the rest counts against a new draw.
-        st.countdown_epoch.set(old);
         st.heap_rest.set(250);
         let _ = heap_chunk_done(&st, 200);
-        assert_eq!(st.countdown_epoch.get(), control::interval_epoch());
+        assert_eq!(st.heap_epoch.get(), now);
     }
 
     #[test]
     fn never_stays_never_until_the_intervals_change() {
         let st = ThreadState::new_for_tests();
-        st.countdown_epoch.set(control::interval_epoch());
+        st.lifetime_epoch.set(control::interval_epoch());
         set_lifetime(&st, NEVER);
         for _ in 0..3 {
             st.lifetime_countdown.set(1);

@@ -2,7 +2,7 @@
 //! mode (one in N), its counters in this thread's site table, and now and then the
 //! block followed to its free.
 
-use super::control::{self, Control, MODE_SITES};
+use super::control::{Control, MODE_SITES};
 use super::countdown;
 use super::door::{Door, SiteRef, Stack};
 use super::entry::no_tail_call;
@@ -90,15 +90,7 @@ fn record_site<D: Door, const REALLOC: bool>(
     st.lifetime_countdown.set(left);
     if left == 0 && countdown::lifetime_chunk_done(st) {
         let weight = st.lifetime_drawn.get();
-        follow_block::<D>(
-            st,
-            ctl,
-            ptr,
-            usable,
-            class,
-            weight,
-            Some(control::lifetime_interval()),
-        );
+        follow_block::<D>(st, ctl, ptr, usable, class, weight, true);
     }
 }
 
@@ -135,7 +127,7 @@ pub fn sample<D: Door, const REALLOC: bool, const DRAWN: bool>(
     // The lifetime countdown is left as drawn: `sample` mode does not count it
     // down, and a switch to `sites` redraws it (set to none here, it would outlast
     // a switch made just as this sample was taken: no block followed after it).
-    follow_block::<D>(st, ctl, ptr, usable, class, weight, None);
+    follow_block::<D>(st, ctl, ptr, usable, class, weight, false);
     if DRAWN {
         countdown::next_sample(st);
     }
@@ -291,8 +283,8 @@ fn new_site<'t, D: Door>(st: &'t ThreadState, walk: &Walk, meta: SiteMeta) -> &'
 }
 
 /// Follows the block just recorded at `last_slot`'s site to its free, standing for
-/// `weight` blocks, and draws the countdown to the next one for `next`, if given
-/// (`sites` mode; `sample` mode follows its sampled blocks instead).
+/// `weight` blocks, and, `next`, draws the countdown to the next one (`sites`
+/// mode; `sample` mode follows its sampled blocks instead).
 #[cold]
 #[inline(never)]
 fn follow_block<D: Door>(
@@ -302,7 +294,7 @@ fn follow_block<D: Door>(
     usable: usize,
     class: usize,
     weight: u64,
-    next: Option<u64>,
+    next: bool,
 ) {
     let table = st.table();
     // SAFETY: `last_slot` was set just before from this thread's current table.
@@ -324,7 +316,7 @@ fn follow_block<D: Door>(
     };
     let live_bytes = (usable as u64).saturating_mul(weight);
     thread::guarded(|| D::block_followed(ptr, site, live_bytes));
-    if let Some(interval) = next {
-        countdown::next_lifetime(st, interval);
+    if next {
+        countdown::next_lifetime(st);
     }
 }

@@ -144,8 +144,13 @@ pub struct ThreadState {
     /// The heap sampling interval that countdown was drawn with, which weighs the
     /// block it samples (0: off).
     pub heap_drawn: Cell<u64>,
-    /// The interval epoch (`control::interval_epoch`) the countdowns were drawn in.
-    pub countdown_epoch: Cell<u64>,
+    /// The interval epoch (`control::interval_epoch`) the sampling countdown was
+    /// drawn in; each countdown is redrawn on its own once the epoch moves on.
+    pub sample_epoch: Cell<u64>,
+    /// The same for the lifetime countdown.
+    pub lifetime_epoch: Cell<u64>,
+    /// The same for the heap countdown.
+    pub heap_epoch: Cell<u64>,
     /// This thread's stack (zeros: no stacks on this thread).
     pub stack: super::stack::StackBounds,
     /// This thread's latest stack walk, which the next one reuses.
