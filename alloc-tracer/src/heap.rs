@@ -38,6 +38,9 @@ pub struct SiteLive {
     pub bytes: f64,
     /// Estimated live blocks: the sum of their `1/p`.
     pub blocks: f64,
+    /// The variance of `bytes` from sampling, as the sampled blocks estimate it:
+    /// the sum of their `(s/p)^2 (1 - p)`, each block at its own `p`.
+    pub variance: f64,
 }
 
 impl SiteLive {
@@ -46,6 +49,7 @@ impl SiteLive {
         self.sampled += o.sampled;
         self.bytes += o.bytes;
         self.blocks += o.blocks;
+        self.variance += o.variance;
     }
 }
 
@@ -71,15 +75,21 @@ struct Sums {
     sampled: i64,
     bytes: i128,
     blocks: i128,
+    /// In whole bytes squared (a block's is at least about its own bytes squared
+    /// where sampling is not near certain: units would add nothing).
+    variance: i128,
 }
 
 impl Sums {
-    /// One sampled block standing for `bytes` bytes and `blocks` blocks.
+    /// One sampled block standing for `bytes` bytes and `blocks` blocks (`1/p`):
+    /// its estimate's variance is `bytes^2 (1 - p)`.
     fn of_block(bytes: f64, blocks: f64) -> Sums {
+        let p = 1.0 / blocks;
         Sums {
             sampled: 1,
             bytes: (bytes * UNIT).round() as i128,
             blocks: (blocks * UNIT).round() as i128,
+            variance: (bytes * bytes * (1.0 - p)).round() as i128,
         }
     }
 
@@ -87,12 +97,14 @@ impl Sums {
         self.sampled += o.sampled;
         self.bytes += o.bytes;
         self.blocks += o.blocks;
+        self.variance += o.variance;
     }
 
     fn sub(&mut self, o: &Sums) {
         self.sampled -= o.sampled;
         self.bytes -= o.bytes;
         self.blocks -= o.blocks;
+        self.variance -= o.variance;
     }
 
     fn is_zero(&self) -> bool {
@@ -104,6 +116,7 @@ impl Sums {
             sampled: self.sampled.max(0) as u64,
             bytes: self.bytes as f64 / UNIT,
             blocks: self.blocks as f64 / UNIT,
+            variance: self.variance.max(0) as f64,
         }
     }
 }

@@ -187,6 +187,7 @@ const HEAP_COLUMNS: &[Column] = &[
     col("sampled_count", UInt64),
     col("live_bytes_estimate", UInt64),
     col("live_blocks_estimate", UInt64),
+    col("live_bytes_stddev", UInt64),
 ];
 
 /// Live bytes, running allocation totals and resident memory sampled over time.

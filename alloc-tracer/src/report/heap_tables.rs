@@ -27,7 +27,7 @@ pub fn write_heap(
     rows.sort_by_key(|r| (r.0, r.1, r.2));
     let n = rows.len();
     let (mut site, mut phase, mut class) = (vec![], vec![], vec![]);
-    let (mut sampled, mut bytes, mut blocks) = (vec![], vec![], vec![]);
+    let (mut sampled, mut bytes, mut blocks, mut stddev) = (vec![], vec![], vec![], vec![]);
     for (id, p, k, l) in rows {
         site.push(id);
         phase.push(cx.phase_name(p));
@@ -35,6 +35,7 @@ pub fn write_heap(
         sampled.push(l.sampled);
         bytes.push(l.bytes.round().max(0.0) as u64);
         blocks.push(l.blocks.round().max(0.0) as u64);
+        stddev.push(l.variance.sqrt().round() as u64);
     }
     parquet::write(
         &dir.join(table.file),
@@ -46,6 +47,7 @@ pub fn write_heap(
             Values::U64(sampled),
             Values::U64(bytes),
             Values::U64(blocks),
+            Values::U64(stddev),
         ],
     )?;
     Ok(n)

@@ -18,8 +18,8 @@ use crate::categories::{self, Category};
 use crate::export;
 use crate::naming;
 use crate::rank::{CALLERS, frames_of};
+use crate::report::read_with_later;
 use crate::report::{self, Report};
-use crate::report::{read, read_with_later};
 use alloc_tracer_format::schema;
 use polars::prelude::DataFrame;
 use std::collections::{BTreeMap, HashMap};
@@ -39,6 +39,9 @@ pub struct HeapRow {
     pub live_bytes_estimate: u64,
     /// Estimated live blocks.
     pub live_blocks_estimate: u64,
+    /// The standard deviation of `live_bytes_estimate` from sampling, as the tracer
+    /// summed it block by block; `None` in reports written before it.
+    pub live_bytes_stddev: Option<u64>,
 }
 
 /// One row of `timeline.parquet`.
@@ -98,7 +101,14 @@ pub fn load(report: &Report) -> Result<Memory, Error> {
         if !table(t)? {
             return Ok(vec![]);
         }
-        read(&report.dir, &report.manifest, t, HEAP_COLUMNS, heap_rows)
+        read_with_later(
+            &report.dir,
+            &report.manifest,
+            t,
+            HEAP_COLUMNS,
+            &["live_bytes_stddev"],
+            heap_rows,
+        )
     };
     let timeline = if table(&schema::TIMELINE)? {
         let mut t = read_with_later(
@@ -128,6 +138,13 @@ fn heap_rows(df: &DataFrame) -> Result<Vec<HeapRow>, String> {
     let sampled = report::u64s(df, "sampled_count")?;
     let bytes = report::u64s(df, "live_bytes_estimate")?;
     let blocks = report::u64s(df, "live_blocks_estimate")?;
+    let stddev = match df.column("live_bytes_stddev") {
+        Ok(_) => report::u64s(df, "live_bytes_stddev")?
+            .into_iter()
+            .map(Some)
+            .collect(),
+        Err(_) => vec![None; df.height()],
+    };
     Ok((0..df.height())
         .map(|i| HeapRow {
             site_id: site[i],
@@ -136,6 +153,7 @@ fn heap_rows(df: &DataFrame) -> Result<Vec<HeapRow>, String> {
             sampled_count: sampled[i],
             live_bytes_estimate: bytes[i],
             live_blocks_estimate: blocks[i],
+            live_bytes_stddev: stddev[i],
         })
         .collect())
 }
@@ -274,13 +292,18 @@ pub struct Held {
 /// The variance of a heap-sampling row's estimate, as its sampled blocks estimate it:
 /// each live block of `s` bytes was sampled with probability `p` ([`sampled_share`])
 /// and stands for `s/p` bytes, so the row's estimate has variance `k s^2 (1 - p) /
-/// p^2` over its `k` sampled blocks. `s` is the row's bytes over its blocks: exact
+/// p^2` over its `k` sampled blocks. The tracer sums it block by block, each at
+/// its own `p` (`live_bytes_stddev`, squared here); for reports before it, this
+/// figures it from the row. `s` is the row's bytes over its blocks: exact
 /// for a small size class, whose blocks are all one size, and a mean for a large
 /// class's grid bin. 0 at an interval of 1 (exact) or unknown (0). `mixed`: heap
 /// sampling ran at more than one interval (the manifest's `heap_intervals_changed`),
 /// so `interval`, the last one, need not be the row's: `p` is then the row's own,
 /// its sampled blocks over the blocks they stand for.
 fn row_variance(r: &HeapRow, interval: u64, mixed: bool) -> f64 {
+    if let Some(sd) = r.live_bytes_stddev {
+        return sd as f64 * sd as f64;
+    }
     if r.live_blocks_estimate == 0 {
         return 0.0;
     }
@@ -560,6 +583,7 @@ mod tests {
             sampled_count: sampled,
             live_bytes_estimate: bytes,
             live_blocks_estimate: blocks,
+            live_bytes_stddev: None,
         };
         // 4 MiB blocks at an interval of 1 MiB: p = 1 - (1 - 2^-20)^(2^22), about
         // 1 - e^-4; each of 4 sampled blocks adds s^2 (1 - p) / p^2.
@@ -577,6 +601,14 @@ mod tests {
             "{mixed}"
         );
         assert_eq!(row_variance(&row(16 << 20, 4, 4), 1 << 20, true), 0.0);
+        // A tracer that summed it block by block, each at its own share, says it:
+        // taken as it is, intervals changed or not.
+        let summed = HeapRow {
+            live_bytes_stddev: Some(3000),
+            ..row(16 << 20, 8, 4)
+        };
+        assert_eq!(row_variance(&summed, 1 << 20, false), 9e6);
+        assert_eq!(row_variance(&summed, 1, true), 9e6);
         // Exact at an interval of 1, and unknown without one.
         assert_eq!(row_variance(&row(16 << 20, 4, 4), 1, false), 0.0);
         assert_eq!(row_variance(&row(16 << 20, 4, 4), 0, false), 0.0);
