@@ -245,6 +245,10 @@ pub struct Held {
     /// kept peak lies below it by less than 1/128 of it or 1 MiB, and what was
     /// allocated between the two is in no table.
     pub run_peak_live_bytes: Option<i64>,
+    /// The phase the run's highest was published in, where that is not the kept
+    /// peak's (the peak moment only): the tables describe the kept moment, whose
+    /// blocks may be others than those live at the highest.
+    pub run_peak_phase: Option<String>,
     /// The process's highest resident set size over the run (`max_rss_bytes`, at
     /// either moment: the tables print it at the peak; 0 where the report does not
     /// have it).
@@ -351,6 +355,19 @@ pub enum Moment {
     Peak,
     /// The report (`heap_end.parquet`): leaks and long-lived data.
     End,
+}
+
+/// The phase whose peak is the run's highest (`phases.parquet`), unless the kept
+/// peak's phase `kept` reached it too.
+fn run_peak_phase(report: &Report, kept: Option<&str>) -> Option<String> {
+    let highest = report.manifest.totals.peak_live_bytes;
+    let mut at_highest = report
+        .phases
+        .iter()
+        .filter(|r| r.peak_live_bytes == Some(highest))
+        .map(|r| r.phase.as_str());
+    let first = at_highest.clone().next()?;
+    (kept.is_some() && !at_highest.any(|p| Some(p) == kept)).then(|| first.to_owned())
 }
 
 /// What holds memory at `moment`: sites of blocks allocated in `phase` (all if
@@ -496,6 +513,9 @@ pub fn held(
         .to_owned(),
         live_bytes,
         run_peak_live_bytes: (moment == Moment::Peak).then_some(m.totals.peak_live_bytes),
+        run_peak_phase: (moment == Moment::Peak)
+            .then(|| run_peak_phase(report, at_phase.as_deref()))
+            .flatten(),
         max_rss_bytes: m.totals.max_rss_bytes,
         rss_bytes: rss.0,
         rss_time_s: rss.1,

@@ -128,13 +128,25 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     if let (Some(kept), Some(run)) = (h.live_bytes, h.run_peak_live_bytes)
         && run > kept
     {
-        writeln!(
-            out,
-            "the run's highest: {} live, {} above the kept peak (what was allocated \
-             between the two is not in the tables below)",
-            bytes(run as f64),
-            bytes((run - kept) as f64)
-        )?;
+        match &h.run_peak_phase {
+            Some(p) => writeln!(
+                out,
+                "the run's highest: {} live, {} above the kept peak, in phase {} where \
+                 the kept peak is in phase {}: the tables below are of the kept peak, \
+                 and what was live at the highest may be other blocks",
+                bytes(run as f64),
+                bytes((run - kept) as f64),
+                p,
+                h.phase.as_deref().unwrap_or(""),
+            )?,
+            None => writeln!(
+                out,
+                "the run's highest: {} live, {} above the kept peak (what was allocated \
+                 between the two is not in the tables below)",
+                bytes(run as f64),
+                bytes((run - kept) as f64)
+            )?,
+        }
     }
     if h.rss_bytes > 0 {
         let when = match h.rss_time_s {

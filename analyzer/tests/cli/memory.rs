@@ -499,3 +499,32 @@ fn a_peak_kept_before_heap_sampling_stopped_is_still_shown() {
     assert!(text.contains("lookup_table (demo.rs:32)"), "{text}");
     assert!(!text.contains("was off in this run"), "{text}");
 }
+
+#[test]
+fn a_highest_reached_in_another_phase_than_the_kept_peak_is_said() {
+    // The kept peak (phase main, 2.0 MiB) and the run's highest, 0.3 MiB above
+    // it: in phase build, the blocks live then may be others than the tables show;
+    // in phase main too, only what was allocated between the two is missing.
+    for (main_peak, said) in [
+        (
+            2_097_200,
+            "in phase build where the kept peak is in phase main",
+        ),
+        (
+            2_401_464,
+            "what was allocated between the two is not in the tables below",
+        ),
+    ] {
+        let dir = copy_report(&memory_fixture(), "analyzer-peak-phase");
+        edit_table(&dir, "phases.parquet", |mut df| {
+            use polars::prelude::*;
+            let peaks = Series::new("peak_live_bytes".into(), [main_peak, 2_401_464i64, 0]);
+            df.with_column(peaks.into_column()).unwrap();
+            df
+        });
+        let out = analyzer(&["peak", dir.to_str().unwrap()]);
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(said), "{text}");
+    }
+}
