@@ -74,6 +74,9 @@ impl Weight {
 static STACKS: Weight = Weight::new(|v| v >> 1);
 static HEAP: Weight = Weight::new(|v| v);
 
+/// Set once heap sampling was turned on after the program had allocated with it off.
+static HEAP_LATE: AtomicBool = AtomicBool::new(false);
+
 /// A mode that records stacks as its weight (bits 1-63) and whether it samples
 /// (bit 0): `sites` and `sample:1` weigh alike, but are told apart at the report.
 /// 0: none recorded.
@@ -96,6 +99,15 @@ pub(crate) fn calls() -> u64 {
 pub(crate) fn switch(from: (Mode, u64), to: (Mode, u64), calls: u64) {
     STACKS.switch(stack_weight(from.0), stack_weight(to.0), calls);
     HEAP.switch(from.1, to.1, calls);
+    if from.1 == 0 && to.1 != 0 && calls > 0 {
+        HEAP_LATE.store(true, Relaxed);
+    }
+}
+
+/// Whether heap sampling came on after the program had allocated with it off:
+/// blocks allocated then were never sampled, and are in no heap table.
+pub(crate) fn heap_started_late() -> bool {
+    HEAP_LATE.load(Relaxed)
 }
 
 /// The mode the latest stacks were recorded in: `mode`, the one in force, if it

@@ -95,7 +95,8 @@ fn the_apis_values_are_counted_as_made_and_freed() {
     // Heap sampling off so far (`Settings::current()` of the tracer off); turned
     // on, at one interval, then at another.
     assert!(
-        mixed.contains("\"heap_intervals_changed\": false"),
+        mixed.contains("\"heap_intervals_changed\": false")
+            && mixed.contains("\"heap_sampling_started_late\": false"),
         "{mixed}"
     );
     for interval in [1 << 16, 4096] {
@@ -109,6 +110,11 @@ fn the_apis_values_are_counted_as_made_and_freed() {
     alloc_tracer::write_report(&scratch.join("heap")).unwrap();
     let heap = std::fs::read_to_string(scratch.join("heap/manifest.json")).unwrap();
     assert!(heap.contains("\"heap_intervals_changed\": true"), "{heap}");
+    // And it came on after the program had allocated without it.
+    assert!(
+        heap.contains("\"heap_sampling_started_late\": true"),
+        "{heap}"
+    );
 
     let inside = std::panic::catch_unwind(|| untraced(|| measure(|| blocks(10))));
     let message = *inside.unwrap_err().downcast::<String>().unwrap();

@@ -145,6 +145,7 @@ pub fn build(
         stack_weights_changed: crate::weights::stacks_changed(calls),
         heap_intervals_changed: crate::weights::heap_changed(calls),
         weighted_as_recorded: true,
+        heap_sampling_started_late: crate::weights::heap_started_late(),
     }
 }
 

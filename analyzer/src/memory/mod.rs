@@ -273,6 +273,9 @@ pub struct Held {
     pub heap_interval: u64,
     /// Heap sampling ran at more than one interval during the run.
     pub heap_intervals_changed: bool,
+    /// Heap sampling came on after the program had allocated with it off: the
+    /// estimates leave out blocks allocated before.
+    pub heap_started_late: bool,
     /// The sum of the estimates over the sites of the phase asked for (every phase
     /// without `--phase`), before `--limit`.
     pub estimated_bytes: u64,
@@ -524,6 +527,7 @@ pub fn held(
         blocks_of_phase: phase.map(str::to_owned),
         heap_interval: m.heap_interval,
         heap_intervals_changed: m.heap_intervals_changed,
+        heap_started_late: m.heap_sampling_started_late,
         estimated_bytes,
         estimated_bytes_all_phases: all_bytes,
         estimated_bytes_se: variance.sqrt().round() as u64,

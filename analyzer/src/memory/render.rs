@@ -196,6 +196,12 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         .map_or(String::new(), |l| {
             format!(" ({} of it)", pct(h.estimated_bytes as f64 / l as f64))
         });
+    // Blocks allocated before heap sampling came on are in no estimate.
+    let late = if h.heap_started_late {
+        "; it came on part-way through the run, and blocks allocated before are left out"
+    } else {
+        ""
+    };
     let sampling = if h.heap_intervals_changed {
         format!(
             "heap sampling at intervals that changed during the run (last {}):",
@@ -222,7 +228,7 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     });
     writeln!(
         out,
-        "{sampling} sites below{of_phase} account for {}{cover}{se}",
+        "{sampling} sites below{of_phase} account for {}{cover}{se}{late}",
         bytes(h.estimated_bytes as f64)
     )?;
     // Empty tables would read as a failure; say what they mean instead.

@@ -498,6 +498,17 @@ fn a_peak_kept_before_heap_sampling_stopped_is_still_shown() {
     );
     assert!(text.contains("lookup_table (demo.rs:32)"), "{text}");
     assert!(!text.contains("was off in this run"), "{text}");
+    assert!(!text.contains("came on part-way"), "{text}");
+    // Turned on after the program had allocated: what came before is left out.
+    edit_manifest(&dir, |m| m["heap_sampling_started_late"] = true.into());
+    let out = analyzer(&["peak", dir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "it came on part-way through the run, and blocks allocated before are left out"
+        ),
+        "{text}"
+    );
 }
 
 #[test]
