@@ -98,8 +98,9 @@ def peak_note(report: Report, h: dict) -> str:
     much of it heap sampling's estimates account for; or why there are no sites to
     show: a report without a heap_peak table (an older tracer), one with no peak
     kept (live bytes never reached 1 MiB, or, where the run went higher, a tracer
-    from before it kept one), or heap sampling off while the peak was kept. The
-    words are `analyzer peak`'s."""
+    from before it kept one), or heap sampling off while the peak was kept. And
+    when heap sampling came on part-way through the run, that blocks allocated
+    before are left out. The words are `analyzer peak`'s."""
     run = (report.manifest.get("totals") or {}).get("peak_live_bytes")
     if (why := report.absent("heap_peak")) is not None:
         highest = f"; the run's highest live bytes: {_size(run)}" if run else ""
@@ -117,7 +118,10 @@ def peak_note(report: Report, h: dict) -> str:
     se = h.get("estimated_bytes_se")
     # Two standard errors, as the analyzer's ± (about a 95 % interval).
     spread = f" ± {SIGMAS * se / h['live_bytes']:.1%}" if se else ""
-    return line + f"; the estimates add up to {h['estimated_bytes'] / h['live_bytes']:.1%}{spread} of it"
+    late = ("; it came on part-way through the run, and blocks allocated before are left out"
+            if h.get("heap_started_late") else "")
+    return (line + f"; the estimates add up to {h['estimated_bytes'] / h['live_bytes']:.1%}"
+            f"{spread} of it{late}")
 
 
 def end_note(report: Report, at_end: pl.DataFrame) -> str | None:

@@ -92,6 +92,11 @@ def test_peak_note_tells_an_older_report_from_a_small_peak(report, tmp_path):
     kept no peak while its run went past 1 MiB."""
     note = memory.peak_note(report, memory.held(report))
     assert note.startswith(f"{report.label}: kept peak ") and "the estimates add up to" in note
+    assert "part-way" not in note
+    late = edited_copy(report, tmp_path / "late", manifest=lambda m: m.update(
+        heap_sampling_started_late=True))
+    assert memory.peak_note(late, memory.held(late)).endswith(
+        "it came on part-way through the run, and blocks allocated before are left out")
     older = edited_copy(report, tmp_path / "older", drop_tables=["heap_peak", "heap_end"],
                         manifest=lambda m: [m.pop(k, None) for k in ("heap_peak", "heap_interval")])
     h = memory.held(older)

@@ -184,7 +184,7 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
     if h.heap_interval == 0 && h.estimated_bytes_all_phases == 0 {
         writeln!(
             out,
-            "heap sampling was off in this run: rerun with ALLOC_TRACE_HEAP=1MiB (synth-driver --heap-sample 1MiB) to see the sites"
+            "heap sampling was off when the report was written, and no sampled block was kept from before: rerun with ALLOC_TRACE_HEAP=1MiB (synth-driver --heap-sample 1MiB) to see the sites"
         )?;
         return Ok(());
     }

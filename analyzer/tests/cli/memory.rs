@@ -497,7 +497,7 @@ fn a_peak_kept_before_heap_sampling_stopped_is_still_shown() {
         "{text}"
     );
     assert!(text.contains("lookup_table (demo.rs:32)"), "{text}");
-    assert!(!text.contains("was off in this run"), "{text}");
+    assert!(!text.contains("heap sampling was off"), "{text}");
     assert!(!text.contains("came on part-way"), "{text}");
     // Turned on after the program had allocated: what came before is left out.
     edit_manifest(&dir, |m| m["heap_sampling_started_late"] = true.into());

@@ -88,8 +88,9 @@ fn warn_if_unsampled(dir: &Path, h: &memory::Held, format: analyzer::render::For
         );
     } else if h.heap_interval == 0 && h.estimated_bytes_all_phases == 0 {
         note!(
-            "analyzer: {}: heap sampling was off in this run: no sites hold sampled \
-             memory (rerun with ALLOC_TRACE_HEAP=1MiB, synth-driver --heap-sample 1MiB)",
+            "analyzer: {}: heap sampling was off when the report was written, and no \
+             sampled block was kept from before: no sites hold sampled memory (rerun \
+             with ALLOC_TRACE_HEAP=1MiB, synth-driver --heap-sample 1MiB)",
             dir.display()
         );
     } else if h.live_bytes.is_some() && h.estimated_bytes == 0 {
