@@ -183,6 +183,7 @@ impl Settings {
             (current.mode, heap(&current)),
             (self.mode, heap(&self)),
             calls,
+            crate::hot::live::live_bytes(),
         );
         self.publish_intervals();
         if Settings::current().mode != self.mode {

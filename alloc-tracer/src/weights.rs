@@ -74,8 +74,13 @@ impl Weight {
 static STACKS: Weight = Weight::new(|v| v >> 1);
 static HEAP: Weight = Weight::new(|v| v);
 
-/// Set once heap sampling was turned on after the program had allocated with it off.
+/// Set once heap sampling was turned on while the program held at least
+/// [`LATE_BYTES`] allocated with it off.
 static HEAP_LATE: AtomicBool = AtomicBool::new(false);
+
+/// Live bytes at which blocks left out of heap sampling are worth a word: a
+/// program's start (argument parsing, thread pools) holds less.
+const LATE_BYTES: i64 = 1 << 20;
 
 /// A mode that records stacks as its weight (bits 1-63) and whether it samples
 /// (bit 0): `sites` and `sample:1` weigh alike, but are told apart at the report.
@@ -95,17 +100,17 @@ pub(crate) fn calls() -> u64 {
 }
 
 /// `Settings::apply` replaces `from`'s mode and heap interval (0: off) with `to`'s,
-/// `calls` allocations and reallocs into the run.
-pub(crate) fn switch(from: (Mode, u64), to: (Mode, u64), calls: u64) {
+/// `calls` allocations and reallocs into the run, with `live` bytes live.
+pub(crate) fn switch(from: (Mode, u64), to: (Mode, u64), calls: u64, live: i64) {
     STACKS.switch(stack_weight(from.0), stack_weight(to.0), calls);
     HEAP.switch(from.1, to.1, calls);
-    if from.1 == 0 && to.1 != 0 && calls > 0 {
+    if from.1 == 0 && to.1 != 0 && live >= LATE_BYTES {
         HEAP_LATE.store(true, Relaxed);
     }
 }
 
-/// Whether heap sampling came on after the program had allocated with it off:
-/// blocks allocated then were never sampled, and are in no heap table.
+/// Whether heap sampling came on while the program held 1 MiB or more allocated
+/// with it off: those blocks were never sampled, and are in no heap table.
 pub(crate) fn heap_started_late() -> bool {
     HEAP_LATE.load(Relaxed)
 }

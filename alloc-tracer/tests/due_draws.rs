@@ -143,23 +143,16 @@ fn draws_due_after_new_settings_are_taken() {
     let kept = after_applying(sites, sites, || followed_after(100));
     let dir = scratch.join("followed");
     alloc_tracer::write_report(&dir).unwrap();
-    let rows = common::read_table(&dir, "sites.parquet");
-    let functions = common::site_functions(&dir);
-    let (followed, live): (u64, u64) = rows
-        .iter()
-        .filter(|r| {
-            common::u64_of(r, "size_class_bytes") == 112
-                && functions[&common::u64_of(r, "site_id")]
-                    .iter()
-                    .any(|f| f.contains("followed_after"))
-        })
-        .map(|r| {
-            (
-                common::u64_of(r, "followed_count"),
-                common::u64_of(r, "live_bytes_estimate"),
-            )
-        })
-        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+    let (followed, live): (u64, u64) =
+        common::rows_of(&dir, "sites.parquet", "followed_after", Some(112))
+            .iter()
+            .map(|r| {
+                (
+                    common::u64_of(r, "followed_count"),
+                    common::u64_of(r, "live_bytes_estimate"),
+                )
+            })
+            .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
     let blocks = (THREADS * 100) as f64;
     assert!(
         near(followed as f64, blocks / 64.0, 0.3),

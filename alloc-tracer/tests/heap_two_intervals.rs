@@ -47,16 +47,7 @@ fn a_row_sampled_at_two_intervals_states_its_own_spread() {
     let scratch = common::scratch("heap-two-intervals");
     let dir = scratch.join("report");
     alloc_tracer::write_report(&dir).unwrap();
-    let functions = common::site_functions(&dir);
-    let rows: Vec<_> = common::read_table(&dir, "heap_end.parquet")
-        .into_iter()
-        .filter(|r| {
-            common::u64_of(r, "size_class_bytes") == 256
-                && functions[&common::u64_of(r, "site_id")]
-                    .iter()
-                    .any(|f| f.contains("held"))
-        })
-        .collect();
+    let rows = common::rows_of(&dir, "heap_end.parquet", "held", Some(256));
     assert_eq!(rows.len(), 1, "one row: one site, phase and class");
     let (estimate, stddev) = (
         common::u64_of(&rows[0], "live_bytes_estimate") as f64,

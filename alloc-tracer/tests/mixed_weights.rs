@@ -121,15 +121,8 @@ fn each_count_keeps_the_weight_it_was_recorded_under() {
     let class_bytes = 112;
     for dir in [&at_ten, &at_thousand] {
         // The blocks' rows, not the vector's that holds them (recorded whole).
-        let functions = common::site_functions(dir);
-        let bytes: u64 = common::read_table(dir, "sites.parquet")
+        let bytes: u64 = common::rows_of(dir, "sites.parquet", "kept", Some(class_bytes))
             .iter()
-            .filter(|r| {
-                common::u64_of(r, "size_class_bytes") == class_bytes
-                    && functions[&common::u64_of(r, "site_id")]
-                        .iter()
-                        .any(|f| f.contains("kept"))
-            })
             .map(|r| common::u64_of(r, "live_bytes_estimate"))
             .sum();
         assert!(

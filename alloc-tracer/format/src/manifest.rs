@@ -125,9 +125,9 @@ pub struct Manifest {
     /// site by the mode in force at the report.
     #[serde(default)]
     pub weighted_as_recorded: bool,
-    /// True when heap sampling was turned on (`Settings::apply`) after the program
-    /// had allocated with it off: blocks allocated then were never sampled, so the
-    /// heap tables leave out those still live. (Absent, false, in reports written
+    /// True when heap sampling was turned on (`Settings::apply`) while the program
+    /// held 1 MiB or more allocated with it off: those blocks were never sampled,
+    /// so the heap tables leave out those still live. (Absent, false, in reports written
     /// before it existed.)
     #[serde(default)]
     pub heap_sampling_started_late: bool,

@@ -183,10 +183,9 @@ unsafe fn alloc_chunk_done<A: GlobalAlloc, D: Door, const ZEROED: bool>(
     };
     count_small_alloc(st, ctl, size);
     let r = SMALL_REQUESTS[size];
-    // The sample's chunk first: the allocation already counted against it, and a
-    // redraw there (new intervals) draws the heap countdown that the block's bytes
-    // then count against. The other way round, a redraw by the heap's chunk would
-    // leave the sample's chunk end to a draw this allocation never counted against.
+    // The sample's chunk first, then the heap's: each countdown redraws on its own
+    // at its chunk end under new intervals, and counts the allocation (or the
+    // block's bytes) against its new draw.
     let sampled = countdown::sample_chunk_done(st);
     let heap = heap::due(st, r.usable());
     if sampled {

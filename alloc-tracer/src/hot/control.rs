@@ -8,7 +8,10 @@
 //! [`COUNT_ONLY`]), so that the hot path decides between pass-through, recording and
 //! stack walks with one bit test each, and the current phase's counter offset.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{
+    AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 
 /// Nothing decided yet: the first allocation reads the environment.
 pub const MODE_UNINIT: u8 = 0;
@@ -292,7 +295,8 @@ pub fn set_intervals(sample: u64, lifetime: u64, heap: u64) {
     SAMPLE_INTERVAL.store(sample, Relaxed);
     LIFETIME_INTERVAL.store(lifetime, Relaxed);
     HEAP_INTERVAL.store(heap, Relaxed);
-    INTERVAL_EPOCH.fetch_add(1, Relaxed);
+    // Release: a thread that sees the new epoch (Acquire) sees these intervals.
+    INTERVAL_EPOCH.fetch_add(1, Release);
 }
 
 /// Bumped whenever the intervals are set: a thread whose countdowns were drawn under
@@ -302,7 +306,7 @@ static INTERVAL_EPOCH: AtomicU64 = AtomicU64::new(0);
 /// The current interval epoch.
 #[inline]
 pub fn interval_epoch() -> u64 {
-    INTERVAL_EPOCH.load(Relaxed)
+    INTERVAL_EPOCH.load(Acquire)
 }
 
 /// Mean allocations between sampled stacks in `sample` mode.

@@ -70,16 +70,25 @@ pub fn sum_for_function(dir: &Path, function: &str, col: &str) -> u64 {
 /// Sum of a column of `table` (one with a `site_id` column: `sites.parquet`,
 /// `heap_end.parquet`, ...) over the sites whose frames name `function`.
 pub fn sum_for_function_in(dir: &Path, table: &str, function: &str, col: &str) -> u64 {
-    let functions = site_functions(dir);
-    read_table(dir, table)
+    rows_of(dir, table, function, None)
         .iter()
-        .filter(|r| {
-            functions
-                .get(&u64_of(r, "site_id"))
-                .is_some_and(|fs| fs.iter().any(|f| f.contains(function)))
-        })
         .map(|r| u64_of(r, col))
         .sum()
+}
+
+/// The rows of `table` whose sites' frames name `function`, of size class
+/// `class_bytes` if given (a function's blocks apart from the vector holding them).
+pub fn rows_of(dir: &Path, table: &str, function: &str, class_bytes: Option<u64>) -> Vec<Row> {
+    let functions = site_functions(dir);
+    read_table(dir, table)
+        .into_iter()
+        .filter(|r| {
+            class_bytes.is_none_or(|c| u64_of(r, "size_class_bytes") == c)
+                && functions
+                    .get(&u64_of(r, "site_id"))
+                    .is_some_and(|fs| fs.iter().any(|f| f.contains(function)))
+        })
+        .collect()
 }
 
 /// A fresh folder for one test's reports, removed when the test passes.

@@ -516,9 +516,12 @@ pub fn held(
         .to_owned(),
         live_bytes,
         run_peak_live_bytes: (moment == Moment::Peak).then_some(m.totals.peak_live_bytes),
-        run_peak_phase: (moment == Moment::Peak)
-            .then(|| run_peak_phase(report, at_phase.as_deref()))
-            .flatten(),
+        // Only above the kept peak: at it, the kept moment is the highest, whichever
+        // phase each was credited to.
+        run_peak_phase: (moment == Moment::Peak
+            && live_bytes.is_some_and(|kept| m.totals.peak_live_bytes > kept))
+        .then(|| run_peak_phase(report, at_phase.as_deref()))
+        .flatten(),
         max_rss_bytes: m.totals.max_rss_bytes,
         rss_bytes: rss.0,
         rss_time_s: rss.1,
