@@ -4,12 +4,12 @@
 //!
 //! The hot path decrements a chunk of at most [`CHUNK`] allocations, or
 //! [`HEAP_CHUNK`] bytes (a plain subtraction from a thread-local field), and comes
-//! here only when it reaches 0. Here the
-//! rest of the countdown, if any, becomes the next chunk; and when the intervals
-//! changed since the countdown was drawn (`control::interval_epoch`, kept per
-//! countdown), it is redrawn under the new ones. So a new interval, or following blocks again after
-//! none were followed, takes effect on every thread within `CHUNK` of its
-//! allocations, without any other thread writing this one's state. The geometric
+//! here only when it reaches 0. Here the rest of the countdown, if any, becomes the
+//! next chunk; and when the intervals changed since the countdown was drawn
+//! (`control::interval_epoch`, kept per countdown), it is redrawn under the new
+//! ones. So a new interval, or following blocks again after none were followed,
+//! takes effect on every thread within `CHUNK` of its allocations (`HEAP_CHUNK` of
+//! its bytes for heap sampling), without any other thread writing this one's state. The geometric
 //! distribution has no memory, so redrawing keeps the estimates unbiased, provided
 //! the allocation (or the bytes of the block) that ended the chunk counts against
 //! the new draw like every later one (else it, a block however large, could not be
