@@ -47,6 +47,7 @@ struct Held {
     _lifetimes: crate::lifetimes::HeldForFork,
     _registry: crate::registry::HeldForFork,
     _pauses: MutexGuard<'static, usize>,
+    _applying: MutexGuard<'static, ()>,
 }
 
 thread_local! {
@@ -104,6 +105,9 @@ extern "C" fn prepare() {
         return;
     }
     crate::hot::thread::guarded(|| {
+        // Before the rest: `Settings::apply` holds it while it takes the registry's
+        // and the timeline's.
+        let applying = crate::weights::applying();
         // Before the registry's: a pause guard's drop holds it while it takes those.
         let pauses = crate::phase::hold_pauses_for_fork();
         let registry = crate::registry::hold_for_fork();
@@ -129,6 +133,7 @@ extern "C" fn prepare() {
                 _allocator_name: allocator_name,
                 _registry: registry,
                 _pauses: pauses,
+                _applying: applying,
             })
         });
     });

@@ -152,7 +152,12 @@ impl Settings {
     /// does not keep it up to date. A switch to a mode that follows no block (`off`,
     /// or `count` without heap sampling) drops the blocks followed for lifetimes
     /// and sampled for the heap: their frees would go unseen (the report counts those
-    /// followed for lifetimes in `dropped.followed_dropped`).
+    /// followed for lifetimes in `dropped.followed_dropped`). A run may record
+    /// stacks for one part and only count the rest: its report, in whichever mode it
+    /// is written, keeps the sites, names the mode they were recorded in
+    /// (`stacks_mode`) and counts what `count` mode counted in
+    /// `allocs_without_stacks`. Calls from several threads at once take effect one
+    /// after the other.
     ///
     /// Called before the program's first allocation, it first makes the setup that
     /// allocation would have made: the fork handlers, the environment's settings
@@ -175,6 +180,7 @@ impl Settings {
         if control::load().mode() == MODE_UNINIT {
             crate::hot::thread::guarded(first_allocation);
         }
+        let _applying = crate::weights::applying();
         // What was in force, before the new intervals are published over it.
         let current = Settings::current();
         let calls = crate::hot::thread::guarded(crate::weights::calls);

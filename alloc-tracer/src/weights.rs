@@ -8,13 +8,17 @@
 //! A weight counts as used once the program allocated while it was in force, so
 //! that settings applied one after the other, with nothing allocated between, mix
 //! nothing. Allocations are counted over the whole process (the registry's running
-//! totals), read when settings are applied and when a report is taken.
+//! totals), read when settings are applied and when a report is taken; so are those
+//! counted in `count` mode, which recorded no stack (`allocs_without_stacks`): a run
+//! that records sites for one part and only counts the rest says how much its site
+//! rows leave out.
 
 use crate::Mode;
 use std::sync::atomic::{
     AtomicBool, AtomicU64,
     Ordering::{Acquire, Relaxed, Release},
 };
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// One kind of weight: the stacks' (see [`stack_weight`]) or heap sampling's
 /// interval; 0 where nothing is recorded.
@@ -71,7 +75,23 @@ impl Weight {
     }
 }
 
+/// Held through `Settings::apply`'s switch ([`applying`]): two applied at once
+/// would each take the other's settings for those it replaces, and leave this
+/// record of the weights apart from the mode in force.
+static APPLYING: Mutex<()> = Mutex::new(());
+
+/// Takes [`APPLYING`]: for `Settings::apply`, and across a fork (`fork::prepare`,
+/// before every other lock: an apply in progress takes the registry's and the
+/// timeline's under it).
+pub(crate) fn applying() -> MutexGuard<'static, ()> {
+    APPLYING.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 static STACKS: Weight = Weight::new(|v| v >> 1);
+
+/// Allocations and reallocs counted in `count` mode before its latest stretch (the
+/// one in force, if it is, runs from `STACKS.since`).
+static UNSTACKED: AtomicU64 = AtomicU64::new(0);
 static HEAP: Weight = Weight::new(|v| v);
 
 /// Set once heap sampling was turned on while the program held at least
@@ -102,6 +122,10 @@ pub(crate) fn calls() -> u64 {
 /// `Settings::apply` replaces `from`'s mode and heap interval (0: off) with `to`'s,
 /// `calls` allocations and reallocs into the run, with `live` bytes live.
 pub(crate) fn switch(from: (Mode, u64), to: (Mode, u64), calls: u64, live: i64) {
+    if from.0 == Mode::Count {
+        let since = STACKS.since.load(Relaxed);
+        UNSTACKED.fetch_add(calls.saturating_sub(since), Relaxed);
+    }
     STACKS.switch(stack_weight(from.0), stack_weight(to.0), calls);
     HEAP.switch(from.1, to.1, calls);
     if from.1 == 0 && to.1 != 0 && live >= LATE_BYTES {
@@ -125,6 +149,31 @@ pub(crate) fn stack_mode(mode: Mode) -> Mode {
         (_, v) if v & 1 == 0 => Mode::Sites,
         (_, v) => Mode::Sample(v >> 1),
     }
+}
+
+/// The mode the sites' figures were recorded in ([`stack_mode`] of `mode`, the one
+/// in force): `None` where no stack was recorded, a `count` run or one switched
+/// between `count` and `off`.
+pub(crate) fn stacks_recorded_in(mode: Mode) -> Option<Mode> {
+    match stack_mode(mode) {
+        m @ (Mode::Sites | Mode::Sample(_)) => Some(m),
+        Mode::Off | Mode::Count => None,
+    }
+}
+
+/// Allocations and reallocs counted in `count` mode, with no stack, by `calls` into
+/// the run with `mode` in force: all of them in a `count` run. Each stretch is
+/// bounded by the running totals read as settings were applied, before the new mode
+/// took effect, so allocations of other threads made meanwhile may be counted in a
+/// stretch and recorded with a stack too, or neither (the report counts a run whose
+/// every stack was recorded in `sites` mode exactly, from its sites instead).
+pub(crate) fn allocs_without_stacks(mode: Mode, calls: u64) -> u64 {
+    let current = if mode == Mode::Count {
+        calls.saturating_sub(STACKS.since.load(Relaxed))
+    } else {
+        0
+    };
+    UNSTACKED.load(Relaxed).saturating_add(current)
 }
 
 /// Whether the program allocated under more than one stack weight, of those

@@ -1,6 +1,7 @@
 //! fork() while other threads record in `sites` mode, every block followed to its
-//! free, and one names the allocator again and again: each child allocates, frees,
-//! starts a thread, enters a phase and names the allocator, and must finish. Without
+//! free, one names the allocator again and again and another applies settings
+//! again and again: each child allocates, frees, starts a thread, enters a phase,
+//! names the allocator and applies settings, and must finish. Without
 //! fork handlers, a child inherits a tracer lock held by another thread and hangs.
 //! One test: the mode is process-wide.
 
@@ -41,19 +42,24 @@ fn child() -> i32 {
     // Takes the name's lock, which the thread naming it in the parent may have held
     // at the fork.
     alloc_tracer::set_allocator_name("jemalloc");
+    // And `Settings::apply`'s, likewise.
+    sites().apply();
     // Each churn allocates at least its boxes: 2,000 here, 500 on the thread.
     let recorded = alloc_tracer::counts().total(|p| p.allocs) - before;
     if recorded < 2500 { 4 } else { 0 }
 }
 
-#[test]
-fn forked_children_never_hang() {
+fn sites() -> Settings {
     Settings {
         mode: Mode::Sites,
         lifetime_interval: 1,
         ..Default::default()
     }
-    .apply();
+}
+
+#[test]
+fn forked_children_never_hang() {
+    sites().apply();
     let stop = AtomicBool::new(false);
     let mut hung = 0;
     let mut failed = 0;
@@ -68,6 +74,11 @@ fn forked_children_never_hang() {
         s.spawn(|| {
             while !stop.load(Relaxed) {
                 alloc_tracer::set_allocator_name("jemalloc");
+            }
+        });
+        s.spawn(|| {
+            while !stop.load(Relaxed) {
+                sites().apply();
             }
         });
         for _ in 0..CHILDREN {

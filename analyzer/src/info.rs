@@ -41,8 +41,17 @@ pub struct PhaseInfo {
 pub struct Info {
     /// Report directory.
     pub report: String,
-    /// Mode: `count`, `sites` or `sample:N`.
+    /// Mode when the report was written: `off`, `count`, `sites` or `sample:N`.
     pub mode: String,
+    /// The mode the stacks were recorded in (`Report::stacks_mode`): `mode`, or the
+    /// latest that recorded stacks in a run switched to `count` or `off`.
+    pub stacks_mode: String,
+    /// Allocations and reallocs counted in `count` mode, with no stack, in a run
+    /// that recorded stacks for the rest (`Report::allocs_without_stacks`).
+    pub allocs_without_stacks: u64,
+    /// Stacks were recorded under more than one weight (the manifest's
+    /// `stack_weights_changed`).
+    pub stack_weights_changed: bool,
     /// Allocations each recorded stack stands for.
     pub sample_interval: u64,
     /// Blocks each followed block stands for (0: none followed).
@@ -92,6 +101,12 @@ pub struct Info {
     pub tables: Vec<TableInfo>,
     /// Heap sampling's mean interval in bytes (0: off).
     pub heap_interval: u64,
+    /// Heap sampling ran at more than one interval (the manifest's
+    /// `heap_intervals_changed`).
+    pub heap_intervals_changed: bool,
+    /// Heap sampling came on part-way through the run (the manifest's
+    /// `heap_sampling_started_late`).
+    pub heap_sampling_started_late: bool,
     /// The kept peak of live bytes, if any.
     pub heap_peak: Option<alloc_tracer_format::manifest::HeapPeak>,
     /// The timeline's interval in milliseconds (0: no timeline).
@@ -135,8 +150,8 @@ pub fn info(report: &Report) -> Info {
                 alloc_count: allocs,
                 realloc_count: reallocs,
                 bytes_requested: bytes,
-                temporary_count: (m.mode != "count").then_some(temps),
-                sites: (m.mode != "count").then_some(sites.len()),
+                temporary_count: (!report.count_only()).then_some(temps),
+                sites: (!report.count_only()).then_some(sites.len()),
                 peak_live_bytes: peak,
             }
         })
@@ -144,6 +159,9 @@ pub fn info(report: &Report) -> Info {
     Info {
         report: report.dir.display().to_string(),
         mode: m.mode.clone(),
+        stacks_mode: report.stacks_mode().to_owned(),
+        allocs_without_stacks: report.allocs_without_stacks(),
+        stack_weights_changed: m.stack_weights_changed,
         sample_interval: m.sample_interval,
         lifetime_interval: m.lifetime_interval,
         sample_all_from_bytes: m.sample_all_from_bytes,
@@ -158,7 +176,7 @@ pub fn info(report: &Report) -> Info {
         alloc_count: m.totals.alloc_count,
         realloc_count: m.totals.realloc_count,
         bytes_requested: m.totals.bytes_requested,
-        temporary_count: (m.mode != "count").then_some(m.totals.temporary_count),
+        temporary_count: (!report.count_only()).then_some(m.totals.temporary_count),
         peak_live_bytes: m.totals.peak_live_bytes,
         peak_live_bytes_error_bytes: m.totals.peak_live_bytes_error_bytes,
         max_rss_bytes: m.totals.max_rss_bytes,
@@ -167,6 +185,8 @@ pub fn info(report: &Report) -> Info {
         dropped: m.dropped.clone(),
         tables: m.tables.clone(),
         heap_interval: m.heap_interval,
+        heap_intervals_changed: m.heap_intervals_changed,
+        heap_sampling_started_late: m.heap_sampling_started_late,
         heap_peak: m.heap_peak.clone(),
         timeline_interval_ms: m.timeline_interval_ms,
         labels: m.labels.clone(),

@@ -42,26 +42,40 @@ LOOSE_PREFIX = "(lines ignored)\n"
 
 
 def _with_sites(*reports: Report) -> None:
-    """Refuses a `count` report, as `analyzer diff` does: it records no sites, so
-    every site of the other report would read as added or removed."""
+    """Refuses a report that recorded no stack (a `count` report), as `analyzer diff`
+    does: it has no sites, so every site of the other report would read as added or
+    removed."""
     for r in reports:
-        if r.manifest.get("mode") == "count":
+        if r.count_only:
             raise ValueError(
-                f"{r.dir} was written in `count` mode, which records no sites: a comparison "
-                "of sites needs reports traced in `sites` or `sample:N`"
+                f"{r.dir} {_no_sites_words(r)}: a comparison of sites needs reports traced "
+                "in `sites` or `sample:N`"
             )
+
+
+def _no_sites_words(r: Report) -> str:
+    """How a report that recorded no stack came to have no sites."""
+    mode = r.manifest.get("mode")
+    if mode == "count":
+        return "was written in `count` mode, which records no sites"
+    return f"records allocations but no sites (mode {mode} when written, after count mode)"
 
 
 def without_sites(base: Report, change: Report) -> str | None:
     """Why the two reports' sites cannot be compared (a `count` report records none:
     its totals and phases still can), else None."""
-    counted = [str(r.dir) for r in (base, change) if r.manifest.get("mode") == "count"]
+    counted = [r for r in (base, change) if r.count_only]
     if not counted:
         return None
+    if all(r.manifest.get("mode") == "count" for r in counted):
+        said = (f"{' and '.join(str(r.dir) for r in counted)} "
+                f"{'was' if len(counted) == 1 else 'were'} written in `count` mode, which "
+                "records no sites")
+    else:
+        said = " and ".join(f"{r.dir} {_no_sites_words(r)}" for r in counted)
     return (
-        f"{' and '.join(counted)} {'was' if len(counted) == 1 else 'were'} written in `count` mode, "
-        "which records no sites: the totals and phases above compare exactly, the categories, "
-        "costs and sites need reports traced in `sites` or `sample:N`"
+        f"{said}: the totals and phases above compare exactly, the categories, costs and "
+        "sites need reports traced in `sites` or `sample:N`"
     )
 
 
@@ -97,10 +111,10 @@ def warnings(base: Report, change: Report) -> list[str]:
     iteration), or circuits of different sizes (the `rows` label, over every
     iteration)."""
     out = []
-    mb, mc = base.manifest.get("mode"), change.manifest.get("mode")
+    mb, mc = base.mode_words, change.mode_words
     if mb != mc:
         out.append(
-            f"the reports were written in different modes ({mb} and {mc}): sampled "
+            f"the reports were traced in different modes ({mb} and {mc}): sampled "
             "figures are estimates, so small differences may be sampling noise"
         )
     lb = base.manifest.get("labels") or {}
@@ -143,11 +157,7 @@ def estimate_note(base: Report, change: Report) -> str | None:
     """What a figure of the two reports must say when either was traced in `sample:N`
     mode: its per-site and per-category counts are estimates, with the noise the
     figures draw as error bars; None when both record every allocation."""
-    sampled = [
-        f"{r.label} ({r.manifest['mode']})"
-        for r in (base, change)
-        if str(r.manifest.get("mode", "")).startswith("sample:")
-    ]
+    sampled = [f"{r.label} ({r.stacks_mode})" for r in (base, change) if r.sampled]
     if not sampled:
         return None
     return (
@@ -214,7 +224,7 @@ def totals_deltas(base: Report, change: Report) -> pl.DataFrame:
     so."""
     b, c = base.manifest["totals"], change.manifest["totals"]
     keys = [k for k in b if k in c and isinstance(b[k], int)]
-    uncounted = {s: r.manifest.get("mode") == "count" for s, r in (("base", base), ("change", change))}
+    uncounted = {s: r.count_only for s, r in (("base", base), ("change", change))}
 
     def value(side: str, totals: dict, k: str) -> int | None:
         return None if k == "temporary_count" and uncounted[side] else totals[k]
@@ -259,7 +269,7 @@ def phase_deltas(base: Report, change: Report) -> pl.DataFrame:
     )
     out = out.with_columns([pl.col(c).fill_null(0) for c in out.columns if c != "phase"])
     for prefix, r in (("base", base), ("change", change)):
-        if r.manifest.get("mode") == "count":
+        if r.count_only:
             out = out.with_columns(pl.lit(None, dtype=pl.UInt64).alias(f"{prefix}_temporary_count"))
     return _with_deltas(out, cols)
 

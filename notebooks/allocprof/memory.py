@@ -120,17 +120,24 @@ def peak_note(report: Report, h: dict) -> str:
     spread = f" ± {SIGMAS * se / h['live_bytes']:.1%}" if se else ""
     late = ("; it came on part-way through the run, and blocks allocated before are left out"
             if h.get("heap_started_late") else "")
+    # Each block is weighted by its own interval; the ± comes from the rows' spread.
+    changed = ("; heap sampling ran at intervals that changed during the run"
+               if h.get("heap_intervals_changed") else "")
     return (line + f"; the estimates add up to {h['estimated_bytes'] / h['live_bytes']:.1%}"
-            f"{spread} of it{late}")
+            f"{spread} of it{late}{changed}")
 
 
 def end_note(report: Report, at_end: pl.DataFrame) -> str | None:
     """Why `at_end` (`held_sites` of `held(report, "end")`) has no sites, in one line:
     no heap_end table (an older tracer), heap sampling off, or no sampled block live at
-    the end; None when it has sites."""
+    the end; with sites, what they leave out where heap sampling came on part-way
+    through the run (as `analyzer leaks` says), else None."""
     if (why := report.absent("heap_end")) is not None:
         return f"{report.label}: {why}"
     if not at_end.is_empty():
+        if report.manifest.get("heap_sampling_started_late"):
+            return (f"{report.label}: heap sampling came on part-way through the run, and "
+                    "blocks allocated before are left out")
         return None
     end = (report.manifest.get("totals") or {}).get("live_bytes_end")
     if not report.manifest.get("heap_interval"):

@@ -13,43 +13,67 @@ from allocprof.sites import category_totals, check_phase, top_sites, with_catego
 
 
 def temporaries_counted(report: Report) -> str:
-    """How the report counts temporaries (docs/report-schema.md): `exact` in `sites`
-    mode, `estimated` in `sample:N` (the sampled ones times N), `not counted` in
-    `count` mode (its temporary_count is 0 whatever the program did)."""
-    mode = report.manifest.get("mode") or ""
-    if mode == "count":
+    """How the report counts temporaries (docs/report-schema.md), by the mode its
+    stacks were recorded in (`Report.stacks_mode`, whatever the mode when it was
+    written): `exact` in `sites` mode, `estimated` in `sample:N` (the sampled ones
+    times N), `not counted` where no stack was (`count` mode: its temporary_count is 0
+    whatever the program did)."""
+    if report.count_only:
         return "not counted"
-    if mode.startswith("sample:"):
+    if report.sampled:
         return "estimated"
     return "exact"
 
 
 def temporaries_note(report: Report) -> str | None:
-    """One line on the report's temporaries where they are not exact, else None."""
-    mode = report.manifest.get("mode") or ""
+    """One line on the report's temporaries where they are not exact, or cover part
+    of the run, else None."""
     how = temporaries_counted(report)
     if how == "not counted":
         return "temporaries: not counted in count mode (the report's 0 says nothing)"
+    without = _without_stacks(report)
     if how == "estimated":
-        return (f"temporaries: estimated in {mode} mode (the sampled ones times "
-                f"{mode.split(':', 1)[1]}), as every per-site figure is")
-    return None
+        return (f"temporaries: estimated in {report.stacks_mode} mode (each sampled one counts "
+                f"{report.sample_weight_words()}), as every per-site figure is{without}")
+    return f"temporaries: counted with the stacks only{without}" if without else None
+
+
+def _without_stacks(report: Report) -> str:
+    """`; N allocations ... in no site` where the run counted part of itself in `count`
+    mode (`Report.allocs_without_stacks`), else empty."""
+    n = report.allocs_without_stacks
+    if not n:
+        return ""
+    t = report.manifest.get("totals") or {}
+    calls = (t.get("alloc_count") or 0) + (t.get("realloc_count") or 0)
+    return (f"; {n} allocations and reallocs ({100 * n / max(calls, 1):.1f} % of the run's) "
+            "were counted in count mode, with no stack: no site holds them")
 
 
 def sites_note(report: Report, error_bars: bool = True) -> str | None:
-    """What every per-site figure of the report must say, else None: a `count` report
-    records no sites; a `sample:N` report's are estimates (`error_bars`: the figure
-    draws their spread)."""
+    """What every per-site figure of the report must say, else None: a report that
+    recorded no stack (`count` mode, or switched from it to `off`) has no sites; a
+    `sample:N` report's are estimates (`error_bars`: the figure draws their spread);
+    a run that counted part of itself in `count` mode has that part in no site."""
     mode = report.manifest.get("mode") or ""
-    if mode == "count":
+    if report.count_only:
+        if mode != "count":
+            return (f"the report records allocations but no sites (mode {mode} when written, "
+                    "after count mode), so there are no sites, categories or temporaries "
+                    "to show (trace with sites or sample:N)")
         return ("count mode records no sites, so there are no sites, categories or "
                 "temporaries to show (trace with sites or sample:N)")
-    if mode.startswith("sample:"):
+    without = _without_stacks(report)
+    if report.sampled:
         spread = ("; the `_noise` columns and the error bars are two standard errors of sampling "
                   "alone") if error_bars else ""
-        return (f"estimates from sampled stacks ({mode}: each recorded allocation stands for "
-                f"{mode.split(':', 1)[1]}){spread}")
-    return None
+        return (f"estimates from sampled stacks ({report.stacks_mode}: each recorded "
+                f"allocation counts {report.sample_weight_words()}){spread}{without}")
+    if report.manifest.get("stack_weights_changed"):
+        # Written in `sites` after `sample:N`: part of the counts are estimates.
+        return ("the mode switched during the run between sites and sample:N: the sites "
+                f"recorded in sample:N are estimates, with no spread drawn{without}")
+    return without.removeprefix("; ") or None
 
 
 #: The columns of `analyzer cost`'s category rows, for an answer without any.
@@ -81,9 +105,9 @@ def costs(report: Report, phase: str | None = None, limit: int = 20):
     `total_s`, `direct_s`, `indirect_s`, `phase_wall_s`, and `notes`, what the analyzer
     said of its answer, such as why nothing was priced), its categories with sites and
     its `limit` costliest sites (with `saves_ms`, what removing one would save; both
-    keep their columns when empty). None for a `count` report, which records no sites
-    to price."""
-    if report.manifest.get("mode") == "count":
+    keep their columns when empty). None for a report that recorded no stack (a
+    `count` report), which has no sites to price."""
+    if report.count_only:
         return None
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")
@@ -104,6 +128,7 @@ def totals(report: Report) -> pl.DataFrame:
     rows = [
         ("command_line", " ".join(m.get("command_line", []))),
         ("mode", m.get("mode")),
+        ("stacks_mode", report.stacks_mode),
         ("allocator", m.get("allocator") or "not named"),
         ("host / cpu / cores", f"{m.get('host')} / {m.get('cpu')} / {m.get('cores')}"),
         ("duration_s", f"{m.get('duration_s', 0):.3f}"),
@@ -116,7 +141,7 @@ def totals(report: Report) -> pl.DataFrame:
             return v
         if how == "not counted":
             return "not counted (count mode)"
-        return f"{v} (estimated: the sampled ones x {m.get('sample_interval')})"
+        return f"{v} (estimated: each sampled one counts {report.sample_weight_words()})"
 
     rows += [(f"totals.{k}", total(k, v)) for k, v in m.get("totals", {}).items()]
     rows += [(f"dropped.{k}", v) for k, v in m.get("dropped", {}).items()]
@@ -135,7 +160,7 @@ def phases(report: Report) -> pl.DataFrame:
     its allocations and reallocs, as the analyzer counts them. In `count` mode, which
     does not count temporaries (its tables hold 0), temporary_count and
     temporary_share are null."""
-    counted = report.manifest.get("mode") != "count"
+    counted = not report.count_only
     # Wall times as `analyzer info` gives them: `main`'s is the run's time outside the
     # named phases (the tracer does not time it).
     walls = pl.DataFrame(
@@ -189,7 +214,7 @@ def lifetimes_note(report: Report, distribution: pl.DataFrame) -> str | None:
     if distribution.height and distribution["freed_count"].sum():
         return None
     m = report.manifest
-    if m.get("mode") == "count":
+    if report.count_only:
         return "no lifetimes: count mode follows no blocks to their free"
     if not m.get("lifetime_interval"):
         return "no lifetimes: no block was followed to its free (lifetime_interval 0, e.g. --lifetimes 0)"

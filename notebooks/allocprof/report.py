@@ -193,6 +193,75 @@ class Report:
         """A short name for plots: the directory name."""
         return self.dir.name
 
+    @property
+    def stacks_mode(self) -> str:
+        """The mode the sites' figures were recorded in, as the analyzer reads it: the
+        manifest's `stacks_mode` (the latest mode that recorded stacks, in a run
+        switched to `count` or `off` before its report), `count` where none did and
+        allocations were counted; `mode` in reports written before it existed, and
+        `count` there too for one written in `off` mode that counted allocations but
+        holds no sites."""
+        m = self.manifest
+        if m.get("stacks_mode"):
+            return m["stacks_mode"]
+        without = m.get("allocs_without_stacks")
+        if without:
+            return "count"
+        mode = m.get("mode") or ""
+        if without is None and mode == "off" and not self._has_site_rows() and self._counted():
+            return "count"
+        return mode
+
+    @property
+    def count_only(self) -> bool:
+        """True when no part of the run recorded stacks (nor temporaries)."""
+        return self.stacks_mode == "count"
+
+    @property
+    def sampled(self) -> bool:
+        """True when the sites' figures are sampled estimates (`sample:N`)."""
+        return self.stacks_mode.startswith("sample:")
+
+    @property
+    def allocs_without_stacks(self) -> int:
+        """Allocations and reallocs counted in `count` mode, with no stack, in a run
+        that recorded stacks for the rest: in no site row (0 otherwise)."""
+        m = self.manifest
+        return int(m.get("allocs_without_stacks") or 0) if m.get("stacks_mode") else 0
+
+    @property
+    def mode_words(self) -> str:
+        """The mode when the report was written, and the one its stacks were recorded
+        in where that differs, as the analyzer words it: `count (stacks recorded in
+        sites)`, or `off (after count)` where none was."""
+        mode, stacks = self.manifest.get("mode") or "", self.stacks_mode
+        if stacks == mode:
+            return mode
+        if stacks == "count":
+            return f"{mode} (after count)"
+        return f"{mode} (stacks recorded in {stacks})"
+
+    def sample_weight_words(self) -> str:
+        """What each sampled allocation counts for, in words, as the analyzer says it:
+        `1000 times`, or where the run switched intervals, `for the interval it was
+        drawn at, lately 1000`."""
+        m = self.manifest
+        n = m.get("sample_interval")
+        if m.get("stack_weights_changed") and m.get("weighted_as_recorded"):
+            return f"for the interval it was drawn at, lately {n}"
+        return f"{n} times"
+
+    def _has_site_rows(self) -> bool:
+        return any(
+            t.get("file") == "sites.parquet" and t.get("rows")
+            for t in self.manifest.get("tables") or []
+            if isinstance(t, dict)
+        )
+
+    def _counted(self) -> bool:
+        t = self.manifest.get("totals") or {}
+        return bool((t.get("alloc_count") or 0) + (t.get("realloc_count") or 0))
+
 
 def load(path: str | os.PathLike, rules: str | os.PathLike | None = None) -> Report:
     """Reads the manifest of the report at `path` and checks its schema version.

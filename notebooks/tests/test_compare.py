@@ -189,6 +189,8 @@ def test_a_count_report_is_refused(report, tmp_path):
     shutil.copytree(report.dir, count_dir)
     manifest = json.loads((count_dir / "manifest.json").read_text())
     manifest["mode"] = "count"
+    # Traced in `count` mode throughout: no stacks recorded in another.
+    manifest.pop("stacks_mode", None)
     (count_dir / "manifest.json").write_text(json.dumps(manifest))
     count = allocprof.load(count_dir)
     for f in (compare.site_deltas, compare.category_deltas):
@@ -244,7 +246,7 @@ def test_reports_of_different_modes_are_said_to_be(base_and_change, tmp_path, fi
                           manifest=lambda m: m.update(mode="sample:1000", sample_interval=1000))
     (warning,) = compare.warnings(base, sampled)
     assert warning == (
-        f"the reports were written in different modes ({base.manifest['mode']} and sample:1000): "
+        f"the reports were traced in different modes ({base.manifest['mode']} and sample:1000): "
         "sampled figures are estimates, so small differences may be sampling noise"
     )
     out = subprocess.run([str(analyzer_module.binary()), "diff", str(base.dir), str(sampled.dir),

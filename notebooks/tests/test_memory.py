@@ -204,6 +204,13 @@ def test_an_empty_end_says_whether_heap_sampling_was_on():
     older = Report(dir=Path("older"), manifest={"heap_interval": 1 << 20, "tables": []})
     assert memory.end_note(older, empty) == "older: this report has no heap_end table " \
         "(written by a tracer from before it kept one)"
+    # Sites at the end: nothing to say, but what heap sampling left out when it came
+    # on late (as `analyzer leaks` says).
+    some = pl.DataFrame({"name": ["f"]})
+    assert memory.end_note(on, some) is None
+    late = Report(dir=Path("late"), manifest={**on.manifest, "heap_sampling_started_late": True})
+    assert memory.end_note(late, some) == ("late: heap sampling came on part-way through the "
+                                           "run, and blocks allocated before are left out")
 
 
 def test_held_categories_follow_the_reports_rules(report, tmp_path):

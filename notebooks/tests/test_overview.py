@@ -88,8 +88,43 @@ def test_totals_say_how_temporaries_were_counted(report, tmp_path):
     sampled = edited_copy(report, tmp_path / "sampled",
                           manifest=lambda m: m.update(mode="sample:1000", sample_interval=1000))
     t = dict(overview.totals(sampled).iter_rows())
-    assert t["totals.temporary_count"].endswith("(estimated: the sampled ones x 1000)")
+    assert t["totals.temporary_count"].endswith("(estimated: each sampled one counts 1000 times)")
     assert "estimated in sample:1000" in overview.temporaries_note(sampled)
+
+
+def test_the_mode_the_stacks_were_recorded_in_decides_not_the_mode_at_the_end(report, tmp_path):
+    """A report written in `count` or `off` mode after `sites` or `sample:N` keeps its
+    sites (`stacks_mode`), and one that recorded no stack at all has none, whatever
+    the mode it was written in; allocations counted with no stack are said."""
+    calls = report.manifest["totals"]["alloc_count"] + report.manifest["totals"]["realloc_count"]
+
+    def copy(name, **fields):
+        return edited_copy(report, tmp_path / name, manifest=lambda m: m.update(fields))
+
+    # `sites`, then `count` for a tenth of the run, written in `count` mode.
+    switched = copy("sites-then-count", mode="count", stacks_mode="sites",
+                    allocs_without_stacks=calls // 10)
+    assert not switched.count_only and not switched.sampled
+    assert overview.temporaries_counted(switched) == "exact"
+    note = overview.sites_note(switched)
+    assert f"{calls // 10} allocations and reallocs (10.0 % of the run's) were counted in count " \
+           "mode, with no stack" in note, note
+    assert "counted with the stacks only" in overview.temporaries_note(switched)
+    assert overview.phases(switched)["temporary_count"].null_count() == 0
+    assert dict(overview.totals(switched).iter_rows())["stacks_mode"] == "sites"
+    # `sample:100`, then `off`: estimates still.
+    sampled = copy("sampled-then-off", mode="off", stacks_mode="sample:100", sample_interval=100,
+                   allocs_without_stacks=0)
+    assert sampled.sampled and overview.temporaries_counted(sampled) == "estimated"
+    assert overview.sites_note(sampled).startswith("estimates from sampled stacks (sample:100:")
+    # `count`, then `off`: no stack at all.
+    counted = copy("count-then-off", mode="off", stacks_mode=None, allocs_without_stacks=calls)
+    assert counted.count_only
+    assert "records allocations but no sites (mode off when written, after count mode)" \
+        in overview.sites_note(counted)
+    assert overview.costs(counted) is None
+    assert counted.mode_words == "off (after count)"
+    assert switched.mode_words == "count (stacks recorded in sites)"
 
 
 def test_top_sites_table_tells_apart_sites_that_read_the_same(report):

@@ -131,6 +131,22 @@ pub struct Manifest {
     /// before it existed.)
     #[serde(default)]
     pub heap_sampling_started_late: bool,
+    /// The mode the sites' figures were recorded in: `mode` where it records stacks
+    /// (`sites`, `sample:N`); in a run switched to `count` or `off` before its report,
+    /// the latest mode that recorded them. `None` where no stack was recorded (a
+    /// `count` run), and in reports written before it existed (read `mode` there).
+    #[serde(default)]
+    pub stacks_mode: Option<String>,
+    /// Allocations and reallocs counted in `count` mode, with no stack (exact totals,
+    /// in no site row): every one in a `count` run; in a run that recorded stacks for
+    /// one part and only counted another, what the sites leave out: exact where every
+    /// stack was recorded in `sites` mode (the totals less the sites' calls), else a
+    /// tally of the stretches in `count` mode between the running totals read as
+    /// `Settings::apply` switched modes, which other threads' allocations made during
+    /// a switch may be counted in twice or not at all. `None` in reports written
+    /// before it existed.
+    #[serde(default)]
+    pub allocs_without_stacks: Option<u64>,
 }
 
 /// The latest kept peak of live bytes.

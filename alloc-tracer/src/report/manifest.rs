@@ -38,12 +38,14 @@ pub struct StackEnds {
     pub early_allocs: u64,
 }
 
-/// The manifest of a report of `snap` whose tables are `tables`.
+/// The manifest of a report of `snap` whose tables are `tables`, its sites' rows
+/// holding `site_calls` allocations and reallocs (weighted as recorded).
 /// `incomplete`: why the run did not finish, if it did not.
 pub fn build(
     snap: &Snapshot,
     tables: Vec<TableInfo>,
     ends: StackEnds,
+    site_calls: u64,
     incomplete: Option<&str>,
 ) -> Manifest {
     let c = &snap.counts;
@@ -69,6 +71,7 @@ pub fn build(
         max_rss_bytes: snap.max_rss_bytes,
         rss_bytes_end: snap.rss_bytes,
     };
+    let counted = totals.alloc_count.saturating_add(totals.realloc_count);
     let memory = MemoryParts {
         lifetimes: crate::lifetimes::memory_bytes(),
         heap: crate::heap::memory_bytes(),
@@ -146,6 +149,26 @@ pub fn build(
         heap_intervals_changed: crate::weights::heap_changed(calls),
         weighted_as_recorded: true,
         heap_sampling_started_late: crate::weights::heap_started_late(),
+        stacks_mode: crate::weights::stacks_recorded_in(snap.settings.mode).map(|m| m.name()),
+        allocs_without_stacks: Some(without_stacks(snap, calls, counted, site_calls)),
+    }
+}
+
+/// Allocations and reallocs counted with no stack, of the `counted` the snapshot
+/// holds: all of them where no stack was recorded. Where every stack was recorded in
+/// `sites` mode, exactly those that no site holds (its rows hold `site_calls`): an
+/// allocation another thread made as the mode switched is in a site or not,
+/// whichever mode it saw. Otherwise (sampled stacks are estimates) the tally of
+/// `count` mode's stretches, whose ends are the running totals as settings were
+/// applied and `calls`, read after the snapshot.
+fn without_stacks(snap: &Snapshot, calls: u64, counted: u64, site_calls: u64) -> u64 {
+    let mode = snap.settings.mode;
+    match crate::weights::stacks_recorded_in(mode) {
+        None => counted,
+        Some(crate::Mode::Sites) if !crate::weights::stacks_changed(calls) => {
+            counted.saturating_sub(site_calls)
+        }
+        Some(_) => crate::weights::allocs_without_stacks(mode, calls).min(counted),
     }
 }
 

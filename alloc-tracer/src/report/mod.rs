@@ -174,7 +174,8 @@ fn write_snapshot(
         })
         .collect();
     let ends = stack_ends(snap, &every_stack, &walks);
-    let manifest = manifest::build(snap, tables, ends, incomplete);
+    let site_calls = snap.sites.values().map(|c| c.allocs + c.reallocs).sum();
+    let manifest = manifest::build(snap, tables, ends, site_calls, incomplete);
     let manifest_path = tmp.join(schema::MANIFEST);
     std::fs::write(&manifest_path, manifest.to_json()).map_err(io(&manifest_path))?;
     staging.commit()?;
@@ -210,6 +211,8 @@ fn write_snapshot(
         mode: manifest.mode.clone(),
         sample_interval: manifest.sample_interval,
         weights_changed: manifest.stack_weights_changed,
+        stacks_mode: manifest.stacks_mode.clone(),
+        allocs_without_stacks: manifest.allocs_without_stacks.unwrap_or(0),
         allocator: manifest.allocator.clone(),
         stacks: stacks.len(),
         site_rows: sites_rows,

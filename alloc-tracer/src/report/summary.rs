@@ -83,6 +83,13 @@ pub struct ReportSummary {
     /// Stacks were recorded under more than one weight (the manifest's
     /// `stack_weights_changed`): each sampled one counts for its own interval.
     pub weights_changed: bool,
+    /// The mode the stacks were recorded in (the manifest's `stacks_mode`): `mode`
+    /// where it records them, the latest that did in a run switched to `count` or
+    /// `off`; `None` where none was.
+    pub stacks_mode: Option<String>,
+    /// Allocations and reallocs counted in `count` mode, with no stack (the
+    /// manifest's `allocs_without_stacks`): in no site.
+    pub allocs_without_stacks: u64,
     /// The inner allocator, if the program named it ([`crate::set_allocator_name`]).
     pub allocator: Option<String>,
     /// Distinct call stacks.
@@ -117,17 +124,28 @@ impl fmt::Display for ReportSummary {
         // What a site's count is of: its allocations and reallocs.
         let calls = self.allocs.saturating_add(self.reallocs);
         writeln!(f, "alloc-tracer report: {}", self.dir.display())?;
+        // Those a stack was recorded for (every one where no part of the run was in
+        // `count` mode): what temporaries are counted among.
+        let with_stacks = calls.saturating_sub(self.allocs_without_stacks);
         // `count` mode does not count temporaries: say so rather than print 0 %.
-        let temporaries = if self.mode == "count" {
-            "temporaries not counted".to_owned()
-        } else {
-            format!("{:.0} % temporaries", pct(self.temporaries, calls))
+        let temporaries = match &self.stacks_mode {
+            None => "temporaries not counted".to_owned(),
+            Some(_) if self.allocs_without_stacks > 0 => format!(
+                "{:.0} % temporaries of those with stacks",
+                pct(self.temporaries, with_stacks)
+            ),
+            Some(_) => format!("{:.0} % temporaries", pct(self.temporaries, calls)),
         };
         // Count mode records none: a 0 would read as stacks lost.
-        let stacks = if self.mode == "count" && self.stacks == 0 {
+        let stacks = if self.stacks_mode.is_none() && self.stacks == 0 {
             "no call stacks (count mode records none)".to_owned()
         } else {
             format!("{} call stacks", self.stacks)
+        };
+        // Written after a switch from the mode that recorded the stacks.
+        let mode = match &self.stacks_mode {
+            Some(m) if *m != self.mode => format!("{} (stacks recorded in {m})", self.mode),
+            _ => self.mode.clone(),
         };
         let over = self
             .allocator
@@ -136,14 +154,22 @@ impl fmt::Display for ReportSummary {
             .unwrap_or_default();
         writeln!(
             f,
-            "  mode {}{over}, whole run: {} allocations and {} reallocs, {} requested, {temporaries}, {stacks}",
-            self.mode,
+            "  mode {mode}{over}, whole run: {} allocations and {} reallocs, {} requested, {temporaries}, {stacks}",
             self.allocs,
             self.reallocs,
             alloc_tracer_format::units::bytes(self.bytes_requested as f64),
         )?;
         if let Some(w) = &self.setup_warning {
             writeln!(f, "  {w}")?;
+        }
+        // A run that recorded stacks for one part and only counted another.
+        if self.stacks_mode.is_some() && self.allocs_without_stacks > 0 {
+            writeln!(
+                f,
+                "  {} allocations and reallocs ({:.1} %) were counted in count mode, with no stack: in no site",
+                self.allocs_without_stacks,
+                pct(self.allocs_without_stacks, calls)
+            )?;
         }
         if self.top.is_empty() {
             return Ok(());
@@ -215,6 +241,8 @@ mod tests {
             mode: "sites".into(),
             sample_interval: 1,
             weights_changed: false,
+            stacks_mode: Some("sites".into()),
+            allocs_without_stacks: 0,
             allocator: None,
             stacks: 1,
             site_rows: 1,
@@ -241,11 +269,17 @@ mod tests {
         // estimates, and it has stacks.
         let switched = ReportSummary {
             mode: "count".into(),
+            stacks_mode: Some("sample:1000".into()),
             sample_interval: 1000,
             ..summary.clone()
         };
         let text = switched.to_string();
         assert!(text.contains("1 call stacks"), "{text}");
+        assert!(text.contains("50 % temporaries,"), "{text}");
+        assert!(
+            text.contains("mode count (stacks recorded in sample:1000),"),
+            "{text}"
+        );
         assert!(text.contains("allocation counts 1000 times;"), "{text}");
         let mixed = ReportSummary {
             weights_changed: true,
@@ -256,6 +290,56 @@ mod tests {
             text.contains("counts for the interval it was drawn at, lately 1000;"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn allocations_counted_without_stacks_are_said() {
+        // `sites` for 60 of the 100 calls, then `count`: its temporaries are of the
+        // 60, and the 40 are in no site.
+        let summary = ReportSummary {
+            dir: "r".into(),
+            mode: "count".into(),
+            sample_interval: 1,
+            weights_changed: false,
+            stacks_mode: Some("sites".into()),
+            allocs_without_stacks: 40,
+            allocator: None,
+            stacks: 1,
+            site_rows: 1,
+            allocs: 100,
+            reallocs: 0,
+            bytes_requested: 800,
+            temporaries: 30,
+            top: vec![],
+            setup_warning: None,
+        };
+        let text = summary.to_string();
+        assert!(
+            text.contains("mode count (stacks recorded in sites),"),
+            "{text}"
+        );
+        assert!(
+            text.contains("50 % temporaries of those with stacks"),
+            "{text}"
+        );
+        assert!(
+            text.contains("40 allocations and reallocs (40.0 %) were counted in count mode"),
+            "{text}"
+        );
+        // A `count` run: all of them, and nothing to say beyond its mode.
+        let count = ReportSummary {
+            stacks_mode: None,
+            allocs_without_stacks: 100,
+            stacks: 0,
+            ..summary
+        };
+        let text = count.to_string();
+        assert!(text.contains("temporaries not counted"), "{text}");
+        assert!(
+            text.contains("no call stacks (count mode records none)"),
+            "{text}"
+        );
+        assert!(!text.contains("with no stack"), "{text}");
     }
 
     #[test]

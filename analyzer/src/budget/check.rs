@@ -332,11 +332,11 @@ pub fn check(
                 // A fragment no site's name holds is a typo, or a site the code no
                 // longer has: either way its limit checks nothing.
                 if !names.values().any(|n| n.contains(fragment.as_str())) {
-                    let sampled = if report.manifest.mode.starts_with("sample:") {
+                    let sampled = if report.sampled() {
                         format!(
                             "; in {} mode a site that allocates rarely may go unsampled: \
                              check site limits on a sites-mode report",
-                            report.manifest.mode
+                            report.stacks_mode()
                         )
                     } else {
                         String::new()

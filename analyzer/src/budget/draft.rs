@@ -261,7 +261,7 @@ pub fn draft(
 /// with the tracer's share.
 fn rss_line(out: &mut String, report: &Report, found: f64, margin: f64) {
     let m = &report.manifest;
-    if m.mode == "count" {
+    if report.count_only() {
         return line(out, "peak_rss_bytes", found, margin, Kind::Count);
     }
     // 0: a report from before the tracer counted its own memory.
@@ -295,10 +295,10 @@ fn left_out(report: &Report) -> Vec<(&'static str, String)> {
 }
 
 /// Why the report's temporaries cannot be held to a margin: `None` in `sites`
-/// mode, where they are exact.
+/// mode, where they are exact (for the part of the run it recorded stacks in).
 fn temporaries_gap(report: &Report) -> Option<String> {
-    let mode = &report.manifest.mode;
-    match mode.as_str() {
+    let mode = report.stacks_mode();
+    match mode {
         "sites" => None,
         "count" => Some("count mode counts no temporaries".to_owned()),
         _ => Some(format!(
@@ -310,7 +310,7 @@ fn temporaries_gap(report: &Report) -> Option<String> {
 /// Why the report's categories cannot be held to a margin: `None` when they can
 /// (`sites` mode, whole stacks).
 fn categories_gap(report: &Report) -> Option<String> {
-    let mode = &report.manifest.mode;
+    let mode = report.stacks_mode();
     if !report.records_sites() {
         Some(format!("{mode} mode records no sites"))
     } else if let Some(w) = report.manifest.setup_warning() {

@@ -80,7 +80,7 @@ pub fn tighten(
     let mut over = Vec::new();
     let mut kept = 0;
     let mut left = Vec::new();
-    let sampled = report.manifest.mode.starts_with("sample:");
+    let sampled = report.sampled();
     for c in checked {
         if c.over() {
             over.push(c);

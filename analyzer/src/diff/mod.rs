@@ -531,7 +531,7 @@ pub fn diff(
             report: r.dir.display().to_string(),
             alloc_count: r.calls(phase),
             bytes_requested: sum(|p| p.bytes_requested),
-            temporary_count: (r.manifest.mode != "count").then(|| sum(|p| p.temporary_count)),
+            temporary_count: (!r.count_only()).then(|| sum(|p| p.temporary_count)),
             peak_live_bytes: r.manifest.totals.peak_live_bytes,
             peak_live_bytes_error_bytes: r.manifest.totals.peak_live_bytes_error_bytes,
             max_rss_bytes: r.manifest.totals.max_rss_bytes,

@@ -191,12 +191,12 @@ pub fn flamegraph(
 /// picture outlives the terminal, and its widths read as counts. `None` for an exact
 /// report.
 pub fn sampled_words(report: &Report) -> Option<String> {
-    let m = &report.manifest;
-    m.mode.starts_with("sample:").then(|| {
+    report.sampled().then(|| {
         format!(
-            "estimates ({}: each sampled allocation counts {} times; `analyzer info` gives \
+            "estimates ({}: each sampled allocation counts {}; `analyzer info` gives \
              each phase's exact totals)",
-            m.mode, m.sample_interval
+            report.stacks_mode(),
+            report.sample_weight_words()
         )
     })
 }
@@ -242,7 +242,7 @@ pub const COUNT_RECORDS_NO_SITES: &str =
 
 /// Why there is nothing to draw by `by`, from what the reports say of themselves.
 fn nothing_to_draw(reports: &[&Report], by: Weight, phase: Option<&str>) -> io::Error {
-    let why = if reports.iter().any(|r| r.manifest.mode == "count") {
+    let why = if reports.iter().any(|r| r.count_only()) {
         COUNT_RECORDS_NO_SITES
     } else if reports.iter().any(|r| r.rows(phase).next().is_some()) {
         // Sites, but none weighs anything (no temporaries, say).
@@ -297,10 +297,10 @@ pub fn flamegraph_diff(
     let sampled = [ma, mb].iter().any(|m| m.sample_interval > 1);
     let mut notes: Vec<String> = warning.into_iter().collect();
     if sampled {
-        let modes = if ma.mode == mb.mode {
-            ma.mode.clone()
+        let modes = if base.stacks_mode() == change.stacks_mode() {
+            base.stacks_mode().to_owned()
         } else {
-            format!("{} and {}", ma.mode, mb.mode)
+            format!("{} and {}", base.stacks_mode(), change.stacks_mode())
         };
         notes.push(match by {
             // (Below: no bound for them.)

@@ -276,7 +276,7 @@ pub fn pprof_protobuf(report: &Report, phase: Option<&str>, in_use: &[InUse]) ->
 pub fn estimates(report: &Report, in_use: &[InUse]) -> Vec<String> {
     let m = &report.manifest;
     let mut lines = Vec::new();
-    if m.mode.starts_with("sample:") {
+    if report.sampled() {
         let large = match m.sample_all_from_bytes {
             Some(b) => format!(
                 "blocks of {} and more were each recorded and count once, and a site of \
@@ -289,8 +289,16 @@ pub fn estimates(report: &Report, in_use: &[InUse]) -> Vec<String> {
         };
         lines.push(format!(
             "{}: alloc_objects, alloc_space and temporaries are estimates: each sampled \
-             allocation counts {} times, {large}",
-            m.mode, m.sample_interval
+             allocation counts {}, {large}",
+            report.stacks_mode(),
+            report.sample_weight_words()
+        ));
+    }
+    let without = report.allocs_without_stacks();
+    if without > 0 {
+        lines.push(crate::report::without_stacks_words(
+            without,
+            report.calls(None),
         ));
     }
     if !in_use.is_empty()
@@ -298,7 +306,8 @@ pub fn estimates(report: &Report, in_use: &[InUse]) -> Vec<String> {
     {
         lines.push(format!(
             "inuse_objects and inuse_space are heap sampling's estimates at the kept peak \
-             ({every})"
+             ({every}){}",
+            crate::report::heap_late_words(report)
         ));
     }
     lines
@@ -394,9 +403,40 @@ mod tests {
             stopped[1].contains("(heap sampling stopped before"),
             "{stopped:?}"
         );
+        // Switched to `count` after sampling, with heap sampling turned on late: the
+        // estimates are still `sample:1000`'s, and what they leave out is said.
+        let mut switched = Report {
+            manifest: r.manifest.clone(),
+            ..Default::default()
+        };
+        switched.manifest.mode = "count".into();
+        switched.manifest.stacks_mode = Some("sample:1000".into());
+        switched.manifest.allocs_without_stacks = Some(25);
+        switched.manifest.heap_interval = 1 << 20;
+        switched.manifest.heap_sampling_started_late = true;
+        switched.phases = vec![crate::report::PhaseRow {
+            alloc_count: 100,
+            ..Default::default()
+        }];
+        let lines = estimates(&switched, &live);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(lines[0].starts_with("sample:1000: "), "{lines:?}");
+        assert!(
+            lines[1].starts_with(
+                "25 allocations and reallocs (25.0 % of the run's) were counted in count mode"
+            ),
+            "{lines:?}"
+        );
+        assert!(
+            lines[2].ends_with(
+                "; it came on part-way through the run, and blocks allocated before are left out"
+            ),
+            "{lines:?}"
+        );
         // Written in the string table, for the profile's comments (field 13; the CLI
         // test decodes them).
         r.manifest.heap_interval = 1 << 20;
+        let lines = estimates(&r, &live);
         let raw = pprof_protobuf(&r, None, &live);
         for line in &lines {
             assert!(

@@ -88,8 +88,13 @@ pub fn flamegraph(
         let why = none_live(&[(report, memory)], moment, phase);
         return write!(out, "{}", nothing_live_svg(&title, &why));
     }
-    // The title says the widths are heap sampling's estimates.
-    export::readable_flamegraph(&lines, title, "bytes", None, out)
+    // The title says the widths are heap sampling's estimates; the subtitle what
+    // they leave out.
+    let late = report
+        .manifest
+        .heap_sampling_started_late
+        .then(|| format!("heap sampling {}", crate::report::HEAP_STARTED_LATE));
+    export::readable_flamegraph(&lines, title, "bytes", late, out)
 }
 
 /// Why no sampled block of `sides` is drawn at `moment`: none was live, or those
@@ -192,6 +197,17 @@ pub fn flamegraph_diff(
                 "heap-sampling estimates; a vector is charged to the stack that last grew it"
                     .to_owned(),
             ))
+            .chain(
+                [("base", base.0), ("change", change.0)]
+                    .into_iter()
+                    .filter(|(_, r)| r.manifest.heap_sampling_started_late)
+                    .map(|(side, _)| {
+                        format!(
+                            "the {side}'s heap sampling {}",
+                            crate::report::HEAP_STARTED_LATE
+                        )
+                    }),
+            )
             .collect(),
         intervals: None,
         estimated: true,

@@ -198,9 +198,9 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
         });
     // Blocks allocated before heap sampling came on are in no estimate.
     let late = if h.heap_started_late {
-        "; it came on part-way through the run, and blocks allocated before are left out"
+        format!("; it {}", crate::report::HEAP_STARTED_LATE)
     } else {
-        ""
+        String::new()
     };
     let sampling = if h.heap_intervals_changed {
         format!(

@@ -19,19 +19,27 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         }
     };
     writeln!(out, "report    {}", i.report)?;
-    let count = i.mode == "count";
-    if count {
+    // The mode the stacks were recorded in, after the one in force at the report
+    // where the run switched from it.
+    let mode = match i.stacks_mode.as_str() {
+        s if s == i.mode => i.mode.clone(),
+        "count" => format!("{}, after count", i.mode),
+        s => format!("{}, stacks recorded in {s}", i.mode),
+    };
+    if i.stacks_mode == "count" {
         writeln!(
             out,
-            "mode      count (totals, live bytes and phases; no stacks, no temporaries)"
+            "mode      {mode} (totals, live bytes and phases; no stacks, no temporaries)"
         )?;
     } else {
         writeln!(
             out,
-            "mode      {} (each stack stands for {} allocation{}{}; {}), {} frames per stack",
-            i.mode,
-            i.sample_interval,
-            if i.sample_interval == 1 { "" } else { "s" },
+            "mode      {mode} (each stack stands for {}{}; {}), {} frames per stack",
+            match (i.stack_weights_changed, i.sample_interval) {
+                (true, n) => format!("the interval it was drawn at, lately {n}"),
+                (false, 1) => "1 allocation".to_owned(),
+                (false, n) => format!("{n} allocations"),
+            },
             i.sample_all_from_bytes.map_or(String::new(), |b| format!(
                 ", but blocks of {} and more, each recorded whole",
                 super::bytes(b as f64)
@@ -43,6 +51,17 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             },
             i.stack_depth
         )?;
+        if i.allocs_without_stacks > 0 {
+            writeln!(
+                out,
+                "          {} allocations and reallocs ({} of the run's) counted in count mode, with no stack: in no site",
+                i.allocs_without_stacks,
+                super::pct(
+                    i.allocs_without_stacks as f64
+                        / i.alloc_count.saturating_add(i.realloc_count).max(1) as f64
+                )
+            )?;
+        }
     }
     if let Some(a) = &i.allocator {
         writeln!(
@@ -114,15 +133,34 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
         out,
         "heap      {}",
         match (&i.heap_peak, i.heap_interval) {
-            (_, 0) => "sampling off (ALLOC_TRACE_HEAP, synth-driver --heap-sample)".to_owned(),
-            (Some(p), n) => format!(
-                "sampled {}; kept peak {} at {} in {} (`analyzer peak`)",
-                super::heap_every(n),
-                super::bytes(p.live_bytes as f64),
-                seconds(p.time_ns as f64 / 1e9),
-                p.phase
-            ),
-            (None, n) => format!("sampled {}; no peak kept", super::heap_every(n)),
+            (None, 0) if !i.heap_intervals_changed => {
+                "sampling off (ALLOC_TRACE_HEAP, synth-driver --heap-sample)".to_owned()
+            }
+            (peak, n) => {
+                let every = match (n, i.heap_intervals_changed) {
+                    (0, _) => "sampling stopped before the report was written".to_owned(),
+                    (n, true) => format!(
+                        "sampled at intervals that changed during the run (last {})",
+                        super::heap_every(n)
+                    ),
+                    (n, false) => format!("sampled {}", super::heap_every(n)),
+                };
+                let peak = match peak {
+                    Some(p) => format!(
+                        "kept peak {} at {} in {} (`analyzer peak`)",
+                        super::bytes(p.live_bytes as f64),
+                        seconds(p.time_ns as f64 / 1e9),
+                        p.phase
+                    ),
+                    None => "no peak kept".to_owned(),
+                };
+                let late = if i.heap_sampling_started_late {
+                    format!("; it {}", crate::report::HEAP_STARTED_LATE)
+                } else {
+                    String::new()
+                };
+                format!("{every}; {peak}{late}")
+            }
         }
     )?;
     if !i.labels.is_empty() {

@@ -223,12 +223,14 @@ impl Report {
     /// all, and how far sampling alone may put the first from the second
     /// (`sampling_noise::bytes_bound` over the sampled rows): further apart when
     /// blocks too rare to be sampled hold many bytes (missed) or one was sampled
-    /// (counted `N` times over). `None` in an exact report.
+    /// (counted `N` times over). `None` in an exact report, and in one that counted
+    /// part of its run with no stack (`allocs_without_stacks`), whose totals hold
+    /// bytes no site could.
     pub fn sampled_bytes_against_exact(
         &self,
         phase: Option<&str>,
     ) -> Option<(u64, u64, Option<u64>)> {
-        if self.manifest.sample_interval <= 1 {
+        if self.manifest.sample_interval <= 1 || self.allocs_without_stacks() > 0 {
             return None;
         }
         let (mut sampled, mut square) = (0u64, 0.0);
@@ -272,6 +274,72 @@ impl Report {
         self.sites.is_empty() && self.calls(None) > 0
     }
 
+    /// The mode the sites' figures were recorded in: the manifest's `mode`, or, in a
+    /// run switched to `count` or `off` before its report, the latest mode that
+    /// recorded stacks (`stacks_mode`): `sites` or `sample:N` wherever any stack was
+    /// recorded, `count` where none was and allocations were counted. Reports
+    /// written before the tracer said so give `mode`.
+    pub fn stacks_mode(&self) -> &str {
+        let m = &self.manifest;
+        match (&m.stacks_mode, m.allocs_without_stacks) {
+            (Some(s), _) => s,
+            (None, Some(n)) if n > 0 => "count",
+            _ => &m.mode,
+        }
+    }
+
+    /// How many allocations each sampled one counts for, in words: `1000 times`, or,
+    /// where the run switched intervals (`stack_weights_changed`), `for the interval
+    /// it was drawn at, lately 1000`.
+    pub fn sample_weight_words(&self) -> String {
+        let m = &self.manifest;
+        if m.stack_weights_changed && m.weighted_as_recorded {
+            format!(
+                "for the interval it was drawn at, lately {}",
+                m.sample_interval
+            )
+        } else {
+            format!("{} times", m.sample_interval)
+        }
+    }
+
+    /// The mode when the report was written, and the one its stacks were recorded
+    /// in where that differs: `count (stacks recorded in sites)`, or `off (after
+    /// count)` where none was. Two reports whose words differ were traced
+    /// differently.
+    pub fn mode_words(&self) -> String {
+        let (mode, stacks) = (&self.manifest.mode, self.stacks_mode());
+        match stacks {
+            s if s == mode => mode.clone(),
+            "count" => format!("{mode} (after count)"),
+            s => format!("{mode} (stacks recorded in {s})"),
+        }
+    }
+
+    /// True when the sites' figures are sampled estimates (`sample:N`).
+    pub fn sampled(&self) -> bool {
+        self.stacks_mode().starts_with("sample:")
+    }
+
+    /// True when no part of the run recorded stacks, nor temporaries: a `count` run
+    /// (or one switched between `count` and `off`).
+    pub fn count_only(&self) -> bool {
+        self.stacks_mode() == "count"
+    }
+
+    /// Allocations and reallocs counted in `count` mode, with no stack, in a report
+    /// that recorded stacks for the rest of its run (the manifest's
+    /// `allocs_without_stacks`): in no site row. 0 where every one had its stack
+    /// recorded, in a `count` report, and in reports written before the tracer
+    /// counted them.
+    pub fn allocs_without_stacks(&self) -> u64 {
+        let m = &self.manifest;
+        match m.stacks_mode {
+            Some(_) => m.allocs_without_stacks.unwrap_or(0),
+            None => 0,
+        }
+    }
+
     /// Why the report can answer no gate or budget, when it recorded no allocation
     /// at all (one written with the tracer `off`, by `Session::finish` or
     /// `write_report`): every maximum would pass on its zeros. Said of the report,
@@ -291,7 +359,7 @@ impl Report {
     /// True when the report records sites to share its allocations out by: not a
     /// `count` report, nor one [`Report::counts_without_sites`].
     pub fn records_sites(&self) -> bool {
-        self.manifest.mode != "count" && !self.counts_without_sites()
+        !self.count_only() && !self.counts_without_sites()
     }
 
     /// The rows synthesized, from the `rows` label (synth-driver records it; a program
@@ -463,6 +531,33 @@ pub fn load(dir: &Path) -> Result<Report, Error> {
         phases,
         lifetimes,
     })
+}
+
+/// What heap sampling left out where it came on part-way through the run (after
+/// "heap sampling" or "it").
+pub const HEAP_STARTED_LATE: &str =
+    "came on part-way through the run, and blocks allocated before are left out";
+
+/// [`HEAP_STARTED_LATE`] as a clause after one about heap sampling's estimates
+/// (`; it came on ...`) where the report's did (the manifest's
+/// `heap_sampling_started_late`); empty otherwise.
+pub fn heap_late_words(report: &Report) -> String {
+    if report.manifest.heap_sampling_started_late {
+        format!("; it {HEAP_STARTED_LATE}")
+    } else {
+        String::new()
+    }
+}
+
+/// What a report's `without` allocations and reallocs counted in `count` mode, with
+/// no stack, of its `calls`, mean for its sites (`Report::allocs_without_stacks`).
+pub fn without_stacks_words(without: u64, calls: u64) -> String {
+    format!(
+        "{without} allocations and reallocs ({:.1} % of the run's) were counted in count \
+         mode, with no stack: no site holds them, and per-site shares are of those \
+         recorded with stacks (`analyzer info` gives each phase's exact totals)",
+        100.0 * without as f64 / calls.max(1) as f64
+    )
 }
 
 /// Escapes control characters and backslashes in the manifest's free text (see

@@ -252,6 +252,73 @@ fn top_of_a_count_report_says_why_it_has_no_sites() {
 }
 
 #[test]
+fn a_report_switched_to_count_keeps_its_sites_and_says_what_they_leave_out() {
+    // Sites for the demo's phases, then `count` for 1,000 more calls (in `main`),
+    // and the report written in `count` mode.
+    let dir = copy_fixture("sites-then-count");
+    let calls = |m: &serde_json::Value| {
+        m["totals"]["alloc_count"].as_u64().unwrap()
+            + m["totals"]["realloc_count"].as_u64().unwrap()
+    };
+    let mut total = 0;
+    edit_manifest(&dir, |m| {
+        m["mode"] = "count".into();
+        m["stacks_mode"] = "sites".into();
+        m["allocs_without_stacks"] = 1000.into();
+        total = calls(m);
+    });
+    let d = dir.to_str().unwrap();
+    let share = 100.0 * 1000.0 / total as f64;
+    // Ranked as a sites report, with a word for what no site holds.
+    let out = analyzer(&["top", d]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("build (demo.rs:"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "1000 allocations and reallocs ({share:.1} % of the run's) were counted in \
+             count mode, with no stack"
+        )),
+        "{stderr}"
+    );
+    // `info` gives both modes, and the temporaries the `sites` part counted.
+    let info = analyzer(&["info", d]);
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.contains(
+            "mode      count, stacks recorded in sites (each stack stands for 1 allocation;"
+        ),
+        "{info}"
+    );
+    assert!(info.contains("1000 allocations and reallocs ("), "{info}");
+    assert!(!info.contains("temporaries not counted"), "{info}");
+    // A diff against the fixture compares sites, and says the modes differ.
+    let out = analyzer(&["diff", fixture().to_str().unwrap(), d]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("different modes (sites and count (stacks recorded in sites))"),
+        "{out:?}"
+    );
+    // With no stack recorded at all, it is a count report, whatever it was written in.
+    let counted = count_copy(&fixture(), "count-then-off");
+    edit_manifest(&counted, |m| {
+        m["mode"] = "off".into();
+        m["stacks_mode"] = serde_json::Value::Null;
+        m["allocs_without_stacks"] = calls(m).into();
+    });
+    assert_one_line_error(
+        &["top", counted.to_str().unwrap()],
+        "no sites to rank: a count-mode report records no sites",
+    );
+    let info = analyzer(&["info", counted.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&info.stdout).contains("mode      off, after count (totals"),
+        "{info:?}"
+    );
+}
+
+#[test]
 fn calibrate_formats_as_the_other_commands_do() {
     let dir = Scratch::new("analyzer-calibrate");
     let stored = dir.join("calibration.json");

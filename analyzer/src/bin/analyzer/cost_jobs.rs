@@ -87,7 +87,7 @@ pub(crate) fn warn_of_setup(r: &report::Report) {
                  sample:N (or two intervals N): per-site counts keep the weight each was \
                  recorded with, but the ± of sampled figures assume the last one ({})",
                 r.dir.display(),
-                r.manifest.mode
+                r.stacks_mode()
             );
         } else {
             note!(
@@ -102,12 +102,27 @@ pub(crate) fn warn_of_setup(r: &report::Report) {
     }
 }
 
+/// Says on standard error how many of `r`'s allocations were counted in `count`
+/// mode, with no stack, where it recorded stacks for the rest: no site holds them.
+/// (`info` shows it in its answer.)
+pub(crate) fn note_allocs_without_stacks(r: &report::Report) {
+    let without = r.allocs_without_stacks();
+    if without > 0 {
+        note!(
+            "analyzer: {}: {}",
+            r.dir.display(),
+            analyzer::report::without_stacks_words(without, r.calls(None))
+        );
+    }
+}
+
 /// [`warn_of_setup`], and when the run was stopped before it finished (a signal):
 /// its counts, and the labels the program had set by then, cover part of it. For
 /// commands that answer from one report (`diff`, `check` and `budget` say it, or
 /// refuse it, themselves; `info` shows it).
 pub(crate) fn warn_of_report(r: &report::Report) {
     warn_of_setup(r);
+    note_allocs_without_stacks(r);
     if let Some(why) = &r.manifest.incomplete {
         note!("analyzer: {}: {}", r.dir.display(), incomplete(why));
     }
@@ -154,8 +169,8 @@ pub(crate) fn warn_if_other_host(cal: &Calibration, r: &report::Report) {
 /// A `sample:N` report that sampled no allocation is an answer, if an empty one.
 pub(crate) fn refuse_without_sites(r: &report::Report, what: &str) -> Result<()> {
     let mode = &r.manifest.mode;
-    if mode == "count" || (mode == "off" && r.counts_without_sites()) {
-        let why = if mode == "count" {
+    if r.count_only() || (mode == "off" && r.counts_without_sites()) {
+        let why = if r.count_only() {
             no_sites(r, None).to_owned()
         } else {
             format!(
@@ -276,9 +291,12 @@ fn measure_now(effort: measure::Effort) -> Calibration {
 
 /// Why a report has no site rows (in `phase`, if given).
 pub(crate) fn no_sites(r: &report::Report, phase: Option<&str>) -> &'static str {
-    if r.manifest.mode == "count" {
+    if r.count_only() {
         analyzer::export::COUNT_RECORDS_NO_SITES
-    } else if r.manifest.mode.starts_with("sample:") {
+    } else if phase.is_some() && r.allocs_without_stacks() > 0 && r.calls(phase) > 0 {
+        // A run that recorded stacks for part of it, and this phase in `count` mode.
+        "its allocations were counted in count mode, with no stack"
+    } else if r.sampled() {
         // A sampled report's sites are the allocations sampled: others went unseen.
         if phase.is_some() {
             "no allocation of this phase was sampled"

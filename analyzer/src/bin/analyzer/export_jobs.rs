@@ -128,9 +128,7 @@ impl ExportJob {
         // and the flame graph cannot (a pprof profile may still hold what heap
         // sampling kept live, below). The named-sites table is written, with no rows,
         // for programs that read every report's table alike.
-        if r.manifest.mode == "count"
-            && matches!(self.format, ExportAs::Folded(FlameBy::Allocated(_)))
-        {
+        if r.count_only() && matches!(self.format, ExportAs::Folded(FlameBy::Allocated(_))) {
             anyhow::bail!(
                 "{}: nothing to export: {}",
                 r.dir.display(),
@@ -199,7 +197,7 @@ impl ExportJob {
             }
             ExportAs::Pprof => {
                 let m = analyzer::memory::load(&r)?;
-                if r.manifest.mode == "count"
+                if r.count_only()
                     && !analyzer::memory::moment_sampled(&r, &m, analyzer::memory::Moment::Peak)
                 {
                     anyhow::bail!(
@@ -225,7 +223,7 @@ impl ExportJob {
                         no_sites(&r, phase)
                     );
                 }
-                if r.manifest.mode.starts_with("sample:") {
+                if r.sampled() {
                     let first = export::pprof_estimates(&r, &in_use).into_iter().next();
                     note!(
                         "analyzer: {}: {}",

@@ -2,7 +2,8 @@
 //! `budget`, and what they refuse or say of two reports that differ beyond a patch.
 
 use crate::cost_jobs::{
-    calibration, incomplete, stored_calibration, warn_if_other_host, warn_of_setup,
+    calibration, incomplete, note_allocs_without_stacks, stored_calibration, warn_if_other_host,
+    warn_of_setup,
 };
 use crate::{CostInputs, rules};
 use analyzer::calibrate;
@@ -56,7 +57,6 @@ pub(crate) struct Gates {
 /// run a different number of times); without gates, says on stderr that they differ
 /// beyond the patch.
 pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -> Result<()> {
-    let (ma, mb) = (&a.manifest, &b.manifest);
     if gates.any {
         for r in [a, b] {
             if let Some(why) = r.nothing_recorded() {
@@ -73,19 +73,19 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
                  patch did"
             );
         }
-        if ma.mode != mb.mode && !gates.mode_free {
+        if a.mode_words() != b.mode_words() && !gates.mode_free {
             anyhow::bail!(
-                "--fail-if compares like with like, and the reports were written in \
+                "--fail-if compares like with like, and the reports were traced in \
                  different modes ({} and {}): their temporaries and costs are estimated \
                  differently, and the tracer's own memory, part of resident memory, \
                  differs by mode (allocs and bytes, counted exactly in every mode, are \
                  compared across any modes, as totals where one is a count report)",
-                ma.mode,
-                mb.mode
+                a.mode_words(),
+                b.mode_words()
             );
         }
     }
-    let count = |r: &report::Report| r.manifest.mode == "count";
+    let count = |r: &report::Report| r.count_only();
     // Totals alone: of two count reports on any total, or of a count report and one
     // of another mode on allocs and bytes, which every mode counts exactly.
     if (gates.totals_only && count(a) && count(b)) || (gates.mode_free && (count(a) || count(b))) {
@@ -112,12 +112,12 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
             );
         }
     }
-    if ma.mode != mb.mode {
+    if a.mode_words() != b.mode_words() {
         note!(
-            "analyzer: the reports were written in different modes ({} and {}): sampled \
+            "analyzer: the reports were traced in different modes ({} and {}): sampled \
              figures are estimates, so small differences may be sampling noise",
-            ma.mode,
-            mb.mode
+            a.mode_words(),
+            b.mode_words()
         );
     }
     warn_if_other_circuits(a, b);
@@ -226,24 +226,26 @@ impl DiffJob {
         };
         comparable(&a, &b, gates)?;
         // A count report has totals alone: a diff with one shows and gates those.
-        let totals_alone = [&a, &b].iter().any(|r| r.manifest.mode == "count");
+        let totals_alone = [&a, &b].iter().any(|r| r.count_only());
         if totals_alone {
             note!(
                 "analyzer: a count report: the gates compare totals; it records no sites \
                  or categories to show"
             );
         }
-        warn_of_setup(&a);
-        warn_of_setup(&b);
+        for r in [&a, &b] {
+            warn_of_setup(r);
+            note_allocs_without_stacks(r);
+        }
         if conditions
             .iter()
             .any(|c| matches!(c.metric, fail_if::Metric::Temporaries))
-            && a.manifest.mode.starts_with("sample:")
+            && a.sampled()
         {
             note!(
                 "analyzer: in {} mode temporaries are estimated from the sampled blocks: \
                  a temporaries gate compares estimates",
-                a.manifest.mode
+                a.stacks_mode()
             );
         }
         for r in [&a, &b] {
@@ -465,13 +467,14 @@ impl CheckJob {
         // sites were refused above), but a CI log should still say its stacks are
         // cut short.
         warn_of_setup(&r);
-        if r.manifest.mode.starts_with("sample:") && !checked.is_empty() {
+        note_allocs_without_stacks(&r);
+        if r.sampled() && !checked.is_empty() {
             note!(
-                "analyzer: {} was written in {} mode: phase totals are exact but for \
+                "analyzer: {} was traced in {} mode: phase totals are exact but for \
                  temporaries, which, like category shares and site counts, are estimates \
                  from the sampled stacks",
                 r.dir.display(),
-                r.manifest.mode
+                r.stacks_mode()
             );
         }
         let over: Vec<&budget::Checked> = checked.iter().filter(|c| c.over()).collect();
@@ -486,7 +489,7 @@ impl CheckJob {
                 &over,
                 analyzer::budget::advice::Checking {
                     dir: &self.report,
-                    mode: &r.manifest.mode,
+                    mode: r.stacks_mode(),
                     rules: self.rules.as_deref(),
                     heap_sampled: r.manifest.heap_interval > 0,
                 },
@@ -509,6 +512,7 @@ impl BudgetJob {
     pub(crate) fn run(self, out: &mut dyn Write) -> Result<()> {
         let r = report::load(&self.report)?;
         warn_of_setup(&r);
+        note_allocs_without_stacks(&r);
         let rules = rules(self.rules.as_deref())?;
         if let Some(path) = &self.tighten {
             let text =
