@@ -94,6 +94,22 @@ fn child_allocates() {
         let code = common::wait_child(pid, std::time::Duration::from_secs(60));
         assert_eq!(code, Some(0), "the forked child");
     }
+    if std::env::var_os("ALLOC_TRACER_TEST_SMALL_STACK").is_some() {
+        // The exit report written on a thread of a 64 KiB stack, too small for it:
+        // the thread allocates, then ends the process.
+        std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(|| {
+                for i in 0..ALLOCS {
+                    black_box(vec![0u8; 64 + i % 64]);
+                }
+                std::process::exit(0);
+            })
+            .unwrap();
+        loop {
+            std::thread::park();
+        }
+    }
     if let Some(code) = std::env::var_os("ALLOC_TRACER_TEST_EXIT") {
         // The session is never dropped.
         std::process::exit(code.to_str().and_then(|c| c.parse().ok()).unwrap_or(0));
@@ -137,6 +153,24 @@ fn a_mode_chosen_in_code_is_reported_at_exit() {
     assert!(manifest["totals"]["alloc_count"].as_u64().unwrap() >= ALLOCS as u64);
     // The exit hook's own allocations, made after the thread's exit destructors, are
     // the tracer's, not the program's.
+    assert_eq!(manifest["dropped"]["late_alloc_count"], 0, "{manifest}");
+}
+
+#[test]
+fn a_thread_of_a_small_stack_that_exits_gets_its_report_written() {
+    let dir_scratch = common::scratch("exit-small-stack");
+    let dir = dir_scratch.join("report");
+    let out = child("apply", &dir, &[("ALLOC_TRACER_TEST_SMALL_STACK", "1")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("alloc-tracer: report written to "),
+        "{stderr}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    // The main thread's allocations and the small one's.
+    assert!(manifest["totals"]["alloc_count"].as_u64().unwrap() >= 2 * ALLOCS as u64);
+    // The thread that wrote it counts nothing of its own.
     assert_eq!(manifest["dropped"]["late_alloc_count"], 0, "{manifest}");
 }
 

@@ -1,12 +1,14 @@
 //! Cold path: a snapshot of every counter, symbolized and written as a report
 //! directory (`docs/report-schema.md`): [`snapshot`] reads the recorder, [`tables`]
 //! and [`manifest`] turn it into files, [`directory`] puts them in place atomically,
-//! and [`summary`] prints the one-glance view.
+//! and [`summary`] prints the one-glance view; [`room`] moves the work to a thread of
+//! its own when the caller's stack is too small for it.
 
 pub mod directory;
 pub mod heap_tables;
 pub mod manifest;
 pub mod parquet;
+pub mod room;
 pub mod snapshot;
 pub mod summary;
 pub mod tables;
@@ -35,8 +37,11 @@ pub const SUMMARY_SITES: usize = 10;
 /// would count (the caller hands the summary out; see `handed`).
 pub fn write(dir: &Path, incomplete: Option<&str>, apart: bool) -> Result<ReportSummary, Error> {
     crate::hot::thread::guarded(|| {
-        let snap = Snapshot::take();
-        write_snapshot(dir, &snap, incomplete, apart)
+        // On a thread of its own where this one's stack is small (`room`).
+        room::with_room(|| {
+            let snap = Snapshot::take();
+            write_snapshot(dir, &snap, incomplete, apart)
+        })
     })
 }
 
