@@ -317,23 +317,26 @@ fn writes_only_its_own_reports() {
     alloc_tracer::without_rename_flags(false);
 
     // A report that another run wrote while this one ran is moved aside, however
-    // close its start to this run's; one of this run (a forked relative's: the same
+    // close its start to this run's, and whatever its pid (a process in another pid
+    // namespace may have this one's); one of this run (a forked relative's: the same
     // run id), or one from before run ids that started with it, is replaced.
     let runs = scratch("runs");
     let mine = Manifest::from_json(&std::fs::read(plain.join("manifest.json")).unwrap()).unwrap();
     let run_id = mine.run_id.clone().expect("a run id");
     assert_eq!(run_id.len(), 16, "{run_id}");
     let other_id = format!("{:016x}", u64::from_str_radix(&run_id, 16).unwrap() ^ 1);
-    for (name, id, set_aside) in [
-        ("other-run", Some(other_id.as_str()), true),
-        ("same-run", Some(run_id.as_str()), false),
-        ("no-run-id", None, false),
+    let me = std::process::id();
+    for (name, pid, id, set_aside) in [
+        ("other-run", 1, Some(other_id.as_str()), true),
+        ("other-run-my-pid", me, Some(other_id.as_str()), true),
+        ("same-run", 1, Some(run_id.as_str()), false),
+        ("no-run-id", 1, None, false),
     ] {
         let dest = runs.join(name);
         std::fs::create_dir_all(&dest).unwrap();
         let mut theirs = serde_json::json!({
             "tool": "alloc-tracer",
-            "pid": 1,
+            "pid": pid,
             "start_unix_s": mine.start_unix_s,
             "end_unix_s": mine.end_unix_s + 3600.0,
             "schema_version": 1,
@@ -345,7 +348,7 @@ fn writes_only_its_own_reports() {
         write_report(&dest).unwrap();
         let now = Manifest::from_json(&std::fs::read(dest.join("manifest.json")).unwrap());
         assert_eq!(now.unwrap().pid, std::process::id(), "{name}");
-        let aside = runs.join(format!("{name}-1"));
+        let aside = runs.join(format!("{name}-{pid}"));
         assert_eq!(aside.exists(), set_aside, "{name}");
         if set_aside {
             assert_eq!(
@@ -355,7 +358,25 @@ fn writes_only_its_own_reports() {
         }
     }
 
-    for d in [root, shared, failing, racing, abandoned, runs] {
+    // A folder whose name leaves no room for the longer one the report is made under
+    // beside it is refused before the run, with the longest that fits; a report is
+    // written under a name of that length.
+    let long = scratch("long-names");
+    let refused = alloc_tracer::check_report_dir(&long.join("a".repeat(250))).unwrap_err();
+    let fits: usize = refused
+        .to_string()
+        .split("name the folder in ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{refused}"));
+    assert!((200..250).contains(&fits), "{refused}");
+    let longest = long.join("b".repeat(fits));
+    alloc_tracer::check_report_dir(&longest).unwrap();
+    write_report(&longest).unwrap();
+    assert!(longest.join("manifest.json").is_file());
+
+    for d in [root, shared, failing, racing, abandoned, runs, long] {
         std::fs::remove_dir_all(d).unwrap();
     }
 }

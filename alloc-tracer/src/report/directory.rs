@@ -356,10 +356,14 @@ fn set_aside_if_concurrent(dir: &Path, apart: bool) -> Result<(), Error> {
     } else {
         "which the path named as this run's too (%t is the start time to the second)"
     };
-    let another = w.tool.as_deref() == Some(TOOL)
-        && pid != std::process::id()
-        && (overlapped || apart)
-        && !same_run;
+    // Another process: by its run id where the report has one (a process in another
+    // pid namespace, a container's, may have this one's pid, as may a process that
+    // had it before), else by its pid.
+    let other_process = match w.run_id {
+        Some(_) => !same_run,
+        None => pid != std::process::id() && !same_run,
+    };
+    let another = w.tool.as_deref() == Some(TOOL) && (overlapped || apart) && other_process;
     if !another || check_replaceable(dir).is_err() {
         return Ok(());
     }
@@ -408,6 +412,9 @@ fn set_aside_if_concurrent(dir: &Path, apart: bool) -> Result<(), Error> {
     })
 }
 
+/// The longest name a folder may have (Linux's file systems, ext4, xfs, btrfs, tmpfs).
+const NAME_MAX: usize = 255;
+
 /// Fails when a report could not be written at `dir` as things stand: its folder
 /// (or, not made yet, the nearest folder above it that exists) not writable, a
 /// read-only filesystem included, or [`check_replaceable`] failing. For the checks
@@ -425,6 +432,23 @@ pub fn check_destination(dir: &Path) -> Result<(), Error> {
             why: "names no folder to write (it ends in `.` or `..`, or is a root): name \
                   the report's folder itself"
                 .into(),
+        });
+    }
+    // The report is staged beside its folder under a longer name (`Staging::new`: its
+    // count of stagings up to 20 digits), which must fit the file system's limit on a
+    // name too.
+    let name_len = dir.file_name().map_or(0, |n| n.len());
+    let staged_len = name_len + format!("..tmp-{}-{}", std::process::id(), u64::MAX).len();
+    if staged_len > NAME_MAX {
+        return Err(Error::NotReplaced {
+            path: dir.to_owned(),
+            why: format!(
+                "its folder's name is {name_len} bytes, and the report is made beside it \
+                 under one {} bytes longer (`.NAME.tmp-PID-N`), past the {NAME_MAX} bytes a \
+                 name may have: name the folder in {} bytes or fewer",
+                staged_len - name_len,
+                NAME_MAX - (staged_len - name_len)
+            ),
         });
     }
     let parent = match dir.parent() {
