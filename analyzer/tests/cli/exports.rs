@@ -503,3 +503,59 @@ fn a_flame_graph_of_nothing_says_why_from_the_report() {
     );
     let _ = std::fs::remove_file(svg);
 }
+
+#[test]
+fn an_output_never_replaces_a_report_file_nor_a_budget() {
+    let dir = copy_fixture("outputs-over-reports");
+    let d = dir.to_str().unwrap();
+    let manifest = std::fs::read(dir.join("manifest.json")).unwrap();
+    let sites = std::fs::read(dir.join("sites.parquet")).unwrap();
+    // Each command refused before any work, the report as it was.
+    for (args, file) in [
+        (
+            vec!["export", d, "--format", "parquet", "-o"],
+            "sites.parquet",
+        ),
+        (
+            vec!["export", d, "--format", "folded", "-o"],
+            "phases.parquet",
+        ),
+        (
+            vec!["export", d, "--format", "pprof", "-o"],
+            "manifest.json",
+        ),
+        (vec!["budget", d, "-o"], "manifest.json"),
+    ] {
+        let out = dir.join(file);
+        let mut args = args.clone();
+        args.push(out.to_str().unwrap());
+        assert_one_line_error(
+            &args,
+            &format!(
+                "{}: a file of the report in {d}, which this output would replace",
+                out.display()
+            ),
+        );
+    }
+    assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), manifest);
+    assert_eq!(std::fs::read(dir.join("sites.parquet")).unwrap(), sites);
+    // Another name there is written (an export beside the tables). (`flamegraph` and
+    // `timeline` write only names ending in .svg, which no report file has.)
+    let folded = dir.join("allocs.folded");
+    let out = analyzer(&[
+        "export",
+        d,
+        "--format",
+        "folded",
+        "-o",
+        folded.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    // A draft goes to a new file: an existing budget is left as it is.
+    let budget = budget_file("kept", "# mine\n");
+    assert_one_line_error(
+        &["budget", d, "-o", budget.to_str().unwrap()],
+        "exists, and a draft would replace it: `analyzer budget REPORT --tighten",
+    );
+    assert_eq!(std::fs::read_to_string(&*budget).unwrap(), "# mine\n");
+}

@@ -122,6 +122,9 @@ impl ExportJob {
         if let Some(why) = self.unused {
             anyhow::bail!("{why}");
         }
+        if let Some(out) = &self.out {
+            crate::refuse_report_file(out)?;
+        }
         let r = report::load(&self.report)?;
         let phase = r.check_phase(self.phase.as_deref())?;
         // A count report records no sites: a profile of them cannot answer, as `top`

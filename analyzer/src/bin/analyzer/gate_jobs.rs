@@ -510,6 +510,20 @@ pub(crate) struct BudgetJob {
 
 impl BudgetJob {
     pub(crate) fn run(self, out: &mut dyn Write) -> Result<()> {
+        // A draft never replaces a file: a budget there holds limits and comments
+        // someone may have edited (`--tighten` lowers it in place).
+        if let Some(path) = &self.out {
+            crate::refuse_report_file(path)?;
+            if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+                anyhow::bail!(
+                    "{}: exists, and a draft would replace it: `analyzer budget REPORT \
+                     --tighten {}` lowers an existing budget's limits in place; to draft \
+                     anew, remove it first or write elsewhere",
+                    path.display(),
+                    path.display()
+                );
+            }
+        }
         let r = report::load(&self.report)?;
         warn_of_setup(&r);
         note_allocs_without_stacks(&r);

@@ -355,6 +355,32 @@ fn rules(path: Option<&Path>) -> Result<Vec<categories::Category>> {
     })
 }
 
+/// Refuses `-o PATH` where it names a file of a report folder (its manifest or one
+/// of its tables, beside a `manifest.json`): writing there would destroy the
+/// report, maybe the very one being read. Checked before any work by the commands
+/// whose output may take any name (`export`, `budget`; `flamegraph` and `timeline`
+/// write only `.svg`).
+pub(crate) fn refuse_report_file(path: &Path) -> Result<()> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Ok(());
+    };
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if alloc_tracer_format::schema::is_report_file(name)
+        && folder.join(alloc_tracer_format::schema::MANIFEST).is_file()
+    {
+        anyhow::bail!(
+            "{}: a file of the report in {}, which this output would replace: write it \
+             elsewhere",
+            path.display(),
+            folder.display()
+        );
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `path`, a whole output made before anything is written: a
 /// regular file (or a new one) through a temporary file beside it, given the old
 /// file's permissions and renamed into place, so that a reader never sees half of it

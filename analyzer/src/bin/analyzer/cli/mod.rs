@@ -277,7 +277,8 @@ enum Command {
         /// analyzer/src/default_categories.toml); the built-in ones by default.
         #[arg(long)]
         rules: Option<PathBuf>,
-        /// Write the budget to this file instead of standard output.
+        /// Write the budget to this new file instead of standard output (an existing
+        /// one is refused: --tighten lowers it in place).
         #[arg(short, long, conflicts_with = "tighten")]
         out: Option<PathBuf>,
         /// Rewrite this budget file as a ratchet: every limit more than 1.5 margins
