@@ -186,8 +186,8 @@ impl Settings {
         let calls = crate::hot::thread::guarded(crate::weights::calls);
         let heap = |s: &Settings| if s.heap_on() { s.heap_bytes() } else { 0 };
         crate::weights::switch(
-            (current.mode, heap(&current)),
-            (self.mode, heap(&self)),
+            (current.mode, heap(&current), current.depth),
+            (self.mode, heap(&self), self.depth),
             calls,
             crate::hot::live::live_bytes(),
         );

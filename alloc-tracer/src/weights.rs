@@ -92,6 +92,11 @@ static STACKS: Weight = Weight::new(|v| v >> 1);
 /// Allocations and reallocs counted in `count` mode before its latest stretch (the
 /// one in force, if it is, runs from `STACKS.since`).
 static UNSTACKED: AtomicU64 = AtomicU64::new(0);
+
+/// The depths (1 to 62, a bit each) stacks were walked at before the latest switch:
+/// those in force while the program allocated with a mode that records stacks, or
+/// with heap sampling on.
+static DEPTHS: AtomicU64 = AtomicU64::new(0);
 static HEAP: Weight = Weight::new(|v| v);
 
 /// Set once heap sampling was turned on while the program held at least
@@ -119,18 +124,38 @@ pub(crate) fn calls() -> u64 {
     crate::registry::running_totals(crate::phase::used()).0
 }
 
-/// `Settings::apply` replaces `from`'s mode and heap interval (0: off) with `to`'s,
-/// `calls` allocations and reallocs into the run, with `live` bytes live.
-pub(crate) fn switch(from: (Mode, u64), to: (Mode, u64), calls: u64, live: i64) {
+/// `Settings::apply` replaces `from`'s mode, heap interval (0: off) and depth with
+/// `to`'s, `calls` allocations and reallocs into the run, with `live` bytes live.
+pub(crate) fn switch(from: (Mode, u64, usize), to: (Mode, u64, usize), calls: u64, live: i64) {
+    let since = STACKS.since.load(Relaxed);
     if from.0 == Mode::Count {
-        let since = STACKS.since.load(Relaxed);
         UNSTACKED.fetch_add(calls.saturating_sub(since), Relaxed);
+    }
+    if walks(from.0, from.1) && calls > since {
+        DEPTHS.fetch_or(1 << from.2.min(crate::MAX_DEPTH), Relaxed);
     }
     STACKS.switch(stack_weight(from.0), stack_weight(to.0), calls);
     HEAP.switch(from.1, to.1, calls);
     if from.1 == 0 && to.1 != 0 && live >= LATE_BYTES {
         HEAP_LATE.store(true, Relaxed);
     }
+}
+
+/// Whether `mode`, with heap sampling at `heap` (0: off), walks stacks.
+fn walks(mode: Mode, heap: u64) -> bool {
+    stack_weight(mode) != 0 || (mode == Mode::Count && heap != 0)
+}
+
+/// The depths the report's stacks were walked at, ascending: those of earlier
+/// stretches, and `depth` where `mode` (heap sampling `heap`) walks them now.
+pub(crate) fn stack_depths(mode: Mode, heap: u64, depth: usize) -> Vec<usize> {
+    let mut bits = DEPTHS.load(Relaxed);
+    if walks(mode, heap) {
+        bits |= 1 << depth.min(crate::MAX_DEPTH);
+    }
+    (1..=crate::MAX_DEPTH)
+        .filter(|d| bits >> d & 1 == 1)
+        .collect()
 }
 
 /// Whether heap sampling came on while the program held 1 MiB or more allocated

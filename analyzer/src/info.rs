@@ -61,6 +61,9 @@ pub struct Info {
     pub sample_all_from_bytes: Option<u64>,
     /// Return addresses kept per stack.
     pub stack_depth: usize,
+    /// The depths the stacks were walked at, where the run changed it (the
+    /// manifest's `stack_depths`; one, or none in older reports, otherwise).
+    pub stack_depths: Vec<usize>,
     /// The traced program's command line.
     pub command_line: Vec<String>,
     /// Host name.
@@ -166,6 +169,7 @@ pub fn info(report: &Report) -> Info {
         lifetime_interval: m.lifetime_interval,
         sample_all_from_bytes: m.sample_all_from_bytes,
         stack_depth: m.stack_depth,
+        stack_depths: m.stack_depths.clone(),
         command_line: m.command_line.clone(),
         host: m.host.clone(),
         cpu: m.cpu.clone(),

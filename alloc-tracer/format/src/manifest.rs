@@ -42,6 +42,11 @@ pub struct Manifest {
     pub mode: String,
     /// Frames kept per stack.
     pub stack_depth: usize,
+    /// The depths the report's stacks were walked at, ascending: `stack_depth`
+    /// alone, unless the run changed it (`Settings::apply`) while it recorded
+    /// stacks; empty where none was walked, and in reports written before it existed.
+    #[serde(default)]
+    pub stack_depths: Vec<usize>,
     /// Each sampled stack stands for this many allocations (1 in `sites` mode).
     pub sample_interval: u64,
     /// Each followed block stands for this many blocks (0: none followed).
@@ -273,8 +278,13 @@ pub struct Dropped {
     pub late_alloc_count: u64,
     /// Frees after a thread's state was merged at exit (counted only here).
     pub late_free_count: u64,
-    /// Distinct stacks cut at `stack_depth` frames.
+    /// Distinct stacks cut at `stack_depth` frames (or at another of
+    /// `stack_depths`, in a run that changed the depth).
     pub stacks_at_depth_limit: usize,
+    /// Allocations and reallocs at those stacks (weighted like the sites table).
+    /// (Absent, 0, in reports written before it existed.)
+    #[serde(default)]
+    pub stacks_at_depth_limit_alloc_count: u64,
     /// Phase names beyond the first 15, counted together.
     pub phases_merged: bool,
     /// Allocations whose stack walk found the stack pointer off the thread's known
@@ -417,10 +427,44 @@ impl Manifest {
         }
     }
 
-    /// The warning line, with its fix, when too many stacks end early, or too many
-    /// of their frames have no name (both when the binary was replaced; stacks that
-    /// end early name stray words of the stack, which have no name, by themselves).
+    /// The share of allocations (and reallocs) whose stacks were cut at the depth
+    /// limit ([`Dropped::stacks_at_depth_limit`]).
+    pub fn stacks_cut_share(&self) -> f64 {
+        let all = self.totals.alloc_count + self.totals.realloc_count;
+        if all == 0 {
+            0.0
+        } else {
+            self.dropped.stacks_at_depth_limit_alloc_count as f64 / all as f64
+        }
+    }
+
+    /// The warning line, with its fix, when too many stacks end early, or are cut
+    /// at the depth limit, or too many of their frames have no name (both when the
+    /// binary was replaced; stacks that end early name stray words of the stack,
+    /// which have no name, by themselves).
     pub fn setup_warning(&self) -> Option<String> {
+        let cut_share = self.stacks_cut_share();
+        let cut = (cut_share > crate::site::EARLY_STACKS_WARN_SHARE).then(|| {
+            // The shallowest depth walked is where most were cut.
+            let depth = self
+                .stack_depths
+                .first()
+                .copied()
+                .unwrap_or(self.stack_depth);
+            crate::site::cut_stacks_warning(cut_share, depth)
+        });
+        match (self.frames_warning(), cut) {
+            (Some(f), Some(c)) => Some(format!(
+                "{f}; and {}",
+                c.strip_prefix("warning: ").unwrap_or(&c)
+            )),
+            (f, c) => f.or(c),
+        }
+    }
+
+    /// [`Manifest::setup_warning`]'s part on stacks that end early and frames with
+    /// no name.
+    fn frames_warning(&self) -> Option<String> {
         let share = self.stacks_ending_early_share();
         let early = (share > crate::site::EARLY_STACKS_WARN_SHARE)
             .then(|| crate::site::early_stacks_warning(share));
@@ -476,6 +520,36 @@ mod tests {
         m.dropped.unnamed_addresses = 0;
         m.dropped.stacks_ending_early_alloc_count = 0;
         assert_eq!(m.setup_warning(), None);
+    }
+
+    #[test]
+    fn the_setup_warning_names_stacks_cut_at_the_depth_limit() {
+        let mut m = Manifest {
+            stack_depth: 48,
+            ..Default::default()
+        };
+        m.totals.alloc_count = 100;
+        m.dropped.stacks_at_depth_limit_alloc_count = 20;
+        assert_eq!(m.setup_warning(), None, "a fifth: below the warning");
+        m.dropped.stacks_at_depth_limit_alloc_count = 60;
+        let w = m.setup_warning().unwrap();
+        assert!(
+            w.starts_with(
+                "warning: 60 % of allocations have call stacks cut at the depth limit (48 frames)"
+            ),
+            "{w}"
+        );
+        // A run that walked at 2 frames, then at 48: cut at 2.
+        m.stack_depths = vec![2, 48];
+        assert!(m.setup_warning().unwrap().contains("(2 frames)"));
+        // With stacks that end early too: both.
+        m.dropped.stacks_ending_early_alloc_count = 30;
+        let w = m.setup_warning().unwrap();
+        assert!(
+            w.contains("force-frame-pointers")
+                && w.contains("; and 60 % of allocations have call stacks cut"),
+            "{w}"
+        );
     }
 
     #[test]

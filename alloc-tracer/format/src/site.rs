@@ -374,6 +374,20 @@ pub fn early_stacks_warning(share: f64) -> String {
     )
 }
 
+/// The one-line warning, with its fix, for a share of allocations in stacks cut at
+/// the depth limit, `depth` frames (above [`EARLY_STACKS_WARN_SHARE`] too): their
+/// sites are named by their innermost frames, wherever they were called from.
+pub fn cut_stacks_warning(share: f64, depth: usize) -> String {
+    format!(
+        "warning: {:.0} % of allocations have call stacks cut at the depth limit ({depth} \
+         frame{}): their sites and categories are told by their innermost frames, not by \
+         where those were called from; trace with more frames (ALLOC_TRACE_DEPTH or \
+         synth-driver --depth, up to 62; 48 by default)",
+        share * 100.0,
+        if depth == 1 { "" } else { "s" }
+    )
+}
+
 /// Above this share of a report's return addresses without a name, readers warn.
 pub const UNNAMED_WARN_SHARE: f64 = 0.1;
 

@@ -32,6 +32,8 @@ pub fn lifetime_weight(mode: Mode, lifetime_interval: u64) -> u64 {
 pub struct StackEnds {
     /// Stacks cut at the depth limit.
     pub at_depth_limit: usize,
+    /// Allocations and reallocs at those (weighted as the report's).
+    pub at_depth_limit_allocs: u64,
     /// Stacks that end before main or a thread's start.
     pub early: u64,
     /// Allocations and reallocs at those.
@@ -96,6 +98,7 @@ pub fn build(
         duration_s,
         mode: snap.settings.mode.name(),
         stack_depth: snap.settings.depth,
+        stack_depths: stack_depths(snap),
         sample_interval: weight,
         sample_all_from_bytes: matches!(stacks_mode, crate::Mode::Sample(_))
             .then_some(alloc_tracer_format::size_class::SAMPLE_ALL_FROM_BYTES as u64),
@@ -113,6 +116,7 @@ pub fn build(
             late_alloc_count: c.late_allocs,
             late_free_count: c.late_frees,
             stacks_at_depth_limit: ends.at_depth_limit,
+            stacks_at_depth_limit_alloc_count: ends.at_depth_limit_allocs,
             phases_merged: snap.phases.len() >= MAX_PHASES,
             foreign_stack_walks: c.foreign_walks,
             folded_sites: crate::registry::folded_sites(),
@@ -152,6 +156,14 @@ pub fn build(
         stacks_mode: crate::weights::stacks_recorded_in(snap.settings.mode).map(|m| m.name()),
         allocs_without_stacks: Some(without_stacks(snap, calls, counted, site_calls)),
     }
+}
+
+/// The depths `snap`'s stacks were walked at, ascending (one, unless the run
+/// changed it).
+pub fn stack_depths(snap: &Snapshot) -> Vec<usize> {
+    let s = &snap.settings;
+    let heap = if s.heap_on() { s.heap_bytes() } else { 0 };
+    crate::weights::stack_depths(s.mode, heap, s.depth)
 }
 
 /// Allocations and reallocs counted with no stack, of the `counted` the snapshot

@@ -62,9 +62,16 @@ fn stack_ends(
 ) -> manifest::StackEnds {
     let mut ends = manifest::StackEnds::default();
     let (mut empty, mut empty_walks, mut empty_allocs) = (0, 0u64, 0u64);
+    // A stack as long as a depth it may have been walked at was cut there (a run
+    // that changed the depth has stacks cut at each), or one longer: the allocator
+    // entry's frame, kept until the report drops it, may be one more.
+    let depths = manifest::stack_depths(snap);
+    let deepest = depths.last().copied().unwrap_or(snap.settings.depth);
+    let cut = |n: usize| n >= deepest || depths.iter().any(|&d| n == d || n == d + 1);
     for (stack, allocs) in stacks {
-        if stack.len() >= snap.settings.depth {
+        if cut(stack.len()) {
             ends.at_depth_limit += 1;
+            ends.at_depth_limit_allocs += allocs;
             continue;
         }
         let frames = user_frames(stack, &snap.symbols);

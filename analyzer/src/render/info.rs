@@ -49,7 +49,18 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
             } else {
                 format!("1 block in {} followed to its free", i.lifetime_interval)
             },
-            i.stack_depth
+            match i.stack_depths.as_slice() {
+                [] | [_] => i.stack_depth.to_string(),
+                depths => format!(
+                    "{} (the run changed it: {})",
+                    i.stack_depth,
+                    depths
+                        .iter()
+                        .map(|d| d.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
         )?;
         if i.allocs_without_stacks > 0 {
             writeln!(

@@ -222,48 +222,70 @@ fn gates_judge_what_they_can_and_say_what_they_cannot() {
 
 #[test]
 fn stacks_cut_short_are_said_wherever_sites_are_judged() {
-    // As if built without frame pointers: most stacks end early.
-    let cut = copy_fixture("cut-stacks");
-    edit_manifest(&cut, |m| {
-        let all = m["totals"]["alloc_count"].as_u64().unwrap();
-        m["dropped"]["stacks_ending_early_alloc_count"] = all.into();
-    });
-    let c = cut.to_str().unwrap();
-    let r = fixture();
-    let svg = Scratch::new("analyzer-cut").holding("graph.svg");
-    for args in [
-        vec!["categories", c],
-        vec!["cost", c],
-        vec!["diff", r.to_str().unwrap(), c],
-        vec!["info", c],
-        vec!["flamegraph", c, "-o", svg.to_str().unwrap()],
+    // As if built without frame pointers (most stacks end early), or traced at a
+    // depth of 2 (most cut at the depth limit).
+    for (name, field, said) in [
+        (
+            "cut-early",
+            "stacks_ending_early_alloc_count",
+            "force-frame-pointers",
+        ),
+        (
+            "cut-at-depth",
+            "stacks_at_depth_limit_alloc_count",
+            "cut at the depth limit (2 frames)",
+        ),
     ] {
-        let out = analyzer(&args);
-        assert!(out.status.success(), "{args:?}: {out:?}");
+        let cut = copy_fixture(name);
+        edit_manifest(&cut, |m| {
+            let all = m["totals"]["alloc_count"].as_u64().unwrap();
+            m["dropped"][field] = all.into();
+            if field == "stacks_at_depth_limit_alloc_count" {
+                m["stack_depth"] = 2.into();
+            }
+        });
+        let c = cut.to_str().unwrap();
+        let r = fixture();
+        let svg = Scratch::new("analyzer-cut").holding("graph.svg");
+        for args in [
+            vec!["categories", c],
+            vec!["cost", c],
+            vec!["diff", r.to_str().unwrap(), c],
+            vec!["info", c],
+            vec!["flamegraph", c, "-o", svg.to_str().unwrap()],
+        ] {
+            let out = analyzer(&args);
+            assert!(out.status.success(), "{args:?}: {out:?}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains(said), "{args:?}: {stderr}");
+        }
+        // A diff says the depths differ.
+        let out = analyzer(&["diff", r.to_str().unwrap(), c]);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            stderr.contains("force-frame-pointers"),
-            "{args:?}: {stderr}"
+        assert_eq!(
+            stderr.contains("walked at different depths (16 and 2 frames)"),
+            field == "stacks_at_depth_limit_alloc_count",
+            "{stderr}"
         );
+        // A budget on categories or sites cannot judge such a report.
+        let b = budget_file(
+            name,
+            "[phase.build]\ncategory.\"other (no rule matched)\".share = 1.0\n",
+        );
+        assert_one_line_error(
+            &["check", c, "--budget", b.to_str().unwrap()],
+            "category and site limits need whole stacks",
+        );
+        // Limits on counts judge it, and the log still says its stacks are cut short.
+        let b = budget_file("cut-stacks-counts", "[phase.build]\nallocs = 100_000\n");
+        let out = analyzer(&["check", c, "--budget", b.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(said),
+            "{out:?}"
+        );
+        let _ = std::fs::remove_file(svg);
     }
-    // A budget on categories or sites cannot judge such a report.
-    let b = budget_file(
-        "cut-stacks",
-        "[phase.build]\ncategory.\"other (no rule matched)\".share = 1.0\n",
-    );
-    assert_one_line_error(
-        &["check", c, "--budget", b.to_str().unwrap()],
-        "category and site limits need whole stacks",
-    );
-    // Limits on counts judge it, and the log still says its stacks are cut short.
-    let b = budget_file("cut-stacks-counts", "[phase.build]\nallocs = 100_000\n");
-    let out = analyzer(&["check", c, "--budget", b.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("call stacks that end before main"),
-        "{out:?}"
-    );
-    let _ = std::fs::remove_file(svg);
 }
 
 #[test]

@@ -120,6 +120,25 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
             b.mode_words()
         );
     }
+    // Stacks walked at other depths name other sites: one cut at fewer frames
+    // matches none of the other report's, and its category may differ.
+    let depths = |r: &report::Report| match r.manifest.stack_depths.as_slice() {
+        [] => vec![r.manifest.stack_depth],
+        d => d.to_vec(),
+    };
+    if a.records_sites() && b.records_sites() && depths(a) != depths(b) {
+        let words = |r: &report::Report| {
+            let d: Vec<String> = depths(r).iter().map(|d| d.to_string()).collect();
+            d.join(" then ")
+        };
+        note!(
+            "analyzer: the reports' stacks were walked at different depths ({} and {} \
+             frames): a site cut at fewer frames matches none of the other's, and its \
+             category may differ; trace both at one depth",
+            words(a),
+            words(b)
+        );
+    }
     warn_if_other_circuits(a, b);
     Ok(())
 }
