@@ -171,10 +171,12 @@ def estimate_note(base: Report, change: Report) -> str | None:
 LOW_MATCH_SHARE = 0.8
 
 
-def match_warning(matched: float) -> str | None:
+def match_warning(matched: float, base_sites: int | None = None) -> str | None:
     """`analyzer diff`'s warning when under LOW_MATCH_SHARE of the baseline's
-    allocations are at sites found in the change (`matched`: `matched_share`)."""
-    if matched >= LOW_MATCH_SHARE:
+    allocations are at sites found in the change (`matched`: `matched_share`); none
+    where the baseline has no site to match (`base_sites` 0: a sampled report that
+    sampled nothing of the phase), as there."""
+    if matched >= LOW_MATCH_SHARE or base_sites == 0:
         return None
     return (
         f"only {matched:.1%} of the base's allocations are at sites found in the change: "

@@ -236,10 +236,13 @@ def site_deltas(deltas: pl.DataFrame, matched_share: float, title: str, limit: i
         ax.text(0.5, 0.5, "no site found in both reports changed", ha="center", va="center",
                 transform=ax.transAxes)
     ax.set_xlabel("change - baseline (allocations + reallocs), sites in both reports")
+    # A baseline with no site here (a sampled one that sampled none of the phase)
+    # matches nothing, and says nothing of the patch.
+    base_sites = deltas.filter(pl.col("status") != NEW).height
     low = (
         f"only {matched_share:.0%} of the baseline's allocations + reallocs are at matched sites: "
         "the category totals are what to trust"
-        if matched_share < low_share else None
+        if matched_share < low_share and base_sites else None
     )
     _notes(ax, f"{title}\nmatched sites: {matched_share:.0%} of the baseline's allocations + reallocs",
            [low, *notes])

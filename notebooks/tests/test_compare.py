@@ -413,6 +413,8 @@ def test_the_stacks_in_one_report_only_are_listed(base_and_change):
 
 def test_a_low_matched_share_is_warned_of_as_analyzer_diff_does():
     assert compare.match_warning(0.9) is None
+    # A baseline with no site to match (nothing of the phase sampled): no warning.
+    assert compare.match_warning(0.0, base_sites=0) is None
     assert compare.match_warning(0.759) == (
         "only 75.9% of the base's allocations are at sites found in the change: the patch "
         "removed that code, or the site rows marked gone and new are largely the same code "

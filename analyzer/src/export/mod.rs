@@ -40,7 +40,7 @@ impl Weight {
     }
 
     /// What a unit of the weight is, for titles and tooltips.
-    fn unit(self) -> &'static str {
+    pub fn unit(self) -> &'static str {
         match self {
             Weight::Count => "allocations",
             Weight::Bytes => "bytes",
@@ -167,15 +167,17 @@ pub fn phase_words(phase: Option<&str>) -> String {
 }
 
 /// A flame graph SVG (inferno) of the [`Frames::Readable`] folded stacks, titled with
-/// the report and phase.
+/// the report and phase. With nothing to draw (no site of the phase, or none with
+/// temporaries), a picture saying why, and the why, for the caller to say too; a
+/// report that records no sites has no answer (an error).
 pub fn flamegraph(
     report: &Report,
     by: Weight,
     phase: Option<&str>,
     out: &mut dyn Write,
-) -> io::Result<()> {
+) -> io::Result<Option<String>> {
     let lines = folded_frames(report, by, phase, Frames::Readable);
-    if lines.is_empty() {
+    if lines.is_empty() && report.count_only() {
         return Err(nothing_to_draw(&[report], by, phase));
     }
     let title = format!(
@@ -184,7 +186,34 @@ pub fn flamegraph(
         report_name(report),
         phase_words(phase)
     );
-    readable_flamegraph(&lines, title, by.unit(), sampled_words(report), out)
+    if lines.is_empty() {
+        let why = format!(
+            "no {} to draw: {}",
+            by.unit(),
+            why_nothing(&[report], phase)
+        );
+        write!(out, "{}", empty_svg(&title, &why))?;
+        return Ok(Some(why));
+    }
+    readable_flamegraph(&lines, title, by.unit(), sampled_words(report), out)?;
+    Ok(None)
+}
+
+/// A picture that answers with nothing: `title`, and `why` under it.
+pub fn empty_svg(title: &str, why: &str) -> String {
+    let escape = |t: &str| {
+        t.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    };
+    let (escaped, why) = (escape(title), escape(why));
+    format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" height=\"90\">\
+         <text x=\"600\" y=\"32\" text-anchor=\"middle\" font-family=\"sans-serif\" \
+         font-size=\"17\">{escaped}</text>\
+         <text x=\"600\" y=\"64\" text-anchor=\"middle\" font-family=\"sans-serif\" \
+         font-size=\"14\">{why}</text></svg>\n"
+    )
 }
 
 /// What a `sample:N` report's allocation figures are, for a subtitle or a note: the
@@ -240,18 +269,28 @@ fn with_subtitle(opts: &mut inferno::flamegraph::Options, subtitle: String) {
 pub const COUNT_RECORDS_NO_SITES: &str =
     "a count-mode report records no sites (run with ALLOC_TRACE=sites or sample:N)";
 
-/// Why there is nothing to draw by `by`, from what the reports say of themselves.
-fn nothing_to_draw(reports: &[&Report], by: Weight, phase: Option<&str>) -> io::Error {
-    let why = if reports.iter().any(|r| r.count_only()) {
+/// Why the reports' folded stacks are empty, from what the reports say of
+/// themselves (the words of `top`'s note).
+pub fn why_nothing(reports: &[&Report], phase: Option<&str>) -> &'static str {
+    let sampled = reports.iter().any(|r| r.sampled());
+    if reports.iter().any(|r| r.count_only()) {
         COUNT_RECORDS_NO_SITES
     } else if reports.iter().any(|r| r.rows(phase).next().is_some()) {
         // Sites, but none weighs anything (no temporaries, say).
         "the sites recorded hold none"
-    } else if phase.is_some() {
-        "no allocation of this phase was recorded"
     } else {
-        "no allocation was recorded"
-    };
+        match (phase.is_some(), sampled) {
+            (true, true) => "no allocation of this phase was sampled",
+            (true, false) => "no allocation of this phase was recorded",
+            (false, true) => "no allocation was sampled",
+            (false, false) => "no allocation was recorded",
+        }
+    }
+}
+
+/// Why there is nothing to draw by `by`, as an error.
+fn nothing_to_draw(reports: &[&Report], by: Weight, phase: Option<&str>) -> io::Error {
+    let why = why_nothing(reports, phase);
     let named: Vec<String> = reports
         .iter()
         .map(|r| r.dir.display().to_string())

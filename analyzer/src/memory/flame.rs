@@ -57,14 +57,15 @@ pub const UNSEEN: &str = "heap sampling did not see that moment (it was off, ALL
 pub const NOTHING_LIVE: &str = "no sampled block was live then";
 
 /// A flame graph SVG of live bytes at `moment` (`flamegraph --by peak-bytes` or
-/// `end-bytes`).
+/// `end-bytes`); with nothing live then, a picture saying why, and the why, for the
+/// caller to say too.
 pub fn flamegraph(
     report: &Report,
     memory: &Memory,
     moment: Moment,
     phase: Option<&str>,
     out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
+) -> std::io::Result<Option<String>> {
     let lines = folded(report, memory, moment, phase, export::Frames::Readable);
     if lines.is_empty() && !moment_sampled(report, memory, moment) {
         // (Sampling on and nothing live then is drawn, below: an answer.)
@@ -86,7 +87,8 @@ pub fn flamegraph(
         // Heap sampling was on and nothing it sampled was live then (a program that
         // freed everything), or nothing of the phase: an answer, drawn as one.
         let why = none_live(&[(report, memory)], moment, phase);
-        return write!(out, "{}", nothing_live_svg(&title, &why));
+        write!(out, "{}", export::empty_svg(&title, &why))?;
+        return Ok(Some(format!("no live bytes to draw: {why}")));
     }
     // The title says the widths are heap sampling's estimates; the subtitle what
     // they leave out.
@@ -94,7 +96,8 @@ pub fn flamegraph(
         .manifest
         .heap_sampling_started_late
         .then(|| format!("heap sampling {}", crate::report::HEAP_STARTED_LATE));
-    export::readable_flamegraph(&lines, title, "bytes", late, out)
+    export::readable_flamegraph(&lines, title, "bytes", late, out)?;
+    Ok(None)
 }
 
 /// Why no sampled block of `sides` is drawn at `moment`: none was live, or those
@@ -163,7 +166,7 @@ pub fn flamegraph_diff(
     if a.trim().is_empty() && b.trim().is_empty() {
         // Both sampled, and nothing live in either: an answer, as for one report.
         let why = none_live(&[base, change], moment, phase);
-        return write!(out, "{}", nothing_live_svg(&title, &why));
+        return write!(out, "{}", export::empty_svg(&title, &why));
     }
     // With nothing of the drawn side's live, there is nothing to draw at its widths.
     let (drawn, name, side, other) = match widths {
@@ -213,21 +216,4 @@ pub fn flamegraph_diff(
         estimated: true,
     };
     export::differential_flamegraph(&a, &b, drawing, out)
-}
-
-/// An SVG with `title` and a line saying why nothing is drawn.
-fn nothing_live_svg(title: &str, why: &str) -> String {
-    let escape = |t: &str| {
-        t.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-    };
-    let (escaped, why) = (escape(title), escape(why));
-    format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\" height=\"90\">\
-         <text x=\"600\" y=\"32\" text-anchor=\"middle\" font-family=\"sans-serif\" \
-         font-size=\"17\">{escaped}</text>\
-         <text x=\"600\" y=\"64\" text-anchor=\"middle\" font-family=\"sans-serif\" \
-         font-size=\"14\">{why}</text></svg>\n"
-    )
 }

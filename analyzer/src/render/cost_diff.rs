@@ -368,7 +368,13 @@ pub fn diff(out: &mut dyn Write, d: &Diff, failed: &[Failed], format: Format) ->
                 pct(d.matched_alloc_share_ignoring_lines),
                 pct(d.change_matched_alloc_share),
             )?;
-            if d.base.alloc_count > 0 && d.matched_alloc_share < crate::diff::LOW_MATCH_SHARE {
+            // (A base with no site of the phase, a sampled one that sampled none of
+            // it, matches nothing, and says nothing of the patch.)
+            let base_sites = d.sites_matched + d.sites_gone;
+            if d.base.alloc_count > 0
+                && base_sites > 0
+                && d.matched_alloc_share < crate::diff::LOW_MATCH_SHARE
+            {
                 writeln!(
                     out,
                     "warning: only {} of the base's allocations are at sites found in the change: \

@@ -28,6 +28,32 @@ fn diff_of_a_report_with_itself_changes_nothing() {
     assert_eq!(d["sites_new"], 0);
     assert!(d["sites_matched"].as_u64().unwrap() > 3);
     assert_eq!(d["sites"].as_array().unwrap().len(), 0);
+    // A sampled report that sampled nothing of a phase matches nothing there, which
+    // says nothing of a patch: no warning that it removed code.
+    let unsampled = copy_fixture("self-unsampled");
+    let mut rows = 0;
+    edit_table(&unsampled, "sites.parquet", |df| {
+        use polars::prelude::*;
+        let keep: BooleanChunked = phase_column(&df).iter().map(|p| p != "combine").collect();
+        let kept = df.filter(&keep).unwrap();
+        rows = kept.height();
+        kept
+    });
+    edit_manifest(&unsampled, |m| {
+        m["mode"] = "sample:1000".into();
+        m["sample_interval"] = 1000.into();
+        for t in m["tables"].as_array_mut().unwrap() {
+            if t["file"] == "sites.parquet" {
+                t["rows"] = rows.into();
+            }
+        }
+    });
+    let u = unsampled.to_str().unwrap();
+    let out = analyzer(&["diff", u, u, "--phase", "combine"]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sites matched 0"), "{text}");
+    assert!(!text.contains("the patch removed that code"), "{text}");
 }
 
 #[test]

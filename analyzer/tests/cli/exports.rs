@@ -559,3 +559,80 @@ fn an_output_never_replaces_a_report_file_nor_a_budget() {
     );
     assert_eq!(std::fs::read_to_string(&*budget).unwrap(), "# mine\n");
 }
+
+#[test]
+fn nothing_to_draw_is_an_answer_drawn_and_said() {
+    // The fixture's `main` phase made no temporaries: exit 0, a picture that says
+    // so, and the line on standard error; the folded export empty, and said.
+    let r = fixture();
+    let d = r.to_str().unwrap();
+    let svg = Scratch::new("analyzer-nothing-drawn").holding("t.svg");
+    let out = analyzer(&[
+        "flamegraph",
+        d,
+        "--phase",
+        "main",
+        "--by",
+        "temporaries",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no temporaries to draw: the sites recorded hold none"),
+        "{stderr}"
+    );
+    let picture = std::fs::read_to_string(&*svg).unwrap();
+    assert!(
+        picture.contains("no temporaries to draw: the sites recorded hold none")
+            && picture.contains("phase main"),
+        "{picture}"
+    );
+    let out = analyzer(&[
+        "export",
+        d,
+        "--phase",
+        "main",
+        "--by",
+        "temporaries",
+        "--format",
+        "folded",
+    ]);
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no temporaries to export"),
+        "{out:?}"
+    );
+    // A sampled report whose phase had nothing sampled says so, as `top` does.
+    let sampled = count_copy(&fixture(), "nothing-sampled");
+    edit_manifest(&sampled, |m| {
+        m["mode"] = "sample:1000".into();
+        m["sample_interval"] = 1000.into();
+    });
+    let out = analyzer(&[
+        "flamegraph",
+        sampled.to_str().unwrap(),
+        "--phase",
+        "build",
+        "-o",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("no allocations to draw: no allocation of this phase was sampled"),
+        "{out:?}"
+    );
+    // A count report cannot answer: exit 2.
+    let counted = count_copy(&fixture(), "nothing-counted");
+    assert_one_line_error(
+        &[
+            "flamegraph",
+            counted.to_str().unwrap(),
+            "-o",
+            svg.to_str().unwrap(),
+        ],
+        "a count-mode report records no sites",
+    );
+}

@@ -67,7 +67,10 @@ impl FlamegraphJob {
                 let r = report::load(dir)?;
                 let phase = r.check_phase(self.phase.as_deref())?;
                 cost_jobs::warn_of_report(&r);
-                export::flamegraph(&r, by, phase, &mut svg)?;
+                if let Some(why) = export::flamegraph(&r, by, phase, &mut svg)? {
+                    // An answer, drawn as one, and said.
+                    note!("analyzer: {}: {why}", r.dir.display());
+                }
             }
             (FlamegraphOf::Report(dir), FlameBy::Live(moment)) => {
                 memory_jobs::heap_flamegraph(dir, moment, self.phase.as_deref(), &mut svg)?;
@@ -160,7 +163,17 @@ impl ExportJob {
                 if let Some(words) = export::sampled_words(&r) {
                     note!("analyzer: {}: the weights are {words}", r.dir.display());
                 }
-                for line in export::folded(&r, by, phase) {
+                let lines = export::folded(&r, by, phase);
+                if lines.is_empty() && r.rows(phase).next().is_some() {
+                    // (No rows at all: `no_sites_note` said so above.)
+                    note!(
+                        "analyzer: {}: no {} to export: {}",
+                        r.dir.display(),
+                        by.unit(),
+                        export::why_nothing(&[&r], phase)
+                    );
+                }
+                for line in lines {
                     writeln!(w, "{line}")?;
                 }
             }

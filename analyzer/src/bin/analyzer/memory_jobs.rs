@@ -130,5 +130,8 @@ pub(crate) fn heap_flamegraph(
     let phase = r.check_phase(phase)?;
     let m = memory::load(&r)?;
     crate::cost_jobs::warn_of_report(&r);
-    Ok(memory::flamegraph(&r, &m, moment, phase, svg)?)
+    if let Some(why) = memory::flamegraph(&r, &m, moment, phase, svg)? {
+        note!("analyzer: {}: {why}", r.dir.display());
+    }
+    Ok(())
 }
