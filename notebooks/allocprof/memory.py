@@ -186,14 +186,19 @@ def held_sites(h: dict, limit: int = 15) -> pl.DataFrame:
 def scale_note(scaled: pl.DataFrame, phase: str = "synthesize") -> str | None:
     """Which reports of a `scale` table have nothing per row, in one line: no `rows`
     label (synth-driver records one), a `rows` or `iterations` label that is not a
-    whole number, or (with rows) no phase `phase` to count allocations in; None when
-    every one has its figures."""
+    whole number, or (with rows) no phase `phase` to count allocations in; and which
+    were written before their run finished, whose figures per row read high; None
+    when every one has its figures."""
     rows, allocs = pl.col("rows"), pl.col("allocs")
     parts = [
         (rows == 0, "no `rows` label (synth-driver records one)", "no figures per row"),
         (rows.is_null(), "a `rows` or `iterations` label that is not a whole number",
          "no figures per row"),
         ((rows > 0) & allocs.is_null(), f"no `{phase}` phase", "no allocations per row"),
+        (pl.col("incomplete").is_not_null() & (rows > 0),
+         "a report written before its run finished",
+         "its counts include the iteration under way, which its `rows` label does not "
+         "count, so its figures per row read high"),
     ]
     lines = [
         f"{what} in {', '.join(missing)}: {so}"
@@ -221,7 +226,9 @@ def scale(reports: list[Report], phase: str = "synthesize") -> pl.DataFrame:
     allocations in `phase` (null where the report has no such phase), peak live
     bytes, and both per row: allocations over every row, the peak over one
     iteration's rows (each iteration's circuit is freed before the next, so the peak
-    is one iteration's). `scale_note` says which reports lack figures, and why."""
+    is one iteration's), and why the report was written before its run finished
+    (`incomplete`, null for one that finished). `scale_note` says which reports lack
+    figures, or have them high, and why."""
     out = []
     for r in reports:
         m = r.manifest
@@ -242,9 +249,10 @@ def scale(reports: list[Report], phase: str = "synthesize") -> pl.DataFrame:
             "allocs_per_row": allocs / rows if rows and allocs is not None else None,
             "peak_bytes_per_row": peak / rows_once if rows_once else None,
             "synthesis_s": float(ph["wall_ns"].sum()) / 1e9 if ph.height else None,
+            "incomplete": m.get("incomplete"),
         })
     return pl.DataFrame(out, schema={
         "report": pl.String, "circuit": pl.String, "rows": pl.Int64, "allocs": pl.Int64,
         "peak_gib": pl.Float64, "allocs_per_row": pl.Float64, "peak_bytes_per_row": pl.Float64,
-        "synthesis_s": pl.Float64,
+        "synthesis_s": pl.Float64, "incomplete": pl.String,
     })

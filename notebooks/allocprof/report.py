@@ -109,6 +109,14 @@ class Report:
             if isinstance(t, dict) and isinstance(t.get("file"), str)
         }
 
+    def _listed_rows(self, name: str) -> int | None:
+        """The rows `manifest.json`'s `tables` lists for table `name`, if it says."""
+        for t in self.manifest.get("tables") or []:
+            if isinstance(t, dict) and t.get("file") == f"{name}.parquet":
+                rows = t.get("rows")
+                return rows if isinstance(rows, int) else None
+        return None
+
     def has_table(self, name: str) -> bool:
         """Whether the report has table `name`: its manifest lists it (or the table
         was handed to this object already)."""
@@ -116,9 +124,14 @@ class Report:
 
     def absent(self, name: str) -> str | None:
         """None when the report has table `name`; else one line saying it has not, and
-        why, for a notebook to print in place of what it would have drawn."""
+        why, for a notebook to print in place of what it would have drawn. A table
+        file the manifest does not list is damage, not an older report: refused, as
+        the analyzer refuses it."""
         if self.has_table(name):
             return None
+        path = self.dir / f"{name}.parquet"
+        if os.path.lexists(path):
+            raise ReportError(f"{path}: not among the tables manifest.json lists")
         why = LATER_TABLES.get(name, "manifest.json's `tables` does not list it")
         return f"this report has no {name} table ({why})"
 
@@ -134,9 +147,15 @@ class Report:
             if not path.is_file():
                 raise ReportError(f"{path}: missing")
             try:
-                self._tables[name] = escape_controls(pl.read_parquet(path))
+                df = escape_controls(pl.read_parquet(path))
             except Exception as e:  # polars' errors do not name the file
                 raise ReportError(f"{path}: {e}") from e
+            # The rows the manifest lists: a table cut short, or another report's
+            # table put there, disagrees with it (the analyzer's words).
+            listed = self._listed_rows(name)
+            if listed is not None and listed != df.height:
+                raise ReportError(f"{path}: {df.height} rows, the manifest says {listed}")
+            self._tables[name] = df
         return self._tables[name]
 
     @property

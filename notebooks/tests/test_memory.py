@@ -10,7 +10,7 @@ import pytest
 
 import allocprof
 from allocprof import memory
-from allocprof.memory import scale, timeline
+from allocprof.memory import scale, scale_note, timeline
 from allocprof.report import Report, ReportError
 from reports import edited_copy
 
@@ -33,6 +33,13 @@ def test_scale_is_per_row_whatever_the_iterations():
         assert once[key] == thrice[key], key
     assert once["peak_bytes_per_row"] == 190.0
     assert once["allocs_per_row"] == 5.0
+    # A run stopped before it finished counts the iteration under way too: said.
+    stopped = made(1000, 1, 5000, 190_000)
+    stopped.manifest["incomplete"] = "SIGINT"
+    scaled = scale([stopped])
+    assert scaled["incomplete"].to_list() == ["SIGINT"]
+    assert "a report written before its run finished in " in scale_note(scaled)
+    assert scale_note(scale([made(1000, 1, 5000, 190_000)])) is None
 
 
 def with_timeline(columns: dict) -> Report:
@@ -55,21 +62,40 @@ def test_timeline_reads_resident_memory_where_sampled():
 
 
 def test_tables_the_manifest_does_not_list_are_absent(report, tmp_path):
-    """Readers go by the manifest's `tables`: a table it does not list is refused,
-    even with its file there, and `absent` says why in one line."""
+    """Readers go by the manifest's `tables`: a table it does not list is absent (a
+    report from before it), and `absent` says why in one line; with its file there
+    all the same, the two disagree: refused as damage, as the analyzer refuses it. A
+    table whose rows are not those listed is refused too."""
     assert report.has_table("timeline") and report.absent("timeline") is None
     m = json.loads((report.dir / "manifest.json").read_text())
     m["tables"] = [t for t in m["tables"] if t["file"] != "timeline.parquet"]
+    damaged = tmp_path / "damaged"
+    shutil.copytree(report.dir, damaged)
+    (damaged / "manifest.json").write_text(json.dumps(m))
+    r = allocprof.load(damaged)
+    assert (damaged / "timeline.parquet").is_file() and not r.has_table("timeline")
+    for read in (lambda: r.timeline, lambda: r.absent("timeline"), lambda: memory.timeline_note(r)):
+        with pytest.raises(ReportError, match="timeline.parquet: not among the tables manifest.json lists"):
+            read()
     older = tmp_path / "older"
-    shutil.copytree(report.dir, older)
-    (older / "manifest.json").write_text(json.dumps(m))
+    shutil.copytree(damaged, older)
+    (older / "timeline.parquet").unlink()
     r = allocprof.load(older)
-    assert (older / "timeline.parquet").is_file() and not r.has_table("timeline")
     with pytest.raises(ReportError, match="has no timeline table"):
         r.timeline
     assert memory.timeline_note(r) == f"older: {r.absent('timeline')}"
     assert memory.timeline_phases(r) is None
     assert memory.timeline_phases(report).height > 0
+    # Rows the manifest does not list.
+    m = json.loads((report.dir / "manifest.json").read_text())
+    for t in m["tables"]:
+        if t["file"] == "phases.parquet":
+            t["rows"] += 1
+    short = tmp_path / "short"
+    shutil.copytree(report.dir, short)
+    (short / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(ReportError, match=r"phases.parquet: \d+ rows, the manifest says \d+"):
+        allocprof.load(short).phases
 
 
 def test_timeline_phases_give_each_phases_exact_peak_beside_its_highest_point(report):
