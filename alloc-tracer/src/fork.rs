@@ -11,7 +11,9 @@
 //! allocation, after the inner allocator served it: an allocator that registers its
 //! own handlers on its first call has done so by then, and since `prepare` handlers
 //! run in the reverse of their registration, the tracer's run first, taking its
-//! locks while a thread that holds one can still reach the allocator's. A report
+//! locks while a thread that holds one can still reach the allocator's. The
+//! `backtrace` crate's lock, which symbolizing takes, is covered by one of the
+//! tracer's held around every use of it (`symbolize::resolve_all`). A report
 //! being written holds a `flock` on its folder's parent through a descriptor, and a
 //! lock lasts until every copy of it is closed:
 //! the child closes its copies (never unlocking), so that its own report there does
@@ -37,6 +39,7 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
 /// Every cold lock, held by the forking thread from `prepare` to `parent`/`child`.
 struct Held {
     // Fields drop in declaration order, releasing in the reverse of taking.
+    _symbolizing: MutexGuard<'static, ()>,
     report_locks: MutexGuard<'static, Vec<std::os::fd::RawFd>>,
     _session: crate::session::HeldForFork,
     _phases: MutexGuard<'static, Vec<crate::phase::PhaseTime>>,
@@ -121,8 +124,11 @@ extern "C" fn prepare() {
         let session = crate::session::hold_for_fork();
         // A leaf too: held only to open a folder and list it.
         let report_locks = crate::report::directory::hold_for_fork();
+        // A leaf: the `backtrace` crate's lock is taken only under it.
+        let symbolizing = crate::symbolize::hold_for_fork();
         let _ = HELD.try_with(|h| {
             *h.borrow_mut() = Some(Held {
+                _symbolizing: symbolizing,
                 report_locks,
                 _session: session,
                 _phases: phases,

@@ -3,6 +3,19 @@
 //! and most of liballoc; with `debug = "line-tables-only"` they are still named).
 
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Held while the `backtrace` crate resolves addresses (`resolve_all`), which takes
+/// a lock of its own: a fork while another thread held that one would leave it held
+/// for good in the child, whose next report would wait on it. `fork::prepare` takes
+/// this one instead, so no other thread is inside the crate at the fork.
+static SYMBOLIZING: Mutex<()> = Mutex::new(());
+
+/// Takes [`SYMBOLIZING`] (across a fork, after every other lock of the tracer's:
+/// none is taken while it is held).
+pub(crate) fn hold_for_fork() -> MutexGuard<'static, ()> {
+    SYMBOLIZING.lock().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// One source-level frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,6 +89,7 @@ pub fn binary_replaced() -> bool {
 /// otherwise hold to its end, through every later part of the report too; a second
 /// report parses it again).
 pub fn resolve_all(addresses: impl IntoIterator<Item = usize>) -> HashMap<usize, Vec<Frame>> {
+    let _symbolizing = hold_for_fork();
     let mut out = HashMap::new();
     for a in addresses {
         out.entry(a).or_insert_with(|| resolve(a));

@@ -54,7 +54,14 @@ fn forked_children_and_reports() {
     assert!(dest.join("manifest.json").exists());
 
     // Children forked while a thread writes reports into the same folder, again and
-    // again, each writing its own there.
+    // again, each writing its own there: in `sites` mode, so that both symbolize
+    // stacks (the `backtrace` crate's lock, taken then, must not be inherited held).
+    Settings {
+        mode: Mode::Sites,
+        ..Default::default()
+    }
+    .apply();
+    black_box(vec![0u8; 100]);
     let shared = scratch("fork-writing");
     let stop = AtomicBool::new(false);
     let mut hung = 0;
