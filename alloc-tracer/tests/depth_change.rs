@@ -67,4 +67,23 @@ fn stacks_cut_at_an_earlier_depth_are_cut_not_ending_early() {
     let w = summary.setup_warning.expect("a warning");
     assert!(w.contains("cut at the depth limit (2 frames)"), "{w}");
     assert!(!w.contains("force-frame-pointers"), "{w}");
+
+    // No part of the run was in `count` mode: none counted without a stack, though
+    // reports written while another thread allocates read its sites and its totals
+    // a moment apart.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                outer(100);
+            }
+        });
+        for i in 0..20 {
+            let busy = scratch.join(format!("busy-{i}"));
+            alloc_tracer::write_report(&busy).unwrap();
+            let m = Manifest::from_json(&std::fs::read(busy.join("manifest.json")).unwrap());
+            assert_eq!(m.unwrap().allocs_without_stacks, Some(0), "report {i}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
 }

@@ -437,7 +437,8 @@ pub fn check_destination(dir: &Path) -> Result<(), Error> {
     // The report is staged beside its folder under a longer name (`Staging::new`: its
     // count of stagings up to 20 digits), which must fit the file system's limit on a
     // name too.
-    let name_len = dir.file_name().map_or(0, |n| n.len());
+    // (As `Staging::new` writes it: a name not UTF-8 with its bytes replaced.)
+    let name_len = dir.file_name().map_or(0, |n| n.to_string_lossy().len());
     let staged_len = name_len + format!("..tmp-{}-{}", std::process::id(), u64::MAX).len();
     if staged_len > NAME_MAX {
         return Err(Error::NotReplaced {

@@ -163,20 +163,23 @@ pub fn build(
 pub fn stack_depths(snap: &Snapshot) -> Vec<usize> {
     let s = &snap.settings;
     let heap = if s.heap_on() { s.heap_bytes() } else { 0 };
-    crate::weights::stack_depths(s.mode, heap, s.depth)
+    crate::weights::stack_depths(s.mode, heap, s.depth, crate::weights::calls())
 }
 
 /// Allocations and reallocs counted with no stack, of the `counted` the snapshot
-/// holds: all of them where no stack was recorded. Where every stack was recorded in
-/// `sites` mode, exactly those that no site holds (its rows hold `site_calls`): an
-/// allocation another thread made as the mode switched is in a site or not,
-/// whichever mode it saw. Otherwise (sampled stacks are estimates) the tally of
+/// holds: all of them where no stack was recorded, none where no part of the run
+/// was in `count` mode. Where every stack was recorded in `sites` mode, exactly those
+/// that no site holds (its rows hold `site_calls`): an allocation another thread
+/// made as the mode switched is in a site or not, whichever mode it saw (in a report
+/// written while no other thread allocates: the snapshot reads the sites a moment
+/// before the totals). Otherwise (sampled stacks are estimates) the tally of
 /// `count` mode's stretches, whose ends are the running totals as settings were
 /// applied and `calls`, read after the snapshot.
 fn without_stacks(snap: &Snapshot, calls: u64, counted: u64, site_calls: u64) -> u64 {
     let mode = snap.settings.mode;
     match crate::weights::stacks_recorded_in(mode) {
         None => counted,
+        Some(_) if !crate::weights::counted_without_stacks(mode) => 0,
         Some(crate::Mode::Sites) if !crate::weights::stacks_changed(calls) => {
             counted.saturating_sub(site_calls)
         }

@@ -132,7 +132,7 @@ pub fn check(
             "the budget is for reports traced in {mode} mode, and {} was traced in {} \
              mode: its memory and counts would be judged by another mode's figures",
             report.dir.display(),
-            report.manifest.mode
+            report.mode_words()
         )));
     }
     // Category shares and site totals come from the sites table, which `count` mode

@@ -278,12 +278,14 @@ impl Report {
     /// run switched to `count` or `off` before its report, the latest mode that
     /// recorded stacks (`stacks_mode`): `sites` or `sample:N` wherever any stack was
     /// recorded, `count` where none was and allocations were counted. Reports
-    /// written before the tracer said so give `mode`.
+    /// written before the tracer said so give `mode`, or `count` for one written in
+    /// `off` mode that counted allocations and holds no site (switched from `count`).
     pub fn stacks_mode(&self) -> &str {
         let m = &self.manifest;
-        match (&m.stacks_mode, m.allocs_without_stacks) {
-            (Some(s), _) => s,
-            (None, Some(n)) if n > 0 => "count",
+        match (m.stacks_mode.as_deref(), m.allocs_without_stacks) {
+            (Some(s), _) if !s.is_empty() => s,
+            (_, Some(n)) if n > 0 => "count",
+            (_, None) if m.mode == "off" && self.counts_without_sites() => "count",
             _ => &m.mode,
         }
     }
@@ -334,9 +336,9 @@ impl Report {
     /// counted them.
     pub fn allocs_without_stacks(&self) -> u64 {
         let m = &self.manifest;
-        match m.stacks_mode {
-            Some(_) => m.allocs_without_stacks.unwrap_or(0),
-            None => 0,
+        match m.stacks_mode.as_deref() {
+            Some(s) if !s.is_empty() => m.allocs_without_stacks.unwrap_or(0),
+            _ => 0,
         }
     }
 

@@ -532,13 +532,34 @@ fn an_output_never_replaces_a_report_file_nor_a_budget() {
         assert_one_line_error(
             &args,
             &format!(
-                "{}: a file of the report in {d}, which this output would replace",
+                "{}: a file of a report ({}), which this output would replace",
+                out.display(),
                 out.display()
             ),
         );
     }
+    // Nor through a link to one: symbolic, or hard (written in place).
+    let elsewhere = Scratch::new("analyzer-outputs-elsewhere");
+    let soft = elsewhere.join("soft.folded");
+    std::os::unix::fs::symlink(dir.join("sites.parquet"), &soft).unwrap();
+    let hard = elsewhere.join("hard.folded");
+    std::fs::hard_link(dir.join("sites.parquet"), &hard).unwrap();
+    for out in [&soft, &hard] {
+        assert_one_line_error(
+            &[
+                "export",
+                d,
+                "--format",
+                "folded",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            "which this output would replace: write it elsewhere",
+        );
+    }
     assert_eq!(std::fs::read(dir.join("manifest.json")).unwrap(), manifest);
     assert_eq!(std::fs::read(dir.join("sites.parquet")).unwrap(), sites);
+    std::fs::remove_file(&hard).unwrap();
     // Another name there is written (an export beside the tables). (`flamegraph` and
     // `timeline` write only names ending in .svg, which no report file has.)
     let folded = dir.join("allocs.folded");
@@ -558,6 +579,13 @@ fn an_output_never_replaces_a_report_file_nor_a_budget() {
         "exists, and a draft would replace it: `analyzer budget REPORT --tighten",
     );
     assert_eq!(std::fs::read_to_string(&*budget).unwrap(), "# mine\n");
+    // Standard output by name is written through, as before.
+    let out = analyzer(&["budget", d, "-o", "/dev/stdout"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("allocs"),
+        "{out:?}"
+    );
 }
 
 #[test]
@@ -624,7 +652,14 @@ fn nothing_to_draw_is_an_answer_drawn_and_said() {
             .contains("no allocations to draw: no allocation of this phase was sampled"),
         "{out:?}"
     );
-    // A count report cannot answer: exit 2.
+    // A count report cannot answer: exit 2; nor can one written in `off` mode after
+    // counting (from before the tracer named the mode its stacks were recorded in).
+    let off = count_copy(&fixture(), "nothing-off");
+    edit_manifest(&off, |m| m["mode"] = "off".into());
+    assert_one_line_error(
+        &["flamegraph", off.to_str().unwrap(), "-o", svg.to_str().unwrap()],
+        "no allocations to draw: a count-mode report records no sites",
+    );
     let counted = count_copy(&fixture(), "nothing-counted");
     assert_one_line_error(
         &[

@@ -309,7 +309,7 @@ fn a_report_switched_to_count_keeps_its_sites_and_says_what_they_leave_out() {
     });
     assert_one_line_error(
         &["top", counted.to_str().unwrap()],
-        "no sites to rank: a count-mode report records no sites",
+        "no sites to rank: it records allocations but no sites (mode off when written",
     );
     let info = analyzer(&["info", counted.to_str().unwrap()]);
     assert!(

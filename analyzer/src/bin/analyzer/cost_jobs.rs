@@ -170,7 +170,7 @@ pub(crate) fn warn_if_other_host(cal: &Calibration, r: &report::Report) {
 pub(crate) fn refuse_without_sites(r: &report::Report, what: &str) -> Result<()> {
     let mode = &r.manifest.mode;
     if r.count_only() || (mode == "off" && r.counts_without_sites()) {
-        let why = if r.count_only() {
+        let why = if mode == "count" {
             no_sites(r, None).to_owned()
         } else {
             format!(
@@ -294,8 +294,14 @@ pub(crate) fn no_sites(r: &report::Report, phase: Option<&str>) -> &'static str 
     if r.count_only() {
         analyzer::export::COUNT_RECORDS_NO_SITES
     } else if phase.is_some() && r.allocs_without_stacks() > 0 && r.calls(phase) > 0 {
-        // A run that recorded stacks for part of it, and this phase in `count` mode.
-        "its allocations were counted in count mode, with no stack"
+        // A run that recorded stacks for part of it, and this phase in `count` mode
+        // (or, sampled, with nothing sampled).
+        if r.sampled() {
+            "none of its allocations was sampled, or they were counted in count mode, \
+             with no stack"
+        } else {
+            "its allocations were counted in count mode, with no stack"
+        }
     } else if r.sampled() {
         // A sampled report's sites are the allocations sampled: others went unseen.
         if phase.is_some() {

@@ -126,7 +126,7 @@ impl ExportJob {
             anyhow::bail!("{why}");
         }
         if let Some(out) = &self.out {
-            crate::refuse_report_file(out)?;
+            crate::refuse_report_file(out, &self.report)?;
         }
         let r = report::load(&self.report)?;
         let phase = r.check_phase(self.phase.as_deref())?;

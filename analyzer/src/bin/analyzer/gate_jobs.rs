@@ -92,7 +92,7 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
         return Ok(());
     }
     for r in [a, b] {
-        if count(r) {
+        if count(r) && r.manifest.mode == "count" {
             anyhow::bail!(
                 "{} was written in `count` mode, which records no sites: a diff compares \
                  sites (trace with sites or sample:N; `analyzer diff --fail-if` on allocs, \
@@ -103,7 +103,7 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
         }
         // A report whose mode was switched to `off` before it was written, say, after
         // counting in `count` mode: its allocations have no sites to compare.
-        if r.counts_without_sites() {
+        if count(r) || r.counts_without_sites() {
             anyhow::bail!(
                 "{} records allocations but no sites (mode {} when written): a diff \
                  compares sites (trace with sites or sample:N)",
@@ -532,8 +532,9 @@ impl BudgetJob {
         // A draft never replaces a file: a budget there holds limits and comments
         // someone may have edited (`--tighten` lowers it in place).
         if let Some(path) = &self.out {
-            crate::refuse_report_file(path)?;
-            if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            crate::refuse_report_file(path, &self.report)?;
+            // A regular file, not a link (`/dev/stdout` into a file is written through).
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
                 anyhow::bail!(
                     "{}: exists, and a draft would replace it: `analyzer budget REPORT \
                      --tighten {}` lowers an existing budget's limits in place; to draft \

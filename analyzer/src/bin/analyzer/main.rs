@@ -356,26 +356,44 @@ fn rules(path: Option<&Path>) -> Result<Vec<categories::Category>> {
 }
 
 /// Refuses `-o PATH` where it names a file of a report folder (its manifest or one
-/// of its tables, beside a `manifest.json`): writing there would destroy the
-/// report, maybe the very one being read. Checked before any work by the commands
-/// whose output may take any name (`export`, `budget`; `flamegraph` and `timeline`
-/// write only `.svg`).
-pub(crate) fn refuse_report_file(path: &Path) -> Result<()> {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return Ok(());
+/// of its tables, beside a `manifest.json`), itself or through a link (`write_file`
+/// writes through a symbolic link, and in place into a file of other hard links,
+/// such as one of `report`'s): writing there would destroy the report, maybe the
+/// very one being read. Checked before any work by the commands whose output may
+/// take any name (`export`, `budget`; `flamegraph` and `timeline` write only `.svg`).
+pub(crate) fn refuse_report_file(path: &Path, report: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let in_a_report = |p: &Path| {
+        let folder = match p.parent() {
+            Some(f) if !f.as_os_str().is_empty() => f,
+            _ => Path::new("."),
+        };
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(alloc_tracer_format::schema::is_report_file)
+            && folder.join(alloc_tracer_format::schema::MANIFEST).is_file()
     };
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if alloc_tracer_format::schema::is_report_file(name)
-        && folder.join(alloc_tracer_format::schema::MANIFEST).is_file()
+    // Where a link leads, and whether it is one of the report's files by identity.
+    let target = std::fs::canonicalize(path).ok();
+    let same_file = std::fs::metadata(path).ok().is_some_and(|out| {
+        std::fs::read_dir(report).is_ok_and(|files| {
+            files.flatten().any(|f| {
+                f.metadata()
+                    .is_ok_and(|m| m.is_file() && (m.dev(), m.ino()) == (out.dev(), out.ino()))
+            })
+        })
+    });
+    if let Some(file) = [Some(path), target.as_deref()]
+        .into_iter()
+        .flatten()
+        .find(|p| in_a_report(p))
+        .or(same_file.then_some(path))
     {
         anyhow::bail!(
-            "{}: a file of the report in {}, which this output would replace: write it \
+            "{}: a file of a report ({}), which this output would replace: write it \
              elsewhere",
             path.display(),
-            folder.display()
+            file.display()
         );
     }
     Ok(())
