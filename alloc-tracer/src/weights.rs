@@ -97,6 +97,7 @@ static UNSTACKED: AtomicU64 = AtomicU64::new(0);
 /// those in force while the program allocated with a mode that records stacks, or
 /// with heap sampling on.
 static DEPTHS: AtomicU64 = AtomicU64::new(0);
+
 static HEAP: Weight = Weight::new(|v| v);
 
 /// Set once heap sampling was turned on while the program held at least
@@ -187,18 +188,18 @@ pub(crate) fn stacks_recorded_in(mode: Mode) -> Option<Mode> {
     }
 }
 
-/// Allocations and reallocs counted in `count` mode, with no stack, by `calls` into
-/// the run with `mode` in force: all of them in a `count` run. Each stretch is
-/// bounded by the running totals read as settings were applied, before the new mode
-/// took effect, so allocations of other threads made meanwhile may be counted in a
-/// stretch and recorded with a stack too, or neither (the report counts a run whose
-/// every stack was recorded in `sites` mode exactly, from its sites instead).
 /// Whether the run counted allocations in `count` mode, with no stack: in an
 /// earlier stretch, or now, with `mode` in force.
 pub(crate) fn counted_without_stacks(mode: Mode) -> bool {
     mode == Mode::Count || UNSTACKED.load(Relaxed) > 0
 }
 
+/// Allocations and reallocs counted in `count` mode, with no stack, by `calls` into
+/// the run with `mode` in force: all of them in a `count` run. Each stretch is
+/// bounded by the running totals read as settings were applied, before the new mode
+/// took effect, so allocations of other threads made meanwhile may be counted in a
+/// stretch and recorded with a stack too, or neither (the report counts a run whose
+/// every stack was recorded in `sites` mode exactly, from its sites instead).
 pub(crate) fn allocs_without_stacks(mode: Mode, calls: u64) -> u64 {
     let current = if mode == Mode::Count {
         calls.saturating_sub(STACKS.since.load(Relaxed))

@@ -657,7 +657,12 @@ fn nothing_to_draw_is_an_answer_drawn_and_said() {
     let off = count_copy(&fixture(), "nothing-off");
     edit_manifest(&off, |m| m["mode"] = "off".into());
     assert_one_line_error(
-        &["flamegraph", off.to_str().unwrap(), "-o", svg.to_str().unwrap()],
+        &[
+            "flamegraph",
+            off.to_str().unwrap(),
+            "-o",
+            svg.to_str().unwrap(),
+        ],
         "no allocations to draw: a count-mode report records no sites",
     );
     let counted = count_copy(&fixture(), "nothing-counted");
