@@ -427,6 +427,15 @@ impl Manifest {
         }
     }
 
+    /// The depths the stacks were walked at, ascending: `stack_depths`, or
+    /// `stack_depth` alone where the report does not list them (never empty).
+    pub fn depths_walked(&self) -> Vec<usize> {
+        match self.stack_depths.as_slice() {
+            [] => vec![self.stack_depth],
+            d => d.to_vec(),
+        }
+    }
+
     /// The share of allocations (and reallocs) whose stacks were cut at the depth
     /// limit ([`Dropped::stacks_at_depth_limit`]).
     pub fn stacks_cut_share(&self) -> f64 {
@@ -446,12 +455,7 @@ impl Manifest {
         let cut_share = self.stacks_cut_share();
         let cut = (cut_share > crate::site::EARLY_STACKS_WARN_SHARE).then(|| {
             // The shallowest depth walked is where most were cut.
-            let depth = self
-                .stack_depths
-                .first()
-                .copied()
-                .unwrap_or(self.stack_depth);
-            crate::site::cut_stacks_warning(cut_share, depth)
+            crate::site::cut_stacks_warning(cut_share, self.depths_walked()[0])
         });
         match (self.frames_warning(), cut) {
             (Some(f), Some(c)) => Some(format!(

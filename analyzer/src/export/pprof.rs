@@ -307,7 +307,7 @@ pub fn estimates(report: &Report, in_use: &[InUse]) -> Vec<String> {
         lines.push(format!(
             "inuse_objects and inuse_space are heap sampling's estimates at the kept peak \
              ({every}){}",
-            crate::report::heap_late_words(report)
+            crate::report::heap_late_words(report.manifest.heap_sampling_started_late)
         ));
     }
     lines

@@ -197,11 +197,7 @@ fn table(out: &mut dyn Write, h: &Held) -> io::Result<()> {
             format!(" ({} of it)", pct(h.estimated_bytes as f64 / l as f64))
         });
     // Blocks allocated before heap sampling came on are in no estimate.
-    let late = if h.heap_started_late {
-        format!("; it {}", crate::report::HEAP_STARTED_LATE)
-    } else {
-        String::new()
-    };
+    let late = crate::report::heap_late_words(h.heap_started_late);
     let sampling = if h.heap_intervals_changed {
         format!(
             "heap sampling at intervals that changed during the run (last {}):",

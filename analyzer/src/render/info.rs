@@ -165,11 +165,7 @@ pub fn info(out: &mut dyn Write, i: &Info, format: Format) -> io::Result<()> {
                     ),
                     None => "no peak kept".to_owned(),
                 };
-                let late = if i.heap_sampling_started_late {
-                    format!("; it {}", crate::report::HEAP_STARTED_LATE)
-                } else {
-                    String::new()
-                };
+                let late = crate::report::heap_late_words(i.heap_sampling_started_late);
                 format!("{every}; {peak}{late}")
             }
         }

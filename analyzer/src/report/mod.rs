@@ -541,10 +541,10 @@ pub const HEAP_STARTED_LATE: &str =
     "came on part-way through the run, and blocks allocated before are left out";
 
 /// [`HEAP_STARTED_LATE`] as a clause after one about heap sampling's estimates
-/// (`; it came on ...`) where the report's did (the manifest's
+/// (`; it came on ...`) where it did (`late`: the manifest's
 /// `heap_sampling_started_late`); empty otherwise.
-pub fn heap_late_words(report: &Report) -> String {
-    if report.manifest.heap_sampling_started_late {
+pub fn heap_late_words(late: bool) -> String {
+    if late {
         format!("; it {HEAP_STARTED_LATE}")
     } else {
         String::new()

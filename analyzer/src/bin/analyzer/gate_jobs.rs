@@ -122,10 +122,7 @@ pub(crate) fn comparable(a: &report::Report, b: &report::Report, gates: Gates) -
     }
     // Stacks walked at other depths name other sites: one cut at fewer frames
     // matches none of the other report's, and its category may differ.
-    let depths = |r: &report::Report| match r.manifest.stack_depths.as_slice() {
-        [] => vec![r.manifest.stack_depth],
-        d => d.to_vec(),
-    };
+    let depths = |r: &report::Report| r.manifest.depths_walked();
     if a.records_sites() && b.records_sites() && depths(a) != depths(b) {
         let words = |r: &report::Report| {
             let d: Vec<String> = depths(r).iter().map(|d| d.to_string()).collect();
